@@ -1,0 +1,11 @@
+//! node-lifecycled: Kubernetes' node lifecycle and NoExecute taint eviction controllers as one
+//! single-threaded daemon. See DESIGN.md in the project's shared notes for the layering:
+//! `main -> runtime -> {kube, controller} -> model`; `controller` never imports `kube` or `runtime`
+//! except for the pure data structures (timer heap, token bucket) it owns.
+
+pub mod model;
+pub mod runtime;
+pub mod time;
+
+#[doc(hidden)]
+pub mod testing;

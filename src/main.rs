@@ -1,0 +1,3 @@
+fn main() {
+    println!("node-lifecycled {}", env!("CARGO_PKG_VERSION"));
+}

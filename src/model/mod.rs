@@ -1,0 +1,298 @@
+//! Compact projections of the API objects the controller reads.
+//!
+//! Only what SPEC.md needs is kept; names are interned `Rc<str>` (one thread, no atomics), so a
+//! node name shared by a node, its lease and its 110 pods is stored once. No full API object is
+//! kept after decoding (kube-controller-manager's informers cache whole objects: #115699).
+//! `kube/` decodes JSON into these; `controller/` consumes them; neither knows the other.
+
+mod interner;
+
+pub use interner::Interner;
+
+use std::rc::Rc;
+
+use crate::time::Time;
+
+/// An interned string: node names, namespaces, taint keys, label values, uids.
+pub type Name = Rc<str>;
+
+/// The labels the controller reads or writes; every other label is dropped at decode time.
+pub mod labels {
+    pub const ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+    pub const REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
+    pub const ZONE: &str = "topology.kubernetes.io/zone";
+    pub const REGION: &str = "topology.kubernetes.io/region";
+    pub const EXCLUDE_DISRUPTION: &str = "node.kubernetes.io/exclude-disruption";
+    pub const OS: &str = "kubernetes.io/os";
+    pub const OS_BETA: &str = "beta.kubernetes.io/os";
+    pub const ARCH: &str = "kubernetes.io/arch";
+    pub const ARCH_BETA: &str = "beta.kubernetes.io/arch";
+
+    pub const KEPT: [&str; 9] = [
+        ZONE_BETA,
+        REGION_BETA,
+        ZONE,
+        REGION,
+        EXCLUDE_DISRUPTION,
+        OS,
+        OS_BETA,
+        ARCH,
+        ARCH_BETA,
+    ];
+
+    pub fn is_kept(key: &str) -> bool {
+        KEPT.contains(&key)
+    }
+}
+
+/// The taint keys the node lifecycle controller owns.
+pub mod taint_keys {
+    pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
+    pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+    pub const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+    pub const DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+    pub const NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+    pub const PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+    pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ConditionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+            ConditionStatus::Unknown => "Unknown",
+        }
+    }
+
+    /// Anything but "True"/"False" reads as Unknown, as the API's own helpers treat it.
+    pub fn parse(s: &str) -> ConditionStatus {
+        match s {
+            "True" => ConditionStatus::True,
+            "False" => ConditionStatus::False,
+            _ => ConditionStatus::Unknown,
+        }
+    }
+}
+
+/// The node condition types the controller reads or writes; others are dropped at decode time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeConditionType {
+    Ready,
+    MemoryPressure,
+    DiskPressure,
+    PIDPressure,
+    NetworkUnavailable,
+}
+
+impl NodeConditionType {
+    pub const ALL: [NodeConditionType; 5] = [
+        NodeConditionType::Ready,
+        NodeConditionType::MemoryPressure,
+        NodeConditionType::DiskPressure,
+        NodeConditionType::PIDPressure,
+        NodeConditionType::NetworkUnavailable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeConditionType::Ready => "Ready",
+            NodeConditionType::MemoryPressure => "MemoryPressure",
+            NodeConditionType::DiskPressure => "DiskPressure",
+            NodeConditionType::PIDPressure => "PIDPressure",
+            NodeConditionType::NetworkUnavailable => "NetworkUnavailable",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<NodeConditionType> {
+        NodeConditionType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeCondition {
+    pub kind: NodeConditionType,
+    pub status: ConditionStatus,
+    pub last_heartbeat_time: Option<Time>,
+    pub last_transition_time: Option<Time>,
+    pub reason: Option<Name>,
+    pub message: Option<Name>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+    /// An effect this version does not know; kept so a full-list taint patch preserves it.
+    Other(Name),
+}
+
+impl TaintEffect {
+    pub fn as_str(&self) -> &str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+            TaintEffect::Other(s) => s,
+        }
+    }
+
+    pub fn parse(s: &str, interner: &mut Interner) -> TaintEffect {
+        match s {
+            "NoSchedule" => TaintEffect::NoSchedule,
+            "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
+            "NoExecute" => TaintEffect::NoExecute,
+            other => TaintEffect::Other(interner.intern(other)),
+        }
+    }
+}
+
+/// A node taint. All of a node's taints are kept (not only ours): a taint patch replaces the
+/// whole list, so another writer's taints must be sent back unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Taint {
+    pub key: Name,
+    /// Empty when the taint has no value.
+    pub value: Name,
+    pub effect: TaintEffect,
+    /// `timeAdded`, second precision as the API stores it; set on NoExecute taints.
+    pub time_added: Option<Time>,
+}
+
+impl Taint {
+    /// Same key and effect: what `MatchTaint` compares when adding or removing.
+    pub fn matches(&self, other: &Taint) -> bool {
+        self.key == other.key && self.effect == other.effect
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub name: Name,
+    pub uid: Name,
+    pub resource_version: Name,
+    pub creation_timestamp: Time,
+    /// Only the keys in [`labels::KEPT`], in any order.
+    pub labels: Vec<(Name, Name)>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    /// Only the types in [`NodeConditionType`]; at most one of each.
+    pub conditions: Vec<NodeCondition>,
+}
+
+impl Node {
+    pub fn label(&self, key: &str) -> Option<&Name> {
+        self.labels
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| v)
+    }
+
+    pub fn condition(&self, kind: NodeConditionType) -> Option<&NodeCondition> {
+        self.conditions.iter().find(|c| c.kind == kind)
+    }
+
+    pub fn ready(&self) -> Option<&NodeCondition> {
+        self.condition(NodeConditionType::Ready)
+    }
+
+    /// The zone key (`component-helpers/node/topology.GetZoneKey`): the beta failure-domain
+    /// labels win over the topology ones; `region + ":\x00:" + zone`; empty when both are empty.
+    pub fn zone_key(&self) -> String {
+        let pick = |beta: &str, ga: &str| -> &str {
+            match self.label(beta) {
+                Some(v) if !v.is_empty() => v,
+                _ => self.label(ga).map(|v| &**v).unwrap_or(""),
+            }
+        };
+        let region = pick(labels::REGION_BETA, labels::REGION);
+        let zone = pick(labels::ZONE_BETA, labels::ZONE);
+        if region.is_empty() && zone.is_empty() {
+            return String::new();
+        }
+        format!("{region}:\x00:{zone}")
+    }
+
+    /// `node.kubernetes.io/exclude-disruption` present with any value.
+    pub fn excluded_from_disruption(&self) -> bool {
+        self.label(labels::EXCLUDE_DISRUPTION).is_some()
+    }
+
+    pub fn has_taint(&self, key: &str, effect: &TaintEffect) -> bool {
+        self.taints
+            .iter()
+            .any(|t| &*t.key == key && &t.effect == effect)
+    }
+
+    pub fn no_execute_taints(&self) -> impl Iterator<Item = &Taint> {
+        self.taints
+            .iter()
+            .filter(|t| t.effect == TaintEffect::NoExecute)
+    }
+}
+
+/// A node's heartbeat in `kube-node-lease` (the Lease has the node's name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub name: Name,
+    pub renew_time: Option<Time>,
+    pub resource_version: Name,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodKey {
+    pub namespace: Name,
+    pub name: Name,
+}
+
+impl std::fmt::Display for PodKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TolerationOperator {
+    /// The default when `operator` is empty.
+    Equal,
+    Exists,
+    /// An operator this version does not know: matches nothing.
+    Other(Name),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Toleration {
+    /// Empty matches every key (with `Exists`).
+    pub key: Name,
+    pub operator: TolerationOperator,
+    pub value: Name,
+    /// `None` matches every effect.
+    pub effect: Option<TaintEffect>,
+    /// `None`: tolerated forever.
+    pub toleration_seconds: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pod {
+    pub key: PodKey,
+    pub uid: Name,
+    pub resource_version: Name,
+    /// `spec.nodeName`; pods without one are not watched.
+    pub node_name: Option<Name>,
+    /// The pod's `Ready` condition, if it has one.
+    pub ready: Option<ConditionStatus>,
+    /// Shared between pods with identical tolerations (most pods of a workload).
+    pub tolerations: Rc<[Toleration]>,
+    /// `metadata.deletionTimestamp` is set: already being deleted.
+    pub deleting: bool,
+    /// Has a controller owner reference of kind DaemonSet (legacy eviction skips these).
+    pub daemonset_owned: bool,
+}
