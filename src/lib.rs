@@ -3,6 +3,7 @@
 //! `main -> runtime -> {kube, controller} -> model`; `controller` never imports `kube` or `runtime`
 //! except for the pure data structures (timer heap, token bucket) it owns.
 
+pub mod config;
 pub mod controller;
 pub mod kube;
 pub mod model;
