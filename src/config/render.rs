@@ -181,11 +181,21 @@ pub(super) fn to_toml(c: &Config) -> String {
             }
             // Printed as a comment so the output stays a valid config that reads back the same.
             None => {
-                let _ = writeln!(out, "# {} is not set", e.key);
+                let _ = writeln!(out, "# {} is not set{}", e.key, unset_meaning(e.key));
             }
         }
     }
     out
+}
+
+/// What leaving an optional key out means, where that is not obvious.
+fn unset_meaning(key: &str) -> &'static str {
+    match key {
+        "metrics_address" => ": no metrics endpoint",
+        "context" => ": the kubeconfig's current-context",
+        "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
+        _ => "",
+    }
 }
 
 pub(super) fn changes(old: &Config, new: &Config) -> Vec<ConfigChange> {
