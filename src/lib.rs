@@ -3,8 +3,10 @@
 //! `main -> runtime -> {kube, controller} -> model`; `controller` never imports `kube` or `runtime`
 //! except for the pure data structures (timer heap, token bucket) it owns.
 
+pub mod config;
 pub mod controller;
 pub mod kube;
+pub mod logging;
 pub mod model;
 pub mod runtime;
 pub mod time;

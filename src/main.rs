@@ -1,3 +1,205 @@
-fn main() {
-    println!("node-lifecycled {}", env!("CARGO_PKG_VERSION"));
+//! Command line, wiring and exit codes. Everything else lives in the library.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use node_lifecycled::config::{Config, DEFAULT_CONFIG_PATH};
+use node_lifecycled::{logging, runtime};
+
+/// sysexits(3) codes, so systemd's `RestartPreventExitStatus=64 78` can tell "fix the
+/// invocation or the file" from a crash worth restarting.
+const EXIT_RUNTIME: u8 = 1;
+const EX_USAGE: u8 = 64;
+const EX_CONFIG: u8 = 78;
+
+const USAGE: &str = "\
+node-lifecycled: Kubernetes' node lifecycle and NoExecute taint eviction controllers as one daemon
+
+usage:
+  node-lifecycled [run] [--config PATH]       run the daemon
+  node-lifecycled check-config [--config PATH]
+                                              print the effective configuration and exit
+  node-lifecycled --version | --help
+
+options:
+  --config PATH   configuration file (default /etc/node-lifecycled/config.toml)
+
+signals:
+  SIGTERM, SIGINT  finish the action in hand and exit 0
+  SIGHUP           re-read the configuration file
+  SIGUSR1          log a state dump
+
+exit codes:
+  0   success
+  1   runtime failure
+  64  usage error (unknown argument)
+  78  configuration error (the message names the file, line and key)
+
+environment:
+  RUST_LOG        log filter; overrides log_level from the configuration
+  NOTIFY_SOCKET, WATCHDOG_USEC
+                  set by systemd (Type=notify, WatchdogSec=)
+";
+
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    Run { config: PathBuf },
+    CheckConfig { config: PathBuf },
+    Version,
+    Help,
+}
+
+fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
+    let mut args = args.into_iter();
+    let mut subcommand: Option<String> = None;
+    let mut config: Option<PathBuf> = None;
+    while let Some(arg) = args.next() {
+        let Some(text) = arg.to_str() else {
+            return Err(format!("unknown argument {arg:?}"));
+        };
+        match text {
+            "--help" | "-h" => return Ok(Command::Help),
+            "--version" | "-V" => return Ok(Command::Version),
+            "--config" | "-c" => {
+                let path = args.next().ok_or("--config needs a PATH")?;
+                if config.replace(PathBuf::from(path)).is_some() {
+                    return Err("--config given twice".to_string());
+                }
+            }
+            _ if text.starts_with("--config=") => {
+                let path = &text["--config=".len()..];
+                if path.is_empty() {
+                    return Err("--config needs a PATH".to_string());
+                }
+                if config.replace(PathBuf::from(path)).is_some() {
+                    return Err("--config given twice".to_string());
+                }
+            }
+            "run" | "check-config" if subcommand.is_none() && config.is_none() => {
+                subcommand = Some(text.to_string());
+            }
+            _ => return Err(format!("unknown argument {text:?}")),
+        }
+    }
+    let config = config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_PATH));
+    Ok(match subcommand.as_deref() {
+        Some("check-config") => Command::CheckConfig { config },
+        _ => Command::Run { config },
+    })
+}
+
+fn main() -> ExitCode {
+    let command = match parse_args(std::env::args_os().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("node-lifecycled: {e}\nTry 'node-lifecycled --help'.");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    match command {
+        Command::Help => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Command::Version => {
+            println!("node-lifecycled {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Command::CheckConfig { config } => match Config::load(&config) {
+            Ok(c) => {
+                println!(
+                    "# node-lifecycled {}: effective configuration from {}",
+                    env!("CARGO_PKG_VERSION"),
+                    config.display()
+                );
+                print!("{}", c.to_toml());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(EX_CONFIG)
+            }
+        },
+        Command::Run { config: path } => {
+            // The file is judged before anything else happens, network included.
+            let config = match Config::load(&path) {
+                Ok(c) => c,
+                Err(e) => {
+                    logging::early_error(&e.to_string());
+                    return ExitCode::from(EX_CONFIG);
+                }
+            };
+            let log = logging::init(config.log_level);
+            match runtime::daemon::run(path, config, log) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    log::error!("event loop failed: {e}");
+                    ExitCode::from(EXIT_RUNTIME)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Command, String> {
+        parse_args(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn run_is_the_default_and_config_has_a_default_path() {
+        let default = PathBuf::from(DEFAULT_CONFIG_PATH);
+        assert_eq!(
+            parse(&[]),
+            Ok(Command::Run {
+                config: default.clone()
+            })
+        );
+        assert_eq!(parse(&["run"]), Ok(Command::Run { config: default }));
+        assert_eq!(
+            parse(&["--config", "/x.toml"]),
+            Ok(Command::Run {
+                config: "/x.toml".into()
+            })
+        );
+        assert_eq!(
+            parse(&["run", "--config=/x.toml"]),
+            Ok(Command::Run {
+                config: "/x.toml".into()
+            })
+        );
+    }
+
+    #[test]
+    fn check_config_takes_the_same_config_option() {
+        assert_eq!(
+            parse(&["check-config", "--config", "conf/config.toml"]),
+            Ok(Command::CheckConfig {
+                config: "conf/config.toml".into()
+            })
+        );
+        assert_eq!(
+            parse(&["check-config"]),
+            Ok(Command::CheckConfig {
+                config: DEFAULT_CONFIG_PATH.into()
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_or_malformed_arguments_are_usage_errors() {
+        assert!(parse(&["--verbose"]).is_err());
+        assert!(parse(&["--config"]).is_err());
+        assert!(parse(&["--config="]).is_err());
+        assert!(parse(&["--config", "a", "--config", "b"]).is_err());
+        assert!(parse(&["run", "run"]).is_err());
+        assert!(parse(&["run", "check-config"]).is_err());
+        assert!(parse(&["extra"]).is_err());
+        assert_eq!(parse(&["--version"]), Ok(Command::Version));
+        assert_eq!(parse(&["check-config", "--help"]), Ok(Command::Help));
+    }
 }

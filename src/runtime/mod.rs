@@ -1,7 +1,15 @@
 //! The imperative shell's machinery: the event loop, timers, rate limits, signals, sd_notify.
 
+pub mod clock;
+pub mod daemon;
+pub mod event_loop;
+pub mod sd_notify;
+pub mod signals;
+pub mod state_dump;
 pub mod timer_heap;
 pub mod token_bucket;
 
+pub use clock::Clock;
+pub use event_loop::{EventLoop, Handler, LoopControl, LoopStats};
 pub use timer_heap::TimerHeap;
 pub use token_bucket::{Rate, TokenBucket};

@@ -1,0 +1,238 @@
+//! The effective configuration as TOML (`check-config`) and key-by-key differences (SIGHUP).
+//!
+//! Both are built from one flat list of `(section, key, value)`, so the printed file, the reload
+//! log and the parser cannot drift apart: a test reads the printed file back and compares.
+
+use std::fmt::Write as _;
+
+use log::LevelFilter;
+
+use super::{ApiSource, Config, DumpFormat, format_duration};
+
+/// One key whose value differs between two configurations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigChange {
+    /// Dotted key, `api.qps`.
+    pub key: String,
+    /// TOML spelling of the old and new value; `None` when unset.
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+impl ConfigChange {
+    /// Keys read once at start-up: connections and identities are built from them.
+    pub fn needs_restart(&self) -> bool {
+        self.key.starts_with("api.")
+            || self.key.starts_with("leader_election.")
+            || self.key == "metrics_address"
+    }
+}
+
+impl std::fmt::Display for ConfigChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".to_string());
+        write!(f, "{} {} -> {}", self.key, show(&self.old), show(&self.new))
+    }
+}
+
+struct Entry {
+    section: Option<&'static str>,
+    key: &'static str,
+    value: Option<String>,
+}
+
+fn entries(c: &Config) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut put = |section, key, value: Option<String>| {
+        out.push(Entry {
+            section,
+            key,
+            value,
+        })
+    };
+    let top = None;
+    put(top, "node_monitor_period", Some(dur(c.node_monitor_period)));
+    put(
+        top,
+        "node_monitor_grace_period",
+        Some(dur(c.node_monitor_grace_period)),
+    );
+    put(
+        top,
+        "node_startup_grace_period",
+        Some(dur(c.node_startup_grace_period)),
+    );
+    put(
+        top,
+        "node_eviction_rate",
+        Some(float(c.node_eviction_rate.as_f64())),
+    );
+    put(
+        top,
+        "secondary_node_eviction_rate",
+        Some(float(c.secondary_node_eviction_rate.as_f64())),
+    );
+    put(
+        top,
+        "large_cluster_size_threshold",
+        Some(c.large_cluster_size_threshold.to_string()),
+    );
+    put(
+        top,
+        "unhealthy_zone_threshold",
+        Some(float(c.unhealthy_zone_threshold)),
+    );
+    put(
+        top,
+        "taint_based_eviction",
+        Some(c.taint_based_eviction.to_string()),
+    );
+    put(
+        top,
+        "pod_eviction_timeout",
+        Some(dur(c.pod_eviction_timeout)),
+    );
+    put(top, "dry_run", Some(c.dry_run.to_string()));
+    put(top, "log_level", Some(string(level_name(c.log_level))));
+    put(
+        top,
+        "dump_format",
+        Some(string(match c.dump_format {
+            DumpFormat::Text => "text",
+            DumpFormat::Json => "json",
+        })),
+    );
+    put(
+        top,
+        "metrics_address",
+        c.metrics_address.map(|a| string(&a.to_string())),
+    );
+
+    let api = Some("api");
+    let a = &c.api;
+    let path = |p: &std::path::Path| string(&p.to_string_lossy());
+    let (kubeconfig, context, in_cluster) = match &a.source {
+        ApiSource::Kubeconfig { path: p, context } => {
+            (Some(path(p)), context.as_deref().map(string), false)
+        }
+        ApiSource::InCluster => (None, None, true),
+        ApiSource::Explicit { .. } => (None, None, false),
+    };
+    put(api, "kubeconfig", kubeconfig);
+    put(api, "context", context);
+    put(api, "in_cluster", Some(in_cluster.to_string()));
+    let (server, ca, cert, key, token) = match &a.source {
+        ApiSource::Explicit {
+            server,
+            certificate_authority,
+            client_certificate,
+            client_key,
+            token_file,
+        } => (
+            Some(string(server)),
+            certificate_authority.as_deref().map(path),
+            client_certificate.as_deref().map(path),
+            client_key.as_deref().map(path),
+            token_file.as_deref().map(path),
+        ),
+        _ => (None, None, None, None, None),
+    };
+    put(api, "server", server);
+    put(api, "certificate_authority", ca);
+    put(api, "client_certificate", cert);
+    put(api, "client_key", key);
+    put(api, "token_file", token);
+    put(
+        api,
+        "allow_insecure_skip_tls_verify",
+        Some(a.allow_insecure_skip_tls_verify.to_string()),
+    );
+    put(api, "qps", Some(float(a.qps.as_f64())));
+    put(api, "burst", Some(a.burst.to_string()));
+    put(api, "request_timeout", Some(dur(a.request_timeout)));
+    put(api, "watch_idle_timeout", Some(dur(a.watch_idle_timeout)));
+    put(api, "watch_timeout", Some(dur(a.watch_timeout)));
+
+    let le = Some("leader_election");
+    let l = &c.leader_election;
+    put(le, "enabled", Some(l.enabled.to_string()));
+    put(le, "namespace", Some(string(&l.namespace)));
+    put(le, "name", Some(string(&l.name)));
+    put(le, "lease_duration", Some(dur(l.lease_duration)));
+    put(le, "renew_deadline", Some(dur(l.renew_deadline)));
+    put(le, "retry_period", Some(dur(l.retry_period)));
+    put(le, "identity", l.identity.as_deref().map(string));
+    out
+}
+
+pub(super) fn to_toml(c: &Config) -> String {
+    let mut out = String::new();
+    let mut section = None;
+    for e in entries(c) {
+        if e.section != section {
+            section = e.section;
+            if let Some(s) = section {
+                let _ = write!(out, "\n[{s}]\n");
+            }
+        }
+        match e.value {
+            Some(v) => {
+                let _ = writeln!(out, "{} = {v}", e.key);
+            }
+            // Printed as a comment so the output stays a valid config that reads back the same.
+            None => {
+                let _ = writeln!(out, "# {} is not set{}", e.key, unset_meaning(e.key));
+            }
+        }
+    }
+    out
+}
+
+/// What leaving an optional key out means, where that is not obvious.
+fn unset_meaning(key: &str) -> &'static str {
+    match key {
+        "metrics_address" => ": no metrics endpoint",
+        "context" => ": the kubeconfig's current-context",
+        "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
+        _ => "",
+    }
+}
+
+pub(super) fn changes(old: &Config, new: &Config) -> Vec<ConfigChange> {
+    entries(old)
+        .into_iter()
+        .zip(entries(new))
+        .filter(|(o, n)| o.value != n.value)
+        .map(|(o, n)| ConfigChange {
+            key: match o.section {
+                Some(s) => format!("{s}.{}", o.key),
+                None => o.key.to_string(),
+            },
+            old: o.value,
+            new: n.value,
+        })
+        .collect()
+}
+
+pub(crate) fn level_name(level: LevelFilter) -> &'static str {
+    match level {
+        LevelFilter::Off => "off",
+        LevelFilter::Error => "error",
+        LevelFilter::Warn => "warn",
+        LevelFilter::Info => "info",
+        LevelFilter::Debug => "debug",
+        LevelFilter::Trace => "trace",
+    }
+}
+
+fn dur(d: std::time::Duration) -> String {
+    string(&format_duration(d))
+}
+
+fn string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn float(x: f64) -> String {
+    toml::Value::Float(x).to_string()
+}

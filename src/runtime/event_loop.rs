@@ -1,0 +1,353 @@
+//! The one loop: a `mio::Poll` for sockets and a `TimerHeap` for deadlines, sharing one wait
+//! (Redis' `ae.c` shape). The poll timeout is the earliest deadline, so a timer fires on time
+//! without a ticker, and an idle daemon sleeps.
+//!
+//! Sources (signal pipes now; watch streams and the metrics listener later) are registered with
+//! a kind `S` chosen by the owner, and get a `Token` that is never reused, so an event for a
+//! source deregistered earlier in the same batch is recognised as stale instead of being
+//! delivered to whoever took its slot. Timers are keyed by `T`: one deadline per key.
+//!
+//! Handlers run to completion: a stop request (SIGTERM) is honoured between two handler calls,
+//! which is what "finish the action in hand, then exit" means in a single-threaded loop.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::io;
+use std::time::Duration;
+
+use mio::event::{Event, Source};
+use mio::{Events, Interest, Poll, Registry, Token};
+
+use super::clock::Clock;
+use super::timer_heap::TimerHeap;
+use crate::time::Time;
+
+/// Longest single wait. Nothing needs it (deadlines wake us), but a bounded wait keeps the loop
+/// observable (wake-up counts move) and limits the damage of a deadline computed wrongly.
+pub const MAX_POLL_WAIT: Duration = Duration::from_secs(60);
+
+/// What the loop calls. `S` says what a registered source is, `T` what a timer is for.
+pub trait Handler<S, T> {
+    /// A registered source is ready (readable, writable, closed: see `event`).
+    fn on_event(&mut self, lp: &mut LoopControl<S, T>, token: Token, source: S, event: &Event);
+
+    /// A timer's deadline has passed; `now` is when the loop noticed.
+    fn on_timer(&mut self, lp: &mut LoopControl<S, T>, timer: T, now: Time);
+}
+
+/// Counters for the state dump.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    /// Returns from `poll` (events, timeouts, interruptions).
+    pub wakeups: u64,
+    pub io_events: u64,
+    pub timers_fired: u64,
+    /// Events for a token deregistered earlier in the same batch.
+    pub stale_events: u64,
+}
+
+/// Everything a handler may touch: registrations, timers, the clock, the stop flag.
+pub struct LoopControl<S, T> {
+    registry: Registry,
+    sources: HashMap<Token, S>,
+    next_token: usize,
+    timers: TimerHeap<T>,
+    clock: Clock,
+    stats: LoopStats,
+    stop_requested: bool,
+}
+
+impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
+    /// Registers `io` and remembers it as `kind`; the token is what events will carry.
+    pub fn register<E: Source + ?Sized>(
+        &mut self,
+        io: &mut E,
+        interest: Interest,
+        kind: S,
+    ) -> io::Result<Token> {
+        let token = Token(self.next_token);
+        self.registry.register(io, token, interest)?;
+        self.next_token += 1;
+        self.sources.insert(token, kind);
+        Ok(token)
+    }
+
+    pub fn reregister<E: Source + ?Sized>(
+        &mut self,
+        io: &mut E,
+        token: Token,
+        interest: Interest,
+    ) -> io::Result<()> {
+        self.registry.reregister(io, token, interest)
+    }
+
+    /// Forgets the source; returns its kind. The OS-level deregistration error is ignored on
+    /// purpose: the usual cause is a socket already closed, which deregisters itself.
+    pub fn deregister<E: Source + ?Sized>(&mut self, io: &mut E, token: Token) -> Option<S> {
+        let _ = self.registry.deregister(io);
+        self.sources.remove(&token)
+    }
+
+    pub fn source(&self, token: Token) -> Option<&S> {
+        self.sources.get(&token)
+    }
+
+    pub fn sources(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// Arms `timer` for `at`, replacing its previous deadline.
+    pub fn schedule(&mut self, timer: T, at: Time) {
+        self.timers.schedule(timer, at);
+    }
+
+    /// Arms `timer` for `after` from now.
+    pub fn schedule_in(&mut self, timer: T, after: Duration) {
+        let at = self.clock.now() + after;
+        self.timers.schedule(timer, at);
+    }
+
+    pub fn cancel(&mut self, timer: &T) -> Option<Time> {
+        self.timers.cancel(timer)
+    }
+
+    pub fn timers(&self) -> &TimerHeap<T> {
+        &self.timers
+    }
+
+    pub fn now(&self) -> Time {
+        self.clock.now()
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn stats(&self) -> LoopStats {
+        self.stats
+    }
+
+    /// Ends `run` once the current handler returns.
+    pub fn stop(&mut self) {
+        self.stop_requested = true;
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stop_requested
+    }
+}
+
+pub struct EventLoop<S, T> {
+    poll: Poll,
+    events: Events,
+    control: LoopControl<S, T>,
+}
+
+impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
+    pub fn new(clock: Clock) -> io::Result<EventLoop<S, T>> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        Ok(EventLoop {
+            poll,
+            events: Events::with_capacity(256),
+            control: LoopControl {
+                registry,
+                sources: HashMap::new(),
+                next_token: 0,
+                timers: TimerHeap::new(),
+                clock,
+                stats: LoopStats::default(),
+                stop_requested: false,
+            },
+        })
+    }
+
+    /// For set-up before `run` (registering the first sources, arming the first timers).
+    pub fn control(&mut self) -> &mut LoopControl<S, T> {
+        &mut self.control
+    }
+
+    /// Waits and dispatches until a handler calls `stop`. Errors only if `poll` itself fails.
+    pub fn run<H: Handler<S, T>>(&mut self, handler: &mut H) -> io::Result<()> {
+        let lp = &mut self.control;
+        while !lp.stop_requested {
+            let timeout = poll_timeout(lp.clock.now(), lp.timers.next_deadline(), MAX_POLL_WAIT);
+            match self.poll.poll(&mut self.events, Some(timeout)) {
+                Ok(()) => {}
+                // A signal interrupted epoll_wait; its byte is waiting in its pipe.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            lp.stats.wakeups += 1;
+            for event in self.events.iter() {
+                if lp.stop_requested {
+                    break;
+                }
+                let Some(source) = lp.sources.get(&event.token()).cloned() else {
+                    lp.stats.stale_events += 1;
+                    continue;
+                };
+                lp.stats.io_events += 1;
+                handler.on_event(lp, event.token(), source, event);
+            }
+            let now = lp.clock.now();
+            // Collected first: a handler re-arming its own timer at `now` runs next turn, not
+            // in an endless loop here.
+            for (timer, _) in lp.timers.drain_due(now) {
+                if lp.stop_requested {
+                    break;
+                }
+                lp.stats.timers_fired += 1;
+                handler.on_timer(lp, timer, now);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How long to wait: until the earliest deadline, at most `cap`, zero if already due.
+pub fn poll_timeout(now: Time, next_deadline: Option<Time>, cap: Duration) -> Duration {
+    match next_deadline {
+        Some(at) => at.since(now).min(cap),
+        None => cap,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn poll_waits_until_the_earliest_deadline_capped() {
+        let now = Time::from_unix_millis(10_000);
+        let cap = Duration::from_secs(60);
+        assert_eq!(poll_timeout(now, None, cap), cap);
+        assert_eq!(
+            poll_timeout(now, Some(Time::from_unix_millis(10_250)), cap),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            poll_timeout(now, Some(Time::from_unix_millis(9_000)), cap),
+            Duration::ZERO
+        );
+        assert_eq!(poll_timeout(now, Some(now), cap), Duration::ZERO);
+        assert_eq!(poll_timeout(now, Some(Time::MAX), cap), cap);
+    }
+
+    #[derive(Clone, Debug, PartialEq)]
+    enum Kind {
+        Pipe(&'static str),
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    enum Timer {
+        Early,
+        Late,
+        Rearm,
+    }
+
+    #[derive(Default)]
+    struct Recorder {
+        log: Vec<String>,
+        rearms: u32,
+        stop_after_timer: Option<Timer>,
+    }
+
+    impl Handler<Kind, Timer> for Recorder {
+        fn on_event(
+            &mut self,
+            lp: &mut LoopControl<Kind, Timer>,
+            _: Token,
+            source: Kind,
+            _: &Event,
+        ) {
+            self.log.push(format!("{source:?}"));
+            lp.stop();
+        }
+
+        fn on_timer(&mut self, lp: &mut LoopControl<Kind, Timer>, timer: Timer, now: Time) {
+            assert!(lp.now() >= now);
+            self.log.push(format!("{timer:?}"));
+            if timer == Timer::Rearm && self.rearms < 3 {
+                self.rearms += 1;
+                lp.schedule(Timer::Rearm, now);
+            }
+            if self.stop_after_timer.as_ref() == Some(&timer) {
+                lp.stop();
+            }
+        }
+    }
+
+    #[test]
+    fn timers_fire_in_deadline_order_and_a_stop_ends_the_run() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        lp.control()
+            .schedule(Timer::Late, now + Duration::from_millis(30));
+        lp.control()
+            .schedule(Timer::Early, now + Duration::from_millis(10));
+        let mut rec = Recorder {
+            stop_after_timer: Some(Timer::Late),
+            ..Recorder::default()
+        };
+        lp.run(&mut rec).unwrap();
+        assert_eq!(rec.log, ["Early", "Late"]);
+        let clock_now = lp.control().now();
+        assert!(clock_now >= now + Duration::from_millis(30));
+        assert_eq!(lp.control().stats().timers_fired, 2);
+        assert!(lp.control().timers().is_empty());
+    }
+
+    #[test]
+    fn a_timer_rearmed_at_now_runs_on_the_next_turn_not_forever() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        lp.control().schedule(Timer::Rearm, now);
+        lp.control()
+            .schedule(Timer::Late, now + Duration::from_millis(20));
+        let mut rec = Recorder {
+            stop_after_timer: Some(Timer::Late),
+            ..Recorder::default()
+        };
+        lp.run(&mut rec).unwrap();
+        assert_eq!(rec.log, ["Rearm", "Rearm", "Rearm", "Rearm", "Late"]);
+        assert!(lp.control().stats().wakeups >= 4);
+    }
+
+    #[test]
+    fn readable_sources_are_dispatched_with_their_kind_and_deregistered_ones_are_not() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let (mut quiet_read, _quiet_write) = mio::net::UnixStream::pair().unwrap();
+        let (mut gone_read, mut gone_write) = mio::net::UnixStream::pair().unwrap();
+        let (mut loud_read, mut loud_write) = mio::net::UnixStream::pair().unwrap();
+        let ctl = lp.control();
+        ctl.register(&mut quiet_read, Interest::READABLE, Kind::Pipe("quiet"))
+            .unwrap();
+        let gone = ctl
+            .register(&mut gone_read, Interest::READABLE, Kind::Pipe("gone"))
+            .unwrap();
+        let loud = ctl
+            .register(&mut loud_read, Interest::READABLE, Kind::Pipe("loud"))
+            .unwrap();
+        assert_ne!(gone, loud);
+        assert_eq!(ctl.source(loud), Some(&Kind::Pipe("loud")));
+        assert_eq!(
+            ctl.deregister(&mut gone_read, gone),
+            Some(Kind::Pipe("gone"))
+        );
+        assert_eq!(ctl.sources(), 2);
+        gone_write.write_all(b"x").unwrap();
+        loud_write.write_all(b"x").unwrap();
+        // A safety net so a broken dispatch fails the test instead of hanging it.
+        let safety = ctl.now() + Duration::from_secs(5);
+        ctl.schedule(Timer::Late, safety);
+        let mut rec = Recorder {
+            stop_after_timer: Some(Timer::Late),
+            ..Recorder::default()
+        };
+        lp.run(&mut rec).unwrap();
+        assert_eq!(rec.log, ["Pipe(\"loud\")"]);
+        assert_eq!(lp.control().stats().io_events, 1);
+    }
+}

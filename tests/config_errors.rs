@@ -1,0 +1,246 @@
+//! The real binary judges config files: every mistake is one line naming file, line and key,
+//! with exit code 78 (EX_CONFIG), from `check-config` and from the daemon itself.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_node-lifecycled");
+
+/// A config file in the temp dir, removed when dropped.
+struct TempConfig(PathBuf);
+
+impl TempConfig {
+    fn new(name: &str, text: &str) -> TempConfig {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let path = std::env::temp_dir().join(format!(
+            "nlc-config-{name}-{}-{nanos}.toml",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        TempConfig(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn display(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempConfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn node_lifecycled(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("JOURNAL_STREAM")
+        .env_remove("NOTIFY_SOCKET")
+        .output()
+        .unwrap()
+}
+
+fn check_config(path: &Path) -> Output {
+    node_lifecycled(&["check-config", "--config", path.to_str().unwrap()])
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Asserts exit 78 and exactly one line `<path>:<line>: <key>: ...`; returns the line.
+fn assert_config_error(out: &Output, path: &str, line: usize, key: &str) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(78), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    let want = format!("{path}:{line}: {key}: ");
+    assert!(err.contains(&want), "{err:?} lacks {want:?}");
+    err.trim_end().to_string()
+}
+
+#[test]
+fn unknown_key_exits_78_naming_key_and_line() {
+    let cfg = TempConfig::new("unknown", "dry_run = false\nnode_monitor_perod = \"5s\"\n");
+    let out = check_config(cfg.path());
+    let line = assert_config_error(&out, &cfg.display(), 2, "node_monitor_perod");
+    assert!(line.ends_with("unknown key"), "{line}");
+}
+
+#[test]
+fn negative_rate_exits_78_naming_key_and_line() {
+    let cfg = TempConfig::new("negative", "# rates\n\nnode_eviction_rate = -0.5\n");
+    let line = assert_config_error(
+        &check_config(cfg.path()),
+        &cfg.display(),
+        3,
+        "node_eviction_rate",
+    );
+    assert!(
+        line.ends_with("must be a finite number >= 0, got -0.5"),
+        "{line}"
+    );
+}
+
+#[test]
+fn zone_threshold_above_one_exits_78_naming_key_and_line() {
+    let cfg = TempConfig::new("threshold", "unhealthy_zone_threshold = 1.5\n");
+    let line = assert_config_error(
+        &check_config(cfg.path()),
+        &cfg.display(),
+        1,
+        "unhealthy_zone_threshold",
+    );
+    assert!(line.ends_with("must be in (0, 1], got 1.5"), "{line}");
+}
+
+#[test]
+fn duration_in_parsecs_exits_78_naming_key_and_line() {
+    let cfg = TempConfig::new(
+        "parsecs",
+        "[leader_election]\nenabled = true\nlease_duration = \"5 parsecs\"\n",
+    );
+    let line = assert_config_error(
+        &check_config(cfg.path()),
+        &cfg.display(),
+        3,
+        "leader_election.lease_duration",
+    );
+    assert!(line.contains("invalid duration \"5 parsecs\""), "{line}");
+}
+
+#[test]
+fn the_daemon_itself_exits_78_on_a_bad_config_before_doing_anything() {
+    let cfg = TempConfig::new(
+        "daemon",
+        "[api]\nserver = \"https://127.0.0.1:9\"\nqps = -1.0\n",
+    );
+    let started = Instant::now();
+    let out = node_lifecycled(&["--config", cfg.path().to_str().unwrap()]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let line = assert_config_error(&out, &cfg.display(), 3, "api.qps");
+    assert!(line.contains("ERROR"), "an error-level line: {line}");
+    assert!(!stderr(&out).contains("starting"), "{}", stderr(&out));
+}
+
+#[test]
+fn missing_file_exits_78_naming_the_path() {
+    let path = std::env::temp_dir().join(format!("nlc-config-absent-{}.toml", std::process::id()));
+    let out = check_config(&path);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(78), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("{}: cannot read config file: ", path.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn example_config_passes_and_prints_every_key() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/config.toml");
+    let out = check_config(&example);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let keys = [
+        "node_monitor_period = \"5s\"",
+        "node_monitor_grace_period = \"50s\"",
+        "node_startup_grace_period = \"1m\"",
+        "node_eviction_rate = 0.1",
+        "secondary_node_eviction_rate = 0.01",
+        "large_cluster_size_threshold = 50",
+        "unhealthy_zone_threshold = 0.55",
+        "taint_based_eviction = true",
+        "pod_eviction_timeout = \"5m\"",
+        "dry_run = false",
+        "log_level = \"info\"",
+        "dump_format = \"text\"",
+        "metrics_address",
+        "[api]",
+        "kubeconfig = ",
+        "context",
+        "in_cluster = false",
+        "server",
+        "certificate_authority",
+        "client_certificate",
+        "client_key",
+        "token_file",
+        "allow_insecure_skip_tls_verify = false",
+        "qps = 20.0",
+        "burst = 30",
+        "request_timeout = \"5s\"",
+        "watch_idle_timeout = \"30s\"",
+        "watch_timeout = \"5m\"",
+        "[leader_election]",
+        "enabled = true",
+        "namespace = \"kube-system\"",
+        "name = \"node-lifecycled\"",
+        "lease_duration = \"15s\"",
+        "renew_deadline = \"10s\"",
+        "retry_period = \"2s\"",
+        "identity",
+    ];
+    for key in keys {
+        assert!(printed.contains(key), "{key} missing from\n{printed}");
+    }
+    // The printed configuration is itself a valid config file.
+    let reprinted = TempConfig::new("reprinted", &printed);
+    let again = check_config(reprinted.path());
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+}
+
+#[test]
+fn example_config_documents_every_key_it_accepts() {
+    let example_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/config.toml");
+    let example = std::fs::read_to_string(&example_path).unwrap();
+    let printed = String::from_utf8(check_config(&example_path).stdout).unwrap();
+    let mut checked = 0;
+    for line in printed
+        .lines()
+        .filter(|l| !l.starts_with("# node-lifecycled"))
+    {
+        let key = line
+            .trim_start_matches("# ")
+            .split([' ', '='])
+            .next()
+            .unwrap();
+        if key.is_empty() || key.starts_with('[') {
+            continue;
+        }
+        // Set (`key = `) or shown commented out (`# key = `) at the start of a line.
+        let shown =
+            example.contains(&format!("\n{key} = ")) || example.contains(&format!("\n# {key} = "));
+        assert!(shown, "conf/config.toml does not show {key}");
+        checked += 1;
+    }
+    assert_eq!(checked, 13 + 14 + 7);
+}
+
+#[test]
+fn unknown_arguments_exit_64_and_help_documents_exit_codes() {
+    let out = node_lifecycled(&["--frobnicate"]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(stderr(&out).contains("unknown argument \"--frobnicate\""));
+    let help = node_lifecycled(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8(help.stdout).unwrap();
+    for code in ["0 ", "1 ", "64 ", "78 "] {
+        assert!(
+            text.contains(&format!("  {code}")),
+            "--help lacks exit code {code}\n{text}"
+        );
+    }
+    let version = node_lifecycled(&["--version"]);
+    assert_eq!(
+        String::from_utf8(version.stdout).unwrap().trim(),
+        format!("node-lifecycled {}", env!("CARGO_PKG_VERSION"))
+    );
+}
