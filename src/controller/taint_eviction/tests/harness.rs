@@ -107,6 +107,9 @@ pub fn tolerating(mut p: Pod, tolerations: Vec<Toleration>) -> Pod {
     p
 }
 
+/// The fake API server: the result for attempt `n` of evicting a pod (`None`: answer later).
+pub type ApiAnswer = dyn FnMut(&PodKey, u32) -> Option<EvictionResult>;
+
 /// Every action with the virtual time it was emitted at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Logged {
@@ -120,7 +123,7 @@ pub struct Harness {
     /// Everything emitted since the last `take`.
     pub log: Vec<Logged>,
     /// How the fake API server answers each `EvictPod` (at once, same instant).
-    pub answer: Box<dyn FnMut(&PodKey, u32) -> Option<EvictionResult>>,
+    pub answer: Box<ApiAnswer>,
     out: Vec<EvictionAction>,
 }
 

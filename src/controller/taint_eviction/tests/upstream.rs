@@ -2,6 +2,8 @@
 //! 5 s of wall time for a PATCH+DELETE; here "evicted" means the `EvictPod` action (which the
 //! shell executes as that PATCH+DELETE) came out, at an exact virtual time.
 
+use std::time::Duration;
+
 use super::harness::*;
 use crate::controller::events::{EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::taint_eviction::{EVICTION_EVENT_REASON, EvictionAction};
@@ -219,12 +221,12 @@ fn test_delete_node() {
 #[test]
 fn test_update_node() {
     let multiple = vec![toleration(1, 1), toleration(2, 100)];
-    let cases: [(&str, Vec<_>, Vec<u32>, Option<std::time::Duration>); 4] = [
+    let cases: [(&str, Vec<_>, Vec<u32>, Option<Duration>); 4] = [
         (
             "Added taint, expect node patched and deleted",
             vec![],
             vec![1],
-            Some(0 * SEC),
+            Some(Duration::ZERO),
         ),
         (
             "Added tolerated taint",
@@ -236,7 +238,7 @@ fn test_update_node() {
             "Only one added taint tolerated",
             vec![toleration(1, 100)],
             vec![1, 2],
-            Some(0 * SEC),
+            Some(Duration::ZERO),
         ),
         (
             "Pod with multiple tolerations are evicted when first one runs out",
@@ -316,7 +318,8 @@ fn test_update_node_with_multiple_taints() {
 /// we expect the exact millisecond).
 #[test]
 fn test_update_node_with_multiple_pods() {
-    let cases: [(&str, Vec<u32>, Vec<(u64, &str)>); 2] = [
+    type Case = (&'static str, Vec<u32>, Vec<(u64, &'static str)>);
+    let cases: [Case; 2] = [
         (
             "Pods with different toleration times are evicted appropriately",
             vec![1],
@@ -344,7 +347,7 @@ fn test_update_node_with_multiple_pods() {
         got.sort();
         let expected: Vec<_> = expected
             .into_iter()
-            .map(|(ms, p)| (t0 + std::time::Duration::from_millis(ms), p.to_string()))
+            .map(|(ms, p)| (t0 + Duration::from_millis(ms), p.to_string()))
             .collect();
         assert_eq!(got, expected, "{description}");
     }
