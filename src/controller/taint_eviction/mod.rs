@@ -30,7 +30,7 @@ pub use metrics::{
     DELETION_LATENCY_BUCKETS_MS, EvictionMetrics, GAVE_UP_KEPT, GaveUp, LatencyHistogram,
 };
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -62,7 +62,9 @@ pub struct TaintEviction {
     /// The NoExecute taints of every node seen (empty for an untainted node).
     nodes: HashMap<Name, Rc<[Taint]>>,
     pods: HashMap<PodKey, PodState>,
-    pods_by_node: HashMap<Name, HashSet<PodKey>>,
+    /// Ordered, so the pods of one node are judged (and evicted at one instant) in a
+    /// reproducible order: same inputs, same actions.
+    pods_by_node: HashMap<Name, BTreeSet<PodKey>>,
     evictions: TimedEvictions,
     /// Attempts handed to the shell and not yet reported back.
     in_flight: HashMap<EvictionId, PodKey>,
@@ -77,10 +79,7 @@ pub struct TaintEviction {
 
 impl TaintEviction {
     pub fn new() -> Self {
-        TaintEviction {
-            no_uid: Name::from(""),
-            ..TaintEviction::default()
-        }
+        Self::default()
     }
 
     /// A node was added or changed. Only its NoExecute taints matter; an update that leaves
@@ -114,7 +113,7 @@ impl TaintEviction {
 
     /// A node was deleted. Its taints are forgotten; pending evictions of its pods are kept,
     /// as upstream's (their pods are orphans that pod GC removes anyway).
-    pub fn node_deleted(&mut self, name: &Name, _now: Time, _out: &mut Vec<EvictionAction>) {
+    pub fn node_deleted(&mut self, name: &str, _now: Time, _out: &mut Vec<EvictionAction>) {
         self.nodes.remove(name);
     }
 
@@ -173,8 +172,9 @@ impl TaintEviction {
         self.fire_due(now, out);
     }
 
-    /// The shell's report on an [`EvictionAction::EvictPod`]. Unknown or stale ids (the pod was
-    /// deleted meanwhile) still count in the metrics but never cause a retry.
+    /// The shell's report on an [`EvictionAction::EvictPod`]. A result for a pod deleted or
+    /// replaced meanwhile still counts in the metrics but never causes a retry; an id never
+    /// handed out (or already reported) is ignored.
     pub fn eviction_result(
         &mut self,
         id: EvictionId,
@@ -325,7 +325,7 @@ impl TaintEviction {
             let id = EvictionId(self.next_id);
             self.next_id += 1;
             self.evictions
-                .start_attempt(key.clone(), fire_at, uid.clone(), attempt, id);
+                .start_attempt(key.clone(), fire_at, attempt, id);
             self.in_flight.insert(id, key.clone());
             out.push(EvictionAction::EvictPod {
                 id,

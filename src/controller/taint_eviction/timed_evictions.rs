@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::action::EvictionId;
-use crate::model::{Name, PodKey};
+use crate::model::PodKey;
 use crate::runtime::timer_heap::TimerHeap;
 use crate::time::Time;
 
@@ -22,7 +22,6 @@ pub enum Work {
     /// waiting in backoff for attempt `attempt + 1`.
     Running {
         fire_at: Time,
-        uid: Name,
         attempt: u32,
         in_flight: Option<EvictionId>,
     },
@@ -120,14 +119,7 @@ impl TimedEvictions {
     }
 
     /// Marks `key` as executing attempt `attempt` of an eviction that fired at `fire_at`.
-    pub fn start_attempt(
-        &mut self,
-        key: PodKey,
-        fire_at: Time,
-        uid: Name,
-        attempt: u32,
-        id: EvictionId,
-    ) {
+    pub fn start_attempt(&mut self, key: PodKey, fire_at: Time, attempt: u32, id: EvictionId) {
         self.timers.cancel(&key);
         if let Some(Work::Scheduled { .. }) = self.work.get(&key) {
             self.scheduled -= 1;
@@ -136,7 +128,6 @@ impl TimedEvictions {
             key,
             Work::Running {
                 fire_at,
-                uid,
                 attempt,
                 in_flight: Some(id),
             },
@@ -184,6 +175,8 @@ mod tests {
     //! Upstream's `timed_workers_test.go`, on a virtual clock: "executed" = came due.
     use super::*;
     use std::time::Duration;
+
+    use crate::model::Name;
 
     fn key(s: &str) -> PodKey {
         PodKey {
@@ -266,7 +259,7 @@ mod tests {
         q.add(key("p"), now(), now());
         let (k, due) = q.pop_due(now()).expect("due");
         assert_eq!(due, Due::Fire { fire_at: now() });
-        q.start_attempt(k.clone(), now(), Name::from("uid"), 1, EvictionId(1));
+        q.start_attempt(k.clone(), now(), 1, EvictionId(1));
         assert!(!q.cancel(&k));
         assert!(!q.add(k.clone(), now(), now() + Duration::from_secs(10)));
         assert_eq!(q.running_len(), 1);
@@ -281,7 +274,7 @@ mod tests {
         let mut q = TimedEvictions::default();
         q.add(key("p"), now(), now());
         let (k, _) = q.pop_due(now()).expect("due");
-        q.start_attempt(k.clone(), now(), Name::from("uid"), 1, EvictionId(1));
+        q.start_attempt(k.clone(), now(), 1, EvictionId(1));
         q.retry_at(&k, now() + Duration::from_millis(100));
         assert_eq!(q.next_deadline(), Some(now() + Duration::from_millis(100)));
         assert_eq!(

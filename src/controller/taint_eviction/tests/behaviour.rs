@@ -386,3 +386,42 @@ fn results_in_any_order_reach_their_own_pods() {
     assert_eq!(h.te.metrics.pod_deletions_total, 2);
     assert_eq!(h.te.dump(h.now).running, 0);
 }
+
+/// A toleration of i64::MAX seconds is a deadline at the end of time, not an overflow.
+#[test]
+fn huge_toleration_seconds_saturate_instead_of_overflowing() {
+    let mut h = Harness::new();
+    h.node(&node("node1", vec![taint(1, h.now)]));
+    h.pod(&tolerating(
+        pod("pod1", "node1"),
+        vec![toleration(1, i64::MAX)],
+    ));
+    assert_eq!(h.te.next_deadline(), Some(crate::time::Time::MAX));
+    h.advance(365 * 24 * 3600 * SEC);
+    assert!(h.take().is_empty());
+}
+
+/// Same inputs, same actions in the same order: pods evicted at one instant go in pod order.
+#[test]
+fn same_inputs_give_the_same_actions_in_pod_order() {
+    let run = || {
+        let mut h = Harness::new();
+        h.node(&node("node1", vec![]));
+        for i in (0..50).rev() {
+            h.pod(&pod(&format!("pod{i:02}"), "node1"));
+        }
+        h.node(&node("node1", vec![taint(1, h.now)]));
+        h.take()
+    };
+    let first = run();
+    assert_eq!(first, run());
+    let order: Vec<_> = first
+        .iter()
+        .filter_map(|l| match &l.action {
+            EvictionAction::EvictPod { pod, .. } => Some(pod.name.to_string()),
+            EvictionAction::RecordEvent(_) => None,
+        })
+        .collect();
+    let expected: Vec<_> = (0..50).map(|i| format!("pod{i:02}")).collect();
+    assert_eq!(order, expected);
+}

@@ -144,7 +144,7 @@ impl Harness {
     }
 
     pub fn delete_node(&mut self, name: &str) {
-        self.te.node_deleted(&n(name), self.now, &mut self.out);
+        self.te.node_deleted(name, self.now, &mut self.out);
         self.settle();
     }
 
