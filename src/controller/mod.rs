@@ -2,3 +2,5 @@
 //! socket or logs a decision it did not return.
 
 pub mod events;
+pub mod taint_eviction;
+pub mod tolerations;

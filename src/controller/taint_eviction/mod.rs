@@ -1,0 +1,412 @@
+//! NoExecute taint eviction (upstream `pkg/controller/tainteviction`), sans-IO.
+//!
+//! Fed node and pod changes and the time, it keeps one eviction deadline per pod on a node with
+//! NoExecute taints (any key: a user's `CustomTaint:NoExecute` evicts as well as ours) and hands
+//! out [`EvictionAction`]s when they come due. The countdown starts when this machine first sees
+//! the taint (not at the taint's `timeAdded`) and lives in memory, as upstream's.
+//!
+//! Upstream drains node updates before pod updates so a pod update never judges a pod against
+//! stale taints. Fed one input at a time, the same holds by construction: the node map is
+//! updated before its pods are examined, so a pod update at `t` sees the taints of every node
+//! update delivered at or before `t`.
+//!
+//! Cost: a node update whose NoExecute taints changed examines only that node's pods (own
+//! pods-by-node index); any other node update, and every pod update, is O(1) amortised.
+
+mod action;
+mod dump;
+mod metrics;
+mod timed_evictions;
+
+#[cfg(test)]
+mod tests;
+
+pub use action::{
+    DISRUPTION_CONDITION, DISRUPTION_MESSAGE, DISRUPTION_REASON, EVICTION_EVENT_REASON,
+    EvictionAction, EvictionId, EvictionResult,
+};
+pub use dump::{EvictionDump, PendingEviction};
+pub use metrics::{
+    DELETION_LATENCY_BUCKETS_MS, EvictionMetrics, GAVE_UP_KEPT, GaveUp, LatencyHistogram,
+};
+
+use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
+use crate::controller::tolerations::{Verdict, verdict};
+use crate::model::{Name, Node, Pod, PodKey, Taint, Toleration};
+use crate::time::Time;
+use timed_evictions::{Due, TimedEvictions, Work};
+
+/// Upstream's `retries`: attempts per eviction before giving up.
+pub const MAX_ATTEMPTS: u32 = 5;
+/// Backoff before the second attempt; doubled for each further one (100, 200, 400, 800 ms).
+/// Upstream sleeps 10 ms between tries; we cannot block, and a little more room helps an
+/// overloaded API server.
+pub const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// What the machine keeps of a pod: enough to judge it again when its node's taints change.
+#[derive(Debug)]
+struct PodState {
+    uid: Name,
+    node: Option<Name>,
+    tolerations: Rc<[Toleration]>,
+    deleting: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct TaintEviction {
+    /// The NoExecute taints of every node seen (empty for an untainted node).
+    nodes: HashMap<Name, Rc<[Taint]>>,
+    pods: HashMap<PodKey, PodState>,
+    /// Ordered, so the pods of one node are judged (and evicted at one instant) in a
+    /// reproducible order: same inputs, same actions.
+    pods_by_node: HashMap<Name, BTreeSet<PodKey>>,
+    evictions: TimedEvictions,
+    /// Attempts handed to the shell and not yet reported back.
+    in_flight: HashMap<EvictionId, PodKey>,
+    next_id: u64,
+    /// One shared empty string for the uid of pod events (upstream's carry none).
+    no_uid: Name,
+    pub metrics: EvictionMetrics,
+    /// Pods judged against their node's taints, ever: the work counter behind the
+    /// "a node change costs O(pods on that node)" promise.
+    pods_examined: u64,
+}
+
+impl TaintEviction {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A node was added or changed. Only its NoExecute taints matter; an update that leaves
+    /// them unchanged (including `timeAdded`) is ignored, as upstream's `NodeUpdated`.
+    pub fn node_upserted(&mut self, node: &Node, now: Time, out: &mut Vec<EvictionAction>) {
+        let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
+        if self
+            .nodes
+            .get(&node.name)
+            .is_some_and(|known| **known == *taints)
+        {
+            return;
+        }
+        let taints: Rc<[Taint]> = taints.into();
+        self.nodes.insert(node.name.clone(), taints.clone());
+        let Some(keys) = self.pods_by_node.get(&node.name) else {
+            return;
+        };
+        let pods: Vec<(PodKey, Rc<[Toleration]>)> = keys
+            .iter()
+            .filter_map(|k| {
+                let pod = self.pods.get(k)?;
+                (!pod.deleting).then(|| (k.clone(), pod.tolerations.clone()))
+            })
+            .collect();
+        for (key, tolerations) in pods {
+            self.process_pod_on_node(&key, &tolerations, &taints, now, out);
+        }
+        self.fire_due(now, out);
+    }
+
+    /// A node was deleted. Its taints are forgotten; pending evictions of its pods are kept,
+    /// as upstream's (their pods are orphans that pod GC removes anyway).
+    pub fn node_deleted(&mut self, name: &str, _now: Time, _out: &mut Vec<EvictionAction>) {
+        self.nodes.remove(name);
+    }
+
+    /// A pod was added or changed. Reacts only to what can change its fate: a new pod (or a
+    /// new UID under the same name), its node, its tolerations, or its deletion starting.
+    pub fn pod_upserted(&mut self, pod: &Pod, now: Time, out: &mut Vec<EvictionAction>) {
+        let key = &pod.key;
+        let (replaced, moved) = match self.pods.get(key) {
+            None => (false, false),
+            Some(known) => {
+                if known.uid == pod.uid
+                    && known.node == pod.node_name
+                    && known.deleting == pod.deleting
+                    && known.tolerations == pod.tolerations
+                {
+                    return;
+                }
+                (known.uid != pod.uid, known.node != pod.node_name)
+            }
+        };
+        if replaced {
+            // A new pod under an old name: the old one's eviction, whatever its state, is moot.
+            self.forget_with_event(key, out);
+        } else if moved {
+            // The deadline was for the taints of the node it left.
+            self.cancel_with_event(key, out);
+        }
+        self.index(pod);
+        if pod.deleting {
+            // Already being deleted: never again (and no retries of ours either).
+            self.forget_with_event(key, out);
+            return;
+        }
+        let Some(taints) = pod.node_name.as_ref().and_then(|n| self.nodes.get(n)) else {
+            return;
+        };
+        if taints.is_empty() {
+            return;
+        }
+        let taints = taints.clone();
+        self.process_pod_on_node(key, &pod.tolerations, &taints, now, out);
+        self.fire_due(now, out);
+    }
+
+    /// A pod was deleted: cancel its eviction (with the "Cancelling" event if one was pending)
+    /// and stop any retries.
+    pub fn pod_deleted(&mut self, key: &PodKey, _now: Time, out: &mut Vec<EvictionAction>) {
+        if let Some(node) = self.pods.remove(key).and_then(|state| state.node) {
+            self.unindex(&node, key);
+        }
+        self.forget_with_event(key, out);
+    }
+
+    /// Fires every deadline due at `now`.
+    pub fn tick(&mut self, now: Time, out: &mut Vec<EvictionAction>) {
+        self.fire_due(now, out);
+    }
+
+    /// The shell's report on an [`EvictionAction::EvictPod`]. A result for a pod deleted or
+    /// replaced meanwhile still counts in the metrics but never causes a retry; an id never
+    /// handed out (or already reported) is ignored.
+    pub fn eviction_result(
+        &mut self,
+        id: EvictionId,
+        result: EvictionResult,
+        now: Time,
+        out: &mut Vec<EvictionAction>,
+    ) {
+        let Some(key) = self.in_flight.remove(&id) else {
+            return;
+        };
+        let current = match self.evictions.get(&key) {
+            Some(Work::Running {
+                fire_at,
+                attempt,
+                in_flight: Some(running),
+                ..
+            }) if *running == id => Some((*fire_at, *attempt)),
+            _ => None,
+        };
+        match result {
+            EvictionResult::Deleted => {
+                self.metrics.pod_deletions_total += 1;
+                if let Some((fire_at, _)) = current {
+                    self.metrics.pod_deletion_duration.observe(now - fire_at);
+                }
+            }
+            EvictionResult::NotFound => self.metrics.already_gone_total += 1,
+            EvictionResult::Conflict => self.metrics.replaced_total += 1,
+            EvictionResult::Error(error) => {
+                let Some((_, attempt)) = current else {
+                    return;
+                };
+                if attempt >= MAX_ATTEMPTS {
+                    self.evictions.finish(&key);
+                    self.metrics.gave_up(GaveUp {
+                        pod: key,
+                        at: now,
+                        error,
+                    });
+                } else {
+                    self.metrics.retries_total += 1;
+                    self.evictions.retry_at(&key, now + retry_backoff(attempt));
+                }
+                self.fire_due(now, out);
+                return;
+            }
+        }
+        if current.is_some() {
+            self.evictions.finish(&key);
+        }
+    }
+
+    /// The earliest deadline (eviction or retry): the event loop's timeout for this machine.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.evictions.next_deadline()
+    }
+
+    /// Pods judged against taints since start (see the module docs on cost).
+    pub fn pods_examined(&self) -> u64 {
+        self.pods_examined
+    }
+
+    /// Pods waiting for their eviction deadline.
+    pub fn pending_len(&self) -> usize {
+        self.evictions.scheduled_len()
+    }
+
+    /// The deadline of `pod`'s scheduled eviction, if one is pending.
+    pub fn deadline_of(&self, pod: &PodKey) -> Option<Time> {
+        match self.evictions.get(pod)? {
+            Work::Scheduled { fire_at, .. } => Some(*fire_at),
+            Work::Running { .. } => None,
+        }
+    }
+
+    /// The NoExecute taints this machine knows for `node`.
+    pub fn node_taints(&self, node: &str) -> Option<&[Taint]> {
+        self.nodes.get(node).map(|t| &**t)
+    }
+
+    pub fn pods_len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Upstream's `processPodOnNode`.
+    fn process_pod_on_node(
+        &mut self,
+        key: &PodKey,
+        tolerations: &[Toleration],
+        taints: &[Taint],
+        now: Time,
+        out: &mut Vec<EvictionAction>,
+    ) {
+        self.pods_examined += 1;
+        let delay = match verdict(taints, tolerations) {
+            Verdict::TolerateForever => {
+                self.cancel_with_event(key, out);
+                return;
+            }
+            Verdict::NotTolerated => {
+                // Any countdown is moot: evict now (a running eviction just goes on).
+                self.cancel_with_event(key, out);
+                self.evictions.add(key.clone(), now, now);
+                return;
+            }
+            Verdict::TolerateFor(delay) => delay,
+        };
+        match self.evictions.get(key) {
+            None => {
+                self.evictions.add(key.clone(), now, now + delay);
+            }
+            // Already being evicted.
+            Some(Work::Running { .. }) => {}
+            // Keep a countdown that started earlier, even if the pod now tolerates longer or
+            // shorter: upstream compares start times, not deadlines.
+            Some(Work::Scheduled { created_at, .. }) if *created_at < now => {}
+            // Started this very instant (e.g. node then pod update at the same ms): upstream
+            // replaces it with the new deadline; we do too, without a spurious "Cancelling".
+            Some(Work::Scheduled { created_at, .. }) => {
+                let created_at = *created_at;
+                self.evictions.reschedule(key, created_at, now + delay);
+            }
+        }
+    }
+
+    fn fire_due(&mut self, now: Time, out: &mut Vec<EvictionAction>) {
+        while let Some((key, due)) = self.evictions.pop_due(now) {
+            let Some(pod) = self.pods.get(&key) else {
+                // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.
+                self.evictions.forget(&key);
+                continue;
+            };
+            let (fire_at, attempt) = match due {
+                Due::Fire { fire_at } => {
+                    out.push(EvictionAction::RecordEvent(
+                        self.pod_event(&key, format!("Marking for deletion Pod {key}")),
+                    ));
+                    (fire_at, 1)
+                }
+                Due::Retry => match self.evictions.get(&key) {
+                    Some(Work::Running {
+                        fire_at, attempt, ..
+                    }) => (*fire_at, attempt + 1),
+                    _ => continue,
+                },
+            };
+            let uid = pod.uid.clone();
+            let id = EvictionId(self.next_id);
+            self.next_id += 1;
+            self.evictions
+                .start_attempt(key.clone(), fire_at, attempt, id);
+            self.in_flight.insert(id, key.clone());
+            out.push(EvictionAction::EvictPod {
+                id,
+                pod: key,
+                uid,
+                attempt,
+            });
+        }
+    }
+
+    /// Upstream's `cancelWorkWithEvent`: the event only when a pending deadline was stopped.
+    fn cancel_with_event(&mut self, key: &PodKey, out: &mut Vec<EvictionAction>) {
+        if self.evictions.cancel(key) {
+            out.push(self.cancel_event(key));
+        }
+    }
+
+    fn forget_with_event(&mut self, key: &PodKey, out: &mut Vec<EvictionAction>) {
+        if self.evictions.forget(key) {
+            out.push(self.cancel_event(key));
+        }
+    }
+
+    fn cancel_event(&self, key: &PodKey) -> EvictionAction {
+        EvictionAction::RecordEvent(
+            self.pod_event(key, format!("Cancelling deletion of Pod {key}")),
+        )
+    }
+
+    fn pod_event(&self, key: &PodKey, message: String) -> Event {
+        Event {
+            object: EventObject::Pod {
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                uid: self.no_uid.clone(),
+            },
+            event_type: EventType::Normal,
+            reason: EVICTION_EVENT_REASON,
+            message,
+            component: TAINT_EVICTION_CONTROLLER,
+        }
+    }
+
+    /// Records `pod` and keeps the pods-by-node index in step with its node.
+    fn index(&mut self, pod: &Pod) {
+        let previous = self.pods.insert(
+            pod.key.clone(),
+            PodState {
+                uid: pod.uid.clone(),
+                node: pod.node_name.clone(),
+                tolerations: pod.tolerations.clone(),
+                deleting: pod.deleting,
+            },
+        );
+        let old_node = previous.and_then(|p| p.node);
+        if old_node == pod.node_name {
+            return;
+        }
+        if let Some(old) = old_node {
+            self.unindex(&old, &pod.key);
+        }
+        if let Some(node) = &pod.node_name {
+            self.pods_by_node
+                .entry(node.clone())
+                .or_default()
+                .insert(pod.key.clone());
+        }
+    }
+
+    fn unindex(&mut self, node: &Name, key: &PodKey) {
+        if let Some(keys) = self.pods_by_node.get_mut(node) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.pods_by_node.remove(node);
+            }
+        }
+    }
+}
+
+/// Backoff after failed attempt `attempt` (1-based): 100 ms, 200 ms, 400 ms, ... capped.
+fn retry_backoff(attempt: u32) -> Duration {
+    let factor = 1u32 << attempt.saturating_sub(1).min(16);
+    RETRY_BACKOFF.saturating_mul(factor).min(RETRY_BACKOFF_MAX)
+}

@@ -1,0 +1,5 @@
+mod behaviour;
+mod harness;
+mod integration;
+mod scale;
+mod upstream;

@@ -1,0 +1,292 @@
+//! Per-pod eviction deadlines: upstream's `TimedWorkerQueue`, without goroutines.
+//!
+//! One entry per pod key, as upstream's map: `Scheduled` waits for its deadline, `Running` has
+//! fired and is being executed by the shell (possibly waiting in backoff for its next attempt).
+//! Adding work for a key that has any entry is a no-op; cancelling only stops a `Scheduled` entry
+//! (upstream's `CancelWork` returns true only for a pending timer: a running eviction cannot be
+//! called back). Both kinds of deadline share one indexed timer heap keyed by the pod.
+
+use std::collections::HashMap;
+
+use super::action::EvictionId;
+use crate::model::PodKey;
+use crate::runtime::timer_heap::TimerHeap;
+use crate::time::Time;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// Waiting to fire at `fire_at`; `created_at` is when the countdown started (kept when the
+    /// pod is re-examined later: lengthening a toleration does not postpone the eviction).
+    Scheduled { created_at: Time, fire_at: Time },
+    /// Fired at `fire_at`. `in_flight` is the attempt the shell is executing; `None` while
+    /// waiting in backoff for attempt `attempt + 1`.
+    Running {
+        fire_at: Time,
+        attempt: u32,
+        in_flight: Option<EvictionId>,
+    },
+}
+
+/// A deadline that came due.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// A scheduled eviction fires.
+    Fire { fire_at: Time },
+    /// A failed attempt's backoff is over: try again.
+    Retry,
+}
+
+#[derive(Debug, Default)]
+pub struct TimedEvictions {
+    work: HashMap<PodKey, Work>,
+    timers: TimerHeap<PodKey>,
+    scheduled: usize,
+}
+
+impl TimedEvictions {
+    /// `AddWork`: schedules `key` to fire at `fire_at` unless it already has an entry.
+    /// A deadline at or before now fires on the next `pop_due` (upstream runs it at once).
+    pub fn add(&mut self, key: PodKey, created_at: Time, fire_at: Time) -> bool {
+        if self.work.contains_key(&key) {
+            return false;
+        }
+        self.timers.schedule(key.clone(), fire_at);
+        self.work.insert(
+            key,
+            Work::Scheduled {
+                created_at,
+                fire_at,
+            },
+        );
+        self.scheduled += 1;
+        true
+    }
+
+    /// Moves a `Scheduled` entry to a new deadline, keeping nothing of the old one.
+    pub fn reschedule(&mut self, key: &PodKey, created_at: Time, fire_at: Time) {
+        if let Some(w @ Work::Scheduled { .. }) = self.work.get_mut(key) {
+            *w = Work::Scheduled {
+                created_at,
+                fire_at,
+            };
+            self.timers.schedule(key.clone(), fire_at);
+        }
+    }
+
+    /// `CancelWork`: true only when a pending deadline was stopped.
+    pub fn cancel(&mut self, key: &PodKey) -> bool {
+        match self.work.get(key) {
+            Some(Work::Scheduled { .. }) => {
+                self.work.remove(key);
+                self.timers.cancel(key);
+                self.scheduled -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drops every trace of `key` (the pod is gone or already being deleted): a scheduled
+    /// deadline, a running eviction and its retries. True when a pending deadline was stopped.
+    pub fn forget(&mut self, key: &PodKey) -> bool {
+        if self.cancel(key) {
+            return true;
+        }
+        if self.work.remove(key).is_some() {
+            self.timers.cancel(key);
+        }
+        false
+    }
+
+    pub fn get(&self, key: &PodKey) -> Option<&Work> {
+        self.work.get(key)
+    }
+
+    /// The earliest due deadline, if any.
+    pub fn pop_due(&mut self, now: Time) -> Option<(PodKey, Due)> {
+        let (key, _) = self.timers.pop_due(now)?;
+        match self.work.get(&key) {
+            Some(Work::Scheduled { fire_at, .. }) => {
+                let fire_at = *fire_at;
+                self.work.remove(&key);
+                self.scheduled -= 1;
+                Some((key, Due::Fire { fire_at }))
+            }
+            Some(Work::Running { .. }) => Some((key, Due::Retry)),
+            // Every timer has an entry (they are added and removed together).
+            None => None,
+        }
+    }
+
+    /// Marks `key` as executing attempt `attempt` of an eviction that fired at `fire_at`.
+    pub fn start_attempt(&mut self, key: PodKey, fire_at: Time, attempt: u32, id: EvictionId) {
+        self.timers.cancel(&key);
+        if let Some(Work::Scheduled { .. }) = self.work.get(&key) {
+            self.scheduled -= 1;
+        }
+        self.work.insert(
+            key,
+            Work::Running {
+                fire_at,
+                attempt,
+                in_flight: Some(id),
+            },
+        );
+    }
+
+    /// Parks a running eviction whose attempt failed until `at`.
+    pub fn retry_at(&mut self, key: &PodKey, at: Time) {
+        if let Some(Work::Running { in_flight, .. }) = self.work.get_mut(key) {
+            *in_flight = None;
+            self.timers.schedule(key.clone(), at);
+        }
+    }
+
+    /// The running eviction of `key` is over (done or given up).
+    pub fn finish(&mut self, key: &PodKey) {
+        if let Some(Work::Running { .. }) = self.work.get(key) {
+            self.work.remove(key);
+            self.timers.cancel(key);
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.timers.next_deadline()
+    }
+
+    /// Pods waiting for their deadline.
+    pub fn scheduled_len(&self) -> usize {
+        self.scheduled
+    }
+
+    /// Evictions fired and not finished (in flight or in backoff).
+    pub fn running_len(&self) -> usize {
+        self.work.len() - self.scheduled
+    }
+
+    /// Every pending deadline (scheduled and retries), unordered.
+    pub fn deadlines(&self) -> impl Iterator<Item = (&PodKey, Time)> {
+        self.timers.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Upstream's `timed_workers_test.go`, on a virtual clock: "executed" = came due.
+    use super::*;
+    use std::time::Duration;
+
+    use crate::model::Name;
+
+    fn key(s: &str) -> PodKey {
+        PodKey {
+            namespace: Name::from(s),
+            name: Name::from(s),
+        }
+    }
+
+    fn now() -> Time {
+        Time::from_unix_millis(1_700_000_000_000)
+    }
+
+    fn run_due(q: &mut TimedEvictions, at: Time) -> Vec<PodKey> {
+        let mut fired = Vec::new();
+        while let Some((k, due)) = q.pop_due(at) {
+            assert!(matches!(due, Due::Fire { .. }));
+            fired.push(k);
+        }
+        fired
+    }
+
+    fn add_five_twice(q: &mut TimedEvictions, created: Time, fire: Time) {
+        for round in 0..2 {
+            for i in 1..=5 {
+                let added = q.add(key(&i.to_string()), created, fire);
+                assert_eq!(added, round == 0, "duplicates are no-ops");
+            }
+        }
+    }
+
+    #[test]
+    fn test_execute() {
+        let mut q = TimedEvictions::default();
+        add_five_twice(&mut q, now(), now());
+        assert_eq!(run_due(&mut q, now()).len(), 5);
+        assert_eq!(q.scheduled_len(), 0);
+    }
+
+    #[test]
+    fn test_execute_delayed() {
+        let mut q = TimedEvictions::default();
+        let then = now() + Duration::from_secs(10);
+        add_five_twice(&mut q, now(), then);
+        assert!(run_due(&mut q, now() + Duration::from_millis(9_999)).is_empty());
+        assert_eq!(q.next_deadline(), Some(then));
+        assert_eq!(run_due(&mut q, now() + Duration::from_secs(11)).len(), 5);
+    }
+
+    #[test]
+    fn test_cancel() {
+        let mut q = TimedEvictions::default();
+        add_five_twice(&mut q, now(), now() + Duration::from_secs(10));
+        assert!(q.cancel(&key("2")));
+        assert!(q.cancel(&key("4")));
+        assert!(
+            !q.cancel(&key("4")),
+            "a second cancel finds nothing pending"
+        );
+        let fired = run_due(&mut q, now() + Duration::from_secs(11));
+        assert_eq!(fired, vec![key("1"), key("3"), key("5")]);
+    }
+
+    #[test]
+    fn test_cancel_and_readd() {
+        let mut q = TimedEvictions::default();
+        let then = now() + Duration::from_secs(10);
+        add_five_twice(&mut q, now(), then);
+        q.cancel(&key("2"));
+        q.cancel(&key("4"));
+        assert!(q.add(key("2"), now(), then));
+        assert_eq!(run_due(&mut q, now() + Duration::from_secs(11)).len(), 4);
+    }
+
+    /// Upstream's `TestRunningWorkerCompletionDoesNotRemoveReplacement` is about a goroutine
+    /// race we do not have; what is left of it: a running eviction cannot be cancelled or
+    /// replaced, and finishing it leaves the key free for new work.
+    #[test]
+    fn running_eviction_is_not_cancelled_or_replaced() {
+        let mut q = TimedEvictions::default();
+        q.add(key("p"), now(), now());
+        let (k, due) = q.pop_due(now()).expect("due");
+        assert_eq!(due, Due::Fire { fire_at: now() });
+        q.start_attempt(k.clone(), now(), 1, EvictionId(1));
+        assert!(!q.cancel(&k));
+        assert!(!q.add(k.clone(), now(), now() + Duration::from_secs(10)));
+        assert_eq!(q.running_len(), 1);
+        q.finish(&k);
+        assert!(q.add(k.clone(), now(), now() + Duration::from_secs(10)));
+        assert!(q.cancel(&k));
+        assert!(q.get(&k).is_none());
+    }
+
+    #[test]
+    fn retry_deadline_comes_due_as_retry_and_forget_drops_it() {
+        let mut q = TimedEvictions::default();
+        q.add(key("p"), now(), now());
+        let (k, _) = q.pop_due(now()).expect("due");
+        q.start_attempt(k.clone(), now(), 1, EvictionId(1));
+        q.retry_at(&k, now() + Duration::from_millis(100));
+        assert_eq!(q.next_deadline(), Some(now() + Duration::from_millis(100)));
+        assert_eq!(
+            q.pop_due(now() + Duration::from_millis(100)),
+            Some((k.clone(), Due::Retry))
+        );
+        q.retry_at(&k, now() + Duration::from_millis(300));
+        assert!(
+            !q.forget(&k),
+            "a running eviction is not a pending deadline"
+        );
+        assert_eq!(q.next_deadline(), None);
+        assert!(q.get(&k).is_none());
+    }
+}

@@ -1,0 +1,289 @@
+//! Toleration matching exactly as Kubernetes does it (`v1.Toleration.ToleratesTaint`,
+//! `v1helper.GetMatchingTolerations`, taint eviction's `getMinTolerationTime`).
+//!
+//! The quirks are upstream's and deliberate: an empty key matches every key (API validation
+//! only allows that with `Exists`, but the matcher itself does not check, so neither do we);
+//! only the *first* toleration matching a taint is "used", so a forever toleration listed before
+//! a 60 s one for the same taint means forever.
+
+use std::time::Duration;
+
+use crate::model::{Taint, Toleration, TolerationOperator};
+
+/// Whether `toleration` tolerates `taint`.
+pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    if toleration
+        .effect
+        .as_ref()
+        .is_some_and(|e| *e != taint.effect)
+    {
+        return false;
+    }
+    if !toleration.key.is_empty() && toleration.key != taint.key {
+        return false;
+    }
+    match &toleration.operator {
+        TolerationOperator::Equal => toleration.value == taint.value,
+        TolerationOperator::Exists => true,
+        // `Lt` / `Gt` (KEP-5471, feature-gated in the API server: pods carrying them exist only
+        // where the cluster enabled it) compare the values as base-10 int64; unparsable → no match.
+        TolerationOperator::Other(op) => match &**op {
+            "Lt" => compare_numeric(&toleration.value, &taint.value, |taint, tol| taint < tol),
+            "Gt" => compare_numeric(&toleration.value, &taint.value, |taint, tol| taint > tol),
+            _ => false,
+        },
+    }
+}
+
+fn compare_numeric(toleration: &str, taint: &str, op: impl Fn(i64, i64) -> bool) -> bool {
+    match (toleration.parse::<i64>(), taint.parse::<i64>()) {
+        (Ok(tol), Ok(taint)) => op(taint, tol),
+        _ => false,
+    }
+}
+
+/// `GetMatchingTolerations`: `None` when some taint is not tolerated, else the toleration used
+/// for each taint (the first that matches it), in taint order. No taints: `Some(empty)`.
+pub fn matching_tolerations<'a>(
+    taints: &[Taint],
+    tolerations: &'a [Toleration],
+) -> Option<Vec<&'a Toleration>> {
+    let mut used = Vec::with_capacity(taints.len());
+    for taint in taints {
+        used.push(tolerations.iter().find(|t| tolerates(t, taint))?);
+    }
+    Some(used)
+}
+
+/// `getMinTolerationTime`: the smallest `tolerationSeconds` among `used`; zero or negative
+/// means evict now; `None` means none of them has a limit (tolerated forever).
+/// An empty list gives zero, as upstream (the caller never asks with no taints).
+pub fn min_toleration_time<'a>(used: impl IntoIterator<Item = &'a Toleration>) -> Option<Duration> {
+    let mut used = used.into_iter().peekable();
+    if used.peek().is_none() {
+        return Some(Duration::ZERO);
+    }
+    let mut min: Option<i64> = None;
+    for toleration in used {
+        match toleration.toleration_seconds {
+            Some(secs) if secs <= 0 => return Some(Duration::ZERO),
+            Some(secs) => min = Some(min.map_or(secs, |m| m.min(secs))),
+            None => {}
+        }
+    }
+    min.map(|secs| Duration::from_secs(secs.unsigned_abs()))
+}
+
+/// What the NoExecute taints of a node mean for one pod.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Some taint is not tolerated: evict now.
+    NotTolerated,
+    /// Every taint is tolerated, the tightest for this long (zero: evict now).
+    TolerateFor(Duration),
+    /// Every taint is tolerated without a time limit (or there are no taints).
+    TolerateForever,
+}
+
+/// The verdict for a pod with `tolerations` on a node with the NoExecute `taints`.
+pub fn verdict(taints: &[Taint], tolerations: &[Toleration]) -> Verdict {
+    if taints.is_empty() {
+        return Verdict::TolerateForever;
+    }
+    match matching_tolerations(taints, tolerations) {
+        None => Verdict::NotTolerated,
+        Some(used) => match min_toleration_time(used) {
+            Some(d) => Verdict::TolerateFor(d),
+            None => Verdict::TolerateForever,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Name, TaintEffect};
+
+    fn name(s: &str) -> Name {
+        Name::from(s)
+    }
+
+    fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
+        Taint {
+            key: name(key),
+            value: name(value),
+            effect,
+            time_added: None,
+        }
+    }
+
+    fn tol(
+        key: &str,
+        operator: TolerationOperator,
+        value: &str,
+        effect: Option<TaintEffect>,
+        seconds: Option<i64>,
+    ) -> Toleration {
+        Toleration {
+            key: name(key),
+            operator,
+            value: name(value),
+            effect,
+            toleration_seconds: seconds,
+        }
+    }
+
+    fn secs(tolerations: &[Option<i64>]) -> Vec<Toleration> {
+        tolerations
+            .iter()
+            .map(|s| tol("k", TolerationOperator::Exists, "", None, *s))
+            .collect()
+    }
+
+    use TaintEffect::{NoExecute, NoSchedule};
+    use TolerationOperator::{Equal, Exists};
+
+    /// The rules listed on `ToleratesTaint`, one assertion per rule and its negation.
+    #[test]
+    fn tolerates_taint_follows_upstream_rules() {
+        let t = taint("foo", "bar", NoExecute);
+        // Equal compares values; an empty operator decodes to Equal.
+        assert!(tolerates(
+            &tol("foo", Equal, "bar", Some(NoExecute), None),
+            &t
+        ));
+        assert!(!tolerates(
+            &tol("foo", Equal, "baz", Some(NoExecute), None),
+            &t
+        ));
+        // Exists ignores the value.
+        assert!(tolerates(
+            &tol("foo", Exists, "whatever", Some(NoExecute), None),
+            &t
+        ));
+        // Key must match when set.
+        assert!(!tolerates(
+            &tol("other", Exists, "", Some(NoExecute), None),
+            &t
+        ));
+        // Empty key with Exists matches every key (and, with no effect, everything).
+        assert!(tolerates(&tol("", Exists, "", None, None), &t));
+        assert!(tolerates(
+            &tol("", Exists, "", None, None),
+            &taint("x", "", NoSchedule)
+        ));
+        // Empty key with Equal is not validated by the matcher: matches any key with that value.
+        assert!(tolerates(&tol("", Equal, "bar", None, None), &t));
+        assert!(!tolerates(&tol("", Equal, "", None, None), &t));
+        // Empty effect matches every effect; a set effect must be equal.
+        assert!(tolerates(&tol("foo", Equal, "bar", None, None), &t));
+        assert!(!tolerates(
+            &tol("foo", Equal, "bar", Some(NoSchedule), None),
+            &t
+        ));
+        // An unknown effect is compared by name.
+        let custom = TaintEffect::Other(name("Custom"));
+        let ct = taint("foo", "bar", custom.clone());
+        assert!(tolerates(&tol("foo", Exists, "", Some(custom), None), &ct));
+        assert!(!tolerates(
+            &tol("foo", Exists, "", Some(NoExecute), None),
+            &ct
+        ));
+        // An unknown operator matches nothing.
+        let weird = TolerationOperator::Other(name("Sometimes"));
+        assert!(!tolerates(
+            &tol("foo", weird.clone(), "bar", None, None),
+            &t
+        ));
+        assert!(!tolerates(&tol("", weird, "", None, None), &t));
+    }
+
+    #[test]
+    fn numeric_operators_compare_taint_value_against_toleration_value() {
+        let lt = TolerationOperator::Other(name("Lt"));
+        let gt = TolerationOperator::Other(name("Gt"));
+        let t = taint("slo", "950", NoExecute);
+        assert!(tolerates(&tol("slo", lt.clone(), "1000", None, None), &t));
+        assert!(!tolerates(&tol("slo", lt.clone(), "950", None, None), &t));
+        assert!(tolerates(&tol("slo", gt.clone(), "-3", None, None), &t));
+        assert!(!tolerates(&tol("slo", gt.clone(), "2000", None, None), &t));
+        // Unparsable on either side: no match (never a panic).
+        assert!(!tolerates(&tol("slo", lt.clone(), "x", None, None), &t));
+        assert!(!tolerates(
+            &tol("slo", gt, "1", None, None),
+            &taint("slo", "99999999999999999999", NoExecute)
+        ));
+        assert!(!tolerates(
+            &tol("slo", lt, "1", None, None),
+            &taint("slo", "", NoExecute)
+        ));
+    }
+
+    #[test]
+    fn matching_tolerations_uses_the_first_match_per_taint() {
+        let taints = [taint("a", "1", NoExecute), taint("b", "2", NoExecute)];
+        let forever_a = tol("a", Exists, "", None, None);
+        let sixty_a = tol("a", Exists, "", None, Some(60));
+        let b = tol("b", Equal, "2", Some(NoExecute), Some(10));
+        let tolerations = [forever_a.clone(), sixty_a, b.clone()];
+        let used = matching_tolerations(&taints, &tolerations).expect("all tolerated");
+        assert_eq!(used, vec![&forever_a, &b]);
+        // One taint left untolerated: none.
+        assert_eq!(matching_tolerations(&taints, &tolerations[..1]), None);
+        assert_eq!(matching_tolerations(&taints, &[]), None);
+        // No taints: everything tolerated with nothing used.
+        assert_eq!(matching_tolerations(&[], &[]), Some(vec![]));
+    }
+
+    /// TestGetMinTolerationTime, its 5 cases.
+    #[test]
+    fn get_min_toleration_time() {
+        let cases: [(&[Option<i64>], Option<Duration>); 5] = [
+            (&[], Some(Duration::ZERO)),
+            (&[None], None),
+            (&[Some(1), Some(2)], Some(Duration::from_secs(1))),
+            (&[Some(1), None], Some(Duration::from_secs(1))),
+            (&[None, Some(1)], Some(Duration::from_secs(1))),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(min_toleration_time(&secs(input)), expected, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn zero_or_negative_toleration_seconds_mean_now() {
+        for s in [0, -1, i64::MIN] {
+            assert_eq!(
+                min_toleration_time(&secs(&[Some(300), Some(s), None])),
+                Some(Duration::ZERO)
+            );
+        }
+        assert_eq!(
+            min_toleration_time(&secs(&[Some(i64::MAX)])),
+            Some(Duration::from_secs(i64::MAX as u64))
+        );
+    }
+
+    #[test]
+    fn verdict_combines_matching_and_min_time() {
+        let taints = [taint("node.kubernetes.io/unreachable", "", NoExecute)];
+        let default_300 = [tol(
+            "node.kubernetes.io/unreachable",
+            Exists,
+            "",
+            Some(NoExecute),
+            Some(300),
+        )];
+        assert_eq!(
+            verdict(&taints, &default_300),
+            Verdict::TolerateFor(Duration::from_secs(300))
+        );
+        assert_eq!(verdict(&taints, &[]), Verdict::NotTolerated);
+        assert_eq!(verdict(&taints, &secs(&[None])), Verdict::NotTolerated);
+        assert_eq!(
+            verdict(&taints, &[tol("", Exists, "", None, None)]),
+            Verdict::TolerateForever
+        );
+        assert_eq!(verdict(&[], &[]), Verdict::TolerateForever);
+    }
+}
