@@ -240,9 +240,7 @@ fn a_client_certificate_that_does_not_match_its_key_is_a_startup_error() {
         "admin.conf",
         kubeadm_kubeconfig("https://127.0.0.1:6443", &ca.cert_pem, &other_key),
     );
-    let err = Connection::from_kubeconfig(&path, None, false)
-        .err()
-        .expect("refused");
+    let err = Connection::from_kubeconfig(&path, None, false).expect_err("refused");
     assert_eq!(err.field, "users[0].user.client-key-data");
     assert_eq!(
         err.to_string(),
@@ -268,9 +266,7 @@ current-context: x
             server.https_url()
         ),
     );
-    let err = Connection::from_kubeconfig(&path, None, false)
-        .err()
-        .expect("refused");
+    let err = Connection::from_kubeconfig(&path, None, false).expect_err("refused");
     assert_eq!(err.field, "clusters[0].cluster.insecure-skip-tls-verify");
     let connection = Connection::from_kubeconfig(&path, None, true).unwrap();
     client(&connection).get_bytes("/version").unwrap();

@@ -307,6 +307,7 @@ fn serve(
     handler: Handler,
     seen: Arc<Mutex<Vec<SeenRequest>>>,
 ) {
+    let _ = tcp.set_nodelay(true);
     let mut stream: Box<dyn Stream> = match tls {
         None => Box::new(tcp),
         Some(config) => {
@@ -333,10 +334,10 @@ fn serve(
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("\r\n");
-        if stream.write_all(head.as_bytes()).is_err()
-            || stream.write_all(&reply.body).is_err()
-            || stream.flush().is_err()
-        {
+        // One write: head and body in separate segments meet Nagle and delayed ACK (40 ms).
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&reply.body);
+        if stream.write_all(&bytes).is_err() || stream.flush().is_err() {
             return;
         }
     }
