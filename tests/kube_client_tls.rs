@@ -79,6 +79,8 @@ fn kubeadm_kubeconfig_with_embedded_client_certificate_connects_over_tls() {
     );
 
     let connection = Connection::from_kubeconfig(&path, None, false).unwrap();
+    // No ALPN: offering h2 makes the API server answer in HTTP/2.
+    assert!(connection.tls.as_ref().unwrap().alpn_protocols.is_empty());
     let mut client = client(&connection);
     let node: serde_json::Value = client.get_json("/api/v1/nodes/n1").unwrap();
     assert_eq!(node["metadata"]["name"], "n1");

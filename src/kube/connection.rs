@@ -17,7 +17,7 @@ pub enum Scheme {
 }
 
 /// How requests prove who we are (client certificates live in the TLS config instead).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Credentials {
     None,
     /// A bearer token given inline.
@@ -25,6 +25,17 @@ pub enum Credentials {
     /// A bearer token read from a file and re-read at least every minute (bound service-account
     /// tokens rotate).
     TokenFile(PathBuf),
+}
+
+/// Never prints an inline token (a `{:?}` in a log line must not leak it).
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::None => f.write_str("None"),
+            Credentials::Token(_) => f.write_str("Token(<redacted>)"),
+            Credentials::TokenFile(path) => f.debug_tuple("TokenFile").field(path).finish(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -322,6 +333,12 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn debug_output_never_shows_an_inline_token() {
+        let shown = format!("{:?}", Credentials::Token("s3cret".into()));
+        assert!(!shown.contains("s3cret"), "{shown}");
     }
 
     #[test]
