@@ -331,3 +331,40 @@ fn in_cluster_service_account_from_a_temp_dir_and_its_rotated_token() {
         ]
     );
 }
+
+#[test]
+fn a_server_that_never_completes_the_tls_handshake_hits_the_hard_timeout() {
+    use std::io::Read;
+    let ca = TestCa::new("ca");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepts the TCP connection, then reads (and ignores) until the client gives up.
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut sink = [0u8; 1024];
+            while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        }
+    });
+    let dir = TempDir::new("handshake-timeout");
+    let path = dir.write(
+        "config",
+        format!(
+            "clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', certificate-authority-data: {}}}}}]
+contexts: [{{name: x, context: {{cluster: c}}}}]
+current-context: x
+",
+            b64(&ca.cert_pem)
+        ),
+    );
+    let connection = Connection::from_kubeconfig(&path, None, false).unwrap();
+    let settings = ClientSettings {
+        timeout: Duration::from_millis(300),
+        ..ClientSettings::default()
+    };
+    let mut client = ApiClient::new(&connection, &settings, VirtualClock::new().boxed()).unwrap();
+    let started = std::time::Instant::now();
+    let err = client.get_bytes("/version").unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, ApiError::Timeout(_)), "{err:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, TcpConnector,
     Transport, TransportAdapter,
@@ -85,7 +86,7 @@ impl<In: Transport> Connector<In> for ConnectionTls {
 
         let mut conn = ClientConnection::new(config.clone(), name)?;
         let mut sock = TransportAdapter::new(transport.boxed(), details.current_time.clone());
-        sock.set_timeout(details.timeout);
+        sock.set_timeout(remaining(details));
         conn.complete_io(&mut sock).map_err(unwrap_rustls_error)?;
         let buffers = LazyBuffers::new(
             details.config.input_buffer_size(),
@@ -96,6 +97,19 @@ impl<In: Transport> Connector<In> for ConnectionTls {
             stream: StreamOwned { conn, sock },
         })))
     }
+}
+
+/// The connect budget left after the TCP connect, so the handshake cannot stretch the hard
+/// timeout (ureq's own connector does the same through a crate-private setter).
+fn remaining(details: &ConnectionDetails) -> NextTimeout {
+    let mut timeout = details.timeout;
+    if let (UreqDuration::Exact(limit), UreqInstant::Exact(started), UreqInstant::Exact(now)) =
+        (timeout.after, details.now, (details.current_time)())
+    {
+        let elapsed = now.saturating_duration_since(started);
+        timeout.after = UreqDuration::Exact(limit.saturating_sub(elapsed));
+    }
+    timeout
 }
 
 /// rustls reports handshake failures (unknown issuer, name mismatch, bad client certificate)
