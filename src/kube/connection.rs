@@ -3,8 +3,11 @@
 //! Built once at start-up from a kubeconfig, the in-cluster service account or explicit TOML
 //! settings, and shared (cheaply cloned) by the unary client and every watch stream.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use super::error::KubeConfigError;
+use super::tls::{self, ClientIdentity, ServerVerification, TlsConfigError};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Scheme {
@@ -14,7 +17,7 @@ pub enum Scheme {
 }
 
 /// How requests prove who we are (client certificates live in the TLS config instead).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Credentials {
     None,
     /// A bearer token given inline.
@@ -22,6 +25,17 @@ pub enum Credentials {
     /// A bearer token read from a file and re-read at least every minute (bound service-account
     /// tokens rotate).
     TokenFile(PathBuf),
+}
+
+/// Never prints an inline token (a `{:?}` in a log line must not leak it).
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::None => f.write_str("None"),
+            Credentials::Token(_) => f.write_str("Token(<redacted>)"),
+            Credentials::TokenFile(path) => f.debug_tuple("TokenFile").field(path).finish(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -67,5 +81,277 @@ impl std::fmt::Debug for Connection {
                 },
             )
             .finish()
+    }
+}
+
+/// PEM material as read from one setting, with the setting's name for errors.
+pub(crate) struct PemSetting {
+    pub field: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Everything a settings source (kubeconfig, in-cluster, explicit) resolved, before the TLS
+/// material is parsed and checked.
+pub(crate) struct ConnectionParts {
+    /// The file the settings came from (or `environment`), for errors.
+    pub source: String,
+    pub server: ServerUrl,
+    pub ca: Option<PemSetting>,
+    /// Only ever true when our own settings allowed it.
+    pub insecure_skip_tls_verify: bool,
+    /// Certificate, then key.
+    pub client_identity: Option<(PemSetting, PemSetting)>,
+    pub credentials: Credentials,
+}
+
+impl ConnectionParts {
+    /// Parses the PEM material and builds the TLS configuration; errors name the field at fault.
+    pub(crate) fn build(self) -> Result<Connection, KubeConfigError> {
+        let source = self.source;
+        let err = |field: &str, reason: String| KubeConfigError::new(source.clone(), field, reason);
+        let tls = match self.server.scheme {
+            Scheme::Http => None,
+            Scheme::Https => {
+                let ca_field = self
+                    .ca
+                    .as_ref()
+                    .map(|c| c.field.clone())
+                    .unwrap_or_default();
+                let server = match (self.ca, self.insecure_skip_tls_verify) {
+                    (Some(ca), false) => ServerVerification::CaCertificates(
+                        tls::parse_certificates(&ca.bytes).map_err(|r| err(&ca.field, r))?,
+                    ),
+                    (None, true) => ServerVerification::InsecureSkipVerify,
+                    (Some(ca), true) => {
+                        return Err(err(
+                            &ca.field,
+                            "cannot be combined with insecure-skip-tls-verify".to_string(),
+                        ));
+                    }
+                    (None, false) => {
+                        return Err(err(
+                            "certificate-authority",
+                            "an https:// server needs a CA certificate to verify it (system \
+                             roots are not used)"
+                                .to_string(),
+                        ));
+                    }
+                };
+                let (identity, cert_field, key_field) = match self.client_identity {
+                    None => (None, String::new(), String::new()),
+                    Some((cert, key)) => {
+                        let chain = tls::parse_certificates(&cert.bytes)
+                            .map_err(|r| err(&cert.field, r))?;
+                        let private =
+                            tls::parse_private_key(&key.bytes).map_err(|r| err(&key.field, r))?;
+                        let identity = ClientIdentity {
+                            chain,
+                            key: private,
+                        };
+                        (Some(identity), cert.field, key.field)
+                    }
+                };
+                let config = tls::client_config(server, identity).map_err(|e| match e {
+                    TlsConfigError::CertificateAuthority(r) => err(&ca_field, r),
+                    TlsConfigError::ClientCertificate(r) => err(&cert_field, r),
+                    TlsConfigError::ClientKey(r) => err(&key_field, r),
+                })?;
+                Some(config)
+            }
+        };
+        Ok(Connection {
+            scheme: self.server.scheme,
+            host: self.server.host,
+            port: self.server.port,
+            base_path: self.server.base_path,
+            tls,
+            credentials: self.credentials,
+        })
+    }
+}
+
+/// Reads a file a setting names; the error names the setting and the file.
+pub(crate) fn read_setting_file(
+    source: &str,
+    field: &str,
+    path: &Path,
+) -> Result<Vec<u8>, KubeConfigError> {
+    std::fs::read(path).map_err(|e| {
+        KubeConfigError::new(
+            source,
+            field,
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })
+}
+
+/// A parsed `server:` URL: `https://host[:port][/base/path]`, or `http://` to a loopback address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerUrl {
+    pub scheme: Scheme,
+    pub host: String,
+    pub port: u16,
+    pub base_path: String,
+}
+
+impl ServerUrl {
+    /// Parses the URL; plain `http://` is refused unless the host is loopback (`127.0.0.0/8`,
+    /// `::1`, `localhost`): bearer tokens must not cross a network in the clear.
+    pub fn parse(url: &str) -> Result<ServerUrl, String> {
+        let url = url.trim();
+        let (scheme, rest) = if let Some(rest) = strip_prefix_ignore_case(url, "https://") {
+            (Scheme::Https, rest)
+        } else if let Some(rest) = strip_prefix_ignore_case(url, "http://") {
+            (Scheme::Http, rest)
+        } else {
+            return Err(format!(
+                "{url:?} must start with https:// (or http:// to a loopback address)"
+            ));
+        };
+        if rest.contains(['?', '#']) {
+            return Err(format!("{url:?} must not carry a query or fragment"));
+        }
+        let (authority, path) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        if authority.contains('@') {
+            return Err(format!("{url:?}: credentials in the URL are not supported"));
+        }
+        let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+            let Some(end) = bracketed.find(']') else {
+                return Err(format!("{url:?}: unclosed '[' in the host"));
+            };
+            let host = &bracketed[..end];
+            match &bracketed[end + 1..] {
+                "" => (host, None),
+                after => match after.strip_prefix(':') {
+                    Some(port) => (host, Some(port)),
+                    None => return Err(format!("{url:?}: unexpected {after:?} after the host")),
+                },
+            }
+        } else {
+            match authority.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (authority, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(format!("{url:?} has no host"));
+        }
+        let port = match port {
+            None => match scheme {
+                Scheme::Https => 443,
+                Scheme::Http => 80,
+            },
+            Some(p) => match p.parse::<u16>() {
+                Ok(p) if p != 0 => p,
+                _ => return Err(format!("{url:?}: {p:?} is not a valid port")),
+            },
+        };
+        if scheme == Scheme::Http && !is_loopback_host(host) {
+            return Err(format!(
+                "{url:?}: plain http:// is only allowed to a loopback address; use https://"
+            ));
+        }
+        Ok(ServerUrl {
+            scheme,
+            host: host.to_string(),
+            port,
+            base_path: path.trim_end_matches('/').to_string(),
+        })
+    }
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+/// Whether `host` (an IP literal without brackets, or a name) is this machine.
+pub fn is_loopback_host(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(url: &str) -> Result<(Scheme, String, u16, String), String> {
+        ServerUrl::parse(url).map(|u| (u.scheme, u.host, u.port, u.base_path))
+    }
+
+    #[test]
+    fn server_urls_as_kubeadm_and_k3s_write_them() {
+        assert_eq!(
+            parse("https://127.0.0.1:6443"),
+            Ok((Scheme::Https, "127.0.0.1".into(), 6443, String::new()))
+        );
+        assert_eq!(
+            parse("https://10.0.0.1"),
+            Ok((Scheme::Https, "10.0.0.1".into(), 443, String::new()))
+        );
+        assert_eq!(
+            parse("https://[fd00::1]:6443/prefix/"),
+            Ok((Scheme::Https, "fd00::1".into(), 6443, "/prefix".into()))
+        );
+        assert_eq!(
+            parse("HTTPS://api.example.com:443/"),
+            Ok((Scheme::Https, "api.example.com".into(), 443, String::new()))
+        );
+    }
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        assert!(parse("http://127.0.0.1:8080").is_ok());
+        assert!(parse("http://localhost:8080").is_ok());
+        assert!(parse("http://[::1]:8080").is_ok());
+        let err = parse("http://10.0.0.1:8080").unwrap_err();
+        assert!(err.contains("only allowed to a loopback address"), "{err}");
+        assert!(parse("http://api.example.com").is_err());
+    }
+
+    #[test]
+    fn malformed_server_urls_are_errors() {
+        for bad in [
+            "",
+            "127.0.0.1:6443",
+            "ftp://x",
+            "https://",
+            "https://:6443",
+            "https://h:0",
+            "https://h:99999",
+            "https://h:port",
+            "https://[::1",
+            "https://[::1]x",
+            "https://u:p@h",
+            "https://h/?x=1",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn debug_output_never_shows_an_inline_token() {
+        let shown = format!("{:?}", Credentials::Token("s3cret".into()));
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn base_url_brackets_ipv6() {
+        let u = ServerUrl::parse("https://[fd00::1]:6443").unwrap();
+        let c = Connection {
+            scheme: u.scheme,
+            host: u.host,
+            port: u.port,
+            base_path: u.base_path,
+            tls: None,
+            credentials: Credentials::None,
+        };
+        assert_eq!(c.base_url(), "https://[fd00::1]:6443");
     }
 }

@@ -1,8 +1,27 @@
 //! Speaks the Kubernetes API; knows nothing of node lifecycle.
 //!
-//! `connection` is the resolved endpoint every call and stream uses (from a kubeconfig, the
-//! in-cluster service account, or explicit settings).
+//! `connection` is the resolved endpoint every call and stream uses, built from a kubeconfig
+//! (`kubeconfig`), the in-cluster service account (`in_cluster`) or our own settings
+//! (`explicit`); `tls` makes its rustls configuration and `token` its bearer tokens. `client` makes
+//! the short, throttled (`throttle`) calls; failures are `error::ApiError`.
 
+pub mod client;
 pub mod connection;
+pub mod error;
+pub mod explicit;
+pub mod in_cluster;
+pub mod kubeconfig;
+pub mod throttle;
+pub mod tls;
+pub mod token;
+mod transport;
 
-pub use connection::{Connection, Credentials, Scheme};
+#[cfg(test)]
+mod test_dir;
+
+pub use client::{ApiClient, ClientSettings, ListPage, PatchType, Preconditions};
+pub use connection::{Connection, Credentials, Scheme, ServerUrl};
+pub use error::{ApiError, ApiStatus, KubeConfigError};
+pub use explicit::ExplicitSettings;
+pub use throttle::Throttle;
+pub use token::TokenSource;

@@ -1,0 +1,581 @@
+//! Short, blocking API calls (GET, paginated LIST, PUT, PATCH, DELETE, POST) over one keep-alive
+//! ureq `Agent`, each with a hard timeout and paced by the client throttle.
+//!
+//! The single-threaded executor calls these inline, so nothing here sleeps: when the throttle
+//! (or a server's Retry-After) says "not yet", the call returns `ApiError::Throttled { until }`
+//! without touching the network, and the executor schedules it. The clock is injected, as
+//! everywhere in the daemon, so tests drive it by hand.
+
+use std::io::{BufReader, Read};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use ureq::Body;
+use ureq::http::{Method, Request, Response};
+
+use super::connection::Connection;
+use super::error::{ApiError, ApiStatus, KubeConfigError};
+use super::throttle::{DEFAULT_BURST, DEFAULT_QPS, Throttle};
+use super::token::TokenSource;
+use super::transport;
+use crate::runtime::Rate;
+use crate::time::Time;
+
+pub use super::transport::USER_AGENT;
+
+/// Upstream client-go's default LIST page size for informers.
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
+/// How long a 429 without a usable Retry-After holds every call back.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Most of a failed response's body we read for its Status message.
+const MAX_ERROR_BODY: u64 = 1 << 20;
+
+#[derive(Clone, Debug)]
+pub struct ClientSettings {
+    /// Hard limit on a whole call: connect, TLS, request, response and body. Well under the
+    /// leader election renew deadline (10 s), so a hung server cannot make us miss a renewal.
+    pub timeout: Duration,
+    /// Client throttle; `None` only for tests and the simulator.
+    pub qps: Option<Rate>,
+    pub burst: u64,
+    /// Largest successful response body we read (LIST pages are streamed, not buffered).
+    pub max_body_bytes: u64,
+}
+
+impl Default for ClientSettings {
+    fn default() -> ClientSettings {
+        ClientSettings {
+            timeout: Duration::from_secs(5),
+            qps: Some(Rate::per_second(DEFAULT_QPS)),
+            burst: DEFAULT_BURST,
+            max_body_bytes: 512 << 20,
+        }
+    }
+}
+
+/// The patch formats the API server accepts, by `Content-Type`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    /// Lists merge by their patch key (`spec.taints` is replaced whole: send the full list).
+    StrategicMerge,
+    /// RFC 7386.
+    Merge,
+    /// RFC 6902 operations.
+    Json,
+}
+
+impl PatchType {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            PatchType::StrategicMerge => "application/strategic-merge-patch+json",
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::Json => "application/json-patch+json",
+        }
+    }
+}
+
+/// `DeleteOptions.preconditions`: delete only the object we mean (a pod recreated with the same
+/// name has a new UID).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// One page of a LIST.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListPage<T> {
+    pub items: Vec<T>,
+    /// The list's resourceVersion: where a watch starts once the last page is in.
+    pub resource_version: String,
+    /// `metadata.continue`; `None` on the last page.
+    pub continue_token: Option<String>,
+    pub remaining_item_count: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(bound = "T: DeserializeOwned")]
+struct ListBody<T> {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Option<Vec<T>>,
+}
+
+#[derive(Deserialize, Default)]
+struct ListMeta {
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: String,
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+    #[serde(rename = "remainingItemCount", default)]
+    remaining_item_count: Option<u64>,
+}
+
+/// The parts of `metav1.Status` that type an error.
+#[derive(Deserialize)]
+struct Status {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    details: Option<StatusDetails>,
+}
+
+#[derive(Deserialize)]
+struct StatusDetails {
+    #[serde(rename = "retryAfterSeconds", default)]
+    retry_after_seconds: Option<u32>,
+}
+
+/// The blocking API client of the single-threaded executor.
+pub struct ApiClient {
+    agent: ureq::Agent,
+    base_url: String,
+    token: TokenSource,
+    throttle: Throttle,
+    max_body_bytes: u64,
+    clock: Box<dyn Fn() -> Time>,
+}
+
+impl ApiClient {
+    /// Reads the token file once (a missing one is a start-up error). `clock` is the daemon's
+    /// controller clock; tests pass a virtual one.
+    pub fn new(
+        connection: &Connection,
+        settings: &ClientSettings,
+        clock: Box<dyn Fn() -> Time>,
+    ) -> Result<ApiClient, KubeConfigError> {
+        let now = clock();
+        let token = TokenSource::new(&connection.credentials, now)?;
+        let throttle = match settings.qps {
+            Some(qps) => Throttle::new(qps, settings.burst, now),
+            None => Throttle::unlimited(),
+        };
+        Ok(ApiClient {
+            agent: transport::agent(connection, settings.timeout),
+            base_url: connection.base_url(),
+            token,
+            throttle,
+            max_body_bytes: settings.max_body_bytes,
+            clock,
+        })
+    }
+
+    /// `scheme://host:port/base`, for logs.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// When the next call would be admitted (now, or later: schedule it then).
+    pub fn next_admission(&self) -> Time {
+        self.throttle.next_admission((self.clock)())
+    }
+
+    pub fn throttle(&self) -> &Throttle {
+        &self.throttle
+    }
+
+    /// GET, the body as bytes.
+    pub fn get_bytes(&mut self, path: &str) -> Result<Vec<u8>, ApiError> {
+        let response = self.call(Method::GET, path, None)?;
+        let label = format!("GET {path}");
+        let mut bytes = Vec::new();
+        let mut reader = self.body_reader(response);
+        match reader.read_to_end(&mut bytes) {
+            Ok(_) => Ok(bytes),
+            Err(e) => Err(read_error(&self.base_url, &label, ureq::Error::from(e))),
+        }
+    }
+
+    /// GET, the body decoded as `T` straight from the socket.
+    pub fn get_json<T: DeserializeOwned>(&mut self, path: &str) -> Result<T, ApiError> {
+        let response = self.call(Method::GET, path, None)?;
+        self.decode(&format!("GET {path}"), response)
+    }
+
+    /// One page of a LIST: `limit` items (0: no limit) from `continue_token`, or from
+    /// `resource_version` on the first page (a continue token carries its own version, and the
+    /// server refuses both together, so `resource_version` is not sent with one). Items are
+    /// decoded as they arrive: a page is never held as text.
+    pub fn list_page<T: DeserializeOwned>(
+        &mut self,
+        path: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+        resource_version: Option<&str>,
+    ) -> Result<ListPage<T>, ApiError> {
+        let mut query = Vec::new();
+        if limit > 0 {
+            query.push(format!("limit={limit}"));
+        }
+        match continue_token.filter(|c| !c.is_empty()) {
+            Some(token) => query.push(format!("continue={}", percent_encode(token))),
+            None => {
+                if let Some(rv) = resource_version {
+                    query.push(format!("resourceVersion={}", percent_encode(rv)));
+                }
+            }
+        }
+        let full_path = if query.is_empty() {
+            path.to_string()
+        } else {
+            let separator = if path.contains('?') { '&' } else { '?' };
+            format!("{path}{separator}{}", query.join("&"))
+        };
+        let response = self.call(Method::GET, &full_path, None)?;
+        let body: ListBody<T> = self.decode(&format!("GET {full_path}"), response)?;
+        Ok(ListPage {
+            items: body.items.unwrap_or_default(),
+            resource_version: body.metadata.resource_version,
+            continue_token: body.metadata.continue_token.filter(|c| !c.is_empty()),
+            remaining_item_count: body.metadata.remaining_item_count,
+        })
+    }
+
+    /// PUT (replace) a JSON object; the answer decoded as `T` (`serde::de::IgnoredAny` to skip).
+    pub fn put<T: DeserializeOwned>(&mut self, path: &str, body: &[u8]) -> Result<T, ApiError> {
+        let response = self.call(Method::PUT, path, Some(("application/json", body)))?;
+        self.decode(&format!("PUT {path}"), response)
+    }
+
+    /// POST (create) a JSON object.
+    pub fn post<T: DeserializeOwned>(&mut self, path: &str, body: &[u8]) -> Result<T, ApiError> {
+        let response = self.call(Method::POST, path, Some(("application/json", body)))?;
+        self.decode(&format!("POST {path}"), response)
+    }
+
+    /// PATCH with the given patch format.
+    pub fn patch<T: DeserializeOwned>(
+        &mut self,
+        path: &str,
+        patch_type: PatchType,
+        body: &[u8],
+    ) -> Result<T, ApiError> {
+        let response = self.call(Method::PATCH, path, Some((patch_type.content_type(), body)))?;
+        self.decode(&format!("PATCH {path}"), response)
+    }
+
+    /// DELETE with preconditions and, if given, a grace period (else the object's own).
+    pub fn delete(
+        &mut self,
+        path: &str,
+        preconditions: &Preconditions,
+        grace_period_seconds: Option<i64>,
+    ) -> Result<(), ApiError> {
+        let options = delete_options(preconditions, grace_period_seconds);
+        let response = self.call(Method::DELETE, path, Some(("application/json", &options)))?;
+        let label = format!("DELETE {path}");
+        // Read the answer (the object or a Status) to the end so the connection is reused.
+        let mut reader = self.body_reader(response);
+        std::io::copy(&mut reader, &mut std::io::sink())
+            .map(|_| ())
+            .map_err(|e| read_error(&self.base_url, &label, ureq::Error::from(e)))
+    }
+
+    /// Admits, sends, and turns any non-2xx answer into a typed error.
+    fn call(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> Result<Response<Body>, ApiError> {
+        let now = (self.clock)();
+        self.throttle
+            .admit(now)
+            .map_err(|until| ApiError::Throttled { until })?;
+        let label = format!("{method} {path}");
+        let url = format!("{}{path}", self.base_url);
+        let mut request = Request::builder().method(method).uri(&url);
+        if let Some(authorization) = self.token.authorization(now) {
+            request = request.header("Authorization", authorization);
+        }
+        let sent = match body {
+            None => request
+                .body(())
+                .map_err(|e| ApiError::Transport(format!("{label}: invalid request: {e}")))
+                .and_then(|r| self.run(&label, r)),
+            Some((content_type, bytes)) => request
+                .header("Content-Type", content_type)
+                .body(bytes)
+                .map_err(|e| ApiError::Transport(format!("{label}: invalid request: {e}")))
+                .and_then(|r| self.run(&label, r)),
+        }?;
+        let code = sent.status().as_u16();
+        if (200..300).contains(&code) {
+            return Ok(sent);
+        }
+        let retry_after_header = sent
+            .headers()
+            .get("Retry-After")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        let mut bytes = Vec::new();
+        // A body that breaks off still leaves the code to type the error.
+        let _ = sent
+            .into_body()
+            .into_reader()
+            .take(MAX_ERROR_BODY)
+            .read_to_end(&mut bytes);
+        let error = error_from_response(label, code, retry_after_header, &bytes);
+        if let ApiError::TooManyRequests { retry_after, .. } = &error {
+            let after = retry_after.unwrap_or(DEFAULT_RETRY_AFTER);
+            self.throttle.retry_after((self.clock)(), after);
+        }
+        Err(error)
+    }
+
+    fn run(
+        &self,
+        label: &str,
+        request: Request<impl ureq::AsSendBody>,
+    ) -> Result<Response<Body>, ApiError> {
+        self.agent
+            .run(request)
+            .map_err(|e| request_error(&self.base_url, label, e))
+    }
+
+    fn body_reader(&self, response: Response<Body>) -> impl Read + use<> {
+        response
+            .into_body()
+            .into_with_config()
+            .limit(self.max_body_bytes)
+            .reader()
+    }
+
+    /// Decodes a 2xx body as it streams in, reading it to the end (keep-alive).
+    fn decode<T: DeserializeOwned>(
+        &self,
+        label: &str,
+        response: Response<Body>,
+    ) -> Result<T, ApiError> {
+        let mut reader = RecordingReader {
+            inner: BufReader::with_capacity(64 * 1024, self.body_reader(response)),
+            error: None,
+        };
+        match serde_json::from_reader(&mut reader) {
+            Ok(value) => Ok(value),
+            Err(e) => match reader.error.take() {
+                // The body broke off or timed out: that is the transport, not the JSON.
+                Some(io_error) => Err(read_error(&self.base_url, label, io_error)),
+                None => Err(ApiError::Decode(format!("{label}: {e}"))),
+            },
+        }
+    }
+}
+
+/// Keeps the I/O error behind a serde_json failure (serde only keeps its message).
+struct RecordingReader<R> {
+    inner: R,
+    error: Option<ureq::Error>,
+}
+
+impl<R: Read> Read for RecordingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            if self.error.is_none() {
+                let copy = std::io::Error::new(e.kind(), e.to_string());
+                self.error = Some(match e.kind() {
+                    std::io::ErrorKind::TimedOut => ureq::Error::Timeout(ureq::Timeout::Global),
+                    _ => ureq::Error::Io(copy),
+                });
+            }
+        })
+    }
+}
+
+fn request_error(base_url: &str, label: &str, e: ureq::Error) -> ApiError {
+    match e {
+        ureq::Error::Timeout(which) => ApiError::Timeout(format!(
+            "{label} to {base_url}: no answer in time ({which})"
+        )),
+        other => ApiError::Transport(format!("{label} to {base_url}: {other}")),
+    }
+}
+
+fn read_error(base_url: &str, label: &str, e: ureq::Error) -> ApiError {
+    match e {
+        ureq::Error::Timeout(_) => {
+            ApiError::Timeout(format!("{label} to {base_url}: body not complete in time"))
+        }
+        ureq::Error::BodyExceedsLimit(limit) => {
+            ApiError::Decode(format!("{label}: body larger than {limit} bytes"))
+        }
+        other => ApiError::Transport(format!("{label} to {base_url}: reading the body: {other}")),
+    }
+}
+
+/// Types a non-2xx answer by its code, keeping the Status message (or the body's start).
+pub(crate) fn error_from_response(
+    request: String,
+    code: u16,
+    retry_after_header: Option<u32>,
+    body: &[u8],
+) -> ApiError {
+    let (reason, message, retry_after_details) = match serde_json::from_slice::<Status>(body) {
+        Ok(status) if status.kind == "Status" => (
+            status.reason,
+            status.message,
+            status.details.and_then(|d| d.retry_after_seconds),
+        ),
+        _ => {
+            let text = String::from_utf8_lossy(body);
+            let text: String = text.trim().chars().take(200).collect();
+            (String::new(), text.replace(['\n', '\r'], " "), None)
+        }
+    };
+    let status = ApiStatus {
+        request,
+        code,
+        reason,
+        message,
+    };
+    match code {
+        401 => ApiError::Unauthorized(status),
+        403 => ApiError::Forbidden(status),
+        404 => ApiError::NotFound(status),
+        409 => ApiError::Conflict(status),
+        410 => ApiError::Gone(status),
+        422 => ApiError::Invalid(status),
+        429 => ApiError::TooManyRequests {
+            status,
+            retry_after: retry_after_header
+                .or(retry_after_details)
+                .map(|s| Duration::from_secs(u64::from(s))),
+        },
+        _ => ApiError::Server(status),
+    }
+}
+
+fn delete_options(preconditions: &Preconditions, grace_period_seconds: Option<i64>) -> Vec<u8> {
+    let mut options = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1"});
+    let mut pre = serde_json::Map::new();
+    if let Some(uid) = &preconditions.uid {
+        pre.insert("uid".into(), uid.clone().into());
+    }
+    if let Some(rv) = &preconditions.resource_version {
+        pre.insert("resourceVersion".into(), rv.clone().into());
+    }
+    if !pre.is_empty() {
+        options["preconditions"] = pre.into();
+    }
+    if let Some(grace) = grace_period_seconds {
+        options["gracePeriodSeconds"] = grace.into();
+    }
+    options.to_string().into_bytes()
+}
+
+/// Percent-encodes a query value (continue tokens are base64: `+`, `/`, `=`).
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status_body(code: u16, reason: &str, message: &str) -> Vec<u8> {
+        serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn status_codes_type_the_error_and_keep_the_message() {
+        type IsKind = fn(&ApiError) -> bool;
+        let cases: [(u16, &str, IsKind); 8] = [
+            (401, "Unauthorized", |e| {
+                matches!(e, ApiError::Unauthorized(_))
+            }),
+            (403, "Forbidden", |e| matches!(e, ApiError::Forbidden(_))),
+            (404, "NotFound", |e| matches!(e, ApiError::NotFound(_))),
+            (409, "Conflict", |e| matches!(e, ApiError::Conflict(_))),
+            (410, "Expired", |e| matches!(e, ApiError::Gone(_))),
+            (422, "Invalid", |e| matches!(e, ApiError::Invalid(_))),
+            (500, "InternalError", |e| matches!(e, ApiError::Server(_))),
+            (400, "BadRequest", |e| matches!(e, ApiError::Server(_))),
+        ];
+        for (code, reason, is_kind) in cases {
+            let e = error_from_response(
+                "PATCH /api/v1/nodes/n1".into(),
+                code,
+                None,
+                &status_body(code, reason, "the message"),
+            );
+            assert!(is_kind(&e), "{code} typed as {e:?}");
+            let status = e.status().unwrap();
+            assert_eq!((status.code, status.reason.as_str()), (code, reason));
+            assert_eq!(
+                e.to_string(),
+                format!("PATCH /api/v1/nodes/n1: {code} {reason}: the message")
+            );
+        }
+    }
+
+    #[test]
+    fn too_many_requests_takes_retry_after_from_the_header_or_the_details() {
+        let body = serde_json::json!({
+            "kind": "Status", "reason": "TooManyRequests", "message": "slow down",
+            "details": {"retryAfterSeconds": 7}
+        })
+        .to_string();
+        let header = error_from_response("GET /x".into(), 429, Some(3), body.as_bytes());
+        assert!(matches!(
+            header,
+            ApiError::TooManyRequests { retry_after: Some(d), .. } if d == Duration::from_secs(3)
+        ));
+        let details = error_from_response("GET /x".into(), 429, None, body.as_bytes());
+        assert!(matches!(
+            details,
+            ApiError::TooManyRequests { retry_after: Some(d), .. } if d == Duration::from_secs(7)
+        ));
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_status_still_gives_one_line() {
+        let e = error_from_response("GET /x".into(), 502, None, b"<html>\nbad gateway\n</html>");
+        assert_eq!(e.to_string(), "GET /x: 502: <html> bad gateway </html>");
+        let e = error_from_response("GET /x".into(), 404, None, &[0xff, 0xfe]);
+        assert!(matches!(e, ApiError::NotFound(_)));
+    }
+
+    #[test]
+    fn delete_options_carry_preconditions_and_grace() {
+        let body = delete_options(
+            &Preconditions {
+                uid: Some("u-1".into()),
+                resource_version: None,
+            },
+            Some(30),
+        );
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["preconditions"], serde_json::json!({"uid": "u-1"}));
+        assert_eq!(v["gracePeriodSeconds"], 30);
+        let bare: serde_json::Value =
+            serde_json::from_slice(&delete_options(&Preconditions::default(), None)).unwrap();
+        assert!(bare.get("preconditions").is_none() && bare.get("gracePeriodSeconds").is_none());
+    }
+
+    #[test]
+    fn continue_tokens_are_percent_encoded() {
+        assert_eq!(percent_encode("eyJ2Ijoi+/="), "eyJ2Ijoi%2B%2F%3D");
+        assert_eq!(percent_encode("a-b.c_d~"), "a-b.c_d~");
+    }
+}

@@ -1,0 +1,148 @@
+//! The client-side request throttle (upstream `--kube-api-qps` / `--kube-api-burst`, 20 / 30 for
+//! kube-controller-manager), sans-IO.
+//!
+//! Every API call asks `admit(now)` first. The answer is either "go" or the earliest time to ask
+//! again, so the single-threaded executor schedules the call instead of sleeping in the event
+//! loop. A 429's `Retry-After` pushes that time for every call, not only the one refused: the
+//! server is telling the whole client to back off.
+
+use std::time::Duration;
+
+use crate::runtime::{Rate, TokenBucket};
+use crate::time::Time;
+
+/// Upstream kube-controller-manager client defaults.
+pub const DEFAULT_QPS: u64 = 20;
+pub const DEFAULT_BURST: u64 = 30;
+
+#[derive(Clone, Debug)]
+pub struct Throttle {
+    /// `None`: no client-side limit (tests, the simulator); Retry-After still applies.
+    bucket: Option<TokenBucket>,
+    /// No call before this time (a server's Retry-After).
+    not_before: Time,
+}
+
+impl Throttle {
+    /// `qps` tokens a second, at most `burst` at once; starts full, as client-go's limiter does.
+    /// A rate of zero admits nothing: validate settings before building one.
+    pub fn new(qps: Rate, burst: u64, now: Time) -> Throttle {
+        Throttle {
+            bucket: Some(TokenBucket::new(qps, burst, now)),
+            not_before: Time::ZERO,
+        }
+    }
+
+    /// A throttle that only honours Retry-After.
+    pub fn unlimited() -> Throttle {
+        Throttle {
+            bucket: None,
+            not_before: Time::ZERO,
+        }
+    }
+
+    /// Takes a token for one call at `now`, or says when to ask again.
+    pub fn admit(&mut self, now: Time) -> Result<(), Time> {
+        if now < self.not_before {
+            return Err(self.not_before);
+        }
+        match &mut self.bucket {
+            None => Ok(()),
+            Some(bucket) => {
+                if bucket.try_take(now) {
+                    Ok(())
+                } else {
+                    Err(bucket.next_available(now).unwrap_or(Time::MAX))
+                }
+            }
+        }
+    }
+
+    /// When a call would be admitted, without taking a token (`now` if at once).
+    pub fn next_admission(&self, now: Time) -> Time {
+        let from = now.max(self.not_before);
+        match &self.bucket {
+            None => from,
+            Some(bucket) => bucket.next_available(from).unwrap_or(Time::MAX),
+        }
+    }
+
+    /// The server answered 429 with `Retry-After`: no call of ours before `now + after`.
+    pub fn retry_after(&mut self, now: Time, after: Duration) {
+        self.not_before = self.not_before.max(now.saturating_add(after));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: Time = Time::from_unix_millis(1_700_000_000_000);
+
+    /// Runs `calls` calls as fast as the throttle allows on a virtual clock; returns when the
+    /// last one was admitted.
+    fn run_calls(throttle: &mut Throttle, calls: u32, start: Time) -> Time {
+        let mut now = start;
+        let mut admitted = 0;
+        while admitted < calls {
+            match throttle.admit(now) {
+                Ok(()) => admitted += 1,
+                Err(next) => {
+                    assert!(
+                        next > now,
+                        "throttle asked to retry at {next:?}, not after {now:?}"
+                    );
+                    now = next;
+                }
+            }
+        }
+        now
+    }
+
+    #[test]
+    fn two_hundred_calls_at_qps_20_burst_30_take_8_5_seconds() {
+        let mut throttle = Throttle::new(Rate::per_second(DEFAULT_QPS), DEFAULT_BURST, T0);
+        let done = run_calls(&mut throttle, 200, T0);
+        // The burst of 30 goes at once, the other 170 at 20/s.
+        assert_eq!(done - T0, Duration::from_millis(8_500));
+    }
+
+    #[test]
+    fn the_burst_is_admitted_at_once_and_the_next_call_waits_one_interval() {
+        let mut throttle = Throttle::new(Rate::per_second(20), 30, T0);
+        for _ in 0..30 {
+            assert_eq!(throttle.admit(T0), Ok(()));
+        }
+        assert_eq!(throttle.admit(T0), Err(T0 + Duration::from_millis(50)));
+        assert_eq!(throttle.next_admission(T0), T0 + Duration::from_millis(50));
+    }
+
+    #[test]
+    fn retry_after_3s_defers_the_next_call_3s() {
+        let mut throttle = Throttle::new(Rate::per_second(20), 30, T0);
+        assert_eq!(throttle.admit(T0), Ok(()));
+        throttle.retry_after(T0, Duration::from_secs(3));
+        let until = T0 + Duration::from_secs(3);
+        assert_eq!(throttle.admit(T0), Err(until));
+        assert_eq!(
+            throttle.admit(T0 + Duration::from_millis(2_999)),
+            Err(until)
+        );
+        assert_eq!(throttle.next_admission(T0), until);
+        assert_eq!(throttle.admit(until), Ok(()));
+    }
+
+    #[test]
+    fn a_shorter_retry_after_does_not_shorten_a_longer_one() {
+        let mut throttle = Throttle::unlimited();
+        throttle.retry_after(T0, Duration::from_secs(10));
+        throttle.retry_after(T0, Duration::from_secs(1));
+        assert_eq!(throttle.admit(T0), Err(T0 + Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn unlimited_admits_everything() {
+        let mut throttle = Throttle::unlimited();
+        assert_eq!(run_calls(&mut throttle, 10_000, T0), T0);
+    }
+}
