@@ -4,5 +4,6 @@
 //! in-cluster service account, or explicit settings).
 
 pub mod connection;
+pub mod watch;
 
 pub use connection::{Connection, Credentials, Scheme};
