@@ -4,6 +4,7 @@
 //! in-cluster service account, or explicit settings).
 
 pub mod connection;
+pub mod decode;
 pub mod watch;
 
 pub use connection::{Connection, Credentials, Scheme};
