@@ -5,6 +5,7 @@
 
 pub mod connection;
 pub mod decode;
+pub mod reflector;
 pub mod watch;
 
 pub use connection::{Connection, Credentials, Scheme};
