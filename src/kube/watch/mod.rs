@@ -8,5 +8,7 @@ pub mod chunked;
 pub mod http_head;
 pub mod lines;
 pub mod response;
+pub mod stream;
 
 pub use response::{ResponseDecoder, StreamEnd, WatchItem};
+pub use stream::{Drain, OpenError, WatchOptions, WatchStream};
