@@ -239,6 +239,12 @@ fn timestamp(
     }
 }
 
+/// For values unique to one object version (uids, resourceVersions, pod names): interning them
+/// would only grow the interner with names that die at the next update.
+fn owned(v: &Option<wire::Str<'_>>) -> Rc<str> {
+    Rc::from(wire::text(v))
+}
+
 fn interned(ctx: &mut DecodeContext, v: &Option<wire::Str<'_>>) -> Rc<str> {
     ctx.intern(wire::text(v))
 }
@@ -309,8 +315,8 @@ impl Decode for Node {
         conditions.shrink_to_fit();
         Ok(Node {
             name,
-            uid: interned(ctx, &meta.uid),
-            resource_version: interned(ctx, &meta.resource_version),
+            uid: owned(&meta.uid),
+            resource_version: owned(&meta.resource_version),
             creation_timestamp,
             labels,
             taints,
@@ -331,7 +337,7 @@ impl Decode for Lease {
         Ok(Lease {
             name,
             renew_time: timestamp("Lease", "spec.renewTime", &renew)?,
-            resource_version: interned(ctx, &meta.resource_version),
+            resource_version: owned(&meta.resource_version),
         })
     }
 }
@@ -342,7 +348,7 @@ impl Decode for Pod {
 
     fn from_wire(w: wire::Pod<'_>, ctx: &mut DecodeContext) -> Result<Pod, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
-        let name = ctx.intern(required("Pod", "metadata.name", &meta.name)?);
+        let name = Rc::from(required("Pod", "metadata.name", &meta.name)?);
         let namespace = ctx.intern(required("Pod", "metadata.namespace", &meta.namespace)?);
         let spec = w.spec.unwrap_or_default();
         let tolerations: Vec<Toleration> = spec
@@ -378,8 +384,8 @@ impl Decode for Pod {
             .any(|o| o.controller == Some(true) && wire::text(&o.kind) == "DaemonSet");
         Ok(Pod {
             key: PodKey { namespace, name },
-            uid: interned(ctx, &meta.uid),
-            resource_version: interned(ctx, &meta.resource_version),
+            uid: owned(&meta.uid),
+            resource_version: owned(&meta.resource_version),
             node_name: opt_interned(ctx, &spec.node_name),
             ready,
             tolerations: ctx.share_tolerations(tolerations),

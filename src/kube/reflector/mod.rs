@@ -32,7 +32,7 @@ pub trait Watched: Decode {
     /// Already URL-encoded `fieldSelector` value, if the watch is filtered.
     const FIELD_SELECTOR: Option<&'static str> = None;
     fn key(&self) -> Self::Key;
-    fn resource_version(&self) -> &str;
+    fn resource_version(&self) -> &Name;
 }
 
 impl Watched for Node {
@@ -41,7 +41,7 @@ impl Watched for Node {
     fn key(&self) -> Name {
         self.name.clone()
     }
-    fn resource_version(&self) -> &str {
+    fn resource_version(&self) -> &Name {
         &self.resource_version
     }
 }
@@ -54,7 +54,7 @@ impl Watched for Lease {
     fn key(&self) -> Name {
         self.name.clone()
     }
-    fn resource_version(&self) -> &str {
+    fn resource_version(&self) -> &Name {
         &self.resource_version
     }
 }
@@ -68,7 +68,7 @@ impl Watched for Pod {
     fn key(&self) -> PodKey {
         self.key.clone()
     }
-    fn resource_version(&self) -> &str {
+    fn resource_version(&self) -> &Name {
         &self.resource_version
     }
 }
@@ -236,6 +236,8 @@ pub struct ReflectorStats {
     pub consecutive_failures: u32,
     pub last_error: Option<String>,
     pub watch_list: bool,
+    /// When the current watch was opened; `None` while not watching.
+    pub watching_since: Option<Time>,
 }
 
 #[derive(Debug)]
@@ -272,6 +274,7 @@ pub struct Reflector<T: Watched> {
     last_event_at: Option<Time>,
     skipped_events: u64,
     last_error: Option<String>,
+    watching_since: Option<Time>,
     rng: u64,
 }
 
@@ -299,6 +302,7 @@ impl<T: Watched> Reflector<T> {
             last_event_at: None,
             skipped_events: 0,
             last_error: None,
+            watching_since: None,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         }
     }
@@ -315,6 +319,10 @@ impl<T: Watched> Reflector<T> {
             consecutive_failures: self.attempt,
             last_error: self.last_error.clone(),
             watch_list: self.watch_list,
+            watching_since: match self.phase {
+                Phase::Watching { .. } => self.watching_since,
+                _ => None,
+            },
         }
     }
 
@@ -395,8 +403,9 @@ impl<T: Watched> Reflector<T> {
         for obj in page.items {
             let key = obj.key();
             seen.insert(key.clone());
-            if self.known.get(&key).map(|rv| &**rv) != Some(obj.resource_version()) {
-                self.known.insert(key, Name::from(obj.resource_version()));
+            if self.known.get(&key) != Some(obj.resource_version()) {
+                // Shares the object's allocation: no copy of the version string.
+                self.known.insert(key, obj.resource_version().clone());
                 out.push(Delta::Upsert(obj));
             }
         }
@@ -421,14 +430,10 @@ impl<T: Watched> Reflector<T> {
     }
 
     pub fn list_failed(&mut self, now: Time, failure: ListFailure) {
-        let Phase::Listing {
-            continue_token,
-            outstanding,
-            ..
-        } = &mut self.phase
-        else {
+        let Phase::Listing { outstanding, .. } = &mut self.phase else {
             return;
         };
+        // The continue token stays: a transient failure need not restart a long list.
         *outstanding = false;
         if failure.gone {
             // The snapshot behind the continue token was compacted: start over at once.
@@ -437,13 +442,12 @@ impl<T: Watched> Reflector<T> {
             self.last_error = Some(failure.message);
             return;
         }
-        // Keep the continue token: a transient failure need not restart a long list.
-        let _ = continue_token;
         self.fail(now, failure.message);
     }
 
+    /// The shell opened the watch it was asked for (for the dump: how long it has been up).
     pub fn watch_opened(&mut self, now: Time) {
-        let _ = now;
+        self.watching_since = Some(now);
     }
 
     /// An undecodable line (logged by the shell): counted, and the stream goes on.
@@ -473,8 +477,8 @@ impl<T: Watched> Reflector<T> {
                 if let Some(initial) = initial {
                     initial.insert(key.clone());
                 }
-                if self.known.get(&key).map(|k| &**k) != Some(rv) {
-                    self.known.insert(key, Name::from(rv));
+                if self.known.get(&key) != Some(rv) {
+                    self.known.insert(key, rv.clone());
                     out.push(Delta::Upsert(obj));
                 }
             }
