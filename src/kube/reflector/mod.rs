@@ -549,12 +549,8 @@ impl<T: Watched> Reflector<T> {
                 self.phase = Phase::ToList;
                 self.ready_at = now;
             }
-            other => {
-                if watch_list_incomplete {
-                    self.watch_list_miss();
-                }
-                self.fail(now, other.to_string());
-            }
+            // A dropped connection says nothing about watch-list support: retry it.
+            other => self.fail(now, other.to_string()),
         }
     }
 
