@@ -3,18 +3,23 @@
 //! `connection` is the resolved endpoint every call and stream uses, built from a kubeconfig
 //! (`kubeconfig`), the in-cluster service account (`in_cluster`) or our own settings
 //! (`explicit`); `tls` makes its rustls configuration and `token` its bearer tokens. `client` makes
-//! the short, throttled (`throttle`) calls; failures are `error::ApiError`.
+//! the short, throttled (`throttle`) calls; failures are `error::ApiError`. `watch` streams run on
+//! the mio loop; `reflector` is the sans-IO list → watch → relist machine; `decode` projects JSON
+//! straight into the compact `model` types.
 
 pub mod client;
 pub mod connection;
+pub mod decode;
 pub mod error;
 pub mod explicit;
 pub mod in_cluster;
 pub mod kubeconfig;
+pub mod reflector;
 pub mod throttle;
 pub mod tls;
 pub mod token;
 mod transport;
+pub mod watch;
 
 #[cfg(test)]
 mod test_dir;

@@ -1,0 +1,399 @@
+//! JSON → compact model projections ([`crate::model`]), without ever building a full API object.
+//!
+//! The wire structs mirror only the fields SPEC.md needs; serde skips the rest (no
+//! `deny_unknown_fields`: newer servers add fields). Strings are borrowed from the input where
+//! JSON allows it and interned once; unknown enum strings never fail decoding. Pods with
+//! identical tolerations share one `Rc<[Toleration]>`.
+
+mod wire;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::rc::Rc;
+
+use serde::Deserialize;
+
+use crate::model::{
+    ConditionStatus, Interner, Lease, Node, NodeCondition, NodeConditionType, Pod, PodKey, Taint,
+    TaintEffect, Toleration, TolerationOperator,
+};
+use crate::time::Time;
+
+pub use wire::Status;
+
+/// Annotation on the bookmark that ends a watch-list's initial events.
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// The kind or part being decoded ("Pod", "watch event", "NodeList").
+    pub what: &'static str,
+    pub reason: String,
+}
+
+impl DecodeError {
+    fn new(what: &'static str, reason: impl Into<String>) -> DecodeError {
+        DecodeError {
+            what,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot decode {}: {}", self.what, self.reason)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Shared decoding state: the interner (names shared by nodes, leases and pods) and the table
+/// of distinct toleration lists. One per process, owned by the loop.
+#[derive(Debug)]
+pub struct DecodeContext {
+    pub interner: Interner,
+    tolerations: HashSet<Rc<[Toleration]>>,
+}
+
+impl Default for DecodeContext {
+    fn default() -> Self {
+        DecodeContext::new()
+    }
+}
+
+impl DecodeContext {
+    pub fn new() -> DecodeContext {
+        DecodeContext {
+            interner: Interner::new(),
+            tolerations: HashSet::new(),
+        }
+    }
+
+    fn intern(&mut self, s: &str) -> Rc<str> {
+        self.interner.intern(s)
+    }
+
+    /// The shared copy of a toleration list.
+    fn share_tolerations(&mut self, list: Vec<Toleration>) -> Rc<[Toleration]> {
+        if let Some(existing) = self.tolerations.get(list.as_slice()) {
+            return existing.clone();
+        }
+        let rc: Rc<[Toleration]> = Rc::from(list);
+        self.tolerations.insert(rc.clone());
+        rc
+    }
+
+    /// Distinct toleration lists currently shared.
+    pub fn distinct_toleration_lists(&self) -> usize {
+        self.tolerations.len()
+    }
+
+    /// Drops names and toleration lists no object refers to any more (e.g. after a relist).
+    pub fn prune(&mut self) -> usize {
+        let before = self.tolerations.len();
+        self.tolerations.retain(|t| Rc::strong_count(t) > 1);
+        let pruned_tolerations = before - self.tolerations.len();
+        // Toleration lists go first: they hold interned names.
+        pruned_tolerations + self.interner.prune()
+    }
+}
+
+/// A kind we decode: the wire shape and its conversion into the model.
+pub trait Decode: Sized {
+    const KIND: &'static str;
+    type Wire<'de>: Deserialize<'de>;
+    fn from_wire(wire: Self::Wire<'_>, ctx: &mut DecodeContext) -> Result<Self, DecodeError>;
+}
+
+/// A decoded watch event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchEvent<T> {
+    Added(T),
+    Modified(T),
+    Deleted(T),
+    Bookmark(Bookmark),
+    /// The object of an `ERROR` event: a metav1.Status (`code` 410 = resourceVersion too old).
+    Error(Status),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bookmark {
+    pub resource_version: String,
+    /// Carries `k8s.io/initial-events-end: "true"`: a watch-list's initial state is complete.
+    pub initial_events_end: bool,
+}
+
+/// One page of a paginated LIST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListPage<T> {
+    pub items: Vec<T>,
+    pub resource_version: String,
+    /// Present when more pages follow.
+    pub continue_token: Option<String>,
+    /// Items that could not be decoded, with the reason (logged by the caller, never fatal).
+    pub skipped: Vec<DecodeError>,
+}
+
+/// One object (e.g. a live GET of a Lease).
+pub fn decode_object<T: Decode>(json: &[u8], ctx: &mut DecodeContext) -> Result<T, DecodeError> {
+    let wire: T::Wire<'_> =
+        serde_json::from_slice(json).map_err(|e| DecodeError::new(T::KIND, e.to_string()))?;
+    T::from_wire(wire, ctx)
+}
+
+/// One LIST response page.
+pub fn decode_list<T: Decode>(
+    json: &[u8],
+    ctx: &mut DecodeContext,
+) -> Result<ListPage<T>, DecodeError> {
+    let list: wire::List<'_, T::Wire<'_>> =
+        serde_json::from_slice(json).map_err(|e| DecodeError::new("list", e.to_string()))?;
+    let meta = list.metadata.unwrap_or_default();
+    let mut page = ListPage {
+        items: Vec::new(),
+        resource_version: wire::text(&meta.resource_version).to_string(),
+        continue_token: meta
+            .continue_token
+            .map(|c| c.0.into_owned())
+            .filter(|c| !c.is_empty()),
+        skipped: Vec::new(),
+    };
+    for item in list.items.unwrap_or_default() {
+        match T::from_wire(item, ctx) {
+            Ok(obj) => page.items.push(obj),
+            Err(e) => page.skipped.push(e),
+        }
+    }
+    Ok(page)
+}
+
+/// One line of a watch stream.
+pub fn decode_watch_event<T: Decode>(
+    line: &[u8],
+    ctx: &mut DecodeContext,
+) -> Result<WatchEvent<T>, DecodeError> {
+    match serde_json::from_slice::<wire::Event<'_, T::Wire<'_>>>(line) {
+        Ok(wire::Event::ObjectBeforeType) => {
+            // Not how the API server writes events; parse again the slow way.
+            let loose: wire::LooseEvent<'_> = serde_json::from_slice(line)
+                .map_err(|e| DecodeError::new("watch event", e.to_string()))?;
+            let event = wire::Event::<T::Wire<'_>>::from_loose(&loose)
+                .map_err(|e| DecodeError::new("watch event", e.to_string()))?;
+            convert_event(event, ctx)
+        }
+        Ok(event) => convert_event(event, ctx),
+        Err(e) => Err(DecodeError::new("watch event", e.to_string())),
+    }
+}
+
+fn convert_event<T: Decode>(
+    event: wire::Event<'_, T::Wire<'_>>,
+    ctx: &mut DecodeContext,
+) -> Result<WatchEvent<T>, DecodeError> {
+    Ok(match event {
+        wire::Event::Added(w) => WatchEvent::Added(T::from_wire(w, ctx)?),
+        wire::Event::Modified(w) => WatchEvent::Modified(T::from_wire(w, ctx)?),
+        wire::Event::Deleted(w) => WatchEvent::Deleted(T::from_wire(w, ctx)?),
+        wire::Event::Bookmark(b) => {
+            let meta = b.metadata.unwrap_or_default();
+            WatchEvent::Bookmark(Bookmark {
+                resource_version: wire::text(&meta.resource_version).to_string(),
+                initial_events_end: meta.initial_events_end,
+            })
+        }
+        wire::Event::Error(status) => WatchEvent::Error(status),
+        wire::Event::Unknown(kind) => {
+            return Err(DecodeError::new(
+                "watch event",
+                format!("unknown event type {kind:?}"),
+            ));
+        }
+        wire::Event::ObjectBeforeType | wire::Event::Missing => {
+            return Err(DecodeError::new("watch event", "no type or no object"));
+        }
+    })
+}
+
+fn required<'a>(
+    what: &'static str,
+    field: &'static str,
+    v: &'a Option<wire::Str<'_>>,
+) -> Result<&'a str, DecodeError> {
+    match v.as_ref().map(|s| &*s.0) {
+        Some(s) if !s.is_empty() => Ok(s),
+        _ => Err(DecodeError::new(what, format!("missing {field}"))),
+    }
+}
+
+fn timestamp(
+    what: &'static str,
+    field: &'static str,
+    v: &Option<wire::Str<'_>>,
+) -> Result<Option<Time>, DecodeError> {
+    match v.as_ref().map(|s| &*s.0) {
+        None | Some("") => Ok(None),
+        Some(s) => Time::parse_rfc3339(s)
+            .map(Some)
+            .ok_or_else(|| DecodeError::new(what, format!("{field}: bad timestamp {s:?}"))),
+    }
+}
+
+/// For values unique to one object version (uids, resourceVersions, pod names): interning them
+/// would only grow the interner with names that die at the next update.
+fn owned(v: &Option<wire::Str<'_>>) -> Rc<str> {
+    Rc::from(wire::text(v))
+}
+
+fn interned(ctx: &mut DecodeContext, v: &Option<wire::Str<'_>>) -> Rc<str> {
+    ctx.intern(wire::text(v))
+}
+
+fn opt_interned(ctx: &mut DecodeContext, v: &Option<wire::Str<'_>>) -> Option<Rc<str>> {
+    v.as_ref()
+        .filter(|s| !s.0.is_empty())
+        .map(|s| ctx.intern(&s.0))
+}
+
+impl Decode for Node {
+    const KIND: &'static str = "Node";
+    type Wire<'de> = wire::Node<'de>;
+
+    fn from_wire(w: wire::Node<'_>, ctx: &mut DecodeContext) -> Result<Node, DecodeError> {
+        let meta = w.metadata.unwrap_or_default();
+        let name = ctx.intern(required("Node", "metadata.name", &meta.name)?);
+        let creation_timestamp = timestamp(
+            "Node",
+            "metadata.creationTimestamp",
+            &meta.creation_timestamp,
+        )?
+        .unwrap_or(Time::ZERO);
+        let labels = meta
+            .labels
+            .map(|l| l.0)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (ctx.intern(&k), ctx.intern(&v)))
+            .collect();
+        let spec = w.spec.unwrap_or_default();
+        let mut taints = Vec::new();
+        for t in spec.taints.unwrap_or_default() {
+            taints.push(Taint {
+                key: interned(ctx, &t.key),
+                value: interned(ctx, &t.value),
+                effect: TaintEffect::parse(wire::text(&t.effect), &mut ctx.interner),
+                time_added: timestamp("Node", "spec.taints[].timeAdded", &t.time_added)?,
+            });
+        }
+        let mut conditions: Vec<NodeCondition> = Vec::new();
+        for c in w.status.and_then(|s| s.conditions).unwrap_or_default() {
+            let Some(kind) = NodeConditionType::parse(wire::text(&c.kind)) else {
+                continue;
+            };
+            if conditions.iter().any(|have| have.kind == kind) {
+                continue; // the API validates uniqueness; keep the first if not
+            }
+            conditions.push(NodeCondition {
+                kind,
+                status: ConditionStatus::parse(wire::text(&c.status)),
+                last_heartbeat_time: timestamp(
+                    "Node",
+                    "status.conditions[].lastHeartbeatTime",
+                    &c.last_heartbeat_time,
+                )?,
+                last_transition_time: timestamp(
+                    "Node",
+                    "status.conditions[].lastTransitionTime",
+                    &c.last_transition_time,
+                )?,
+                reason: opt_interned(ctx, &c.reason),
+                message: opt_interned(ctx, &c.message),
+            });
+        }
+        // Kept for the node's lifetime: no spare capacity.
+        taints.shrink_to_fit();
+        conditions.shrink_to_fit();
+        Ok(Node {
+            name,
+            uid: owned(&meta.uid),
+            resource_version: owned(&meta.resource_version),
+            creation_timestamp,
+            labels,
+            taints,
+            unschedulable: spec.unschedulable.unwrap_or(false),
+            conditions,
+        })
+    }
+}
+
+impl Decode for Lease {
+    const KIND: &'static str = "Lease";
+    type Wire<'de> = wire::Lease<'de>;
+
+    fn from_wire(w: wire::Lease<'_>, ctx: &mut DecodeContext) -> Result<Lease, DecodeError> {
+        let meta = w.metadata.unwrap_or_default();
+        let name = ctx.intern(required("Lease", "metadata.name", &meta.name)?);
+        let renew = w.spec.and_then(|s| s.renew_time);
+        Ok(Lease {
+            name,
+            renew_time: timestamp("Lease", "spec.renewTime", &renew)?,
+            resource_version: owned(&meta.resource_version),
+        })
+    }
+}
+
+impl Decode for Pod {
+    const KIND: &'static str = "Pod";
+    type Wire<'de> = wire::Pod<'de>;
+
+    fn from_wire(w: wire::Pod<'_>, ctx: &mut DecodeContext) -> Result<Pod, DecodeError> {
+        let meta = w.metadata.unwrap_or_default();
+        let name = Rc::from(required("Pod", "metadata.name", &meta.name)?);
+        let namespace = ctx.intern(required("Pod", "metadata.namespace", &meta.namespace)?);
+        let spec = w.spec.unwrap_or_default();
+        let tolerations: Vec<Toleration> = spec
+            .tolerations
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| Toleration {
+                key: interned(ctx, &t.key),
+                operator: match wire::text(&t.operator) {
+                    "" | "Equal" => TolerationOperator::Equal,
+                    "Exists" => TolerationOperator::Exists,
+                    other => TolerationOperator::Other(ctx.intern(other)),
+                },
+                value: interned(ctx, &t.value),
+                effect: match wire::text(&t.effect) {
+                    "" => None,
+                    e => Some(TaintEffect::parse(e, &mut ctx.interner)),
+                },
+                toleration_seconds: t.toleration_seconds,
+            })
+            .collect();
+        let ready = w
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| wire::text(&c.kind) == "Ready")
+            .map(|c| ConditionStatus::parse(wire::text(&c.status)));
+        let daemonset_owned = meta
+            .owner_references
+            .unwrap_or_default()
+            .iter()
+            .any(|o| o.controller == Some(true) && wire::text(&o.kind) == "DaemonSet");
+        Ok(Pod {
+            key: PodKey { namespace, name },
+            uid: owned(&meta.uid),
+            resource_version: owned(&meta.resource_version),
+            node_name: opt_interned(ctx, &spec.node_name),
+            ready,
+            tolerations: ctx.share_tolerations(tolerations),
+            deleting: meta.deletion_timestamp.is_some_and(|d| !d.0.is_empty()),
+            daemonset_owned,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,440 @@
+use std::collections::HashSet;
+use std::mem::size_of;
+use std::rc::Rc;
+
+use super::*;
+use crate::model::{Name, NodeConditionType, TolerationOperator};
+use crate::testing::Rng;
+
+const NODE: &str = include_str!("fixtures/node_kubeadm_control_plane.json");
+const POD: &str = include_str!("fixtures/pod_deployment_20k.json");
+
+fn t(s: &str) -> Time {
+    Time::parse_rfc3339(s).unwrap()
+}
+
+#[test]
+fn kubeadm_control_plane_node_keeps_only_what_the_controller_reads() {
+    let mut ctx = DecodeContext::new();
+    let node: Node = decode_object(NODE.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(&*node.name, "cp-1.k8s.example.internal");
+    assert_eq!(&*node.resource_version, "4819203");
+    assert_eq!(node.creation_timestamp, t("2024-03-11T09:14:27Z"));
+    let mut labels: Vec<(&str, &str)> = node.labels.iter().map(|(k, v)| (&**k, &**v)).collect();
+    labels.sort();
+    assert_eq!(
+        labels,
+        [
+            ("beta.kubernetes.io/arch", "amd64"),
+            ("beta.kubernetes.io/os", "linux"),
+            ("kubernetes.io/arch", "amd64"),
+            ("kubernetes.io/os", "linux"),
+            ("topology.kubernetes.io/region", "eu-west-1"),
+            ("topology.kubernetes.io/zone", "eu-west-1a"),
+        ]
+    );
+    assert_eq!(node.zone_key(), "eu-west-1:\x00:eu-west-1a");
+    assert_eq!(node.taints.len(), 1);
+    assert_eq!(
+        &*node.taints[0].key,
+        "node-role.kubernetes.io/control-plane"
+    );
+    assert_eq!(node.taints[0].effect, TaintEffect::NoSchedule);
+    assert_eq!(&*node.taints[0].value, "");
+    assert!(!node.unschedulable);
+    assert_eq!(node.conditions.len(), 5);
+    let ready = node.ready().unwrap();
+    assert_eq!(ready.status, ConditionStatus::True);
+    assert_eq!(ready.last_heartbeat_time, Some(t("2024-03-12T10:02:11Z")));
+    assert_eq!(ready.reason.as_deref(), Some("KubeletReady"));
+    let net = node
+        .condition(NodeConditionType::NetworkUnavailable)
+        .unwrap();
+    assert_eq!(net.status, ConditionStatus::False);
+}
+
+#[test]
+fn deployment_pod_with_managed_fields_decodes_to_the_projection() {
+    let mut ctx = DecodeContext::new();
+    let pod: Pod = decode_object(POD.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(pod.key.to_string(), "orders/orders-api-7d9f8b6c5d-x2kqz");
+    assert_eq!(&*pod.uid, "5f0c3a2e-9b1d-4e7f-a6c8-0d2b4f6e8a13");
+    assert_eq!(pod.node_name.as_deref(), Some("worker-eu-west-1a-17"));
+    assert_eq!(pod.ready, Some(ConditionStatus::True));
+    assert!(!pod.deleting);
+    assert!(!pod.daemonset_owned, "owned by a ReplicaSet");
+    assert_eq!(pod.tolerations.len(), 2);
+    let unreachable = &pod.tolerations[1];
+    assert_eq!(&*unreachable.key, "node.kubernetes.io/unreachable");
+    assert_eq!(unreachable.operator, TolerationOperator::Exists);
+    assert_eq!(unreachable.effect, Some(TaintEffect::NoExecute));
+    assert_eq!(unreachable.toleration_seconds, Some(300));
+}
+
+#[test]
+fn daemonset_pod_being_deleted_and_unbound_pod() {
+    let mut ctx = DecodeContext::new();
+    let json = r#"{"metadata":{"name":"fluentbit-x","namespace":"logging","uid":"u","resourceVersion":"9",
+        "deletionTimestamp":"2024-01-01T00:00:00Z",
+        "ownerReferences":[{"kind":"Node","name":"n","controller":false},{"kind":"DaemonSet","name":"fluentbit","controller":true}]},
+        "spec":{"nodeName":"n1","tolerations":[{"operator":"Exists"}]},"status":{"conditions":[{"type":"Ready","status":"False"}]}}"#;
+    let pod: Pod = decode_object(json.as_bytes(), &mut ctx).unwrap();
+    assert!(pod.daemonset_owned);
+    assert!(pod.deleting);
+    assert_eq!(pod.ready, Some(ConditionStatus::False));
+    let tol = &pod.tolerations[0];
+    assert_eq!(
+        (&*tol.key, &tol.operator, &tol.effect),
+        ("", &TolerationOperator::Exists, &None)
+    );
+
+    let pending = r#"{"metadata":{"name":"p","namespace":"d","ownerReferences":[{"kind":"DaemonSet"}]},"spec":{"nodeName":""}}"#;
+    let pod: Pod = decode_object(pending.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(pod.node_name, None);
+    assert_eq!(pod.ready, None);
+    assert!(
+        !pod.daemonset_owned,
+        "a DaemonSet reference that is not the controller"
+    );
+}
+
+#[test]
+fn node_lease_renew_time_is_micro_time() {
+    let mut ctx = DecodeContext::new();
+    let json = r#"{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"worker-1","namespace":"kube-node-lease","resourceVersion":"77",
+        "ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"worker-1","uid":"x"}]},
+        "spec":{"holderIdentity":"worker-1","leaseDurationSeconds":40,"renewTime":"2024-03-12T10:02:19.731204Z"}}"#;
+    let lease: Lease = decode_object(json.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(&*lease.name, "worker-1");
+    assert_eq!(lease.renew_time, Some(t("2024-03-12T10:02:19.731Z")));
+    assert_eq!(&*lease.resource_version, "77");
+}
+
+#[test]
+fn unknown_enum_strings_and_nulls_do_not_fail_decoding() {
+    let mut ctx = DecodeContext::new();
+    let node = r#"{"metadata":{"name":"n","labels":null,"creationTimestamp":null,"annotations":null},
+        "spec":{"taints":[{"key":"k","effect":"NoFly"}],"unschedulable":null},
+        "status":{"conditions":[{"type":"Ready","status":"Maybe","reason":null},{"type":"KernelDeadlock","status":"True"}]}}"#;
+    let node: Node = decode_object(node.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(node.taints[0].effect, TaintEffect::Other("NoFly".into()));
+    assert_eq!(node.ready().unwrap().status, ConditionStatus::Unknown);
+    assert_eq!(
+        node.conditions.len(),
+        1,
+        "unknown condition types are dropped"
+    );
+    assert_eq!(node.creation_timestamp, Time::ZERO);
+    let pod = r#"{"metadata":{"name":"p","namespace":"d"},"spec":{"nodeName":"n","tolerations":[{"key":"k","operator":"Gt","value":"3"}]}}"#;
+    let pod: Pod = decode_object(pod.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(
+        pod.tolerations[0].operator,
+        TolerationOperator::Other("Gt".into())
+    );
+}
+
+#[test]
+fn missing_names_and_bad_timestamps_are_errors_with_context() {
+    let mut ctx = DecodeContext::new();
+    let e = decode_object::<Node>(br#"{"metadata":{}}"#, &mut ctx).unwrap_err();
+    assert_eq!(e.to_string(), "cannot decode Node: missing metadata.name");
+    let e = decode_object::<Lease>(
+        br#"{"metadata":{"name":"x"},"spec":{"renewTime":"yesterday"}}"#,
+        &mut ctx,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "cannot decode Lease: spec.renewTime: bad timestamp \"yesterday\""
+    );
+    assert!(decode_object::<Pod>(b"not json", &mut ctx).is_err());
+}
+
+#[test]
+fn strings_without_escapes_are_borrowed_from_the_input() {
+    let json = br#"{"metadata":{"name":"plain","uid":"with \"escape\""}}"#;
+    let w: wire::Lease<'_> = serde_json::from_slice(json).unwrap();
+    let meta = w.metadata.unwrap();
+    assert!(matches!(
+        meta.name.unwrap().0,
+        std::borrow::Cow::Borrowed("plain")
+    ));
+    assert_eq!(&*meta.uid.unwrap().0, "with \"escape\"");
+}
+
+#[test]
+fn identical_tolerations_are_shared_and_names_interned() {
+    let mut ctx = DecodeContext::new();
+    let a: Pod = decode_object(POD.as_bytes(), &mut ctx).unwrap();
+    let other = POD.replace("orders-api-7d9f8b6c5d-x2kqz", "orders-api-7d9f8b6c5d-abcde");
+    let b: Pod = decode_object(other.as_bytes(), &mut ctx).unwrap();
+    assert!(Rc::ptr_eq(&a.tolerations, &b.tolerations));
+    assert!(Rc::ptr_eq(&a.key.namespace, &b.key.namespace));
+    assert!(Rc::ptr_eq(
+        a.node_name.as_ref().unwrap(),
+        b.node_name.as_ref().unwrap()
+    ));
+    assert_eq!(ctx.distinct_toleration_lists(), 1);
+    drop((a, b));
+    assert!(ctx.prune() > 0);
+    assert_eq!(ctx.distinct_toleration_lists(), 0);
+    assert_eq!(ctx.interner.len(), 0, "every name was released");
+}
+
+fn event_line(kind: &str, object: &str) -> String {
+    format!(r#"{{"type":"{kind}","object":{object}}}"#)
+}
+
+#[test]
+fn watch_event_types_decode_by_type() {
+    let mut ctx = DecodeContext::new();
+    let lease = r#"{"metadata":{"name":"n1","resourceVersion":"5"},"spec":{"renewTime":"2024-01-01T00:00:00.000000Z"}}"#;
+    for (kind, expect) in [("ADDED", 0), ("MODIFIED", 1), ("DELETED", 2)] {
+        let e: WatchEvent<Lease> =
+            decode_watch_event(event_line(kind, lease).as_bytes(), &mut ctx).unwrap();
+        let idx = match e {
+            WatchEvent::Added(_) => 0,
+            WatchEvent::Modified(_) => 1,
+            WatchEvent::Deleted(_) => 2,
+            _ => 9,
+        };
+        assert_eq!(idx, expect, "{kind}");
+    }
+    let bookmark = r#"{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"resourceVersion":"12746","creationTimestamp":null,"annotations":{"k8s.io/initial-events-end":"true"}},"spec":{}}"#;
+    let e: WatchEvent<Lease> =
+        decode_watch_event(event_line("BOOKMARK", bookmark).as_bytes(), &mut ctx).unwrap();
+    assert_eq!(
+        e,
+        WatchEvent::Bookmark(Bookmark {
+            resource_version: "12746".into(),
+            initial_events_end: true
+        })
+    );
+    let plain = r#"{"metadata":{"resourceVersion":"13000","creationTimestamp":null},"spec":{}}"#;
+    let e: WatchEvent<Lease> =
+        decode_watch_event(event_line("BOOKMARK", plain).as_bytes(), &mut ctx).unwrap();
+    assert_eq!(
+        e,
+        WatchEvent::Bookmark(Bookmark {
+            resource_version: "13000".into(),
+            initial_events_end: false
+        })
+    );
+    let gone = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (4819)","reason":"Expired","code":410}"#;
+    let e: WatchEvent<Lease> =
+        decode_watch_event(event_line("ERROR", gone).as_bytes(), &mut ctx).unwrap();
+    assert_eq!(
+        e,
+        WatchEvent::Error(Status {
+            code: 410,
+            reason: "Expired".into(),
+            message: "too old resource version: 1 (4819)".into()
+        })
+    );
+}
+
+#[test]
+fn object_before_type_still_decodes_and_bad_events_are_errors() {
+    let mut ctx = DecodeContext::new();
+    let line = r#"{"object":{"metadata":{"name":"n1","resourceVersion":"5"}},"type":"MODIFIED"}"#;
+    let e: WatchEvent<Lease> = decode_watch_event(line.as_bytes(), &mut ctx).unwrap();
+    assert!(matches!(e, WatchEvent::Modified(l) if &*l.name == "n1"));
+    for bad in [
+        r#"{"type":"RENAMED","object":{}}"#,
+        r#"{"type":"ADDED"}"#,
+        r#"{"object":{}}"#,
+        r#"{"type":"ADDED","object":{"metadata":{}}}"#,
+        r#"[1,2]"#,
+        r#"{"type":"ADDED","object":{"metadata":{"name":"x"}}"#,
+    ] {
+        assert!(
+            decode_watch_event::<Lease>(bad.as_bytes(), &mut ctx).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn list_page_with_continue_and_an_undecodable_item() {
+    let mut ctx = DecodeContext::new();
+    let json = r#"{"kind":"LeaseList","apiVersion":"coordination.k8s.io/v1","metadata":{"resourceVersion":"900","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6OTAwLCJzdGFydCI6ImIifQ","remainingItemCount":3},
+        "items":[{"metadata":{"name":"a","resourceVersion":"1"}},{"metadata":{}},{"metadata":{"name":"b","resourceVersion":"2"}}]}"#;
+    let page: ListPage<Lease> = decode_list(json.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(page.resource_version, "900");
+    assert!(page.continue_token.as_deref().unwrap().starts_with("eyJ2"));
+    assert_eq!(
+        page.items.iter().map(|l| &*l.name).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    assert_eq!(page.skipped.len(), 1);
+    let last: ListPage<Lease> = decode_list(
+        br#"{"metadata":{"resourceVersion":"901","continue":""},"items":null}"#,
+        &mut ctx,
+    )
+    .unwrap();
+    assert_eq!(last.continue_token, None);
+    assert!(last.items.is_empty());
+}
+
+#[test]
+fn property_truncated_and_mutated_objects_never_panic() {
+    let mut ctx = DecodeContext::new();
+    let line = event_line("ADDED", POD.trim_end());
+    let bytes = line.as_bytes();
+    for seed in 0..300 {
+        let mut rng = Rng::new(seed);
+        let mut b = bytes[..rng.below(bytes.len() as u64 + 1) as usize].to_vec();
+        for _ in 0..rng.below(8) {
+            if !b.is_empty() {
+                let i = rng.below(b.len() as u64) as usize;
+                b[i] = rng.next_u64() as u8;
+            }
+        }
+        let _ = decode_watch_event::<Pod>(&b, &mut ctx);
+        let _ = decode_watch_event::<Node>(&b, &mut ctx);
+    }
+}
+
+/// Heap bytes of the projections: struct sizes, vectors' capacity, and each distinct `Rc`
+/// allocation once (interned names are shared between objects).
+#[derive(Default)]
+struct Footprint {
+    seen: HashSet<usize>,
+    bytes: usize,
+}
+
+const RC_HEADER: usize = 2 * size_of::<usize>();
+
+impl Footprint {
+    fn name(&mut self, n: &Rc<str>) {
+        if self.seen.insert(Rc::as_ptr(n) as *const u8 as usize) {
+            self.bytes += RC_HEADER + n.len();
+        }
+    }
+
+    fn effect(&mut self, e: &TaintEffect) {
+        if let TaintEffect::Other(n) = e {
+            self.name(n);
+        }
+    }
+
+    fn node(&mut self, n: &Node) {
+        self.bytes += size_of::<Node>()
+            + n.labels.capacity() * size_of::<(Name, Name)>()
+            + n.taints.capacity() * size_of::<Taint>()
+            + n.conditions.capacity() * size_of::<NodeCondition>();
+        for s in [&n.name, &n.uid, &n.resource_version] {
+            self.name(s);
+        }
+        for (k, v) in &n.labels {
+            self.name(k);
+            self.name(v);
+        }
+        for t in &n.taints {
+            self.name(&t.key);
+            self.name(&t.value);
+            self.effect(&t.effect);
+        }
+        for c in &n.conditions {
+            for s in c.reason.iter().chain(c.message.iter()) {
+                self.name(s);
+            }
+        }
+    }
+
+    fn pod(&mut self, p: &Pod) {
+        self.bytes += size_of::<Pod>();
+        for s in [&p.key.namespace, &p.key.name, &p.uid, &p.resource_version] {
+            self.name(s);
+        }
+        if let Some(n) = &p.node_name {
+            self.name(n);
+        }
+        if self.seen.insert(p.tolerations.as_ptr() as usize) {
+            self.bytes += RC_HEADER + p.tolerations.len() * size_of::<Toleration>();
+            for t in p.tolerations.iter() {
+                self.name(&t.key);
+                self.name(&t.value);
+                if let TolerationOperator::Other(o) = &t.operator {
+                    self.name(o);
+                }
+                if let Some(e) = &t.effect {
+                    self.effect(e);
+                }
+            }
+        }
+    }
+}
+
+/// The closing-note figures: `cargo test --lib decode::tests::bytes_per -- --nocapture`.
+#[test]
+fn bytes_per_node_and_per_pod_with_realistic_objects() {
+    let mut ctx = DecodeContext::new();
+    // One kubeadm node alone: every string is its own.
+    let node: Node = decode_object(NODE.as_bytes(), &mut ctx).unwrap();
+    let mut single = Footprint::default();
+    single.node(&node);
+    // 100 such nodes (distinct names, uids, versions; labels, taints, reasons shared).
+    let mut fleet = Footprint::default();
+    let mut nodes = Vec::new();
+    for i in 0..100 {
+        let json = NODE
+            .replace(
+                "cp-1.k8s.example.internal",
+                &format!("node-{i:03}.k8s.example.internal"),
+            )
+            .replace(
+                "0b6d3c5e-8a7f-4f57-9d0e-2b1f0e9c6a41",
+                &format!("0b6d3c5e-8a7f-4f57-9d0e-2b1f0e9c6{i:03}"),
+            )
+            .replace("4819203", &format!("{}", 5_000_000 + i));
+        nodes.push(decode_object::<Node>(json.as_bytes(), &mut ctx).unwrap());
+    }
+    nodes.iter().for_each(|n| fleet.node(n));
+    // One 20 KB pod alone, then 1,000 pods of one Deployment spread over those 100 nodes.
+    let pod: Pod = decode_object(POD.as_bytes(), &mut ctx).unwrap();
+    let mut one_pod = Footprint::default();
+    one_pod.pod(&pod);
+    let mut pods_fp = Footprint::default();
+    // The nodes' names are already paid for by the nodes.
+    nodes.iter().for_each(|n| pods_fp.name(&n.name));
+    let mut pods = Vec::new();
+    for i in 0..1000 {
+        let json = POD
+            .replace(
+                "orders-api-7d9f8b6c5d-x2kqz",
+                &format!("orders-api-7d9f8b6c5d-{i:05}"),
+            )
+            .replace(
+                "5f0c3a2e-9b1d-4e7f-a6c8-0d2b4f6e8a13",
+                &format!("5f0c3a2e-9b1d-4e7f-a6c8-0d2b4f6{i:05}"),
+            )
+            .replace("4818722", &format!("{}", 6_000_000 + i))
+            .replace(
+                "worker-eu-west-1a-17",
+                &format!("node-{:03}.k8s.example.internal", i % 100),
+            );
+        pods.push(decode_object::<Pod>(json.as_bytes(), &mut ctx).unwrap());
+    }
+    let before = pods_fp.bytes;
+    pods.iter().for_each(|p| pods_fp.pod(p));
+    let per_pod = (pods_fp.bytes - before) / pods.len();
+    let per_node = fleet.bytes / nodes.len();
+    println!(
+        "node JSON {} B -> projection {} B alone, {} B each among 100; pod JSON {} B -> {} B alone, {} B each among 1,000 (size_of Node {}, Pod {}, Toleration {})",
+        NODE.trim_end().len(),
+        single.bytes,
+        per_node,
+        POD.trim_end().len(),
+        one_pod.bytes,
+        per_pod,
+        size_of::<Node>(),
+        size_of::<Pod>(),
+        size_of::<Toleration>(),
+    );
+    assert!(POD.trim_end().len() > 20_000, "the fixture is a 20 KB pod");
+    assert!(single.bytes < 2_200, "node alone: {} B", single.bytes);
+    assert!(per_node < 1_200, "node among 100: {per_node} B");
+    assert!(one_pod.bytes < 700, "pod alone: {} B", one_pod.bytes);
+    assert!(per_pod < 260, "pod among 1000: {per_pod} B");
+}

@@ -1,0 +1,377 @@
+//! The JSON shapes we read: only the fields SPEC.md needs, strings borrowed where possible.
+//! Every field is optional at this level; `mod.rs` decides what is required.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+use crate::model::labels;
+
+/// A JSON string, borrowed from the input unless it holds escapes.
+#[derive(Deserialize, Debug, Clone, Default, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Str<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+pub fn text<'a>(s: &'a Option<Str<'_>>) -> &'a str {
+    s.as_ref().map(|s| &*s.0).unwrap_or("")
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta<'a> {
+    #[serde(borrow)]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub namespace: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub uid: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub resource_version: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub creation_timestamp: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub deletion_timestamp: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub labels: Option<KeptLabels<'a>>,
+    #[serde(borrow)]
+    pub owner_references: Option<Vec<OwnerReference<'a>>>,
+}
+
+/// Only the labels in [`labels::KEPT`]; the others are skipped without allocating.
+#[derive(Default)]
+pub struct KeptLabels<'a>(pub Vec<(Cow<'a, str>, Cow<'a, str>)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for KeptLabels<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeptLabels<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of labels")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut kept = Vec::new();
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    if labels::is_kept(&key.0) {
+                        let value: Option<Str<'de>> = map.next_value()?;
+                        kept.push((key.0, value.map(|v| v.0).unwrap_or_default()));
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(KeptLabels(kept))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[derive(Deserialize)]
+pub struct OwnerReference<'a> {
+    #[serde(borrow)]
+    pub kind: Option<Str<'a>>,
+    pub controller: Option<bool>,
+}
+
+#[derive(Deserialize)]
+pub struct Node<'a> {
+    #[serde(borrow)]
+    pub metadata: Option<Meta<'a>>,
+    #[serde(borrow)]
+    pub spec: Option<NodeSpec<'a>>,
+    #[serde(borrow)]
+    pub status: Option<NodeStatus<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct NodeSpec<'a> {
+    #[serde(borrow)]
+    pub taints: Option<Vec<Taint<'a>>>,
+    pub unschedulable: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Taint<'a> {
+    #[serde(borrow)]
+    pub key: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub value: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub effect: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub time_added: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+pub struct NodeStatus<'a> {
+    #[serde(borrow)]
+    pub conditions: Option<Vec<NodeCondition<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCondition<'a> {
+    #[serde(borrow, rename = "type")]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub status: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub last_heartbeat_time: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub last_transition_time: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub message: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+pub struct Lease<'a> {
+    #[serde(borrow)]
+    pub metadata: Option<Meta<'a>>,
+    #[serde(borrow)]
+    pub spec: Option<LeaseSpec<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseSpec<'a> {
+    #[serde(borrow)]
+    pub renew_time: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+pub struct Pod<'a> {
+    #[serde(borrow)]
+    pub metadata: Option<Meta<'a>>,
+    #[serde(borrow)]
+    pub spec: Option<PodSpec<'a>>,
+    #[serde(borrow)]
+    pub status: Option<PodStatus<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSpec<'a> {
+    #[serde(borrow)]
+    pub node_name: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub tolerations: Option<Vec<Toleration<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Toleration<'a> {
+    #[serde(borrow)]
+    pub key: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub operator: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub value: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub effect: Option<Str<'a>>,
+    pub toleration_seconds: Option<i64>,
+}
+
+#[derive(Deserialize)]
+pub struct PodStatus<'a> {
+    #[serde(borrow)]
+    pub conditions: Option<Vec<PodCondition<'a>>>,
+}
+
+#[derive(Deserialize)]
+pub struct PodCondition<'a> {
+    #[serde(borrow, rename = "type")]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub status: Option<Str<'a>>,
+}
+
+/// metav1.Status: the object of an `ERROR` watch event and the body of failed requests.
+#[derive(Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(default)]
+pub struct Status {
+    /// HTTP-like code: 410 means the requested resourceVersion is gone (compacted).
+    pub code: i32,
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMeta<'a> {
+    #[serde(borrow)]
+    pub resource_version: Option<Str<'a>>,
+    #[serde(borrow, rename = "continue")]
+    pub continue_token: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "W: Deserialize<'de>, 'de: 'a"))]
+pub struct List<'a, W> {
+    #[serde(borrow)]
+    pub metadata: Option<ListMeta<'a>>,
+    pub items: Option<Vec<W>>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct BookmarkObject<'a> {
+    #[serde(borrow)]
+    pub metadata: Option<BookmarkMeta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct BookmarkMeta<'a> {
+    #[serde(borrow)]
+    pub resource_version: Option<Str<'a>>,
+    #[serde(
+        default,
+        rename = "annotations",
+        deserialize_with = "initial_events_end"
+    )]
+    pub initial_events_end: bool,
+}
+
+fn initial_events_end<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = bool;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map of annotations")
+        }
+        fn visit_unit<E>(self) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+            let mut end = false;
+            while let Some(key) = map.next_key::<Str<'de>>()? {
+                if key.0 == super::INITIAL_EVENTS_END {
+                    let v: Option<Str<'de>> = map.next_value()?;
+                    end = v.is_some_and(|v| v.0 == "true");
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(end)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// A watch event with its object decoded by the event's type.
+pub enum Event<'a, W> {
+    Added(W),
+    Modified(W),
+    Deleted(W),
+    Bookmark(BookmarkObject<'a>),
+    Error(Status),
+    Unknown(String),
+    /// `object` came before `type`: the caller re-parses with [`LooseEvent`].
+    ObjectBeforeType,
+    /// No `type` or no `object`.
+    Missing,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+    Unknown,
+}
+
+fn kind_of(s: &str) -> Kind {
+    match s {
+        "ADDED" => Kind::Added,
+        "MODIFIED" => Kind::Modified,
+        "DELETED" => Kind::Deleted,
+        "BOOKMARK" => Kind::Bookmark,
+        "ERROR" => Kind::Error,
+        _ => Kind::Unknown,
+    }
+}
+
+impl<'de, W: Deserialize<'de>> Deserialize<'de> for Event<'de, W> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<W>(PhantomData<W>);
+        impl<'de, W: Deserialize<'de>> Visitor<'de> for V<W> {
+            type Value = Event<'de, W>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a watch event {\"type\": ..., \"object\": ...}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut kind: Option<(Kind, Str<'de>)> = None;
+                let mut event: Option<Event<'de, W>> = None;
+                let mut object_first = false;
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    match &*key.0 {
+                        "type" => {
+                            let t: Str<'de> = map.next_value()?;
+                            kind = Some((kind_of(&t.0), t));
+                        }
+                        "object" => {
+                            event = match &kind {
+                                None => {
+                                    map.next_value::<IgnoredAny>()?;
+                                    object_first = true;
+                                    None
+                                }
+                                Some((k, t)) => Some(match k {
+                                    Kind::Added => Event::Added(map.next_value()?),
+                                    Kind::Modified => Event::Modified(map.next_value()?),
+                                    Kind::Deleted => Event::Deleted(map.next_value()?),
+                                    Kind::Bookmark => Event::Bookmark(map.next_value()?),
+                                    Kind::Error => Event::Error(map.next_value()?),
+                                    Kind::Unknown => {
+                                        map.next_value::<IgnoredAny>()?;
+                                        Event::Unknown(t.0.to_string())
+                                    }
+                                }),
+                            }
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(match (event, object_first, kind) {
+                    (Some(e), _, _) => e,
+                    (None, true, Some(_)) => Event::ObjectBeforeType,
+                    _ => Event::Missing,
+                })
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+/// The slow path for an event whose `object` precedes its `type`.
+#[derive(Deserialize)]
+pub struct LooseEvent<'a> {
+    #[serde(borrow, rename = "type")]
+    pub kind: Option<Str<'a>>,
+    pub object: Option<serde_json::Value>,
+}
+
+impl<'a, W: Deserialize<'a>> Event<'a, W> {
+    pub fn from_loose(loose: &'a LooseEvent<'_>) -> Result<Event<'a, W>, serde_json::Error> {
+        let (Some(t), Some(object)) = (&loose.kind, &loose.object) else {
+            return Ok(Event::Missing);
+        };
+        Ok(match kind_of(&t.0) {
+            Kind::Added => Event::Added(W::deserialize(object)?),
+            Kind::Modified => Event::Modified(W::deserialize(object)?),
+            Kind::Deleted => Event::Deleted(W::deserialize(object)?),
+            Kind::Bookmark => Event::Bookmark(BookmarkObject::deserialize(object)?),
+            Kind::Error => Event::Error(Status::deserialize(object)?),
+            Kind::Unknown => Event::Unknown(t.0.to_string()),
+        })
+    }
+}

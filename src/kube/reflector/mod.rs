@@ -1,0 +1,650 @@
+//! The reflector: list → watch → relist, per resource, sans-IO.
+//!
+//! It opens no socket and reads no clock. The shell asks [`Reflector::poll`] what to do next
+//! (a LIST page, a watch, or nothing until some time), performs it, and feeds the results back
+//! (`list_page_received`, `watch_event`, `watch_ended`, …). Consumers receive [`Delta`]s.
+//!
+//! It keeps only key → resourceVersion of the objects it delivered, so that a relist (after a
+//! `410 Gone`) can emit deletions for objects that vanished, and can skip objects that did not
+//! change. The objects themselves live in the consumer's store.
+//!
+//! Watch-list (`sendInitialEvents=true`) is used only when the shell enables it (the server's
+//! version is ≥ 1.32, see [`supports_watch_list`]): an older server ignores the parameter and
+//! answers a plain watch from "now" with no initial events, which would look like an empty
+//! cluster. As a safety net, a watch-list that ends twice without its initial-events-end
+//! bookmark falls back to list+watch for good.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::Duration;
+
+use crate::kube::decode::{Decode, ListPage, WatchEvent};
+use crate::kube::watch::StreamEnd;
+use crate::model::{Lease, Name, Node, Pod, PodKey};
+use crate::time::Time;
+
+/// A watched kind: where it lives and how its objects are keyed.
+pub trait Watched: Decode {
+    type Key: Clone + Eq + Hash + Debug;
+    /// Collection path, e.g. `/api/v1/nodes`.
+    const COLLECTION: &'static str;
+    /// Already URL-encoded `fieldSelector` value, if the watch is filtered.
+    const FIELD_SELECTOR: Option<&'static str> = None;
+    fn key(&self) -> Self::Key;
+    fn resource_version(&self) -> &Name;
+}
+
+impl Watched for Node {
+    type Key = Name;
+    const COLLECTION: &'static str = "/api/v1/nodes";
+    fn key(&self) -> Name {
+        self.name.clone()
+    }
+    fn resource_version(&self) -> &Name {
+        &self.resource_version
+    }
+}
+
+/// Node heartbeats: the Leases of `kube-node-lease` (one per node, named after it).
+impl Watched for Lease {
+    type Key = Name;
+    const COLLECTION: &'static str =
+        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+    fn key(&self) -> Name {
+        self.name.clone()
+    }
+    fn resource_version(&self) -> &Name {
+        &self.resource_version
+    }
+}
+
+/// Pods bound to a node, in every namespace.
+impl Watched for Pod {
+    type Key = PodKey;
+    const COLLECTION: &'static str = "/api/v1/pods";
+    /// `spec.nodeName!=`
+    const FIELD_SELECTOR: Option<&'static str> = Some("spec.nodeName%21%3D");
+    fn key(&self) -> PodKey {
+        self.key.clone()
+    }
+    fn resource_version(&self) -> &Name {
+        &self.resource_version
+    }
+}
+
+/// Whether a server of this version serves watch-list (`sendInitialEvents`) reliably: beta and
+/// on by default since 1.32 (`WatchList` feature gate). Parses `/version`'s `major`/`minor`
+/// fields, which may carry a `+` suffix (`"32+"` on some distributions).
+pub fn supports_watch_list(major: &str, minor: &str) -> bool {
+    let num = |s: &str| -> Option<u32> { s.trim_end_matches('+').parse().ok() };
+    matches!((num(major), num(minor)), (Some(1), Some(m)) if m >= 32)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReflectorConfig {
+    /// LIST page size (client-go's and kube-rs' default).
+    pub page_size: u32,
+    /// A watch on which no byte arrived for this long is presumed dead and resumed. Watches
+    /// ask the server to end them (`timeoutSeconds`) at 50–80 % of this, so a healthy server
+    /// always sends something in time — at least the end of the body.
+    pub idle_timeout: Duration,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+    /// After this long without a failure, the backoff starts again from `backoff_initial`.
+    pub backoff_reset_after: Duration,
+    /// Use watch-list instead of LIST pages for the full state (see the module notes).
+    pub watch_list: bool,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            page_size: 500,
+            idle_timeout: Duration::from_secs(30),
+            backoff_initial: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(30),
+            backoff_reset_after: Duration::from_secs(60),
+            watch_list: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListRequest {
+    pub continue_token: Option<String>,
+    pub limit: u32,
+}
+
+impl ListRequest {
+    /// Path and query for the unary client. No `resourceVersion`: a quorum read, which honours
+    /// `limit` (`resourceVersion=0` is served from the watch cache and ignores it).
+    pub fn path_and_query<T: Watched>(&self) -> String {
+        let mut q = format!("{}?limit={}", T::COLLECTION, self.limit);
+        if let Some(c) = &self.continue_token {
+            q.push_str("&continue=");
+            q.push_str(&encode_query_value(c));
+        }
+        if let Some(sel) = T::FIELD_SELECTOR {
+            q.push_str("&fieldSelector=");
+            q.push_str(sel);
+        }
+        q
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchRequest {
+    /// Resume point; `None` with `send_initial_events` for a watch-list from "now".
+    pub resource_version: Option<String>,
+    pub allow_bookmarks: bool,
+    /// Server-side end of the watch, so streams rotate and prove liveness.
+    pub timeout_seconds: u64,
+    pub send_initial_events: bool,
+    /// For the stream's idle deadline.
+    pub idle_timeout: Duration,
+}
+
+impl WatchRequest {
+    pub fn path_and_query<T: Watched>(&self) -> String {
+        let mut q = format!(
+            "{}?watch=true&timeoutSeconds={}",
+            T::COLLECTION,
+            self.timeout_seconds
+        );
+        if self.allow_bookmarks {
+            q.push_str("&allowWatchBookmarks=true");
+        }
+        if let Some(rv) = &self.resource_version {
+            q.push_str("&resourceVersion=");
+            q.push_str(&encode_query_value(rv));
+        }
+        if self.send_initial_events {
+            q.push_str("&sendInitialEvents=true&resourceVersionMatch=NotOlderThan");
+        }
+        if let Some(sel) = T::FIELD_SELECTOR {
+            q.push_str("&fieldSelector=");
+            q.push_str(sel);
+        }
+        q
+    }
+}
+
+fn encode_query_value(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// What the shell should do now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    List(ListRequest),
+    Watch(WatchRequest),
+    /// Nothing before this time (backoff).
+    Wait {
+        until: Time,
+    },
+    /// A request is outstanding: wait for its result.
+    InFlight,
+}
+
+/// What consumers receive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Delta<T: Watched> {
+    Upsert(T),
+    Delete(T::Key),
+    /// A full state has been delivered (after the first list and after every relist).
+    Synced,
+}
+
+/// Whether the shell should keep reading the current watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchFlow {
+    Continue,
+    /// Close the stream: the reflector has moved on (relist or resume); do not report its end.
+    Close,
+}
+
+/// A failed LIST request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListFailure {
+    /// `410 Gone`: the continue token expired; the list restarts from the first page.
+    pub gone: bool,
+    pub message: String,
+}
+
+/// For the dump and the metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReflectorStats {
+    pub synced: bool,
+    pub resource_version: Option<String>,
+    pub last_event_at: Option<Time>,
+    /// Watches opened after the first one.
+    pub reconnects: u64,
+    /// Full lists (or watch-lists) after the first one.
+    pub relists: u64,
+    pub objects: usize,
+    /// Watch lines that could not be decoded and were skipped.
+    pub skipped_events: u64,
+    pub consecutive_failures: u32,
+    pub last_error: Option<String>,
+    pub watch_list: bool,
+    /// When the current watch was opened; `None` while not watching.
+    pub watching_since: Option<Time>,
+}
+
+#[derive(Debug)]
+enum Phase<K> {
+    /// Paging through a LIST; `outstanding` while a page request is with the shell.
+    Listing {
+        continue_token: Option<String>,
+        seen: HashSet<K>,
+        outstanding: bool,
+    },
+    /// Next: open a watch (from `resource_version`, or a watch-list if a full state is due).
+    ToWatch,
+    /// A watch request was handed out; `initial` collects keys during a watch-list's
+    /// initial events.
+    Watching { initial: Option<HashSet<K>> },
+    /// Next: list.
+    ToList,
+}
+
+pub struct Reflector<T: Watched> {
+    config: ReflectorConfig,
+    phase: Phase<T::Key>,
+    /// Not before this time (backoff), for `ToList`, `ToWatch` and a paused `Listing`.
+    ready_at: Time,
+    known: HashMap<T::Key, Name>,
+    resource_version: Option<String>,
+    needs_full_state: bool,
+    watch_list: bool,
+    watch_list_misses: u32,
+    full_states: u64,
+    watches_opened: u64,
+    attempt: u32,
+    last_failure_at: Option<Time>,
+    last_event_at: Option<Time>,
+    skipped_events: u64,
+    last_error: Option<String>,
+    watching_since: Option<Time>,
+    rng: u64,
+}
+
+impl<T: Watched> Reflector<T> {
+    /// `seed` feeds the backoff and timeout jitter (tests pass a constant).
+    pub fn new(config: ReflectorConfig, seed: u64) -> Reflector<T> {
+        let watch_list = config.watch_list;
+        Reflector {
+            config,
+            phase: if watch_list {
+                Phase::ToWatch
+            } else {
+                Phase::ToList
+            },
+            ready_at: Time::ZERO,
+            known: HashMap::new(),
+            resource_version: None,
+            needs_full_state: true,
+            watch_list,
+            watch_list_misses: 0,
+            full_states: 0,
+            watches_opened: 0,
+            attempt: 0,
+            last_failure_at: None,
+            last_event_at: None,
+            skipped_events: 0,
+            last_error: None,
+            watching_since: None,
+            rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
+    }
+
+    pub fn stats(&self) -> ReflectorStats {
+        ReflectorStats {
+            synced: self.full_states > 0,
+            resource_version: self.resource_version.clone(),
+            last_event_at: self.last_event_at,
+            reconnects: self.watches_opened.saturating_sub(1),
+            relists: self.full_states.saturating_sub(1),
+            objects: self.known.len(),
+            skipped_events: self.skipped_events,
+            consecutive_failures: self.attempt,
+            last_error: self.last_error.clone(),
+            watch_list: self.watch_list,
+            watching_since: match self.phase {
+                Phase::Watching { .. } => self.watching_since,
+                _ => None,
+            },
+        }
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.full_states > 0
+    }
+
+    /// The next thing to do. Calling it again without feeding a result returns `InFlight`.
+    pub fn poll(&mut self, now: Time) -> Step {
+        let ready = now >= self.ready_at;
+        match &mut self.phase {
+            Phase::Listing {
+                outstanding: true, ..
+            }
+            | Phase::Watching { .. } => Step::InFlight,
+            _ if !ready => Step::Wait {
+                until: self.ready_at,
+            },
+            Phase::Listing {
+                continue_token,
+                outstanding,
+                ..
+            } => {
+                *outstanding = true;
+                Step::List(ListRequest {
+                    continue_token: continue_token.clone(),
+                    limit: self.config.page_size,
+                })
+            }
+            Phase::ToList => {
+                self.phase = Phase::Listing {
+                    continue_token: None,
+                    seen: HashSet::new(),
+                    outstanding: true,
+                };
+                Step::List(ListRequest {
+                    continue_token: None,
+                    limit: self.config.page_size,
+                })
+            }
+            Phase::ToWatch => {
+                let full = self.needs_full_state;
+                self.phase = Phase::Watching {
+                    initial: full.then(HashSet::new),
+                };
+                self.watches_opened += 1;
+                let timeout_seconds = self.watch_timeout_seconds();
+                Step::Watch(WatchRequest {
+                    resource_version: if full {
+                        None
+                    } else {
+                        self.resource_version.clone()
+                    },
+                    allow_bookmarks: true,
+                    timeout_seconds,
+                    send_initial_events: full,
+                    idle_timeout: self.config.idle_timeout,
+                })
+            }
+        }
+    }
+
+    /// The time `poll` will have something to do, if it is waiting on backoff.
+    pub fn next_wakeup(&self) -> Option<Time> {
+        match self.phase {
+            Phase::Listing {
+                outstanding: true, ..
+            }
+            | Phase::Watching { .. } => None,
+            _ => Some(self.ready_at),
+        }
+    }
+
+    pub fn list_page_received(&mut self, now: Time, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
+        let Phase::Listing { seen, .. } = &mut self.phase else {
+            return; // a late answer to a list we abandoned
+        };
+        for obj in page.items {
+            let key = obj.key();
+            seen.insert(key.clone());
+            if self.known.get(&key) != Some(obj.resource_version()) {
+                // Shares the object's allocation: no copy of the version string.
+                self.known.insert(key, obj.resource_version().clone());
+                out.push(Delta::Upsert(obj));
+            }
+        }
+        self.skipped_events += page.skipped.len() as u64;
+        if let Some(token) = page.continue_token {
+            self.phase = match std::mem::replace(&mut self.phase, Phase::ToList) {
+                Phase::Listing { seen, .. } => Phase::Listing {
+                    continue_token: Some(token),
+                    seen,
+                    outstanding: false,
+                },
+                other => other,
+            };
+            return;
+        }
+        let Phase::Listing { seen, .. } = std::mem::replace(&mut self.phase, Phase::ToWatch) else {
+            return;
+        };
+        self.full_state_complete(&seen, out);
+        self.resource_version = Some(page.resource_version).filter(|rv| !rv.is_empty());
+        self.ready_at = now;
+    }
+
+    pub fn list_failed(&mut self, now: Time, failure: ListFailure) {
+        let Phase::Listing { outstanding, .. } = &mut self.phase else {
+            return;
+        };
+        // The continue token stays: a transient failure need not restart a long list.
+        *outstanding = false;
+        if failure.gone {
+            // The snapshot behind the continue token was compacted: start over at once.
+            self.phase = Phase::ToList;
+            self.ready_at = now;
+            self.last_error = Some(failure.message);
+            return;
+        }
+        self.fail(now, failure.message);
+    }
+
+    /// The shell opened the watch it was asked for (for the dump: how long it has been up).
+    pub fn watch_opened(&mut self, now: Time) {
+        self.watching_since = Some(now);
+    }
+
+    /// An undecodable line (logged by the shell): counted, and the stream goes on.
+    pub fn event_skipped(&mut self, now: Time, reason: String) {
+        self.skipped_events += 1;
+        self.last_event_at = Some(now);
+        self.last_error = Some(reason);
+    }
+
+    pub fn watch_event(
+        &mut self,
+        now: Time,
+        event: WatchEvent<T>,
+        out: &mut Vec<Delta<T>>,
+    ) -> WatchFlow {
+        let Phase::Watching { initial } = &mut self.phase else {
+            return WatchFlow::Close;
+        };
+        self.last_event_at = Some(now);
+        match event {
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
+                let key = obj.key();
+                let rv = obj.resource_version();
+                if !rv.is_empty() {
+                    self.resource_version = Some(rv.to_string());
+                }
+                if let Some(initial) = initial {
+                    initial.insert(key.clone());
+                }
+                if self.known.get(&key) != Some(rv) {
+                    self.known.insert(key, rv.clone());
+                    out.push(Delta::Upsert(obj));
+                }
+            }
+            WatchEvent::Deleted(obj) => {
+                let key = obj.key();
+                if !obj.resource_version().is_empty() {
+                    self.resource_version = Some(obj.resource_version().to_string());
+                }
+                if let Some(initial) = initial {
+                    initial.remove(&key);
+                }
+                if self.known.remove(&key).is_some() {
+                    out.push(Delta::Delete(key));
+                }
+            }
+            WatchEvent::Bookmark(b) => {
+                if !b.resource_version.is_empty() {
+                    self.resource_version = Some(b.resource_version);
+                }
+                if b.initial_events_end {
+                    if let Some(seen) = initial.take() {
+                        self.watch_list_misses = 0;
+                        self.full_state_complete(&seen, out);
+                    }
+                }
+            }
+            WatchEvent::Error(status) => {
+                let message = format!("watch error {}: {}", status.code, status.message);
+                self.phase = Phase::ToWatch;
+                if status.code == 410 {
+                    self.gone(now, message);
+                } else {
+                    self.fail(now, message);
+                }
+                return WatchFlow::Close;
+            }
+        }
+        WatchFlow::Continue
+    }
+
+    pub fn watch_ended(&mut self, now: Time, end: &StreamEnd) {
+        let Phase::Watching { initial } = &self.phase else {
+            return;
+        };
+        let watch_list_incomplete = initial.is_some();
+        self.phase = Phase::ToWatch;
+        match end {
+            StreamEnd::Clean if !watch_list_incomplete => self.ready_at = now,
+            StreamEnd::Clean => {
+                self.watch_list_miss();
+                self.fail(
+                    now,
+                    "watch-list ended before its initial events were complete".into(),
+                );
+            }
+            StreamEnd::Rejected {
+                status: 410,
+                message,
+            } => self.gone(now, message.clone()),
+            StreamEnd::Rejected { status, message }
+                if watch_list_incomplete && matches!(status, 400 | 403 | 422) =>
+            {
+                log::warn!(
+                    "{}: watch-list refused ({status}: {message}); using list+watch",
+                    T::KIND
+                );
+                self.watch_list = false;
+                self.phase = Phase::ToList;
+                self.ready_at = now;
+            }
+            // A dropped connection says nothing about watch-list support: retry it.
+            other => self.fail(now, other.to_string()),
+        }
+    }
+
+    fn watch_list_miss(&mut self) {
+        self.watch_list_misses += 1;
+        if self.watch_list_misses >= 2 {
+            log::warn!(
+                "{}: two watch-lists ended without their initial-events-end bookmark; using list+watch",
+                T::KIND
+            );
+            self.watch_list = false;
+        }
+    }
+
+    /// `410 Gone`: our resourceVersion was compacted away. Start over with a full state at
+    /// once (no backoff: this is not the server failing).
+    fn gone(&mut self, now: Time, message: String) {
+        self.needs_full_state = true;
+        self.resource_version = None;
+        self.last_error = Some(message);
+        self.phase = self.full_state_phase();
+        self.ready_at = now;
+    }
+
+    fn full_state_phase(&self) -> Phase<T::Key> {
+        if self.watch_list {
+            Phase::ToWatch
+        } else {
+            Phase::ToList
+        }
+    }
+
+    fn fail(&mut self, now: Time, message: String) {
+        if self
+            .last_failure_at
+            .is_some_and(|at| now.since(at) >= self.config.backoff_reset_after)
+        {
+            self.attempt = 0;
+        }
+        self.last_failure_at = Some(now);
+        let delay = self.backoff(self.attempt);
+        self.attempt = self.attempt.saturating_add(1);
+        self.ready_at = now + delay;
+        self.last_error = Some(message);
+        if self.needs_full_state {
+            if let Phase::ToWatch = self.phase {
+                self.phase = self.full_state_phase();
+            }
+        }
+    }
+
+    fn full_state_complete(&mut self, seen: &HashSet<T::Key>, out: &mut Vec<Delta<T>>) {
+        let vanished: Vec<T::Key> = self
+            .known
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
+        for key in vanished {
+            self.known.remove(&key);
+            out.push(Delta::Delete(key));
+        }
+        self.needs_full_state = false;
+        self.full_states += 1;
+        out.push(Delta::Synced);
+    }
+
+    /// `backoff_initial · 2^attempt`, at most `backoff_max`, ±20 % jitter (capped again).
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        let base = self
+            .config
+            .backoff_initial
+            .saturating_mul(1u32 << attempt.min(20))
+            .min(self.config.backoff_max);
+        let jitter_permille = 800 + self.random_below(401);
+        (base * jitter_permille as u32 / 1000).min(self.config.backoff_max)
+    }
+
+    /// 50–80 % of the idle timeout, at least one second.
+    fn watch_timeout_seconds(&mut self) -> u64 {
+        let idle_ms = crate::time::duration_millis(self.config.idle_timeout);
+        let ms = idle_ms / 2 + (idle_ms * 3 / 10) * self.random_below(1001) / 1000;
+        (ms / 1000).max(1)
+    }
+
+    fn random_below(&mut self, n: u64) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,14 @@
+//! Watch streams polled by the mio loop, never blocking it.
+//!
+//! Layers, each a pure state machine with its own tests: [`http_head`] (status and body framing)
+//! → [`chunked`] (transfer decoding) → [`lines`] (newline-delimited events), joined by
+//! [`response`]; [`stream`] is the only part that touches a socket.
+
+pub mod chunked;
+pub mod http_head;
+pub mod lines;
+pub mod response;
+pub mod stream;
+
+pub use response::{ResponseDecoder, StreamEnd, WatchItem};
+pub use stream::{Drain, OpenError, WatchOptions, WatchStream};

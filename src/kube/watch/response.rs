@@ -1,0 +1,422 @@
+//! One watch response, from its first byte to its end: head → body framing → lines.
+//!
+//! Pure (no I/O): [`ResponseDecoder::feed`] takes whatever bytes a read produced and emits
+//! [`WatchItem`]s; [`ResponseDecoder::eof`] says the connection closed. The property tests feed
+//! it valid streams split at random boundaries and random garbage.
+
+use std::fmt;
+
+use super::chunked::{ChunkedDecoder, ChunkedError};
+use super::http_head::{BodyFraming, HeadError, HeadParser, ResponseHead};
+use super::lines::{LineError, LineSplitter};
+
+/// How much of an error body (a metav1.Status) is kept for the message.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// What a watch stream produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchItem {
+    /// One JSON watch event line (`{"type":"ADDED","object":{...}}`), undecoded.
+    Event(Vec<u8>),
+    /// A line that could not be delivered (too long); later events are unaffected.
+    Skipped(String),
+    /// The stream is over; nothing follows.
+    Ended(StreamEnd),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The server ended the body (its `timeoutSeconds` expired): resume from the last
+    /// resourceVersion at once.
+    Clean,
+    /// A non-200 answer before streaming; `message` from its Status body when there is one.
+    Rejected { status: u16, message: String },
+    /// Connection reset or closed mid-body, TLS failure, protocol violation: resume after backoff.
+    Broken(String),
+    /// No byte arrived within the idle timeout: the connection is presumed dead.
+    IdleTimeout,
+}
+
+impl fmt::Display for StreamEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamEnd::Clean => write!(f, "ended by the server"),
+            StreamEnd::Rejected { status, message } => write!(f, "HTTP {status}: {message}"),
+            StreamEnd::Broken(reason) => write!(f, "broken: {reason}"),
+            StreamEnd::IdleTimeout => write!(f, "no data within the idle timeout"),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Body {
+    Chunked(ChunkedDecoder),
+    Length { remaining: u64 },
+    UntilClose,
+}
+
+#[derive(Debug)]
+enum State {
+    Head(HeadParser),
+    Body {
+        head: ResponseHead,
+        body: Body,
+        /// Lines of a 200 response, or the collected error body otherwise.
+        lines: LineSplitter,
+        error_body: Vec<u8>,
+    },
+    Ended,
+}
+
+#[derive(Debug)]
+pub struct ResponseDecoder {
+    state: State,
+    max_line: usize,
+    scratch: Vec<u8>,
+}
+
+impl ResponseDecoder {
+    pub fn new(max_line: usize) -> ResponseDecoder {
+        ResponseDecoder {
+            state: State::Head(HeadParser::new()),
+            max_line,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn is_ended(&self) -> bool {
+        matches!(self.state, State::Ended)
+    }
+
+    /// The status line has been read (for logs).
+    pub fn status(&self) -> Option<u16> {
+        match &self.state {
+            State::Body { head, .. } => Some(head.status),
+            _ => None,
+        }
+    }
+
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<WatchItem>) {
+        let State::Head(parser) = &mut self.state else {
+            return self.feed_body(bytes, out);
+        };
+        match parser.feed(bytes) {
+            Ok(None) => {}
+            Ok(Some((head, rest))) => {
+                let body = match head.framing {
+                    BodyFraming::Chunked => Body::Chunked(ChunkedDecoder::new()),
+                    BodyFraming::Length(n) => Body::Length { remaining: n },
+                    BodyFraming::UntilClose => Body::UntilClose,
+                };
+                self.state = State::Body {
+                    head,
+                    body,
+                    lines: LineSplitter::new(self.max_line),
+                    error_body: Vec::new(),
+                };
+                // Even with no byte after the head: a Content-Length of 0 ends the response.
+                self.feed_body(&rest, out);
+            }
+            Err(e) => self.end(out, StreamEnd::Broken(head_error(e))),
+        }
+    }
+
+    /// The connection closed (cleanly at the TCP/TLS level) after the bytes fed so far.
+    pub fn eof(&mut self, out: &mut Vec<WatchItem>) {
+        match &mut self.state {
+            State::Ended => {}
+            State::Head(_) => self.end(
+                out,
+                StreamEnd::Broken("connection closed before the response head".into()),
+            ),
+            State::Body {
+                body: Body::UntilClose,
+                ..
+            } => self.finish_body(out),
+            State::Body { .. } => self.end(
+                out,
+                StreamEnd::Broken("connection closed in the middle of the watch body".into()),
+            ),
+        }
+    }
+
+    fn feed_body(&mut self, bytes: &[u8], out: &mut Vec<WatchItem>) {
+        let State::Body { body, .. } = &mut self.state else {
+            return;
+        };
+        let mut data = std::mem::take(&mut self.scratch);
+        data.clear();
+        let finished = match body {
+            Body::Chunked(decoder) => match decoder.feed(bytes, &mut data) {
+                Ok(_) => decoder.is_done(),
+                Err(e) => {
+                    self.scratch = data;
+                    return self.end(out, StreamEnd::Broken(chunked_error(e)));
+                }
+            },
+            Body::Length { remaining } => {
+                let take = usize::try_from(*remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                data.extend_from_slice(&bytes[..take]);
+                *remaining -= take as u64;
+                *remaining == 0
+            }
+            Body::UntilClose => {
+                data.extend_from_slice(bytes);
+                false
+            }
+        };
+        self.deliver(&data, out);
+        self.scratch = data;
+        if finished {
+            self.finish_body(out);
+        }
+    }
+
+    fn deliver(&mut self, data: &[u8], out: &mut Vec<WatchItem>) {
+        let State::Body {
+            head,
+            lines,
+            error_body,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
+        if data.is_empty() {
+            return;
+        }
+        if head.status == 200 {
+            let mut split = Vec::new();
+            lines.push(data, &mut split);
+            out.extend(split.into_iter().map(line_item));
+        } else {
+            let room = MAX_ERROR_BODY.saturating_sub(error_body.len());
+            error_body.extend_from_slice(&data[..data.len().min(room)]);
+        }
+    }
+
+    fn finish_body(&mut self, out: &mut Vec<WatchItem>) {
+        let State::Body {
+            head,
+            lines,
+            error_body,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
+        let end = if head.status == 200 {
+            if let Some(last) = lines.finish() {
+                out.push(WatchItem::Event(last));
+            }
+            StreamEnd::Clean
+        } else {
+            StreamEnd::Rejected {
+                status: head.status,
+                message: status_message(error_body),
+            }
+        };
+        self.end(out, end);
+    }
+
+    fn end(&mut self, out: &mut Vec<WatchItem>, end: StreamEnd) {
+        self.state = State::Ended;
+        out.push(WatchItem::Ended(end));
+    }
+}
+
+fn line_item(line: Result<Vec<u8>, LineError>) -> WatchItem {
+    match line {
+        Ok(l) => WatchItem::Event(l),
+        Err(e) => WatchItem::Skipped(e.to_string()),
+    }
+}
+
+fn head_error(e: HeadError) -> String {
+    e.to_string()
+}
+
+fn chunked_error(e: ChunkedError) -> String {
+    e.to_string()
+}
+
+/// The `message` of a metav1.Status body, else the start of the body as text.
+fn status_message(body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Status {
+        #[serde(default)]
+        message: String,
+    }
+    match serde_json::from_slice::<Status>(body) {
+        Ok(s) if !s.message.is_empty() => s.message,
+        _ => {
+            let text = String::from_utf8_lossy(body);
+            let text = text.trim();
+            let cut: String = text.chars().take(200).collect();
+            if cut.is_empty() {
+                "(empty body)".into()
+            } else {
+                cut
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::watch::chunked::encode_chunks;
+    use crate::testing::Rng;
+
+    const HEAD: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+    fn event(i: usize) -> String {
+        format!(
+            "{{\"type\":\"MODIFIED\",\"object\":{{\"metadata\":{{\"name\":\"n{i}\",\"resourceVersion\":\"{i}\"}}}}}}"
+        )
+    }
+
+    /// A watch body as the API server writes it: one chunk per event line.
+    fn watch_response(events: &[String], end: bool) -> Vec<u8> {
+        let mut out = HEAD.to_vec();
+        for e in events {
+            encode_chunks(format!("{e}\n").as_bytes(), usize::MAX, &mut out);
+        }
+        if end {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+        out
+    }
+
+    fn run(stream: &[u8], steps: &mut dyn FnMut() -> usize) -> Vec<WatchItem> {
+        let mut d = ResponseDecoder::new(1 << 20);
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < stream.len() {
+            let end = (pos + steps()).min(stream.len());
+            d.feed(&stream[pos..end], &mut out);
+            pos = end;
+        }
+        d.eof(&mut out);
+        out
+    }
+
+    #[test]
+    fn clean_end_at_timeout_seconds() {
+        let events: Vec<String> = (0..3).map(event).collect();
+        let out = run(&watch_response(&events, true), &mut || 7);
+        let mut expected: Vec<WatchItem> = events
+            .iter()
+            .map(|e| WatchItem::Event(e.clone().into_bytes()))
+            .collect();
+        expected.push(WatchItem::Ended(StreamEnd::Clean));
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn server_shutdown_mid_body_is_broken_after_the_delivered_events() {
+        let events: Vec<String> = (0..2).map(event).collect();
+        let out = run(&watch_response(&events, false), &mut || 1000);
+        assert_eq!(out.len(), 3);
+        assert!(matches!(&out[2], WatchItem::Ended(StreamEnd::Broken(_))));
+    }
+
+    #[test]
+    fn forbidden_before_streaming_is_rejected_with_the_status_message() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes is forbidden: User \"x\" cannot watch resource \"nodes\"","reason":"Forbidden","code":403}"#;
+        let mut stream = format!(
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        stream.extend_from_slice(body);
+        let out = run(&stream, &mut || 5);
+        assert_eq!(
+            out,
+            [WatchItem::Ended(StreamEnd::Rejected {
+                status: 403,
+                message: "nodes is forbidden: User \"x\" cannot watch resource \"nodes\"".into()
+            })]
+        );
+    }
+
+    #[test]
+    fn too_old_resource_version_is_an_error_event_then_a_clean_end() {
+        let gone = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (2)","reason":"Expired","code":410}}"#;
+        let out = run(&watch_response(&[gone.to_string()], true), &mut || 3);
+        assert_eq!(
+            out,
+            [
+                WatchItem::Event(gone.as_bytes().to_vec()),
+                WatchItem::Ended(StreamEnd::Clean)
+            ]
+        );
+    }
+
+    #[test]
+    fn property_valid_streams_split_randomly_lose_no_event() {
+        for seed in 0..300 {
+            let mut rng = Rng::new(seed);
+            let events: Vec<String> = (0..rng.below(40) as usize).map(event).collect();
+            let mut body = Vec::new();
+            for e in &events {
+                // Events split across chunks too, as a proxy may re-chunk.
+                encode_chunks(
+                    format!("{e}\n").as_bytes(),
+                    1 + rng.below(80) as usize,
+                    &mut body,
+                );
+            }
+            body.extend_from_slice(b"0\r\n\r\n");
+            let mut stream = HEAD.to_vec();
+            stream.extend_from_slice(&body);
+            let out = run(&stream, &mut || 1 + rng.below(50) as usize);
+            let got: Vec<String> = out
+                .iter()
+                .filter_map(|i| match i {
+                    WatchItem::Event(l) => Some(String::from_utf8(l.clone()).unwrap()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(got, events, "seed {seed}");
+            assert_eq!(
+                out.last(),
+                Some(&WatchItem::Ended(StreamEnd::Clean)),
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn property_garbage_never_panics_and_always_ends_once() {
+        for seed in 0..1000 {
+            let mut rng = Rng::new(seed);
+            let mut stream = if rng.chance(70) {
+                HEAD.to_vec()
+            } else {
+                Vec::new()
+            };
+            let valid = watch_response(&[event(1)], rng.chance(50));
+            for _ in 0..rng.below(300) {
+                if rng.chance(50) {
+                    stream.push(rng.next_u64() as u8);
+                } else {
+                    stream.push(valid[rng.below(valid.len() as u64) as usize]);
+                }
+            }
+            let out = run(&stream, &mut || 1 + rng.below(30) as usize);
+            let ends = out
+                .iter()
+                .filter(|i| matches!(i, WatchItem::Ended(_)))
+                .count();
+            assert_eq!(ends, 1, "seed {seed}");
+            assert!(
+                matches!(out.last(), Some(WatchItem::Ended(_))),
+                "seed {seed}"
+            );
+        }
+    }
+}

@@ -1,0 +1,521 @@
+//! A watch request on a non-blocking socket, driven by the mio loop.
+//!
+//! mio is edge-triggered: every readiness event is answered by reading (and, with TLS, draining
+//! rustls' plaintext) until `WouldBlock`, or a large event could sit in a buffer until the next
+//! byte arrives. TLS is rustls driven by hand (`read_tls` → `process_new_packets` → `reader`,
+//! `write_tls` for handshake and request), as in rustls' `tlsclient-mio` example, offering only
+//! `http/1.1` in ALPN (offered `h2`, the API server answers in HTTP/2).
+//!
+//! Liveness: an idle deadline, pushed back by every byte received, and TCP keepalive. The
+//! reflector asks the server to end each watch well inside the idle timeout, so a deadline that
+//! passes means the connection is dead, not quiet.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+
+use super::lines::DEFAULT_MAX_LINE;
+use super::response::{ResponseDecoder, StreamEnd, WatchItem};
+use crate::kube::connection::{Connection, Scheme};
+use crate::time::Time;
+
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Whether [`WatchStream::on_ready`] read everything available.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drain {
+    /// The socket would block (or the stream ended): wait for the next readiness event.
+    Done,
+    /// The read budget ran out with bytes still available: call `on_ready` again.
+    MoreToRead,
+}
+
+/// Could not even start a watch (the reflector treats it like a broken stream).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenError(pub String);
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot open watch: {}", self.0)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    pub idle_timeout: Duration,
+    pub max_line: usize,
+    /// TCP keepalive idle time (then probes every 5 s, 3 probes).
+    pub keepalive: Option<Duration>,
+    /// Decoded bytes per `on_ready` call before yielding to the loop.
+    pub read_budget: usize,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            idle_timeout: Duration::from_secs(30),
+            max_line: DEFAULT_MAX_LINE,
+            keepalive: Some(Duration::from_secs(15)),
+            read_budget: 256 * 1024,
+        }
+    }
+}
+
+pub struct WatchStream {
+    socket: TcpStream,
+    token: Token,
+    tls: Option<rustls::ClientConnection>,
+    connected: bool,
+    /// Plain HTTP only: the request bytes not yet written (TLS buffers them in rustls).
+    pending: Vec<u8>,
+    decoder: ResponseDecoder,
+    idle_timeout: Duration,
+    last_activity: Time,
+    ended: bool,
+    bytes_received: u64,
+    read_budget: usize,
+    buf: Vec<u8>,
+}
+
+impl WatchStream {
+    /// Starts connecting (non-blocking) and queues the GET. `path_and_query` is appended to
+    /// the connection's base path; `authorization` is a full header value (`Bearer …`).
+    /// Resolving a DNS host name is the one blocking step (IP literals do not block).
+    pub fn open(
+        conn: &Connection,
+        path_and_query: &str,
+        authorization: Option<&str>,
+        registry: &Registry,
+        token: Token,
+        now: Time,
+        options: &WatchOptions,
+    ) -> Result<WatchStream, OpenError> {
+        let addr = resolve(&conn.host, conn.port)?;
+        let mut socket =
+            TcpStream::connect(addr).map_err(|e| OpenError(format!("connect {addr}: {e}")))?;
+        socket
+            .set_nodelay(true)
+            .map_err(|e| OpenError(format!("TCP_NODELAY: {e}")))?;
+        if let Some(idle) = options.keepalive {
+            if let Err(e) = keepalive::enable(&socket, idle) {
+                log::debug!("TCP keepalive not enabled on the watch to {addr}: {e}");
+            }
+        }
+        let request = request_bytes(conn, path_and_query, authorization);
+        let (tls, pending) = match conn.scheme {
+            Scheme::Http => (None, request),
+            Scheme::Https => {
+                let config = conn
+                    .tls
+                    .clone()
+                    .ok_or_else(|| OpenError("https without a TLS configuration".into()))?;
+                let server_name = rustls::pki_types::ServerName::try_from(conn.host.clone())
+                    .map_err(|e| OpenError(format!("server name {:?}: {e}", conn.host)))?;
+                let mut tls = rustls::ClientConnection::new(http1_only(config), server_name)
+                    .map_err(|e| OpenError(format!("TLS: {e}")))?;
+                tls.writer()
+                    .write_all(&request)
+                    .map_err(|e| OpenError(format!("TLS: {e}")))?;
+                (Some(tls), Vec::new())
+            }
+        };
+        registry
+            .register(&mut socket, token, Interest::READABLE | Interest::WRITABLE)
+            .map_err(|e| OpenError(format!("register with the poll: {e}")))?;
+        Ok(WatchStream {
+            socket,
+            token,
+            tls,
+            connected: false,
+            pending,
+            decoder: ResponseDecoder::new(options.max_line),
+            idle_timeout: options.idle_timeout,
+            last_activity: now,
+            ended: false,
+            bytes_received: 0,
+            read_budget: options.read_budget.max(1),
+            buf: vec![0; READ_CHUNK],
+        })
+    }
+
+    pub fn token(&self) -> Token {
+        self.token
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    pub fn bytes_received(&self) -> u64 {
+        self.bytes_received
+    }
+
+    /// When the stream is presumed dead if no byte arrives before.
+    pub fn idle_deadline(&self) -> Time {
+        self.last_activity + self.idle_timeout
+    }
+
+    /// Ends the stream with `IdleTimeout` if its deadline has passed.
+    pub fn check_idle(&mut self, now: Time, out: &mut Vec<WatchItem>) {
+        if !self.ended && now >= self.idle_deadline() {
+            self.end(out, StreamEnd::IdleTimeout);
+        }
+    }
+
+    /// Answers a readiness event for this stream's token: connects, writes what is pending,
+    /// reads and decodes until the socket would block — or until `read_budget` bytes were
+    /// decoded, so one fast stream cannot starve the loop's timers. On `MoreToRead` the caller
+    /// must call again soon (after its due timers) without waiting for a new event: with
+    /// edge-triggered readiness, none will come for bytes already there.
+    pub fn on_ready(&mut self, now: Time, out: &mut Vec<WatchItem>) -> Drain {
+        if self.ended {
+            return Drain::Done;
+        }
+        if !self.connected {
+            match self.check_connected() {
+                Ok(true) => self.connected = true,
+                Ok(false) => return Drain::Done,
+                Err(e) => {
+                    self.end(out, StreamEnd::Broken(format!("connect: {e}")));
+                    return Drain::Done;
+                }
+            }
+        }
+        if let Err(e) = self.flush() {
+            self.end(out, StreamEnd::Broken(format!("write: {e}")));
+            return Drain::Done;
+        }
+        let result = if self.tls.is_some() {
+            self.read_tls(now, out)
+        } else {
+            self.read_plain(now, out)
+        };
+        if self.decoder.is_ended() {
+            self.ended = true;
+        }
+        match result {
+            Ok(drain) if !self.ended => drain,
+            Ok(_) => Drain::Done,
+            Err(end) => {
+                self.end(out, end);
+                Drain::Done
+            }
+        }
+    }
+
+    /// Deregisters; the socket closes when the stream is dropped.
+    pub fn close(mut self, registry: &Registry) {
+        let _ = registry.deregister(&mut self.socket);
+    }
+
+    fn end(&mut self, out: &mut Vec<WatchItem>, end: StreamEnd) {
+        if !self.ended {
+            self.ended = true;
+            out.push(WatchItem::Ended(end));
+        }
+    }
+
+    fn check_connected(&mut self) -> io::Result<bool> {
+        if let Some(e) = self.socket.take_error()? {
+            return Err(e);
+        }
+        match self.socket.peer_addr() {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(tls) = &mut self.tls {
+            while tls.wants_write() {
+                match tls.write_tls(&mut self.socket) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(());
+        }
+        while !self.pending.is_empty() {
+            match self.socket.write(&self.pending) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.pending.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_plain(&mut self, now: Time, out: &mut Vec<WatchItem>) -> Result<Drain, StreamEnd> {
+        let mut delivered = 0;
+        loop {
+            match self.socket.read(&mut self.buf) {
+                Ok(0) => {
+                    self.decoder.eof(out);
+                    return Ok(Drain::Done);
+                }
+                Ok(n) => {
+                    self.last_activity = now;
+                    self.bytes_received += n as u64;
+                    self.decoder.feed(&self.buf[..n], out);
+                    if self.decoder.is_ended() {
+                        return Ok(Drain::Done);
+                    }
+                    delivered += n;
+                    if delivered >= self.read_budget {
+                        return Ok(Drain::MoreToRead);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drain::Done),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(StreamEnd::Broken(format!("read: {e}"))),
+            }
+        }
+    }
+
+    fn read_tls(&mut self, now: Time, out: &mut Vec<WatchItem>) -> Result<Drain, StreamEnd> {
+        let Some(tls) = &mut self.tls else {
+            return Ok(Drain::Done);
+        };
+        let mut delivered = 0;
+        let mut tcp_eof = false;
+        loop {
+            // Drain every plaintext byte rustls holds first: edge-triggered, nothing will
+            // remind us, and rustls refuses more TLS records while its plaintext buffer is full.
+            loop {
+                match tls.reader().read(&mut self.buf) {
+                    Ok(0) => {
+                        // close_notify: the server closed the connection properly.
+                        self.decoder.eof(out);
+                        return Ok(Drain::Done);
+                    }
+                    Ok(n) => {
+                        self.decoder.feed(&self.buf[..n], out);
+                        if self.decoder.is_ended() {
+                            return Ok(Drain::Done);
+                        }
+                        delivered += n;
+                        if delivered >= self.read_budget {
+                            return Ok(Drain::MoreToRead);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                        // API server shutdown: TCP dropped without close_notify.
+                        return Err(StreamEnd::Broken(
+                            "connection closed without TLS close_notify".into(),
+                        ));
+                    }
+                    Err(e) => return Err(StreamEnd::Broken(format!("TLS read: {e}"))),
+                }
+            }
+            // Key updates and the rest of the handshake may need writing.
+            while tls.wants_write() {
+                match tls.write_tls(&mut self.socket) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(StreamEnd::Broken(format!("write: {e}"))),
+                }
+            }
+            if tcp_eof {
+                return Err(StreamEnd::Broken(
+                    "connection closed without TLS close_notify".into(),
+                ));
+            }
+            match tls.read_tls(&mut self.socket) {
+                Ok(0) => tcp_eof = true,
+                Ok(n) => {
+                    self.last_activity = now;
+                    self.bytes_received += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drain::Done),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(StreamEnd::Broken(format!("read: {e}"))),
+            }
+            if let Err(e) = tls.process_new_packets() {
+                // Send the alert rustls queued, best effort.
+                let _ = tls.write_tls(&mut self.socket);
+                return Err(StreamEnd::Broken(format!("TLS: {e}")));
+            }
+        }
+    }
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, OpenError> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| OpenError(format!("resolve {host}: {e}")))?
+        .next()
+        .ok_or_else(|| OpenError(format!("resolve {host}: no address")))
+}
+
+/// The watch connection speaks HTTP/1.1 only (see the module notes).
+fn http1_only(config: Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
+    if config.alpn_protocols.iter().all(|p| p == b"http/1.1") {
+        return config;
+    }
+    let mut own = (*config).clone();
+    own.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(own)
+}
+
+fn request_bytes(conn: &Connection, path_and_query: &str, authorization: Option<&str>) -> Vec<u8> {
+    let host = if conn.host.contains(':') {
+        format!("[{}]", conn.host)
+    } else {
+        conn.host.clone()
+    };
+    let default_port = match conn.scheme {
+        Scheme::Http => 80,
+        Scheme::Https => 443,
+    };
+    let host_header = if conn.port == default_port {
+        host
+    } else {
+        format!("{host}:{}", conn.port)
+    };
+    let mut req = format!(
+        "GET {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: node-lifecycled/{}\r\nAccept: application/json\r\n",
+        conn.base_path,
+        path_and_query,
+        host_header,
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Some(auth) = authorization {
+        // A header value may not span lines: drop anything that would.
+        let auth: String = auth.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+        req.push_str("Authorization: ");
+        req.push_str(&auth);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    req.into_bytes()
+}
+
+/// TCP keepalive without a socket crate: `setsockopt` from the C library std already links.
+mod keepalive {
+    use std::io;
+    use std::time::Duration;
+
+    #[cfg(target_os = "linux")]
+    pub fn enable(socket: &mio::net::TcpStream, idle: Duration) -> io::Result<()> {
+        use std::ffi::{c_int, c_void};
+        use std::os::fd::AsRawFd;
+
+        unsafe extern "C" {
+            fn setsockopt(
+                fd: c_int,
+                level: c_int,
+                name: c_int,
+                value: *const c_void,
+                len: u32,
+            ) -> c_int;
+        }
+        // <sys/socket.h>, <netinet/in.h>, <netinet/tcp.h> on Linux.
+        const SOL_SOCKET: c_int = 1;
+        const SO_KEEPALIVE: c_int = 9;
+        const IPPROTO_TCP: c_int = 6;
+        const TCP_KEEPIDLE: c_int = 4;
+        const TCP_KEEPINTVL: c_int = 5;
+        const TCP_KEEPCNT: c_int = 6;
+
+        let fd = socket.as_raw_fd();
+        let idle_secs = c_int::try_from(idle.as_secs().max(1)).unwrap_or(c_int::MAX);
+        for (level, name, value) in [
+            (SOL_SOCKET, SO_KEEPALIVE, 1),
+            (IPPROTO_TCP, TCP_KEEPIDLE, idle_secs),
+            (IPPROTO_TCP, TCP_KEEPINTVL, 5),
+            (IPPROTO_TCP, TCP_KEEPCNT, 3),
+        ] {
+            // SAFETY: `fd` is an open socket owned by `socket`, which outlives the call; the
+            // value pointer and length describe a live c_int, as setsockopt(2) expects.
+            let rc = unsafe {
+                setsockopt(
+                    fd,
+                    level,
+                    name,
+                    (&value as *const c_int).cast::<c_void>(),
+                    std::mem::size_of::<c_int>() as u32,
+                )
+            };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn enable(_socket: &mio::net::TcpStream, _idle: Duration) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "keepalive is set on Linux only",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::connection::Credentials;
+
+    fn conn(scheme: Scheme, host: &str, port: u16, base: &str) -> Connection {
+        Connection {
+            scheme,
+            host: host.into(),
+            port,
+            base_path: base.into(),
+            tls: None,
+            credentials: Credentials::None,
+        }
+    }
+
+    #[test]
+    fn request_carries_host_agent_accept_and_authorization() {
+        let c = conn(Scheme::Https, "10.0.0.1", 6443, "/k8s");
+        let req = String::from_utf8(request_bytes(
+            &c,
+            "/api/v1/nodes?watch=true",
+            Some("Bearer abc\r\nX: y"),
+        ))
+        .unwrap();
+        assert_eq!(
+            req,
+            format!(
+                "GET /k8s/api/v1/nodes?watch=true HTTP/1.1\r\nHost: 10.0.0.1:6443\r\nUser-Agent: node-lifecycled/{}\r\nAccept: application/json\r\nAuthorization: Bearer abcX: y\r\n\r\n",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        let v6 = conn(Scheme::Https, "::1", 443, "");
+        let req = String::from_utf8(request_bytes(&v6, "/x", None)).unwrap();
+        assert!(req.contains("\r\nHost: [::1]\r\n"), "{req}");
+    }
+
+    #[test]
+    fn h2_is_never_offered_on_a_watch_connection() {
+        let roots = rustls::RootCertStore::empty();
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let fixed = http1_only(Arc::new(config));
+        assert_eq!(fixed.alpn_protocols, vec![b"http/1.1".to_vec()]);
+    }
+}
