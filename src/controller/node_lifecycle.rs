@@ -935,11 +935,7 @@ impl NodeLifecycle {
     fn eviction_pass(&mut self, now: Time, out: &mut Vec<Action>) {
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         for zone in keys {
-            loop {
-                let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now))
-                else {
-                    break;
-                };
+            while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
                 if self.taint_based {
                     self.taint_from_queue(&zone, &value.value, now, out);
                 } else {
@@ -1055,13 +1051,15 @@ impl NodeLifecycle {
         if all_are_full && all_were_full {
             return;
         }
-        let names: Vec<Name> = self
-            .nodes
-            .iter()
-            .filter(|(_, e)| e.registered)
-            .map(|(n, _)| n.clone())
-            .collect();
+        let registered = |nodes: &BTreeMap<Name, NodeEntry>| -> Vec<Name> {
+            nodes
+                .iter()
+                .filter(|(_, e)| e.registered)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
         if all_are_full {
+            let names = registered(&self.nodes);
             // Entering "master disruption mode": every zone is down, most likely our own
             // view of the cluster is broken. Stop everything.
             for name in &names {
@@ -1078,6 +1076,7 @@ impl NodeLifecycle {
             return;
         }
         if all_were_full {
+            let names = registered(&self.nodes);
             // Exiting: every node gets a fresh grace period (upstream behaviour).
             for name in &names {
                 if let Some(e) = self.nodes.get_mut(name) {

@@ -113,10 +113,6 @@ impl NodeBuilder {
         });
         self
     }
-    pub fn unschedulable(mut self) -> Self {
-        self.0.unschedulable = true;
-        self
-    }
     pub fn build(self) -> Node {
         self.0
     }
@@ -426,7 +422,7 @@ impl Harness {
         self.dump()
             .zones
             .iter()
-            .find(|z| &*z.key == key)
+            .find(|z| *z.key == key)
             .and_then(|z| z.state)
     }
 

@@ -276,7 +276,8 @@ fn test_reconcile_node_labels() {
         vec![],
         vec![],
     );
-    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<(&str, &str)>)> = vec![
+    type Labels = Vec<(&'static str, &'static str)>;
+    let cases: Vec<(&str, Labels, Labels)> = vec![
         ("No-op if node has no labels", vec![], vec![]),
         (
             "No-op if no target labels present",
