@@ -1,6 +1,29 @@
 //! The node lifecycle logic, sans-IO: `(input, now) -> actions`. Never reads a clock, opens a
 //! socket or logs a decision it did not return.
 
+pub mod actions;
+pub mod dump;
 pub mod events;
+pub mod health;
+pub mod inputs;
+pub mod labels;
+mod legacy_eviction;
+pub mod no_schedule;
+pub mod node_lifecycle;
+pub mod rate_limited_queue;
+pub mod settings;
 pub mod taint_eviction;
+pub mod taint_ops;
 pub mod tolerations;
+pub mod zones;
+
+#[cfg(test)]
+mod tests;
+
+pub use actions::{Action, ActionId};
+pub use dump::{NodeDump, StateDump, ZoneDump};
+pub use inputs::{Input, LeaseReadOutcome, Outcome};
+pub use legacy_eviction::NODE_LOST_REASON;
+pub use node_lifecycle::{LegacyEviction, NodeLifecycle};
+pub use settings::Settings;
+pub use zones::ZoneState;

@@ -1,0 +1,77 @@
+//! What the controller asks the shell to do: plain data. Writes carry an [`ActionId`]; the shell
+//! answers each with an [`super::Input::Result`] (or `LeaseRead`) carrying the same id.
+
+use crate::model::{Name, NodeCondition, PodKey, Taint};
+
+use super::events::Event;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ActionId(pub u64);
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Write the node's status conditions (optimistic: fails with 409 on a stale
+    /// `resource_version`). `conditions` is the node's full condition list after the change.
+    UpdateNodeConditions {
+        id: ActionId,
+        node: Name,
+        uid: Name,
+        resource_version: Name,
+        conditions: Vec<NodeCondition>,
+    },
+    /// Replace `spec.taints` with `taints` (the FULL desired list), guarded by
+    /// `resource_version`. Taints added by this write carry `time_added = now`.
+    PatchNodeTaints {
+        id: ActionId,
+        node: Name,
+        uid: Name,
+        resource_version: Name,
+        taints: Vec<Taint>,
+    },
+    /// Merge these labels into `metadata.labels` (only keys that must change).
+    PatchNodeLabels {
+        id: ActionId,
+        node: Name,
+        uid: Name,
+        labels: Vec<(Name, Name)>,
+    },
+    /// Set the pod's Ready condition to False (UID precondition).
+    MarkPodNotReady {
+        id: ActionId,
+        pod: PodKey,
+        uid: Name,
+        node: Name,
+    },
+    /// Legacy mode: set `status.reason = NodeLost` and `status.message = message`.
+    SetPodStatusNodeLost {
+        id: ActionId,
+        pod: PodKey,
+        uid: Name,
+        message: String,
+    },
+    /// Legacy mode: graceful DELETE of the pod (its own grace period, UID precondition).
+    DeletePod {
+        id: ActionId,
+        pod: PodKey,
+        uid: Name,
+    },
+    /// Best effort: never answered.
+    RecordEvent(Event),
+    /// Read `kube-node-lease/<node>` live from the API server (not from a cache).
+    ReadLease { id: ActionId, node: Name },
+}
+
+impl Action {
+    pub fn id(&self) -> Option<ActionId> {
+        match self {
+            Action::UpdateNodeConditions { id, .. }
+            | Action::PatchNodeTaints { id, .. }
+            | Action::PatchNodeLabels { id, .. }
+            | Action::MarkPodNotReady { id, .. }
+            | Action::SetPodStatusNodeLost { id, .. }
+            | Action::DeletePod { id, .. }
+            | Action::ReadLease { id, .. } => Some(*id),
+            Action::RecordEvent(_) => None,
+        }
+    }
+}

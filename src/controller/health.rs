@@ -1,0 +1,153 @@
+//! Node health bookkeeping (SPEC §3, upstream `tryUpdateNodeHealth`): when the controller last
+//! saw a sign of life (`probe_time`), when Ready last changed, and what the node looks like
+//! once its grace period ran out. All times are the controller's clock, never the kubelet's.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::model::{ConditionStatus, Node, NodeCondition, NodeConditionType};
+use crate::time::Time;
+
+/// What of the node's Ready condition is compared between observations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadySnapshot {
+    pub status: ConditionStatus,
+    pub last_heartbeat_time: Option<Time>,
+    pub last_transition_time: Option<Time>,
+}
+
+impl ReadySnapshot {
+    pub fn of(c: &NodeCondition) -> ReadySnapshot {
+        ReadySnapshot {
+            status: c.status,
+            last_heartbeat_time: c.last_heartbeat_time,
+            last_transition_time: c.last_transition_time,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeHealth {
+    pub probe_time: Time,
+    pub ready_transition_time: Time,
+    /// The Ready condition as last saved (upstream `nodeHealth.status`).
+    pub saved_ready: Option<ReadySnapshot>,
+    /// `renewTime` of the newest Lease seen; `None`: never had one.
+    pub lease_renew: Option<Time>,
+}
+
+impl NodeHealth {
+    /// First sight of a node. Without a Ready condition its clock starts at its creation (the
+    /// startup grace counts from there); with one, now.
+    pub fn first_seen(node: &Node, now: Time) -> NodeHealth {
+        match node.ready() {
+            None => NodeHealth {
+                probe_time: node.creation_timestamp,
+                ready_transition_time: node.creation_timestamp,
+                saved_ready: None,
+                lease_renew: None,
+            },
+            Some(c) => NodeHealth {
+                probe_time: now,
+                ready_transition_time: now,
+                saved_ready: Some(ReadySnapshot::of(c)),
+                lease_renew: None,
+            },
+        }
+    }
+
+    /// A newer version of the node was seen. Returns true if `probe_time` moved.
+    pub fn observe_node(&mut self, node: &Node, now: Time) -> bool {
+        let Some(current) = node.ready() else {
+            // Upstream overwrites the saved status before comparing, so a Ready condition that
+            // disappears does not refresh the probe time: the startup grace counts from the
+            // last sign of life.
+            self.saved_ready = None;
+            return false;
+        };
+        let current = ReadySnapshot::of(current);
+        let moved = match &self.saved_ready {
+            None => {
+                // Ready appeared (or the controller restarted with the node already there).
+                self.probe_time = now;
+                self.ready_transition_time = now;
+                true
+            }
+            Some(saved) if saved.last_heartbeat_time != current.last_heartbeat_time => {
+                if saved.last_transition_time != current.last_transition_time {
+                    self.ready_transition_time = now;
+                }
+                self.probe_time = now;
+                true
+            }
+            Some(_) => false,
+        };
+        self.saved_ready = Some(current);
+        moved
+    }
+
+    /// A Lease renewal is evidence of life when it is newer than the one saved.
+    pub fn observe_lease(&mut self, renew_time: Option<Time>, now: Time) -> bool {
+        let Some(renew) = renew_time else {
+            return false;
+        };
+        if self.lease_renew.is_some_and(|saved| saved >= renew) {
+            return false;
+        }
+        self.lease_renew = Some(renew);
+        self.probe_time = now;
+        true
+    }
+
+    /// The grace this node is entitled to: startup grace until it posts a Ready condition.
+    pub fn grace(node: &Node, monitor: Duration, startup: Duration) -> Duration {
+        if node.ready().is_some() {
+            monitor
+        } else {
+            startup
+        }
+    }
+
+    /// The first instant at which the node is overdue (`now > probe_time + grace`).
+    pub fn verdict_at(&self, grace: Duration) -> Time {
+        self.probe_time + grace + Duration::from_millis(1)
+    }
+}
+
+/// The node's conditions once its grace ran out: Ready, MemoryPressure, DiskPressure and
+/// PIDPressure become Unknown (NetworkUnavailable is the network plugin's, left alone).
+/// Returns `None` when the Ready condition would not change (nothing to write).
+pub fn stale_conditions(node: &Node, now: Time) -> Option<Vec<NodeCondition>> {
+    let observed = node.ready().map(|c| c.status);
+    let mut conditions = node.conditions.clone();
+    for kind in [
+        NodeConditionType::Ready,
+        NodeConditionType::MemoryPressure,
+        NodeConditionType::DiskPressure,
+        NodeConditionType::PIDPressure,
+    ] {
+        match conditions.iter_mut().find(|c| c.kind == kind) {
+            None => conditions.push(NodeCondition {
+                kind,
+                status: ConditionStatus::Unknown,
+                last_heartbeat_time: Some(node.creation_timestamp),
+                last_transition_time: Some(now),
+                reason: Some(Rc::from("NodeStatusNeverUpdated")),
+                message: Some(Rc::from("Kubelet never posted node status.")),
+            }),
+            Some(c) if c.status != ConditionStatus::Unknown => {
+                c.status = ConditionStatus::Unknown;
+                c.reason = Some(Rc::from("NodeStatusUnknown"));
+                c.message = Some(Rc::from("Kubelet stopped posting node status."));
+                c.last_transition_time = Some(now);
+            }
+            Some(_) => {}
+        }
+    }
+    // Upstream compares the whole Ready condition: a missing one (observed as a synthetic
+    // Unknown dated at creation) differs from the one added here by its reason.
+    if observed == Some(ConditionStatus::Unknown) {
+        return None;
+    }
+    Some(conditions)
+}

@@ -1,0 +1,301 @@
+//! Legacy direct eviction (`taint_based_eviction = false`, SPEC §9; upstream before 1.27):
+//! instead of NoExecute taints, a node not Ready for longer than `pod_eviction_timeout` is
+//! queued in its zone's (rate-limited) queue, and processing it deletes its pods after setting
+//! their status reason to `NodeLost`. DaemonSet pods and pods already being deleted stay.
+
+use crate::model::{ConditionStatus, Name, PodKey};
+use crate::time::Time;
+
+use super::actions::{Action, ActionId};
+use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
+use super::inputs::Outcome;
+use super::node_lifecycle::{EvictionJob, LegacyEviction, NodeLifecycle, Pending};
+
+/// `NodeUnreachablePodReason`.
+pub const NODE_LOST_REASON: &str = "NodeLost";
+
+impl NodeLifecycle {
+    /// Upstream `processNoTaintBaseEviction`.
+    pub(super) fn process_no_taint_based_eviction(
+        &mut self,
+        name: &Name,
+        observed: ConditionStatus,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let timeout = self.settings.pod_eviction_timeout;
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        let due = match observed {
+            ConditionStatus::True => {
+                self.cancel_pod_eviction(name);
+                return;
+            }
+            ConditionStatus::False => now > e.health.ready_transition_time + timeout,
+            ConditionStatus::Unknown => now > e.health.probe_time + timeout,
+        };
+        if due {
+            self.evict_pods(name, now, out);
+        }
+    }
+
+    /// Upstream `evictPods`: an evicted node's new pods go at once; otherwise the node is queued.
+    fn evict_pods(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        if e.legacy == LegacyEviction::Evicted {
+            if e.legacy_job.is_none() {
+                self.start_delete_job(name, false, out);
+            }
+            return;
+        }
+        e.legacy = LegacyEviction::ToBeEvicted;
+        let uid = e.node.uid.clone();
+        if let Some(zone) = self.zones.get_mut(&e.zone) {
+            zone.queue.add(name, &uid, now);
+        }
+    }
+
+    /// Upstream `cancelPodEviction`.
+    pub(super) fn cancel_pod_eviction(&mut self, name: &Name) {
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        e.legacy = LegacyEviction::Unmarked;
+        if let Some(zone) = self.zones.get_mut(&e.zone) {
+            zone.queue.remove(name);
+        }
+    }
+
+    pub(super) fn evict_from_queue(
+        &mut self,
+        zone: &Name,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(e) = self.nodes.get_mut(name) else {
+            return; // gone: done
+        };
+        match &mut e.legacy_job {
+            Some(job) => job.from_queue = true,
+            None => self.start_delete_job(name, true, out),
+        }
+        // A job with nothing to do completes at once.
+        self.finish_job_if_done(name, zone, now);
+    }
+
+    /// Upstream `DeletePods` for every pod bound to the node.
+    fn start_delete_job(&mut self, name: &Name, from_queue: bool, out: &mut Vec<Action>) {
+        let keys: Vec<PodKey> = self
+            .pods_by_node
+            .get(name)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        let node = e.node.clone();
+        if !keys.is_empty() {
+            out.push(Action::RecordEvent(Event {
+                object: EventObject::Node {
+                    name: node.name.clone(),
+                    uid: node.uid.clone(),
+                },
+                event_type: EventType::Normal,
+                reason: "DeletingAllPods",
+                message: format!(
+                    "Node {} event: Deleting all Pods from Node {}.",
+                    node.name, node.name
+                ),
+                component: NODE_CONTROLLER,
+            }));
+        }
+        let mut job = EvictionJob {
+            outstanding: 0,
+            failed: false,
+            from_queue,
+        };
+        for key in keys {
+            let Some(pod) = self.pods.get(&key) else {
+                continue;
+            };
+            if pod.node_name.as_ref() != Some(name) {
+                continue;
+            }
+            if self.node_lost.contains(&key) {
+                job.outstanding += usize::from(self.delete_step(&key, name, out));
+                continue;
+            }
+            let uid = pod.uid.clone();
+            let id = self.next_action_id();
+            self.pending.insert(
+                id,
+                Pending::PodNodeLost {
+                    pod: key.clone(),
+                    node: name.clone(),
+                    uid: node.uid.clone(),
+                },
+            );
+            out.push(Action::SetPodStatusNodeLost {
+                id,
+                message: format!(
+                    "Node {} which was running pod {} is unresponsive",
+                    name, key.name
+                ),
+                pod: key,
+                uid,
+            });
+            job.outstanding += 1;
+        }
+        if let Some(e) = self.nodes.get_mut(name) {
+            e.legacy_job = Some(job);
+        }
+    }
+
+    fn next_action_id(&mut self) -> ActionId {
+        self.next_id += 1;
+        ActionId(self.next_id)
+    }
+
+    /// Deletes the pod unless it is a DaemonSet's or already being deleted. True if a delete
+    /// was sent.
+    fn delete_step(&mut self, key: &PodKey, node: &Name, out: &mut Vec<Action>) -> bool {
+        let Some(pod) = self.pods.get(key) else {
+            return false;
+        };
+        if pod.deleting || pod.daemonset_owned {
+            return false;
+        }
+        let node_uid = self
+            .nodes
+            .get(node)
+            .map(|e| e.node.uid.clone())
+            .unwrap_or_else(|| Name::from(""));
+        out.push(Action::RecordEvent(Event {
+            object: EventObject::Pod {
+                namespace: pod.key.namespace.clone(),
+                name: pod.key.name.clone(),
+                uid: pod.uid.clone(),
+            },
+            event_type: EventType::Normal,
+            reason: "NodeControllerEviction",
+            message: format!(
+                "Marking for deletion Pod {} from Node {}",
+                pod.key.name, node
+            ),
+            component: NODE_CONTROLLER,
+        }));
+        let uid = pod.uid.clone();
+        let id = self.next_action_id();
+        self.pending.insert(
+            id,
+            Pending::DeletePod {
+                pod: key.clone(),
+                node: node.clone(),
+                uid: node_uid,
+            },
+        );
+        out.push(Action::DeletePod {
+            id,
+            pod: key.clone(),
+            uid,
+        });
+        true
+    }
+
+    pub(super) fn on_node_lost_result(
+        &mut self,
+        pod: &PodKey,
+        node: &Name,
+        node_uid: &Name,
+        outcome: Outcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        match outcome {
+            Outcome::Ok => {
+                self.node_lost.insert(pod.clone());
+            }
+            Outcome::Conflict => self.job_failed(node),
+            _ => {}
+        }
+        let proceed = !matches!(outcome, Outcome::Conflict | Outcome::NotFound);
+        let sent = proceed && self.job_alive(node, node_uid) && self.delete_step(pod, node, out);
+        if !sent {
+            self.job_step_done(node, node_uid, now);
+        }
+    }
+
+    pub(super) fn on_delete_pod_result(
+        &mut self,
+        pod: &PodKey,
+        node: &Name,
+        node_uid: &Name,
+        outcome: Outcome,
+        now: Time,
+    ) {
+        match outcome {
+            Outcome::Ok => {
+                if let Some(p) = self.pods.get_mut(pod) {
+                    p.deleting = true;
+                }
+            }
+            Outcome::NotFound => {}
+            Outcome::Conflict | Outcome::Failed(_) => self.job_failed(node),
+        }
+        self.job_step_done(node, node_uid, now);
+    }
+
+    fn job_alive(&self, node: &Name, uid: &Name) -> bool {
+        self.nodes
+            .get(node)
+            .is_some_and(|e| &e.node.uid == uid && e.legacy_job.is_some())
+    }
+
+    fn job_failed(&mut self, node: &Name) {
+        if let Some(job) = self.nodes.get_mut(node).and_then(|e| e.legacy_job.as_mut()) {
+            job.failed = true;
+        }
+    }
+
+    fn job_step_done(&mut self, node: &Name, uid: &Name, now: Time) {
+        if !self.job_alive(node, uid) {
+            return;
+        }
+        let Some(e) = self.nodes.get_mut(node) else {
+            return;
+        };
+        if let Some(job) = e.legacy_job.as_mut() {
+            job.outstanding = job.outstanding.saturating_sub(1);
+        }
+        let zone = e.zone.clone();
+        self.finish_job_if_done(node, &zone, now);
+    }
+
+    fn finish_job_if_done(&mut self, node: &Name, zone: &Name, now: Time) {
+        let Some(e) = self.nodes.get_mut(node) else {
+            return;
+        };
+        if e.legacy_job.as_ref().is_none_or(|j| j.outstanding > 0) {
+            return;
+        }
+        let Some(job) = e.legacy_job.take() else {
+            return;
+        };
+        if !job.from_queue {
+            return;
+        }
+        let Some(z) = self.zones.get_mut(zone) else {
+            return;
+        };
+        if job.failed {
+            z.queue.retry_at(node, now);
+        } else {
+            e.legacy = LegacyEviction::Evicted;
+            z.evictions_total += 1;
+        }
+    }
+}

@@ -1,0 +1,1367 @@
+//! The node lifecycle controller as a deterministic state machine: `(input, now) -> actions`.
+//!
+//! Upstream runs a 5 s `monitorNodeHealth` pass, a 100 ms NoExecute tainting pass and node/pod
+//! event workers. Here the same decisions are driven by events and exact timers:
+//! - a node's health verdict is due at `probe_time + grace` (its own timer), and before
+//!   declaring it Unknown on an expired Lease the Lease is read live (KEP-5647);
+//! - node updates reconcile NoSchedule taints and labels at once;
+//! - the periodic pass (every `node_monitor_period`) re-evaluates every node as a safety net;
+//! - zone disruption is recomputed whenever a node's Ready changes (counts kept incrementally).
+//!
+//! Writes are optimistic and asynchronous: each carries an id, the result comes back as an
+//! input. At most one taint write, one label write and one status write per node is in flight.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::model::{ConditionStatus, Lease, Name, Node, Pod, PodKey};
+use crate::runtime::{Rate, TimerHeap};
+use crate::time::Time;
+
+use super::actions::{Action, ActionId};
+use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
+use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
+use super::inputs::{Input, LeaseReadOutcome, Outcome};
+use super::labels::labels_to_update;
+use super::rate_limited_queue::RateLimitedTimedQueue;
+use super::settings::{CONFLICT_RETRIES, NODE_EVICTION_PERIOD, Settings, TAINT_RETRY_DELAY};
+use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
+use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Timer {
+    /// The periodic full pass.
+    MonitorPass,
+    /// The zone queues' pass (NoExecute tainting, or legacy pod eviction).
+    EvictionPass,
+    /// `probe_time + grace` of a node.
+    NodeGrace(Name),
+    /// A failed live Lease read, tried again.
+    LeaseReadRetry(Name),
+}
+
+/// Where a node's health verdict stands.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Verdict {
+    Idle,
+    /// The node looks overdue; its Lease is being read live before deciding.
+    ReadingLease(ActionId),
+    /// Conditions set Unknown are being written. `observed` is Ready before the write.
+    Writing {
+        id: ActionId,
+        observed: ConditionStatus,
+        resource_version: Name,
+        conditions: Vec<crate::model::NodeCondition>,
+    },
+}
+
+/// Legacy mode (SPEC §9): where a node's pod eviction stands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LegacyEviction {
+    Unmarked,
+    ToBeEvicted,
+    Evicted,
+}
+
+#[derive(Debug)]
+pub(super) struct EvictionJob {
+    pub outstanding: usize,
+    pub failed: bool,
+    /// Started by the zone queue (its outcome is reported back) or directly.
+    pub from_queue: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct TaintWrite {
+    pub id: ActionId,
+    pub resource_version: Name,
+    pub taints: Vec<crate::model::Taint>,
+    pub ops: Vec<TaintOp>,
+}
+
+#[derive(Debug)]
+pub(super) struct NodeEntry {
+    pub node: Node,
+    /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
+    pub registered: bool,
+    pub health: NodeHealth,
+    pub zone: Name,
+    /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
+    pub counted: Option<bool>,
+    /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
+    pub needs_pod_retry: bool,
+    pub verdict: Verdict,
+    pub verdict_tries: u32,
+    /// The probe time a live Lease read confirmed as stale (evidence for the verdict).
+    pub lease_confirmed_for: Option<Time>,
+    pub taint_write: Option<TaintWrite>,
+    pub taint_ops: Vec<TaintOp>,
+    pub taint_tries: u32,
+    pub label_write: Option<ActionId>,
+    pub legacy: LegacyEviction,
+    pub legacy_job: Option<EvictionJob>,
+}
+
+#[derive(Debug)]
+pub(super) enum Pending {
+    NodeStatus {
+        node: Name,
+        uid: Name,
+    },
+    NodeTaints {
+        node: Name,
+        uid: Name,
+    },
+    NodeLabels {
+        node: Name,
+        uid: Name,
+        labels: Vec<(Name, Name)>,
+    },
+    LeaseRead {
+        node: Name,
+        uid: Name,
+    },
+    PodNotReady {
+        pod: PodKey,
+        node: Name,
+    },
+    PodNodeLost {
+        pod: PodKey,
+        node: Name,
+        uid: Name,
+    },
+    DeletePod {
+        pod: PodKey,
+        node: Name,
+        uid: Name,
+    },
+}
+
+pub struct NodeLifecycle {
+    pub(super) settings: Settings,
+    /// Fixed at start: switching eviction modes needs a restart.
+    pub(super) taint_based: bool,
+    pub(super) synced: bool,
+    pub(super) next_id: u64,
+    pub(super) nodes: BTreeMap<Name, NodeEntry>,
+    pub(super) leases: HashMap<Name, Lease>,
+    pub(super) pods: HashMap<PodKey, Pod>,
+    pub(super) pods_by_node: HashMap<Name, BTreeSet<PodKey>>,
+    pub(super) zones: BTreeMap<Name, Zone>,
+    pub(super) timers: TimerHeap<Timer>,
+    pub(super) pending: HashMap<ActionId, Pending>,
+    pub(super) pods_marking: HashSet<PodKey>,
+    /// Legacy: pods whose status already says NodeLost.
+    pub(super) node_lost: HashSet<PodKey>,
+    pub(super) disruption_dirty: bool,
+}
+
+fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
+    Action::RecordEvent(Event {
+        object: EventObject::Node {
+            name: node.name.clone(),
+            uid: node.uid.clone(),
+        },
+        event_type: EventType::Normal,
+        reason,
+        message,
+        component: NODE_CONTROLLER,
+    })
+}
+
+fn pod_event(pod: &Pod, event_type: EventType, reason: &'static str, message: String) -> Action {
+    Action::RecordEvent(Event {
+        object: EventObject::Pod {
+            namespace: pod.key.namespace.clone(),
+            name: pod.key.name.clone(),
+            uid: pod.uid.clone(),
+        },
+        event_type,
+        reason,
+        message,
+        component: NODE_CONTROLLER,
+    })
+}
+
+impl NodeLifecycle {
+    pub fn new(settings: Settings, _now: Time) -> NodeLifecycle {
+        NodeLifecycle {
+            taint_based: settings.taint_based_eviction,
+            settings,
+            synced: false,
+            next_id: 0,
+            nodes: BTreeMap::new(),
+            leases: HashMap::new(),
+            pods: HashMap::new(),
+            pods_by_node: HashMap::new(),
+            zones: BTreeMap::new(),
+            timers: TimerHeap::new(),
+            pending: HashMap::new(),
+            pods_marking: HashSet::new(),
+            node_lost: HashSet::new(),
+            disruption_dirty: false,
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// When the shell must call `handle(Input::Tick, now)` next.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.timers.next_deadline()
+    }
+
+    /// The node as the controller last saw it.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name).map(|e| &e.node)
+    }
+
+    /// Pods bound to `node`, from the controller's index.
+    pub fn pods_on_node<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
+        self.pods_by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k))
+    }
+
+    pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
+        let mut out = Vec::new();
+        match input {
+            Input::NodeUpsert(node) => self.on_node_upsert(node, now, &mut out),
+            Input::NodeDeleted(name) => self.forget_node(&name, &mut out),
+            Input::LeaseUpsert(lease) => self.on_lease_upsert(lease, now, &mut out),
+            Input::LeaseDeleted(name) => {
+                self.leases.remove(&name);
+            }
+            Input::PodUpsert(pod) => self.on_pod_upsert(pod, now, &mut out),
+            Input::PodDeleted(key) => self.on_pod_deleted(&key),
+            Input::InitialSyncDone => self.on_initial_sync(now, &mut out),
+            Input::Tick => self.on_tick(now, &mut out),
+            Input::Result { id, outcome } => self.on_result(id, outcome, now, &mut out),
+            Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, &mut out),
+        }
+        if self.synced {
+            if self.disruption_dirty {
+                self.handle_disruption(now, &mut out);
+            }
+            self.arm_eviction_pass(now);
+        }
+        out
+    }
+
+    /// Applies new settings (config reload): rates, thresholds, graces and the period take
+    /// effect now. `taint_based_eviction` is kept as started (a mode switch needs a restart).
+    pub fn apply_settings(&mut self, mut settings: Settings, now: Time) -> Vec<Action> {
+        settings.taint_based_eviction = self.taint_based;
+        let period_changed = settings.node_monitor_period != self.settings.node_monitor_period;
+        self.settings = settings;
+        let mut out = Vec::new();
+        if !self.synced {
+            return out;
+        }
+        if period_changed {
+            self.timers
+                .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
+        }
+        let names: Vec<Name> = self.nodes.keys().cloned().collect();
+        for name in &names {
+            self.arm_grace(name, now);
+        }
+        if !self.all_zones_fully_disrupted() {
+            let keys: Vec<Name> = self.zones.keys().cloned().collect();
+            for key in keys {
+                self.set_limiter_in_zone(&key, now);
+            }
+        }
+        self.disruption_dirty = true;
+        self.handle_disruption(now, &mut out);
+        for name in &names {
+            self.evaluate(name, now, &mut out);
+        }
+        self.arm_eviction_pass(now);
+        out
+    }
+
+    fn new_id(&mut self) -> ActionId {
+        self.next_id += 1;
+        ActionId(self.next_id)
+    }
+
+    // ---- inputs ----------------------------------------------------------------------------
+
+    fn on_node_upsert(&mut self, node: Node, now: Time, out: &mut Vec<Action>) {
+        let name = node.name.clone();
+        if let Some(e) = self.nodes.get(&name)
+            && e.node.uid != node.uid
+        {
+            // Re-created with the same name: the old one is gone, this one starts fresh.
+            self.forget_node(&name, out);
+        }
+        let Some(e) = self.nodes.get_mut(&name) else {
+            let zone: Name = Rc::from(node.zone_key());
+            let health = NodeHealth::first_seen(&node, now);
+            self.nodes.insert(
+                name.clone(),
+                NodeEntry {
+                    node,
+                    registered: false,
+                    health,
+                    zone,
+                    counted: None,
+                    needs_pod_retry: false,
+                    verdict: Verdict::Idle,
+                    verdict_tries: 0,
+                    lease_confirmed_for: None,
+                    taint_write: None,
+                    taint_ops: Vec::new(),
+                    taint_tries: 0,
+                    label_write: None,
+                    legacy: LegacyEviction::Unmarked,
+                    legacy_job: None,
+                },
+            );
+            if self.synced {
+                self.register(&name, now, out);
+            }
+            return;
+        };
+        let old_ready = e.node.ready().map(|c| c.status);
+        let old_no_execute = (
+            has_no_execute(&e.node, NoExecuteKind::NotReady),
+            has_no_execute(&e.node, NoExecuteKind::Unreachable),
+        );
+        e.node = node;
+        if !e.registered {
+            return;
+        }
+        e.health.observe_node(&e.node, now);
+        let new_ready = e.node.ready().map(|c| c.status);
+        let new_no_execute = (
+            has_no_execute(&e.node, NoExecuteKind::NotReady),
+            has_no_execute(&e.node, NoExecuteKind::Unreachable),
+        );
+        let zone: Name = Rc::from(e.node.zone_key());
+        if zone != e.zone {
+            self.move_zone(&name, zone, now);
+        }
+        self.arm_grace(&name, now);
+        self.update_contribution(&name, new_ready);
+        self.pump_taints(&name, now, out);
+        self.pump_labels(&name, out);
+        if old_ready != new_ready || old_no_execute != new_no_execute {
+            self.evaluate(&name, now, out);
+        }
+    }
+
+    fn on_lease_upsert(&mut self, lease: Lease, now: Time, _out: &mut [Action]) {
+        let name = lease.name.clone();
+        let renew = lease.renew_time;
+        self.leases.insert(name.clone(), lease);
+        let Some(e) = self.nodes.get_mut(&name) else {
+            return;
+        };
+        if e.registered && e.health.observe_lease(renew, now) {
+            self.arm_grace(&name, now);
+        }
+    }
+
+    fn on_pod_upsert(&mut self, pod: Pod, now: Time, out: &mut Vec<Action>) {
+        let key = pod.key.clone();
+        let old_node = self.pods.get(&key).and_then(|p| p.node_name.clone());
+        if old_node != pod.node_name {
+            if let Some(old) = &old_node
+                && let Some(set) = self.pods_by_node.get_mut(old)
+            {
+                set.remove(&key);
+                if set.is_empty() {
+                    self.pods_by_node.remove(old);
+                }
+            }
+            if let Some(new) = &pod.node_name {
+                self.pods_by_node
+                    .entry(new.clone())
+                    .or_default()
+                    .insert(key.clone());
+            }
+        }
+        let new_node = pod.node_name.clone();
+        self.pods.insert(key.clone(), pod);
+        if !self.synced {
+            return;
+        }
+        // Upstream `processPod`: a pod newly bound to (or moved onto) a node not Ready.
+        let Some(node_name) = new_node else {
+            return;
+        };
+        if old_node.as_ref() == Some(&node_name) {
+            return;
+        }
+        let Some(e) = self.nodes.get(&node_name) else {
+            return;
+        };
+        if !e.registered {
+            return;
+        }
+        let Some(ready) = e.health.saved_ready.as_ref().map(|r| r.status) else {
+            return;
+        };
+        if ready == ConditionStatus::True {
+            return;
+        }
+        self.mark_pods_not_ready(&node_name, Some(&key), out);
+        if !self.taint_based {
+            self.process_no_taint_based_eviction(&node_name, ready, now, out);
+        }
+    }
+
+    fn on_pod_deleted(&mut self, key: &PodKey) {
+        if let Some(pod) = self.pods.remove(key)
+            && let Some(node) = &pod.node_name
+            && let Some(set) = self.pods_by_node.get_mut(node)
+        {
+            set.remove(key);
+            if set.is_empty() {
+                self.pods_by_node.remove(node);
+            }
+        }
+        self.node_lost.remove(key);
+    }
+
+    fn on_initial_sync(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.synced {
+            return;
+        }
+        self.synced = true;
+        let names: Vec<Name> = self.nodes.keys().cloned().collect();
+        for name in &names {
+            self.register(name, now, out);
+        }
+        self.disruption_dirty = true;
+        self.timers
+            .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
+    }
+
+    fn on_tick(&mut self, now: Time, out: &mut Vec<Action>) {
+        if !self.synced {
+            return;
+        }
+        while let Some((timer, _)) = self.timers.pop_due(now) {
+            match timer {
+                Timer::MonitorPass => {
+                    self.monitor_pass(now, out);
+                    self.timers
+                        .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
+                }
+                Timer::EvictionPass => self.eviction_pass(now, out),
+                Timer::NodeGrace(name) | Timer::LeaseReadRetry(name) => {
+                    self.evaluate(&name, now, out);
+                    if self.disruption_dirty {
+                        self.handle_disruption(now, out);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- node lifecycle ----------------------------------------------------------------------
+
+    /// First sight of a node once synced (upstream: "added" in `classifyNodes`).
+    fn register(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let lease_renew = self.leases.get(name).and_then(|l| l.renew_time);
+        let eviction_rate = self.settings.node_eviction_rate;
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        e.registered = true;
+        e.health = NodeHealth::first_seen(&e.node, now);
+        e.health.observe_lease(lease_renew, now);
+        e.zone = Rc::from(e.node.zone_key());
+        // After a restart, pods still Ready on a node already not Ready are marked
+        // (kubernetes#135205); a node that never posted Ready has no pods running yet.
+        e.needs_pod_retry = e
+            .node
+            .ready()
+            .is_some_and(|c| c.status != ConditionStatus::True);
+        out.push(node_event(
+            &e.node,
+            "RegisteredNode",
+            format!(
+                "Node {} event: Registered Node {} in Controller",
+                e.node.name, e.node.name
+            ),
+        ));
+        let zone = e.zone.clone();
+        let ready = e.node.ready().map(|c| c.status);
+        self.zones
+            .entry(zone.clone())
+            .or_insert_with(|| Zone {
+                key: zone.clone(),
+                members: 0,
+                size: 0,
+                ready: 0,
+                state: None,
+                queue: RateLimitedTimedQueue::new(eviction_rate, now),
+                evictions_total: 0,
+            })
+            .members += 1;
+        self.update_contribution(name, ready);
+        if self.taint_based {
+            self.mark_node_as_reachable(name, now, out);
+        } else {
+            self.cancel_pod_eviction(name);
+        }
+        self.arm_grace(name, now);
+        self.pump_taints(name, now, out);
+        self.pump_labels(name, out);
+        self.evaluate(name, now, out);
+    }
+
+    /// The node is gone (or re-created): forget its state, queue entries and timers.
+    fn forget_node(&mut self, name: &Name, out: &mut Vec<Action>) {
+        let Some(e) = self.nodes.remove(name) else {
+            return;
+        };
+        self.timers.cancel(&Timer::NodeGrace(name.clone()));
+        self.timers.cancel(&Timer::LeaseReadRetry(name.clone()));
+        if !e.registered {
+            return;
+        }
+        out.push(node_event(
+            &e.node,
+            "RemovingNode",
+            format!(
+                "Node {} event: Removing Node {} from Controller",
+                e.node.name, e.node.name
+            ),
+        ));
+        self.leave_zone(name, &e.zone, e.counted);
+    }
+
+    fn leave_zone(&mut self, name: &str, zone_key: &Name, counted: Option<bool>) {
+        if let Some(zone) = self.zones.get_mut(zone_key) {
+            zone.queue.remove(name);
+            zone.members = zone.members.saturating_sub(1);
+            if let Some(ready) = counted {
+                zone.size = zone.size.saturating_sub(1);
+                if ready {
+                    zone.ready = zone.ready.saturating_sub(1);
+                }
+                self.disruption_dirty = true;
+            }
+            if zone.members == 0 {
+                self.zones.remove(zone_key);
+                self.disruption_dirty = true;
+            }
+        }
+    }
+
+    fn move_zone(&mut self, name: &Name, zone: Name, now: Time) {
+        let eviction_rate = self.settings.node_eviction_rate;
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        let (old, counted) = (std::mem::replace(&mut e.zone, zone.clone()), e.counted);
+        e.counted = None;
+        self.leave_zone(name, &old, counted);
+        self.zones
+            .entry(zone.clone())
+            .or_insert_with(|| Zone {
+                key: zone.clone(),
+                members: 0,
+                size: 0,
+                ready: 0,
+                state: None,
+                queue: RateLimitedTimedQueue::new(eviction_rate, now),
+                evictions_total: 0,
+            })
+            .members += 1;
+    }
+
+    /// Keeps the zone's counts in line with the node's current Ready and exclusion label.
+    fn update_contribution(&mut self, name: &str, current: Option<ConditionStatus>) {
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        let new = if e.node.excluded_from_disruption() {
+            None
+        } else {
+            Some(current == Some(ConditionStatus::True))
+        };
+        if e.counted == new {
+            return;
+        }
+        let old = std::mem::replace(&mut e.counted, new);
+        let Some(zone) = self.zones.get_mut(&e.zone) else {
+            return;
+        };
+        if let Some(ready) = old {
+            zone.size = zone.size.saturating_sub(1);
+            zone.ready = zone.ready.saturating_sub(usize::from(ready));
+        }
+        if let Some(ready) = new {
+            zone.size += 1;
+            zone.ready += usize::from(ready);
+        }
+        self.disruption_dirty = true;
+    }
+
+    fn arm_grace(&mut self, name: &Name, now: Time) {
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        if !e.registered {
+            return;
+        }
+        let grace = NodeHealth::grace(
+            &e.node,
+            self.settings.node_monitor_grace_period,
+            self.settings.node_startup_grace_period,
+        );
+        let at = e.health.verdict_at(grace);
+        let key = Timer::NodeGrace(name.clone());
+        if at > now {
+            self.timers.schedule(key, at);
+        } else {
+            self.timers.cancel(&key);
+        }
+    }
+
+    fn monitor_pass(&mut self, now: Time, out: &mut Vec<Action>) {
+        let names: Vec<Name> = self.nodes.keys().cloned().collect();
+        for name in &names {
+            self.evaluate(name, now, out);
+        }
+        // The safety net recomputes zone states even if no count changed.
+        self.disruption_dirty = true;
+        self.handle_disruption(now, out);
+    }
+
+    /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute
+    /// (or legacy eviction) decision and pod readiness from the Ready observed before it.
+    pub(super) fn evaluate(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let (monitor, startup) = (
+            self.settings.node_monitor_grace_period,
+            self.settings.node_startup_grace_period,
+        );
+        let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
+        let id = ActionId(self.next_id + 1);
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        if !e.registered || e.verdict != Verdict::Idle {
+            return;
+        }
+        let grace = NodeHealth::grace(&e.node, monitor, startup);
+        let observed = e
+            .node
+            .ready()
+            .map(|c| c.status)
+            .unwrap_or(ConditionStatus::Unknown);
+        if now > e.health.probe_time + grace
+            && let Some(conditions) = stale_conditions(&e.node, now)
+        {
+            // No verdict without fresh evidence: a node that heartbeats through a Lease is only
+            // declared Unknown once a live read confirms the Lease is stale.
+            if e.health.lease_renew.is_some() && e.lease_confirmed_for != Some(e.health.probe_time)
+            {
+                if !retry_pending {
+                    self.next_id += 1;
+                    e.verdict = Verdict::ReadingLease(id);
+                    let uid = e.node.uid.clone();
+                    self.pending.insert(
+                        id,
+                        Pending::LeaseRead {
+                            node: name.clone(),
+                            uid,
+                        },
+                    );
+                    out.push(Action::ReadLease {
+                        id,
+                        node: name.clone(),
+                    });
+                }
+                return;
+            }
+            self.next_id += 1;
+            if let Some(ready) = conditions
+                .iter()
+                .find(|c| c.kind == crate::model::NodeConditionType::Ready)
+            {
+                e.health.saved_ready = Some(ReadySnapshot::of(ready));
+            }
+            e.verdict = Verdict::Writing {
+                id,
+                observed,
+                resource_version: e.node.resource_version.clone(),
+                conditions: conditions.clone(),
+            };
+            self.pending.insert(
+                id,
+                Pending::NodeStatus {
+                    node: name.clone(),
+                    uid: e.node.uid.clone(),
+                },
+            );
+            out.push(Action::UpdateNodeConditions {
+                id,
+                node: name.clone(),
+                uid: e.node.uid.clone(),
+                resource_version: e.node.resource_version.clone(),
+                conditions,
+            });
+            return;
+        }
+        let current = e.node.ready().map(|c| c.status);
+        self.after_health(name, observed, current, now, out);
+    }
+
+    /// The part of the pass that follows the health update.
+    fn after_health(
+        &mut self,
+        name: &Name,
+        observed: ConditionStatus,
+        current: Option<ConditionStatus>,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        self.update_contribution(name, current);
+        let Some(current) = current else {
+            return;
+        };
+        if self.taint_based {
+            self.process_taint_based_eviction(name, observed, now, out);
+        } else {
+            self.process_no_taint_based_eviction(name, observed, now, out);
+        }
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        if current != ConditionStatus::True && observed == ConditionStatus::True {
+            out.push(node_event(
+                &e.node,
+                "NodeNotReady",
+                format!("Node {} status is now: NodeNotReady", e.node.name),
+            ));
+            self.mark_pods_not_ready(name, None, out);
+        } else if e.needs_pod_retry && observed != ConditionStatus::True {
+            self.mark_pods_not_ready(name, None, out);
+        } else {
+            e.needs_pod_retry = false;
+        }
+    }
+
+    // ---- NoExecute tainting (SPEC §5) --------------------------------------------------------
+
+    fn process_taint_based_eviction(
+        &mut self,
+        name: &Name,
+        observed: ConditionStatus,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        let kind = match observed {
+            ConditionStatus::True => {
+                self.mark_node_as_reachable(name, now, out);
+                return;
+            }
+            ConditionStatus::False => NoExecuteKind::NotReady,
+            ConditionStatus::Unknown => NoExecuteKind::Unreachable,
+        };
+        if has_no_execute(&e.node, kind.opposite()) {
+            // Already tainted with the opposite taint: swap at once, not rate limited.
+            let op = TaintOp::Apply { kind, zone: None };
+            if !self.taint_op_pending(
+                name,
+                |o| matches!(o, TaintOp::Apply { kind: k, .. } if *k == kind),
+            ) {
+                self.push_taint_op(name, op, now, out);
+            }
+        } else {
+            self.mark_node_for_tainting(name, kind, now);
+        }
+    }
+
+    fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
+        self.nodes.get(name).is_some_and(|e| {
+            e.taint_ops.iter().any(&f)
+                || e.taint_write.as_ref().is_some_and(|w| w.ops.iter().any(&f))
+        })
+    }
+
+    /// Upstream `markNodeForTainting`: a node whose taint is missing is re-queued (removed and
+    /// added again), so a node processed earlier is tainted again.
+    fn mark_node_for_tainting(&mut self, name: &Name, kind: NoExecuteKind, now: Time) {
+        let tainted = self
+            .nodes
+            .get(name)
+            .is_some_and(|e| has_no_execute(&e.node, kind))
+            || self.taint_op_pending(
+                name,
+                |o| matches!(o, TaintOp::Apply { kind: k, .. } if *k == kind),
+            );
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        let uid = e.node.uid.clone();
+        let Some(zone) = self.zones.get_mut(&e.zone) else {
+            return;
+        };
+        if !tainted {
+            zone.queue.remove(name);
+        }
+        zone.queue.add(name, &uid, now);
+    }
+
+    /// Upstream `markNodeAsReachable`: both NoExecute taints off, out of the zone queue.
+    fn mark_node_as_reachable(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        let tainted = has_no_execute(&e.node, NoExecuteKind::NotReady)
+            || has_no_execute(&e.node, NoExecuteKind::Unreachable)
+            || self.taint_op_pending(name, |o| matches!(o, TaintOp::Apply { .. }));
+        if let Some(zone) = self.zones.get_mut(&e.zone) {
+            zone.queue.remove(name);
+        }
+        if tainted && !self.taint_op_pending(name, |o| *o == TaintOp::Reachable) {
+            self.push_taint_op(name, TaintOp::Reachable, now, out);
+        }
+    }
+
+    fn push_taint_op(&mut self, name: &Name, op: TaintOp, now: Time, out: &mut Vec<Action>) {
+        if let Some(e) = self.nodes.get_mut(name) {
+            e.taint_ops.push(op);
+        }
+        self.pump_taints(name, now, out);
+    }
+
+    /// Writes the node's desired taints (NoSchedule reconciliation + pending ops) unless a
+    /// write is already in flight.
+    fn pump_taints(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        if !e.registered || e.taint_write.is_some() {
+            return;
+        }
+        let desired = desired_taints(&e.node, &e.taint_ops, now);
+        let ops = std::mem::take(&mut e.taint_ops);
+        if desired == e.node.taints {
+            self.taint_ops_done(name, &ops, true, now);
+            return;
+        }
+        self.next_id += 1;
+        let id = ActionId(self.next_id);
+        let e = self.nodes.get_mut(name).expect("looked up above");
+        e.taint_write = Some(TaintWrite {
+            id,
+            resource_version: e.node.resource_version.clone(),
+            taints: desired.clone(),
+            ops,
+        });
+        self.pending.insert(
+            id,
+            Pending::NodeTaints {
+                node: name.clone(),
+                uid: e.node.uid.clone(),
+            },
+        );
+        out.push(Action::PatchNodeTaints {
+            id,
+            node: name.clone(),
+            uid: e.node.uid.clone(),
+            resource_version: e.node.resource_version.clone(),
+            taints: desired,
+        });
+    }
+
+    /// Reports the outcome of taint ops to the zone queues they came from.
+    fn taint_ops_done(&mut self, name: &Name, ops: &[TaintOp], ok: bool, now: Time) {
+        for op in ops {
+            let TaintOp::Apply {
+                zone: Some(zone), ..
+            } = op
+            else {
+                continue;
+            };
+            let Some(z) = self.zones.get_mut(zone) else {
+                continue;
+            };
+            if ok {
+                z.evictions_total += 1;
+            } else {
+                z.queue.retry_at(name, now);
+            }
+        }
+    }
+
+    fn pump_labels(&mut self, name: &Name, out: &mut Vec<Action>) {
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        if !e.registered || e.label_write.is_some() {
+            return;
+        }
+        let labels = labels_to_update(&e.node);
+        if labels.is_empty() {
+            return;
+        }
+        let id = self.new_id();
+        let e = self.nodes.get_mut(name).expect("looked up above");
+        e.label_write = Some(id);
+        self.pending.insert(
+            id,
+            Pending::NodeLabels {
+                node: name.clone(),
+                uid: e.node.uid.clone(),
+                labels: labels.clone(),
+            },
+        );
+        out.push(Action::PatchNodeLabels {
+            id,
+            node: name.clone(),
+            uid: e.node.uid.clone(),
+            labels,
+        });
+    }
+
+    /// The zone queues' pass, every 100 ms while some queue has work.
+    fn eviction_pass(&mut self, now: Time, out: &mut Vec<Action>) {
+        let keys: Vec<Name> = self.zones.keys().cloned().collect();
+        for zone in keys {
+            while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
+                if self.taint_based {
+                    self.taint_from_queue(&zone, &value.value, now, out);
+                } else {
+                    self.evict_from_queue(&zone, &value.value, now, out);
+                }
+            }
+        }
+    }
+
+    fn taint_from_queue(&mut self, zone: &Name, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let Some(e) = self.nodes.get(name) else {
+            return; // gone: done
+        };
+        let kind = match e.node.ready().map(|c| c.status) {
+            None => {
+                if let Some(z) = self.zones.get_mut(zone) {
+                    z.queue.retry_at(name, now + TAINT_RETRY_DELAY);
+                }
+                return;
+            }
+            Some(ConditionStatus::True) => return, // Ready again: nothing to taint
+            Some(ConditionStatus::False) => NoExecuteKind::NotReady,
+            Some(ConditionStatus::Unknown) => NoExecuteKind::Unreachable,
+        };
+        let op = TaintOp::Apply {
+            kind,
+            zone: Some(zone.clone()),
+        };
+        self.push_taint_op(name, op, now, out);
+    }
+
+    /// Arms the zone queues' pass: every 100 ms while a queue has work and a non-zero rate,
+    /// sooner when a due head only waits for its zone's next token.
+    pub(super) fn arm_eviction_pass(&mut self, now: Time) {
+        let mut at: Option<Time> = None;
+        for z in self.zones.values() {
+            if z.queue.is_empty() || z.queue.rate().is_never() {
+                continue;
+            }
+            let mut next = now + NODE_EVICTION_PERIOD;
+            if z.queue.head().is_some_and(|(_, due)| due <= now)
+                && let Some(token) = z.queue.next_token(now)
+            {
+                next = next.min(token.max(now + Duration::from_millis(1)));
+            }
+            at = Some(at.map_or(next, |a| a.min(next)));
+        }
+        match at {
+            Some(at) => {
+                if self
+                    .timers
+                    .deadline(&Timer::EvictionPass)
+                    .is_none_or(|current| current > at)
+                {
+                    self.timers.schedule(Timer::EvictionPass, at);
+                }
+            }
+            None => {
+                self.timers.cancel(&Timer::EvictionPass);
+            }
+        }
+    }
+
+    // ---- zones (SPEC §4) ---------------------------------------------------------------------
+
+    fn all_zones_fully_disrupted(&self) -> bool {
+        let mut any = false;
+        for z in self.zones.values() {
+            if let Some(state) = z.state {
+                any = true;
+                if state != ZoneState::FullDisruption {
+                    return false;
+                }
+            }
+        }
+        any
+    }
+
+    fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+        let Some(z) = self.zones.get_mut(key) else {
+            return;
+        };
+        let Some(state) = z.state else {
+            return;
+        };
+        if let Some(rate) = zone_rate(state, z.size, &self.settings) {
+            z.queue.swap_limiter(rate, now);
+        }
+    }
+
+    /// Upstream `handleDisruption`.
+    pub(super) fn handle_disruption(&mut self, now: Time, out: &mut Vec<Action>) {
+        self.disruption_dirty = false;
+        let threshold = self.settings.unhealthy_zone_threshold;
+        let mut new_states: BTreeMap<Name, ZoneState> = BTreeMap::new();
+        for (key, z) in self.zones.iter_mut() {
+            if z.size == 0 {
+                // No node counted any more: the zone's state is forgotten.
+                z.state = None;
+                continue;
+            }
+            new_states.insert(key.clone(), compute_zone_state(z.size, z.ready, threshold));
+            if z.state.is_none() {
+                z.state = Some(ZoneState::Initial);
+            }
+        }
+        let all_are_full = new_states.values().all(|s| *s == ZoneState::FullDisruption);
+        let all_were_full = self
+            .zones
+            .values()
+            .filter_map(|z| z.state)
+            .all(|s| s == ZoneState::FullDisruption);
+        if all_are_full && all_were_full {
+            return;
+        }
+        let registered = |nodes: &BTreeMap<Name, NodeEntry>| -> Vec<Name> {
+            nodes
+                .iter()
+                .filter(|(_, e)| e.registered)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        if all_are_full {
+            let names = registered(&self.nodes);
+            // Entering "master disruption mode": every zone is down, most likely our own
+            // view of the cluster is broken. Stop everything.
+            for name in &names {
+                if self.taint_based {
+                    self.mark_node_as_reachable(name, now, out);
+                } else {
+                    self.cancel_pod_eviction(name);
+                }
+            }
+            for z in self.zones.values_mut().filter(|z| z.state.is_some()) {
+                z.queue.swap_limiter(Rate::NEVER, now);
+                z.state = Some(ZoneState::FullDisruption);
+            }
+            return;
+        }
+        if all_were_full {
+            let names = registered(&self.nodes);
+            // Exiting: every node gets a fresh grace period (upstream behaviour).
+            for name in &names {
+                if let Some(e) = self.nodes.get_mut(name) {
+                    e.health.probe_time = now;
+                    e.health.ready_transition_time = now;
+                }
+                self.arm_grace(name, now);
+            }
+            for (key, state) in &new_states {
+                if let Some(z) = self.zones.get_mut(key) {
+                    z.state = Some(*state);
+                }
+                self.set_limiter_in_zone(key, now);
+            }
+            return;
+        }
+        for (key, state) in &new_states {
+            let Some(z) = self.zones.get_mut(key) else {
+                continue;
+            };
+            if z.state == Some(*state) {
+                continue;
+            }
+            z.state = Some(*state);
+            self.set_limiter_in_zone(key, now);
+        }
+    }
+
+    // ---- pods (SPEC §7) ----------------------------------------------------------------------
+
+    /// Upstream `MarkPodsNotReady`: every pod on the node whose Ready is True (or only `only`).
+    fn mark_pods_not_ready(&mut self, node: &Name, only: Option<&PodKey>, out: &mut Vec<Action>) {
+        if let Some(e) = self.nodes.get_mut(node) {
+            e.needs_pod_retry = false;
+        }
+        let keys: Vec<PodKey> = match only {
+            Some(k) => vec![k.clone()],
+            None => self
+                .pods_by_node
+                .get(node)
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default(),
+        };
+        for key in keys {
+            let Some(pod) = self.pods.get(&key) else {
+                continue;
+            };
+            if pod.node_name.as_ref() != Some(node)
+                || pod.ready != Some(ConditionStatus::True)
+                || self.pods_marking.contains(&key)
+            {
+                continue;
+            }
+            let uid = pod.uid.clone();
+            let id = self.new_id();
+            self.pods_marking.insert(key.clone());
+            self.pending.insert(
+                id,
+                Pending::PodNotReady {
+                    pod: key.clone(),
+                    node: node.clone(),
+                },
+            );
+            out.push(Action::MarkPodNotReady {
+                id,
+                pod: key,
+                uid,
+                node: node.clone(),
+            });
+        }
+    }
+
+    // ---- results -----------------------------------------------------------------------------
+
+    fn entry_for(&mut self, node: &Name, uid: &Name) -> Option<&mut NodeEntry> {
+        self.nodes.get_mut(node).filter(|e| &e.node.uid == uid)
+    }
+
+    fn on_result(&mut self, id: ActionId, outcome: Outcome, now: Time, out: &mut Vec<Action>) {
+        let Some(pending) = self.pending.remove(&id) else {
+            return;
+        };
+        match pending {
+            Pending::NodeStatus { node, uid } => {
+                self.on_status_result(&node, &uid, id, outcome, now, out)
+            }
+            Pending::NodeTaints { node, uid } => {
+                self.on_taints_result(&node, &uid, id, outcome, now, out)
+            }
+            Pending::NodeLabels { node, uid, labels } => {
+                let Some(e) = self.entry_for(&node, &uid) else {
+                    return;
+                };
+                if e.label_write != Some(id) {
+                    return;
+                }
+                e.label_write = None;
+                if outcome == Outcome::Ok {
+                    for (k, v) in labels {
+                        match e.node.labels.iter_mut().find(|(key, _)| *key == k) {
+                            Some(slot) => slot.1 = v,
+                            None => e.node.labels.push((k, v)),
+                        }
+                    }
+                } else if outcome == Outcome::Conflict {
+                    self.pump_labels(&node, out);
+                }
+            }
+            Pending::LeaseRead { .. } => {}
+            Pending::PodNotReady { pod, node } => {
+                self.pods_marking.remove(&pod);
+                match outcome {
+                    Outcome::NotFound => {}
+                    Outcome::Ok => {
+                        if let Some(p) = self.pods.get_mut(&pod) {
+                            p.ready = Some(ConditionStatus::False);
+                            out.push(pod_event(
+                                p,
+                                EventType::Warning,
+                                "NodeNotReady",
+                                String::from("Node is not ready"),
+                            ));
+                        }
+                    }
+                    Outcome::Conflict | Outcome::Failed(_) => {
+                        if let Some(e) = self.nodes.get_mut(&node) {
+                            e.needs_pod_retry = true;
+                        }
+                    }
+                }
+            }
+            Pending::PodNodeLost { pod, node, uid } => {
+                self.on_node_lost_result(&pod, &node, &uid, outcome, now, out)
+            }
+            Pending::DeletePod { pod, node, uid } => {
+                self.on_delete_pod_result(&pod, &node, &uid, outcome, now)
+            }
+        }
+    }
+
+    fn on_status_result(
+        &mut self,
+        node: &Name,
+        uid: &Name,
+        id: ActionId,
+        outcome: Outcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(e) = self.entry_for(node, uid) else {
+            return;
+        };
+        let Verdict::Writing { id: wid, .. } = &e.verdict else {
+            return;
+        };
+        if *wid != id {
+            return;
+        }
+        let Verdict::Writing {
+            observed,
+            resource_version,
+            conditions,
+            ..
+        } = std::mem::replace(&mut e.verdict, Verdict::Idle)
+        else {
+            return;
+        };
+        match outcome {
+            Outcome::Ok => {
+                e.verdict_tries = 0;
+                e.health.ready_transition_time = now;
+                // The write succeeded: the node's conditions are what was written, whether or
+                // not the watch has delivered the new version yet.
+                if e.node.resource_version == resource_version {
+                    e.node.conditions = conditions;
+                }
+                let current = Some(ConditionStatus::Unknown);
+                self.after_health(node, observed, current, now, out);
+                // Upstream queues the node for its NoExecute taint one pass later, when it
+                // observes the Unknown it wrote; the write's success is that observation.
+                if self.taint_based {
+                    self.process_taint_based_eviction(node, ConditionStatus::Unknown, now, out);
+                } else {
+                    self.process_no_taint_based_eviction(node, ConditionStatus::Unknown, now, out);
+                }
+            }
+            Outcome::Conflict => {
+                e.verdict_tries += 1;
+                if e.verdict_tries < CONFLICT_RETRIES {
+                    // The shell fed the re-read node first: decide again on it.
+                    self.evaluate(node, now, out);
+                } else {
+                    e.verdict_tries = 0;
+                }
+            }
+            Outcome::NotFound | Outcome::Failed(_) => e.verdict_tries = 0,
+        }
+    }
+
+    fn on_taints_result(
+        &mut self,
+        node: &Name,
+        uid: &Name,
+        id: ActionId,
+        outcome: Outcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(e) = self.entry_for(node, uid) else {
+            return;
+        };
+        let Some(write) = e.taint_write.take_if(|w| w.id == id) else {
+            return;
+        };
+        match outcome {
+            Outcome::Ok => {
+                e.taint_tries = 0;
+                if e.node.resource_version == write.resource_version {
+                    e.node.taints = write.taints;
+                }
+                self.taint_ops_done(node, &write.ops, true, now);
+                self.pump_taints(node, now, out);
+            }
+            Outcome::Conflict => {
+                e.taint_tries += 1;
+                if e.taint_tries < CONFLICT_RETRIES {
+                    let mut ops = write.ops;
+                    ops.append(&mut e.taint_ops);
+                    e.taint_ops = ops;
+                    self.pump_taints(node, now, out);
+                } else {
+                    e.taint_tries = 0;
+                    self.taint_ops_done(node, &write.ops, false, now);
+                }
+            }
+            Outcome::NotFound => {}
+            Outcome::Failed(_) => {
+                e.taint_tries = 0;
+                self.taint_ops_done(node, &write.ops, false, now);
+            }
+        }
+    }
+
+    fn on_lease_read(
+        &mut self,
+        id: ActionId,
+        outcome: LeaseReadOutcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(Pending::LeaseRead { node, uid }) = self.pending.remove(&id) else {
+            return;
+        };
+        let period = self.settings.node_monitor_period;
+        let Some(e) = self.entry_for(&node, &uid) else {
+            return;
+        };
+        if e.verdict != Verdict::ReadingLease(id) {
+            return;
+        }
+        e.verdict = Verdict::Idle;
+        match outcome {
+            LeaseReadOutcome::Found(lease) => {
+                let renew = lease.renew_time;
+                if e.health.observe_lease(renew, now) {
+                    // Fresher than what the watch told us: the verdict is cancelled.
+                    self.leases.insert(node.clone(), lease);
+                    self.arm_grace(&node, now);
+                    return;
+                }
+                e.lease_confirmed_for = Some(e.health.probe_time);
+            }
+            LeaseReadOutcome::NotFound => e.lease_confirmed_for = Some(e.health.probe_time),
+            LeaseReadOutcome::Failed(_) => {
+                // The API server cannot be read: wait, decide nothing.
+                self.timers
+                    .schedule(Timer::LeaseReadRetry(node.clone()), now + period);
+                return;
+            }
+        }
+        self.evaluate(&node, now, out);
+    }
+}
+
+/// Time elapsed, for the dump (`Duration::ZERO` when `then` is in the future).
+pub(super) fn age(now: Time, then: Time) -> Duration {
+    now.since(then)
+}

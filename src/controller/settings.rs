@@ -1,0 +1,51 @@
+//! The controller's tunables (SPEC §2), as plain data. The config file parser converts into this;
+//! `Default` is upstream's defaults.
+
+use std::time::Duration;
+
+use crate::runtime::Rate;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Period of the full reconcile pass (a safety net: health verdicts have their own timers).
+    pub node_monitor_period: Duration,
+    /// Silence allowed before Ready becomes Unknown.
+    pub node_monitor_grace_period: Duration,
+    /// Same, for a node that never posted a Ready condition.
+    pub node_startup_grace_period: Duration,
+    /// Zone tainting rate of a healthy (or a single fully disrupted) zone.
+    pub node_eviction_rate: Rate,
+    /// Rate of a partially disrupted zone larger than `large_cluster_size_threshold`.
+    pub secondary_node_eviction_rate: Rate,
+    /// Partially disrupted zones of this size or smaller are not tainted at all.
+    pub large_cluster_size_threshold: u32,
+    /// Not-Ready fraction (with more than 2 not-Ready nodes) for PartialDisruption.
+    pub unhealthy_zone_threshold: f64,
+    /// false: the legacy mode, direct pod eviction instead of NoExecute taints (SPEC §9).
+    pub taint_based_eviction: bool,
+    /// Legacy mode only: how long a node is not Ready before its pods are deleted.
+    pub pod_eviction_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            node_monitor_period: Duration::from_secs(5),
+            node_monitor_grace_period: Duration::from_secs(50),
+            node_startup_grace_period: Duration::from_secs(60),
+            node_eviction_rate: Rate::from_micro_per_second(100_000),
+            secondary_node_eviction_rate: Rate::from_micro_per_second(10_000),
+            large_cluster_size_threshold: 50,
+            unhealthy_zone_threshold: 0.55,
+            taint_based_eviction: true,
+            pod_eviction_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Period of the NoExecute tainting (or legacy eviction) pass over the zone queues.
+pub const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);
+/// Retry delay of a queued node whose Ready condition is missing.
+pub const TAINT_RETRY_DELAY: Duration = Duration::from_millis(50);
+/// Writes retried after a 409 (upstream: node health update and taint backoff, 5 steps).
+pub const CONFLICT_RETRIES: u32 = 5;

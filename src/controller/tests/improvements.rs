@@ -1,0 +1,511 @@
+//! Where we deliberately do better than upstream (SPEC §14), node deletion, legacy-mode
+//! details and the state dump.
+
+use std::time::Duration;
+
+use super::harness::*;
+use crate::controller::events::EventObject;
+use crate::controller::{Action, LegacyEviction, Settings, ZoneState};
+use crate::model::ConditionStatus::{False, True, Unknown};
+use crate::model::TaintEffect::NoExecute;
+use crate::model::{NodeConditionType, taint_keys};
+use crate::runtime::Rate;
+use crate::time::Time;
+
+fn t0() -> Time {
+    date(2024, 5, 1, 8, 0, 0)
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn defaults() -> Settings {
+    Settings::default()
+}
+
+#[test]
+fn unknown_verdict_at_probe_time_plus_grace_to_the_millisecond() {
+    let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut h = Harness::started(defaults(), t0(), vec![n0, n1], vec![], vec![]);
+    // node1 keeps posting status; node0 falls silent. Its probe time is t0 (first sight).
+    let mut t = t0();
+    while t < t0() + secs(120) {
+        t += secs(10);
+        h.run_until(t);
+        h.set_conditions("node1", vec![cond(NodeConditionType::Ready, True, t, t0())]);
+    }
+    let writes = h.status_writes();
+    assert_eq!(writes.len(), 1);
+    // Upstream: `now > probe + grace`, checked every 5 s. Here: the first millisecond after.
+    assert_eq!(writes[0].0, t0() + secs(50) + ms(1));
+    assert_eq!(&*writes[0].1, "node0");
+    let ready = writes[0]
+        .2
+        .iter()
+        .find(|c| c.kind == NodeConditionType::Ready)
+        .unwrap();
+    assert_eq!(ready.last_transition_time, Some(t0() + secs(50) + ms(1)));
+}
+
+/// node1 in these tests has no Lease (an old-style kubelet) and posts nothing: it is declared
+/// Unknown as upstream would; only node0's verdicts matter here.
+fn node0_writes(h: &Harness) -> Vec<Time> {
+    h.status_writes()
+        .into_iter()
+        .filter(|(_, n, _)| &**n == "node0")
+        .map(|(t, _, _)| t)
+        .collect()
+}
+
+#[test]
+fn a_live_lease_read_showing_a_fresh_renewal_prevents_the_verdict() {
+    let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut h = Harness::started(
+        defaults(),
+        t0(),
+        vec![n0, n1],
+        vec![],
+        vec![lease("node0", t0())],
+    );
+    // The Lease watch stalls: the API has renewals our cache never saw.
+    h.faults.lease_read_override = Some(lease("node0", t0() + secs(45)));
+    h.run_until(t0() + secs(50) + ms(1));
+    assert_eq!(h.lease_reads(), 1);
+    assert!(
+        node0_writes(&h).is_empty(),
+        "fresh evidence cancels the verdict"
+    );
+    assert_eq!(h.ready_of("node0"), Some(True));
+    // The live renewal restarted the grace period from the read.
+    let d = h.dump();
+    let n0 = d.nodes.iter().find(|n| &*n.name == "node0").unwrap();
+    assert_eq!(n0.pending_deadline, Some(t0() + secs(100) + ms(2)));
+    // Exactly one live read until then (upstream TestLeaseCircuitBreaker).
+    h.run_until(t0() + secs(100));
+    assert_eq!(h.lease_reads(), 1);
+}
+
+#[test]
+fn no_verdict_while_the_lease_cannot_be_read_then_verdict_once_confirmed_stale() {
+    let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut h = Harness::started(
+        defaults(),
+        t0(),
+        vec![n0, n1],
+        vec![pod("p", "node0")],
+        vec![lease("node0", t0())],
+    );
+    h.faults.lease_reads_fail = true;
+    h.run_until(t0() + secs(80));
+    assert!(h.lease_reads() >= 2, "retried while failing");
+    assert!(node0_writes(&h).is_empty(), "no verdict without evidence");
+    assert_eq!(h.pod_status_updates(), 0);
+    // The API answers again: the Lease is really stale.
+    h.faults.lease_reads_fail = false;
+    h.run_until(t0() + secs(90));
+    assert_eq!(node0_writes(&h).len(), 1);
+    assert_eq!(h.ready_of("node0"), Some(Unknown));
+    assert_eq!(h.pod_status_updates(), 1);
+}
+
+#[test]
+fn restart_with_a_dead_node_marks_its_still_ready_pods() {
+    let dead_since = date(2024, 5, 1, 7, 0, 0);
+    let n0 = node("node0").ready(Unknown, dead_since, dead_since).build();
+    let mut already = pod("already-not-ready", "node0");
+    already.ready = Some(False);
+    let pods = vec![
+        pod("a", "node0"),
+        pod("b", "node0"),
+        already,
+        pod("c", "node1"),
+    ];
+    let n1 = node("node1").ready(True, t0(), t0()).build();
+    let h = Harness::started(defaults(), t0(), vec![n0, n1], pods, vec![]);
+    let marked: Vec<String> = h
+        .log
+        .iter()
+        .filter_map(|(_, a)| match a {
+            Action::MarkPodNotReady { pod, .. } => Some(pod.name.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(marked, ["a", "b"]);
+    assert!(h.status_writes().is_empty(), "the node was already Unknown");
+}
+
+#[test]
+fn entering_and_leaving_full_disruption() {
+    let nodes = vec![
+        node("a1").zone("r", "a").ready(True, t0(), t0()).build(),
+        node("a2").zone("r", "a").ready(True, t0(), t0()).build(),
+        node("b1").zone("r", "b").ready(True, t0(), t0()).build(),
+    ];
+    let mut h = Harness::started(defaults(), t0(), nodes, vec![], vec![]);
+    // a1 dies first and is tainted; the others keep heartbeating.
+    let mut t = t0();
+    while t < t0() + secs(60) {
+        t += secs(10);
+        h.run_until(t);
+        for n in ["a2", "b1"] {
+            h.set_conditions(n, vec![cond(NodeConditionType::Ready, True, t, t0())]);
+        }
+    }
+    assert!(h.has_taint("a1", taint_keys::UNREACHABLE, NoExecute));
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::Normal));
+    // Then everything goes silent: every zone is fully disrupted.
+    h.run_until(t + secs(60));
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::FullDisruption));
+    assert_eq!(h.zone_state("r", "b"), Some(ZoneState::FullDisruption));
+    let d = h.dump();
+    assert!(d.all_zones_fully_disrupted);
+    // Nodes still get queued by later passes (as upstream), but a rate of zero taints nobody.
+    assert!(
+        d.zones
+            .iter()
+            .all(|z| z.rate == Rate::NEVER && z.tokens == 0)
+    );
+    for n in ["a1", "a2", "b1"] {
+        assert!(
+            h.taints(n).iter().all(|(_, e)| *e != NoExecute),
+            "{n}: {:?}",
+            h.taints(n)
+        );
+    }
+    // b1 comes back: zone b Normal, zone a stays Full but is tainted at the normal rate again,
+    // and every node got a fresh grace period from the exit.
+    let back = h.now;
+    h.set_conditions("b1", vec![cond(NodeConditionType::Ready, True, back, back)]);
+    assert_eq!(h.zone_state("r", "b"), Some(ZoneState::Normal));
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::FullDisruption));
+    let d = h.dump();
+    assert!(!d.all_zones_fully_disrupted);
+    let za = d.zones.iter().find(|z| z.display == "r/a").unwrap();
+    assert_eq!(za.rate, defaults().node_eviction_rate);
+    let a2 = d.nodes.iter().find(|n| &*n.name == "a2").unwrap();
+    assert_eq!(a2.probe_age, Duration::ZERO);
+    // The dead zone's nodes are tainted again (first token after 1/rate: the bucket swapped
+    // from "never" starts drained).
+    h.run_until(back + secs(25));
+    assert!(
+        h.has_taint("a1", taint_keys::UNREACHABLE, NoExecute)
+            || h.has_taint("a2", taint_keys::UNREACHABLE, NoExecute)
+    );
+}
+
+#[test]
+fn heartbeats_pausing_40s_with_grace_50s_never_mark_unknown_nor_taint() {
+    let nodes = vec![
+        node("node0").zone("r", "a").ready(True, t0(), t0()).build(),
+        node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
+    ];
+    let leases = vec![lease("node0", t0()), lease("node1", t0())];
+    let mut h = Harness::started(defaults(), t0(), nodes, vec![pod("p", "node0")], leases);
+    let mut t = t0();
+    for _ in 0..30 {
+        t += secs(40);
+        h.run_until(t);
+        h.put_lease(lease("node0", t));
+        h.put_lease(lease("node1", t));
+    }
+    assert!(h.status_writes().is_empty());
+    assert_eq!(h.lease_reads(), 0);
+    assert!(h.taints("node0").is_empty() && h.taints("node1").is_empty());
+    assert_eq!(h.pod_status_updates(), 0);
+}
+
+#[test]
+fn node_deletion_forgets_and_recreation_with_new_uid_starts_fresh() {
+    let n0 = node("node0")
+        .zone("r", "a")
+        .ready(Unknown, t0(), t0())
+        .build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut h = Harness::started(defaults(), t0(), vec![n0, n1.clone()], vec![], vec![]);
+    h.run_for(secs(1));
+    assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute));
+    h.run_until(t0() + secs(30));
+    h.delete_node("node0");
+    assert!(h.dump().nodes.iter().all(|n| &*n.name != "node0"));
+    assert!(
+        h.dump()
+            .zones
+            .iter()
+            .all(|z| z.queue_head.as_ref().is_none_or(|(n, _)| &**n != "node0"))
+    );
+    // Same name, new UID, healthy: registered again with a fresh health record.
+    h.put_node(
+        node("node0")
+            .uid("uid-2")
+            .zone("r", "a")
+            .ready(True, h.now, h.now)
+            .build(),
+    );
+    let events: Vec<_> = h
+        .node_events()
+        .into_iter()
+        .filter(|(n, _, _)| n == "node0")
+        .map(|(_, r, _)| r)
+        .collect();
+    assert_eq!(events, ["RegisteredNode", "RemovingNode", "RegisteredNode"]);
+    let d = h.dump();
+    let n0 = d.nodes.iter().find(|n| &*n.name == "node0").unwrap();
+    assert_eq!(n0.probe_age, Duration::ZERO);
+    assert_eq!(n0.pending_deadline, Some(h.now + secs(50) + ms(1)));
+    let removing = h
+        .events()
+        .into_iter()
+        .find(|e| e.reason == "RemovingNode")
+        .unwrap();
+    assert!(matches!(removing.object, EventObject::Node { uid, .. } if &*uid == "uid-node0"));
+}
+
+#[test]
+fn conflicting_taint_write_is_rebuilt_on_the_re_read_node() {
+    let n0 = node("node0")
+        .zone("r", "a")
+        .ready(False, t0(), t0())
+        .build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut h = Harness::new(defaults(), t0());
+    h.put_node(n0);
+    h.put_node(n1);
+    // Another writer adds its own taint behind our back (our cache does not see it yet).
+    let mut theirs = h.nodes["node0"].clone();
+    theirs.taints.push(crate::model::Taint {
+        key: n("example.com/theirs"),
+        value: n(""),
+        effect: NoExecute,
+        time_added: None,
+    });
+    theirs.resource_version = n("999");
+    h.nodes.insert(n("node0"), theirs);
+    h.feed(crate::controller::Input::InitialSyncDone);
+    h.run_for(secs(1));
+    let keys: Vec<String> = h.taints("node0").into_iter().map(|(k, _)| k).collect();
+    assert!(
+        keys.contains(&String::from("example.com/theirs")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&String::from(taint_keys::NOT_READY)),
+        "{keys:?}"
+    );
+}
+
+fn legacy() -> Settings {
+    Settings {
+        taint_based_eviction: false,
+        ..defaults()
+    }
+}
+
+#[test]
+fn legacy_eviction_skips_daemonset_and_deleting_pods_and_waits_for_the_timeout() {
+    let n0 = node("node0")
+        .zone("r", "a")
+        .ready(False, t0(), t0())
+        .build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut ds = pod("ds", "node0");
+    ds.daemonset_owned = true;
+    let mut going = pod("going", "node0");
+    going.deleting = true;
+    let pods = vec![pod("app", "node0"), ds, going];
+    let mut h = Harness::started(legacy(), t0(), vec![n0, n1], pods, vec![]);
+    let mut t = t0();
+    let beat = |h: &mut Harness, t: Time| {
+        h.set_conditions(
+            "node0",
+            vec![cond(NodeConditionType::Ready, False, t, t0())],
+        );
+        h.set_conditions("node1", vec![cond(NodeConditionType::Ready, True, t, t0())]);
+    };
+    while t < t0() + secs(290) {
+        t += secs(10);
+        h.run_until(t);
+        beat(&mut h, t);
+    }
+    assert!(h.pod_reasons.is_empty(), "not before pod_eviction_timeout");
+    assert_eq!(h.dump().nodes[0].legacy, Some(LegacyEviction::Unmarked));
+    while t < t0() + secs(320) {
+        t += secs(10);
+        h.run_until(t);
+        beat(&mut h, t);
+    }
+    let deleted: Vec<String> = h
+        .log
+        .iter()
+        .filter_map(|(_, a)| match a {
+            Action::DeletePod { pod, .. } => Some(pod.name.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted, ["app"]);
+    assert_eq!(
+        h.pod_reasons.len(),
+        3,
+        "NodeLost is written on every pod, as upstream"
+    );
+    assert_eq!(h.dump().nodes[0].legacy, Some(LegacyEviction::Evicted));
+    assert!(h.taints("node0").iter().all(|(_, e)| *e != NoExecute));
+    // Ready again: back to unmarked.
+    h.set_conditions(
+        "node0",
+        vec![cond(NodeConditionType::Ready, True, h.now, h.now)],
+    );
+    assert_eq!(h.dump().nodes[0].legacy, Some(LegacyEviction::Unmarked));
+}
+
+#[test]
+fn legacy_eviction_stops_when_all_zones_are_fully_disrupted() {
+    let n0 = node("node0")
+        .zone("r", "a")
+        .ready(Unknown, t0(), t0())
+        .build();
+    let mut h = Harness::started(legacy(), t0(), vec![n0], vec![pod("app", "node0")], vec![]);
+    h.run_until(t0() + secs(900));
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::FullDisruption));
+    assert!(h.pod_reasons.is_empty());
+    assert!(
+        !h.log
+            .iter()
+            .any(|(_, a)| matches!(a, Action::DeletePod { .. }))
+    );
+}
+
+#[test]
+fn state_dump_shows_zones_queues_and_nodes() {
+    let nodes = vec![
+        node("node0")
+            .zone("r", "a")
+            .ready(Unknown, t0(), t0())
+            .build(),
+        node("node1")
+            .zone("r", "a")
+            .ready(False, t0(), t0())
+            .build(),
+        node("node2").zone("r", "a").ready(True, t0(), t0()).build(),
+        node("node3").zone("r", "a").ready(True, t0(), t0()).build(),
+    ];
+    let mut h = Harness::started(defaults(), t0(), nodes, vec![], vec![]);
+    h.run_for(ms(150));
+    let d = h.dump();
+    assert!(d.synced && d.taint_based_eviction && !d.all_zones_fully_disrupted);
+    assert_eq!(d.zones.len(), 1);
+    let z = &d.zones[0];
+    assert_eq!(z.display, "r/a");
+    assert_eq!(
+        (z.state, z.size, z.unhealthy),
+        (Some(ZoneState::Normal), 4, 2)
+    );
+    assert_eq!(z.rate, Rate::from_f64(0.1).unwrap());
+    // One node tainted at once (the bucket starts full), the other waits for a token.
+    assert_eq!((z.tokens, z.queue_len, z.evictions_total), (0, 1, 1));
+    assert_eq!(
+        z.queue_head.as_ref().map(|(n, _)| n.to_string()),
+        Some(String::from("node1"))
+    );
+    let n0 = &d.nodes[0];
+    assert_eq!(n0.ready, Some(Unknown));
+    assert_eq!(n0.grace, secs(50));
+    assert_eq!(n0.probe_age, ms(150));
+    assert_eq!(n0.pending_deadline, Some(t0() + secs(50) + ms(1)));
+    assert!(
+        n0.taints
+            .contains(&format!("{}:NoExecute", taint_keys::UNREACHABLE))
+    );
+    assert!(
+        n0.taints
+            .contains(&format!("{}:NoSchedule", taint_keys::UNREACHABLE))
+    );
+    assert_eq!(n0.verdict, "idle");
+    // Ten seconds later the second node gets its token.
+    h.run_for(secs(10));
+    assert!(h.has_taint("node1", taint_keys::NOT_READY, NoExecute));
+    assert_eq!(h.dump().zones[0].evictions_total, 2);
+}
+
+#[test]
+fn config_reload_changes_rates_and_graces_live() {
+    let nodes = vec![
+        node("node0").zone("r", "a").ready(True, t0(), t0()).build(),
+        node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
+    ];
+    let mut h = Harness::started(defaults(), t0(), nodes, vec![], vec![]);
+    let faster = Settings {
+        node_monitor_grace_period: secs(20),
+        node_eviction_rate: Rate::from_f64(1.0).unwrap(),
+        ..defaults()
+    };
+    let actions = h.ctl.apply_settings(faster, h.now);
+    assert!(actions.is_empty());
+    let d = h.dump();
+    assert_eq!(d.zones[0].rate, Rate::per_second(1));
+    assert_eq!(d.nodes[0].pending_deadline, Some(t0() + secs(20) + ms(1)));
+}
+
+/// Scale: 5,000 nodes and 150,000 pods through sync and a full pass, then every node going
+/// silent at once (one verdict each, all pods marked, master disruption mode).
+#[test]
+fn five_thousand_nodes_and_150k_pods() {
+    const NODES: usize = 5_000;
+    const PODS: usize = 30;
+    let nodes = (0..NODES)
+        .map(|i| {
+            node(&format!("node{i}"))
+                .zone("r", &format!("z{}", i % 3))
+                .ready(True, t0(), t0())
+                .build()
+        })
+        .collect();
+    let pods = (0..NODES * PODS)
+        .map(|i| pod(&format!("pod{i}"), &format!("node{}", i % NODES)))
+        .collect();
+    let mut h = Harness::started(defaults(), t0(), nodes, pods, vec![]);
+    h.run_until(t0() + secs(49));
+    assert!(h.status_writes().is_empty());
+    h.run_until(t0() + secs(60));
+    assert_eq!(h.status_writes().len(), NODES);
+    assert_eq!(h.pod_status_updates(), NODES * PODS);
+    assert!(h.dump().all_zones_fully_disrupted);
+}
+
+/// Upstream quirk kept (`markNodeAsReachable` on first sight): after a restart the NoExecute
+/// taint of a still-unhealthy node is removed, then the node is queued and tainted again with
+/// a new `timeAdded`.
+#[test]
+fn restart_removes_and_requeues_existing_no_execute_taints() {
+    let n0 = node("node0")
+        .zone("r", "a")
+        .ready(Unknown, t0(), t0())
+        .taint(taint_keys::UNREACHABLE, NoExecute)
+        .build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut h = Harness::started(defaults(), t0(), vec![n0, n1], vec![], vec![]);
+    let patches: Vec<bool> = h
+        .log
+        .iter()
+        .filter_map(|(_, a)| match a {
+            Action::PatchNodeTaints { node, taints, .. } if &**node == "node0" => Some(
+                taints
+                    .iter()
+                    .any(|t| &*t.key == taint_keys::UNREACHABLE && t.effect == NoExecute),
+            ),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(patches.first(), Some(&false), "first removed: {patches:?}");
+    h.run_for(ms(200));
+    let t = h.nodes["node0"]
+        .taints
+        .iter()
+        .find(|t| &*t.key == taint_keys::UNREACHABLE && t.effect == NoExecute)
+        .cloned()
+        .expect("tainted again");
+    assert_eq!(t.time_added, Some(t0()));
+}

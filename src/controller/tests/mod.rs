@@ -1,0 +1,8 @@
+//! Scenario tests of the node lifecycle core, driven by a virtual clock and a fake API.
+//! `upstream_*` files port upstream's test cases (named after them); `improvements` proves
+//! where we deliberately differ.
+
+mod harness;
+mod improvements;
+mod upstream_monitor;
+mod upstream_taints;

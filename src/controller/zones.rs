@@ -1,0 +1,126 @@
+//! Zones and their disruption state (SPEC §4, upstream `ComputeZoneState`, `setLimiterInZone`).
+
+use crate::model::{Name, Node};
+use crate::runtime::Rate;
+
+use super::rate_limited_queue::RateLimitedTimedQueue;
+use super::settings::Settings;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ZoneState {
+    Initial,
+    Normal,
+    FullDisruption,
+    PartialDisruption,
+}
+
+impl ZoneState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ZoneState::Initial => "Initial",
+            ZoneState::Normal => "Normal",
+            ZoneState::FullDisruption => "FullDisruption",
+            ZoneState::PartialDisruption => "PartialDisruption",
+        }
+    }
+}
+
+/// The state of a zone with `ready` Ready nodes out of `size` (nodes without a Ready condition
+/// count as not ready).
+pub fn compute_zone_state(size: usize, ready: usize, unhealthy_threshold: f64) -> ZoneState {
+    let not_ready = size.saturating_sub(ready);
+    if ready == 0 && not_ready > 0 {
+        ZoneState::FullDisruption
+    } else if not_ready > 2 && not_ready as f64 / size as f64 >= unhealthy_threshold {
+        ZoneState::PartialDisruption
+    } else {
+        ZoneState::Normal
+    }
+}
+
+/// The tainting rate of a zone in `state` with `size` nodes (`None`: leave the limiter alone,
+/// as upstream does for `Initial`).
+pub fn zone_rate(state: ZoneState, size: usize, settings: &Settings) -> Option<Rate> {
+    match state {
+        ZoneState::Normal | ZoneState::FullDisruption => Some(settings.node_eviction_rate),
+        ZoneState::PartialDisruption => {
+            if size > settings.large_cluster_size_threshold as usize {
+                Some(settings.secondary_node_eviction_rate)
+            } else {
+                Some(Rate::NEVER)
+            }
+        }
+        ZoneState::Initial => None,
+    }
+}
+
+/// `node.kubernetes.io/exclude-disruption` present (any value).
+pub fn is_node_excluded_from_disruption_checks(node: &Node) -> bool {
+    node.excluded_from_disruption()
+}
+
+/// A zone: its queue (NoExecute tainting, or pod eviction in legacy mode), the health counts
+/// of its non-excluded nodes, and its state once computed.
+#[derive(Debug)]
+pub struct Zone {
+    pub key: Name,
+    /// Registered nodes in the zone, excluded ones too (they are tainted all the same).
+    pub members: usize,
+    /// Non-excluded nodes (upstream `zone_size`).
+    pub size: usize,
+    /// Non-excluded nodes whose current Ready is True.
+    pub ready: usize,
+    /// `None` until the first disruption pass sees the zone (upstream: no entry in zoneStates).
+    pub state: Option<ZoneState>,
+    pub queue: RateLimitedTimedQueue,
+    /// `node_collector_evictions_total{zone}`: taints applied (or, legacy, nodes evicted).
+    pub evictions_total: u64,
+}
+
+impl Zone {
+    pub fn unhealthy(&self) -> usize {
+        self.size.saturating_sub(self.ready)
+    }
+}
+
+/// How the zone key reads in logs and dumps: `region/zone`, without the NUL separator.
+pub fn display_zone(key: &str) -> String {
+    if key.is_empty() {
+        return String::from("(none)");
+    }
+    key.replacen(":\x00:", "/", 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compute_zone_state_thresholds() {
+        // Everything down: full; 2 down of 5: never partial (needs > 2); 3 of 5 >= 0.55.
+        assert_eq!(compute_zone_state(4, 0, 0.55), ZoneState::FullDisruption);
+        assert_eq!(compute_zone_state(5, 3, 0.55), ZoneState::Normal);
+        assert_eq!(compute_zone_state(5, 2, 0.55), ZoneState::PartialDisruption);
+        assert_eq!(compute_zone_state(4, 1, 0.55), ZoneState::PartialDisruption);
+        assert_eq!(compute_zone_state(10, 6, 0.55), ZoneState::Normal);
+        assert_eq!(compute_zone_state(0, 0, 0.55), ZoneState::Normal);
+    }
+
+    #[test]
+    fn partial_disruption_rate_depends_on_zone_size() {
+        let s = Settings::default();
+        assert_eq!(
+            zone_rate(ZoneState::PartialDisruption, 50, &s),
+            Some(Rate::NEVER)
+        );
+        assert_eq!(
+            zone_rate(ZoneState::PartialDisruption, 51, &s),
+            Some(s.secondary_node_eviction_rate)
+        );
+        assert_eq!(
+            zone_rate(ZoneState::FullDisruption, 3, &s),
+            Some(s.node_eviction_rate)
+        );
+        assert_eq!(zone_rate(ZoneState::Initial, 3, &s), None);
+    }
+}
