@@ -4,6 +4,7 @@
 use crate::model::{Name, NodeCondition, PodKey, Taint};
 
 use super::events::Event;
+use super::taint_eviction::EvictionId;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ActionId(pub u64);
@@ -57,6 +58,17 @@ pub enum Action {
     },
     /// Best effort: never answered.
     RecordEvent(Event),
+    /// Taint eviction (emitted by [`super::Controllers`], never by `NodeLifecycle`): strategic-merge
+    /// PATCH of `pods/NAME/status` adding the `DisruptionTarget` condition with a `metadata.uid`
+    /// precondition, then a graceful DELETE with `preconditions.uid`. Report the outcome as
+    /// [`super::Input::EvictionResult`].
+    EvictPod {
+        id: EvictionId,
+        pod: PodKey,
+        uid: Name,
+        /// 1 for the first try.
+        attempt: u32,
+    },
     /// Read `kube-node-lease/<node>` live from the API server (not from a cache).
     ReadLease { id: ActionId, node: Name },
 }
@@ -71,7 +83,7 @@ impl Action {
             | Action::SetPodStatusNodeLost { id, .. }
             | Action::DeletePod { id, .. }
             | Action::ReadLease { id, .. } => Some(*id),
-            Action::RecordEvent(_) => None,
+            Action::RecordEvent(_) | Action::EvictPod { .. } => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 use crate::model::{Lease, Name, Node, Pod, PodKey};
 
 use super::actions::ActionId;
+use super::taint_eviction::{EvictionId, EvictionResult};
 
 #[derive(Clone, Debug)]
 pub enum Input {
@@ -27,6 +28,11 @@ pub enum Input {
     LeaseRead {
         id: ActionId,
         outcome: LeaseReadOutcome,
+    },
+    /// The result of an [`super::Action::EvictPod`] (handled by the taint eviction machine).
+    EvictionResult {
+        id: EvictionId,
+        result: EvictionResult,
     },
 }
 

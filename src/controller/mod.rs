@@ -2,6 +2,7 @@
 //! socket or logs a decision it did not return.
 
 pub mod actions;
+pub mod controllers;
 pub mod dump;
 pub mod events;
 pub mod health;
@@ -21,6 +22,7 @@ pub mod zones;
 mod tests;
 
 pub use actions::{Action, ActionId};
+pub use controllers::Controllers;
 pub use dump::{NodeDump, StateDump, ZoneDump};
 pub use inputs::{Input, LeaseReadOutcome, Outcome};
 pub use legacy_eviction::NODE_LOST_REASON;

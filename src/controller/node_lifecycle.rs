@@ -218,6 +218,16 @@ impl NodeLifecycle {
         self.nodes.get(name).map(|e| &e.node)
     }
 
+    /// Every node, in name order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values().map(|e| &e.node)
+    }
+
+    /// Every bound pod the controller knows, in no particular order.
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods.values()
+    }
+
     /// Pods bound to `node`, from the controller's index.
     pub fn pods_on_node<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
         self.pods_by_node
@@ -242,6 +252,8 @@ impl NodeLifecycle {
             Input::Tick => self.on_tick(now, &mut out),
             Input::Result { id, outcome } => self.on_result(id, outcome, now, &mut out),
             Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, &mut out),
+            // Routed to the taint eviction machine by `Controllers`.
+            Input::EvictionResult { .. } => {}
         }
         if self.synced {
             if self.disruption_dirty {

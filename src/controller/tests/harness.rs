@@ -367,6 +367,7 @@ impl Harness {
                 inputs.push_back(Input::Result { id, outcome });
             }
             Action::RecordEvent(_) => {}
+            Action::EvictPod { .. } => unreachable!("NodeLifecycle never evicts by taint"),
             Action::ReadLease { id, node } => {
                 let outcome = if self.faults.lease_reads_fail {
                     LeaseReadOutcome::Failed(String::from("connection refused"))

@@ -2,7 +2,7 @@
 //! `upstream_*` files port upstream's test cases (named after them); `improvements` proves
 //! where we deliberately differ.
 
-mod harness;
+pub(crate) mod harness;
 mod improvements;
 mod upstream_monitor;
 mod upstream_taints;

@@ -1,0 +1,376 @@
+//! The two upstream controllers as one sans-IO machine: the node lifecycle controller and the
+//! NoExecute taint eviction controller (kube-controller-manager runs them as two controllers over
+//! shared informers; here they share the inputs and one action stream).
+//!
+//! Routing: node and pod changes go to both; leases, action results and lease reads to the node
+//! lifecycle; eviction results to taint eviction. The node lifecycle's own taint writes reach
+//! taint eviction the way they do upstream: through the node watch, as a later `NodeUpsert`.
+//!
+//! Nothing is decided before the initial sync of nodes, leases and pods: until
+//! `InitialSyncDone`, taint eviction is not fed at all; at that moment it is replayed every node
+//! (first: node updates before pod updates) and every pod from the node lifecycle's store.
+//! In legacy mode (`taint_based_eviction = false`) there is no taint eviction, as upstream with
+//! `--enable-taint-manager=false`.
+
+use crate::time::Time;
+
+use super::actions::Action;
+use super::dump::StateDump;
+use super::inputs::Input;
+use super::node_lifecycle::NodeLifecycle;
+use super::settings::Settings;
+use super::taint_eviction::{EvictionAction, EvictionDump, TaintEviction};
+
+pub struct Controllers {
+    lifecycle: NodeLifecycle,
+    /// `None` in legacy mode.
+    eviction: Option<TaintEviction>,
+    synced: bool,
+}
+
+impl Controllers {
+    pub fn new(settings: Settings, now: Time) -> Controllers {
+        let eviction = settings.taint_based_eviction.then(TaintEviction::new);
+        Controllers {
+            lifecycle: NodeLifecycle::new(settings, now),
+            eviction,
+            synced: false,
+        }
+    }
+
+    pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
+        let mut evictions = Vec::new();
+        if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
+            match &input {
+                Input::NodeUpsert(node) => eviction.node_upserted(node, now, &mut evictions),
+                Input::NodeDeleted(name) => eviction.node_deleted(name, now, &mut evictions),
+                Input::PodUpsert(pod) => eviction.pod_upserted(pod, now, &mut evictions),
+                Input::PodDeleted(key) => eviction.pod_deleted(key, now, &mut evictions),
+                Input::Tick => eviction.tick(now, &mut evictions),
+                Input::EvictionResult { id, result } => {
+                    eviction.eviction_result(*id, result.clone(), now, &mut evictions)
+                }
+                _ => {}
+            }
+        }
+        let became_synced = matches!(input, Input::InitialSyncDone) && !self.synced;
+        let mut actions = self.lifecycle.handle(input, now);
+        if became_synced {
+            self.synced = true;
+            if let Some(eviction) = self.eviction.as_mut() {
+                for node in self.lifecycle.nodes() {
+                    eviction.node_upserted(node, now, &mut evictions);
+                }
+                for pod in self.lifecycle.pods() {
+                    eviction.pod_upserted(pod, now, &mut evictions);
+                }
+            }
+        }
+        actions.extend(evictions.into_iter().map(|e| match e {
+            EvictionAction::RecordEvent(event) => Action::RecordEvent(event),
+            EvictionAction::EvictPod {
+                id,
+                pod,
+                uid,
+                attempt,
+            } => Action::EvictPod {
+                id,
+                pod,
+                uid,
+                attempt,
+            },
+        }));
+        actions
+    }
+
+    /// When the shell must call `handle(Input::Tick, now)` next.
+    pub fn next_deadline(&self) -> Option<Time> {
+        let eviction = self.eviction.as_ref().filter(|_| self.synced);
+        match (
+            self.lifecycle.next_deadline(),
+            eviction.and_then(|e| e.next_deadline()),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Config reload: rates, thresholds and grace periods apply now.
+    pub fn apply_settings(&mut self, settings: Settings, now: Time) -> Vec<Action> {
+        self.lifecycle.apply_settings(settings, now)
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.synced
+    }
+
+    pub fn lifecycle(&self) -> &NodeLifecycle {
+        &self.lifecycle
+    }
+
+    pub fn eviction(&self) -> Option<&TaintEviction> {
+        self.eviction.as_ref()
+    }
+
+    /// What the SIGUSR1 dump shows of the controllers.
+    pub fn dump(&self, now: Time) -> (StateDump, Option<EvictionDump>) {
+        (
+            self.lifecycle.dump(now),
+            self.eviction.as_ref().map(|e| e.dump(now)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, VecDeque};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::controller::taint_eviction::EvictionResult;
+    use crate::controller::tests::harness::{date, lease, n, node, pod, secs, test_settings};
+    use crate::controller::{ActionId, Outcome};
+    use crate::model::{
+        ConditionStatus, Node, NodeConditionType, Pod, PodKey, TaintEffect, Toleration,
+        TolerationOperator, taint_keys,
+    };
+
+    /// A fake API for the composed machine: node writes are applied and fed back through the
+    /// "watch" (that is how the lifecycle's NoExecute taints reach taint eviction), pod
+    /// evictions delete the pod.
+    struct Cluster {
+        ctl: Controllers,
+        now: Time,
+        nodes: BTreeMap<crate::model::Name, Node>,
+        pods: BTreeMap<PodKey, Pod>,
+        /// (time, pod) of every eviction executed.
+        evicted: Vec<(Time, PodKey)>,
+        /// A node just written, delivered by the "watch" before the write's result.
+        pending_node: Option<Node>,
+        rv: u64,
+    }
+
+    impl Cluster {
+        fn new(settings: Settings, now: Time) -> Cluster {
+            Cluster {
+                ctl: Controllers::new(settings, now),
+                now,
+                nodes: BTreeMap::new(),
+                pods: BTreeMap::new(),
+                evicted: Vec::new(),
+                pending_node: None,
+                rv: 1,
+            }
+        }
+
+        fn feed(&mut self, input: Input) {
+            let mut inputs = VecDeque::from([input]);
+            while let Some(input) = inputs.pop_front() {
+                for action in self.ctl.handle(input, self.now) {
+                    self.execute(action, &mut inputs);
+                }
+            }
+        }
+
+        fn write_node(&mut self, name: &str, change: impl FnOnce(&mut Node)) -> Outcome {
+            let Some(mut node) = self.nodes.get(name).cloned() else {
+                return Outcome::NotFound;
+            };
+            change(&mut node);
+            self.rv += 1;
+            node.resource_version = n(&self.rv.to_string());
+            self.nodes.insert(node.name.clone(), node.clone());
+            self.pending_node = Some(node);
+            Outcome::Ok
+        }
+
+        fn execute(&mut self, action: Action, inputs: &mut VecDeque<Input>) {
+            let result = |id: ActionId, outcome| Input::Result { id, outcome };
+            match action {
+                Action::UpdateNodeConditions {
+                    id,
+                    node,
+                    conditions,
+                    ..
+                } => {
+                    let outcome = self.write_node(&node, |n| n.conditions = conditions);
+                    self.flush_node(inputs);
+                    inputs.push_back(result(id, outcome));
+                }
+                Action::PatchNodeTaints {
+                    id, node, taints, ..
+                } => {
+                    let outcome = self.write_node(&node, |n| n.taints = taints);
+                    self.flush_node(inputs);
+                    inputs.push_back(result(id, outcome));
+                }
+                Action::PatchNodeLabels { id, .. }
+                | Action::MarkPodNotReady { id, .. }
+                | Action::SetPodStatusNodeLost { id, .. }
+                | Action::DeletePod { id, .. } => inputs.push_back(result(id, Outcome::Ok)),
+                Action::ReadLease { id, node } => {
+                    let outcome =
+                        crate::controller::LeaseReadOutcome::Found(lease(&node, Time::ZERO));
+                    inputs.push_back(Input::LeaseRead { id, outcome });
+                }
+                Action::RecordEvent(_) => {}
+                Action::EvictPod { id, pod, .. } => {
+                    let result = match self.pods.remove(&pod) {
+                        Some(_) => {
+                            self.evicted.push((self.now, pod.clone()));
+                            inputs.push_back(Input::PodDeleted(pod));
+                            EvictionResult::Deleted
+                        }
+                        None => EvictionResult::NotFound,
+                    };
+                    inputs.push_back(Input::EvictionResult { id, result });
+                }
+            }
+        }
+
+        fn flush_node(&mut self, inputs: &mut VecDeque<Input>) {
+            if let Some(node) = self.pending_node.take() {
+                inputs.push_back(Input::NodeUpsert(node));
+            }
+        }
+
+        fn put_node(&mut self, node: Node) {
+            self.nodes.insert(node.name.clone(), node.clone());
+            self.feed(Input::NodeUpsert(node));
+        }
+
+        fn put_pod(&mut self, pod: Pod) {
+            self.pods.insert(pod.key.clone(), pod.clone());
+            self.feed(Input::PodUpsert(pod));
+        }
+
+        fn run_until(&mut self, until: Time) {
+            while let Some(t) = self.ctl.next_deadline() {
+                if t > until {
+                    break;
+                }
+                self.now = self.now.max(t);
+                self.feed(Input::Tick);
+            }
+            self.now = until;
+        }
+
+        fn evicted_names(&self) -> Vec<String> {
+            self.evicted
+                .iter()
+                .map(|(_, p)| p.name.to_string())
+                .collect()
+        }
+    }
+
+    fn tolerating_unreachable(seconds: Option<i64>) -> Toleration {
+        Toleration {
+            key: n(taint_keys::UNREACHABLE),
+            operator: TolerationOperator::Exists,
+            value: n(""),
+            effect: Some(TaintEffect::NoExecute),
+            toleration_seconds: seconds,
+        }
+    }
+
+    fn with_tolerations(mut p: Pod, t: Vec<Toleration>) -> Pod {
+        p.tolerations = t.into();
+        p
+    }
+
+    #[test]
+    fn nothing_is_evicted_before_the_initial_sync_then_untolerating_pods_go_at_once() {
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut c = Cluster::new(test_settings(), t0);
+        let tainted = node("n1")
+            .ready(ConditionStatus::True, t0, t0)
+            .taint("CustomTaintByUser", TaintEffect::NoExecute)
+            .build();
+        c.put_node(tainted);
+        c.put_pod(pod("victim", "n1"));
+        c.put_pod(with_tolerations(
+            pod("tolerant", "n1"),
+            vec![Toleration {
+                key: n("CustomTaintByUser"),
+                operator: TolerationOperator::Exists,
+                value: n(""),
+                effect: None,
+                toleration_seconds: None,
+            }],
+        ));
+        assert!(c.evicted.is_empty(), "decided before the initial sync");
+        c.feed(Input::InitialSyncDone);
+        assert_eq!(c.evicted_names(), vec!["victim"]);
+        assert_eq!(c.evicted[0].0, t0);
+    }
+
+    /// The whole story inside the core: a node stops heartbeating → Ready=Unknown at
+    /// probe + grace → the unreachable NoExecute taint (rate limited, first token at once) →
+    /// pods without a toleration evicted at once, pods with 300 s evicted 300 s later, pods
+    /// tolerating forever kept.
+    #[test]
+    fn node_failure_taints_then_evicts_by_toleration_seconds() {
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut c = Cluster::new(test_settings(), t0);
+        c.feed(Input::LeaseUpsert(lease("n1", t0)));
+        c.put_node(node("n1").ready(ConditionStatus::True, t0, t0).build());
+        c.put_node(node("n2").ready(ConditionStatus::True, t0, t0).build());
+        c.put_pod(pod("plain", "n1"));
+        c.put_pod(with_tolerations(
+            pod("default-300s", "n1"),
+            vec![tolerating_unreachable(Some(300))],
+        ));
+        c.put_pod(with_tolerations(
+            pod("forever", "n1"),
+            vec![tolerating_unreachable(None)],
+        ));
+        c.put_pod(pod("elsewhere", "n2"));
+        c.feed(Input::InitialSyncDone);
+        // n2 keeps heartbeating; n1 falls silent after t0.
+        let grace = test_settings().node_monitor_grace_period;
+        for s in (10..=400).step_by(10) {
+            let t = t0 + secs(s);
+            c.run_until(t);
+            let mut n2 = c.nodes[&n("n2")].clone();
+            n2.conditions = vec![crate::controller::tests::harness::cond(
+                NodeConditionType::Ready,
+                ConditionStatus::True,
+                t,
+                t0,
+            )];
+            c.put_node(n2);
+        }
+        let unknown_at = t0 + grace + Duration::from_millis(1);
+        let n1 = &c.nodes[&n("n1")];
+        assert_eq!(n1.ready().map(|r| r.status), Some(ConditionStatus::Unknown));
+        assert!(n1.has_taint(taint_keys::UNREACHABLE, &TaintEffect::NoExecute));
+        assert_eq!(c.evicted_names(), vec!["plain", "default-300s"]);
+        let plain_at = c.evicted[0].0;
+        assert!(
+            plain_at >= unknown_at && plain_at < unknown_at + secs(1),
+            "{plain_at:?}"
+        );
+        assert_eq!(c.evicted[1].0, plain_at + secs(300));
+        assert!(c.pods.contains_key(&pod("forever", "n1").key));
+        assert!(c.pods.contains_key(&pod("elsewhere", "n2").key));
+    }
+
+    #[test]
+    fn legacy_mode_runs_no_taint_eviction() {
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut settings = test_settings();
+        settings.taint_based_eviction = false;
+        let mut c = Cluster::new(settings, t0);
+        c.put_node(
+            node("n1")
+                .ready(ConditionStatus::True, t0, t0)
+                .taint("user", TaintEffect::NoExecute)
+                .build(),
+        );
+        c.put_pod(pod("p", "n1"));
+        c.feed(Input::InitialSyncDone);
+        c.run_until(t0 + secs(10));
+        assert!(c.evicted.is_empty());
+        assert!(c.ctl.eviction().is_none());
+    }
+}
