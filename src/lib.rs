@@ -7,6 +7,7 @@ pub mod controller;
 pub mod kube;
 pub mod model;
 pub mod runtime;
+pub mod sim;
 pub mod time;
 
 #[doc(hidden)]

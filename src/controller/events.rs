@@ -25,7 +25,11 @@ pub enum EventObject {
     /// Node events carry the node's UID (upstream `RecordNodeEvent`).
     Node { name: Name, uid: Name },
     /// Pod events; the taint eviction controller's carry no UID (empty), as upstream's.
-    Pod { namespace: Name, name: Name, uid: Name },
+    Pod {
+        namespace: Name,
+        name: Name,
+        uid: Name,
+    },
 }
 
 /// Source components, as upstream's recorders name themselves.
