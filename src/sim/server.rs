@@ -182,11 +182,15 @@ fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tls: Option<Arc<rustl
         let refuse_until = lock(&shared.listen).refuse_until;
         if let Some(until) = refuse_until {
             drop(listener.take());
+            lock(&shared.listen).listening = false;
             if !refuse_until_elapsed(&shared, until) {
                 return;
             }
             match rebind(&shared) {
-                Some(l) => listener = Some(l),
+                Some(l) => {
+                    listener = Some(l);
+                    lock(&shared.listen).listening = true;
+                }
                 None => return,
             }
             continue;
@@ -281,6 +285,12 @@ fn serve_connection(shared: &Shared, stream: TcpStream, tls: Option<Arc<rustls::
     };
     if let Some(mut transport) = transport {
         serve_requests(shared, &mut transport);
+        if let Transport::Tls(tls) = &mut transport {
+            // A graceful end (Connection: close, idle timeout) says so; after an abrupt close
+            // this write simply fails.
+            tls.conn.send_close_notify();
+            let _ = std::io::Write::flush(tls.as_mut());
+        }
     }
     shared.deregister_connection(id);
 }

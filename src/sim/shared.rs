@@ -61,6 +61,8 @@ pub(crate) struct Connections {
 pub(crate) struct ListenControl {
     pub addr: SocketAddr,
     pub refuse_until: Option<Instant>,
+    /// False while the listening socket is closed (a refusal window).
+    pub listening: bool,
 }
 
 pub(crate) struct Shared {
@@ -94,6 +96,7 @@ impl Shared {
             listen: Mutex::new(ListenControl {
                 addr,
                 refuse_until: None,
+                listening: true,
             }),
             shutting_down: AtomicBool::new(false),
         }
@@ -148,6 +151,11 @@ impl Shared {
     pub fn refuse_connections(&self, duration: Duration, close_open: bool) {
         lock(&self.listen).refuse_until = Some(Instant::now() + duration);
         self.wake_acceptor();
+        // Return only once the port really refuses, so callers can rely on it.
+        let give_up = Instant::now() + Duration::from_secs(2);
+        while lock(&self.listen).listening && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         if close_open {
             self.with_state(|s| s.faults.watch_drop_generation += 1);
             self.close_all_connections();
