@@ -443,16 +443,19 @@ impl State {
         let mut continue_token = None;
         let mut remaining = None;
         if items.len() == limit {
-            let left = if filter.selects_all() {
-                rest.count()
+            // Like etcd, "more" means more keys in the range, matching or not: a filtered list
+            // may end with an empty page. Counting is only paid for when it is reported.
+            let more = if filter.selects_all() {
+                let left = rest.count() as u64;
+                remaining = (left > 0).then_some(left);
+                left > 0
             } else {
-                rest.filter(|(_, o)| filter.matches(o)).count()
+                rest.next().is_some()
             };
-            if left > 0 {
+            if more {
                 if let Some(last) = items.last() {
                     continue_token = Some(encode_continue(list_rv, &last.key));
                 }
-                remaining = Some(left as u64);
             }
         }
         Ok(ListPage {

@@ -311,7 +311,7 @@ fn merge_map_nested(
 
 /// `$setElementOrder/<field>`: elements named in the order list come first, in that order; the
 /// rest keep their relative order after them.
-fn apply_element_order(strategy: ListStrategy, list: &mut Vec<Value>, order: &Value) {
+fn apply_element_order(strategy: ListStrategy, list: &mut [Value], order: &Value) {
     let Value::Array(order) = order else { return };
     let rank = |element: &Value| -> usize {
         order
