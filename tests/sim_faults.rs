@@ -275,3 +275,19 @@ fn restart_closes_every_connection_then_serves_the_same_data_on_the_same_port() 
     }
     assert_eq!(Api::new(sim.url()).get("/api/v1/nodes/n1").code, 200);
 }
+
+#[test]
+fn shutdown_breaks_open_watches_and_frees_the_port() {
+    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let addr = sim.addr();
+    let mut watch = watch_nodes(&sim);
+    sim.shutdown();
+    assert_eq!(watch.next(WAIT), WatchItem::Broken);
+    assert!(TcpStream::connect(addr).is_err());
+    let again = SimServer::start(SimConfig {
+        listen: addr,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    assert_eq!(again.addr(), addr, "the port can be reused at once");
+}

@@ -369,3 +369,22 @@ fn filtered_pod_watch_sees_a_pod_enter_its_selection_when_bound() {
         "the unbound pod is not selected"
     );
 }
+
+#[test]
+fn abandoned_watch_connections_are_reclaimed() {
+    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let watches: Vec<RawWatch> = (0..5)
+        .map(|_| RawWatch::open(sim.addr(), "/api/v1/pods?watch=true"))
+        .collect();
+    assert_eq!(sim.open_connections(), 5);
+    drop(watches);
+    let deadline = Instant::now() + WAIT;
+    while sim.open_connections() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{} connections left",
+            sim.open_connections()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

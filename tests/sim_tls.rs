@@ -79,6 +79,7 @@ fn tls_with_a_test_ca_serves_verified_clients_and_logs_the_client_certificate_cn
             private_key_pem: pki.server_key_pem.clone(),
             client_ca_pem: Some(pki.ca_pem.clone()),
         }),
+        bookmark_interval: Duration::from_millis(1500),
         ..SimConfig::default()
     })
     .unwrap();
@@ -91,7 +92,7 @@ fn tls_with_a_test_ca_serves_verified_clients_and_logs_the_client_certificate_cn
 
     let watch = client
         .get(format!(
-            "{}/api/v1/nodes?watch=true&resourceVersion={rv}",
+            "{}/api/v1/nodes?watch=true&resourceVersion={rv}&allowWatchBookmarks=true",
             sim.url()
         ))
         .call()
@@ -117,6 +118,11 @@ fn tls_with_a_test_ca_serves_verified_clients_and_logs_the_client_certificate_cn
         ),
         (Some("ADDED"), Some("n1"))
     );
+
+    // The quiet TLS watch outlives the server's once-a-second liveness checks.
+    line.clear();
+    lines.read_line(&mut line).unwrap();
+    assert!(line.contains("\"BOOKMARK\""), "{line}");
 
     let write = sim
         .writes()

@@ -938,7 +938,7 @@ impl Cluster {
             .store(Resource::Pods)
             .objects
             .values()
-            .filter(|o| o.json.contains("\"deletionTimestamp\""))
+            .filter(|o| o.terminating)
             .map(|o| (o.key.namespace.clone(), o.key.name.clone()))
             .collect()
     }
@@ -951,8 +951,20 @@ impl Cluster {
         let renewed = self
             .shared
             .update_object(Resource::Leases, &key, Scope::Direct, |mut v| {
-                v["spec"]["renewTime"] = renew.clone();
-                Ok(v)
+                let spec = v
+                    .as_object_mut()
+                    .map(|o| o.entry("spec").or_insert_with(|| json!({})));
+                match spec.and_then(Value::as_object_mut) {
+                    Some(spec) => {
+                        spec.insert("renewTime".into(), renew.clone());
+                        Ok(v)
+                    }
+                    None => Err(ApiError::invalid(
+                        Resource::Leases,
+                        node,
+                        "spec: must be an object",
+                    )),
+                }
             });
         match renewed {
             Ok((object, old)) => {

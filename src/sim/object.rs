@@ -47,6 +47,8 @@ pub struct StoredObject {
     pub labels: Vec<(String, String)>,
     /// Pods only: `spec.nodeName` (selected by `fieldSelector=spec.nodeName=...`).
     pub node_name: Option<String>,
+    /// `metadata.deletionTimestamp` is set: graceful deletion in progress.
+    pub terminating: bool,
 }
 
 impl StoredObject {
@@ -98,6 +100,7 @@ impl StoredObject {
             ));
         }
         let uid = str_field(meta, "uid").to_string();
+        let terminating = meta.get("deletionTimestamp").is_some_and(|t| !t.is_null());
         let labels = meta
             .get("labels")
             .and_then(Value::as_object)
@@ -124,6 +127,7 @@ impl StoredObject {
             json,
             labels,
             node_name,
+            terminating,
         })
     }
 
