@@ -1,0 +1,46 @@
+//! A simulated Kubernetes API server for tests, the demo and the benchmark.
+//!
+//! Served over loopback HTTP or TLS: nodes (+`/status`), pods (+`/status`), leases and core/v1
+//! events, with a global resourceVersion counter, paginated LIST, WATCH (bookmarks, watch-list,
+//! 410 for expired versions, chunked lines), PUT with conflict detection, strategic-merge /
+//! merge / JSON PATCH with resourceVersion and uid preconditions, graceful pod DELETE, a write
+//! log recording who wrote what, and fault injection (drop/stall/corrupt watches, injected
+//! statuses, delays, refused connections).
+//!
+//! Threads are fine here (this is not the daemon): one per connection, blocking std::net, one
+//! mutex over the store and a condvar waking watches. Objects are kept as compact JSON, encoded
+//! once per version and shared by the store, the watch history and every response.
+//!
+//! ```no_run
+//! use node_lifecycled::sim::{SimConfig, SimServer, Resource, fixtures};
+//! let sim = SimServer::start(SimConfig::default()).unwrap();
+//! let cluster = sim.cluster();
+//! cluster.create(Resource::Nodes, fixtures::ready_node("n1", Some("z1"), cluster.now())).unwrap();
+//! println!("API at {}", sim.url());
+//! ```
+
+mod api;
+mod cluster;
+mod diff;
+mod faults;
+pub mod fixtures;
+mod http;
+mod object;
+mod patch;
+mod resource;
+mod selector;
+mod server;
+mod shared;
+mod status;
+mod tls;
+mod watch;
+mod write_log;
+
+pub use cluster::{Cluster, DeleteOptions, NODE_LEASE_NAMESPACE};
+pub use faults::{Faults, RequestMatch};
+pub use resource::{Resource, Verb};
+pub use server::{SimConfig, SimHandle, SimServer};
+pub use shared::SimClock;
+pub use status::ApiError;
+pub use tls::SimTls;
+pub use write_log::{Identity, WriteRecord};
