@@ -507,18 +507,7 @@ impl NodeLifecycle {
         ));
         let zone = e.zone.clone();
         let ready = e.node.ready().map(|c| c.status);
-        self.zones
-            .entry(zone.clone())
-            .or_insert_with(|| Zone {
-                key: zone.clone(),
-                members: 0,
-                size: 0,
-                ready: 0,
-                state: None,
-                queue: RateLimitedTimedQueue::new(eviction_rate, now),
-                evictions_total: 0,
-            })
-            .members += 1;
+        self.join_zone(zone, eviction_rate, now);
         self.update_contribution(name, ready);
         if self.taint_based {
             self.mark_node_as_reachable(name, now, out);
@@ -578,10 +567,16 @@ impl NodeLifecycle {
         let (old, counted) = (std::mem::replace(&mut e.zone, zone.clone()), e.counted);
         e.counted = None;
         self.leave_zone(name, &old, counted);
+        self.join_zone(zone, eviction_rate, now);
+    }
+
+    /// Counts one more member in `zone`, creating the zone (state Initial, a full bucket at the
+    /// healthy rate) on first use.
+    fn join_zone(&mut self, zone: Name, eviction_rate: Rate, now: Time) {
         self.zones
             .entry(zone.clone())
             .or_insert_with(|| Zone {
-                key: zone.clone(),
+                key: zone,
                 members: 0,
                 size: 0,
                 ready: 0,
