@@ -112,7 +112,8 @@ pub struct ElectionStats {
     pub is_leader: bool,
     /// Since when we lead (our clock), while we do.
     pub leading_since: Option<Time>,
-    /// Time since our last successful acquire or renew was sent.
+    /// When our last successful acquire or renew was sent, and how long ago that is.
+    pub last_renewed_at: Option<Time>,
     pub last_renew_age: Option<Duration>,
     /// `leaseTransitions` of the lease as last seen.
     pub lease_transitions: Option<i32>,
@@ -396,6 +397,7 @@ impl LeaderElector {
             holder: self.holder().map(str::to_string),
             is_leader: self.is_leader(now),
             leading_since: self.leading_since.filter(|_| self.is_leader(now)),
+            last_renewed_at: self.last_renewed_at,
             last_renew_age: self.last_renewed_at.map(|at| now.since(at)),
             lease_transitions: self.observed.as_ref().map(|o| o.record.lease_transitions),
             acquisitions: self.acquisitions,

@@ -198,8 +198,9 @@ impl LeaderElection {
         out
     }
 
-    /// Gives the lease up (shutdown): from now on `is_leader` is false; when the lease names us,
-    /// one update (bounded by the client timeout) frees it for the next candidate.
+    /// Gives the lease up (shutdown): from now on `is_leader` is false (unless election is
+    /// disabled); when the lease names us, one update (bounded by the client timeout) frees it
+    /// for the next candidate.
     pub fn release(&mut self) -> Result<(), String> {
         let Some(client) = self.client.as_mut() else {
             return Ok(());
