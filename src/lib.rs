@@ -6,6 +6,7 @@
 pub mod config;
 pub mod controller;
 pub mod kube;
+pub mod leader;
 pub mod logging;
 pub mod model;
 pub mod runtime;
