@@ -8,6 +8,7 @@ pub mod controller;
 pub mod kube;
 pub mod logging;
 pub mod model;
+pub mod observe;
 pub mod runtime;
 pub mod sim;
 pub mod time;
