@@ -6,10 +6,12 @@
 
 pub mod dump;
 pub mod histogram;
+pub mod http;
 pub mod metrics;
 pub mod snapshot;
 
 pub use histogram::{HealthTimings, Histogram, exponential_buckets};
+pub use http::{Endpoints, Limits, MetricsServer, Readiness, ServerStats};
 pub use snapshot::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, LeaderSnapshot, LoopSnapshot,
     ReflectorSnapshot, RequestCount,
