@@ -299,6 +299,9 @@ fn an_oversized_head_gets_431_and_garbage_gets_400() {
     raw.extend_from_slice(b"\r\n\r\n");
     assert_eq!(raw.len(), 8 * 1024);
     assert_eq!(exchange(run.addr, &raw).0, 200);
+    // One byte more is refused, even though it completes the head.
+    raw.insert(30, b'a');
+    assert_eq!(exchange(run.addr, &raw).0, 431);
 
     let (status, _, _) = exchange(
         run.addr,
@@ -306,7 +309,7 @@ fn an_oversized_head_gets_431_and_garbage_gets_400() {
     );
     assert_eq!(status, 400, "a TLS hello is not HTTP");
     let stats = run.finish();
-    assert_eq!(stats.responses, 3);
+    assert_eq!(stats.responses, 4);
 }
 
 #[test]

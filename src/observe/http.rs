@@ -24,6 +24,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Token};
 
 use super::metrics::CONTENT_TYPE;
+use super::snapshot::LeaderSnapshot;
 use crate::runtime::{LoopControl, TimerHeap};
 use crate::time::Time;
 
@@ -67,6 +68,21 @@ pub enum Readiness {
     Leader,
     /// Synced, standing by while another instance holds the lease.
     Follower { holder: Option<String> },
+}
+
+impl Readiness {
+    /// Not ready before the initial sync; then leader or follower as the lease says.
+    pub fn of(synced: bool, leadership: &LeaderSnapshot) -> Readiness {
+        if !synced {
+            Readiness::NotSynced
+        } else if leadership.is_leader {
+            Readiness::Leader
+        } else {
+            Readiness::Follower {
+                holder: leadership.holder.clone(),
+            }
+        }
+    }
 }
 
 /// What the daemon serves.
@@ -383,6 +399,9 @@ impl Conn {
             let mut headers = [httparse::EMPTY_HEADER; 64];
             let mut request = httparse::Request::new(&mut headers);
             let response = match request.parse(&self.head) {
+                Ok(httparse::Status::Complete(len)) if len > limits.max_head => {
+                    Response::text(431, "request head too large\n")
+                }
                 Ok(httparse::Status::Complete(_)) => {
                     route(request.method, request.path, now, health, endpoints)
                 }
@@ -521,5 +540,34 @@ impl Response {
         let mut bytes = head.into_bytes();
         bytes.extend_from_slice(self.body.as_bytes());
         bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_is_not_synced_then_leader_or_follower_with_the_holder() {
+        let mut l = LeaderSnapshot {
+            enabled: true,
+            identity: "me".to_string(),
+            holder: Some("other".to_string()),
+            is_leader: false,
+            renew_age: None,
+        };
+        assert_eq!(Readiness::of(false, &l), Readiness::NotSynced);
+        assert_eq!(
+            Readiness::of(true, &l),
+            Readiness::Follower {
+                holder: Some("other".to_string())
+            }
+        );
+        l.is_leader = true;
+        assert_eq!(Readiness::of(true, &l), Readiness::Leader);
+        assert_eq!(
+            Readiness::of(true, &LeaderSnapshot::disabled("me".to_string())),
+            Readiness::Leader
+        );
     }
 }
