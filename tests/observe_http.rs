@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Interest, Token};
 
-use node_lifecycled::observe::{Endpoints, Limits, MetricsServer, Readiness, ServerStats};
+use node_lifecycled::observe::{
+    Endpoints, Limits, LoopSnapshot, MetricsServer, Readiness, ServerStats,
+};
 use node_lifecycled::runtime::{Clock, EventLoop, Handler, LoopControl};
 use node_lifecycled::time::Time;
 
@@ -37,7 +39,8 @@ struct FakeDaemon {
 }
 
 impl Endpoints for FakeDaemon {
-    fn metrics(&self, _now: Time) -> String {
+    fn metrics(&self, _now: Time, event_loop: LoopSnapshot) -> String {
+        assert!(event_loop.sources >= 2, "the listener and the stop pipe");
         let mut body =
             String::from("# TYPE node_lifecycled_leader gauge\nnode_lifecycled_leader 1\n");
         while body.len() < self.metrics_body_len {

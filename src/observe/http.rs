@@ -24,7 +24,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Token};
 
 use super::metrics::CONTENT_TYPE;
-use super::snapshot::LeaderSnapshot;
+use super::snapshot::{LeaderSnapshot, LoopSnapshot};
 use crate::runtime::{LoopControl, TimerHeap};
 use crate::time::Time;
 
@@ -87,8 +87,9 @@ impl Readiness {
 
 /// What the daemon serves.
 pub trait Endpoints {
-    /// The `/metrics` body (Prometheus text format).
-    fn metrics(&self, now: Time) -> String;
+    /// The `/metrics` body (Prometheus text format). The loop's own figures come with the
+    /// call: the loop is lent to the server while it serves.
+    fn metrics(&self, now: Time, event_loop: LoopSnapshot) -> String;
     fn readiness(&self) -> Readiness;
 }
 
@@ -223,9 +224,14 @@ impl MetricsServer {
         let Some(conn) = self.conns.get_mut(&token) else {
             return;
         };
+        let at = Moment {
+            now,
+            health,
+            event_loop: LoopSnapshot::of(lp),
+        };
         let before = conn.phase;
         let next = match conn.phase {
-            Phase::ReadingHead => conn.read_head(&self.limits, now, health, endpoints),
+            Phase::ReadingHead => conn.read_head(&self.limits, &at, endpoints),
             Phase::Writing => conn.write_out(),
             Phase::Lingering => conn.discard_input(),
         };
@@ -371,6 +377,13 @@ impl MetricsServer {
     }
 }
 
+/// What a request is answered with, besides the daemon's state.
+struct Moment {
+    now: Time,
+    health: Health,
+    event_loop: LoopSnapshot,
+}
+
 #[derive(Clone, Copy)]
 enum Health {
     Alive,
@@ -378,13 +391,7 @@ enum Health {
 }
 
 impl Conn {
-    fn read_head(
-        &mut self,
-        limits: &Limits,
-        now: Time,
-        health: Health,
-        endpoints: &dyn Endpoints,
-    ) -> Next {
+    fn read_head(&mut self, limits: &Limits, at: &Moment, endpoints: &dyn Endpoints) -> Next {
         let mut buf = [0u8; 2048];
         loop {
             // One byte past the limit is enough to know it was exceeded; never buffer more.
@@ -403,7 +410,7 @@ impl Conn {
                     Response::text(431, "request head too large\n")
                 }
                 Ok(httparse::Status::Complete(_)) => {
-                    route(request.method, request.path, now, health, endpoints)
+                    route(request.method, request.path, at, endpoints)
                 }
                 Ok(httparse::Status::Partial) if self.head.len() > limits.max_head => {
                     Response::text(431, "request head too large\n")
@@ -459,8 +466,7 @@ impl Conn {
 fn route(
     method: Option<&str>,
     path: Option<&str>,
-    now: Time,
-    health: Health,
+    at: &Moment,
     endpoints: &dyn Endpoints,
 ) -> Response {
     if method != Some("GET") {
@@ -475,9 +481,9 @@ fn route(
             status: 200,
             content_type: CONTENT_TYPE,
             extra_header: None,
-            body: endpoints.metrics(now),
+            body: endpoints.metrics(at.now, at.event_loop),
         },
-        "/healthz" => match health {
+        "/healthz" => match at.health {
             Health::Alive => Response::text(200, "ok\n"),
             Health::Stalled(since) => Response::text(
                 503,

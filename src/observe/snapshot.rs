@@ -3,6 +3,7 @@
 //! into the small structs below, so this module depends on none of them and a test can build a
 //! snapshot by hand.
 
+use std::hash::Hash;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use crate::config::Config;
 use crate::controller::StateDump;
 use crate::controller::taint_eviction::{EvictionDump, LatencyHistogram};
 use crate::kube::reflector::ReflectorStats;
-use crate::runtime::LoopStats;
+use crate::runtime::{LoopControl, LoopStats};
 use crate::time::Time;
 
 use super::histogram::HealthTimings;
@@ -144,4 +145,16 @@ pub struct LoopSnapshot {
     pub timers_pending: usize,
     /// Time to the earliest deadline, `None` with no timer armed.
     pub next_timer_in: Option<Duration>,
+}
+
+impl LoopSnapshot {
+    pub fn of<S: Clone, T: Eq + Hash + Clone>(lp: &LoopControl<S, T>) -> LoopSnapshot {
+        let now = lp.now();
+        LoopSnapshot {
+            stats: lp.stats(),
+            sources: lp.sources(),
+            timers_pending: lp.timers().len(),
+            next_timer_in: lp.timers().next_deadline().map(|at| at - now),
+        }
+    }
 }
