@@ -9,6 +9,7 @@ pub mod kube;
 pub mod leader;
 pub mod logging;
 pub mod model;
+pub mod observe;
 pub mod runtime;
 pub mod sim;
 pub mod time;

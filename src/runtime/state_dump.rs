@@ -114,7 +114,8 @@ impl StateDump {
     }
 }
 
-fn api_source(source: &ApiSource) -> String {
+/// Where the API server is found, in one phrase (also used by `observe::dump`).
+pub fn api_source(source: &ApiSource) -> String {
     match source {
         ApiSource::Kubeconfig {
             path,

@@ -1,0 +1,392 @@
+//! `/metrics`: the Prometheus text exposition format (version 0.0.4) rendered from a
+//! [`DaemonSnapshot`].
+//!
+//! Upstream's metrics keep upstream's names, help texts and buckets (SPEC §13), so dashboards
+//! and alerts written for kube-controller-manager work unchanged; ours are prefixed
+//! `node_lifecycled_`. Upstream's deprecated `node_collector_evictions_number` (hidden since
+//! 1.24) is not exported.
+
+use std::fmt::Write as _;
+
+use super::histogram::Histogram;
+use super::snapshot::DaemonSnapshot;
+use crate::controller::taint_eviction::{DELETION_LATENCY_BUCKETS_MS, LatencyHistogram};
+
+/// The `Content-Type` of the body [`render`] returns.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+pub fn render(s: &DaemonSnapshot) -> String {
+    let mut e = Exposition::default();
+    zone_metrics(&mut e, s);
+    health_timings(&mut e, s);
+    taint_eviction(&mut e, s);
+    ours(&mut e, s);
+    e.out
+}
+
+fn zone_metrics(e: &mut Exposition, s: &DaemonSnapshot) {
+    let zones = &s.controller.zones;
+    e.family(
+        "node_collector_zone_health",
+        "gauge",
+        "[ALPHA] Gauge measuring percentage of healthy nodes per zone.",
+    );
+    for z in zones {
+        // An empty zone reads 100, the value upstream leaves behind for a zone that vanished.
+        let health = if z.size == 0 {
+            100.0
+        } else {
+            100.0 * (z.size - z.unhealthy.min(z.size)) as f64 / z.size as f64
+        };
+        e.sample("node_collector_zone_health", &[("zone", &*z.key)], health);
+    }
+    e.family(
+        "node_collector_zone_size",
+        "gauge",
+        "[ALPHA] Gauge measuring number of registered Nodes per zones.",
+    );
+    for z in zones {
+        e.sample("node_collector_zone_size", &[("zone", &*z.key)], z.size);
+    }
+    e.family(
+        "node_collector_unhealthy_nodes_in_zone",
+        "gauge",
+        "[ALPHA] Gauge measuring number of not Ready Nodes per zones.",
+    );
+    for z in zones {
+        e.sample(
+            "node_collector_unhealthy_nodes_in_zone",
+            &[("zone", &*z.key)],
+            z.unhealthy,
+        );
+    }
+    e.family(
+        "node_collector_evictions_total",
+        "counter",
+        "[STABLE] Number of Node evictions that happened since current instance of NodeController started.",
+    );
+    for z in zones {
+        e.sample(
+            "node_collector_evictions_total",
+            &[("zone", &*z.key)],
+            z.evictions_total,
+        );
+    }
+}
+
+fn health_timings(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.histogram(
+        "node_collector_update_node_health_duration_seconds",
+        "[ALPHA] Duration in seconds for NodeController to update the health of a single node.",
+        &s.health_timings.update_node_health,
+    );
+    e.histogram(
+        "node_collector_update_all_nodes_health_duration_seconds",
+        "[ALPHA] Duration in seconds for NodeController to update the health of all nodes.",
+        &s.health_timings.update_all_nodes_health,
+    );
+}
+
+/// Only when the taint eviction controller runs, as upstream registers them.
+fn taint_eviction(e: &mut Exposition, s: &DaemonSnapshot) {
+    let Some(evictions) = &s.evictions else {
+        return;
+    };
+    e.family(
+        "taint_eviction_controller_pod_deletions_total",
+        "counter",
+        "[ALPHA] Total number of Pods deleted by TaintEvictionController since its start.",
+    );
+    e.sample(
+        "taint_eviction_controller_pod_deletions_total",
+        &[],
+        evictions.pod_deletions_total,
+    );
+    let latency = s.pod_deletion_duration.as_ref().map_or_else(
+        || deletion_histogram(&LatencyHistogram::default()),
+        deletion_histogram,
+    );
+    e.histogram(
+        "taint_eviction_controller_pod_deletion_duration_seconds",
+        "[ALPHA] Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
+        &latency,
+    );
+}
+
+/// The controller keeps whole milliseconds; the exposition speaks seconds.
+fn deletion_histogram(h: &LatencyHistogram) -> Histogram {
+    Histogram {
+        bounds: DELETION_LATENCY_BUCKETS_MS
+            .iter()
+            .map(|ms| *ms as f64 / 1000.0)
+            .collect(),
+        counts: h.counts.to_vec(),
+        count: h.count,
+        sum_seconds: h.sum_ms as f64 / 1000.0,
+    }
+}
+
+fn ours(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_build_info",
+        "gauge",
+        "Always 1; the version label says which build runs.",
+    );
+    e.sample(
+        "node_lifecycled_build_info",
+        &[("version", s.build.version)],
+        1u8,
+    );
+    e.family(
+        "node_lifecycled_leader",
+        "gauge",
+        "1 while this instance acts (holds the lease, or runs without leader election), else 0.",
+    );
+    e.sample(
+        "node_lifecycled_leader",
+        &[],
+        u8::from(s.leadership.is_leader),
+    );
+    e.family(
+        "node_lifecycled_synced",
+        "gauge",
+        "1 once the initial list of nodes, leases and pods is complete.",
+    );
+    e.sample("node_lifecycled_synced", &[], u8::from(s.controller.synced));
+
+    e.family(
+        "node_lifecycled_watch_reconnects_total",
+        "counter",
+        "Watches reopened after the first one, per resource.",
+    );
+    for r in &s.reflectors {
+        e.sample(
+            "node_lifecycled_watch_reconnects_total",
+            &[("resource", r.resource.as_str())],
+            r.reconnects,
+        );
+    }
+    e.family(
+        "node_lifecycled_watch_relists_total",
+        "counter",
+        "Full lists after the first one, per resource.",
+    );
+    for r in &s.reflectors {
+        e.sample(
+            "node_lifecycled_watch_relists_total",
+            &[("resource", r.resource.as_str())],
+            r.relists,
+        );
+    }
+    e.family(
+        "node_lifecycled_watch_objects",
+        "gauge",
+        "Objects in the local cache, per resource.",
+    );
+    for r in &s.reflectors {
+        e.sample(
+            "node_lifecycled_watch_objects",
+            &[("resource", r.resource.as_str())],
+            r.objects,
+        );
+    }
+
+    e.family(
+        "node_lifecycled_api_requests_total",
+        "counter",
+        "API requests by HTTP verb and status code (or timeout/transport without a response).",
+    );
+    for r in &s.client.requests {
+        e.sample(
+            "node_lifecycled_api_requests_total",
+            &[("verb", r.verb.as_str()), ("code", r.code.as_str())],
+            r.count,
+        );
+    }
+    e.family(
+        "node_lifecycled_api_throttle_wait_seconds_total",
+        "counter",
+        "Time API calls were held back by the client-side rate limit.",
+    );
+    e.sample(
+        "node_lifecycled_api_throttle_wait_seconds_total",
+        &[],
+        s.client.throttle_wait.as_secs_f64(),
+    );
+    e.family(
+        "node_lifecycled_dry_run_actions_total",
+        "counter",
+        "Writes not made because dry_run is on, by action kind.",
+    );
+    for a in &s.client.dry_run_actions {
+        e.sample(
+            "node_lifecycled_dry_run_actions_total",
+            &[("kind", a.kind.as_str())],
+            a.count,
+        );
+    }
+
+    if let Some(ev) = &s.evictions {
+        e.family(
+            "node_lifecycled_pending_pod_evictions",
+            "gauge",
+            "Pods waiting for their NoExecute eviction deadline.",
+        );
+        e.sample("node_lifecycled_pending_pod_evictions", &[], ev.pending);
+    }
+    e.family(
+        "node_lifecycled_loop_wakeups_total",
+        "counter",
+        "Returns from the event loop's wait.",
+    );
+    e.sample(
+        "node_lifecycled_loop_wakeups_total",
+        &[],
+        s.event_loop.stats.wakeups,
+    );
+    if let Some(rss) = s.rss_bytes {
+        e.family(
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes.",
+        );
+        e.sample("process_resident_memory_bytes", &[], rss);
+    }
+}
+
+/// A sample value as the text format spells it.
+pub trait SampleValue {
+    fn write_to(&self, out: &mut String);
+}
+
+impl SampleValue for f64 {
+    fn write_to(&self, out: &mut String) {
+        if self.is_nan() {
+            out.push_str("NaN");
+        } else if self.is_infinite() {
+            out.push_str(if *self > 0.0 { "+Inf" } else { "-Inf" });
+        } else {
+            let _ = write!(out, "{self}");
+        }
+    }
+}
+
+macro_rules! integer_sample {
+    ($($t:ty),*) => {$(
+        impl SampleValue for $t {
+            fn write_to(&self, out: &mut String) {
+                let _ = write!(out, "{self}");
+            }
+        }
+    )*};
+}
+integer_sample!(u8, u64, usize);
+
+#[derive(Default)]
+struct Exposition {
+    out: String,
+}
+
+impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(
+            self.out,
+            "# HELP {name} {}\n# TYPE {name} {kind}",
+            escape_help(help)
+        );
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl SampleValue) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (label, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{label}=\"{}\"", escape_label_value(v));
+            }
+            self.out.push('}');
+        }
+        self.out.push(' ');
+        value.write_to(&mut self.out);
+        self.out.push('\n');
+    }
+
+    fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
+        self.family(name, "histogram", help);
+        let bucket = format!("{name}_bucket");
+        for (bound, count) in h.bounds.iter().zip(&h.counts) {
+            let mut le = String::new();
+            bound.write_to(&mut le);
+            self.sample(&bucket, &[("le", &le)], *count);
+        }
+        self.sample(&bucket, &[("le", "+Inf")], h.count);
+        self.sample(&format!("{name}_sum"), &[], h.sum_seconds);
+        self.sample(&format!("{name}_count"), &[], h.count);
+    }
+}
+
+/// The text format requires escaping only `\`, `"` and line feed in label values; anything else
+/// (the NUL inside zone keys) goes out raw, as upstream emits it.
+pub fn escape_label_value(v: &str) -> std::borrow::Cow<'_, str> {
+    if !v.contains(['\\', '"', '\n']) {
+        return v.into();
+    }
+    let mut out = String::with_capacity(v.len() + 2);
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// HELP text escapes `\` and line feed.
+fn escape_help(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_escape_backslash_quote_and_newline_and_keep_nul() {
+        assert_eq!(escape_label_value("a:\0:b"), "a:\0:b");
+        assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+    }
+
+    #[test]
+    fn histogram_lines_are_cumulative_with_inf_sum_and_count() {
+        let mut h = Histogram::new(vec![0.5, 1.0]);
+        h.observe(std::time::Duration::from_millis(250));
+        h.observe(std::time::Duration::from_secs(2));
+        let mut e = Exposition::default();
+        e.histogram("x_seconds", "help", &h);
+        assert_eq!(
+            e.out,
+            "# HELP x_seconds help\n# TYPE x_seconds histogram\n\
+             x_seconds_bucket{le=\"0.5\"} 1\nx_seconds_bucket{le=\"1\"} 1\n\
+             x_seconds_bucket{le=\"+Inf\"} 2\nx_seconds_sum 2.25\nx_seconds_count 2\n"
+        );
+    }
+
+    #[test]
+    fn special_float_values_use_the_format_spelling() {
+        for (v, s) in [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (66.5, "66.5"),
+            (100.0, "100"),
+        ] {
+            let mut out = String::new();
+            v.write_to(&mut out);
+            assert_eq!(out, s);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! What the daemon tells about itself: the SIGUSR1 state dump and the optional metrics endpoint
+//! (`/metrics`, `/healthz`, `/readyz`) served by the event loop.
+//!
+//! Both render a [`DaemonSnapshot`]: plain data the daemon gathers from its parts at one instant,
+//! so rendering never reaches into live state and a test can build one by hand.
+//!
+//! Wiring into the daemon: SIGUSR1 logs `snapshot.dump_lines()` one record per line (the
+//! format follows `dump_format`). With `metrics_address` set, a `MetricsServer` is bound and
+//! registered under one `SourceKind`; every event of that kind goes to `on_event`, one
+//! `TimerKind` is kept at `next_deadline()` and routed to `on_timer`, and the daemon implements
+//! [`Endpoints`] (`metrics::render` of its snapshot, `Readiness::of`). The daemon times each
+//! controller pass and feeds [`HealthTimings`].
+
+pub mod dump;
+pub mod histogram;
+pub mod http;
+pub mod metrics;
+pub mod snapshot;
+
+pub use histogram::{HealthTimings, Histogram, exponential_buckets};
+pub use http::{Endpoints, Limits, MetricsServer, Readiness, ServerStats};
+pub use snapshot::{
+    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, LeaderSnapshot, LoopSnapshot,
+    ReflectorSnapshot, RequestCount,
+};

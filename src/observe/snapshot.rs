@@ -1,0 +1,160 @@
+//! Everything the SIGUSR1 dump and `/metrics` show, as plain data gathered by the daemon at one
+//! instant. The parts built elsewhere (leader election, reflectors, the API client) are copied
+//! into the small structs below, so this module depends on none of them and a test can build a
+//! snapshot by hand.
+
+use std::hash::Hash;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::controller::StateDump;
+use crate::controller::taint_eviction::{EvictionDump, LatencyHistogram};
+use crate::kube::reflector::ReflectorStats;
+use crate::runtime::{LoopControl, LoopStats};
+use crate::time::Time;
+
+use super::histogram::HealthTimings;
+
+#[derive(Clone, Debug)]
+pub struct DaemonSnapshot {
+    /// When the snapshot was taken; every age below is relative to it.
+    pub now: Time,
+    pub build: BuildInfo,
+    pub config_path: PathBuf,
+    pub config: Config,
+    /// What the daemon is doing or waiting for, as in `STATUS=`.
+    pub status: String,
+    pub leadership: LeaderSnapshot,
+    pub reflectors: Vec<ReflectorSnapshot>,
+    pub controller: StateDump,
+    /// `None` in legacy mode (no taint eviction controller).
+    pub evictions: Option<EvictionDump>,
+    /// `taint_eviction_controller_pod_deletion_duration_seconds`; `None` in legacy mode.
+    pub pod_deletion_duration: Option<LatencyHistogram>,
+    pub health_timings: HealthTimings,
+    pub client: ClientSnapshot,
+    /// Resident memory; `None` where /proc is not readable.
+    pub rss_bytes: Option<u64>,
+    pub event_loop: LoopSnapshot,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildInfo {
+    pub version: &'static str,
+    pub pid: u32,
+    pub started_at: Time,
+    pub uptime: Duration,
+}
+
+impl BuildInfo {
+    /// This binary's version and process.
+    pub fn current(started_at: Time, uptime: Duration) -> BuildInfo {
+        BuildInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            pid: std::process::id(),
+            started_at,
+            uptime,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderSnapshot {
+    /// Leader election configured; without it this instance always acts.
+    pub enabled: bool,
+    pub identity: String,
+    /// Holder of the lease as last read; `None` before the first read or when nobody holds it.
+    pub holder: Option<String>,
+    pub is_leader: bool,
+    /// Time since the lease was last renewed (by us when leading, by the holder otherwise).
+    pub renew_age: Option<Duration>,
+}
+
+impl LeaderSnapshot {
+    /// Leader election off: this instance is the only one and acts.
+    pub fn disabled(identity: String) -> LeaderSnapshot {
+        LeaderSnapshot {
+            enabled: false,
+            holder: None,
+            is_leader: true,
+            renew_age: None,
+            identity,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReflectorSnapshot {
+    /// `nodes`, `pods`, `leases`.
+    pub resource: String,
+    pub synced: bool,
+    pub resource_version: Option<String>,
+    /// `None` before the first event.
+    pub last_event_age: Option<Duration>,
+    pub reconnects: u64,
+    pub relists: u64,
+    pub objects: usize,
+}
+
+impl ReflectorSnapshot {
+    pub fn from_stats(resource: &str, stats: &ReflectorStats, now: Time) -> ReflectorSnapshot {
+        ReflectorSnapshot {
+            resource: resource.to_string(),
+            synced: stats.synced,
+            resource_version: stats.resource_version.clone(),
+            last_event_age: stats.last_event_at.map(|at| now - at),
+            reconnects: stats.reconnects,
+            relists: stats.relists,
+            objects: stats.objects,
+        }
+    }
+}
+
+/// What the API client did: requests by verb and outcome, time spent waiting for the throttle,
+/// and in dry-run mode the writes it would have made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientSnapshot {
+    pub requests: Vec<RequestCount>,
+    /// Total time calls were held back by the client-side throttle (qps/burst, 429 Retry-After).
+    pub throttle_wait: Duration,
+    pub dry_run_actions: Vec<ActionCount>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestCount {
+    /// HTTP method: `GET`, `PUT`, `PATCH`, ...
+    pub verb: String,
+    /// HTTP status (`200`, `409`) or, without a response, what happened instead (`timeout`,
+    /// `transport`).
+    pub code: String,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionCount {
+    /// The action's kind, e.g. `PatchNodeTaints`.
+    pub kind: String,
+    pub count: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopSnapshot {
+    pub stats: LoopStats,
+    pub sources: usize,
+    pub timers_pending: usize,
+    /// Time to the earliest deadline, `None` with no timer armed.
+    pub next_timer_in: Option<Duration>,
+}
+
+impl LoopSnapshot {
+    pub fn of<S: Clone, T: Eq + Hash + Clone>(lp: &LoopControl<S, T>) -> LoopSnapshot {
+        let now = lp.now();
+        LoopSnapshot {
+            stats: lp.stats(),
+            sources: lp.sources(),
+            timers_pending: lp.timers().len(),
+            next_timer_in: lp.timers().next_deadline().map(|at| at - now),
+        }
+    }
+}
