@@ -105,6 +105,8 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(connection: Connection, clock: &Clock, settings: ClientSettings) -> Harness {
+        // RUST_LOG=node_lifecycled=debug shows the informers' decisions.
+        let _ = env_logger::builder().is_test(true).try_init();
         let client_clock = clock.clone();
         let client = ApiClient::new(&connection, &settings, Box::new(move || client_clock.now()))
             .expect("API client");
