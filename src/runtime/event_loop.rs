@@ -88,6 +88,31 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         self.sources.remove(&token)
     }
 
+    /// For a source that registers itself, such as a watch stream, which registers its socket
+    /// as it starts connecting: `register` gets the registry and the token to use. The token is
+    /// spent even if `register` fails (tokens are never reused).
+    pub fn register_with<R, E>(
+        &mut self,
+        kind: S,
+        register: impl FnOnce(&Registry, Token) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        let registered = register(&self.registry, token)?;
+        self.sources.insert(token, kind);
+        Ok(registered)
+    }
+
+    /// The counterpart of `register_with`: `deregister` gets the registry, the source is forgotten.
+    pub fn deregister_with<R>(
+        &mut self,
+        token: Token,
+        deregister: impl FnOnce(&Registry) -> R,
+    ) -> (Option<S>, R) {
+        let result = deregister(&self.registry);
+        (self.sources.remove(&token), result)
+    }
+
     pub fn source(&self, token: Token) -> Option<&S> {
         self.sources.get(&token)
     }
@@ -130,6 +155,12 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
     /// Ends `run` once the current handler returns.
     pub fn stop(&mut self) {
         self.stop_requested = true;
+    }
+
+    /// Withdraws a stop request, so `run` can be called again (an owner, or a test, that runs
+    /// the loop in phases).
+    pub fn resume(&mut self) {
+        self.stop_requested = false;
     }
 
     pub fn is_stopping(&self) -> bool {

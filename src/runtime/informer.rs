@@ -1,0 +1,455 @@
+//! An informer: one watched kind (nodes, node Leases, bound pods) kept in sync on the event loop.
+//!
+//! It is the imperative shell around the sans-IO [`Reflector`]: LIST pages go through the
+//! blocking, throttled [`ApiClient`] (one page per loop turn, so timers and other streams run
+//! between pages; a throttled page waits on a timer, never in a sleep), the watch is a
+//! non-blocking [`WatchStream`] registered with the loop, and what the reflector decides is
+//! handed to the caller as [`Delta`]s.
+//!
+//! Each informer owns one loop source kind (its watch socket) and one timer key, both chosen by
+//! its owner. The timer is always armed for the earliest thing the informer waits for: the next
+//! LIST page or watch (backoff, throttle), the stream's idle deadline, or "now" when the stream
+//! stopped at its read budget with bytes left. That last case is how a fast stream yields: mio is
+//! edge-triggered, so no new readiness event will come for bytes already received, and reading
+//! them all at once would starve the timers; one budget per call, then the timer runs the next
+//! budget after every other due timer has fired.
+
+use std::hash::Hash;
+
+use log::{debug, info, warn};
+use mio::Token;
+use serde::Deserialize;
+
+use super::event_loop::LoopControl;
+use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
+use crate::kube::reflector::{
+    Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
+    WatchRequest, Watched, supports_watch_list,
+};
+use crate::kube::watch::{Drain, StreamEnd, WatchItem, WatchOptions, WatchStream};
+use crate::kube::{ApiClient, ApiError, Connection, TokenSource};
+use crate::time::Time;
+
+/// How many reflector steps one call may take: a watch that cannot even be opened is reported
+/// as ended and the reflector is asked again (it then answers with a backoff wait).
+const MAX_STEPS_PER_CALL: usize = 4;
+
+#[derive(Clone, Debug, Default)]
+pub struct InformerConfig {
+    pub reflector: ReflectorConfig,
+    /// Options of each watch stream; its idle timeout is the reflector's.
+    pub watch: WatchOptions,
+}
+
+/// What an informer borrows from its owner for one call: the loop (to register its watch socket
+/// and arm its timer), the unary client (LIST pages), where to connect and with which token
+/// (the watch), and the shared decoding state.
+pub struct InformerIo<'a, S, K> {
+    pub lp: &'a mut LoopControl<S, K>,
+    pub client: &'a mut ApiClient,
+    pub connection: &'a Connection,
+    pub tokens: &'a mut TokenSource,
+    pub decode: &'a mut DecodeContext,
+}
+
+/// For the state dump and the metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InformerStats {
+    /// `Node`, `Lease`, `Pod`.
+    pub kind: &'static str,
+    pub reflector: ReflectorStats,
+    /// Bytes received on watch streams (TLS records included), closed ones too.
+    pub watch_bytes: u64,
+    /// Watch event lines received (decoded or not).
+    pub watch_events: u64,
+    pub list_pages: u64,
+    pub list_bytes: u64,
+    /// LIST pages postponed by the client throttle or a server's 429.
+    pub throttled_lists: u64,
+    /// Watches ended because no byte arrived within the idle timeout.
+    pub idle_timeouts: u64,
+    /// Watches that broke (reset, closed mid-body, TLS failure) or could not be opened.
+    pub broken_watches: u64,
+    pub watching: bool,
+}
+
+pub struct Informer<T: Watched, S, K> {
+    reflector: Reflector<T>,
+    /// What the watch socket is registered as.
+    source: S,
+    /// The informer's one timer.
+    timer: K,
+    watch_options: WatchOptions,
+    stream: Option<WatchStream>,
+    /// The stream stopped at its read budget with bytes left: read on again soon.
+    more_to_read: bool,
+    /// A LIST page the throttle postponed, and when the client will admit it.
+    postponed_list: Option<(ListRequest, Time)>,
+    items: Vec<WatchItem>,
+    closed_watch_bytes: u64,
+    watch_events: u64,
+    list_pages: u64,
+    list_bytes: u64,
+    throttled_lists: u64,
+    idle_timeouts: u64,
+    broken_watches: u64,
+}
+
+impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
+    /// `seed` feeds the reflector's jitter. Nothing happens until [`Informer::start`].
+    pub fn new(config: InformerConfig, seed: u64, source: S, timer: K) -> Informer<T, S, K> {
+        Informer {
+            reflector: Reflector::new(config.reflector, seed),
+            source,
+            timer,
+            watch_options: config.watch,
+            stream: None,
+            more_to_read: false,
+            postponed_list: None,
+            items: Vec::new(),
+            closed_watch_bytes: 0,
+            watch_events: 0,
+            list_pages: 0,
+            list_bytes: 0,
+            throttled_lists: 0,
+            idle_timeouts: 0,
+            broken_watches: 0,
+        }
+    }
+
+    /// Arms the informer's timer for now: the first LIST (or watch-list) runs on the loop's
+    /// next turn.
+    pub fn start(&mut self, lp: &mut LoopControl<S, K>) {
+        lp.schedule(self.timer.clone(), lp.now());
+    }
+
+    /// Closes the watch and disarms the timer.
+    pub fn stop(&mut self, lp: &mut LoopControl<S, K>) {
+        self.close_stream(lp);
+        lp.cancel(&self.timer);
+    }
+
+    /// A full state has been delivered at least once.
+    pub fn is_synced(&self) -> bool {
+        self.reflector.is_synced()
+    }
+
+    pub fn timer(&self) -> &K {
+        &self.timer
+    }
+
+    pub fn stats(&self) -> InformerStats {
+        let open_bytes = self.stream.as_ref().map_or(0, WatchStream::bytes_received);
+        InformerStats {
+            kind: T::KIND,
+            reflector: self.reflector.stats(),
+            watch_bytes: self.closed_watch_bytes + open_bytes,
+            watch_events: self.watch_events,
+            list_pages: self.list_pages,
+            list_bytes: self.list_bytes,
+            throttled_lists: self.throttled_lists,
+            idle_timeouts: self.idle_timeouts,
+            broken_watches: self.broken_watches,
+            watching: self.stream.is_some(),
+        }
+    }
+
+    /// The loop reported the informer's source ready (`token` is the event's).
+    pub fn on_ready(
+        &mut self,
+        io: &mut InformerIo<'_, S, K>,
+        token: Token,
+        out: &mut Vec<Delta<T>>,
+    ) {
+        if self.stream.as_ref().map(WatchStream::token) == Some(token) {
+            self.read(io, out);
+        }
+        self.step(io, out);
+        self.rearm(io.lp);
+    }
+
+    /// The informer's timer fired.
+    pub fn on_timer(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        if self.more_to_read {
+            self.read(io, out);
+        }
+        if let Some(stream) = &mut self.stream {
+            let mut items = std::mem::take(&mut self.items);
+            stream.check_idle(io.lp.now(), &mut items);
+            self.deliver(io, &mut items, out);
+            self.items = items;
+        }
+        self.step(io, out);
+        self.rearm(io.lp);
+    }
+
+    /// One read budget of the watch stream.
+    fn read(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        let Some(stream) = &mut self.stream else {
+            self.more_to_read = false;
+            return;
+        };
+        let mut items = std::mem::take(&mut self.items);
+        self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
+        self.deliver(io, &mut items, out);
+        self.items = items;
+    }
+
+    /// Feeds the stream's items to the reflector; closes the stream when it ended or the
+    /// reflector moved on (the items after that point are dropped: they belong to a watch
+    /// the reflector no longer follows).
+    fn deliver(
+        &mut self,
+        io: &mut InformerIo<'_, S, K>,
+        items: &mut Vec<WatchItem>,
+        out: &mut Vec<Delta<T>>,
+    ) {
+        let now = io.lp.now();
+        for item in items.drain(..) {
+            match item {
+                WatchItem::Event(line) => {
+                    self.watch_events += 1;
+                    let flow = match decode_watch_event::<T>(&line, io.decode) {
+                        Ok(event) => self.reflector.watch_event(now, event, out),
+                        Err(e) => {
+                            warn!("{} watch: skipping an event: {e}", T::KIND);
+                            self.reflector.event_skipped(now, e.to_string());
+                            WatchFlow::Continue
+                        }
+                    };
+                    if flow == WatchFlow::Close {
+                        debug!(
+                            "{} watch: closed ({})",
+                            T::KIND,
+                            self.reflector.stats().last_error.unwrap_or_default()
+                        );
+                        self.close_stream(io.lp);
+                        break;
+                    }
+                }
+                WatchItem::Skipped(reason) => {
+                    self.watch_events += 1;
+                    warn!("{} watch: skipping an event: {reason}", T::KIND);
+                    self.reflector.event_skipped(now, reason);
+                }
+                WatchItem::Ended(end) => {
+                    self.count_end(&end);
+                    self.reflector.watch_ended(now, &end);
+                    self.close_stream(io.lp);
+                    break;
+                }
+            }
+        }
+    }
+
+    fn count_end(&mut self, end: &StreamEnd) {
+        match end {
+            StreamEnd::Clean => debug!("{} watch: {end}", T::KIND),
+            StreamEnd::IdleTimeout => {
+                self.idle_timeouts += 1;
+                warn!("{} watch: {end}; resuming", T::KIND);
+            }
+            StreamEnd::Broken(_) => {
+                self.broken_watches += 1;
+                warn!("{} watch: {end}; resuming", T::KIND);
+            }
+            StreamEnd::Rejected { .. } => warn!("{} watch: {end}", T::KIND),
+        }
+    }
+
+    fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
+        self.more_to_read = false;
+        if let Some(stream) = self.stream.take() {
+            self.closed_watch_bytes += stream.bytes_received();
+            let token = stream.token();
+            lp.deregister_with(token, |registry| stream.close(registry));
+        }
+    }
+
+    /// Does what the reflector asks, at most one LIST page per call.
+    fn step(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        for _ in 0..MAX_STEPS_PER_CALL {
+            let now = io.lp.now();
+            if let Some((_, until)) = &self.postponed_list {
+                if now < *until {
+                    return;
+                }
+                if let Some((request, _)) = self.postponed_list.take() {
+                    self.list_page(io, request, out);
+                }
+                return;
+            }
+            match self.reflector.poll(now) {
+                Step::List(request) => {
+                    self.list_page(io, request, out);
+                    return;
+                }
+                Step::Watch(request) => {
+                    if self.open_watch(io, &request) {
+                        return;
+                    }
+                }
+                Step::Wait { .. } | Step::InFlight => return,
+            }
+        }
+    }
+
+    fn list_page(
+        &mut self,
+        io: &mut InformerIo<'_, S, K>,
+        request: ListRequest,
+        out: &mut Vec<Delta<T>>,
+    ) {
+        let path = request.path_and_query::<T>();
+        let result = io.client.get_bytes(&path);
+        let now = io.lp.now();
+        let failure = match result {
+            Ok(bytes) => {
+                self.list_pages += 1;
+                self.list_bytes += bytes.len() as u64;
+                match decode_list::<T>(&bytes, io.decode) {
+                    Ok(page) => {
+                        for skipped in &page.skipped {
+                            warn!("{} list: skipping an object: {skipped}", T::KIND);
+                        }
+                        let last = page.continue_token.is_none();
+                        self.reflector.list_page_received(now, page, out);
+                        if last {
+                            info!(
+                                "{} list complete: {} objects",
+                                T::KIND,
+                                self.reflector.stats().objects
+                            );
+                        }
+                        return;
+                    }
+                    Err(e) => ListFailure {
+                        gone: false,
+                        message: format!("GET {path}: {e}"),
+                    },
+                }
+            }
+            Err(ApiError::Throttled { until }) => {
+                self.throttled_lists += 1;
+                self.postponed_list = Some((request, until));
+                return;
+            }
+            Err(ApiError::TooManyRequests { .. }) => {
+                // The client now holds every call back until the server's Retry-After.
+                self.throttled_lists += 1;
+                self.postponed_list = Some((request, io.client.next_admission()));
+                return;
+            }
+            Err(ApiError::Gone(status)) => ListFailure {
+                gone: true,
+                message: status.to_string(),
+            },
+            Err(e) => ListFailure {
+                gone: false,
+                message: e.to_string(),
+            },
+        };
+        warn!("{} list failed: {}", T::KIND, failure.message);
+        self.reflector.list_failed(now, failure);
+    }
+
+    /// Opens the watch; a watch that cannot even start is reported to the reflector as broken
+    /// (it backs off) and `false` returned.
+    fn open_watch(&mut self, io: &mut InformerIo<'_, S, K>, request: &WatchRequest) -> bool {
+        let now = io.lp.now();
+        let path = request.path_and_query::<T>();
+        let authorization = io.tokens.authorization(now);
+        let options = WatchOptions {
+            idle_timeout: request.idle_timeout,
+            ..self.watch_options.clone()
+        };
+        let connection = io.connection;
+        let opened = io.lp.register_with(self.source.clone(), |registry, token| {
+            WatchStream::open(
+                connection,
+                &path,
+                authorization.as_deref(),
+                registry,
+                token,
+                now,
+                &options,
+            )
+        });
+        match opened {
+            Ok(stream) => {
+                debug!("{} watch: GET {path}", T::KIND);
+                self.stream = Some(stream);
+                self.reflector.watch_opened(now);
+                true
+            }
+            Err(e) => {
+                let end = StreamEnd::Broken(e.to_string());
+                self.count_end(&end);
+                self.reflector.watch_ended(now, &end);
+                false
+            }
+        }
+    }
+
+    /// Arms the timer for the earliest thing the informer waits for.
+    fn rearm(&mut self, lp: &mut LoopControl<S, K>) {
+        let mut at = self.more_to_read.then(|| lp.now());
+        let mut earliest = |t: Time| at = Some(at.map_or(t, |a| a.min(t)));
+        if let Some(stream) = &self.stream {
+            earliest(stream.idle_deadline());
+        }
+        match &self.postponed_list {
+            Some((_, until)) => earliest(*until),
+            None => {
+                if let Some(wakeup) = self.reflector.next_wakeup() {
+                    earliest(wakeup);
+                }
+            }
+        }
+        match at {
+            Some(at) => {
+                lp.schedule(self.timer.clone(), at);
+            }
+            None => {
+                lp.cancel(&self.timer);
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ServerVersion {
+    #[serde(default)]
+    major: String,
+    #[serde(default)]
+    minor: String,
+    #[serde(rename = "gitVersion", default)]
+    git_version: String,
+}
+
+/// Asks `GET /version` whether the server streams watch-lists (1.32 and later). Any failure
+/// answers `false` with a warning: list+watch works against every server, a watch-list
+/// against an older one would look like an empty cluster.
+pub fn probe_watch_list(client: &mut ApiClient) -> bool {
+    match client.get_json::<ServerVersion>("/version") {
+        Ok(v) => {
+            let supported = supports_watch_list(&v.major, &v.minor);
+            info!(
+                "API server {} ({}.{}): {}",
+                v.git_version,
+                v.major,
+                v.minor,
+                if supported {
+                    "watch-list streaming"
+                } else {
+                    "list+watch"
+                }
+            );
+            supported
+        }
+        Err(e) => {
+            warn!("cannot read the API server version ({e}); using list+watch");
+            false
+        }
+    }
+}

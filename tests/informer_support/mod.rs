@@ -1,0 +1,421 @@
+//! A small owner of informers on the real `EventLoop`, as the daemon will be: it routes the
+//! loop's events and timers to the informers and keeps a test-side store per kind, fed only by
+//! the deltas. `run_until` turns the loop until a condition holds (or fails the test with the
+//! informers' stats). A periodic probe timer measures how late the loop fires timers.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use mio::Token;
+use mio::event::Event;
+use node_lifecycled::kube::decode::{DecodeContext, decode_object};
+use node_lifecycled::kube::reflector::{Delta, ReflectorConfig, Watched};
+use node_lifecycled::kube::{
+    ApiClient, ClientSettings, Connection, Credentials, Scheme, TokenSource,
+};
+use node_lifecycled::model::{Lease, Node, Pod};
+use node_lifecycled::runtime::informer::{Informer, InformerConfig, InformerIo, InformerStats};
+use node_lifecycled::runtime::{Clock, EventLoop, Handler, LoopControl};
+use node_lifecycled::time::Time;
+use serde_json::Value;
+
+/// Loop sources and timers of the test owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Id {
+    Nodes,
+    Leases,
+    Pods,
+    /// Re-evaluates the `run_until` condition.
+    Check,
+    /// Measures timer lateness.
+    Probe,
+}
+
+/// One informer and the store its deltas build.
+pub struct Tracked<T: Watched> {
+    pub informer: Informer<T, Id, Id>,
+    pub store: HashMap<T::Key, T>,
+    pub syncs: u32,
+    pub upserts: u64,
+    pub deleted: Vec<T::Key>,
+}
+
+impl<T: Watched> Tracked<T> {
+    pub fn new(config: InformerConfig, id: Id) -> Tracked<T> {
+        Tracked {
+            informer: Informer::new(config, 7, id, id),
+            store: HashMap::new(),
+            syncs: 0,
+            upserts: 0,
+            deleted: Vec::new(),
+        }
+    }
+
+    fn apply(&mut self, deltas: Vec<Delta<T>>) {
+        for delta in deltas {
+            match delta {
+                Delta::Upsert(obj) => {
+                    self.upserts += 1;
+                    self.store.insert(obj.key(), obj);
+                }
+                Delta::Delete(key) => {
+                    self.store.remove(&key);
+                    self.deleted.push(key);
+                }
+                Delta::Synced => self.syncs += 1,
+            }
+        }
+    }
+
+    fn on_ready(&mut self, io: &mut InformerIo<'_, Id, Id>, token: Token) {
+        let mut out = Vec::new();
+        self.informer.on_ready(io, token, &mut out);
+        self.apply(out);
+    }
+
+    fn on_timer(&mut self, io: &mut InformerIo<'_, Id, Id>) {
+        let mut out = Vec::new();
+        self.informer.on_timer(io, &mut out);
+        self.apply(out);
+    }
+
+    pub fn stats(&self) -> InformerStats {
+        self.informer.stats()
+    }
+}
+
+/// A periodic timer and how late each firing was.
+pub struct Probe {
+    pub period: Duration,
+    pub due: Time,
+    pub lateness: Vec<Duration>,
+}
+
+pub struct Harness {
+    pub client: ApiClient,
+    pub connection: Connection,
+    pub tokens: TokenSource,
+    pub decode: DecodeContext,
+    pub nodes: Option<Tracked<Node>>,
+    pub leases: Option<Tracked<Lease>>,
+    pub pods: Option<Tracked<Pod>>,
+    pub probe: Option<Probe>,
+    /// The most CPU time one informer call took on the loop thread (descheduling excluded).
+    pub max_call_cpu: Duration,
+}
+
+/// CPU time of the calling thread: what the loop itself spent, whatever else the machine does.
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_time() -> Duration {
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+    unsafe extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live timespec the call fills in; the clock id is a Linux constant.
+    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+impl Harness {
+    pub fn new(connection: Connection, clock: &Clock, settings: ClientSettings) -> Harness {
+        // RUST_LOG=node_lifecycled=debug shows the informers' decisions.
+        let _ = env_logger::builder().is_test(true).try_init();
+        let client_clock = clock.clone();
+        let client = ApiClient::new(&connection, &settings, Box::new(move || client_clock.now()))
+            .expect("API client");
+        let tokens = TokenSource::new(&connection.credentials, clock.now()).expect("token");
+        Harness {
+            client,
+            connection,
+            tokens,
+            decode: DecodeContext::new(),
+            nodes: None,
+            leases: None,
+            pods: None,
+            probe: None,
+            max_call_cpu: Duration::ZERO,
+        }
+    }
+
+    /// Starts every informer present.
+    pub fn start(&mut self, lp: &mut LoopControl<Id, Id>) {
+        if let Some(t) = &mut self.nodes {
+            t.informer.start(lp);
+        }
+        if let Some(t) = &mut self.leases {
+            t.informer.start(lp);
+        }
+        if let Some(t) = &mut self.pods {
+            t.informer.start(lp);
+        }
+    }
+
+    pub fn start_probe(&mut self, lp: &mut LoopControl<Id, Id>, period: Duration) {
+        let due = lp.now() + period;
+        lp.schedule(Id::Probe, due);
+        self.probe = Some(Probe {
+            period,
+            due,
+            lateness: Vec::new(),
+        });
+    }
+
+    pub fn stats(&self) -> String {
+        let mut s = String::new();
+        if let Some(t) = &self.nodes {
+            s.push_str(&format!("nodes: {:?} store {}\n", t.stats(), t.store.len()));
+        }
+        if let Some(t) = &self.leases {
+            s.push_str(&format!(
+                "leases: {:?} store {}\n",
+                t.stats(),
+                t.store.len()
+            ));
+        }
+        if let Some(t) = &self.pods {
+            s.push_str(&format!("pods: {:?} store {}\n", t.stats(), t.store.len()));
+        }
+        s
+    }
+
+    pub fn pods(&self) -> &Tracked<Pod> {
+        self.pods.as_ref().expect("a pod informer")
+    }
+
+    pub fn nodes(&self) -> &Tracked<Node> {
+        self.nodes.as_ref().expect("a node informer")
+    }
+
+    pub fn leases(&self) -> &Tracked<Lease> {
+        self.leases.as_ref().expect("a lease informer")
+    }
+
+    /// Turns the loop until `done` holds; fails the test after `limit` with `what` and the stats.
+    /// Returns how long it took.
+    pub fn run_until(
+        &mut self,
+        lp: &mut EventLoop<Id, Id>,
+        limit: Duration,
+        what: &str,
+        done: impl FnMut(&mut Harness) -> bool,
+    ) -> Duration {
+        let started = Instant::now();
+        // This run must not see the stop request that ended the previous one.
+        lp.control().resume();
+        let check = lp.control().now();
+        lp.control().schedule(Id::Check, check);
+        let mut until = Until {
+            harness: self,
+            done,
+            deadline: started + limit,
+            met: false,
+        };
+        lp.run(&mut until).expect("loop");
+        lp.control().cancel(&Id::Check);
+        assert!(
+            until.met,
+            "{what}: not within {limit:?}\n{}",
+            until.harness.stats()
+        );
+        started.elapsed()
+    }
+
+    fn dispatch_event(&mut self, lp: &mut LoopControl<Id, Id>, token: Token, source: Id) {
+        let cpu = thread_cpu_time();
+        self.route_event(lp, token, source);
+        self.max_call_cpu = self.max_call_cpu.max(thread_cpu_time() - cpu);
+    }
+
+    fn dispatch_timer(&mut self, lp: &mut LoopControl<Id, Id>, timer: Id) {
+        let cpu = thread_cpu_time();
+        self.route_timer(lp, timer);
+        self.max_call_cpu = self.max_call_cpu.max(thread_cpu_time() - cpu);
+    }
+
+    fn route_event(&mut self, lp: &mut LoopControl<Id, Id>, token: Token, source: Id) {
+        let mut io = InformerIo {
+            lp,
+            client: &mut self.client,
+            connection: &self.connection,
+            tokens: &mut self.tokens,
+            decode: &mut self.decode,
+        };
+        match source {
+            Id::Nodes => {
+                if let Some(t) = &mut self.nodes {
+                    t.on_ready(&mut io, token)
+                }
+            }
+            Id::Leases => {
+                if let Some(t) = &mut self.leases {
+                    t.on_ready(&mut io, token)
+                }
+            }
+            Id::Pods => {
+                if let Some(t) = &mut self.pods {
+                    t.on_ready(&mut io, token)
+                }
+            }
+            Id::Check | Id::Probe => {}
+        }
+    }
+
+    fn route_timer(&mut self, lp: &mut LoopControl<Id, Id>, timer: Id) {
+        if timer == Id::Probe {
+            if let Some(p) = &mut self.probe {
+                let now = lp.now();
+                p.lateness.push(now.since(p.due));
+                p.due = now + p.period;
+                lp.schedule(Id::Probe, p.due);
+            }
+            return;
+        }
+        let mut io = InformerIo {
+            lp,
+            client: &mut self.client,
+            connection: &self.connection,
+            tokens: &mut self.tokens,
+            decode: &mut self.decode,
+        };
+        match timer {
+            Id::Nodes => {
+                if let Some(t) = &mut self.nodes {
+                    t.on_timer(&mut io)
+                }
+            }
+            Id::Leases => {
+                if let Some(t) = &mut self.leases {
+                    t.on_timer(&mut io)
+                }
+            }
+            Id::Pods => {
+                if let Some(t) = &mut self.pods {
+                    t.on_timer(&mut io)
+                }
+            }
+            Id::Check | Id::Probe => {}
+        }
+    }
+}
+
+struct Until<'a, F> {
+    harness: &'a mut Harness,
+    done: F,
+    deadline: Instant,
+    met: bool,
+}
+
+impl<F: FnMut(&mut Harness) -> bool> Until<'_, F> {
+    fn evaluate(&mut self, lp: &mut LoopControl<Id, Id>) {
+        if (self.done)(self.harness) {
+            self.met = true;
+            lp.stop();
+        } else if Instant::now() >= self.deadline {
+            lp.stop();
+        }
+    }
+}
+
+impl<F: FnMut(&mut Harness) -> bool> Handler<Id, Id> for Until<'_, F> {
+    fn on_event(&mut self, lp: &mut LoopControl<Id, Id>, token: Token, source: Id, _: &Event) {
+        self.harness.dispatch_event(lp, token, source);
+        self.evaluate(lp);
+    }
+
+    fn on_timer(&mut self, lp: &mut LoopControl<Id, Id>, timer: Id, _now: Time) {
+        if timer == Id::Check {
+            let next = lp.now() + Duration::from_millis(10);
+            lp.schedule(Id::Check, next);
+        } else {
+            self.harness.dispatch_timer(lp, timer);
+        }
+        self.evaluate(lp);
+    }
+}
+
+/// A plain-HTTP connection to a local simulator.
+pub fn plain_connection(url: &str, credentials: Credentials) -> Connection {
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (host, port) = rest.rsplit_once(':').expect("host:port");
+    Connection {
+        scheme: Scheme::Http,
+        host: host.to_string(),
+        port: port.parse().expect("port"),
+        base_path: String::new(),
+        tls: None,
+        credentials,
+    }
+}
+
+/// The simulator's clients are unthrottled unless a test says otherwise.
+pub fn unthrottled() -> ClientSettings {
+    ClientSettings {
+        qps: None,
+        timeout: Duration::from_secs(20),
+        ..ClientSettings::default()
+    }
+}
+
+/// List+watch (the sim says 1.32, so the daemon would use watch-list; these tests pin pages).
+pub fn list_watch(idle_timeout: Duration) -> InformerConfig {
+    InformerConfig {
+        reflector: ReflectorConfig {
+            idle_timeout,
+            ..ReflectorConfig::default()
+        },
+        ..InformerConfig::default()
+    }
+}
+
+/// Server objects decoded through the same path as the informer's.
+pub fn decode_all<T: Watched>(objects: &[Value], ctx: &mut DecodeContext) -> HashMap<T::Key, T> {
+    objects
+        .iter()
+        .map(|v| {
+            let obj: T = decode_object(&serde_json::to_vec(v).unwrap(), ctx)
+                .unwrap_or_else(|e| panic!("{e}: {v}"));
+            (obj.key(), obj)
+        })
+        .collect()
+}
+
+/// Both stores equal, with a readable difference if not.
+pub fn assert_same<T: Watched + PartialEq + std::fmt::Debug>(
+    what: &str,
+    ours: &HashMap<T::Key, T>,
+    server: &HashMap<T::Key, T>,
+) {
+    let missing: Vec<_> = server
+        .keys()
+        .filter(|k| !ours.contains_key(*k))
+        .take(5)
+        .collect();
+    let extra: Vec<_> = ours
+        .keys()
+        .filter(|k| !server.contains_key(*k))
+        .take(5)
+        .collect();
+    let differ: Vec<_> = server
+        .iter()
+        .filter(|(k, v)| ours.get(*k).is_some_and(|o| o != *v))
+        .take(3)
+        .map(|(k, v)| format!("{k:?}: ours {:?} server {v:?}", ours.get(k)))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && differ.is_empty(),
+        "{what}: store ({}) differs from the server ({}): missing {missing:?}, extra {extra:?}, different {differ:?}",
+        ours.len(),
+        server.len()
+    );
+}
