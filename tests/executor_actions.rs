@@ -70,7 +70,11 @@ fn node_status_update_patches_the_conditions_with_version_and_uid_preconditions(
     }]);
     let inputs = h.run_until_idle();
     assert_eq!(result(&inputs), vec![(ActionId(1), Outcome::Ok)]);
-    assert_eq!(inputs.len(), 1, "a success feeds nothing else: the watch will");
+    assert_eq!(
+        inputs.len(),
+        1,
+        "a success feeds nothing else: the watch will"
+    );
 
     let stored = h.node("n1");
     let ready = stored["status"]["conditions"]
@@ -89,7 +93,10 @@ fn node_status_update_patches_the_conditions_with_version_and_uid_preconditions(
         4,
         "conditions merge by type: none lost, none duplicated"
     );
-    assert!(stored["status"]["addresses"].is_array(), "the rest of status is kept");
+    assert!(
+        stored["status"]["addresses"].is_array(),
+        "the rest of status is kept"
+    );
 
     let writes = h.writes();
     assert_eq!(writes.len(), 1);
@@ -153,10 +160,15 @@ fn a_taint_patch_replaces_the_whole_list_and_a_stale_one_conflicts_then_the_node
     let Input::NodeUpsert(fresh) = &inputs[0] else {
         panic!("the re-read node comes first: {inputs:?}");
     };
-    assert_eq!(fresh.taints, desired, "the fresh node carries the stored taints");
+    assert_eq!(
+        fresh.taints, desired,
+        "the fresh node carries the stored taints"
+    );
     assert_eq!(
         *fresh.resource_version,
-        *h.node("n1")["metadata"]["resourceVersion"].as_str().unwrap()
+        *h.node("n1")["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
     );
     assert_eq!(result(&inputs), vec![(ActionId(2), Outcome::Conflict)]);
     assert_eq!(
@@ -185,7 +197,9 @@ fn a_node_status_conflict_also_rereads_and_a_node_gone_meanwhile_is_not_found() 
     };
     h.submit([action(1)]);
     let inputs = h.run_until_idle();
-    assert!(matches!(&inputs[0], Input::NodeUpsert(n) if n.resource_version != node.resource_version));
+    assert!(
+        matches!(&inputs[0], Input::NodeUpsert(n) if n.resource_version != node.resource_version)
+    );
     assert_eq!(result(&inputs), vec![(ActionId(1), Outcome::Conflict)]);
 
     h.sim.cluster().remove(Resource::Nodes, None, "n1").unwrap();
@@ -223,7 +237,10 @@ fn labels_are_merged_without_precondition_and_conflicts_retried_5_times_100ms_ji
     assert!(h.now() >= start + Duration::from_millis(200));
     assert!(h.now() <= start + Duration::from_millis(400));
     let stored = h.node("n1");
-    assert_eq!(stored["metadata"]["labels"]["beta.kubernetes.io/arch"], "arm64");
+    assert_eq!(
+        stored["metadata"]["labels"]["beta.kubernetes.io/arch"],
+        "arm64"
+    );
     assert_eq!(
         stored["metadata"]["labels"]["kubernetes.io/hostname"], "n1",
         "other labels kept"
@@ -268,7 +285,10 @@ fn marking_a_pod_not_ready_patches_its_status_with_a_uid_precondition() {
         .clone();
     assert_eq!(ready["status"], "False");
     assert_eq!(ready["lastTransitionTime"], now.to_rfc3339());
-    assert_eq!(stored["status"]["phase"], "Running", "the rest of status is kept");
+    assert_eq!(
+        stored["status"]["phase"], "Running",
+        "the rest of status is kept"
+    );
     let w = &h.writes()[0];
     assert!(w.is(Verb::Patch, "pods/status"), "{w}");
     assert!(
@@ -329,7 +349,10 @@ fn legacy_node_lost_status_and_delete_with_the_pods_own_grace_period() {
     assert!(writes[1].is(Verb::Delete, "pods"));
     assert_eq!(
         writes[1].summary,
-        format!("graceful deletion, grace period 30s, precondition uid={}", pod.uid)
+        format!(
+            "graceful deletion, grace period 30s, precondition uid={}",
+            pod.uid
+        )
     );
 }
 
@@ -372,7 +395,11 @@ fn evict_pod_adds_the_disruption_target_condition_then_deletes_with_a_uid_precon
     let writes = h.writes();
     assert_eq!(writes.len(), 2);
     assert!(writes[0].is(Verb::Patch, "pods/status"));
-    assert!(writes[0].summary.contains(&format!(r#""uid":"{}""#, pod.uid)));
+    assert!(
+        writes[0]
+            .summary
+            .contains(&format!(r#""uid":"{}""#, pod.uid))
+    );
     assert!(writes[1].is(Verb::Delete, "pods"));
     assert!(
         writes[1]
@@ -386,7 +413,10 @@ fn evict_pod_adds_the_disruption_target_condition_then_deletes_with_a_uid_precon
 fn evicting_a_pod_replaced_under_the_same_name_conflicts_and_deletes_nothing() {
     let mut h = Harness::real();
     let old = h.add_pod("ns", "p", "n1");
-    h.sim.cluster().remove(Resource::Pods, Some("ns"), "p").unwrap();
+    h.sim
+        .cluster()
+        .remove(Resource::Pods, Some("ns"), "p")
+        .unwrap();
     let new = h.add_pod("ns", "p", "n1");
     assert_ne!(old.uid, new.uid);
     h.submit([Action::EvictPod {
@@ -513,7 +543,10 @@ fn events_are_created_as_client_gos_recorder_creates_them_and_never_answered() {
         json!({"kind": "Node", "apiVersion": "v1", "name": "n1", "uid": &*node.uid})
     );
     assert_eq!(e["reason"], "RegisteredNode");
-    assert_eq!(e["message"], "Node n1 event: Registered Node n1 in Controller");
+    assert_eq!(
+        e["message"],
+        "Node n1 event: Registered Node n1 in Controller"
+    );
     assert_eq!(e["type"], "Normal");
     assert_eq!(e["source"], json!({"component": "node-controller"}));
     assert_eq!(e["count"], 1);

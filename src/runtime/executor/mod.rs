@@ -480,7 +480,8 @@ impl Executor {
                 self.stats.backoffs += 1;
                 self.stats.last_error = Some((after, e.to_string()));
             }
-            Err(ApiError::TooManyRequests { .. }) => {}
+            // The client throttle now holds every call until Retry-After: that wait starts now.
+            Err(ApiError::TooManyRequests { .. }) => self.throttled_since = Some(after),
             other => {
                 self.backoff = Backoff::default();
                 if let Err(e) = other
