@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use node_lifecycled::config::{Config, DEFAULT_CONFIG_PATH};
+use node_lifecycled::runtime::api::ConnectionCheck;
+use node_lifecycled::runtime::daemon::DaemonError;
 use node_lifecycled::{logging, runtime};
 
 /// sysexits(3) codes, so systemd's `RestartPreventExitStatus=64 78` can tell "fix the
@@ -34,7 +36,8 @@ exit codes:
   0   success
   1   runtime failure
   64  usage error (unknown argument)
-  78  configuration error (the message names the file, line and key)
+  78  configuration error (the message names the file, line and key), including a
+      kubeconfig, certificate, key or token file that cannot be read or parsed
 
 environment:
   RUST_LOG        log filter; overrides log_level from the configuration
@@ -108,6 +111,15 @@ fn main() -> ExitCode {
         }
         Command::CheckConfig { config } => match Config::load(&config) {
             Ok(c) => {
+                // The connection's files are part of the configuration: read and parse them.
+                match runtime::api::check(&c.api, &config) {
+                    Ok(ConnectionCheck::Valid) => {}
+                    Ok(ConnectionCheck::NotCheckable(why)) => eprintln!("note: {why}"),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        return ExitCode::from(EX_CONFIG);
+                    }
+                }
                 println!(
                     "# node-lifecycled {}: effective configuration from {}",
                     env!("CARGO_PKG_VERSION"),
@@ -133,8 +145,12 @@ fn main() -> ExitCode {
             let log = logging::init(config.log_level);
             match runtime::daemon::run(path, config, log) {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(e @ DaemonError::Config(_)) => {
+                    log::error!("{e}");
+                    ExitCode::from(EX_CONFIG)
+                }
                 Err(e) => {
-                    log::error!("event loop failed: {e}");
+                    log::error!("{e}");
                     ExitCode::from(EXIT_RUNTIME)
                 }
             }

@@ -100,6 +100,29 @@ impl Controllers {
         self.lifecycle.apply_settings(settings, now)
     }
 
+    /// A leader that lost its lease becomes a follower: a fresh, unsynced machine that knows
+    /// the same nodes, leases and pods (so a later takeover starts from warm caches) but none of
+    /// the old one's queues, pending writes or eviction countdowns, which belonged to a
+    /// leadership that is over. Probe times restart from `now`: the follower's own observation.
+    pub fn into_follower(self, now: Time) -> Controllers {
+        let mut settings = self.lifecycle.settings().clone();
+        settings.taint_based_eviction = self.eviction.is_some();
+        let mut follower = Controllers::new(settings, now);
+        let lifecycle = &self.lifecycle;
+        let inputs = lifecycle
+            .leases()
+            .cloned()
+            .map(Input::LeaseUpsert)
+            .chain(lifecycle.nodes().cloned().map(Input::NodeUpsert))
+            .chain(lifecycle.pods().cloned().map(Input::PodUpsert));
+        for input in inputs {
+            // Unsynced: it decides nothing, so there is nothing to return.
+            let actions = follower.handle(input, now);
+            debug_assert!(actions.is_empty());
+        }
+        follower
+    }
+
     pub fn is_synced(&self) -> bool {
         self.synced
     }

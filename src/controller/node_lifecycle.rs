@@ -228,6 +228,11 @@ impl NodeLifecycle {
         self.pods.values()
     }
 
+    /// Every node Lease the controller knows, in no particular order.
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
+        self.leases.values()
+    }
+
     /// Pods bound to `node`, from the controller's index.
     pub fn pods_on_node<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
         self.pods_by_node

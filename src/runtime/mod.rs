@@ -1,11 +1,13 @@
 //! The imperative shell's machinery: the event loop, timers, rate limits, signals, sd_notify.
 
+pub mod api;
 pub mod clock;
 pub mod daemon;
 pub mod event_loop;
 pub mod executor;
 pub mod informer;
 pub mod sd_notify;
+pub mod settings;
 pub mod signals;
 pub mod state_dump;
 pub mod timer_heap;

@@ -257,6 +257,12 @@ impl Executor {
         self.settings.dry_run
     }
 
+    /// Config reload. The owner must also drop what dry-run taught the controllers (it fed them
+    /// objects as the writes would have left them): see the daemon's resync on this change.
+    pub fn set_dry_run(&mut self, dry_run: bool) {
+        self.settings.dry_run = dry_run;
+    }
+
     pub fn client(&self) -> &ApiClient {
         &self.client
     }

@@ -1,0 +1,103 @@
+//! The one place where the configuration file's values become the settings of each part: the
+//! controllers, the executor, the API clients and the informers. A reload goes through the same
+//! functions, so a value means the same thing at start and after SIGHUP.
+
+use crate::config::{ApiConfig, Config};
+use crate::controller::Settings;
+use crate::kube::ClientSettings;
+use crate::kube::reflector::ReflectorConfig;
+use crate::kube::watch::WatchOptions;
+
+use super::executor::ExecutorSettings;
+use super::informer::InformerConfig;
+
+/// What the controllers decide with (SPEC §2).
+pub fn controller_settings(config: &Config) -> Settings {
+    Settings {
+        node_monitor_period: config.node_monitor_period,
+        node_monitor_grace_period: config.node_monitor_grace_period,
+        node_startup_grace_period: config.node_startup_grace_period,
+        node_eviction_rate: config.node_eviction_rate,
+        secondary_node_eviction_rate: config.secondary_node_eviction_rate,
+        large_cluster_size_threshold: config.large_cluster_size_threshold,
+        unhealthy_zone_threshold: config.unhealthy_zone_threshold,
+        taint_based_eviction: config.taint_based_eviction,
+        pod_eviction_timeout: config.pod_eviction_timeout,
+    }
+}
+
+/// The executor: dry-run from the file, the rest its own defaults; `seed` spreads label retry
+/// jitter across instances.
+pub fn executor_settings(config: &Config, seed: u64) -> ExecutorSettings {
+    ExecutorSettings {
+        dry_run: config.dry_run,
+        seed,
+        ..ExecutorSettings::default()
+    }
+}
+
+/// Every API client gets the same hard timeout and the configured qps/burst. Each client has
+/// its own token bucket (as every controller's client in kube-controller-manager does), so the
+/// informers' LIST pages, the executor's writes and the leader's renewals never wait for each
+/// other.
+pub fn client_settings(api: &ApiConfig) -> ClientSettings {
+    ClientSettings {
+        timeout: api.request_timeout,
+        qps: Some(api.qps),
+        burst: u64::from(api.burst),
+        ..ClientSettings::default()
+    }
+}
+
+/// The informers' reflector and watch settings. `watch_list` comes from probing the server.
+///
+/// `api.watch_timeout` is not used: the reflector asks the server to end each watch at 50–80 %
+/// of the idle timeout, so that a healthy watch always shows a sign of life before it is
+/// presumed dead; a longer server timeout would defeat that.
+pub fn informer_config(api: &ApiConfig, watch_list: bool) -> InformerConfig {
+    InformerConfig {
+        reflector: ReflectorConfig {
+            idle_timeout: api.watch_idle_timeout,
+            watch_list,
+            ..ReflectorConfig::default()
+        },
+        watch: WatchOptions {
+            idle_timeout: api.watch_idle_timeout,
+            ..WatchOptions::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_files_values_reach_the_controller_and_the_clients() {
+        let text = "node_monitor_grace_period = \"3s\"\nnode_eviction_rate = 2.5\n\
+                    taint_based_eviction = false\ndry_run = true\n\
+                    [api]\nqps = 7.0\nburst = 9\nrequest_timeout = \"2s\"\nwatch_idle_timeout = \"2s\"\n";
+        let config = Config::from_str(text, Path::new("t.toml")).unwrap();
+        let s = controller_settings(&config);
+        assert_eq!(s.node_monitor_grace_period, Duration::from_secs(3));
+        assert_eq!(s.node_eviction_rate.as_f64(), 2.5);
+        assert!(!s.taint_based_eviction);
+        assert!(executor_settings(&config, 1).dry_run);
+        let c = client_settings(&config.api);
+        assert_eq!(c.timeout, Duration::from_secs(2));
+        assert_eq!(c.qps.map(|q| q.as_f64()), Some(7.0));
+        assert_eq!(c.burst, 9);
+        let i = informer_config(&config.api, true);
+        assert_eq!(i.reflector.idle_timeout, Duration::from_secs(2));
+        assert_eq!(i.watch.idle_timeout, Duration::from_secs(2));
+        assert!(i.reflector.watch_list);
+    }
+
+    #[test]
+    fn defaults_are_the_controllers_defaults() {
+        assert_eq!(controller_settings(&Config::default()), Settings::default());
+    }
+}
