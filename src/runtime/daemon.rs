@@ -611,6 +611,7 @@ impl Daemon {
                 lp.stop();
             }
             Signal::DumpState => {
+                self.refresh_status();
                 let snapshot = self.snapshot(lp.now(), LoopSnapshot::of(lp));
                 for line in snapshot.dump_lines() {
                     info!("{line}");
