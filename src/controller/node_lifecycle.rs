@@ -25,7 +25,9 @@ use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
 use super::inputs::{Input, LeaseReadOutcome, Outcome};
 use super::labels::labels_to_update;
 use super::rate_limited_queue::RateLimitedTimedQueue;
-use super::settings::{CONFLICT_RETRIES, NODE_EVICTION_PERIOD, Settings, TAINT_RETRY_DELAY};
+use super::settings::{
+    CONFLICT_RETRIES, EVICTION_PASS_MAX_HOLD, NODE_EVICTION_PERIOD, Settings, TAINT_RETRY_DELAY,
+};
 use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
 use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate};
 
@@ -155,6 +157,8 @@ pub struct NodeLifecycle {
     /// Legacy: pods whose status already says NodeLost.
     pub(super) node_lost: HashSet<PodKey>,
     pub(super) disruption_dirty: bool,
+    /// Since when the zone queues' pass has been held back for health verdicts in flight.
+    pub(super) eviction_pass_held_since: Option<Time>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -201,6 +205,7 @@ impl NodeLifecycle {
             pods_marking: HashSet::new(),
             node_lost: HashSet::new(),
             disruption_dirty: false,
+            eviction_pass_held_since: None,
         }
     }
 
@@ -945,6 +950,9 @@ impl NodeLifecycle {
 
     /// The zone queues' pass, every 100 ms while some queue has work.
     fn eviction_pass(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.hold_eviction_pass(now) {
+            return;
+        }
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         for zone in keys {
             while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
@@ -955,6 +963,29 @@ impl NodeLifecycle {
                 }
             }
         }
+    }
+
+    /// Upstream judges every node in one monitor pass, then sets the zones' rates, before the
+    /// next tainting decision. Here a verdict waits for its live Lease read and its status write,
+    /// so when many nodes fall silent together (a zone losing power) their verdicts arrive one
+    /// API round-trip after another, and the zone would still look healthy, at its normal rate,
+    /// to a pass running between them. So the pass waits while verdicts are in flight, at most
+    /// `EVICTION_PASS_MAX_HOLD`, and then counts the zone with all of them.
+    fn hold_eviction_pass(&mut self, now: Time) -> bool {
+        let in_flight = self
+            .pending
+            .values()
+            .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }));
+        if !in_flight {
+            self.eviction_pass_held_since = None;
+            return false;
+        }
+        let since = *self.eviction_pass_held_since.get_or_insert(now);
+        if now.since(since) < EVICTION_PASS_MAX_HOLD {
+            return true;
+        }
+        self.eviction_pass_held_since = None;
+        false
     }
 
     fn taint_from_queue(&mut self, zone: &Name, name: &Name, now: Time, out: &mut Vec<Action>) {

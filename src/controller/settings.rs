@@ -45,6 +45,9 @@ impl Default for Settings {
 
 /// Period of the NoExecute tainting (or legacy eviction) pass over the zone queues.
 pub const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);
+/// Longest the zone queues' pass waits for health verdicts in flight (live Lease reads, status
+/// writes), so that nodes falling silent together are counted together before any is tainted.
+pub const EVICTION_PASS_MAX_HOLD: Duration = Duration::from_secs(2);
 /// Retry delay of a queued node whose Ready condition is missing.
 pub const TAINT_RETRY_DELAY: Duration = Duration::from_millis(50);
 /// Writes retried after a 409 (upstream: node health update and taint backoff, 5 steps).

@@ -509,3 +509,98 @@ fn restart_removes_and_requeues_existing_no_execute_taints() {
         .expect("tainted again");
     assert_eq!(t.time_added, Some(t0()));
 }
+
+/// Nodes falling silent together get their verdicts one API round-trip after another (a live
+/// Lease read, then a status write each). A zone of 10 losing 6 must be counted as partially
+/// disrupted (rate 0 at this size) before the tainting pass looks at any of them, as upstream,
+/// which judges every node in one pass before setting the zone's rate.
+#[test]
+fn verdicts_in_flight_hold_the_tainting_pass_until_the_zone_is_counted() {
+    use crate::controller::{Controllers, Input, LeaseReadOutcome, Outcome};
+    use crate::model::Node;
+    use std::collections::{BTreeMap, VecDeque};
+
+    let names: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
+    let mut c = Controllers::new(test_settings(), t0());
+    let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+    for name in &names {
+        c.handle(Input::LeaseUpsert(lease(name, t0())), t0());
+        let n = node(name).zone("r", "a").ready(True, t0(), t0()).build();
+        nodes.insert(name.clone(), n.clone());
+        c.handle(Input::NodeUpsert(n), t0());
+    }
+    let mut now = t0();
+    let mut pending: VecDeque<Action> = c.handle(Input::InitialSyncDone, now).into();
+    let mut no_execute = Vec::new();
+    let mut status_writes = 0;
+    // n0..n5 fall silent at t0; n6..n9 renew every second. Each step is 50 ms: the controller
+    // ticks, then the "API server" answers the oldest read or write (and its watch shows the
+    // written node at once).
+    while now < t0() + secs(60) {
+        now += ms(50);
+        if (now - t0()).as_millis() % 1000 == 0 {
+            for name in &names[6..] {
+                pending.extend(c.handle(Input::LeaseUpsert(lease(name, now)), now));
+            }
+        }
+        while c.next_deadline().is_some_and(|d| d <= now) {
+            pending.extend(c.handle(Input::Tick, now));
+        }
+        let Some(position) = pending.iter().position(|a| {
+            matches!(
+                a,
+                Action::ReadLease { .. }
+                    | Action::UpdateNodeConditions { .. }
+                    | Action::PatchNodeTaints { .. }
+            )
+        }) else {
+            continue;
+        };
+        let action = pending.remove(position).unwrap();
+        let mut write = |name: &str, id, change: &dyn Fn(&mut Node), c: &mut Controllers| {
+            let n = nodes.get_mut(name).unwrap();
+            change(n);
+            let mut out = c.handle(Input::NodeUpsert(n.clone()), now);
+            out.extend(c.handle(
+                Input::Result {
+                    id,
+                    outcome: Outcome::Ok,
+                },
+                now,
+            ));
+            out
+        };
+        let out = match action {
+            Action::ReadLease { id, node } => {
+                let outcome = LeaseReadOutcome::Found(lease(&node, t0()));
+                c.handle(Input::LeaseRead { id, outcome }, now)
+            }
+            Action::UpdateNodeConditions {
+                id,
+                node,
+                conditions,
+                ..
+            } => {
+                status_writes += 1;
+                write(&node, id, &|n| n.conditions = conditions.clone(), &mut c)
+            }
+            Action::PatchNodeTaints {
+                id, node, taints, ..
+            } => {
+                if taints.iter().any(|t| t.effect == NoExecute) {
+                    no_execute.push((now - t0(), node.clone()));
+                }
+                write(&node, id, &|n| n.taints = taints.clone(), &mut c)
+            }
+            _ => unreachable!(),
+        };
+        pending.extend(out);
+    }
+    assert_eq!(status_writes, 6, "six verdicts, one after another");
+    assert!(
+        no_execute.is_empty(),
+        "tainted before the zone was counted: {no_execute:?}"
+    );
+    let (dump, _) = c.dump(now);
+    assert_eq!(dump.zones[0].state, Some(ZoneState::PartialDisruption));
+}
