@@ -378,6 +378,51 @@ mod tests {
         assert!(c.pods.contains_key(&pod("elsewhere", "n2").key));
     }
 
+    /// A leader that lost its lease keeps what it knows (nodes, leases, pods) but decides
+    /// nothing and owns no countdown; told `InitialSyncDone` again (a new leadership), it acts.
+    #[test]
+    fn into_follower_keeps_the_caches_and_forgets_the_leaderships_work() {
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut c = Cluster::new(test_settings(), t0);
+        c.feed(Input::LeaseUpsert(lease("n1", t0)));
+        c.put_node(
+            node("n1")
+                .ready(ConditionStatus::True, t0, t0)
+                .taint("user", TaintEffect::NoExecute)
+                .build(),
+        );
+        c.put_pod(with_tolerations(
+            pod("waits", "n1"),
+            vec![Toleration {
+                key: n("user"),
+                operator: TolerationOperator::Exists,
+                value: n(""),
+                effect: None,
+                toleration_seconds: Some(60),
+            }],
+        ));
+        c.feed(Input::InitialSyncDone);
+        assert_eq!(c.ctl.eviction().unwrap().pending_len(), 1);
+
+        let follower = std::mem::replace(&mut c.ctl, Controllers::new(test_settings(), t0))
+            .into_follower(t0 + secs(1));
+        assert!(!follower.is_synced());
+        assert_eq!(follower.next_deadline(), None);
+        assert_eq!(follower.lifecycle().nodes().count(), 1);
+        assert_eq!(follower.lifecycle().leases().count(), 1);
+        assert_eq!(follower.lifecycle().pods().count(), 1);
+        assert_eq!(follower.eviction().unwrap().pending_len(), 0);
+
+        c.ctl = follower;
+        c.now = t0 + secs(2);
+        c.feed(Input::InitialSyncDone);
+        assert_eq!(c.ctl.eviction().unwrap().pending_len(), 1);
+        c.run_until(t0 + secs(70));
+        assert_eq!(c.evicted_names(), vec!["waits"]);
+        // The countdown restarted with the new leadership (upstream: it lives in memory).
+        assert_eq!(c.evicted[0].0, t0 + secs(62));
+    }
+
     #[test]
     fn legacy_mode_runs_no_taint_eviction() {
         let t0 = date(2026, 1, 1, 12, 0, 0);
