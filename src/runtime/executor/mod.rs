@@ -48,7 +48,7 @@ use crate::model::{Lease, Node, Pod};
 use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
 
-pub use dry_run::{DryRunLog, WriteKind};
+pub use dry_run::{DryRunLog, Shadows, WriteKind};
 pub use stats::{ExecutorStats, NO_ANSWER};
 
 /// Upstream `UpdateLabelBackoff`: 5 steps of 100 ms, jitter 1.0.
@@ -232,6 +232,7 @@ pub struct Executor {
     event_seq: u64,
     stats: ExecutorStats,
     dry: DryRunLog,
+    shadows: Shadows,
 }
 
 impl Executor {
@@ -250,6 +251,7 @@ impl Executor {
             event_seq: 0,
             stats: ExecutorStats::default(),
             dry: DryRunLog::default(),
+            shadows: Shadows::default(),
         }
     }
 
@@ -436,6 +438,22 @@ impl Executor {
     /// What dry-run would have written (counts by kind, latest lines).
     pub fn dry_run_log(&self) -> &DryRunLog {
         &self.dry
+    }
+
+    /// In dry-run, every watched node and pod (and their deletions) must pass through here on
+    /// the way to the controllers, so a relist of an unchanged object does not undo what
+    /// dry-run "wrote" to it (see [`dry_run`]). Without dry-run the input is returned as is.
+    pub fn overlay(&mut self, input: Input) -> Input {
+        if self.settings.dry_run {
+            self.shadows.overlay(input)
+        } else {
+            input
+        }
+    }
+
+    /// Objects dry-run currently holds a changed copy of.
+    pub fn dry_run_shadows(&self) -> usize {
+        self.shadows.len()
     }
 
     // ---- one call ---------------------------------------------------------------------------
@@ -704,11 +722,17 @@ impl Executor {
         match target {
             DryTarget::Lease(path) => self.read_lease(job, now, &path, ctx, out),
             DryTarget::Node(path) => match self.get::<Node>(now, &path, ctx) {
-                Ok(node) => self.dry_node_write(job, node, out),
+                Ok(node) => {
+                    let node = self.shadows.node(node);
+                    self.dry_node_write(job, node, out)
+                }
                 Err(e) => self.fail(job, classify(e), out),
             },
             DryTarget::Pod(path) => match self.get::<Pod>(now, &path, ctx) {
-                Ok(pod) => self.dry_pod_write(job, pod, out),
+                Ok(pod) => {
+                    let pod = self.shadows.pod(pod);
+                    self.dry_pod_write(job, pod, out)
+                }
                 Err(e) => match classify(e) {
                     Failure::Conflict => {
                         self.finish(&job, Outcome::Failed("409 on a read".into()), out)
@@ -762,6 +786,7 @@ impl Executor {
         }
         let next = self.finish(&job, Outcome::Ok, out);
         // After the answer, as the watch would deliver the written node.
+        self.shadows.remember_node(node.clone());
         out.push(Input::NodeUpsert(node));
         next
     }
@@ -814,6 +839,7 @@ impl Executor {
         };
         let next = self.finish(&job, Outcome::Ok, out);
         if changed {
+            self.shadows.remember_pod(pod.clone());
             out.push(Input::PodUpsert(pod));
         }
         next
