@@ -295,15 +295,23 @@ mod tests {
         let not_ready = taint("node.kubernetes.io/not-ready", TaintEffect::NoExecute);
         let user = taint("user", TaintEffect::NoSchedule);
         assert_eq!(
-            taints_line("n1", &[user.clone()], &[user.clone(), unreachable.clone()]),
+            taints_line(
+                "n1",
+                std::slice::from_ref(&user),
+                &[user.clone(), unreachable.clone()]
+            ),
             "would taint node n1 node.kubernetes.io/unreachable:NoExecute"
         );
         assert_eq!(
-            taints_line("n1", &[user.clone(), unreachable.clone()], &[user.clone()]),
+            taints_line(
+                "n1",
+                &[user.clone(), unreachable.clone()],
+                std::slice::from_ref(&user)
+            ),
             "would untaint node n1 node.kubernetes.io/unreachable:NoExecute"
         );
         assert_eq!(
-            taints_line("n1", &[unreachable.clone()], &[not_ready]),
+            taints_line("n1", std::slice::from_ref(&unreachable), &[not_ready]),
             "would taint node n1 node.kubernetes.io/not-ready:NoExecute and untaint node.kubernetes.io/unreachable:NoExecute"
         );
     }

@@ -28,6 +28,13 @@
 //! Dry-run (`dry_run = true`): no write is sent. See [`dry_run`] for how the controllers are kept
 //! deciding as they would for real. Reads (the live Lease read, the reads dry-run does to check
 //! a write's preconditions) are sent.
+//!
+//! Wiring, per turn of the loop:
+//! ```text
+//! watched object -> executor.overlay(input) -> controllers.handle -> executor.submit(actions)
+//! executor.run_ready(now, 1, &mut decode_ctx) -> each input -> controllers.handle -> submit
+//! arm one loop timer at executor.next_wakeup() (and controllers.next_deadline())
+//! ```
 
 pub mod dry_run;
 pub mod request;
@@ -660,8 +667,12 @@ impl Executor {
                 Err(e) => match classify(e) {
                     Failure::Hold => Next::Hold(job),
                     Failure::NotFound => self.finish(&job, Outcome::NotFound, out),
-                    Failure::Conflict | Failure::Failed(_) => {
-                        let m = "409 Conflict, then re-reading the node failed".to_string();
+                    Failure::Conflict => {
+                        let m = "409 Conflict, then 409 re-reading the node".to_string();
+                        self.finish(&job, Outcome::Failed(m), out)
+                    }
+                    Failure::Failed(e) => {
+                        let m = format!("409 Conflict, then re-reading the node failed: {e}");
                         self.finish(&job, Outcome::Failed(m), out)
                     }
                 },
