@@ -185,6 +185,8 @@ fn dry_run_sends_no_write_and_answers_each_action_as_its_write_would_have() {
     assert_eq!(log.count(WriteKind::NodeStatus), 0);
     let stats = h.exec.stats();
     assert_eq!(stats.requests_total(), stats.requests_with("get", 200));
+    assert_eq!(stats.dry_run_writes["pod_eviction"], 1);
+    assert_eq!(stats.dry_run_writes["node_status"], 0);
 }
 
 #[test]

@@ -439,6 +439,10 @@ impl Executor {
         stats.queued_actions = self.pending_actions();
         stats.queued_events = self.events.len();
         stats.backoff_until = (self.backoff.until > Time::ZERO).then_some(self.backoff.until);
+        if self.settings.dry_run {
+            stats.dry_run_writes = self.dry.counts().map(|(k, n)| (k.as_str(), n)).collect();
+            stats.dry_run_shadows = self.shadows.len();
+        }
         stats
     }
 
