@@ -47,7 +47,11 @@ impl NodeLifecycle {
         };
         if e.legacy == LegacyEviction::Evicted {
             if e.legacy_job.is_none() {
+                let zone = e.zone.clone();
                 self.start_delete_job(name, false, out);
+                // A pass with nothing to delete must close its job, or the next pass's new
+                // pods would wait behind it forever.
+                self.finish_job_if_done(name, &zone, now);
             }
             return;
         }
@@ -98,21 +102,24 @@ impl NodeLifecycle {
             return;
         };
         let node = e.node.clone();
-        if !keys.is_empty() {
-            out.push(Action::RecordEvent(Event {
-                object: EventObject::Node {
-                    name: node.name.clone(),
-                    uid: node.uid.clone(),
-                },
-                event_type: EventType::Normal,
-                reason: "DeletingAllPods",
-                message: format!(
-                    "Node {} event: Deleting all Pods from Node {}.",
-                    node.name, node.name
-                ),
-                component: NODE_CONTROLLER,
-            }));
-        }
+        // The event is recorded only for a pass that deletes something: upstream records it
+        // whenever pods remain and relies on client-go's event correlator to drop the repeats;
+        // we have no correlator, so an evicted node with terminating pods would repeat it on
+        // every pass.
+        let mut steps = Vec::new();
+        let deleting_all_pods = Action::RecordEvent(Event {
+            object: EventObject::Node {
+                name: node.name.clone(),
+                uid: node.uid.clone(),
+            },
+            event_type: EventType::Normal,
+            reason: "DeletingAllPods",
+            message: format!(
+                "Node {} event: Deleting all Pods from Node {}.",
+                node.name, node.name
+            ),
+            component: NODE_CONTROLLER,
+        });
         let mut job = EvictionJob {
             outstanding: 0,
             failed: false,
@@ -126,7 +133,7 @@ impl NodeLifecycle {
                 continue;
             }
             if self.node_lost.contains(&key) {
-                job.outstanding += usize::from(self.delete_step(&key, name, out));
+                job.outstanding += usize::from(self.delete_step(&key, name, &mut steps));
                 continue;
             }
             let uid = pod.uid.clone();
@@ -139,7 +146,7 @@ impl NodeLifecycle {
                     uid: node.uid.clone(),
                 },
             );
-            out.push(Action::SetPodStatusNodeLost {
+            steps.push(Action::SetPodStatusNodeLost {
                 id,
                 message: format!(
                     "Node {} which was running pod {} is unresponsive",
@@ -149,6 +156,10 @@ impl NodeLifecycle {
                 uid,
             });
             job.outstanding += 1;
+        }
+        if job.outstanding > 0 {
+            out.push(deleting_all_pods);
+            out.append(&mut steps);
         }
         if let Some(e) = self.nodes.get_mut(name) {
             e.legacy_job = Some(job);

@@ -6,9 +6,16 @@
 //! taint from a node update), the executor reads the object live (a read, which dry-run
 //! allows), checks the write's preconditions against it as the API server would, and feeds the
 //! controllers the object as the write would have left it, as the watch would have.
+//!
+//! Successive dry-run writes to one object build on each other: the object as dry-run left it
+//! (its shadow) is kept as long as the server's copy stays at the version it was built on. The
+//! shell passes watched objects through [`Shadows::overlay`], so a relist or a resumed watch
+//! delivering that same version does not undo what dry-run "wrote"; a newer version (a real
+//! change by someone else) drops the shadow and the controllers decide on the real object.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
+use crate::controller::Input;
 use crate::controller::events::{Event, EventObject};
 use crate::model::{ConditionStatus, Name, Node, NodeCondition, Pod, PodKey, Taint};
 
@@ -87,6 +94,77 @@ impl DryRunLog {
     /// The latest lines, oldest first (at most [`RECENT_WOULD`]).
     pub fn recent(&self) -> impl Iterator<Item = &str> {
         self.recent.iter().map(String::as_str)
+    }
+}
+
+/// The objects as dry-run left them, keyed by name, each valid while the server's copy is at
+/// the same uid and resourceVersion.
+#[derive(Debug, Default)]
+pub struct Shadows {
+    nodes: HashMap<Name, Node>,
+    pods: HashMap<PodKey, Pod>,
+}
+
+impl Shadows {
+    /// The node as dry-run sees it: its shadow if built on this very version, else the
+    /// server's (and a shadow of an older version is dropped).
+    pub fn node(&mut self, server: Node) -> Node {
+        match self.nodes.get(&server.name) {
+            Some(s) if s.uid == server.uid && s.resource_version == server.resource_version => {
+                s.clone()
+            }
+            Some(_) => {
+                self.nodes.remove(&server.name);
+                server
+            }
+            None => server,
+        }
+    }
+
+    pub fn pod(&mut self, server: Pod) -> Pod {
+        match self.pods.get(&server.key) {
+            Some(s) if s.uid == server.uid && s.resource_version == server.resource_version => {
+                s.clone()
+            }
+            Some(_) => {
+                self.pods.remove(&server.key);
+                server
+            }
+            None => server,
+        }
+    }
+
+    pub fn remember_node(&mut self, node: Node) {
+        self.nodes.insert(node.name.clone(), node);
+    }
+
+    pub fn remember_pod(&mut self, pod: Pod) {
+        self.pods.insert(pod.key.clone(), pod);
+    }
+
+    /// A watched object on its way to the controllers, with dry-run's changes laid over it.
+    pub fn overlay(&mut self, input: Input) -> Input {
+        match input {
+            Input::NodeUpsert(node) if !self.nodes.is_empty() => Input::NodeUpsert(self.node(node)),
+            Input::PodUpsert(pod) if !self.pods.is_empty() => Input::PodUpsert(self.pod(pod)),
+            Input::NodeDeleted(name) => {
+                self.nodes.remove(&name);
+                Input::NodeDeleted(name)
+            }
+            Input::PodDeleted(key) => {
+                self.pods.remove(&key);
+                Input::PodDeleted(key)
+            }
+            other => other,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len() + self.pods.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

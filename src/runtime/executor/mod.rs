@@ -28,6 +28,13 @@
 //! Dry-run (`dry_run = true`): no write is sent. See [`dry_run`] for how the controllers are kept
 //! deciding as they would for real. Reads (the live Lease read, the reads dry-run does to check
 //! a write's preconditions) are sent.
+//!
+//! Wiring, per turn of the loop:
+//! ```text
+//! watched object -> executor.overlay(input) -> controllers.handle -> executor.submit(actions)
+//! executor.run_ready(now, 1, &mut decode_ctx) -> each input -> controllers.handle -> submit
+//! arm one loop timer at executor.next_wakeup() (and controllers.next_deadline())
+//! ```
 
 pub mod dry_run;
 pub mod request;
@@ -48,7 +55,7 @@ use crate::model::{Lease, Node, Pod};
 use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
 
-pub use dry_run::{DryRunLog, WriteKind};
+pub use dry_run::{DryRunLog, Shadows, WriteKind};
 pub use stats::{ExecutorStats, NO_ANSWER};
 
 /// Upstream `UpdateLabelBackoff`: 5 steps of 100 ms, jitter 1.0.
@@ -232,6 +239,7 @@ pub struct Executor {
     event_seq: u64,
     stats: ExecutorStats,
     dry: DryRunLog,
+    shadows: Shadows,
 }
 
 impl Executor {
@@ -250,6 +258,7 @@ impl Executor {
             event_seq: 0,
             stats: ExecutorStats::default(),
             dry: DryRunLog::default(),
+            shadows: Shadows::default(),
         }
     }
 
@@ -436,12 +445,32 @@ impl Executor {
         stats.queued_actions = self.pending_actions();
         stats.queued_events = self.events.len();
         stats.backoff_until = (self.backoff.until > Time::ZERO).then_some(self.backoff.until);
+        if self.settings.dry_run {
+            stats.dry_run_writes = self.dry.counts().map(|(k, n)| (k.as_str(), n)).collect();
+            stats.dry_run_shadows = self.shadows.len();
+        }
         stats
     }
 
     /// What dry-run would have written (counts by kind, latest lines).
     pub fn dry_run_log(&self) -> &DryRunLog {
         &self.dry
+    }
+
+    /// In dry-run, every watched node and pod (and their deletions) must pass through here on
+    /// the way to the controllers, so a relist of an unchanged object does not undo what
+    /// dry-run "wrote" to it (see [`dry_run`]). Without dry-run the input is returned as is.
+    pub fn overlay(&mut self, input: Input) -> Input {
+        if self.settings.dry_run {
+            self.shadows.overlay(input)
+        } else {
+            input
+        }
+    }
+
+    /// Objects dry-run currently holds a changed copy of.
+    pub fn dry_run_shadows(&self) -> usize {
+        self.shadows.len()
     }
 
     // ---- one call ---------------------------------------------------------------------------
@@ -648,8 +677,12 @@ impl Executor {
                 Err(e) => match classify(e) {
                     Failure::Hold => Next::Hold(job),
                     Failure::NotFound => self.finish(&job, Outcome::NotFound, out),
-                    Failure::Conflict | Failure::Failed(_) => {
-                        let m = "409 Conflict, then re-reading the node failed".to_string();
+                    Failure::Conflict => {
+                        let m = "409 Conflict, then 409 re-reading the node".to_string();
+                        self.finish(&job, Outcome::Failed(m), out)
+                    }
+                    Failure::Failed(e) => {
+                        let m = format!("409 Conflict, then re-reading the node failed: {e}");
                         self.finish(&job, Outcome::Failed(m), out)
                     }
                 },
@@ -710,11 +743,17 @@ impl Executor {
         match target {
             DryTarget::Lease(path) => self.read_lease(job, now, &path, ctx, out),
             DryTarget::Node(path) => match self.get::<Node>(now, &path, ctx) {
-                Ok(node) => self.dry_node_write(job, node, out),
+                Ok(node) => {
+                    let node = self.shadows.node(node);
+                    self.dry_node_write(job, node, out)
+                }
                 Err(e) => self.fail(job, classify(e), out),
             },
             DryTarget::Pod(path) => match self.get::<Pod>(now, &path, ctx) {
-                Ok(pod) => self.dry_pod_write(job, pod, out),
+                Ok(pod) => {
+                    let pod = self.shadows.pod(pod);
+                    self.dry_pod_write(job, pod, out)
+                }
                 Err(e) => match classify(e) {
                     Failure::Conflict => {
                         self.finish(&job, Outcome::Failed("409 on a read".into()), out)
@@ -768,6 +807,7 @@ impl Executor {
         }
         let next = self.finish(&job, Outcome::Ok, out);
         // After the answer, as the watch would deliver the written node.
+        self.shadows.remember_node(node.clone());
         out.push(Input::NodeUpsert(node));
         next
     }
@@ -820,6 +860,7 @@ impl Executor {
         };
         let next = self.finish(&job, Outcome::Ok, out);
         if changed {
+            self.shadows.remember_pod(pod.clone());
             out.push(Input::PodUpsert(pod));
         }
         next

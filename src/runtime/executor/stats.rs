@@ -31,6 +31,10 @@ pub struct ExecutorStats {
     pub events_dropped: u64,
     pub queued_actions: usize,
     pub queued_events: usize,
+    /// Dry-run: writes not sent, by kind (`taints`, `pod_eviction`, `event`, …).
+    pub dry_run_writes: BTreeMap<&'static str, u64>,
+    /// Dry-run: objects whose changed copy dry-run keeps (see `Executor::overlay`).
+    pub dry_run_shadows: usize,
     /// The last unexpected failure (not 404/409), with when it happened.
     pub last_error: Option<(Time, String)>,
 }
