@@ -384,6 +384,13 @@ impl Daemon {
 
     // ---- inputs to the controllers ----------------------------------------------------------
 
+    /// A watched object (or its deletion) on its way to the controllers: in dry-run, the
+    /// executor lays what it "wrote" over it, so a relist cannot undo a write never sent.
+    fn feed_watched(&mut self, input: Input, now: Time) {
+        let input = self.executor.overlay(input);
+        self.feed(input, now);
+    }
+
     /// One input to the controllers; what they decide goes to the executor while we act.
     fn feed(&mut self, input: Input, now: Time) {
         let actions = self.controllers.handle(input, now);
@@ -416,8 +423,8 @@ impl Daemon {
                 let now = lp.now();
                 for delta in out {
                     match delta {
-                        Delta::Upsert(node) => self.feed(Input::NodeUpsert(node), now),
-                        Delta::Delete(name) => self.feed(Input::NodeDeleted(name), now),
+                        Delta::Upsert(node) => self.feed_watched(Input::NodeUpsert(node), now),
+                        Delta::Delete(name) => self.feed_watched(Input::NodeDeleted(name), now),
                         Delta::Synced => synced = true,
                     }
                 }
@@ -434,8 +441,8 @@ impl Daemon {
                 let now = lp.now();
                 for delta in out {
                     match delta {
-                        Delta::Upsert(lease) => self.feed(Input::LeaseUpsert(lease), now),
-                        Delta::Delete(name) => self.feed(Input::LeaseDeleted(name), now),
+                        Delta::Upsert(lease) => self.feed_watched(Input::LeaseUpsert(lease), now),
+                        Delta::Delete(name) => self.feed_watched(Input::LeaseDeleted(name), now),
                         Delta::Synced => synced = true,
                     }
                 }
@@ -452,8 +459,8 @@ impl Daemon {
                 let now = lp.now();
                 for delta in out {
                     match delta {
-                        Delta::Upsert(pod) => self.feed(Input::PodUpsert(pod), now),
-                        Delta::Delete(key) => self.feed(Input::PodDeleted(key), now),
+                        Delta::Upsert(pod) => self.feed_watched(Input::PodUpsert(pod), now),
+                        Delta::Delete(key) => self.feed_watched(Input::PodDeleted(key), now),
                         Delta::Synced => synced = true,
                     }
                 }
