@@ -47,7 +47,11 @@ impl NodeLifecycle {
         };
         if e.legacy == LegacyEviction::Evicted {
             if e.legacy_job.is_none() {
+                let zone = e.zone.clone();
                 self.start_delete_job(name, false, out);
+                // A pass with nothing to delete must close its job, or the next pass's new
+                // pods would wait behind it forever.
+                self.finish_job_if_done(name, &zone, now);
             }
             return;
         }

@@ -173,6 +173,12 @@ impl ApiClient {
         &self.base_url
     }
 
+    /// The client's clock (the daemon's controller clock): what the throttle measures against,
+    /// read again after each blocking call by the executor.
+    pub fn now(&self) -> Time {
+        (self.clock)()
+    }
+
     /// When the next call would be admitted (now, or later: schedule it then).
     pub fn next_admission(&self) -> Time {
         self.throttle.next_admission((self.clock)())

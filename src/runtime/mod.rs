@@ -3,6 +3,7 @@
 pub mod clock;
 pub mod daemon;
 pub mod event_loop;
+pub mod executor;
 pub mod informer;
 pub mod sd_notify;
 pub mod signals;

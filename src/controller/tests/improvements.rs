@@ -361,6 +361,63 @@ fn legacy_eviction_skips_daemonset_and_deleting_pods_and_waits_for_the_timeout()
     assert_eq!(h.dump().nodes[0].legacy, Some(LegacyEviction::Unmarked));
 }
 
+/// Upstream `evictPods`: once a node is evicted, every pass deletes the pods newly bound to it
+/// at once. A pass that finds nothing left to delete (only DaemonSet or terminating pods) must
+/// not leave a job open that blocks the next one.
+#[test]
+fn legacy_evicted_node_deletes_pods_bound_later_even_after_an_empty_pass() {
+    let n0 = node("node0")
+        .zone("r", "a")
+        .ready(False, t0(), t0())
+        .build();
+    let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
+    let mut ds = pod("ds", "node0");
+    ds.daemonset_owned = true;
+    let mut h = Harness::started(
+        legacy(),
+        t0(),
+        vec![n0, n1],
+        vec![pod("app", "node0"), ds],
+        vec![],
+    );
+    let mut t = t0();
+    let beat = |h: &mut Harness, t: Time| {
+        h.set_conditions(
+            "node0",
+            vec![cond(NodeConditionType::Ready, False, t, t0())],
+        );
+        h.set_conditions("node1", vec![cond(NodeConditionType::Ready, True, t, t0())]);
+    };
+    // Past pod_eviction_timeout, then several more passes over a node with nothing left to delete.
+    while t < t0() + secs(400) {
+        t += secs(10);
+        h.run_until(t);
+        beat(&mut h, t);
+    }
+    assert_eq!(h.dump().nodes[0].legacy, Some(LegacyEviction::Evicted));
+    let deletes = |h: &Harness| -> Vec<String> {
+        h.log
+            .iter()
+            .filter_map(|(_, a)| match a {
+                Action::DeletePod { pod, .. } => Some(pod.name.to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(deletes(&h), ["app"]);
+    h.put_pod(pod("late", "node0"));
+    for _ in 0..2 {
+        t += secs(10);
+        h.run_until(t);
+        beat(&mut h, t);
+    }
+    assert_eq!(
+        deletes(&h),
+        ["app", "late"],
+        "a pod bound to an evicted node goes at once"
+    );
+}
+
 #[test]
 fn legacy_eviction_stops_when_all_zones_are_fully_disrupted() {
     let n0 = node("node0")

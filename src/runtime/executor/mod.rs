@@ -1,0 +1,954 @@
+//! The executor: runs the controllers' [`Action`]s as API calls and turns the answers into the
+//! [`Input`]s the controllers are waiting for.
+//!
+//! Single-threaded and never sleeping. Actions wait in a FIFO queue; the loop calls
+//! [`Executor::run_ready`] between events with a small call budget (one call, one hard timeout
+//! each), so a slow or failing API server delays timers by at most one call's timeout, and
+//! [`Executor::next_wakeup`] tells the loop when something can run again (client throttle,
+//! Retry-After, backoff, a delayed retry).
+//!
+//! Events (`RecordEvent`) are best effort and come last: they are sent only when no action is
+//! waiting, paced by their own token bucket on top of the client throttle, dropped oldest first
+//! when too many wait, and never answered, so they can neither block nor fail an action.
+//!
+//! Who retries what (no failure is retried twice):
+//! - client throttle and 429 Retry-After: the action stays at the head of the queue, nothing is
+//!   answered; the throttle says when to try again.
+//! - timeouts, transport errors, 5xx: the action is answered `Failed` / `Error` / lease read
+//!   `Failed` and the controllers retry it themselves (next pass, eviction backoff, lease read
+//!   retry); the executor only backs off before its next call (0.1 s doubling to 10 s, reset by
+//!   any answer that is not a 5xx), so an outage costs one call per backoff step, not a storm.
+//! - 409 on a node status or taint write: the executor re-reads the node and feeds it before
+//!   `Conflict`; the controller decides again on the fresh node (upstream's conflict retries).
+//! - 409 on a label patch (no resourceVersion: nothing for the controller to decide again on):
+//!   retried here, 5 tries 100 ms apart with full jitter (upstream `UpdateLabelBackoff`).
+//! - eviction: 404 and a failed UID precondition are final answers (`NotFound`, `Conflict`);
+//!   anything else is `Error`, which taint eviction retries (5 attempts).
+//!
+//! Dry-run (`dry_run = true`): no write is sent. See [`dry_run`] for how the controllers are kept
+//! deciding as they would for real. Reads (the live Lease read, the reads dry-run does to check
+//! a write's preconditions) are sent.
+//!
+//! Wiring, per turn of the loop:
+//! ```text
+//! watched object -> executor.overlay(input) -> controllers.handle -> executor.submit(actions)
+//! executor.run_ready(now, 1, &mut decode_ctx) -> each input -> controllers.handle -> submit
+//! arm one loop timer at executor.next_wakeup() (and controllers.next_deadline())
+//! ```
+
+pub mod dry_run;
+pub mod request;
+pub mod stats;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use log::{debug, warn};
+use serde::de::IgnoredAny;
+
+use crate::controller::events::Event;
+use crate::controller::taint_eviction::EvictionResult;
+use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome};
+use crate::kube::decode::{Decode, DecodeContext, decode_object};
+use crate::kube::{ApiClient, ApiError, PatchType, Preconditions};
+use crate::model::{Lease, Node, Pod};
+use crate::runtime::{Rate, TokenBucket};
+use crate::time::Time;
+
+pub use dry_run::{DryRunLog, Shadows, WriteKind};
+pub use stats::{ExecutorStats, NO_ANSWER};
+
+/// Upstream `UpdateLabelBackoff`: 5 steps of 100 ms, jitter 1.0.
+pub const LABEL_CONFLICT_TRIES: u32 = 5;
+pub const LABEL_RETRY_DELAY: Duration = Duration::from_millis(100);
+
+#[derive(Clone, Debug)]
+pub struct ExecutorSettings {
+    /// Send no write; log and count what would have been written.
+    pub dry_run: bool,
+    /// Events waiting beyond this are dropped, oldest first (client-go's event cache holds 4096).
+    pub max_queued_events: usize,
+    /// Events' own pace, on top of the client throttle, so a burst of events (5000 pods marked
+    /// NotReady) cannot take the whole client budget from the writes that follow.
+    pub event_rate: Rate,
+    pub event_burst: u64,
+    /// First backoff after a timeout, transport error or 5xx; doubled up to `backoff_max`.
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+    /// Seeds the jitter of label retries.
+    pub seed: u64,
+}
+
+impl Default for ExecutorSettings {
+    fn default() -> ExecutorSettings {
+        ExecutorSettings {
+            dry_run: false,
+            max_queued_events: 4096,
+            event_rate: Rate::per_second(5),
+            // client-go's event spam filter lets 25 through at once.
+            event_burst: 25,
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(10),
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// How far along a multi-call action is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Stage {
+    /// The action's (first) write, or in dry-run its precondition read.
+    Write,
+    /// A node write got 409: read the node again.
+    Reread,
+    /// Eviction: the DisruptionTarget condition is on; now the DELETE.
+    Delete,
+}
+
+#[derive(Debug)]
+struct Job {
+    action: Action,
+    stage: Stage,
+    label_conflicts: u32,
+    not_before: Time,
+}
+
+/// What became of a job after one call.
+enum Next {
+    Done,
+    /// Continue with the next stage at once (stays at the head of the queue).
+    Continue(Job),
+    /// Retry at `job.not_before`.
+    Delay(Job),
+    /// Not sent or told to wait (throttle, 429): back to the head, stop this run.
+    Hold(Job),
+}
+
+/// How a failed call ends for the action.
+enum Failure {
+    /// Not sent (throttle) or 429: keep the action queued.
+    Hold,
+    NotFound,
+    Conflict,
+    Failed(String),
+}
+
+fn classify(e: ApiError) -> Failure {
+    match e {
+        ApiError::Throttled { .. } | ApiError::TooManyRequests { .. } => Failure::Hold,
+        ApiError::NotFound(_) => Failure::NotFound,
+        ApiError::Conflict(_) => Failure::Conflict,
+        other => Failure::Failed(other.to_string()),
+    }
+}
+
+/// A timeout, a broken connection or a 5xx: the server (or the way to it) is in trouble.
+fn is_server_trouble(e: &ApiError) -> bool {
+    match e {
+        ApiError::Timeout(_) | ApiError::Transport(_) => true,
+        ApiError::Server(s) => s.code >= 500,
+        _ => false,
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Verb {
+    Get,
+    Patch,
+    Delete,
+    Create,
+}
+
+impl Verb {
+    fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::Create => "create",
+        }
+    }
+}
+
+/// The answer an action gets, in the form its controller expects.
+fn answer(action: &Action, outcome: Outcome) -> Option<Input> {
+    match action {
+        Action::UpdateNodeConditions { id, .. }
+        | Action::PatchNodeTaints { id, .. }
+        | Action::PatchNodeLabels { id, .. }
+        | Action::MarkPodNotReady { id, .. }
+        | Action::SetPodStatusNodeLost { id, .. }
+        | Action::DeletePod { id, .. } => Some(Input::Result { id: *id, outcome }),
+        Action::ReadLease { id, .. } => {
+            let outcome = match outcome {
+                Outcome::NotFound => LeaseReadOutcome::NotFound,
+                Outcome::Failed(m) => LeaseReadOutcome::Failed(m),
+                // A read has no conflict, and success carries the lease (answered elsewhere).
+                Outcome::Ok | Outcome::Conflict => {
+                    LeaseReadOutcome::Failed("unexpected answer to a lease read".into())
+                }
+            };
+            Some(Input::LeaseRead { id: *id, outcome })
+        }
+        Action::EvictPod { id, .. } => {
+            let result = match outcome {
+                Outcome::Ok => EvictionResult::Deleted,
+                Outcome::NotFound => EvictionResult::NotFound,
+                Outcome::Conflict => EvictionResult::Conflict,
+                Outcome::Failed(m) => EvictionResult::Error(m),
+            };
+            Some(Input::EvictionResult { id: *id, result })
+        }
+        Action::RecordEvent(_) => None,
+    }
+}
+
+/// One line naming what an action is about, for logs.
+fn describe(action: &Action) -> String {
+    match action {
+        Action::UpdateNodeConditions { node, .. } => format!("status of node {node}"),
+        Action::PatchNodeTaints { node, .. } => format!("taints of node {node}"),
+        Action::PatchNodeLabels { node, .. } => format!("labels of node {node}"),
+        Action::MarkPodNotReady { pod, .. } => format!("NotReady mark of pod {pod}"),
+        Action::SetPodStatusNodeLost { pod, .. } => format!("NodeLost status of pod {pod}"),
+        Action::DeletePod { pod, .. } => format!("deletion of pod {pod}"),
+        Action::EvictPod { pod, attempt, .. } => format!("eviction of pod {pod} (try {attempt})"),
+        Action::ReadLease { node, .. } => format!("live read of the lease of node {node}"),
+        Action::RecordEvent(e) => format!("event {}", e.reason),
+    }
+}
+
+#[derive(Debug, Default)]
+struct Backoff {
+    current: Duration,
+    until: Time,
+}
+
+pub struct Executor {
+    client: ApiClient,
+    settings: ExecutorSettings,
+    queue: VecDeque<Job>,
+    /// Jobs waiting for a retry time (label conflicts); few, so a plain list.
+    delayed: Vec<Job>,
+    events: VecDeque<Event>,
+    event_bucket: TokenBucket,
+    backoff: Backoff,
+    /// Since when the head of the queue has been held by the client throttle.
+    throttled_since: Option<Time>,
+    rng: u64,
+    event_seq: u64,
+    stats: ExecutorStats,
+    dry: DryRunLog,
+    shadows: Shadows,
+}
+
+impl Executor {
+    pub fn new(client: ApiClient, settings: ExecutorSettings, now: Time) -> Executor {
+        let event_bucket = TokenBucket::new(settings.event_rate, settings.event_burst, now);
+        Executor {
+            client,
+            rng: settings.seed | 1,
+            settings,
+            queue: VecDeque::new(),
+            delayed: Vec::new(),
+            events: VecDeque::new(),
+            event_bucket,
+            backoff: Backoff::default(),
+            throttled_since: None,
+            event_seq: 0,
+            stats: ExecutorStats::default(),
+            dry: DryRunLog::default(),
+            shadows: Shadows::default(),
+        }
+    }
+
+    pub fn is_dry_run(&self) -> bool {
+        self.settings.dry_run
+    }
+
+    pub fn client(&self) -> &ApiClient {
+        &self.client
+    }
+
+    /// Queues the controllers' actions, in order. Events go to their own, droppable queue.
+    pub fn submit(&mut self, actions: impl IntoIterator<Item = Action>, now: Time) {
+        for action in actions {
+            match action {
+                Action::RecordEvent(event) => self.push_event(event),
+                action => self.queue.push_back(Job {
+                    action,
+                    stage: Stage::Write,
+                    label_conflicts: 0,
+                    not_before: now,
+                }),
+            }
+        }
+    }
+
+    fn push_event(&mut self, event: Event) {
+        if self.settings.max_queued_events == 0 {
+            self.stats.events_dropped += 1;
+            return;
+        }
+        while self.events.len() >= self.settings.max_queued_events {
+            if let Some(old) = self.events.pop_front() {
+                debug!(
+                    "dropping event {} {}: too many events waiting",
+                    old.reason, old.message
+                );
+            }
+            self.stats.events_dropped += 1;
+        }
+        self.events.push_back(event);
+    }
+
+    /// Actions waiting (queued or delayed), events not counted.
+    pub fn pending_actions(&self) -> usize {
+        self.queue.len() + self.delayed.len()
+    }
+
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.pending_actions() == 0 && self.events.is_empty()
+    }
+
+    /// When the next call may be made: the client throttle and our backoff.
+    fn gate(&self) -> Time {
+        self.client.next_admission().max(self.backoff.until)
+    }
+
+    /// When `run_ready` has something to do next (a time at or before now: at once); `None`
+    /// when nothing is waiting.
+    pub fn next_wakeup(&self) -> Option<Time> {
+        let mut wake = if !self.queue.is_empty() {
+            Some(self.gate())
+        } else if self.events.is_empty() {
+            None
+        } else if self.settings.dry_run {
+            Some(Time::ZERO)
+        } else {
+            let gate = self.gate();
+            Some(self.event_bucket.next_available(gate).unwrap_or(Time::MAX))
+        };
+        if let Some(retry) = self.delayed.iter().map(|j| j.not_before).min() {
+            wake = Some(wake.map_or(retry, |w| w.min(retry)));
+        }
+        wake
+    }
+
+    fn promote_delayed(&mut self, now: Time) {
+        if self.delayed.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < self.delayed.len() {
+            if self.delayed[i].not_before <= now {
+                let job = self.delayed.swap_remove(i);
+                // Older than anything queued since: back to the head.
+                self.queue.push_front(job);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Makes at most `max_calls` API calls, as the throttle and backoff allow, and returns the
+    /// inputs to feed the controllers, in order. Never sleeps; each call is bounded by the
+    /// client's hard timeout. `ctx` is the process's decoding context (re-read objects share
+    /// its interned names with the watched ones).
+    pub fn run_ready(
+        &mut self,
+        now: Time,
+        max_calls: usize,
+        ctx: &mut DecodeContext,
+    ) -> Vec<Input> {
+        let mut out = Vec::new();
+        let mut now = now;
+        let mut calls = 0;
+        self.promote_delayed(now);
+        if self.settings.dry_run {
+            // Events cost no call in dry-run, and are still only "sent" after the actions
+            // queued before them have been considered below.
+            self.dry_run_events_if_idle();
+        }
+        while calls < max_calls {
+            if !self.queue.is_empty() {
+                if self.backoff.until > now {
+                    break;
+                }
+                if self.client.next_admission() > now {
+                    self.throttled_since.get_or_insert(now);
+                    break;
+                }
+                let Some(job) = self.queue.pop_front() else {
+                    break;
+                };
+                calls += 1;
+                let next = if self.settings.dry_run {
+                    self.dry_step(job, now, ctx, &mut out)
+                } else {
+                    self.step(job, now, ctx, &mut out)
+                };
+                now = now.max(self.client.now());
+                match next {
+                    Next::Done => self.stats.actions_done += 1,
+                    Next::Continue(job) => self.queue.push_front(job),
+                    Next::Delay(job) => self.delayed.push(job),
+                    Next::Hold(job) => {
+                        self.queue.push_front(job);
+                        break;
+                    }
+                }
+                self.promote_delayed(now);
+            } else if !self.events.is_empty() && !self.settings.dry_run {
+                if self.gate() > now || !self.event_bucket.has_token(now) {
+                    break;
+                }
+                calls += 1;
+                if !self.send_event(now) {
+                    break;
+                }
+                now = now.max(self.client.now());
+                self.promote_delayed(now);
+            } else {
+                break;
+            }
+        }
+        if self.settings.dry_run {
+            self.dry_run_events_if_idle();
+        }
+        out
+    }
+
+    /// Answers every waiting action as failed and drops the events, e.g. when leadership is
+    /// lost: the controllers then know nothing is in flight.
+    pub fn abandon(&mut self, reason: &str) -> Vec<Input> {
+        let jobs: Vec<Job> = self.queue.drain(..).chain(self.delayed.drain(..)).collect();
+        self.stats.events_dropped += self.events.len() as u64;
+        self.events.clear();
+        jobs.into_iter()
+            .filter_map(|j| answer(&j.action, Outcome::Failed(reason.to_string())))
+            .collect()
+    }
+
+    pub fn stats(&self) -> ExecutorStats {
+        let mut stats = self.stats.clone();
+        stats.queued_actions = self.pending_actions();
+        stats.queued_events = self.events.len();
+        stats.backoff_until = (self.backoff.until > Time::ZERO).then_some(self.backoff.until);
+        if self.settings.dry_run {
+            stats.dry_run_writes = self.dry.counts().map(|(k, n)| (k.as_str(), n)).collect();
+            stats.dry_run_shadows = self.shadows.len();
+        }
+        stats
+    }
+
+    /// What dry-run would have written (counts by kind, latest lines).
+    pub fn dry_run_log(&self) -> &DryRunLog {
+        &self.dry
+    }
+
+    /// In dry-run, every watched node and pod (and their deletions) must pass through here on
+    /// the way to the controllers, so a relist of an unchanged object does not undo what
+    /// dry-run "wrote" to it (see [`dry_run`]). Without dry-run the input is returned as is.
+    pub fn overlay(&mut self, input: Input) -> Input {
+        if self.settings.dry_run {
+            self.shadows.overlay(input)
+        } else {
+            input
+        }
+    }
+
+    /// Objects dry-run currently holds a changed copy of.
+    pub fn dry_run_shadows(&self) -> usize {
+        self.shadows.len()
+    }
+
+    // ---- one call ---------------------------------------------------------------------------
+
+    /// Runs one request through the client, recording it, the throttle wait and the backoff.
+    fn call<T>(
+        &mut self,
+        verb: Verb,
+        now: Time,
+        request: impl FnOnce(&mut ApiClient) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let result = request(&mut self.client);
+        if let Err(ApiError::Throttled { .. }) = &result {
+            self.throttled_since.get_or_insert(now);
+            return result;
+        }
+        if let Some(since) = self.throttled_since.take() {
+            self.stats.throttle_wait += now.since(since);
+        }
+        let code = match &result {
+            Ok(_) if verb == Verb::Create => 201,
+            Ok(_) => 200,
+            Err(e) => e.code().unwrap_or(NO_ANSWER),
+        };
+        *self
+            .stats
+            .requests
+            .entry((verb.as_str(), code))
+            .or_default() += 1;
+        let after = now.max(self.client.now());
+        match &result {
+            Err(e) if is_server_trouble(e) => {
+                let step = if self.backoff.current.is_zero() {
+                    self.settings.backoff_initial
+                } else {
+                    (self.backoff.current * 2).min(self.settings.backoff_max)
+                };
+                self.backoff = Backoff {
+                    current: step,
+                    until: after + step,
+                };
+                self.stats.backoffs += 1;
+                self.stats.last_error = Some((after, e.to_string()));
+            }
+            // The client throttle now holds every call until Retry-After: that wait starts now.
+            Err(ApiError::TooManyRequests { .. }) => self.throttled_since = Some(after),
+            other => {
+                self.backoff = Backoff::default();
+                if let Err(e) = other
+                    && !matches!(e, ApiError::NotFound(_) | ApiError::Conflict(_))
+                {
+                    self.stats.last_error = Some((after, e.to_string()));
+                }
+            }
+        }
+        result
+    }
+
+    fn patch(&mut self, now: Time, path: &str, body: &serde_json::Value) -> Result<(), ApiError> {
+        let bytes = body.to_string().into_bytes();
+        self.call(Verb::Patch, now, |c| {
+            c.patch::<IgnoredAny>(path, PatchType::StrategicMerge, &bytes)
+        })
+        .map(|_| ())
+    }
+
+    fn delete_pod(&mut self, now: Time, path: &str, uid: &str) -> Result<(), ApiError> {
+        let preconditions = Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        };
+        // No grace period override: the pod's own, as upstream's plain DELETE.
+        self.call(Verb::Delete, now, |c| c.delete(path, &preconditions, None))
+    }
+
+    fn get<T: Decode>(
+        &mut self,
+        now: Time,
+        path: &str,
+        ctx: &mut DecodeContext,
+    ) -> Result<T, ApiError> {
+        let bytes = self.call(Verb::Get, now, |c| c.get_bytes(path))?;
+        decode_object::<T>(&bytes, ctx).map_err(|e| ApiError::Decode(format!("GET {path}: {e}")))
+    }
+
+    fn send_event(&mut self, now: Time) -> bool {
+        let Some(event) = self.events.pop_front() else {
+            return false;
+        };
+        self.event_seq += 1;
+        let (namespace, body) = request::event_body(&event, now, self.event_seq);
+        let path = match request::events_path(&namespace) {
+            Ok(p) => p,
+            Err(e) => {
+                debug!("event {} not recorded: {e}", event.reason);
+                self.stats.events_failed += 1;
+                return true;
+            }
+        };
+        let bytes = body.to_string().into_bytes();
+        match self.call(Verb::Create, now, |c| c.post::<IgnoredAny>(&path, &bytes)) {
+            Ok(_) => {
+                self.event_bucket.try_take(now);
+                self.stats.events_sent += 1;
+                true
+            }
+            Err(ApiError::Throttled { .. }) => {
+                self.events.push_front(event);
+                false
+            }
+            Err(e) => {
+                self.event_bucket.try_take(now);
+                debug!("event {} {} not recorded: {e}", event.reason, event.message);
+                self.stats.events_failed += 1;
+                true
+            }
+        }
+    }
+
+    /// Finishes a job with `outcome`, logging what is worth a line.
+    fn finish(&mut self, job: &Job, outcome: Outcome, out: &mut Vec<Input>) -> Next {
+        match &outcome {
+            Outcome::Failed(reason) => warn!("{} failed: {reason}", describe(&job.action)),
+            Outcome::NotFound => debug!("{}: not found", describe(&job.action)),
+            Outcome::Conflict => debug!("{}: conflict", describe(&job.action)),
+            Outcome::Ok => {}
+        }
+        out.extend(answer(&job.action, outcome));
+        Next::Done
+    }
+
+    /// The common ending of a failed write.
+    fn fail(&mut self, job: Job, failure: Failure, out: &mut Vec<Input>) -> Next {
+        match failure {
+            Failure::Hold => Next::Hold(job),
+            Failure::NotFound => self.finish(&job, Outcome::NotFound, out),
+            Failure::Conflict => self.finish(&job, Outcome::Conflict, out),
+            Failure::Failed(m) => self.finish(&job, Outcome::Failed(m), out),
+        }
+    }
+
+    fn jittered(&mut self, base: Duration) -> Duration {
+        // xorshift64: the jitter only has to spread retries, not be unpredictable.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        base + base.mul_f64((self.rng % 1000) as f64 / 1000.0)
+    }
+
+    /// One call of a job, for real.
+    fn step(
+        &mut self,
+        mut job: Job,
+        now: Time,
+        ctx: &mut DecodeContext,
+        out: &mut Vec<Input>,
+    ) -> Next {
+        let planned = match plan(&job, now) {
+            Ok(p) => p,
+            Err(e) => return self.finish(&job, Outcome::Failed(e), out),
+        };
+        match planned {
+            Plan::Patch(path, body) => match self.patch(now, &path, &body) {
+                Ok(()) => match job.action {
+                    Action::EvictPod { .. } => {
+                        job.stage = Stage::Delete;
+                        Next::Continue(job)
+                    }
+                    _ => self.finish(&job, Outcome::Ok, out),
+                },
+                Err(e) => match (classify(e), &job.action) {
+                    (
+                        Failure::Conflict,
+                        Action::UpdateNodeConditions { .. } | Action::PatchNodeTaints { .. },
+                    ) => {
+                        job.stage = Stage::Reread;
+                        Next::Continue(job)
+                    }
+                    (Failure::Conflict, Action::PatchNodeLabels { .. }) => {
+                        job.label_conflicts += 1;
+                        if job.label_conflicts < LABEL_CONFLICT_TRIES {
+                            self.stats.conflict_retries += 1;
+                            job.not_before =
+                                now.max(self.client.now()) + self.jittered(LABEL_RETRY_DELAY);
+                            Next::Delay(job)
+                        } else {
+                            let m = format!("409 Conflict {LABEL_CONFLICT_TRIES} times in a row");
+                            self.finish(&job, Outcome::Failed(m), out)
+                        }
+                    }
+                    (failure, _) => self.fail(job, failure, out),
+                },
+            },
+            Plan::Delete(path, uid) => match self.delete_pod(now, &path, &uid) {
+                Ok(()) => self.finish(&job, Outcome::Ok, out),
+                Err(e) => self.fail(job, classify(e), out),
+            },
+            Plan::RereadNode(path) => match self.get::<Node>(now, &path, ctx) {
+                Ok(node) => {
+                    // The fresh node first: the controller decides again on it.
+                    out.push(Input::NodeUpsert(node));
+                    self.finish(&job, Outcome::Conflict, out)
+                }
+                Err(e) => match classify(e) {
+                    Failure::Hold => Next::Hold(job),
+                    Failure::NotFound => self.finish(&job, Outcome::NotFound, out),
+                    Failure::Conflict => {
+                        let m = "409 Conflict, then 409 re-reading the node".to_string();
+                        self.finish(&job, Outcome::Failed(m), out)
+                    }
+                    Failure::Failed(e) => {
+                        let m = format!("409 Conflict, then re-reading the node failed: {e}");
+                        self.finish(&job, Outcome::Failed(m), out)
+                    }
+                },
+            },
+            Plan::ReadLease(path) => self.read_lease(job, now, &path, ctx, out),
+        }
+    }
+
+    fn read_lease(
+        &mut self,
+        job: Job,
+        now: Time,
+        path: &str,
+        ctx: &mut DecodeContext,
+        out: &mut Vec<Input>,
+    ) -> Next {
+        let Action::ReadLease { id, .. } = &job.action else {
+            return Next::Done;
+        };
+        let id = *id;
+        match self.get::<Lease>(now, path, ctx) {
+            Ok(lease) => {
+                out.push(Input::LeaseRead {
+                    id,
+                    outcome: LeaseReadOutcome::Found(lease),
+                });
+                Next::Done
+            }
+            Err(e) => self.fail(job, classify(e), out),
+        }
+    }
+
+    // ---- dry-run ----------------------------------------------------------------------------
+
+    fn dry_run_events_if_idle(&mut self) {
+        if !self.queue.is_empty() {
+            return;
+        }
+        while let Some(event) = self.events.pop_front() {
+            self.dry
+                .record(WriteKind::Event, dry_run::event_line(&event));
+        }
+    }
+
+    /// One job in dry-run: a live read of the object, the write's preconditions checked against
+    /// it, a "would" line, and the object as the write would have left it fed back.
+    fn dry_step(
+        &mut self,
+        job: Job,
+        now: Time,
+        ctx: &mut DecodeContext,
+        out: &mut Vec<Input>,
+    ) -> Next {
+        let target = match dry_target(&job.action) {
+            Ok(t) => t,
+            Err(e) => return self.finish(&job, Outcome::Failed(e), out),
+        };
+        match target {
+            DryTarget::Lease(path) => self.read_lease(job, now, &path, ctx, out),
+            DryTarget::Node(path) => match self.get::<Node>(now, &path, ctx) {
+                Ok(node) => {
+                    let node = self.shadows.node(node);
+                    self.dry_node_write(job, node, out)
+                }
+                Err(e) => self.fail(job, classify(e), out),
+            },
+            DryTarget::Pod(path) => match self.get::<Pod>(now, &path, ctx) {
+                Ok(pod) => {
+                    let pod = self.shadows.pod(pod);
+                    self.dry_pod_write(job, pod, out)
+                }
+                Err(e) => match classify(e) {
+                    Failure::Conflict => {
+                        self.finish(&job, Outcome::Failed("409 on a read".into()), out)
+                    }
+                    failure => self.fail(job, failure, out),
+                },
+            },
+        }
+    }
+
+    fn dry_node_write(&mut self, job: Job, mut node: Node, out: &mut Vec<Input>) -> Next {
+        match &job.action {
+            Action::UpdateNodeConditions {
+                node: name,
+                uid,
+                resource_version,
+                conditions,
+                ..
+            } => {
+                if node.uid != *uid || node.resource_version != *resource_version {
+                    // What the server's 409 and our re-read would have given.
+                    out.push(Input::NodeUpsert(node));
+                    return self.finish(&job, Outcome::Conflict, out);
+                }
+                let line = dry_run::conditions_line(name, &node.conditions, conditions);
+                self.dry.record(WriteKind::NodeStatus, line);
+                dry_run::apply_conditions(&mut node, conditions);
+            }
+            Action::PatchNodeTaints {
+                node: name,
+                resource_version,
+                taints,
+                ..
+            } => {
+                if node.resource_version != *resource_version {
+                    out.push(Input::NodeUpsert(node));
+                    return self.finish(&job, Outcome::Conflict, out);
+                }
+                let line = dry_run::taints_line(name, &node.taints, taints);
+                self.dry.record(WriteKind::Taints, line);
+                node.taints = taints.clone();
+            }
+            Action::PatchNodeLabels {
+                node: name, labels, ..
+            } => {
+                self.dry
+                    .record(WriteKind::Labels, dry_run::labels_line(name, labels));
+                dry_run::apply_labels(&mut node, labels);
+            }
+            _ => return Next::Done,
+        }
+        let next = self.finish(&job, Outcome::Ok, out);
+        // After the answer, as the watch would deliver the written node.
+        self.shadows.remember_node(node.clone());
+        out.push(Input::NodeUpsert(node));
+        next
+    }
+
+    fn dry_pod_write(&mut self, job: Job, mut pod: Pod, out: &mut Vec<Input>) -> Next {
+        let (uid, kind, line) = match &job.action {
+            Action::MarkPodNotReady { pod: key, uid, .. } => (
+                uid,
+                WriteKind::PodNotReady,
+                format!("{} NotReady", dry_run::pod_line("mark", key)),
+            ),
+            Action::SetPodStatusNodeLost {
+                pod: key,
+                uid,
+                message,
+                ..
+            } => (
+                uid,
+                WriteKind::PodNodeLost,
+                format!("would set pod {key} status reason {NODE_LOST_REASON}: {message}"),
+            ),
+            Action::DeletePod { pod: key, uid, .. } => {
+                (uid, WriteKind::PodDelete, dry_run::pod_line("delete", key))
+            }
+            Action::EvictPod { pod: key, uid, .. } => (
+                uid,
+                WriteKind::PodEviction,
+                format!(
+                    "{} (condition DisruptionTarget, then delete)",
+                    dry_run::pod_line("evict", key)
+                ),
+            ),
+            _ => return Next::Done,
+        };
+        if pod.uid != *uid {
+            // The UID precondition would fail: the name belongs to another pod now.
+            return self.finish(&job, Outcome::Conflict, out);
+        }
+        self.dry.record(kind, line);
+        let changed = match &job.action {
+            Action::MarkPodNotReady { .. } => {
+                dry_run::apply_not_ready(&mut pod);
+                true
+            }
+            Action::DeletePod { .. } | Action::EvictPod { .. } => {
+                dry_run::apply_delete(&mut pod);
+                true
+            }
+            _ => false,
+        };
+        let next = self.finish(&job, Outcome::Ok, out);
+        if changed {
+            self.shadows.remember_pod(pod.clone());
+            out.push(Input::PodUpsert(pod));
+        }
+        next
+    }
+}
+
+/// The call a job's current stage makes, for real.
+enum Plan {
+    Patch(String, serde_json::Value),
+    Delete(String, String),
+    RereadNode(String),
+    ReadLease(String),
+}
+
+fn plan(job: &Job, now: Time) -> Result<Plan, String> {
+    Ok(match (&job.action, job.stage) {
+        (
+            Action::UpdateNodeConditions { node, .. } | Action::PatchNodeTaints { node, .. },
+            Stage::Reread,
+        ) => Plan::RereadNode(request::node_path(node)?),
+        (
+            Action::UpdateNodeConditions {
+                node,
+                uid,
+                resource_version,
+                conditions,
+                ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::node_status_path(node)?,
+            request::node_conditions_patch(uid, resource_version, conditions),
+        ),
+        (
+            Action::PatchNodeTaints {
+                node,
+                resource_version,
+                taints,
+                ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::node_path(node)?,
+            request::node_taints_patch(resource_version, taints),
+        ),
+        (Action::PatchNodeLabels { node, labels, .. }, _) => Plan::Patch(
+            request::node_path(node)?,
+            request::node_labels_patch(labels),
+        ),
+        (Action::MarkPodNotReady { pod, uid, .. }, _) => Plan::Patch(
+            request::pod_status_path(pod)?,
+            request::pod_not_ready_patch(uid, now),
+        ),
+        (
+            Action::SetPodStatusNodeLost {
+                pod, uid, message, ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::pod_status_path(pod)?,
+            request::pod_node_lost_patch(uid, NODE_LOST_REASON, message),
+        ),
+        (Action::DeletePod { pod, uid, .. }, _) => {
+            Plan::Delete(request::pod_path(pod)?, uid.to_string())
+        }
+        (Action::EvictPod { pod, uid, .. }, Stage::Delete) => {
+            Plan::Delete(request::pod_path(pod)?, uid.to_string())
+        }
+        (Action::EvictPod { pod, uid, .. }, _) => Plan::Patch(
+            request::pod_status_path(pod)?,
+            request::disruption_target_patch(uid, now),
+        ),
+        (Action::ReadLease { node, .. }, _) => Plan::ReadLease(request::lease_path(node)?),
+        (Action::RecordEvent(_), _) => return Err("events are not queued as actions".into()),
+    })
+}
+
+/// What dry-run reads before "writing".
+enum DryTarget {
+    Node(String),
+    Pod(String),
+    Lease(String),
+}
+
+fn dry_target(action: &Action) -> Result<DryTarget, String> {
+    Ok(match action {
+        Action::UpdateNodeConditions { node, .. }
+        | Action::PatchNodeTaints { node, .. }
+        | Action::PatchNodeLabels { node, .. } => DryTarget::Node(request::node_path(node)?),
+        Action::MarkPodNotReady { pod, .. }
+        | Action::SetPodStatusNodeLost { pod, .. }
+        | Action::DeletePod { pod, .. }
+        | Action::EvictPod { pod, .. } => DryTarget::Pod(request::pod_path(pod)?),
+        Action::ReadLease { node, .. } => DryTarget::Lease(request::lease_path(node)?),
+        Action::RecordEvent(_) => return Err("events are not queued as actions".into()),
+    })
+}
