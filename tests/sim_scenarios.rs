@@ -271,7 +271,8 @@ fn the_timeline_reads_the_daemons_writes_and_nothing_else() {
         kinds,
         [
             &FactKind::LeaderLease {
-                lease: s("kube-system/node-lifecycled")
+                lease: s("kube-system/node-lifecycled"),
+                holder: None
             },
             &FactKind::NodeReady {
                 node: s("z1-n001"),
@@ -333,7 +334,7 @@ fn the_timeline_reads_the_daemons_writes_and_nothing_else() {
     for expected in [
         "leader lease kube-system/node-lifecycled taken",
         "node z1-n001 Ready=Unknown (NodeStatusUnknown)",
-        "✗ 409 patch nodes z1-n001 Operation cannot be fulfilled",
+        "✗ 409 patch nodes z1-n001 conflict (stale resourceVersion)",
         "taint z1-n001 +node.kubernetes.io/unreachable:NoSchedule",
         "taint z1-n001 +node.kubernetes.io/unreachable:NoExecute",
         "event NodeNotReady z1-n001",

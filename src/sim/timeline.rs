@@ -58,9 +58,11 @@ pub enum FactKind {
         reason: String,
         object: String,
     },
-    /// The daemon's leader-election Lease was taken (created or a new holder).
+    /// The daemon's leader-election Lease changed hands: `holder` took it (`None`: the holder is
+    /// not in the write's summary), or it was released (`Some("")`).
     LeaderLease {
         lease: String,
+        holder: Option<String>,
     },
     /// A write the API server refused.
     Failed {
@@ -189,9 +191,12 @@ impl FactReader {
                         labels: text.join(","),
                     });
                 }
-                if facts.is_empty() && !r.summary.ends_with("(no change)") {
+                let known = patch.pointer("/spec/taints").is_some()
+                    || patch.pointer("/metadata/labels").is_some();
+                if !known {
                     return other();
                 }
+                // A taint list re-sent with the same controller taints is no news.
                 facts
             }
             (Resource::Pods, Some("status"), Verb::Patch | Verb::Update) => {
@@ -244,7 +249,10 @@ impl FactReader {
             },
             (Resource::Leases, None, _) if r.namespace.as_deref() != Some("kube-node-lease") => {
                 if r.verb == Verb::Create || r.summary.contains("holderIdentity") {
-                    vec![FactKind::LeaderLease { lease: object }]
+                    vec![FactKind::LeaderLease {
+                        lease: object,
+                        holder: lease_holder(&r.summary),
+                    }]
                 } else {
                     // Renewals: one every retry period, not news.
                     Vec::new()
@@ -290,6 +298,28 @@ fn taint_text(taint: &Value) -> Option<String> {
     Some(match taint.get("value").and_then(Value::as_str) {
         Some(v) if !v.is_empty() => format!("{key}={v}:{effect}"),
         _ => format!("{key}:{effect}"),
+    })
+}
+
+/// The new holder from a Lease write's summary: a PATCH body, or a PUT diff
+/// (`spec.holderIdentity: "a" -> "b"`, `(added) "b"`, `-> (removed)`).
+fn lease_holder(summary: &str) -> Option<String> {
+    if let Some(patch) = patch_body(summary) {
+        if let Some(h) = patch.pointer("/spec/holderIdentity") {
+            return Some(h.as_str().unwrap_or("").to_string());
+        }
+    }
+    let marker = "spec.holderIdentity: ";
+    let rest = &summary[summary.find(marker)? + marker.len()..];
+    let change = rest.split(';').next()?.trim();
+    let new = change
+        .rsplit("-> ")
+        .next()?
+        .trim_start_matches("(added) ")
+        .trim();
+    Some(match new {
+        "(removed)" | "null" => String::new(),
+        quoted => quoted.trim_matches('"').to_string(),
     })
 }
 
@@ -389,7 +419,22 @@ impl FactKind {
             FactKind::Event { reason, object } => {
                 (format!("event {reason}"), object.clone(), String::new())
             }
-            FactKind::LeaderLease { lease } => (s("leader lease"), lease.clone(), s("taken")),
+            FactKind::LeaderLease { lease, holder } => {
+                let detail = match holder.as_deref() {
+                    None => s("taken"),
+                    Some("") => s("released"),
+                    Some(h) => format!("taken by {h}"),
+                };
+                (s("leader lease"), lease.clone(), detail)
+            }
+            // A conflict is optimistic concurrency at work (the writer re-reads and retries).
+            FactKind::Failed {
+                what, code: 409, ..
+            } => (
+                s("✗ 409"),
+                what.clone(),
+                s("conflict (stale resourceVersion)"),
+            ),
             FactKind::Failed {
                 what,
                 code,
@@ -397,7 +442,7 @@ impl FactKind {
             } => (
                 format!("✗ {code}"),
                 what.clone(),
-                crate::sim::diff::truncate(message.chars().take(100).collect()),
+                message.chars().take(100).collect(),
             ),
             FactKind::Other { what } => (s("write"), what.clone(), String::new()),
         }
@@ -507,6 +552,27 @@ mod tests {
             Some(("Unknown".into(), "NodeStatusUnknown".into()))
         );
         assert_eq!(ready_from_diff("spec.x: 1 -> 2"), None);
+    }
+
+    #[test]
+    fn lease_holders_come_from_patches_and_put_diffs() {
+        assert_eq!(
+            lease_holder(r#"spec.holderIdentity: "a" -> "b"; spec.renewTime: "x" -> "y""#),
+            Some("b".into())
+        );
+        assert_eq!(
+            lease_holder(r#"spec.holderIdentity: "a" -> """#),
+            Some(String::new())
+        );
+        assert_eq!(
+            lease_holder(r#"spec.holderIdentity: (added) "cp-1""#),
+            Some("cp-1".into())
+        );
+        assert_eq!(
+            lease_holder(r#"strategic {"spec":{"holderIdentity":"cp-2"}}"#),
+            Some("cp-2".into())
+        );
+        assert_eq!(lease_holder("created uid=1"), None);
     }
 
     #[test]
