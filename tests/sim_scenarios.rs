@@ -504,11 +504,28 @@ fn bursts_of_the_same_change_are_one_line_and_steps_start_a_new_one() {
             "t=   5.1s event RegisteredNode z1-n007",
         ]
     );
-    // Incremental use prints a group only once it can no longer grow.
+    // Incremental use prints a group only once it can no longer grow: events trickle (at the
+    // daemon's event rate), so their group waits for a 1 s gap; a younger group waits behind it.
     let mut timeline = Timeline::default();
-    assert!(timeline.push(&facts[0]).is_empty());
-    assert!(timeline.flush(Duration::from_millis(500)).is_empty());
-    assert_eq!(timeline.flush(Duration::from_millis(900)).len(), 1);
+    let taint = fact(
+        700,
+        FactKind::TaintAdded {
+            node: "z1-n001".into(),
+            taint: "node.kubernetes.io/unreachable:NoExecute".into(),
+        },
+    );
+    for f in [fact(0, registered(1)), fact(600, registered(2)), taint] {
+        assert!(timeline.push(&f).is_empty());
+    }
+    assert!(timeline.push(&fact(1_200, registered(3))).is_empty());
+    assert!(timeline.flush(Duration::from_millis(2_100)).is_empty());
+    assert_eq!(
+        timeline.flush(Duration::from_millis(2_300)),
+        [
+            "t=   0.0s event RegisteredNode z1-n001, z1-n002, z1-n003",
+            "t=   0.7s taint z1-n001 +node.kubernetes.io/unreachable:NoExecute",
+        ]
+    );
 }
 
 #[test]

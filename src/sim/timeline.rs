@@ -416,6 +416,11 @@ impl FactKind {
                 };
                 (s("pod"), pod.clone(), d)
             }
+            FactKind::Event { reason, object } if object.contains('/') => (
+                format!("event {reason} on pod"),
+                object.clone(),
+                String::new(),
+            ),
             FactKind::Event { reason, object } => {
                 (format!("event {reason}"), object.clone(), String::new())
             }
@@ -451,18 +456,32 @@ impl FactKind {
 
 /// Facts this close to the first of a group join it.
 const GROUP_WINDOW: Duration = Duration::from_millis(500);
+/// Events trickle out at the daemon's event rate: a group of them stays open while the next one
+/// comes within `EVENT_GAP`, up to `EVENT_SPAN` after the first.
+const EVENT_GAP: Duration = Duration::from_millis(1000);
+const EVENT_SPAN: Duration = Duration::from_secs(5);
 /// Subjects named on one grouped line before "(+N more)".
 const GROUP_NAMES: usize = 4;
 
 #[derive(Debug)]
 struct Group {
     t: Duration,
+    last: Duration,
+    trickle: bool,
     what: String,
     detail: String,
     subjects: Vec<String>,
 }
 
 impl Group {
+    fn closed_at(&self, now: Duration) -> bool {
+        if self.trickle {
+            now.saturating_sub(self.last) > EVENT_GAP || now.saturating_sub(self.t) > EVENT_SPAN
+        } else {
+            now.saturating_sub(self.t) > GROUP_WINDOW
+        }
+    }
+
     fn render(&self) -> String {
         let mut subjects = self.subjects[..self.subjects.len().min(GROUP_NAMES)].join(", ");
         if self.subjects.len() > GROUP_NAMES {
@@ -491,11 +510,12 @@ impl Timeline {
         if let Some(g) = self
             .open
             .iter_mut()
-            .find(|g| g.what == what && g.detail == detail)
+            .find(|g| g.what == what && g.detail == detail && !g.closed_at(fact.t))
         {
             if !g.subjects.contains(&subject) {
                 g.subjects.push(subject);
             }
+            g.last = fact.t;
             return done;
         }
         if matches!(fact.kind, FactKind::Step(_)) {
@@ -504,6 +524,8 @@ impl Timeline {
         }
         self.open.push(Group {
             t: fact.t,
+            last: fact.t,
+            trickle: matches!(fact.kind, FactKind::Event { .. }),
             what,
             detail,
             subjects: vec![subject],
@@ -511,19 +533,15 @@ impl Timeline {
         done
     }
 
-    /// Lines of the groups that can no longer grow at time `now`.
+    /// Lines of the groups that can no longer grow at time `now`, in time order: a closed group
+    /// waits behind an older one still open.
     pub fn flush(&mut self, now: Duration) -> Vec<String> {
-        let mut lines = Vec::new();
-        let mut keep = Vec::new();
-        for g in self.open.drain(..) {
-            if now.saturating_sub(g.t) > GROUP_WINDOW || now == Duration::MAX {
-                lines.push(g.render());
-            } else {
-                keep.push(g);
-            }
-        }
-        self.open = keep;
-        lines
+        let closable = self
+            .open
+            .iter()
+            .take_while(|g| now == Duration::MAX || g.closed_at(now))
+            .count();
+        self.open.drain(..closable).map(|g| g.render()).collect()
     }
 
     /// Every remaining line.

@@ -110,8 +110,17 @@ fn judge(
     let times: Vec<Duration> = hits.iter().filter_map(|(_, t)| *t).collect();
     let span = match (times.iter().min(), times.iter().max()) {
         _ if matches!(e.check, Check::TaintAtEnd(_)) => String::new(),
-        (Some(a), Some(b)) if a == b => format!(" at {:.1}s", a.as_secs_f64()),
-        (Some(a), Some(b)) => format!(" at {:.1}s–{:.1}s", a.as_secs_f64(), b.as_secs_f64()),
+        (Some(a), Some(b)) => {
+            let (a, b) = (
+                format!("{:.1}s", a.as_secs_f64()),
+                format!("{:.1}s", b.as_secs_f64()),
+            );
+            if a == b {
+                format!(" at {a}")
+            } else {
+                format!(" at {a}–{b}")
+            }
+        }
         _ => String::new(),
     };
     let hit_names: Vec<String> = hits.iter().map(|(s, _)| s.clone()).collect();
