@@ -811,6 +811,11 @@ impl Cluster {
         self.shared.clock.now()
     }
 
+    /// Time since the server started: the clock of the write log's `elapsed`.
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.shared.clock.elapsed()
+    }
+
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.shared.lock().resource_version
@@ -1066,7 +1071,7 @@ impl Cluster {
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
 /// The reasons and messages a kubelet writes (pkg/kubelet/nodestatus/setters.go).
-fn kubelet_reason(condition_type: &str, status: &str) -> (&'static str, &'static str) {
+pub(crate) fn kubelet_reason(condition_type: &str, status: &str) -> (&'static str, &'static str) {
     match (condition_type, status) {
         ("Ready", "True") => ("KubeletReady", "kubelet is posting ready status"),
         ("Ready", _) => ("KubeletNotReady", "container runtime is down"),

@@ -1,0 +1,34 @@
+//! The scenarios `run` knows by name, embedded so that `run` needs no files.
+
+/// (name, TOML), `default` first.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "default",
+        include_str!("../../../conf/scenarios/default.toml"),
+    ),
+    (
+        "node-failure",
+        include_str!("../../../conf/scenarios/node-failure.toml"),
+    ),
+    (
+        "zone-outage",
+        include_str!("../../../conf/scenarios/zone-outage.toml"),
+    ),
+    (
+        "control-plane-partition",
+        include_str!("../../../conf/scenarios/control-plane-partition.toml"),
+    ),
+    (
+        "flapping-node",
+        include_str!("../../../conf/scenarios/flapping-node.toml"),
+    ),
+    (
+        "rolling-reboot",
+        include_str!("../../../conf/scenarios/rolling-reboot.toml"),
+    ),
+];
+
+/// The TOML of a built-in scenario.
+pub fn builtin(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}

@@ -1,0 +1,601 @@
+//! The story of a run, read from the simulator's write log: what the daemon changed, as facts
+//! ("node z1-n003 Ready=Unknown", "taint z1-n003 +node.kubernetes.io/unreachable:NoExecute",
+//! "pod default/web-7 deleted") that scenario expectations are checked against, and as readable
+//! timeline lines (`t=  9.8s node z1-n003 Ready=Unknown (NodeStatusUnknown)`).
+//!
+//! Only the daemon's HTTP writes are in the log (the kubelets write directly); they are picked out
+//! by the bearer token the daemon was given. Times are relative to the start of the scenario.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::resource::{Resource, Verb};
+use super::write_log::WriteRecord;
+
+/// The prefix of the taints the node lifecycle controller manages; only these changes are its
+/// own (a taint PATCH carries the full list, other writers' taints included).
+const CONTROLLER_TAINT_PREFIX: &str = "node.kubernetes.io/";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FactKind {
+    /// A step of the scenario (not a write by the daemon).
+    Step(String),
+    NodeReady {
+        node: String,
+        status: String,
+        reason: String,
+    },
+    TaintAdded {
+        node: String,
+        taint: String,
+    },
+    TaintRemoved {
+        node: String,
+        taint: String,
+    },
+    NodeLabels {
+        node: String,
+        labels: String,
+    },
+    PodNotReady {
+        pod: String,
+    },
+    /// The taint eviction's `DisruptionTarget` condition, written before the DELETE.
+    PodDisruptionTarget {
+        pod: String,
+    },
+    /// Legacy eviction's `NodeLost` status.
+    PodNodeLost {
+        pod: String,
+    },
+    PodDeleted {
+        pod: String,
+        detail: String,
+    },
+    Event {
+        reason: String,
+        object: String,
+    },
+    /// The daemon's leader-election Lease changed hands: `holder` took it (`None`: the holder is
+    /// not in the write's summary), or it was released (`Some("")`).
+    LeaderLease {
+        lease: String,
+        holder: Option<String>,
+    },
+    /// A write the API server refused.
+    Failed {
+        what: String,
+        code: u16,
+        message: String,
+    },
+    Other {
+        what: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fact {
+    /// Since the start of the scenario.
+    pub t: Duration,
+    pub kind: FactKind,
+}
+
+/// Turns write records into facts, keeping what it must remember between records (each node's
+/// last known controller taints).
+#[derive(Debug, Default)]
+pub struct FactReader {
+    writer_token: Option<String>,
+    start: Duration,
+    taints: HashMap<String, Vec<String>>,
+    last_seq: u64,
+}
+
+impl FactReader {
+    /// Reads the writes made with `token` (all HTTP writes when `None`), with times relative to
+    /// `start` (the write log's elapsed time when the scenario began).
+    pub fn new(token: Option<&str>, start: Duration) -> FactReader {
+        FactReader {
+            writer_token: token.map(str::to_string),
+            start,
+            ..FactReader::default()
+        }
+    }
+
+    /// The facts of the records not read yet (records are taken in `seq` order; older ones are
+    /// skipped, so the whole log can be passed each time).
+    pub fn read(&mut self, records: &[WriteRecord]) -> Vec<Fact> {
+        let mut facts = Vec::new();
+        for record in records {
+            if record.seq <= self.last_seq {
+                continue;
+            }
+            self.last_seq = record.seq;
+            if !self.is_daemon(record) {
+                continue;
+            }
+            let t = record.elapsed.saturating_sub(self.start);
+            for kind in self.facts_of(record) {
+                facts.push(Fact { t, kind });
+            }
+        }
+        facts
+    }
+
+    /// Each node's controller taints (`node.kubernetes.io/…`) after the daemon's last taint write.
+    pub fn controller_taints(&self) -> &HashMap<String, Vec<String>> {
+        &self.taints
+    }
+
+    fn is_daemon(&self, record: &WriteRecord) -> bool {
+        match &self.writer_token {
+            Some(token) => record.identity.token.as_deref() == Some(token),
+            // In-process writes (kubelets, scenario steps) carry no token.
+            None => record.identity.token.is_some() || record.identity.client_cn.is_some(),
+        }
+    }
+
+    fn facts_of(&mut self, r: &WriteRecord) -> Vec<FactKind> {
+        let object = match &r.namespace {
+            Some(ns) => format!("{ns}/{}", r.name),
+            None => r.name.clone(),
+        };
+        if !r.succeeded() {
+            return vec![FactKind::Failed {
+                what: format!("{} {} {object}", r.verb, r.target()),
+                code: r.code,
+                message: r.summary.clone(),
+            }];
+        }
+        let sub = r.subresource.as_deref();
+        let other = || {
+            vec![FactKind::Other {
+                what: format!("{} {} {object}", r.verb, r.target()),
+            }]
+        };
+        match (r.resource, sub, r.verb) {
+            (Resource::Nodes, Some("status"), Verb::Patch) => {
+                match patch_body(&r.summary).and_then(|p| ready_condition(&p)) {
+                    Some((status, reason)) => vec![FactKind::NodeReady {
+                        node: r.name.clone(),
+                        status,
+                        reason,
+                    }],
+                    None => other(),
+                }
+            }
+            (Resource::Nodes, Some("status"), Verb::Update) => match ready_from_diff(&r.summary) {
+                Some((status, reason)) => vec![FactKind::NodeReady {
+                    node: r.name.clone(),
+                    status,
+                    reason,
+                }],
+                None => other(),
+            },
+            (Resource::Nodes, None, Verb::Patch) => {
+                let Some(patch) = patch_body(&r.summary) else {
+                    return other();
+                };
+                let mut facts = Vec::new();
+                if let Some(list) = patch.pointer("/spec/taints").and_then(Value::as_array) {
+                    facts.extend(self.taint_changes(&r.name, list));
+                }
+                if let Some(labels) = patch.pointer("/metadata/labels").and_then(Value::as_object) {
+                    let text: Vec<String> = labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                        .collect();
+                    facts.push(FactKind::NodeLabels {
+                        node: r.name.clone(),
+                        labels: text.join(","),
+                    });
+                }
+                let known = patch.pointer("/spec/taints").is_some()
+                    || patch.pointer("/metadata/labels").is_some();
+                if !known {
+                    return other();
+                }
+                // A taint list re-sent with the same controller taints is no news.
+                facts
+            }
+            (Resource::Pods, Some("status"), Verb::Patch | Verb::Update) => {
+                let patch = patch_body(&r.summary).unwrap_or(Value::Null);
+                let mut facts = Vec::new();
+                let conditions = patch
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let has = |t: &str, s: &str| {
+                    conditions
+                        .iter()
+                        .any(|c| c["type"] == t && c["status"] == s)
+                        || r.summary
+                            .contains(&format!("status.conditions[{t}].status: \"{s}\""))
+                        || r.summary.contains(&format!(
+                            "status.conditions[{t}].status: \"True\" -> \"{s}\""
+                        ))
+                };
+                if has("Ready", "False") {
+                    facts.push(FactKind::PodNotReady {
+                        pod: object.clone(),
+                    });
+                }
+                if has("DisruptionTarget", "True") {
+                    facts.push(FactKind::PodDisruptionTarget {
+                        pod: object.clone(),
+                    });
+                }
+                if patch.pointer("/status/reason").and_then(Value::as_str) == Some("NodeLost")
+                    || r.summary.contains("\"NodeLost\"")
+                {
+                    facts.push(FactKind::PodNodeLost {
+                        pod: object.clone(),
+                    });
+                }
+                if facts.is_empty() {
+                    return other();
+                }
+                facts
+            }
+            (Resource::Pods, None, Verb::Delete) => vec![FactKind::PodDeleted {
+                pod: object,
+                detail: delete_detail(&r.summary),
+            }],
+            (Resource::Events, None, Verb::Create) => match event_fact(&r.summary) {
+                Some(fact) => vec![fact],
+                None => other(),
+            },
+            (Resource::Leases, None, _) if r.namespace.as_deref() != Some("kube-node-lease") => {
+                if r.verb == Verb::Create || r.summary.contains("holderIdentity") {
+                    vec![FactKind::LeaderLease {
+                        lease: object,
+                        holder: lease_holder(&r.summary),
+                    }]
+                } else {
+                    // Renewals: one every retry period, not news.
+                    Vec::new()
+                }
+            }
+            _ => other(),
+        }
+    }
+
+    fn taint_changes(&mut self, node: &str, list: &[Value]) -> Vec<FactKind> {
+        let new: Vec<String> = list
+            .iter()
+            .filter_map(taint_text)
+            .filter(|t| t.starts_with(CONTROLLER_TAINT_PREFIX))
+            .collect();
+        let old = self.taints.insert(node.to_string(), new.clone());
+        let old = old.unwrap_or_default();
+        let mut facts = Vec::new();
+        for t in &new {
+            if !old.contains(t) {
+                facts.push(FactKind::TaintAdded {
+                    node: node.to_string(),
+                    taint: t.clone(),
+                });
+            }
+        }
+        for t in &old {
+            if !new.contains(t) {
+                facts.push(FactKind::TaintRemoved {
+                    node: node.to_string(),
+                    taint: t.clone(),
+                });
+            }
+        }
+        facts
+    }
+}
+
+/// `key:Effect` (or `key=value:Effect`).
+fn taint_text(taint: &Value) -> Option<String> {
+    let key = taint.get("key")?.as_str()?;
+    let effect = taint.get("effect")?.as_str()?;
+    Some(match taint.get("value").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() => format!("{key}={v}:{effect}"),
+        _ => format!("{key}:{effect}"),
+    })
+}
+
+/// The new holder from a Lease write's summary: a PATCH body, or a PUT diff
+/// (`spec.holderIdentity: "a" -> "b"`, `(added) "b"`, `-> (removed)`).
+fn lease_holder(summary: &str) -> Option<String> {
+    if let Some(patch) = patch_body(summary) {
+        if let Some(h) = patch.pointer("/spec/holderIdentity") {
+            return Some(h.as_str().unwrap_or("").to_string());
+        }
+    }
+    let marker = "spec.holderIdentity: ";
+    let rest = &summary[summary.find(marker)? + marker.len()..];
+    let change = rest.split(';').next()?.trim();
+    let new = change
+        .rsplit("-> ")
+        .next()?
+        .trim_start_matches("(added) ")
+        .trim();
+    Some(match new {
+        "(removed)" | "null" => String::new(),
+        quoted => quoted.trim_matches('"').to_string(),
+    })
+}
+
+/// The JSON body of a PATCH summary (`strategic {...}`, maybe followed by ` (no change)`).
+fn patch_body(summary: &str) -> Option<Value> {
+    let (_, rest) = summary.split_once(' ')?;
+    serde_json::Deserializer::from_str(rest)
+        .into_iter::<Value>()
+        .next()?
+        .ok()
+}
+
+fn ready_condition(patch: &Value) -> Option<(String, String)> {
+    let ready = patch
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")?;
+    Some((
+        ready["status"].as_str()?.to_string(),
+        ready["reason"].as_str().unwrap_or("").to_string(),
+    ))
+}
+
+/// Ready's new status and reason from a PUT's diff summary
+/// (`status.conditions[Ready].status: "True" -> "Unknown"; …reason: "…" -> "NodeStatusUnknown"`).
+fn ready_from_diff(summary: &str) -> Option<(String, String)> {
+    let after = |field: &str| -> Option<String> {
+        let marker = format!("status.conditions[Ready].{field}: ");
+        let rest = &summary[summary.find(&marker)? + marker.len()..];
+        let rest = rest.split(';').next()?;
+        let new = rest.rsplit("-> ").next()?.trim();
+        Some(new.trim_matches('"').to_string())
+    };
+    Some((after("status")?, after("reason").unwrap_or_default()))
+}
+
+fn delete_detail(summary: &str) -> String {
+    match summary.split(", precondition").next() {
+        Some(s) if s.starts_with("graceful deletion, grace period ") => {
+            format!("grace {}", &s["graceful deletion, grace period ".len()..])
+        }
+        _ => String::new(),
+    }
+}
+
+/// The simulator's event summary: `Normal NodeNotReady Node z1-n003: message (source …)`.
+fn event_fact(summary: &str) -> Option<FactKind> {
+    let mut words = summary.splitn(4, ' ');
+    let _type = words.next()?;
+    let reason = words.next()?;
+    let _kind = words.next()?;
+    let object = words.next()?.split(':').next()?;
+    Some(FactKind::Event {
+        reason: reason.to_string(),
+        object: object.to_string(),
+    })
+}
+
+impl FactKind {
+    /// (what, subject, detail): a line reads `what subject detail`; facts sharing `what` and
+    /// `detail` close together in time are printed as one line listing their subjects.
+    fn parts(&self) -> (String, String, String) {
+        let s = |x: &str| x.to_string();
+        match self {
+            FactKind::Step(text) => (s("▶"), text.clone(), String::new()),
+            FactKind::NodeReady {
+                node,
+                status,
+                reason,
+            } => {
+                let detail = if reason.is_empty() {
+                    format!("Ready={status}")
+                } else {
+                    format!("Ready={status} ({reason})")
+                };
+                (s("node"), node.clone(), detail)
+            }
+            FactKind::TaintAdded { node, taint } => (s("taint"), node.clone(), format!("+{taint}")),
+            FactKind::TaintRemoved { node, taint } => {
+                (s("taint"), node.clone(), format!("-{taint}"))
+            }
+            FactKind::NodeLabels { node, labels } => (s("labels"), node.clone(), labels.clone()),
+            FactKind::PodNotReady { pod } => (s("pod"), pod.clone(), s("NotReady")),
+            FactKind::PodDisruptionTarget { pod } => {
+                (s("evict"), pod.clone(), s("(DisruptionTarget)"))
+            }
+            FactKind::PodNodeLost { pod } => (s("pod"), pod.clone(), s("NodeLost")),
+            FactKind::PodDeleted { pod, detail } => {
+                let d = if detail.is_empty() {
+                    s("deleted")
+                } else {
+                    format!("deleted ({detail})")
+                };
+                (s("pod"), pod.clone(), d)
+            }
+            FactKind::Event { reason, object } if object.contains('/') => (
+                format!("event {reason} on pod"),
+                object.clone(),
+                String::new(),
+            ),
+            FactKind::Event { reason, object } => {
+                (format!("event {reason}"), object.clone(), String::new())
+            }
+            FactKind::LeaderLease { lease, holder } => {
+                let detail = match holder.as_deref() {
+                    None => s("taken"),
+                    Some("") => s("released"),
+                    Some(h) => format!("taken by {h}"),
+                };
+                (s("leader lease"), lease.clone(), detail)
+            }
+            // A conflict is optimistic concurrency at work (the writer re-reads and retries).
+            FactKind::Failed {
+                what, code: 409, ..
+            } => (
+                s("✗ 409"),
+                what.clone(),
+                s("conflict (stale resourceVersion)"),
+            ),
+            FactKind::Failed {
+                what,
+                code,
+                message,
+            } => (
+                format!("✗ {code}"),
+                what.clone(),
+                message.chars().take(100).collect(),
+            ),
+            FactKind::Other { what } => (s("write"), what.clone(), String::new()),
+        }
+    }
+}
+
+/// Facts this close to the first of a group join it.
+const GROUP_WINDOW: Duration = Duration::from_millis(500);
+/// Events trickle out at the daemon's event rate: a group of them stays open while the next one
+/// comes within `EVENT_GAP`, up to `EVENT_SPAN` after the first.
+const EVENT_GAP: Duration = Duration::from_millis(1000);
+const EVENT_SPAN: Duration = Duration::from_secs(5);
+/// Subjects named on one grouped line before "(+N more)".
+const GROUP_NAMES: usize = 4;
+
+#[derive(Debug)]
+struct Group {
+    t: Duration,
+    last: Duration,
+    trickle: bool,
+    what: String,
+    detail: String,
+    subjects: Vec<String>,
+}
+
+impl Group {
+    fn closed_at(&self, now: Duration) -> bool {
+        if self.trickle {
+            now.saturating_sub(self.last) > EVENT_GAP || now.saturating_sub(self.t) > EVENT_SPAN
+        } else {
+            now.saturating_sub(self.t) > GROUP_WINDOW
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut subjects = self.subjects[..self.subjects.len().min(GROUP_NAMES)].join(", ");
+        if self.subjects.len() > GROUP_NAMES {
+            subjects.push_str(&format!(" (+{} more)", self.subjects.len() - GROUP_NAMES));
+        }
+        let mut line = format!("t={:>6.1}s {} {subjects}", self.t.as_secs_f64(), self.what);
+        if !self.detail.is_empty() {
+            line.push(' ');
+            line.push_str(&self.detail);
+        }
+        line
+    }
+}
+
+/// Renders facts as timeline lines, grouping bursts (30 `RegisteredNode` events at start-up are
+/// one line). Incremental: `push` facts as they come, `flush` lines whose group is complete.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    open: Vec<Group>,
+}
+
+impl Timeline {
+    pub fn push(&mut self, fact: &Fact) -> Vec<String> {
+        let (what, subject, detail) = fact.kind.parts();
+        let mut done = self.flush(fact.t);
+        if let Some(g) = self
+            .open
+            .iter_mut()
+            .find(|g| g.what == what && g.detail == detail && !g.closed_at(fact.t))
+        {
+            if !g.subjects.contains(&subject) {
+                g.subjects.push(subject);
+            }
+            g.last = fact.t;
+            return done;
+        }
+        if matches!(fact.kind, FactKind::Step(_)) {
+            // A step starts a new chapter: what came before it is printed first.
+            done.extend(self.flush(Duration::MAX));
+        }
+        self.open.push(Group {
+            t: fact.t,
+            last: fact.t,
+            trickle: matches!(fact.kind, FactKind::Event { .. }),
+            what,
+            detail,
+            subjects: vec![subject],
+        });
+        done
+    }
+
+    /// Lines of the groups that can no longer grow at time `now`, in time order: a closed group
+    /// waits behind an older one still open.
+    pub fn flush(&mut self, now: Duration) -> Vec<String> {
+        let closable = self
+            .open
+            .iter()
+            .take_while(|g| now == Duration::MAX || g.closed_at(now))
+            .count();
+        self.open.drain(..closable).map(|g| g.render()).collect()
+    }
+
+    /// Every remaining line.
+    pub fn finish(&mut self) -> Vec<String> {
+        self.flush(Duration::MAX)
+    }
+
+    /// All lines of `facts`, at once.
+    pub fn render(facts: &[Fact]) -> Vec<String> {
+        let mut timeline = Timeline::default();
+        let mut lines: Vec<String> = facts.iter().flat_map(|f| timeline.push(f)).collect();
+        lines.extend(timeline.finish());
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_diffs_name_ready_status_and_reason() {
+        let s = r#"status.conditions[Ready].status: "True" -> "Unknown"; status.conditions[Ready].reason: "KubeletReady" -> "NodeStatusUnknown""#;
+        assert_eq!(
+            ready_from_diff(s),
+            Some(("Unknown".into(), "NodeStatusUnknown".into()))
+        );
+        assert_eq!(ready_from_diff("spec.x: 1 -> 2"), None);
+    }
+
+    #[test]
+    fn lease_holders_come_from_patches_and_put_diffs() {
+        assert_eq!(
+            lease_holder(r#"spec.holderIdentity: "a" -> "b"; spec.renewTime: "x" -> "y""#),
+            Some("b".into())
+        );
+        assert_eq!(
+            lease_holder(r#"spec.holderIdentity: "a" -> """#),
+            Some(String::new())
+        );
+        assert_eq!(
+            lease_holder(r#"spec.holderIdentity: (added) "cp-1""#),
+            Some("cp-1".into())
+        );
+        assert_eq!(
+            lease_holder(r#"strategic {"spec":{"holderIdentity":"cp-2"}}"#),
+            Some("cp-2".into())
+        );
+        assert_eq!(lease_holder("created uid=1"), None);
+    }
+
+    #[test]
+    fn patch_summaries_keep_their_json_even_when_unchanged() {
+        let v = patch_body(r#"strategic {"spec":{"taints":[]}} (no change)"#).unwrap();
+        assert_eq!(v["spec"]["taints"], serde_json::json!([]));
+    }
+}
