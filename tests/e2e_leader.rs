@@ -10,7 +10,7 @@ mod e2e_support;
 use std::time::{Duration, Instant};
 
 use e2e_support::{Daemon, Kubelets, Sim, Timing, config_text, wait_until};
-use node_lifecycled::sim::{Resource, WriteRecord};
+use node_lifecycled::sim::{RequestMatch, Resource, Verb, WriteRecord};
 use node_lifecycled::time::Time;
 use serde_json::json;
 
@@ -160,5 +160,53 @@ fn only_the_leader_writes_kill_9_fails_over_and_sigterm_hands_over() {
         "leader: kill -9 takeover {takeover:?}, SIGTERM handover {handover:?} ({:?} since the kill, {:?} since SIGTERM)",
         killed.elapsed(),
         sigterm.elapsed()
+    );
+}
+
+/// A leader that cannot renew stops writing at its renew deadline, stands by as a follower
+/// with warm caches, and acts again once it holds the lease again.
+#[test]
+fn a_leader_that_cannot_renew_stops_acting_then_acts_again_on_reacquiring() {
+    let sim = Sim::start("leader-renew", &[A]);
+    let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|s| s.to_string()).collect();
+    for n in &nodes {
+        sim.add_node(n, Some("z1"));
+    }
+    let kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
+    let mut a = daemon(&sim, "leader-renew", A);
+    a.wait_log(ACTING, Duration::from_secs(15));
+    // Every lease update fails for a while (the kubelets renew in-process, untouched): about
+    // 4 s of failed renewals at one try per 500 ms.
+    sim.handle
+        .faults()
+        .fail_next(RequestMatch::on(Verb::Update, "leases"), 8, 500);
+    let stopped = a.wait_log("stopped acting", Duration::from_secs(10));
+    assert!(stopped.contains("standing by as a follower"), "{stopped}");
+    let clock = sim.cluster();
+    let lost_at = clock.now();
+    // While it stands by, a node fails: no write until the lease is held again.
+    kubelets.set_alive("n1", false);
+    let line = a.wait_log(ACTING, Duration::from_secs(20));
+    // When it acted again, by its own log's timestamp (same machine clock as the sim's).
+    let acting_again = line
+        .split_whitespace()
+        .next()
+        .and_then(Time::parse_rfc3339)
+        .unwrap();
+    for w in controller_writes(&sim, A) {
+        assert!(
+            !(w.wall > lost_at && w.wall < acting_again),
+            "wrote while standing by (lost {lost_at:?}, acting again {acting_again:?}): {w:?}"
+        );
+    }
+    // Warm caches: the silent node is judged without a fresh list.
+    wait_until(
+        "n1 Unknown and tainted after reacquiring",
+        Duration::from_secs(15),
+        || {
+            sim.ready("n1") == "Unknown"
+                && sim.has_taint("n1", "node.kubernetes.io/unreachable:NoExecute")
+        },
+        || a.log(),
     );
 }
