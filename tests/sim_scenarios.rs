@@ -630,37 +630,31 @@ fn play_builtin(name: &str) {
 }
 
 #[test]
-#[ignore = "needs the wired daemon (issue #6)"]
 fn builtin_default_scenario_holds_against_the_daemon() {
     play_builtin("default");
 }
 
 #[test]
-#[ignore = "needs the wired daemon (issue #6)"]
 fn builtin_node_failure_holds_against_the_daemon() {
     play_builtin("node-failure");
 }
 
 #[test]
-#[ignore = "needs the wired daemon (issue #6)"]
 fn builtin_zone_outage_holds_against_the_daemon() {
     play_builtin("zone-outage");
 }
 
 #[test]
-#[ignore = "needs the wired daemon (issue #6)"]
 fn builtin_control_plane_partition_holds_against_the_daemon() {
     play_builtin("control-plane-partition");
 }
 
 #[test]
-#[ignore = "needs the wired daemon (issue #6)"]
 fn builtin_flapping_node_holds_against_the_daemon() {
     play_builtin("flapping-node");
 }
 
 #[test]
-#[ignore = "needs the wired daemon (issue #6)"]
 fn builtin_rolling_reboot_holds_against_the_daemon() {
     play_builtin("rolling-reboot");
 }
