@@ -148,4 +148,32 @@ fn metrics_endpoint_serves_metrics_health_and_readiness() {
     assert_eq!(code, 200);
     let (code, body) = http_get(port, "/readyz");
     assert_eq!(code, 200, "{body}");
+
+    // A node falls silent: its Ready=Unknown status write is timed into the per-node health
+    // histogram; every controller pass into the all-nodes one.
+    _kubelets.set_alive("n2", false);
+    wait_until(
+        "n2 Ready=Unknown",
+        Duration::from_secs(20),
+        || sim.ready("n2") == "Unknown",
+        || d.log(),
+    );
+    let count = |body: &str, name: &str| -> u64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}_count ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let (_, body) = http_get(port, "/metrics");
+    assert!(
+        count(&body, "node_collector_update_node_health_duration_seconds") >= 1,
+        "{body}"
+    );
+    assert!(
+        count(
+            &body,
+            "node_collector_update_all_nodes_health_duration_seconds"
+        ) >= 1,
+        "{body}"
+    );
 }

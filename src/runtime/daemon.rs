@@ -556,6 +556,9 @@ impl Daemon {
                 return;
             }
             let inputs = self.executor.run_ready(now, 1, &mut self.shared.decode);
+            for took in self.executor.take_node_health_writes() {
+                self.health_timings.update_node_health.observe(took);
+            }
             let now = lp.now();
             for input in inputs {
                 self.feed(input, now);

@@ -225,6 +225,9 @@ struct Backoff {
 }
 
 pub struct Executor {
+    /// Wall time of each node status write (call and re-read on conflict), drained by the
+    /// daemon into `node_collector_update_node_health_duration_seconds`.
+    node_health_writes: Vec<Duration>,
     client: ApiClient,
     settings: ExecutorSettings,
     queue: VecDeque<Job>,
@@ -259,7 +262,14 @@ impl Executor {
             stats: ExecutorStats::default(),
             dry: DryRunLog::default(),
             shadows: Shadows::default(),
+            node_health_writes: Vec::new(),
         }
+    }
+
+    /// Durations of the node status writes made since the last call (for the per-node health
+    /// update histogram: upstream times `tryUpdateNodeHealth`, whose cost is this write).
+    pub fn take_node_health_writes(&mut self) -> Vec<Duration> {
+        std::mem::take(&mut self.node_health_writes)
     }
 
     pub fn is_dry_run(&self) -> bool {
@@ -393,11 +403,17 @@ impl Executor {
                     break;
                 };
                 calls += 1;
+                let health_write = !self.settings.dry_run
+                    && matches!(job.action, Action::UpdateNodeConditions { .. });
+                let started = std::time::Instant::now();
                 let next = if self.settings.dry_run {
                     self.dry_step(job, now, ctx, &mut out)
                 } else {
                     self.step(job, now, ctx, &mut out)
                 };
+                if health_write {
+                    self.node_health_writes.push(started.elapsed());
+                }
                 now = now.max(self.client.now());
                 match next {
                     Next::Done => self.stats.actions_done += 1,
