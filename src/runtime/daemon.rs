@@ -408,9 +408,27 @@ impl Daemon {
         }
     }
 
-    fn on_informer(&mut self, lp: &mut Lp, watch: Watch, token: Option<Token>) {
+    /// Feeds an informer's deltas to the controllers; true when they include a (re)sync.
+    fn feed_deltas<T: Watched>(
+        &mut self,
+        deltas: Vec<Delta<T>>,
+        now: Time,
+        upsert: fn(T) -> Input,
+        delete: fn(T::Key) -> Input,
+    ) -> bool {
         let mut synced = false;
-        match watch {
+        for delta in deltas {
+            match delta {
+                Delta::Upsert(object) => self.feed_watched(upsert(object), now),
+                Delta::Delete(key) => self.feed_watched(delete(key), now),
+                Delta::Synced => synced = true,
+            }
+        }
+        synced
+    }
+
+    fn on_informer(&mut self, lp: &mut Lp, watch: Watch, token: Option<Token>) {
+        let synced = match watch {
             Watch::Nodes => {
                 let mut out = Vec::new();
                 drive(
@@ -420,14 +438,7 @@ impl Daemon {
                     token,
                     &mut out,
                 );
-                let now = lp.now();
-                for delta in out {
-                    match delta {
-                        Delta::Upsert(node) => self.feed_watched(Input::NodeUpsert(node), now),
-                        Delta::Delete(name) => self.feed_watched(Input::NodeDeleted(name), now),
-                        Delta::Synced => synced = true,
-                    }
-                }
+                self.feed_deltas(out, lp.now(), Input::NodeUpsert, Input::NodeDeleted)
             }
             Watch::Leases => {
                 let mut out = Vec::new();
@@ -438,14 +449,7 @@ impl Daemon {
                     token,
                     &mut out,
                 );
-                let now = lp.now();
-                for delta in out {
-                    match delta {
-                        Delta::Upsert(lease) => self.feed_watched(Input::LeaseUpsert(lease), now),
-                        Delta::Delete(name) => self.feed_watched(Input::LeaseDeleted(name), now),
-                        Delta::Synced => synced = true,
-                    }
-                }
+                self.feed_deltas(out, lp.now(), Input::LeaseUpsert, Input::LeaseDeleted)
             }
             Watch::Pods => {
                 let mut out = Vec::new();
@@ -456,16 +460,9 @@ impl Daemon {
                     token,
                     &mut out,
                 );
-                let now = lp.now();
-                for delta in out {
-                    match delta {
-                        Delta::Upsert(pod) => self.feed_watched(Input::PodUpsert(pod), now),
-                        Delta::Delete(key) => self.feed_watched(Input::PodDeleted(key), now),
-                        Delta::Synced => synced = true,
-                    }
-                }
+                self.feed_deltas(out, lp.now(), Input::PodUpsert, Input::PodDeleted)
             }
-        }
+        };
         if synced && !self.synced[watch.index()] {
             self.synced[watch.index()] = true;
             self.on_synced(lp);
