@@ -69,10 +69,10 @@ pub struct ApiConfig {
     /// Hard limit of one unary call; well under the leader renew deadline so a stuck call cannot
     /// cost the lease.
     pub request_timeout: Duration,
-    /// A watch stream silent for this long is presumed dead and reopened.
+    /// A watch stream silent for this long is presumed dead and reopened. Each watch asks the
+    /// server to end it (`timeoutSeconds`) at 50–80 % of this, so a healthy one always speaks
+    /// in time.
     pub watch_idle_timeout: Duration,
-    /// `timeoutSeconds` asked of the server: it ends the watch cleanly and we resume.
-    pub watch_timeout: Duration,
 }
 
 /// The three mutually exclusive ways of finding the API server.
@@ -586,7 +586,6 @@ impl Validator<'_> {
                 "30s",
                 false,
             )?,
-            watch_timeout: self.duration(&raw.watch_timeout, "api.watch_timeout", "5m", false)?,
         })
     }
 

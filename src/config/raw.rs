@@ -47,7 +47,6 @@ pub(super) struct RawApi {
     pub burst: Field<i64>,
     pub request_timeout: Field<DurationText>,
     pub watch_idle_timeout: Field<DurationText>,
-    pub watch_timeout: Field<DurationText>,
 }
 
 #[derive(Deserialize, Default)]

@@ -326,7 +326,6 @@ fn effective_config_names_every_key() {
         "burst",
         "request_timeout",
         "watch_idle_timeout",
-        "watch_timeout",
         "[leader_election]",
         "enabled",
         "namespace",

@@ -50,10 +50,7 @@ pub fn client_settings(api: &ApiConfig) -> ClientSettings {
 }
 
 /// The informers' reflector and watch settings. `watch_list` comes from probing the server.
-///
-/// `api.watch_timeout` is not used: the reflector asks the server to end each watch at 50–80 %
-/// of the idle timeout, so that a healthy watch always shows a sign of life before it is
-/// presumed dead; a longer server timeout would defeat that.
+/// Watches ask the server to end them at 50–80 % of the idle timeout (see `ReflectorConfig`).
 pub fn informer_config(api: &ApiConfig, watch_list: bool) -> InformerConfig {
     InformerConfig {
         reflector: ReflectorConfig {

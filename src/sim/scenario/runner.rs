@@ -34,7 +34,6 @@ qps = 100.0
 burst = 200
 request_timeout = "2s"
 watch_idle_timeout = "3s"
-watch_timeout = "1m"
 "#;
 
 /// `[api]` keys naming a connection: ours replaces them all.
