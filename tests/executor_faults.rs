@@ -303,8 +303,9 @@ fn abandoning_answers_every_waiting_action_as_failed() {
         outcomes(&inputs),
         vec![Outcome::Failed("leadership lost".into())]
     );
+    // Answered most urgent class first: the lease read (a verdict's step) before the pod write.
     assert!(matches!(
-        &inputs[1],
+        &inputs[0],
         Input::LeaseRead {
             outcome: LeaseReadOutcome::Failed(_),
             ..

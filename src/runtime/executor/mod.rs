@@ -1,7 +1,8 @@
 //! The executor: runs the controllers' [`Action`]s as API calls and turns the answers into the
 //! [`Input`]s the controllers are waiting for.
 //!
-//! Single-threaded and never sleeping. Actions wait in a FIFO queue; the loop calls
+//! Single-threaded and never sleeping. Actions wait in a queue, FIFO within priority classes
+//! (verdicts, then node taints and labels, then pod writes: see [`queue`]); the loop calls
 //! [`Executor::run_ready`] between events with a small call budget (one call, one hard timeout
 //! each), so a slow or failing API server delays timers by at most one call's timeout, and
 //! [`Executor::next_wakeup`] tells the loop when something can run again (client throttle,
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod dry_run;
+mod queue;
 pub mod request;
 pub mod stats;
 
@@ -54,6 +56,8 @@ use crate::kube::{ApiClient, ApiError, PatchType, Preconditions};
 use crate::model::{Lease, Node, Pod};
 use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
+
+use queue::ActionQueue;
 
 pub use dry_run::{DryRunLog, Shadows, WriteKind};
 pub use stats::{ExecutorStats, NO_ANSWER};
@@ -230,7 +234,7 @@ pub struct Executor {
     node_health_writes: Vec<Duration>,
     client: ApiClient,
     settings: ExecutorSettings,
-    queue: VecDeque<Job>,
+    queue: ActionQueue,
     /// Jobs waiting for a retry time (label conflicts); few, so a plain list.
     delayed: Vec<Job>,
     events: VecDeque<Event>,
@@ -252,7 +256,7 @@ impl Executor {
             client,
             rng: settings.seed | 1,
             settings,
-            queue: VecDeque::new(),
+            queue: ActionQueue::default(),
             delayed: Vec::new(),
             events: VecDeque::new(),
             event_bucket,
@@ -448,7 +452,7 @@ impl Executor {
     /// Answers every waiting action as failed and drops the events, e.g. when leadership is
     /// lost: the controllers then know nothing is in flight.
     pub fn abandon(&mut self, reason: &str) -> Vec<Input> {
-        let jobs: Vec<Job> = self.queue.drain(..).chain(self.delayed.drain(..)).collect();
+        let jobs: Vec<Job> = self.queue.drain().chain(self.delayed.drain(..)).collect();
         self.stats.events_dropped += self.events.len() as u64;
         self.events.clear();
         jobs.into_iter()
