@@ -51,7 +51,7 @@ usage:
       node, 3 zones; or one size from --nodes/--pods-per-node/--zones) the simulated cluster runs
       in this process and the release daemon as a child: initial sync time, RSS, CPU at 500 lease
       renewals/s, idle wake-ups, watch events/s absorbed, heartbeat-loss detection latency over
-      --victims killed nodes (default 100) and taint-to-DELETE latency. About 5 minutes per size;
+      --victims killed nodes (default 100) and taint-to-DELETE latency. About 6 minutes per size;
       --quick shortens the measuring windows (steady CPU from 15 s instead of 60 s).
         --qps/--burst  the daemon's api.qps/api.burst (default: its own, upstream 20/30)
   node-lifecycled-sim --help | --version
