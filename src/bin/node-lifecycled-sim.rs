@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use node_lifecycled::config::parse_duration;
+use node_lifecycled::sim::bench::{self, BenchOptions, BenchSize};
 use node_lifecycled::sim::kubelets::{KubeletConfig, Kubelets};
 use node_lifecycled::sim::population::Population;
 use node_lifecycled::sim::scenario::{self, BUILTIN, RunOptions, Scenario};
@@ -43,7 +44,16 @@ usage:
       into DIR and prints every write made over the API.
   node-lifecycled-sim scenarios       list the built-in scenarios
   node-lifecycled-sim check FILE      parse a scenario file and report its first error
-  node-lifecycled-sim bench           the scale benchmark (not yet)
+  node-lifecycled-sim bench [--sizes small,large] [--quick] [--nodes N] [--pods-per-node P]
+                            [--zones Z] [--victims N] [--burst-events N] [--qps Q] [--burst B]
+                            [--daemon PATH] [--dir DIR]
+      The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, 30 pods per
+      node, 3 zones; or one size from --nodes/--pods-per-node/--zones) the simulated cluster runs
+      in this process and the release daemon as a child: initial sync time, RSS, CPU at 500 lease
+      renewals/s, idle wake-ups, watch events/s absorbed, heartbeat-loss detection latency over
+      --victims killed nodes (default 100) and taint-to-DELETE latency. About 6 minutes per size;
+      --quick shortens the measuring windows (steady CPU from 15 s instead of 60 s).
+        --qps/--burst  the daemon's api.qps/api.burst (default: its own, upstream 20/30)
   node-lifecycled-sim --help | --version
 
 exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
@@ -60,9 +70,21 @@ enum Command {
     Serve(ServeOptions),
     Scenarios,
     Check(String),
-    Bench,
+    Bench(BenchArgs),
     Help,
     Version,
+}
+
+#[derive(Debug, PartialEq)]
+struct BenchArgs {
+    sizes: Vec<BenchSize>,
+    quick: bool,
+    victims: Option<usize>,
+    burst_events: Option<usize>,
+    qps: Option<f64>,
+    burst: Option<u32>,
+    daemon: Option<PathBuf>,
+    dir: Option<PathBuf>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -138,12 +160,66 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
             })
         }
         "scenarios" => Command::Scenarios,
-        "bench" => Command::Bench,
+        "bench" => Command::Bench(bench_args(&mut options)?),
         "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
         _ => unreachable!("matched above"),
     };
     options.finish()?;
     Ok(command)
+}
+
+fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
+    let quick = options.flag("--quick");
+    let nodes = options.number("--nodes")?;
+    let pods_per_node = options.number("--pods-per-node")?;
+    let zones = options.number("--zones")?;
+    let named = options.value("--sizes")?;
+    let sizes = match (nodes, named) {
+        (Some(_), Some(_)) => return Err("--nodes and --sizes exclude each other".into()),
+        (Some(nodes), None) => vec![BenchSize {
+            nodes,
+            pods_per_node: pods_per_node.unwrap_or(BenchSize::LARGE.pods_per_node),
+            zones: zones.unwrap_or(BenchSize::LARGE.zones),
+        }],
+        (None, named) => {
+            if pods_per_node.is_some() || zones.is_some() {
+                return Err("--pods-per-node and --zones go with --nodes".into());
+            }
+            named
+                .as_deref()
+                .unwrap_or("small,large")
+                .split(',')
+                .map(|s| match s.trim() {
+                    "small" => Ok(BenchSize::SMALL),
+                    "large" => Ok(BenchSize::LARGE),
+                    other => Err(format!("--sizes: {other:?} is neither small nor large")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let qps = options
+        .value("--qps")?
+        .map(|v| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|q| q.is_finite() && *q > 0.0)
+                .ok_or_else(|| format!("--qps: {v:?} is not a positive number"))
+        })
+        .transpose()?;
+    let burst = options
+        .number("--burst")?
+        .map(|b| u32::try_from(b).map_err(|_| format!("--burst: {b} is too large")))
+        .transpose()?;
+    Ok(BenchArgs {
+        sizes,
+        quick,
+        victims: options.number("--victims")?,
+        burst_events: options.number("--burst-events")?,
+        qps,
+        burst,
+        daemon: options.value("--daemon")?.map(PathBuf::from),
+        dir: options.value("--dir")?.map(PathBuf::from),
+    })
 }
 
 /// `--key VALUE` / `--key=VALUE` options, each at most once; anything left over is an error.
@@ -203,6 +279,13 @@ impl Options {
             .transpose()
     }
 
+    /// A bare `--key`, at most once.
+    fn flag(&mut self, key: &str) -> bool {
+        let before = self.rest.len();
+        self.rest.retain(|a| a != key);
+        self.rest.len() < before
+    }
+
     fn positional(&mut self) -> Option<String> {
         let i = self.rest.iter().position(|a| !a.starts_with("--"))?;
         Some(self.rest.remove(i))
@@ -259,12 +342,7 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_ERROR)
             }
         },
-        Command::Bench => {
-            eprintln!(
-                "node-lifecycled-sim bench: not yet — the scale benchmark is the next step of issue #7"
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
+        Command::Bench(args) => run_bench(args),
         Command::Run {
             scenario,
             config,
@@ -273,6 +351,75 @@ fn main() -> ExitCode {
         } => run(&scenario, config, daemon, dir),
         Command::Serve(options) => serve(options),
     }
+}
+
+fn run_bench(args: BenchArgs) -> ExitCode {
+    let daemon = match args.daemon.map_or_else(find_daemon, Ok) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("node-lifecycled-sim: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    if !daemon.components().any(|c| c.as_os_str() == "release") {
+        eprintln!(
+            "node-lifecycled-sim bench: {} is not a release build; figures are only meaningful \
+             with `cargo run --release --bin node-lifecycled-sim -- bench`",
+            daemon.display()
+        );
+    }
+    let mut options = if args.quick {
+        BenchOptions::quick(daemon)
+    } else {
+        BenchOptions::standard(daemon)
+    };
+    options.sizes = args.sizes;
+    options.victims = args.victims.unwrap_or(options.victims);
+    options.burst_events = args.burst_events.unwrap_or(options.burst_events);
+    options.qps = args.qps;
+    options.burst = args.burst;
+    options.work_dir = args.dir;
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
+        "node-lifecycled-sim bench{}: {} core(s), {}; daemon {}\n",
+        if args.quick { " --quick" } else { "" },
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpu_model(),
+        options.daemon.display()
+    );
+    let started = Instant::now();
+    match bench::run(&options, &mut out) {
+        Ok(reports) => {
+            if reports.len() > 1 {
+                let _ = writeln!(out, "\nall sizes:\n\n{}", bench::table(&reports));
+            }
+            let _ = writeln!(
+                out,
+                "benchmark took {:.0}s",
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("node-lifecycled-sim bench: {e}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// `model name` from /proc/cpuinfo, for the record.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_string())
 }
 
 fn run(
@@ -543,6 +690,35 @@ mod tests {
         assert!(parse(&["run", "--scenario"]).is_err());
         assert!(parse(&["run", "--scenario", "a", "--scenario", "b"]).is_err());
         assert!(parse(&["check"]).is_err());
-        assert_eq!(parse(&["bench"]), Ok(Command::Bench));
+    }
+
+    #[test]
+    fn bench_defaults_to_both_sizes_and_takes_one_custom_size() {
+        let Ok(Command::Bench(b)) = parse(&["bench"]) else {
+            panic!("not bench");
+        };
+        assert_eq!(b.sizes, [BenchSize::SMALL, BenchSize::LARGE]);
+        assert!(!b.quick);
+        let Ok(Command::Bench(b)) = parse(&["bench", "--quick", "--nodes", "40", "--zones=2"])
+        else {
+            panic!("not bench");
+        };
+        assert!(b.quick);
+        assert_eq!(
+            b.sizes,
+            [BenchSize {
+                nodes: 40,
+                pods_per_node: 30,
+                zones: 2
+            }]
+        );
+        let Ok(Command::Bench(b)) = parse(&["bench", "--sizes", "large", "--qps", "50"]) else {
+            panic!("not bench");
+        };
+        assert_eq!((b.sizes, b.qps), (vec![BenchSize::LARGE], Some(50.0)));
+        assert!(parse(&["bench", "--sizes", "huge"]).is_err());
+        assert!(parse(&["bench", "--nodes", "10", "--sizes", "small"]).is_err());
+        assert!(parse(&["bench", "--zones", "2"]).is_err());
+        assert!(parse(&["bench", "--qps", "-1"]).is_err());
     }
 }

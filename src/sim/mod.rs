@@ -20,6 +20,7 @@
 //! ```
 
 mod api;
+pub mod bench;
 mod cluster;
 mod diff;
 mod faults;
