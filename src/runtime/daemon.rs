@@ -99,8 +99,6 @@ pub enum TimerKind {
     Leader,
     /// The metrics server's heartbeat and connection deadlines.
     Metrics,
-    /// Refresh `STATUS=` (node counts change without any one event saying so).
-    Status,
 }
 
 type Lp = LoopControl<SourceKind, TimerKind>;
@@ -113,8 +111,9 @@ pub const READY_FOR_SIGNALS: &str = "ready for signals";
 const EXECUTOR_TURN_BUDGET: Duration = Duration::from_millis(20);
 /// And after this many calls, whatever their speed.
 const EXECUTOR_TURN_CALLS: usize = 64;
-/// How often `STATUS=` is recomputed (it is sent only when it changed).
-const STATUS_PERIOD: Duration = Duration::from_secs(1);
+/// How often `STATUS=` is recomputed at most (it is sent only when it changed). It rides on the
+/// controller's timers, which fire at least every `node_monitor_period`: no wake-up of its own.
+const STATUS_PERIOD: Duration = Duration::from_secs(5);
 
 /// Why the daemon could not run.
 #[derive(Debug)]
@@ -171,6 +170,8 @@ pub struct Daemon {
     ready_sent: bool,
     metrics: Option<MetricsServer>,
     health_timings: HealthTimings,
+    /// When `STATUS=` was last recomputed by the controller timer.
+    status_refreshed: Time,
 }
 
 /// The three informers, each with its own source kind and timer.
@@ -303,6 +304,7 @@ impl Daemon {
             ready_sent: false,
             metrics,
             health_timings: HealthTimings::default(),
+            status_refreshed: Time::ZERO,
         })
     }
 
@@ -313,7 +315,6 @@ impl Daemon {
             lp.schedule(TimerKind::Watchdog, now);
         }
         self.informers.start(lp);
-        lp.schedule(TimerKind::Status, now);
         self.rearm(lp);
     }
 
@@ -465,8 +466,13 @@ impl Daemon {
         };
         if synced && !self.synced[watch.index()] {
             self.synced[watch.index()] = true;
+            // What we wait for changed: say so now.
+            self.status_refreshed = Time::ZERO;
             self.on_synced(lp);
         }
+        // Before the initial sync no controller timer runs: the informers' own wake-ups
+        // (events, retries after errors) keep STATUS current.
+        self.maybe_refresh_status(lp.now());
     }
 
     /// An informer finished its first full state.
@@ -532,6 +538,20 @@ impl Daemon {
         self.health_timings
             .update_all_nodes_health
             .observe(started.elapsed());
+        self.maybe_refresh_status(now);
+    }
+
+    /// Recomputes `STATUS=` on wake-ups the loop makes anyway: each one until the initial sync
+    /// (few: list pages and retries, and what we wait for or fail on must show at once), then at
+    /// most every [`STATUS_PERIOD`].
+    fn maybe_refresh_status(&mut self, now: Time) {
+        if !self.all_synced()
+            || self.status_refreshed == Time::ZERO
+            || now.since(self.status_refreshed) >= STATUS_PERIOD
+        {
+            self.status_refreshed = now;
+            self.refresh_status();
+        }
     }
 
     /// One executor turn: calls while they are due, within the turn's budget, each answer fed
@@ -854,10 +874,6 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                 if let Some(server) = &mut self.metrics {
                     server.on_timer(lp, now);
                 }
-            }
-            TimerKind::Status => {
-                self.refresh_status();
-                lp.schedule(TimerKind::Status, now + STATUS_PERIOD);
             }
         }
         self.rearm(lp);
