@@ -321,22 +321,25 @@ fn legacy_node_lost_status_and_delete_with_the_pods_own_grace_period() {
     let mut h = Harness::real();
     let pod = h.add_pod("ns", "p", "n1");
     let message = "Node n1 which was running pod p is unresponsive".to_string();
-    h.submit([
-        Action::SetPodStatusNodeLost {
-            id: ActionId(1),
-            pod: pod.key.clone(),
-            uid: pod.uid.clone(),
-            message: message.clone(),
-        },
-        Action::DeletePod {
-            id: ActionId(2),
-            pod: pod.key.clone(),
-            uid: pod.uid.clone(),
-        },
-    ]);
+    // As the legacy controller does: the DELETE only after the NodeLost status is written.
+    h.submit([Action::SetPodStatusNodeLost {
+        id: ActionId(1),
+        pod: pod.key.clone(),
+        uid: pod.uid.clone(),
+        message: message.clone(),
+    }]);
     assert_eq!(
         result(&h.run_until_idle()),
-        vec![(ActionId(1), Outcome::Ok), (ActionId(2), Outcome::Ok)]
+        vec![(ActionId(1), Outcome::Ok)]
+    );
+    h.submit([Action::DeletePod {
+        id: ActionId(2),
+        pod: pod.key.clone(),
+        uid: pod.uid.clone(),
+    }]);
+    assert_eq!(
+        result(&h.run_until_idle()),
+        vec![(ActionId(2), Outcome::Ok)]
     );
     let stored = h.pod("ns", "p").unwrap();
     assert_eq!(stored["status"]["reason"], "NodeLost");

@@ -2,7 +2,7 @@
 //! [`Input`]s the controllers are waiting for.
 //!
 //! Single-threaded and never sleeping. Actions wait in a queue, FIFO within priority classes
-//! (verdicts, then node taints and labels, then pod writes: see [`queue`]); the loop calls
+//! (verdicts, node taints and labels, pod deletions, pod status writes: see [`queue`]); the loop calls
 //! [`Executor::run_ready`] between events with a small call budget (one call, one hard timeout
 //! each), so a slow or failing API server delays timers by at most one call's timeout, and
 //! [`Executor::next_wakeup`] tells the loop when something can run again (client throttle,
