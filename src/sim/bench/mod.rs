@@ -506,7 +506,6 @@ impl<'a> SizeRun<'a> {
                 / w,
             cpu_percent: cpu_percent(r0, r1, hz, window),
             periodic_pass_per_s: 1.0 / self.options.monitor_period.as_secs_f64(),
-            status_refresh_per_s: 1.0,
             event_posts_per_s: events as f64 / w,
             watch_reconnects: d.watch_reconnects,
             unknown_writes: unknown,

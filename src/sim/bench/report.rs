@@ -53,9 +53,8 @@ pub struct IdleFigures {
     pub context_switches_per_s: f64,
     pub cpu_percent: f64,
     /// What the timers of a quiet daemon add up to by construction: the periodic pass
-    /// (1 / node_monitor_period) and the STATUS= refresh (1/s).
+    /// (1 / node_monitor_period). (`STATUS=` rides on the pass's wake-ups.)
     pub periodic_pass_per_s: f64,
-    pub status_refresh_per_s: f64,
     /// Event POSTs in the window: the daemon's backlog of start-up events (RegisteredNode for
     /// every node, paced at 5/s), not a reaction to anything in the window.
     pub event_posts_per_s: f64,
@@ -240,12 +239,11 @@ fn rows() -> Vec<Row> {
             figure: "idle wake-ups/s besides the periodic pass and event POSTs",
             value: |r| {
                 format!(
-                    "{:.2}/s (timers {:.2}, I/O {:.2}; pass {:.2}, STATUS refresh {:.2})",
+                    "{:.2}/s (timers {:.2}, I/O {:.2}; pass {:.2})",
                     r.idle_besides_pass(),
                     r.idle.timers_per_s,
                     r.idle.io_per_s,
-                    r.idle.periodic_pass_per_s,
-                    r.idle.status_refresh_per_s
+                    r.idle.periodic_pass_per_s
                 )
             },
             scalar: SizeReport::idle_besides_pass,
