@@ -49,3 +49,14 @@ pub use shared::SimClock;
 pub use status::ApiError;
 pub use tls::SimTls;
 pub use write_log::{Identity, WriteRecord};
+
+/// The last `lines` lines of a log file, indented, for error messages about a child daemon.
+pub(crate) fn log_tail(path: &std::path::Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..]
+        .iter()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

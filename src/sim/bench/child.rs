@@ -166,7 +166,7 @@ impl DaemonChild {
             Ok(Some(status)) => Err(format!(
                 "node-lifecycled exited ({status}); last lines of {}:\n{}",
                 self.log_path.display(),
-                tail(&self.log_path, 10)
+                crate::sim::log_tail(&self.log_path, 10)
             )),
             _ => Ok(()),
         }
@@ -258,16 +258,6 @@ fn parse_dump_line(line: &str) -> Option<LoopCounters> {
     }
     let json: Value = serde_json::from_str(line[line.find('{')?..].trim_end()).ok()?;
     LoopCounters::from_dump(&json)
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..]
-        .iter()
-        .map(|l| format!("  {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

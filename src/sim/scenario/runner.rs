@@ -267,7 +267,7 @@ pub fn run(
             "node-lifecycled exited early ({status}) at t={:.1}s; last lines of {}:\n{}",
             play.start.elapsed().as_secs_f64(),
             log_path.display(),
-            tail(&log_path, 10)
+            crate::sim::log_tail(&log_path, 10)
         ));
     }
     let daemon_exit = stop_daemon(&mut child);
@@ -370,16 +370,6 @@ fn stop_daemon(child: &mut Child) -> Option<ExitStatus> {
     let _ = child.kill();
     let _ = child.wait();
     None
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    let text = fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..]
-        .iter()
-        .map(|l| format!("  {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The daemon's log, followed: warnings and errors are echoed (a few), the rest stays in the file.
