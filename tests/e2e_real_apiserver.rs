@@ -7,11 +7,10 @@
 //! says why).
 
 mod e2e_support;
+mod real_apiserver_support;
 
-use std::collections::{BTreeSet, HashMap};
-use std::io::Write;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,101 +18,9 @@ use std::time::{Duration, Instant};
 use e2e_support::{Daemon, TempDir, Timing, config_text, wait_until};
 use node_lifecycled::kube::{ApiClient, ClientSettings, Connection, PatchType};
 use node_lifecycled::runtime::Clock;
+use real_apiserver_support::RealApiserver;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-
-const SKIP_VARIABLE: &str = "NODE_LIFECYCLED_SKIP_REAL_APISERVER";
-
-/// A running etcd + kube-apiserver, stopped on drop.
-struct RealApiserver {
-    vars: HashMap<String, String>,
-    scripts: PathBuf,
-}
-
-impl RealApiserver {
-    fn start() -> Option<RealApiserver> {
-        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver");
-        let output = Command::new(scripts.join("up.sh")).output();
-        let failure = match &output {
-            Err(e) => Some(format!(
-                "cannot run {}: {e}",
-                scripts.join("up.sh").display()
-            )),
-            Ok(out) if !out.status.success() => Some(format!(
-                "{} failed ({}): {}",
-                scripts.join("up.sh").display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Ok(_) => None,
-        };
-        if let Some(why) = failure {
-            if std::env::var(SKIP_VARIABLE).as_deref() == Ok("1") {
-                eprintln!("SKIPPED: real kube-apiserver unavailable ({SKIP_VARIABLE}=1): {why}");
-                return None;
-            }
-            panic!("real kube-apiserver unavailable: {why} (set {SKIP_VARIABLE}=1 to skip)");
-        }
-        let stdout = String::from_utf8_lossy(&output.unwrap().stdout).into_owned();
-        let vars = stdout
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Some(RealApiserver { vars, scripts })
-    }
-
-    fn var(&self, key: &str) -> &str {
-        self.vars
-            .get(key)
-            .unwrap_or_else(|| panic!("up.sh did not print {key}"))
-    }
-
-    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(self.var("ADMIN_KUBECONFIG"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl");
-        if let Some(input) = stdin {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn get(&self, args: &[&str]) -> Value {
-        let mut all = vec!["get"];
-        all.extend_from_slice(args);
-        all.extend_from_slice(&["-o", "json"]);
-        serde_json::from_str(&self.kubectl(&all, None)).unwrap()
-    }
-}
-
-impl Drop for RealApiserver {
-    fn drop(&mut self) {
-        if let Some(state) = self.vars.get("STATE") {
-            let _ = Command::new(self.scripts.join("down.sh"))
-                .arg(state)
-                .status();
-        }
-    }
-}
 
 /// An API client as the admin (the kubelets' thread builds its own: clients stay on a thread).
 fn admin_client(server: &RealApiserver) -> ApiClient {

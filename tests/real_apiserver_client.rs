@@ -7,76 +7,18 @@
 //! started the test fails, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it says why).
 
 mod kube_client_support;
+mod real_apiserver_support;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use kube_client_support::{TempDir, TestCa, VirtualClock, b64};
 use node_lifecycled::kube::{
     ApiClient, ApiError, ClientSettings, Connection, ExplicitSettings, PatchType, Preconditions,
 };
+use real_apiserver_support::RealApiserver;
 use serde::Deserialize;
 use serde_json::json;
-
-const SKIP_VARIABLE: &str = "NODE_LIFECYCLED_SKIP_REAL_APISERVER";
-
-/// A running etcd + kube-apiserver, stopped on drop (also when a scenario panics).
-struct RealApiserver {
-    vars: HashMap<String, String>,
-    scripts: PathBuf,
-}
-
-impl RealApiserver {
-    fn start() -> Option<RealApiserver> {
-        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver");
-        let output = Command::new(scripts.join("up.sh")).output();
-        let failure = match &output {
-            Err(e) => Some(format!(
-                "cannot run {}: {e}",
-                scripts.join("up.sh").display()
-            )),
-            Ok(out) if !out.status.success() => Some(format!(
-                "{} failed ({}): {}",
-                scripts.join("up.sh").display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Ok(_) => None,
-        };
-        if let Some(why) = failure {
-            if std::env::var(SKIP_VARIABLE).as_deref() == Ok("1") {
-                eprintln!("SKIPPED: real kube-apiserver unavailable ({SKIP_VARIABLE}=1): {why}");
-                return None;
-            }
-            panic!("real kube-apiserver unavailable: {why} (set {SKIP_VARIABLE}=1 to skip)");
-        }
-        let stdout = String::from_utf8_lossy(&output.unwrap().stdout).into_owned();
-        let vars = stdout
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Some(RealApiserver { vars, scripts })
-    }
-
-    fn var(&self, key: &str) -> &str {
-        self.vars
-            .get(key)
-            .unwrap_or_else(|| panic!("up.sh did not print {key}"))
-    }
-}
-
-impl Drop for RealApiserver {
-    fn drop(&mut self) {
-        if let Some(state) = self.vars.get("STATE") {
-            let _ = Command::new(self.scripts.join("down.sh"))
-                .arg(state)
-                .status();
-        }
-    }
-}
 
 fn client(connection: &Connection) -> ApiClient {
     let settings = ClientSettings {

@@ -6,11 +6,9 @@
 //! started the test fails, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it says why).
 
 mod informer_support;
+mod real_apiserver_support;
 
-use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use informer_support::{Harness, Id, Tracked, assert_same, decode_all, list_watch};
@@ -20,109 +18,11 @@ use node_lifecycled::model::{ConditionStatus, Lease, Node, NodeConditionType, Po
 use node_lifecycled::runtime::informer::probe_watch_list;
 use node_lifecycled::runtime::{Clock, EventLoop};
 use node_lifecycled::time::Time;
+use real_apiserver_support::RealApiserver;
 use serde_json::Value;
 
-const SKIP_VARIABLE: &str = "NODE_LIFECYCLED_SKIP_REAL_APISERVER";
 /// Generous: the server is real, the machine is shared.
 const SEEN_WITHIN: Duration = Duration::from_secs(10);
-
-/// A running etcd + kube-apiserver, stopped on drop (also when the scenario panics).
-struct RealApiserver {
-    vars: HashMap<String, String>,
-    scripts: PathBuf,
-}
-
-impl RealApiserver {
-    fn start() -> Option<RealApiserver> {
-        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver");
-        let output = Command::new(scripts.join("up.sh")).output();
-        let failure = match &output {
-            Err(e) => Some(format!(
-                "cannot run {}: {e}",
-                scripts.join("up.sh").display()
-            )),
-            Ok(out) if !out.status.success() => Some(format!(
-                "{} failed ({}): {}",
-                scripts.join("up.sh").display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Ok(_) => None,
-        };
-        if let Some(why) = failure {
-            if std::env::var(SKIP_VARIABLE).as_deref() == Ok("1") {
-                eprintln!("SKIPPED: real kube-apiserver unavailable ({SKIP_VARIABLE}=1): {why}");
-                return None;
-            }
-            panic!("real kube-apiserver unavailable: {why} (set {SKIP_VARIABLE}=1 to skip)");
-        }
-        let stdout = String::from_utf8_lossy(&output.unwrap().stdout).into_owned();
-        let vars = stdout
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Some(RealApiserver { vars, scripts })
-    }
-
-    fn var(&self, key: &str) -> &str {
-        self.vars
-            .get(key)
-            .unwrap_or_else(|| panic!("up.sh did not print {key}"))
-    }
-
-    /// Runs kubectl with the admin kubeconfig (and `stdin`, if given); fails the test on error.
-    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(self.var("ADMIN_KUBECONFIG"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl");
-        if let Some(input) = stdin {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn apply(&self, manifest: &str) {
-        self.kubectl(&["apply", "-f", "-"], Some(manifest));
-    }
-
-    /// The server's objects, as `kubectl get -o json` lists them.
-    fn items(&self, args: &[&str]) -> Vec<Value> {
-        let mut all = vec!["get"];
-        all.extend_from_slice(args);
-        all.extend_from_slice(&["-o", "json"]);
-        let list: Value = serde_json::from_str(&self.kubectl(&all, None)).unwrap();
-        list["items"].as_array().cloned().unwrap_or_default()
-    }
-}
-
-impl Drop for RealApiserver {
-    fn drop(&mut self) {
-        if let Some(state) = self.vars.get("STATE") {
-            let _ = Command::new(self.scripts.join("down.sh"))
-                .arg(state)
-                .status();
-        }
-    }
-}
 
 fn pod_key(namespace: &str, name: &str) -> PodKey {
     PodKey {
