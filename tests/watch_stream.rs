@@ -532,6 +532,7 @@ fn stalled_stream_is_caught_by_the_idle_timeout_and_resumed_from_the_last_resour
     let summary: Vec<String> = deltas
         .iter()
         .map(|d| match d {
+            Delta::Begin => "begin".into(),
             Delta::Upsert(l) => format!("+{}@{}", l.name, l.resource_version),
             Delta::Delete(k) => format!("-{k}"),
             Delta::Synced => "synced".into(),

@@ -2,16 +2,20 @@
 //! NoExecute taint eviction controller (kube-controller-manager runs them as two controllers over
 //! shared informers; here they share the inputs and one action stream).
 //!
+//! One [`ClusterStore`] holds the cluster for both: every watched object goes into it first
+//! (`NodeLifecycle::observe`), then both decide on what changed, reading objects from it.
 //! Routing: node and pod changes go to both; leases, action results and lease reads to the node
 //! lifecycle; eviction results to taint eviction. The node lifecycle's own taint writes reach
-//! taint eviction the way they do upstream: through the node watch, as a later `NodeUpsert`.
+//! taint eviction the way they do upstream: through the node watch (or the write's answer), as
+//! a later `NodeUpsert`.
 //!
 //! Nothing is decided before the initial sync of nodes, leases and pods: until
-//! `InitialSyncDone`, taint eviction is not fed at all; at that moment it is replayed every node
-//! (first: node updates before pod updates) and every pod from the node lifecycle's store.
+//! `InitialSyncDone`, taint eviction is not fed at all; at that moment it judges the pods of
+//! every node in the store.
 //! In legacy mode (`taint_based_eviction = false`) there is no taint eviction, as upstream with
 //! `--enable-taint-manager=false`.
 
+use crate::model::ClusterStore;
 use crate::time::Time;
 
 use super::actions::Action;
@@ -39,30 +43,19 @@ impl Controllers {
     }
 
     pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
+        let became_synced = matches!(input, Input::InitialSyncDone) && !self.synced;
+        let observed = self.lifecycle.observe(input);
         let mut evictions = Vec::new();
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
-            match &input {
-                Input::NodeUpsert(node) => eviction.node_upserted(node, now, &mut evictions),
-                Input::NodeDeleted(name) => eviction.node_deleted(name, now, &mut evictions),
-                Input::PodUpsert(pod) => eviction.pod_upserted(pod, now, &mut evictions),
-                Input::PodDeleted(key) => eviction.pod_deleted(key, now, &mut evictions),
-                Input::Tick => eviction.tick(now, &mut evictions),
-                Input::EvictionResult { id, result } => {
-                    eviction.eviction_result(*id, result.clone(), now, &mut evictions)
-                }
-                _ => {}
-            }
+            eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
-        let became_synced = matches!(input, Input::InitialSyncDone) && !self.synced;
-        let mut actions = self.lifecycle.handle(input, now);
+        let mut actions = self.lifecycle.decide(observed, now);
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
-                for node in self.lifecycle.nodes() {
-                    eviction.node_upserted(node, now, &mut evictions);
-                }
-                for pod in self.lifecycle.pods() {
-                    eviction.pod_upserted(pod, now, &mut evictions);
+                let store = self.lifecycle.store();
+                for node in store.nodes() {
+                    eviction.node_changed(store, &node.name, None, now, &mut evictions);
                 }
             }
         }
@@ -108,19 +101,15 @@ impl Controllers {
         let mut settings = self.lifecycle.settings().clone();
         settings.taint_based_eviction = self.eviction.is_some();
         let mut follower = Controllers::new(settings, now);
-        let lifecycle = &self.lifecycle;
-        let inputs = lifecycle
-            .leases()
-            .cloned()
-            .map(Input::LeaseUpsert)
-            .chain(lifecycle.nodes().cloned().map(Input::NodeUpsert))
-            .chain(lifecycle.pods().cloned().map(Input::PodUpsert));
-        for input in inputs {
-            // Unsynced: it decides nothing, so there is nothing to return.
-            let actions = follower.handle(input, now);
-            debug_assert!(actions.is_empty());
-        }
         follower
+            .lifecycle
+            .adopt_store(self.lifecycle.into_store(), now);
+        follower
+    }
+
+    /// The cluster as both controllers know it.
+    pub fn store(&self) -> &ClusterStore {
+        self.lifecycle.store()
     }
 
     pub fn is_synced(&self) -> bool {
@@ -408,9 +397,9 @@ mod tests {
             .into_follower(t0 + secs(1));
         assert!(!follower.is_synced());
         assert_eq!(follower.next_deadline(), None);
-        assert_eq!(follower.lifecycle().nodes().count(), 1);
-        assert_eq!(follower.lifecycle().leases().count(), 1);
-        assert_eq!(follower.lifecycle().pods().count(), 1);
+        assert_eq!(follower.store().node_count(), 1);
+        assert_eq!(follower.store().lease_count(), 1);
+        assert_eq!(follower.store().pod_count(), 1);
         assert_eq!(follower.eviction().unwrap().pending_len(), 0);
 
         c.ctl = follower;

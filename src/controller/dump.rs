@@ -80,20 +80,20 @@ impl NodeLifecycle {
             .collect();
         let nodes = self
             .nodes
-            .values()
-            .filter(|e| e.registered)
-            .map(|e| NodeDump {
-                name: e.node.name.clone(),
+            .iter()
+            .filter(|(_, e)| e.registered)
+            .filter_map(|(name, e)| Some((e, self.store.node(name)?)))
+            .map(|(e, node)| NodeDump {
+                name: node.name.clone(),
                 zone: display_zone(&e.zone),
-                ready: e.node.ready().map(|c| c.status),
+                ready: node.ready().map(|c| c.status),
                 probe_age: age(now, e.health.probe_time),
                 grace: NodeHealth::grace(
-                    &e.node,
+                    node,
                     self.settings.node_monitor_grace_period,
                     self.settings.node_startup_grace_period,
                 ),
-                taints: e
-                    .node
+                taints: node
                     .taints
                     .iter()
                     .map(|t| {
@@ -104,13 +104,13 @@ impl NodeLifecycle {
                         format!("{}:{}", t.key, effect)
                     })
                     .collect(),
-                pending_deadline: self.timers.deadline(&Timer::NodeGrace(e.node.name.clone())),
+                pending_deadline: self.timers.deadline(&Timer::NodeGrace(node.name.clone())),
                 verdict: match e.verdict {
                     Verdict::Idle => "idle",
                     Verdict::ReadingLease(_) => "reading-lease",
                     Verdict::Writing { .. } => "writing-status",
                 },
-                excluded_from_disruption: e.node.excluded_from_disruption(),
+                excluded_from_disruption: node.excluded_from_disruption(),
                 legacy: (!self.taint_based).then_some(e.legacy),
             })
             .collect();

@@ -1,6 +1,6 @@
 //! What the shell feeds the controller. Every input comes with `now` (the controller's clock).
 
-use crate::model::{Lease, Name, Node, Pod, PodKey};
+use crate::model::{Kind, Lease, Name, Node, Pod, PodChange, PodKey};
 
 use super::actions::ActionId;
 use super::taint_eviction::{EvictionId, EvictionResult};
@@ -14,6 +14,10 @@ pub enum Input {
     LeaseDeleted(Name),
     PodUpsert(Pod),
     PodDeleted(PodKey),
+    /// A full state of `Kind` (a LIST, or a watch-list's initial events) starts: what it does
+    /// not deliver before its `FullStateEnd` is gone.
+    FullStateBegin(Kind),
+    FullStateEnd(Kind),
     /// Nodes, Leases and Pods are listed: decisions may start. Nothing is decided before it.
     InitialSyncDone,
     /// `now >= next_deadline()`.
@@ -51,4 +55,24 @@ pub enum LeaseReadOutcome {
     NotFound,
     /// The API server could not be read: no verdict on this evidence.
     Failed(String),
+}
+
+/// What an input changed in the store (see `NodeLifecycle::observe`): both controllers decide
+/// on this, reading the objects themselves from the store.
+#[derive(Debug)]
+pub enum Observed {
+    /// Nothing either controller keeps changed (an older or identical object, a Lease deleted).
+    Nothing,
+    /// A node was added or changed; `before` is the version it replaced.
+    Node {
+        name: Name,
+        before: Option<Node>,
+    },
+    NodesGone(Vec<Node>),
+    Lease(Name),
+    Pod(PodChange),
+    /// Pods removed, with the node each was bound to.
+    PodsGone(Vec<(PodKey, Option<Name>)>),
+    /// Not about a watched object: ticks, results, the initial sync.
+    Input(Input),
 }

@@ -56,7 +56,7 @@ impl NodeLifecycle {
             return;
         }
         e.legacy = LegacyEviction::ToBeEvicted;
-        let uid = e.node.uid.clone();
+        let uid = e.uid.clone();
         if let Some(zone) = self.zones.get_mut(&e.zone) {
             zone.queue.add(name, &uid, now);
         }
@@ -93,15 +93,11 @@ impl NodeLifecycle {
 
     /// Upstream `DeletePods` for every pod bound to the node.
     fn start_delete_job(&mut self, name: &Name, from_queue: bool, out: &mut Vec<Action>) {
-        let keys: Vec<PodKey> = self
-            .pods_by_node
-            .get(name)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
-        let Some(e) = self.nodes.get(name) else {
+        let ids = self.store.pods().on_node(name);
+        let Some(node) = self.store.node(name) else {
             return;
         };
-        let node = e.node.clone();
+        let node = node.clone();
         // The event is recorded only for a pass that deletes something: upstream records it
         // whenever pods remain and relies on client-go's event correlator to drop the repeats;
         // we have no correlator, so an evicted node with terminating pods would repeat it on
@@ -125,18 +121,17 @@ impl NodeLifecycle {
             failed: false,
             from_queue,
         };
-        for key in keys {
-            let Some(pod) = self.pods.get(&key) else {
-                continue;
-            };
-            if pod.node_name.as_ref() != Some(name) {
+        for id in ids {
+            let pod = self.store.pods().view(id);
+            if pod.node_name() != Some(name) {
                 continue;
             }
+            let key = pod.key();
+            let uid = pod.uid();
             if self.node_lost.contains(&key) {
                 job.outstanding += usize::from(self.delete_step(&key, name, &mut steps));
                 continue;
             }
-            let uid = pod.uid.clone();
             let id = self.next_action_id();
             self.pending.insert(
                 id,
@@ -174,32 +169,29 @@ impl NodeLifecycle {
     /// Deletes the pod unless it is a DaemonSet's or already being deleted. True if a delete
     /// was sent.
     fn delete_step(&mut self, key: &PodKey, node: &Name, out: &mut Vec<Action>) -> bool {
-        let Some(pod) = self.pods.get(key) else {
+        let Some(pod) = self.store.pods().get(key) else {
             return false;
         };
-        if pod.deleting || pod.daemonset_owned {
+        if pod.deleting() || pod.daemonset_owned() {
             return false;
         }
         let node_uid = self
             .nodes
             .get(node)
-            .map(|e| e.node.uid.clone())
+            .map(|e| e.uid.clone())
             .unwrap_or_else(|| Name::from(""));
+        let uid = pod.uid();
         out.push(Action::RecordEvent(Event {
             object: EventObject::Pod {
-                namespace: pod.key.namespace.clone(),
-                name: pod.key.name.clone(),
-                uid: pod.uid.clone(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                uid: uid.clone(),
             },
             event_type: EventType::Normal,
             reason: "NodeControllerEviction",
-            message: format!(
-                "Marking for deletion Pod {} from Node {}",
-                pod.key.name, node
-            ),
+            message: format!("Marking for deletion Pod {} from Node {}", key.name, node),
             component: NODE_CONTROLLER,
         }));
-        let uid = pod.uid.clone();
         let id = self.next_action_id();
         self.pending.insert(
             id,
@@ -250,9 +242,8 @@ impl NodeLifecycle {
     ) {
         match outcome {
             Outcome::Ok => {
-                if let Some(p) = self.pods.get_mut(pod) {
-                    p.deleting = true;
-                }
+                // Known to be deleting, whether or not the watch said so yet.
+                self.store.pods_mut().set_deleting(pod);
             }
             Outcome::NotFound => {}
             Outcome::Conflict | Outcome::Failed(_) => self.job_failed(node),
@@ -263,7 +254,7 @@ impl NodeLifecycle {
     fn job_alive(&self, node: &Name, uid: &Name) -> bool {
         self.nodes
             .get(node)
-            .is_some_and(|e| &e.node.uid == uid && e.legacy_job.is_some())
+            .is_some_and(|e| &e.uid == uid && e.legacy_job.is_some())
     }
 
     fn job_failed(&mut self, node: &Name) {

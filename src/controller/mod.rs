@@ -24,7 +24,7 @@ mod tests;
 pub use actions::{Action, ActionId};
 pub use controllers::Controllers;
 pub use dump::{NodeDump, StateDump, ZoneDump};
-pub use inputs::{Input, LeaseReadOutcome, Outcome};
+pub use inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 pub use legacy_eviction::NODE_LOST_REASON;
 pub use node_lifecycle::{LegacyEviction, NodeLifecycle};
 pub use settings::Settings;

@@ -11,18 +11,21 @@
 //! Writes are optimistic and asynchronous: each carries an id, the result comes back as an
 //! input. At most one taint write, one label write and one status write per node is in flight.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::model::{ConditionStatus, Lease, Name, Node, Pod, PodKey};
+use crate::model::{
+    ClusterStore, ConditionStatus, Kind, Name, Node, PodChange, PodKey, PodUpsert, PodView,
+    Upserted,
+};
 use crate::runtime::{Rate, TimerHeap};
 use crate::time::Time;
 
 use super::actions::{Action, ActionId};
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
-use super::inputs::{Input, LeaseReadOutcome, Outcome};
+use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 use super::labels::labels_to_update;
 use super::rate_limited_queue::RateLimitedTimedQueue;
 use super::settings::{
@@ -84,7 +87,9 @@ pub(super) struct TaintWrite {
 
 #[derive(Debug)]
 pub(super) struct NodeEntry {
-    pub node: Node,
+    /// The node's uid: the node itself is in the store; results for another node of the same
+    /// name are ignored.
+    pub uid: Name,
     /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
     pub registered: bool,
     pub health: NodeHealth,
@@ -146,10 +151,11 @@ pub struct NodeLifecycle {
     pub(super) taint_based: bool,
     pub(super) synced: bool,
     pub(super) next_id: u64,
+    /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
+    /// too, through [`super::Controllers`]).
+    pub(super) store: ClusterStore,
+    /// What the controller keeps per node beside the node itself.
     pub(super) nodes: BTreeMap<Name, NodeEntry>,
-    pub(super) leases: HashMap<Name, Lease>,
-    pub(super) pods: HashMap<PodKey, Pod>,
-    pub(super) pods_by_node: HashMap<Name, BTreeSet<PodKey>>,
     pub(super) zones: BTreeMap<Name, Zone>,
     pub(super) timers: TimerHeap<Timer>,
     pub(super) pending: HashMap<ActionId, Pending>,
@@ -174,12 +180,17 @@ fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
     })
 }
 
-fn pod_event(pod: &Pod, event_type: EventType, reason: &'static str, message: String) -> Action {
+fn pod_event(
+    pod: PodView<'_>,
+    event_type: EventType,
+    reason: &'static str,
+    message: String,
+) -> Action {
     Action::RecordEvent(Event {
         object: EventObject::Pod {
-            namespace: pod.key.namespace.clone(),
-            name: pod.key.name.clone(),
-            uid: pod.uid.clone(),
+            namespace: pod.namespace().clone(),
+            name: Name::from(pod.name()),
+            uid: pod.uid(),
         },
         event_type,
         reason,
@@ -195,10 +206,8 @@ impl NodeLifecycle {
             settings,
             synced: false,
             next_id: 0,
+            store: ClusterStore::new(),
             nodes: BTreeMap::new(),
-            leases: HashMap::new(),
-            pods: HashMap::new(),
-            pods_by_node: HashMap::new(),
             zones: BTreeMap::new(),
             timers: TimerHeap::new(),
             pending: HashMap::new(),
@@ -218,52 +227,118 @@ impl NodeLifecycle {
         self.timers.next_deadline()
     }
 
+    /// The cluster as the controller knows it.
+    pub fn store(&self) -> &ClusterStore {
+        &self.store
+    }
+
+    /// The store, for a follower built from this machine (see `Controllers::into_follower`).
+    pub(super) fn into_store(self) -> ClusterStore {
+        self.store
+    }
+
     /// The node as the controller last saw it.
     pub fn node(&self, name: &str) -> Option<&Node> {
-        self.nodes.get(name).map(|e| &e.node)
+        self.store.node(name)
     }
 
-    /// Every node, in name order.
-    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.values().map(|e| &e.node)
-    }
-
-    /// Every bound pod the controller knows, in no particular order.
-    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
-        self.pods.values()
-    }
-
-    /// Every node Lease the controller knows, in no particular order.
-    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
-        self.leases.values()
-    }
-
-    /// Pods bound to `node`, from the controller's index.
-    pub fn pods_on_node<'a>(&'a self, node: &str) -> impl Iterator<Item = &'a Pod> + 'a {
-        self.pods_by_node
-            .get(node)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.pods.get(k))
-    }
-
-    pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
+    /// Takes over another machine's store (a follower keeps the leader's caches warm): every
+    /// node gets an entry, unregistered until the initial sync.
+    pub(super) fn adopt_store(&mut self, store: ClusterStore, now: Time) {
+        self.store = store;
+        let names: Vec<Name> = self.store.nodes().map(|n| n.name.clone()).collect();
         let mut out = Vec::new();
+        for name in &names {
+            self.on_node_changed(name, None, now, &mut out);
+        }
+        debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
+    }
+
+    /// Applies one input: watched objects go into the store first, then the decision.
+    pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
+        let observed = self.observe(input);
+        self.decide(observed, now)
+    }
+
+    /// Puts a watched object (or its deletion, or a full state's start or end) into the store
+    /// and says what changed; other inputs pass through.
+    pub fn observe(&mut self, input: Input) -> Observed {
         match input {
-            Input::NodeUpsert(node) => self.on_node_upsert(node, now, &mut out),
-            Input::NodeDeleted(name) => self.forget_node(&name, &mut out),
-            Input::LeaseUpsert(lease) => self.on_lease_upsert(lease, now, &mut out),
-            Input::LeaseDeleted(name) => {
-                self.leases.remove(&name);
+            Input::NodeUpsert(node) => {
+                let name = node.name.clone();
+                match self.store.upsert_node(node) {
+                    Upserted::Changed { before } => Observed::Node { name, before },
+                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
+                }
             }
-            Input::PodUpsert(pod) => self.on_pod_upsert(pod, now, &mut out),
-            Input::PodDeleted(key) => self.on_pod_deleted(&key),
-            Input::InitialSyncDone => self.on_initial_sync(now, &mut out),
-            Input::Tick => self.on_tick(now, &mut out),
-            Input::Result { id, outcome } => self.on_result(id, outcome, now, &mut out),
-            Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, &mut out),
-            // Routed to the taint eviction machine by `Controllers`.
-            Input::EvictionResult { .. } => {}
+            Input::NodeDeleted(name) => match self.store.remove_node(&name) {
+                Some(node) => Observed::NodesGone(vec![node]),
+                None => Observed::Nothing,
+            },
+            Input::LeaseUpsert(lease) => {
+                let name = lease.name.clone();
+                match self.store.upsert_lease(lease) {
+                    Upserted::Changed { .. } => Observed::Lease(name),
+                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
+                }
+            }
+            Input::LeaseDeleted(name) => {
+                self.store.remove_lease(&name);
+                Observed::Nothing
+            }
+            Input::PodUpsert(pod) => match self.store.upsert_pod(pod) {
+                PodUpsert::Changed(change) => Observed::Pod(change),
+                PodUpsert::Older | PodUpsert::Unchanged => Observed::Nothing,
+            },
+            Input::PodDeleted(key) => match self.store.remove_pod(&key) {
+                Some(node) => Observed::PodsGone(vec![(key, node)]),
+                None => Observed::Nothing,
+            },
+            Input::FullStateBegin(kind) => {
+                self.store.begin_full_state(kind);
+                Observed::Nothing
+            }
+            Input::FullStateEnd(kind) => {
+                let vanished = self.store.end_full_state(kind);
+                match kind {
+                    Kind::Nodes => Observed::NodesGone(vanished.nodes),
+                    Kind::Leases => Observed::Nothing,
+                    Kind::Pods => Observed::PodsGone(vanished.pods),
+                }
+            }
+            other => Observed::Input(other),
+        }
+    }
+
+    /// Decides on what [`NodeLifecycle::observe`] reported.
+    pub fn decide(&mut self, observed: Observed, now: Time) -> Vec<Action> {
+        let mut out = Vec::new();
+        match observed {
+            Observed::Nothing => {}
+            Observed::Node { name, before } => {
+                self.on_node_changed(&name, before.as_ref(), now, &mut out)
+            }
+            Observed::NodesGone(nodes) => {
+                for node in &nodes {
+                    self.forget_node(node, &mut out);
+                }
+            }
+            Observed::Lease(name) => self.on_lease_changed(&name, now),
+            Observed::Pod(change) => self.on_pod_changed(&change, now, &mut out),
+            Observed::PodsGone(pods) => {
+                for (key, _) in &pods {
+                    self.node_lost.remove(key);
+                }
+            }
+            Observed::Input(input) => match input {
+                Input::InitialSyncDone => self.on_initial_sync(now, &mut out),
+                Input::Tick => self.on_tick(now, &mut out),
+                Input::Result { id, outcome } => self.on_result(id, outcome, now, &mut out),
+                Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, &mut out),
+                // Watched objects went through `observe`; eviction results are routed to the
+                // taint eviction machine by `Controllers`.
+                _ => {}
+            },
         }
         if self.synced {
             if self.disruption_dirty {
@@ -307,28 +382,36 @@ impl NodeLifecycle {
         out
     }
 
-    fn new_id(&mut self) -> ActionId {
-        self.next_id += 1;
-        ActionId(self.next_id)
-    }
-
     // ---- inputs ----------------------------------------------------------------------------
 
-    fn on_node_upsert(&mut self, node: Node, now: Time, out: &mut Vec<Action>) {
-        let name = node.name.clone();
-        if let Some(e) = self.nodes.get(&name)
-            && e.node.uid != node.uid
+    fn on_node_changed(
+        &mut self,
+        name: &Name,
+        before: Option<&Node>,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let uid = node.uid.clone();
+        if let Some(e) = self.nodes.get(name)
+            && e.uid != uid
+            && let Some(old) = before
         {
             // Re-created with the same name: the old one is gone, this one starts fresh.
-            self.forget_node(&name, out);
+            self.forget_node(old, out);
         }
-        let Some(e) = self.nodes.get_mut(&name) else {
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let Some(e) = self.nodes.get_mut(name) else {
             let zone: Name = Rc::from(node.zone_key());
-            let health = NodeHealth::first_seen(&node, now);
+            let health = NodeHealth::first_seen(node, now);
             self.nodes.insert(
                 name.clone(),
                 NodeEntry {
-                    node,
+                    uid,
                     registered: false,
                     health,
                     zone,
@@ -346,79 +429,60 @@ impl NodeLifecycle {
                 },
             );
             if self.synced {
-                self.register(&name, now, out);
+                self.register(name, now, out);
             }
             return;
         };
-        let old_ready = e.node.ready().map(|c| c.status);
-        let old_no_execute = (
-            has_no_execute(&e.node, NoExecuteKind::NotReady),
-            has_no_execute(&e.node, NoExecuteKind::Unreachable),
-        );
-        e.node = node;
         if !e.registered {
             return;
         }
-        e.health.observe_node(&e.node, now);
-        let new_ready = e.node.ready().map(|c| c.status);
-        let new_no_execute = (
-            has_no_execute(&e.node, NoExecuteKind::NotReady),
-            has_no_execute(&e.node, NoExecuteKind::Unreachable),
-        );
-        let zone: Name = Rc::from(e.node.zone_key());
+        let no_execute = |n: Option<&Node>| {
+            n.map_or((false, false), |n| {
+                (
+                    has_no_execute(n, NoExecuteKind::NotReady),
+                    has_no_execute(n, NoExecuteKind::Unreachable),
+                )
+            })
+        };
+        let old_ready = before.and_then(|b| b.ready()).map(|c| c.status);
+        let old_no_execute = no_execute(before);
+        e.health.observe_node(node, now);
+        let new_ready = node.ready().map(|c| c.status);
+        let new_no_execute = no_execute(Some(node));
+        let zone: Name = Rc::from(node.zone_key());
         if zone != e.zone {
-            self.move_zone(&name, zone, now);
+            self.move_zone(name, zone, now);
         }
-        self.arm_grace(&name, now);
-        self.update_contribution(&name, new_ready);
-        self.pump_taints(&name, now, out);
-        self.pump_labels(&name, out);
+        self.arm_grace(name, now);
+        self.update_contribution(name, new_ready);
+        self.pump_taints(name, now, out);
+        self.pump_labels(name, out);
         if old_ready != new_ready || old_no_execute != new_no_execute {
-            self.evaluate(&name, now, out);
+            self.evaluate(name, now, out);
         }
     }
 
-    fn on_lease_upsert(&mut self, lease: Lease, now: Time, _out: &mut [Action]) {
-        let name = lease.name.clone();
-        let renew = lease.renew_time;
-        self.leases.insert(name.clone(), lease);
-        let Some(e) = self.nodes.get_mut(&name) else {
+    fn on_lease_changed(&mut self, name: &Name, now: Time) {
+        let renew = self.store.lease(name).and_then(|l| l.renew_time);
+        let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
         if e.registered && e.health.observe_lease(renew, now) {
-            self.arm_grace(&name, now);
+            self.arm_grace(name, now);
         }
     }
 
-    fn on_pod_upsert(&mut self, pod: Pod, now: Time, out: &mut Vec<Action>) {
-        let key = pod.key.clone();
-        let old_node = self.pods.get(&key).and_then(|p| p.node_name.clone());
-        if old_node != pod.node_name {
-            if let Some(old) = &old_node
-                && let Some(set) = self.pods_by_node.get_mut(old)
-            {
-                set.remove(&key);
-                if set.is_empty() {
-                    self.pods_by_node.remove(old);
-                }
-            }
-            if let Some(new) = &pod.node_name {
-                self.pods_by_node
-                    .entry(new.clone())
-                    .or_default()
-                    .insert(key.clone());
-            }
-        }
-        let new_node = pod.node_name.clone();
-        self.pods.insert(key.clone(), pod);
+    fn on_pod_changed(&mut self, change: &PodChange, now: Time, out: &mut Vec<Action>) {
         if !self.synced {
             return;
         }
         // Upstream `processPod`: a pod newly bound to (or moved onto) a node not Ready.
-        let Some(node_name) = new_node else {
+        let pod = self.store.pods().view(change.id);
+        let Some(node_name) = pod.node_name().cloned() else {
             return;
         };
-        if old_node.as_ref() == Some(&node_name) {
+        let old_node = change.before.as_ref().and_then(|b| b.node.as_ref());
+        if old_node == Some(&node_name) {
             return;
         }
         let Some(e) = self.nodes.get(&node_name) else {
@@ -433,23 +497,10 @@ impl NodeLifecycle {
         if ready == ConditionStatus::True {
             return;
         }
-        self.mark_pods_not_ready(&node_name, Some(&key), out);
+        self.mark_pods_not_ready(&node_name, Some(&change.key), out);
         if !self.taint_based {
             self.process_no_taint_based_eviction(&node_name, ready, now, out);
         }
-    }
-
-    fn on_pod_deleted(&mut self, key: &PodKey) {
-        if let Some(pod) = self.pods.remove(key)
-            && let Some(node) = &pod.node_name
-            && let Some(set) = self.pods_by_node.get_mut(node)
-        {
-            set.remove(key);
-            if set.is_empty() {
-                self.pods_by_node.remove(node);
-            }
-        }
-        self.node_lost.remove(key);
     }
 
     fn on_initial_sync(&mut self, now: Time, out: &mut Vec<Action>) {
@@ -492,31 +543,30 @@ impl NodeLifecycle {
 
     /// First sight of a node once synced (upstream: "added" in `classifyNodes`).
     fn register(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
-        let lease_renew = self.leases.get(name).and_then(|l| l.renew_time);
+        let lease_renew = self.store.lease(name).and_then(|l| l.renew_time);
         let eviction_rate = self.settings.node_eviction_rate;
-        let Some(e) = self.nodes.get_mut(name) else {
+        let (Some(e), Some(node)) = (self.nodes.get_mut(name), self.store.node(name)) else {
             return;
         };
         e.registered = true;
-        e.health = NodeHealth::first_seen(&e.node, now);
+        e.health = NodeHealth::first_seen(node, now);
         e.health.observe_lease(lease_renew, now);
-        e.zone = Rc::from(e.node.zone_key());
+        e.zone = Rc::from(node.zone_key());
         // After a restart, pods still Ready on a node already not Ready are marked
         // (kubernetes#135205); a node that never posted Ready has no pods running yet.
-        e.needs_pod_retry = e
-            .node
+        e.needs_pod_retry = node
             .ready()
             .is_some_and(|c| c.status != ConditionStatus::True);
         out.push(node_event(
-            &e.node,
+            node,
             "RegisteredNode",
             format!(
                 "Node {} event: Registered Node {} in Controller",
-                e.node.name, e.node.name
+                node.name, node.name
             ),
         ));
         let zone = e.zone.clone();
-        let ready = e.node.ready().map(|c| c.status);
+        let ready = node.ready().map(|c| c.status);
         self.join_zone(zone, eviction_rate, now);
         self.update_contribution(name, ready);
         if self.taint_based {
@@ -531,7 +581,8 @@ impl NodeLifecycle {
     }
 
     /// The node is gone (or re-created): forget its state, queue entries and timers.
-    fn forget_node(&mut self, name: &Name, out: &mut Vec<Action>) {
+    fn forget_node(&mut self, node: &Node, out: &mut Vec<Action>) {
+        let name = &node.name;
         let Some(e) = self.nodes.remove(name) else {
             return;
         };
@@ -541,11 +592,11 @@ impl NodeLifecycle {
             return;
         }
         out.push(node_event(
-            &e.node,
+            node,
             "RemovingNode",
             format!(
                 "Node {} event: Removing Node {} from Controller",
-                e.node.name, e.node.name
+                node.name, node.name
             ),
         ));
         self.leave_zone(name, &e.zone, e.counted);
@@ -602,7 +653,10 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        let new = if e.node.excluded_from_disruption() {
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let new = if node.excluded_from_disruption() {
             None
         } else {
             Some(current == Some(ConditionStatus::True))
@@ -629,11 +683,14 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get(name) else {
             return;
         };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
         if !e.registered {
             return;
         }
         let grace = NodeHealth::grace(
-            &e.node,
+            node,
             self.settings.node_monitor_grace_period,
             self.settings.node_startup_grace_period,
         );
@@ -668,17 +725,19 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
         if !e.registered || e.verdict != Verdict::Idle {
             return;
         }
-        let grace = NodeHealth::grace(&e.node, monitor, startup);
-        let observed = e
-            .node
+        let grace = NodeHealth::grace(node, monitor, startup);
+        let observed = node
             .ready()
             .map(|c| c.status)
             .unwrap_or(ConditionStatus::Unknown);
         if now > e.health.probe_time + grace
-            && let Some(conditions) = stale_conditions(&e.node, now)
+            && let Some(conditions) = stale_conditions(node, now)
         {
             // No verdict without fresh evidence: a node that heartbeats through a Lease is only
             // declared Unknown once a live read confirms the Lease is stale.
@@ -687,7 +746,7 @@ impl NodeLifecycle {
                 if !retry_pending {
                     self.next_id += 1;
                     e.verdict = Verdict::ReadingLease(id);
-                    let uid = e.node.uid.clone();
+                    let uid = node.uid.clone();
                     self.pending.insert(
                         id,
                         Pending::LeaseRead {
@@ -712,26 +771,26 @@ impl NodeLifecycle {
             e.verdict = Verdict::Writing {
                 id,
                 observed,
-                resource_version: e.node.resource_version.clone(),
+                resource_version: node.resource_version.clone(),
                 conditions: conditions.clone(),
             };
             self.pending.insert(
                 id,
                 Pending::NodeStatus {
                     node: name.clone(),
-                    uid: e.node.uid.clone(),
+                    uid: node.uid.clone(),
                 },
             );
             out.push(Action::UpdateNodeConditions {
                 id,
                 node: name.clone(),
-                uid: e.node.uid.clone(),
-                resource_version: e.node.resource_version.clone(),
+                uid: node.uid.clone(),
+                resource_version: node.resource_version.clone(),
                 conditions,
             });
             return;
         }
-        let current = e.node.ready().map(|c| c.status);
+        let current = node.ready().map(|c| c.status);
         self.after_health(name, observed, current, now, out);
     }
 
@@ -756,11 +815,14 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
         if current != ConditionStatus::True && observed == ConditionStatus::True {
             out.push(node_event(
-                &e.node,
+                node,
                 "NodeNotReady",
-                format!("Node {} status is now: NodeNotReady", e.node.name),
+                format!("Node {} status is now: NodeNotReady", node.name),
             ));
             self.mark_pods_not_ready(name, None, out);
         } else if e.needs_pod_retry && observed != ConditionStatus::True {
@@ -779,7 +841,7 @@ impl NodeLifecycle {
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(e) = self.nodes.get(name) else {
+        let Some(node) = self.store.node(name) else {
             return;
         };
         let kind = match observed {
@@ -790,7 +852,7 @@ impl NodeLifecycle {
             ConditionStatus::False => NoExecuteKind::NotReady,
             ConditionStatus::Unknown => NoExecuteKind::Unreachable,
         };
-        if has_no_execute(&e.node, kind.opposite()) {
+        if has_no_execute(node, kind.opposite()) {
             // Already tainted with the opposite taint: swap at once, not rate limited.
             let op = TaintOp::Apply { kind, zone: None };
             if !self.taint_op_pending(
@@ -815,9 +877,9 @@ impl NodeLifecycle {
     /// added again), so a node processed earlier is tainted again.
     fn mark_node_for_tainting(&mut self, name: &Name, kind: NoExecuteKind, now: Time) {
         let tainted = self
-            .nodes
-            .get(name)
-            .is_some_and(|e| has_no_execute(&e.node, kind))
+            .store
+            .node(name)
+            .is_some_and(|node| has_no_execute(node, kind))
             || self.taint_op_pending(
                 name,
                 |o| matches!(o, TaintOp::Apply { kind: k, .. } if *k == kind),
@@ -825,7 +887,10 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get(name) else {
             return;
         };
-        let uid = e.node.uid.clone();
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let uid = node.uid.clone();
         let Some(zone) = self.zones.get_mut(&e.zone) else {
             return;
         };
@@ -840,8 +905,11 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get(name) else {
             return;
         };
-        let tainted = has_no_execute(&e.node, NoExecuteKind::NotReady)
-            || has_no_execute(&e.node, NoExecuteKind::Unreachable)
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let tainted = has_no_execute(node, NoExecuteKind::NotReady)
+            || has_no_execute(node, NoExecuteKind::Unreachable)
             || self.taint_op_pending(name, |o| matches!(o, TaintOp::Apply { .. }));
         if let Some(zone) = self.zones.get_mut(&e.zone) {
             zone.queue.remove(name);
@@ -864,12 +932,15 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
         if !e.registered || e.taint_write.is_some() {
             return;
         }
-        let desired = desired_taints(&e.node, &e.taint_ops, now);
+        let desired = desired_taints(node, &e.taint_ops, now);
         let ops = std::mem::take(&mut e.taint_ops);
-        if desired == e.node.taints {
+        if desired == node.taints {
             self.taint_ops_done(name, &ops, true, now);
             return;
         }
@@ -878,7 +949,7 @@ impl NodeLifecycle {
         let e = self.nodes.get_mut(name).expect("looked up above");
         e.taint_write = Some(TaintWrite {
             id,
-            resource_version: e.node.resource_version.clone(),
+            resource_version: node.resource_version.clone(),
             taints: desired.clone(),
             ops,
         });
@@ -886,14 +957,14 @@ impl NodeLifecycle {
             id,
             Pending::NodeTaints {
                 node: name.clone(),
-                uid: e.node.uid.clone(),
+                uid: node.uid.clone(),
             },
         );
         out.push(Action::PatchNodeTaints {
             id,
             node: name.clone(),
-            uid: e.node.uid.clone(),
-            resource_version: e.node.resource_version.clone(),
+            uid: node.uid.clone(),
+            resource_version: node.resource_version.clone(),
             taints: desired,
         });
     }
@@ -922,28 +993,32 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get(name) else {
             return;
         };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
         if !e.registered || e.label_write.is_some() {
             return;
         }
-        let labels = labels_to_update(&e.node);
+        let labels = labels_to_update(node);
         if labels.is_empty() {
             return;
         }
-        let id = self.new_id();
+        self.next_id += 1;
+        let id = ActionId(self.next_id);
         let e = self.nodes.get_mut(name).expect("looked up above");
         e.label_write = Some(id);
         self.pending.insert(
             id,
             Pending::NodeLabels {
                 node: name.clone(),
-                uid: e.node.uid.clone(),
+                uid: node.uid.clone(),
                 labels: labels.clone(),
             },
         );
         out.push(Action::PatchNodeLabels {
             id,
             node: name.clone(),
-            uid: e.node.uid.clone(),
+            uid: node.uid.clone(),
             labels,
         });
     }
@@ -989,10 +1064,10 @@ impl NodeLifecycle {
     }
 
     fn taint_from_queue(&mut self, zone: &Name, name: &Name, now: Time, out: &mut Vec<Action>) {
-        let Some(e) = self.nodes.get(name) else {
+        let Some(node) = self.store.node(name) else {
             return; // gone: done
         };
-        let kind = match e.node.ready().map(|c| c.status) {
+        let kind = match node.ready().map(|c| c.status) {
             None => {
                 if let Some(z) = self.zones.get_mut(zone) {
                     z.queue.retry_at(name, now + TAINT_RETRY_DELAY);
@@ -1155,26 +1230,23 @@ impl NodeLifecycle {
         if let Some(e) = self.nodes.get_mut(node) {
             e.needs_pod_retry = false;
         }
-        let keys: Vec<PodKey> = match only {
-            Some(k) => vec![k.clone()],
-            None => self
-                .pods_by_node
-                .get(node)
-                .map(|s| s.iter().cloned().collect())
-                .unwrap_or_default(),
+        let pods = self.store.pods();
+        let ids = match only {
+            Some(k) => pods.id(k).into_iter().collect(),
+            None => pods.on_node(node),
         };
-        for key in keys {
-            let Some(pod) = self.pods.get(&key) else {
-                continue;
-            };
-            if pod.node_name.as_ref() != Some(node)
-                || pod.ready != Some(ConditionStatus::True)
-                || self.pods_marking.contains(&key)
-            {
+        for id in ids {
+            let pod = pods.view(id);
+            if pod.node_name() != Some(node) || pod.ready() != Some(ConditionStatus::True) {
                 continue;
             }
-            let uid = pod.uid.clone();
-            let id = self.new_id();
+            let key = pod.key();
+            if self.pods_marking.contains(&key) {
+                continue;
+            }
+            let uid = pod.uid();
+            self.next_id += 1;
+            let id = ActionId(self.next_id);
             self.pods_marking.insert(key.clone());
             self.pending.insert(
                 id,
@@ -1195,7 +1267,7 @@ impl NodeLifecycle {
     // ---- results -----------------------------------------------------------------------------
 
     fn entry_for(&mut self, node: &Name, uid: &Name) -> Option<&mut NodeEntry> {
-        self.nodes.get_mut(node).filter(|e| &e.node.uid == uid)
+        self.nodes.get_mut(node).filter(|e| &e.uid == uid)
     }
 
     fn on_result(&mut self, id: ActionId, outcome: Outcome, now: Time, out: &mut Vec<Action>) {
@@ -1218,10 +1290,13 @@ impl NodeLifecycle {
                 }
                 e.label_write = None;
                 if outcome == Outcome::Ok {
-                    for (k, v) in labels {
-                        match e.node.labels.iter_mut().find(|(key, _)| *key == k) {
-                            Some(slot) => slot.1 = v,
-                            None => e.node.labels.push((k, v)),
+                    // Known to be written, whether or not its answer or the watch came yet.
+                    if let Some(n) = self.store.node_mut(&node) {
+                        for (k, v) in labels {
+                            match n.labels.iter_mut().find(|(key, _)| *key == k) {
+                                Some(slot) => slot.1 = v,
+                                None => n.labels.push((k, v)),
+                            }
                         }
                     }
                 } else if outcome == Outcome::Conflict {
@@ -1234,8 +1309,10 @@ impl NodeLifecycle {
                 match outcome {
                     Outcome::NotFound => {}
                     Outcome::Ok => {
-                        if let Some(p) = self.pods.get_mut(&pod) {
-                            p.ready = Some(ConditionStatus::False);
+                        self.store
+                            .pods_mut()
+                            .set_ready(&pod, ConditionStatus::False);
+                        if let Some(p) = self.store.pods().get(&pod) {
                             out.push(pod_event(
                                 p,
                                 EventType::Warning,
@@ -1293,8 +1370,10 @@ impl NodeLifecycle {
                 e.health.ready_transition_time = now;
                 // The write succeeded: the node's conditions are what was written, whether or
                 // not the watch has delivered the new version yet.
-                if e.node.resource_version == resource_version {
-                    e.node.conditions = conditions;
+                if let Some(n) = self.store.node_mut(node)
+                    && n.resource_version == resource_version
+                {
+                    n.conditions = conditions;
                 }
                 let current = Some(ConditionStatus::Unknown);
                 self.after_health(node, observed, current, now, out);
@@ -1337,8 +1416,10 @@ impl NodeLifecycle {
         match outcome {
             Outcome::Ok => {
                 e.taint_tries = 0;
-                if e.node.resource_version == write.resource_version {
-                    e.node.taints = write.taints;
+                if let Some(n) = self.store.node_mut(node)
+                    && n.resource_version == write.resource_version
+                {
+                    n.taints = write.taints;
                 }
                 self.taint_ops_done(node, &write.ops, true, now);
                 self.pump_taints(node, now, out);
@@ -1386,7 +1467,7 @@ impl NodeLifecycle {
                 let renew = lease.renew_time;
                 if e.health.observe_lease(renew, now) {
                     // Fresher than what the watch told us: the verdict is cancelled.
-                    self.leases.insert(node.clone(), lease);
+                    self.store.upsert_lease(lease);
                     self.arm_grace(&node, now);
                     return;
                 }

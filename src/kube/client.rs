@@ -191,12 +191,39 @@ impl ApiClient {
     /// GET, the body as bytes.
     pub fn get_bytes(&mut self, path: &str) -> Result<Vec<u8>, ApiError> {
         let response = self.call(Method::GET, path, None)?;
-        let label = format!("GET {path}");
+        self.read_body(&format!("GET {path}"), response)
+    }
+
+    /// PATCH, the answer (the object as written) as bytes.
+    pub fn patch_bytes(
+        &mut self,
+        path: &str,
+        patch_type: PatchType,
+        body: &[u8],
+    ) -> Result<Vec<u8>, ApiError> {
+        let response = self.call(Method::PATCH, path, Some((patch_type.content_type(), body)))?;
+        self.read_body(&format!("PATCH {path}"), response)
+    }
+
+    /// DELETE like [`ApiClient::delete`], the answer (the object marked for deletion, or a
+    /// Status when it is gone at once) as bytes.
+    pub fn delete_bytes(
+        &mut self,
+        path: &str,
+        preconditions: &Preconditions,
+        grace_period_seconds: Option<i64>,
+    ) -> Result<Vec<u8>, ApiError> {
+        let options = delete_options(preconditions, grace_period_seconds);
+        let response = self.call(Method::DELETE, path, Some(("application/json", &options)))?;
+        self.read_body(&format!("DELETE {path}"), response)
+    }
+
+    fn read_body(&self, label: &str, response: Response<Body>) -> Result<Vec<u8>, ApiError> {
         let mut bytes = Vec::new();
         let mut reader = self.body_reader(response);
         match reader.read_to_end(&mut bytes) {
             Ok(_) => Ok(bytes),
-            Err(e) => Err(read_error(&self.base_url, &label, ureq::Error::from(e))),
+            Err(e) => Err(read_error(&self.base_url, label, ureq::Error::from(e))),
         }
     }
 

@@ -5,9 +5,16 @@
 //! kept after decoding (kube-controller-manager's informers cache whole objects: #115699).
 //! `kube/` decodes JSON into these; `controller/` consumes them; neither knows the other.
 
+mod compact;
 mod interner;
+mod pod_table;
+mod ref_table;
+mod store;
 
+pub use compact::{is_older, parse_resource_version, parse_uuid, render_uuid};
 pub use interner::Interner;
+pub use pod_table::{PodBefore, PodChange, PodId, PodTable, PodUpsert, PodView, malloc_size};
+pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 
 use std::rc::Rc;
 

@@ -42,7 +42,7 @@ use crate::kube::reflector::{Delta, ReflectorStats, Watched};
 use crate::kube::{ApiClient, Connection, TokenSource};
 use crate::leader::{Jitter, LeaderElection, Transition};
 use crate::logging::LogControl;
-use crate::model::{ConditionStatus, Lease, Node, Pod};
+use crate::model::{ConditionStatus, Kind, Lease, Node, Pod};
 use crate::observe::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, Endpoints, HealthTimings,
     LeaderSnapshot, Limits, LoopSnapshot, MetricsServer, Readiness, ReflectorSnapshot,
@@ -362,9 +362,8 @@ impl Daemon {
             (true, false) => "leader",
             (false, _) => "follower",
         };
-        let lifecycle = self.controllers.lifecycle();
         let (mut nodes, mut not_ready) = (0, 0);
-        for node in lifecycle.nodes() {
+        for node in self.controllers.store().nodes() {
             nodes += 1;
             if node.ready().map(|c| c.status) != Some(ConditionStatus::True) {
                 not_ready += 1;
@@ -414,16 +413,26 @@ impl Daemon {
         &mut self,
         deltas: Vec<Delta<T>>,
         now: Time,
+        kind: Kind,
         upsert: fn(T) -> Input,
         delete: fn(T::Key) -> Input,
     ) -> bool {
         let mut synced = false;
         for delta in deltas {
             match delta {
+                Delta::Begin => self.feed(Input::FullStateBegin(kind), now),
                 Delta::Upsert(object) => self.feed_watched(upsert(object), now),
                 Delta::Delete(key) => self.feed_watched(delete(key), now),
-                Delta::Synced => synced = true,
+                Delta::Synced => {
+                    self.feed(Input::FullStateEnd(kind), now);
+                    synced = true;
+                }
             }
+        }
+        if synced {
+            // A full state grows tables and leaves freed pages behind: give them back now, so
+            // the daemon's peak memory is its steady memory.
+            super::memory::release_free_memory();
         }
         synced
     }
@@ -439,7 +448,13 @@ impl Daemon {
                     token,
                     &mut out,
                 );
-                self.feed_deltas(out, lp.now(), Input::NodeUpsert, Input::NodeDeleted)
+                self.feed_deltas(
+                    out,
+                    lp.now(),
+                    Kind::Nodes,
+                    Input::NodeUpsert,
+                    Input::NodeDeleted,
+                )
             }
             Watch::Leases => {
                 let mut out = Vec::new();
@@ -450,7 +465,13 @@ impl Daemon {
                     token,
                     &mut out,
                 );
-                self.feed_deltas(out, lp.now(), Input::LeaseUpsert, Input::LeaseDeleted)
+                self.feed_deltas(
+                    out,
+                    lp.now(),
+                    Kind::Leases,
+                    Input::LeaseUpsert,
+                    Input::LeaseDeleted,
+                )
             }
             Watch::Pods => {
                 let mut out = Vec::new();
@@ -461,7 +482,13 @@ impl Daemon {
                     token,
                     &mut out,
                 );
-                self.feed_deltas(out, lp.now(), Input::PodUpsert, Input::PodDeleted)
+                self.feed_deltas(
+                    out,
+                    lp.now(),
+                    Kind::Pods,
+                    Input::PodUpsert,
+                    Input::PodDeleted,
+                )
             }
         };
         if synced && !self.synced[watch.index()] {
@@ -480,12 +507,12 @@ impl Daemon {
         if !self.all_synced() {
             return;
         }
-        let lifecycle = self.controllers.lifecycle();
+        let store = self.controllers.store();
         info!(
             "initial sync complete: {} nodes, {} node leases, {} bound pods",
-            lifecycle.nodes().count(),
-            lifecycle.leases().count(),
-            lifecycle.pods().count()
+            store.node_count(),
+            store.lease_count(),
+            store.pod_count()
         );
         if !self.ready_sent {
             self.ready_sent = true;
@@ -508,7 +535,7 @@ impl Daemon {
             } else {
                 " (leader election disabled)"
             },
-            self.controllers.lifecycle().nodes().count()
+            self.controllers.store().node_count()
         );
         self.feed(Input::InitialSyncDone, now);
     }

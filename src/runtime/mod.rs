@@ -6,6 +6,7 @@ pub mod daemon;
 pub mod event_loop;
 pub mod executor;
 pub mod informer;
+pub mod memory;
 pub mod sd_notify;
 pub mod settings;
 pub mod signals;

@@ -32,13 +32,17 @@ pub enum Id {
     Probe,
 }
 
-/// One informer and the store its deltas build.
+/// One informer and the store its deltas build (as the daemon's store does: an upsert of the
+/// version already held is no change; a full state removes what it did not deliver).
 pub struct Tracked<T: Watched> {
     pub informer: Informer<T, Id, Id>,
     pub store: HashMap<T::Key, T>,
     pub syncs: u32,
+    /// Upserts that changed the store.
     pub upserts: u64,
     pub deleted: Vec<T::Key>,
+    /// Keys delivered by the full state in progress.
+    seen: Option<std::collections::HashSet<T::Key>>,
 }
 
 impl<T: Watched> Tracked<T> {
@@ -49,21 +53,47 @@ impl<T: Watched> Tracked<T> {
             syncs: 0,
             upserts: 0,
             deleted: Vec::new(),
+            seen: None,
         }
     }
 
     fn apply(&mut self, deltas: Vec<Delta<T>>) {
         for delta in deltas {
             match delta {
+                Delta::Begin => self.seen = Some(Default::default()),
                 Delta::Upsert(obj) => {
-                    self.upserts += 1;
-                    self.store.insert(obj.key(), obj);
+                    let key = obj.key();
+                    if let Some(seen) = &mut self.seen {
+                        seen.insert(key.clone());
+                    }
+                    let same = self
+                        .store
+                        .get(&key)
+                        .is_some_and(|held| held.resource_version() == obj.resource_version());
+                    if !same {
+                        self.upserts += 1;
+                        self.store.insert(key, obj);
+                    }
                 }
                 Delta::Delete(key) => {
-                    self.store.remove(&key);
-                    self.deleted.push(key);
+                    if self.store.remove(&key).is_some() {
+                        self.deleted.push(key);
+                    }
                 }
-                Delta::Synced => self.syncs += 1,
+                Delta::Synced => {
+                    self.syncs += 1;
+                    let seen = self.seen.take().unwrap_or_default();
+                    let gone: Vec<T::Key> = self
+                        .store
+                        .keys()
+                        .filter(|k| !seen.contains(*k))
+                        .cloned()
+                        .collect();
+                    for key in gone {
+                        self.store.remove(&key);
+                        self.deleted.push(key);
+                    }
+                }
             }
         }
     }

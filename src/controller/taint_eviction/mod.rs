@@ -10,8 +10,11 @@
 //! updated before its pods are examined, so a pod update at `t` sees the taints of every node
 //! update delivered at or before `t`.
 //!
-//! Cost: a node update whose NoExecute taints changed examines only that node's pods (own
-//! pods-by-node index); any other node update, and every pod update, is O(1) amortised.
+//! It keeps no copy of nodes or pods: it reads them from the [`ClusterStore`] and is told what
+//! each change replaced ([`Observed`]). Its own state is only the pods with pending work.
+//!
+//! Cost: a node update whose NoExecute taints changed examines only that node's pods (the
+//! store's pods-by-node index); any other node update, and every pod update, is O(1) amortised.
 
 mod action;
 mod dump;
@@ -30,13 +33,13 @@ pub use metrics::{
     DELETION_LATENCY_BUCKETS_MS, EvictionMetrics, GAVE_UP_KEPT, GaveUp, LatencyHistogram,
 };
 
-use std::collections::{BTreeSet, HashMap};
-use std::rc::Rc;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
+use crate::controller::inputs::{Input, Observed};
 use crate::controller::tolerations::{Verdict, verdict};
-use crate::model::{Name, Node, Pod, PodKey, Taint, Toleration};
+use crate::model::{ClusterStore, Name, Node, PodChange, PodKey, Taint, Toleration};
 use crate::time::Time;
 use timed_evictions::{Due, TimedEvictions, Work};
 
@@ -48,23 +51,8 @@ pub const MAX_ATTEMPTS: u32 = 5;
 pub const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
-/// What the machine keeps of a pod: enough to judge it again when its node's taints change.
-#[derive(Debug)]
-struct PodState {
-    uid: Name,
-    node: Option<Name>,
-    tolerations: Rc<[Toleration]>,
-    deleting: bool,
-}
-
 #[derive(Debug, Default)]
 pub struct TaintEviction {
-    /// The NoExecute taints of every node seen (empty for an untainted node).
-    nodes: HashMap<Name, Rc<[Taint]>>,
-    pods: HashMap<PodKey, PodState>,
-    /// Ordered, so the pods of one node are judged (and evicted at one instant) in a
-    /// reproducible order: same inputs, same actions.
-    pods_by_node: HashMap<Name, BTreeSet<PodKey>>,
     evictions: TimedEvictions,
     /// Attempts handed to the shell and not yet reported back.
     in_flight: HashMap<EvictionId, PodKey>,
@@ -82,56 +70,87 @@ impl TaintEviction {
         Self::default()
     }
 
-    /// A node was added or changed. Only its NoExecute taints matter; an update that leaves
-    /// them unchanged (including `timeAdded`) is ignored, as upstream's `NodeUpdated`.
-    pub fn node_upserted(&mut self, node: &Node, now: Time, out: &mut Vec<EvictionAction>) {
-        let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
-        if self
-            .nodes
-            .get(&node.name)
-            .is_some_and(|known| **known == *taints)
-        {
-            return;
+    /// Decides on what the store reported (see [`Observed`]).
+    pub fn decide(
+        &mut self,
+        store: &ClusterStore,
+        observed: &Observed,
+        now: Time,
+        out: &mut Vec<EvictionAction>,
+    ) {
+        match observed {
+            Observed::Node { name, before } => {
+                self.node_changed(store, name, before.as_ref(), now, out)
+            }
+            Observed::Pod(change) => self.pod_changed(store, change, now, out),
+            Observed::PodsGone(pods) => {
+                for (key, _) in pods {
+                    self.pod_deleted(key, now, out);
+                }
+            }
+            Observed::Input(Input::Tick) => self.tick(store, now, out),
+            Observed::Input(Input::EvictionResult { id, result }) => {
+                self.eviction_result(store, *id, result.clone(), now, out)
+            }
+            // A deleted node's taints are gone with it; pending evictions of its pods are kept,
+            // as upstream's (their pods are orphans that pod GC removes anyway).
+            _ => {}
         }
-        let taints: Rc<[Taint]> = taints.into();
-        self.nodes.insert(node.name.clone(), taints.clone());
-        let Some(keys) = self.pods_by_node.get(&node.name) else {
-            return;
-        };
-        let pods: Vec<(PodKey, Rc<[Toleration]>)> = keys
-            .iter()
-            .filter_map(|k| {
-                let pod = self.pods.get(k)?;
-                (!pod.deleting).then(|| (k.clone(), pod.tolerations.clone()))
-            })
-            .collect();
-        for (key, tolerations) in pods {
-            self.process_pod_on_node(&key, &tolerations, &taints, now, out);
-        }
-        self.fire_due(now, out);
     }
 
-    /// A node was deleted. Its taints are forgotten; pending evictions of its pods are kept,
-    /// as upstream's (their pods are orphans that pod GC removes anyway).
-    pub fn node_deleted(&mut self, name: &str, _now: Time, _out: &mut Vec<EvictionAction>) {
-        self.nodes.remove(name);
+    /// A node was added or changed (`before`: the version it replaced). Only its NoExecute
+    /// taints matter; an update that leaves them unchanged (including `timeAdded`) is ignored,
+    /// as upstream's `NodeUpdated`. Pods are judged in `namespace/name` order: same inputs,
+    /// same actions.
+    pub fn node_changed(
+        &mut self,
+        store: &ClusterStore,
+        name: &str,
+        before: Option<&Node>,
+        now: Time,
+        out: &mut Vec<EvictionAction>,
+    ) {
+        let Some(node) = store.node(name) else {
+            return;
+        };
+        if before.is_some_and(|b| b.no_execute_taints().eq(node.no_execute_taints())) {
+            return;
+        }
+        let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
+        let pods = store.pods();
+        for id in pods.on_node(name) {
+            let pod = pods.view(id);
+            if pod.deleting() {
+                continue;
+            }
+            self.process_pod_on_node(&pod.key(), pod.tolerations(), &taints, now, out);
+        }
+        self.fire_due(store, now, out);
     }
 
     /// A pod was added or changed. Reacts only to what can change its fate: a new pod (or a
     /// new UID under the same name), its node, its tolerations, or its deletion starting.
-    pub fn pod_upserted(&mut self, pod: &Pod, now: Time, out: &mut Vec<EvictionAction>) {
-        let key = &pod.key;
-        let (replaced, moved) = match self.pods.get(key) {
+    pub fn pod_changed(
+        &mut self,
+        store: &ClusterStore,
+        change: &PodChange,
+        now: Time,
+        out: &mut Vec<EvictionAction>,
+    ) {
+        let pod = store.pods().view(change.id);
+        let key = &change.key;
+        let (replaced, moved) = match &change.before {
             None => (false, false),
-            Some(known) => {
-                if known.uid == pod.uid
-                    && known.node == pod.node_name
-                    && known.deleting == pod.deleting
-                    && known.tolerations == pod.tolerations
+            Some(before) => {
+                let moved = before.node.as_ref() != pod.node_name();
+                if !before.replaced
+                    && !moved
+                    && before.deleting == pod.deleting()
+                    && before.tolerations == *pod.tolerations()
                 {
                     return;
                 }
-                (known.uid != pod.uid, known.node != pod.node_name)
+                (before.replaced, moved)
             }
         };
         if replaced {
@@ -141,35 +160,31 @@ impl TaintEviction {
             // The deadline was for the taints of the node it left.
             self.cancel_with_event(key, out);
         }
-        self.index(pod);
-        if pod.deleting {
+        if pod.deleting() {
             // Already being deleted: never again (and no retries of ours either).
             self.forget_with_event(key, out);
             return;
         }
-        let Some(taints) = pod.node_name.as_ref().and_then(|n| self.nodes.get(n)) else {
+        let Some(node) = pod.node_name().and_then(|n| store.node(n)) else {
             return;
         };
+        let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
         if taints.is_empty() {
             return;
         }
-        let taints = taints.clone();
-        self.process_pod_on_node(key, &pod.tolerations, &taints, now, out);
-        self.fire_due(now, out);
+        self.process_pod_on_node(key, pod.tolerations(), &taints, now, out);
+        self.fire_due(store, now, out);
     }
 
     /// A pod was deleted: cancel its eviction (with the "Cancelling" event if one was pending)
     /// and stop any retries.
     pub fn pod_deleted(&mut self, key: &PodKey, _now: Time, out: &mut Vec<EvictionAction>) {
-        if let Some(node) = self.pods.remove(key).and_then(|state| state.node) {
-            self.unindex(&node, key);
-        }
         self.forget_with_event(key, out);
     }
 
     /// Fires every deadline due at `now`.
-    pub fn tick(&mut self, now: Time, out: &mut Vec<EvictionAction>) {
-        self.fire_due(now, out);
+    pub fn tick(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<EvictionAction>) {
+        self.fire_due(store, now, out);
     }
 
     /// The shell's report on an [`EvictionAction::EvictPod`]. A result for a pod deleted or
@@ -177,6 +192,7 @@ impl TaintEviction {
     /// handed out (or already reported) is ignored.
     pub fn eviction_result(
         &mut self,
+        store: &ClusterStore,
         id: EvictionId,
         result: EvictionResult,
         now: Time,
@@ -218,7 +234,7 @@ impl TaintEviction {
                     self.metrics.retries_total += 1;
                     self.evictions.retry_at(&key, now + retry_backoff(attempt));
                 }
-                self.fire_due(now, out);
+                self.fire_due(store, now, out);
                 return;
             }
         }
@@ -248,15 +264,6 @@ impl TaintEviction {
             Work::Scheduled { fire_at, .. } => Some(*fire_at),
             Work::Running { .. } => None,
         }
-    }
-
-    /// The NoExecute taints this machine knows for `node`.
-    pub fn node_taints(&self, node: &str) -> Option<&[Taint]> {
-        self.nodes.get(node).map(|t| &**t)
-    }
-
-    pub fn pods_len(&self) -> usize {
-        self.pods.len()
     }
 
     /// Upstream's `processPodOnNode`.
@@ -300,9 +307,9 @@ impl TaintEviction {
         }
     }
 
-    fn fire_due(&mut self, now: Time, out: &mut Vec<EvictionAction>) {
+    fn fire_due(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<EvictionAction>) {
         while let Some((key, due)) = self.evictions.pop_due(now) {
-            let Some(pod) = self.pods.get(&key) else {
+            let Some(pod) = store.pods().get(&key) else {
                 // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.
                 self.evictions.forget(&key);
                 continue;
@@ -321,7 +328,7 @@ impl TaintEviction {
                     _ => continue,
                 },
             };
-            let uid = pod.uid.clone();
+            let uid = pod.uid();
             let id = EvictionId(self.next_id);
             self.next_id += 1;
             self.evictions
@@ -366,41 +373,6 @@ impl TaintEviction {
             reason: EVICTION_EVENT_REASON,
             message,
             component: TAINT_EVICTION_CONTROLLER,
-        }
-    }
-
-    /// Records `pod` and keeps the pods-by-node index in step with its node.
-    fn index(&mut self, pod: &Pod) {
-        let previous = self.pods.insert(
-            pod.key.clone(),
-            PodState {
-                uid: pod.uid.clone(),
-                node: pod.node_name.clone(),
-                tolerations: pod.tolerations.clone(),
-                deleting: pod.deleting,
-            },
-        );
-        let old_node = previous.and_then(|p| p.node);
-        if old_node == pod.node_name {
-            return;
-        }
-        if let Some(old) = old_node {
-            self.unindex(&old, &pod.key);
-        }
-        if let Some(node) = &pod.node_name {
-            self.pods_by_node
-                .entry(node.clone())
-                .or_default()
-                .insert(pod.key.clone());
-        }
-    }
-
-    fn unindex(&mut self, node: &Name, key: &PodKey) {
-        if let Some(keys) = self.pods_by_node.get_mut(node) {
-            keys.remove(key);
-            if keys.is_empty() {
-                self.pods_by_node.remove(node);
-            }
         }
     }
 }

@@ -4,9 +4,10 @@
 //! (a LIST page, a watch, or nothing until some time), performs it, and feeds the results back
 //! (`list_page_received`, `watch_event`, `watch_ended`, …). Consumers receive [`Delta`]s.
 //!
-//! It keeps only key → resourceVersion of the objects it delivered, so that a relist (after a
-//! `410 Gone`) can emit deletions for objects that vanished, and can skip objects that did not
-//! change. The objects themselves live in the consumer's store.
+//! It keeps nothing per object: a full state (the LIST after a start or a `410 Gone`, or a
+//! watch-list's initial events) is delivered between [`Delta::Begin`] and [`Delta::Synced`],
+//! and the consumer's store removes what it did not deliver and skips what did not change
+//! (see `model::ClusterStore`). So the objects and their versions are held once, in the store.
 //!
 //! Watch-list (`sendInitialEvents=true`) is used only when the shell enables it (the server's
 //! version is ≥ 1.32, see [`supports_watch_list`]): an older server ignores the parameter and
@@ -14,9 +15,9 @@
 //! cluster. As a safety net, a watch-list that ends twice without its initial-events-end
 //! bookmark falls back to list+watch for good.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::kube::decode::{Decode, ListPage, WatchEvent};
@@ -198,6 +199,8 @@ pub enum Step {
 /// What consumers receive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Delta<T: Watched> {
+    /// A full state starts: what it does not deliver before `Synced` is gone.
+    Begin,
     Upsert(T),
     Delete(T::Key),
     /// A full state has been delivered (after the first list and after every relist).
@@ -230,6 +233,7 @@ pub struct ReflectorStats {
     pub reconnects: u64,
     /// Full lists (or watch-lists) after the first one.
     pub relists: u64,
+    /// Objects delivered by the last full state (the store holds the current count).
     pub objects: usize,
     /// Watch lines that could not be decoded and were skipped.
     pub skipped_events: u64,
@@ -241,28 +245,38 @@ pub struct ReflectorStats {
 }
 
 #[derive(Debug)]
-enum Phase<K> {
-    /// Paging through a LIST; `outstanding` while a page request is with the shell.
+enum Phase {
+    /// Paging through a LIST; `outstanding` while a page request is with the shell; `listed`
+    /// counts the objects of the pages so far.
     Listing {
         continue_token: Option<String>,
-        seen: HashSet<K>,
+        listed: usize,
         outstanding: bool,
     },
     /// Next: open a watch (from `resource_version`, or a watch-list if a full state is due).
     ToWatch,
-    /// A watch request was handed out; `initial` collects keys during a watch-list's
-    /// initial events.
-    Watching { initial: Option<HashSet<K>> },
+    /// A watch request was handed out; `initial` while a watch-list's initial events are
+    /// being delivered.
+    Watching { initial: Option<InitialEvents> },
     /// Next: list.
     ToList,
 }
 
+/// A watch-list's initial events so far.
+#[derive(Debug, Default)]
+struct InitialEvents {
+    /// `Delta::Begin` was delivered.
+    begun: bool,
+    delivered: usize,
+}
+
 pub struct Reflector<T: Watched> {
     config: ReflectorConfig,
-    phase: Phase<T::Key>,
+    phase: Phase,
     /// Not before this time (backoff), for `ToList`, `ToWatch` and a paused `Listing`.
     ready_at: Time,
-    known: HashMap<T::Key, Name>,
+    /// Objects delivered by the last full state.
+    listed: usize,
     resource_version: Option<String>,
     needs_full_state: bool,
     watch_list: bool,
@@ -276,6 +290,7 @@ pub struct Reflector<T: Watched> {
     last_error: Option<String>,
     watching_since: Option<Time>,
     rng: u64,
+    kind: PhantomData<fn() -> T>,
 }
 
 impl<T: Watched> Reflector<T> {
@@ -290,7 +305,7 @@ impl<T: Watched> Reflector<T> {
                 Phase::ToList
             },
             ready_at: Time::ZERO,
-            known: HashMap::new(),
+            listed: 0,
             resource_version: None,
             needs_full_state: true,
             watch_list,
@@ -304,6 +319,7 @@ impl<T: Watched> Reflector<T> {
             last_error: None,
             watching_since: None,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            kind: PhantomData,
         }
     }
 
@@ -314,7 +330,7 @@ impl<T: Watched> Reflector<T> {
             last_event_at: self.last_event_at,
             reconnects: self.watches_opened.saturating_sub(1),
             relists: self.full_states.saturating_sub(1),
-            objects: self.known.len(),
+            objects: self.listed,
             skipped_events: self.skipped_events,
             consecutive_failures: self.attempt,
             last_error: self.last_error.clone(),
@@ -355,7 +371,7 @@ impl<T: Watched> Reflector<T> {
             Phase::ToList => {
                 self.phase = Phase::Listing {
                     continue_token: None,
-                    seen: HashSet::new(),
+                    listed: 0,
                     outstanding: true,
                 };
                 Step::List(ListRequest {
@@ -366,7 +382,7 @@ impl<T: Watched> Reflector<T> {
             Phase::ToWatch => {
                 let full = self.needs_full_state;
                 self.phase = Phase::Watching {
-                    initial: full.then(HashSet::new),
+                    initial: full.then(InitialEvents::default),
                 };
                 self.watches_opened += 1;
                 let timeout_seconds = self.watch_timeout_seconds();
@@ -397,34 +413,37 @@ impl<T: Watched> Reflector<T> {
     }
 
     pub fn list_page_received(&mut self, now: Time, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
-        let Phase::Listing { seen, .. } = &mut self.phase else {
+        let Phase::Listing {
+            continue_token,
+            listed,
+            ..
+        } = &mut self.phase
+        else {
             return; // a late answer to a list we abandoned
         };
-        for obj in page.items {
-            let key = obj.key();
-            seen.insert(key.clone());
-            if self.known.get(&key) != Some(obj.resource_version()) {
-                // Shares the object's allocation: no copy of the version string.
-                self.known.insert(key, obj.resource_version().clone());
-                out.push(Delta::Upsert(obj));
-            }
+        if continue_token.is_none() {
+            // The first page of a full state.
+            out.push(Delta::Begin);
         }
+        *listed += page.items.len();
+        out.extend(page.items.into_iter().map(Delta::Upsert));
         self.skipped_events += page.skipped.len() as u64;
         if let Some(token) = page.continue_token {
             self.phase = match std::mem::replace(&mut self.phase, Phase::ToList) {
-                Phase::Listing { seen, .. } => Phase::Listing {
+                Phase::Listing { listed, .. } => Phase::Listing {
                     continue_token: Some(token),
-                    seen,
+                    listed,
                     outstanding: false,
                 },
                 other => other,
             };
             return;
         }
-        let Phase::Listing { seen, .. } = std::mem::replace(&mut self.phase, Phase::ToWatch) else {
+        let Phase::Listing { listed, .. } = std::mem::replace(&mut self.phase, Phase::ToWatch)
+        else {
             return;
         };
-        self.full_state_complete(&seen, out);
+        self.full_state_complete(listed, out);
         self.resource_version = Some(page.resource_version).filter(|rv| !rv.is_empty());
         self.ready_at = now;
     }
@@ -469,39 +488,39 @@ impl<T: Watched> Reflector<T> {
         self.last_event_at = Some(now);
         match event {
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                let key = obj.key();
                 let rv = obj.resource_version();
                 if !rv.is_empty() {
                     self.resource_version = Some(rv.to_string());
                 }
                 if let Some(initial) = initial {
-                    initial.insert(key.clone());
+                    if !initial.begun {
+                        initial.begun = true;
+                        out.push(Delta::Begin);
+                    }
+                    initial.delivered += 1;
                 }
-                if self.known.get(&key) != Some(rv) {
-                    self.known.insert(key, rv.clone());
-                    out.push(Delta::Upsert(obj));
-                }
+                out.push(Delta::Upsert(obj));
             }
             WatchEvent::Deleted(obj) => {
-                let key = obj.key();
                 if !obj.resource_version().is_empty() {
                     self.resource_version = Some(obj.resource_version().to_string());
                 }
                 if let Some(initial) = initial {
-                    initial.remove(&key);
+                    initial.delivered = initial.delivered.saturating_sub(1);
                 }
-                if self.known.remove(&key).is_some() {
-                    out.push(Delta::Delete(key));
-                }
+                out.push(Delta::Delete(obj.key()));
             }
             WatchEvent::Bookmark(b) => {
                 if !b.resource_version.is_empty() {
                     self.resource_version = Some(b.resource_version);
                 }
                 if b.initial_events_end {
-                    if let Some(seen) = initial.take() {
+                    if let Some(initial) = initial.take() {
                         self.watch_list_misses = 0;
-                        self.full_state_complete(&seen, out);
+                        if !initial.begun {
+                            out.push(Delta::Begin);
+                        }
+                        self.full_state_complete(initial.delivered, out);
                     }
                 }
             }
@@ -575,7 +594,7 @@ impl<T: Watched> Reflector<T> {
         self.ready_at = now;
     }
 
-    fn full_state_phase(&self) -> Phase<T::Key> {
+    fn full_state_phase(&self) -> Phase {
         if self.watch_list {
             Phase::ToWatch
         } else {
@@ -602,17 +621,8 @@ impl<T: Watched> Reflector<T> {
         }
     }
 
-    fn full_state_complete(&mut self, seen: &HashSet<T::Key>, out: &mut Vec<Delta<T>>) {
-        let vanished: Vec<T::Key> = self
-            .known
-            .keys()
-            .filter(|k| !seen.contains(*k))
-            .cloned()
-            .collect();
-        for key in vanished {
-            self.known.remove(&key);
-            out.push(Delta::Delete(key));
-        }
+    fn full_state_complete(&mut self, delivered: usize, out: &mut Vec<Delta<T>>) {
+        self.listed = delivered;
         self.needs_full_state = false;
         self.full_states += 1;
         out.push(Delta::Synced);

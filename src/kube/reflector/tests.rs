@@ -32,6 +32,7 @@ fn names(deltas: &[Delta<Lease>]) -> Vec<String> {
     deltas
         .iter()
         .map(|d| match d {
+            Delta::Begin => "begin".into(),
             Delta::Upsert(l) => format!("+{}@{}", l.name, l.resource_version),
             Delta::Delete(k) => format!("-{k}"),
             Delta::Synced => "synced".into(),
@@ -82,7 +83,7 @@ fn list_in_pages_then_watch_from_the_lists_resource_version() {
     assert_eq!(r.poll(T0), Step::InFlight);
     let mut out = Vec::new();
     r.list_page_received(T0, page(vec![lease("a", 1)], 100, Some("tok/=+")), &mut out);
-    assert_eq!(names(&out), ["+a@1"]);
+    assert_eq!(names(&out), ["begin", "+a@1"]);
     assert!(!r.is_synced());
     let second = expect_list(&mut r, T0);
     assert_eq!(
@@ -90,7 +91,7 @@ fn list_in_pages_then_watch_from_the_lists_resource_version() {
         "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?limit=500&continue=tok%2F%3D%2B"
     );
     r.list_page_received(T0, page(vec![lease("b", 2)], 100, None), &mut out);
-    assert_eq!(names(&out), ["+a@1", "+b@2", "synced"]);
+    assert_eq!(names(&out), ["begin", "+a@1", "+b@2", "synced"]);
     let w = expect_watch(&mut r, T0);
     assert_eq!(w.resource_version.as_deref(), Some("100"));
     assert!(w.allow_bookmarks && !w.send_initial_events);
@@ -186,7 +187,7 @@ fn idle_timeout_resumes_from_the_last_resource_version() {
 }
 
 #[test]
-fn gone_as_an_error_event_relists_and_deletes_what_vanished() {
+fn gone_as_an_error_event_relists_a_full_state() {
     let mut r = synced();
     let mut out = Vec::new();
     let status = Status {
@@ -201,7 +202,8 @@ fn gone_as_an_error_event_relists_and_deletes_what_vanished() {
     // The stream's end, reported after Close, changes nothing.
     r.watch_ended(T0, &StreamEnd::Clean);
     expect_list(&mut r, T0);
-    // a unchanged, b changed, c gone, d new.
+    // a unchanged, b changed, c gone, d new: the relist is a full state, delivered whole
+    // between Begin and Synced; the store skips a (same version) and removes c (not delivered).
     r.list_page_received(
         T0,
         page(
@@ -211,7 +213,7 @@ fn gone_as_an_error_event_relists_and_deletes_what_vanished() {
         ),
         &mut out,
     );
-    assert_eq!(names(&out), ["+b@210", "+d@205", "-c", "synced"]);
+    assert_eq!(names(&out), ["begin", "+a@1", "+b@210", "+d@205", "synced"]);
     let w = expect_watch(&mut r, T0);
     assert_eq!(w.resource_version.as_deref(), Some("220"));
     assert_eq!(r.stats().relists, 1);
@@ -307,10 +309,10 @@ fn list_failure_retries_the_same_page_and_an_expired_continue_restarts() {
     );
     let restart = expect_list(&mut r, T0 + ms(1000));
     assert_eq!(restart.continue_token, None);
-    // The restarted list has a only: nothing to delete, nothing re-sent.
+    // The restarted list is a new full state (the store forgets the first attempt's marks).
     out.clear();
     r.list_page_received(T0, page(vec![lease("a", 1)], 300, None), &mut out);
-    assert_eq!(names(&out), ["synced"]);
+    assert_eq!(names(&out), ["begin", "+a@1", "synced"]);
 }
 
 #[test]
@@ -331,12 +333,12 @@ fn watch_list_initial_events_end_at_the_bookmark_then_plain_watches_follow() {
         initial_events_end: true,
     };
     r.watch_event(T0, WatchEvent::Bookmark(end), &mut out);
-    assert_eq!(names(&out), ["+a@1", "+b@2", "synced"]);
+    assert_eq!(names(&out), ["begin", "+a@1", "+b@2", "synced"]);
     r.watch_ended(T0, &StreamEnd::Clean);
     let w = expect_watch(&mut r, T0);
     assert!(!w.send_initial_events);
     assert_eq!(w.resource_version.as_deref(), Some("100"));
-    // 410 later: a new watch-list, whose end deletes what vanished.
+    // 410 later: a new watch-list, a full state (the store removes a: not delivered).
     r.watch_ended(
         T0,
         &StreamEnd::Rejected {
@@ -353,7 +355,7 @@ fn watch_list_initial_events_end_at_the_bookmark_then_plain_watches_follow() {
         initial_events_end: true,
     };
     r.watch_event(T0, WatchEvent::Bookmark(end), &mut out);
-    assert_eq!(names(&out), ["-a", "synced"]);
+    assert_eq!(names(&out), ["begin", "+b@2", "synced"]);
     assert_eq!(r.stats().relists, 1);
 }
 
@@ -416,17 +418,26 @@ fn property_store_equals_server_after_mixed_events_drops_and_relists() {
             server.insert(format!("n{i}"), rv);
         }
         let mut r: Reflector<Lease> = Reflector::new(ReflectorConfig::default(), seed);
+        // A store as the daemon's: a full state removes what it did not deliver.
         let mut store: BTreeMap<String, String> = BTreeMap::new();
-        let apply = |store: &mut BTreeMap<String, String>, out: Vec<Delta<Lease>>| {
+        let mut seen: Option<std::collections::BTreeSet<String>> = None;
+        let mut apply = |store: &mut BTreeMap<String, String>, out: Vec<Delta<Lease>>| {
             for d in out {
                 match d {
+                    Delta::Begin => seen = Some(Default::default()),
                     Delta::Upsert(l) => {
+                        if let Some(seen) = &mut seen {
+                            seen.insert(l.name.to_string());
+                        }
                         store.insert(l.name.to_string(), l.resource_version.to_string());
                     }
                     Delta::Delete(k) => {
                         store.remove(&*k);
                     }
-                    Delta::Synced => {}
+                    Delta::Synced => {
+                        let seen = seen.take().unwrap_or_default();
+                        store.retain(|k, _| seen.contains(k));
+                    }
                 }
             }
         };
@@ -563,6 +574,5 @@ fn property_store_equals_server_after_mixed_events_drops_and_relists() {
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect();
         assert_eq!(store, expected, "seed {seed}");
-        assert_eq!(r.stats().objects, server.len(), "seed {seed}");
     }
 }

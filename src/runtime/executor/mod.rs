@@ -549,21 +549,56 @@ impl Executor {
         result
     }
 
-    fn patch(&mut self, now: Time, path: &str, body: &serde_json::Value) -> Result<(), ApiError> {
+    /// PATCH; the answer is the object as written.
+    fn patch(
+        &mut self,
+        now: Time,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<Vec<u8>, ApiError> {
         let bytes = body.to_string().into_bytes();
         self.call(Verb::Patch, now, |c| {
-            c.patch::<IgnoredAny>(path, PatchType::StrategicMerge, &bytes)
+            c.patch_bytes(path, PatchType::StrategicMerge, &bytes)
         })
-        .map(|_| ())
     }
 
-    fn delete_pod(&mut self, now: Time, path: &str, uid: &str) -> Result<(), ApiError> {
+    /// DELETE; the answer is the pod marked for deletion (or a Status if it went at once).
+    fn delete_pod(&mut self, now: Time, path: &str, uid: &str) -> Result<Vec<u8>, ApiError> {
         let preconditions = Preconditions {
             uid: Some(uid.to_string()),
             resource_version: None,
         };
         // No grace period override: the pod's own, as upstream's plain DELETE.
-        self.call(Verb::Delete, now, |c| c.delete(path, &preconditions, None))
+        self.call(Verb::Delete, now, |c| {
+            c.delete_bytes(path, &preconditions, None)
+        })
+    }
+
+    /// A successful write's answer is the object as it now is: it goes to the controllers
+    /// (and so into the store) ahead of the write's result, so the next write of the same
+    /// object carries its new resourceVersion instead of meeting a 409, and a late watch
+    /// event of the old version is recognised as older. An answer that does not decode (a
+    /// Status for a pod deleted at once) is left to the watch.
+    fn absorb_answer(action: &Action, bytes: &[u8], ctx: &mut DecodeContext, out: &mut Vec<Input>) {
+        match action {
+            Action::UpdateNodeConditions { .. }
+            | Action::PatchNodeTaints { .. }
+            | Action::PatchNodeLabels { .. } => match decode_object::<Node>(bytes, ctx) {
+                Ok(node) => out.push(Input::NodeUpsert(node)),
+                Err(e) => debug!("{}: answer not absorbed: {e}", describe(action)),
+            },
+            Action::MarkPodNotReady { .. }
+            | Action::SetPodStatusNodeLost { .. }
+            | Action::DeletePod { .. }
+            | Action::EvictPod { .. } => match decode_object::<Pod>(bytes, ctx) {
+                // A pod's answer without a node (never the case for the pods we write) is
+                // not one of the bound pods the store holds.
+                Ok(pod) if pod.node_name.is_some() => out.push(Input::PodUpsert(pod)),
+                Ok(_) => {}
+                Err(e) => debug!("{}: answer not absorbed: {e}", describe(action)),
+            },
+            Action::ReadLease { .. } | Action::RecordEvent(_) => {}
+        }
     }
 
     fn get<T: Decode>(
@@ -654,12 +689,16 @@ impl Executor {
         };
         match planned {
             Plan::Patch(path, body) => match self.patch(now, &path, &body) {
-                Ok(()) => match job.action {
+                Ok(answer) => match job.action {
                     Action::EvictPod { .. } => {
+                        Self::absorb_answer(&job.action, &answer, ctx, out);
                         job.stage = Stage::Delete;
                         Next::Continue(job)
                     }
-                    _ => self.finish(&job, Outcome::Ok, out),
+                    _ => {
+                        Self::absorb_answer(&job.action, &answer, ctx, out);
+                        self.finish(&job, Outcome::Ok, out)
+                    }
                 },
                 Err(e) => match (classify(e), &job.action) {
                     (
@@ -685,7 +724,10 @@ impl Executor {
                 },
             },
             Plan::Delete(path, uid) => match self.delete_pod(now, &path, &uid) {
-                Ok(()) => self.finish(&job, Outcome::Ok, out),
+                Ok(answer) => {
+                    Self::absorb_answer(&job.action, &answer, ctx, out);
+                    self.finish(&job, Outcome::Ok, out)
+                }
                 Err(e) => self.fail(job, classify(e), out),
             },
             Plan::RereadNode(path) => match self.get::<Node>(now, &path, ctx) {

@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::super::{EvictionAction, EvictionId, EvictionResult, TaintEviction};
 use crate::controller::events::Event;
 use crate::model::{
-    Name, Node, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator, taint_keys,
+    ClusterStore, Name, Node, Pod, PodKey, PodUpsert, Taint, TaintEffect, Toleration,
+    TolerationOperator, Upserted, taint_keys,
 };
 use crate::time::Time;
 
@@ -119,6 +120,9 @@ pub struct Logged {
 
 pub struct Harness {
     pub te: TaintEviction,
+    /// The cluster as known: the machine reads nodes and pods from here.
+    pub store: ClusterStore,
+    rv: u64,
     pub now: Time,
     /// Everything emitted since the last `take`.
     pub log: Vec<Logged>,
@@ -131,6 +135,8 @@ impl Harness {
     pub fn new() -> Harness {
         Harness {
             te: TaintEviction::new(),
+            store: ClusterStore::new(),
+            rv: 1,
             now: start(),
             log: Vec::new(),
             answer: Box::new(|_, _| Some(EvictionResult::Deleted)),
@@ -138,29 +144,57 @@ impl Harness {
         }
     }
 
+    /// The API server stores `node` (with a new resourceVersion) and the watch delivers it.
     pub fn node(&mut self, node: &Node) {
-        self.te.node_upserted(node, self.now, &mut self.out);
+        let name = node.name.clone();
+        let mut node = node.clone();
+        node.resource_version = self.next_rv();
+        if let Upserted::Changed { before } = self.store.upsert_node(node) {
+            self.te
+                .node_changed(&self.store, &name, before.as_ref(), self.now, &mut self.out);
+        }
         self.settle();
     }
 
+    /// A deleted node's taints go with it; the machine has nothing to do.
     pub fn delete_node(&mut self, name: &str) {
-        self.te.node_deleted(name, self.now, &mut self.out);
+        self.store.remove_node(name);
         self.settle();
     }
 
+    /// The API server stores `pod` (with a new resourceVersion) and the watch delivers it.
     pub fn pod(&mut self, pod: &Pod) {
-        self.te.pod_upserted(pod, self.now, &mut self.out);
+        let mut pod = pod.clone();
+        pod.resource_version = self.next_rv();
+        if let PodUpsert::Changed(change) = self.store.upsert_pod(pod) {
+            self.te
+                .pod_changed(&self.store, &change, self.now, &mut self.out);
+        }
         self.settle();
     }
 
     pub fn delete_pod(&mut self, name: &str) {
+        self.store.remove_pod(&key(name));
         self.te.pod_deleted(&key(name), self.now, &mut self.out);
         self.settle();
     }
 
     pub fn result(&mut self, id: EvictionId, result: EvictionResult) {
-        self.te.eviction_result(id, result, self.now, &mut self.out);
+        self.te
+            .eviction_result(&self.store, id, result, self.now, &mut self.out);
         self.settle();
+    }
+
+    fn next_rv(&mut self) -> Name {
+        self.rv += 1;
+        n(&self.rv.to_string())
+    }
+
+    /// The NoExecute taints of `node` in the store.
+    pub fn node_taints(&self, node: &str) -> Option<Vec<Taint>> {
+        self.store
+            .node(node)
+            .map(|n| n.no_execute_taints().cloned().collect())
     }
 
     /// Moves the clock forward by `d`, waking exactly at every deadline on the way, as the
@@ -173,7 +207,7 @@ impl Harness {
             }
             assert!(at >= self.now, "deadline {at} in the past of {}", self.now);
             self.now = at;
-            self.te.tick(self.now, &mut self.out);
+            self.te.tick(&self.store, self.now, &mut self.out);
             self.settle();
         }
         self.now = target;
@@ -190,7 +224,7 @@ impl Harness {
                 {
                     if let Some(result) = (self.answer)(pod, *attempt) {
                         self.te
-                            .eviction_result(*id, result, self.now, &mut self.out);
+                            .eviction_result(&self.store, *id, result, self.now, &mut self.out);
                     }
                 }
                 self.log.push(Logged {

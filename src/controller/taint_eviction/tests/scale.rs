@@ -88,7 +88,7 @@ fn five_thousand_nodes_one_zone_loses_ten_nodes() {
         }
         names.push(on_node);
     }
-    assert_eq!(h.te.pods_len(), NODES * PODS_PER_NODE);
+    assert_eq!(h.store.pod_count(), NODES * PODS_PER_NODE);
     assert_eq!(
         h.te.pods_examined(),
         0,

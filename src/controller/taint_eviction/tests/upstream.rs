@@ -15,7 +15,7 @@ fn test_filter_no_execute_taints() {
     let mut two = taint(2, h.now);
     two.effect = TaintEffect::NoSchedule;
     h.node(&node("node1", vec![taint(1, h.now), two]));
-    let known = h.te.node_taints("node1").expect("node known");
+    let known = h.node_taints("node1").expect("node known");
     assert_eq!(known.len(), 1);
     assert_eq!(&*known[0].key, "testTaint1");
 }
@@ -94,7 +94,8 @@ fn test_delete_pod() {
     assert_eq!(h.events(), vec!["Cancelling deletion of Pod default/pod1"]);
     h.advance(3600 * SEC);
     assert!(h.take().is_empty());
-    assert_eq!(h.te.pods_len(), 0);
+    assert_eq!(h.te.pending_len(), 0);
+    assert_eq!(h.store.pod_count(), 0);
 }
 
 /// TestUpdatePod, cases 1, 2: `prev` seen, then `new` on tainted node1.
@@ -212,7 +213,7 @@ fn test_delete_node() {
     let mut h = Harness::new();
     h.node(&node("node1", vec![taint(1, h.now)]));
     h.delete_node("node1");
-    assert_eq!(h.te.node_taints("node1"), None);
+    assert_eq!(h.node_taints("node1"), None);
     h.pod(&pod("pod1", "node1"));
     assert_eq!(h.evicted(), vec![]);
 }

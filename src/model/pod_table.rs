@@ -1,0 +1,679 @@
+//! The bound pods, compactly: the one copy of every pod the daemon keeps.
+//!
+//! A pod is a 56-byte record in one slab plus its name: the uid as 16 bytes and the
+//! resourceVersion as an integer (text fallbacks in a side map), the namespace, node name and
+//! toleration list as 4-byte ids into shared tables. Pods are found by a 64-bit hash of
+//! `namespace/name` (an `u64 -> slot` map; a second pod with the same hash, astronomically
+//! rare, goes to an exact overflow map), and by node through a list of slots per node.
+//! Both controllers read pods from here; nobody else keeps a copy (kube-controller-manager's
+//! informers keep three or more whole objects per pod: kubernetes#115699).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::rc::Rc;
+
+use super::compact::{parse_resource_version, parse_uuid, render_uuid};
+use super::ref_table::RefTable;
+use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
+
+const NO_NODE: u32 = u32::MAX;
+
+const LIVE: u16 = 1;
+/// Seen in the full state (LIST or watch-list) being delivered: see [`PodTable::begin_full_state`].
+const SEEN: u16 = 1 << 1;
+const DELETING: u16 = 1 << 2;
+const DAEMONSET: u16 = 1 << 3;
+const TEXT_UID: u16 = 1 << 4;
+const TEXT_RV: u16 = 1 << 5;
+const READY_SHIFT: u16 = 6;
+const READY_MASK: u16 = 0b11 << READY_SHIFT;
+
+#[derive(Debug)]
+struct Record {
+    name: Box<str>,
+    uid: [u8; 16],
+    resource_version: u64,
+    namespace: u32,
+    node: u32,
+    tolerations: u32,
+    flags: u16,
+}
+
+impl Record {
+    fn vacant() -> Record {
+        Record {
+            name: Box::default(),
+            uid: [0; 16],
+            resource_version: 0,
+            namespace: 0,
+            node: NO_NODE,
+            tolerations: 0,
+            flags: 0,
+        }
+    }
+
+    fn has(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
+
+    fn set(&mut self, flag: u16, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+
+    fn ready(&self) -> Option<ConditionStatus> {
+        match (self.flags & READY_MASK) >> READY_SHIFT {
+            1 => Some(ConditionStatus::True),
+            2 => Some(ConditionStatus::False),
+            3 => Some(ConditionStatus::Unknown),
+            _ => None,
+        }
+    }
+
+    fn set_ready(&mut self, ready: Option<ConditionStatus>) {
+        let bits = match ready {
+            None => 0,
+            Some(ConditionStatus::True) => 1,
+            Some(ConditionStatus::False) => 2,
+            Some(ConditionStatus::Unknown) => 3,
+        };
+        self.flags = (self.flags & !READY_MASK) | (bits << READY_SHIFT);
+    }
+}
+
+/// Uids and resourceVersions that are not in the compact form.
+#[derive(Debug, Default)]
+struct TextIds {
+    uid: Option<Name>,
+    resource_version: Option<Name>,
+}
+
+/// The map key is already a hash.
+#[derive(Default)]
+struct PreHashed(u64);
+
+impl Hasher for PreHashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// A slot in the table, valid until the pod is removed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PodId(u32);
+
+/// What an upsert did.
+#[derive(Debug)]
+pub enum PodUpsert {
+    /// The table holds a newer version (a delayed event): nothing changed.
+    Older,
+    /// Nothing the table keeps changed (the same version again: a relist, the watch echoing
+    /// our own write; or a change of fields we do not keep). The version is updated.
+    Unchanged,
+    Changed(PodChange),
+}
+
+/// A pod that changed: its slot, and what it was before (`None` for a new pod).
+#[derive(Debug)]
+pub struct PodChange {
+    pub id: PodId,
+    pub key: PodKey,
+    pub before: Option<PodBefore>,
+}
+
+/// What the consumers compare against.
+#[derive(Clone, Debug)]
+pub struct PodBefore {
+    /// A different pod under the same name (its uid changed).
+    pub replaced: bool,
+    pub node: Option<Name>,
+    pub tolerations: Rc<[Toleration]>,
+    pub deleting: bool,
+    pub ready: Option<ConditionStatus>,
+}
+
+#[derive(Debug)]
+pub struct PodTable {
+    records: Vec<Record>,
+    free: Vec<u32>,
+    index: HashMap<u64, u32, BuildHasherDefault<PreHashed>>,
+    overflow: HashMap<PodKey, u32>,
+    hasher: RandomState,
+    namespaces: RefTable<Name>,
+    nodes: RefTable<Name>,
+    /// Slots of the pods on each node, by node id.
+    by_node: Vec<Vec<u32>>,
+    tolerations: RefTable<Rc<[Toleration]>>,
+    text: HashMap<u32, TextIds>,
+    live: usize,
+}
+
+impl Default for PodTable {
+    fn default() -> Self {
+        PodTable::new()
+    }
+}
+
+impl PodTable {
+    pub fn new() -> PodTable {
+        PodTable {
+            records: Vec::new(),
+            free: Vec::new(),
+            index: HashMap::default(),
+            overflow: HashMap::new(),
+            hasher: RandomState::new(),
+            namespaces: RefTable::default(),
+            nodes: RefTable::default(),
+            by_node: Vec::new(),
+            tolerations: RefTable::default(),
+            text: HashMap::new(),
+            live: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    fn hash(&self, namespace: &str, name: &str) -> u64 {
+        self.hasher.hash_one((namespace, name))
+    }
+
+    fn matches(&self, slot: u32, namespace: &str, name: &str) -> bool {
+        let r = &self.records[slot as usize];
+        r.has(LIVE)
+            && &*r.name == name
+            && self
+                .namespaces
+                .get(r.namespace)
+                .is_some_and(|n| &**n == namespace)
+    }
+
+    fn find(&self, namespace: &str, name: &str) -> Option<u32> {
+        let h = self.hash(namespace, name);
+        let slot = *self.index.get(&h)?;
+        if self.matches(slot, namespace, name) {
+            return Some(slot);
+        }
+        self.overflow
+            .iter()
+            .find(|(k, _)| &*k.namespace == namespace && &*k.name == name)
+            .map(|(_, s)| *s)
+    }
+
+    pub fn id(&self, key: &PodKey) -> Option<PodId> {
+        self.find(&key.namespace, &key.name).map(PodId)
+    }
+
+    pub fn get(&self, key: &PodKey) -> Option<PodView<'_>> {
+        self.id(key).map(|id| self.view(id))
+    }
+
+    /// The pod in slot `id` (which must be live: ids are only valid until the pod is removed).
+    pub fn view(&self, id: PodId) -> PodView<'_> {
+        PodView {
+            table: self,
+            slot: id.0,
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = PodView<'_>> + '_ {
+        self.records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.has(LIVE))
+            .map(|(slot, _)| PodView {
+                table: self,
+                slot: slot as u32,
+            })
+    }
+
+    /// The pods bound to `node`, in `namespace/name` order (so that what is decided about them
+    /// comes out in a reproducible order).
+    pub fn on_node(&self, node: &str) -> Vec<PodId> {
+        let Some(id) = self.nodes.id_of(node) else {
+            return Vec::new();
+        };
+        let mut slots: Vec<u32> = self.by_node[id as usize].clone();
+        slots.sort_by(|a, b| {
+            let (ra, rb) = (&self.records[*a as usize], &self.records[*b as usize]);
+            let ns = |r: &Record| self.namespaces.get(r.namespace).map(|n| &**n).unwrap_or("");
+            (ns(ra), &*ra.name).cmp(&(ns(rb), &*rb.name))
+        });
+        slots.into_iter().map(PodId).collect()
+    }
+
+    /// Number of pods bound to `node`.
+    pub fn count_on_node(&self, node: &str) -> usize {
+        self.nodes
+            .id_of(node)
+            .map_or(0, |id| self.by_node[id as usize].len())
+    }
+
+    /// Stores `pod` unless the table already holds this or a newer version.
+    pub fn upsert(&mut self, pod: Pod) -> PodUpsert {
+        match self.find(&pod.key.namespace, &pod.key.name) {
+            Some(slot) => self.update(slot, pod),
+            None => {
+                let key = pod.key.clone();
+                let slot = self.insert(pod);
+                PodUpsert::Changed(PodChange {
+                    id: PodId(slot),
+                    key,
+                    before: None,
+                })
+            }
+        }
+    }
+
+    fn update(&mut self, slot: u32, pod: Pod) -> PodUpsert {
+        self.records[slot as usize].set(SEEN, true);
+        let view = self.view(PodId(slot));
+        let record = view.record();
+        let older = match parse_resource_version(&pod.resource_version) {
+            Some(incoming) if !record.has(TEXT_RV) => incoming < record.resource_version,
+            // A text version on either side: never called older.
+            _ => false,
+        };
+        if older {
+            return PodUpsert::Older;
+        }
+        let same = *view.uid() == *pod.uid
+            && view.node_name() == pod.node_name.as_ref()
+            && view.ready() == pod.ready
+            && view.deleting() == pod.deleting
+            && view.daemonset_owned() == pod.daemonset_owned
+            && *view.tolerations() == pod.tolerations;
+        if same {
+            // Nothing we keep changed; remember the version (for the staleness check).
+            self.set_ids(slot, &pod);
+            return PodUpsert::Unchanged;
+        }
+        let before = {
+            let view = self.view(PodId(slot));
+            PodBefore {
+                replaced: *view.uid() != *pod.uid,
+                node: view.node_name().cloned(),
+                tolerations: view.tolerations().clone(),
+                deleting: view.deleting(),
+                ready: view.ready(),
+            }
+        };
+        // Re-point the shared ids first, then the plain fields.
+        let old_node = self.records[slot as usize].node;
+        let new_node = match &pod.node_name {
+            Some(n) if self.nodes.get(old_node).is_some_and(|o| o == n) => old_node,
+            Some(n) => self.nodes.acquire(n),
+            None => NO_NODE,
+        };
+        if new_node != old_node {
+            self.unlink_node(slot, old_node);
+            self.link_node(slot, new_node);
+        }
+        let old_tolerations = self.records[slot as usize].tolerations;
+        if self.tolerations.get(old_tolerations) != Some(&pod.tolerations) {
+            let id = self.tolerations.acquire(&pod.tolerations);
+            self.tolerations.release(old_tolerations);
+            self.records[slot as usize].tolerations = id;
+        }
+        self.set_ids(slot, &pod);
+        let key = pod.key;
+        PodUpsert::Changed(PodChange {
+            id: PodId(slot),
+            key,
+            before: Some(before),
+        })
+    }
+
+    fn insert(&mut self, pod: Pod) -> u32 {
+        let namespace = self.namespaces.acquire(&pod.key.namespace);
+        let node = pod
+            .node_name
+            .as_ref()
+            .map_or(NO_NODE, |n| self.nodes.acquire(n));
+        let tolerations = self.tolerations.acquire(&pod.tolerations);
+        let record = Record {
+            name: Box::from(&*pod.key.name),
+            uid: [0; 16],
+            resource_version: 0,
+            namespace,
+            node,
+            tolerations,
+            flags: LIVE | SEEN,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.records[slot as usize] = record;
+                slot
+            }
+            None => {
+                // Grow by an eighth, not by doubling: the slab is the largest table we keep.
+                if self.records.len() == self.records.capacity() {
+                    self.records.reserve_exact((self.records.len() / 8).max(64));
+                }
+                self.records.push(record);
+                (self.records.len() - 1) as u32
+            }
+        };
+        self.set_ids(slot, &pod);
+        self.link_node(slot, node);
+        let h = self.hash(&pod.key.namespace, &pod.key.name);
+        match self.index.entry(h) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.overflow.insert(pod.key.clone(), slot);
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(slot);
+            }
+        }
+        self.live += 1;
+        slot
+    }
+
+    /// The uid, resourceVersion and flags of `pod` into `slot`.
+    fn set_ids(&mut self, slot: u32, pod: &Pod) {
+        let uid = parse_uuid(&pod.uid);
+        let rv = parse_resource_version(&pod.resource_version);
+        let r = &mut self.records[slot as usize];
+        r.uid = uid.unwrap_or([0; 16]);
+        r.resource_version = rv.unwrap_or(0);
+        r.set(TEXT_UID, uid.is_none());
+        r.set(TEXT_RV, rv.is_none());
+        r.set(DELETING, pod.deleting);
+        r.set(DAEMONSET, pod.daemonset_owned);
+        r.set_ready(pod.ready);
+        if uid.is_none() || rv.is_none() {
+            self.text.insert(
+                slot,
+                TextIds {
+                    uid: uid.is_none().then(|| pod.uid.clone()),
+                    resource_version: rv.is_none().then(|| pod.resource_version.clone()),
+                },
+            );
+        } else {
+            self.text.remove(&slot);
+        }
+    }
+
+    fn link_node(&mut self, slot: u32, node: u32) {
+        if node == NO_NODE {
+            return;
+        }
+        self.records[slot as usize].node = node;
+        if self.by_node.len() < self.nodes.id_bound() {
+            self.by_node.resize_with(self.nodes.id_bound(), Vec::new);
+        }
+        self.by_node[node as usize].push(slot);
+    }
+
+    fn unlink_node(&mut self, slot: u32, node: u32) {
+        self.records[slot as usize].node = NO_NODE;
+        if node == NO_NODE {
+            return;
+        }
+        if let Some(slots) = self.by_node.get_mut(node as usize)
+            && let Some(i) = slots.iter().position(|s| *s == slot)
+        {
+            slots.swap_remove(i);
+            if slots.is_empty() {
+                *slots = Vec::new();
+            }
+        }
+        self.nodes.release(node);
+    }
+
+    /// Removes the pod; returns the node it was bound to.
+    pub fn remove(&mut self, key: &PodKey) -> Option<Option<Name>> {
+        let slot = self.find(&key.namespace, &key.name)?;
+        Some(self.remove_slot(slot, key))
+    }
+
+    fn remove_slot(&mut self, slot: u32, key: &PodKey) -> Option<Name> {
+        let node = {
+            let r = &self.records[slot as usize];
+            self.nodes.get(r.node).cloned()
+        };
+        let h = self.hash(&key.namespace, &key.name);
+        if self.overflow.remove(key).is_none() {
+            self.index.remove(&h);
+            // Promote a pod with the same hash from the overflow map.
+            let promoted = self
+                .overflow
+                .iter()
+                .find(|(k, _)| self.hash(&k.namespace, &k.name) == h)
+                .map(|(k, s)| (k.clone(), *s));
+            if let Some((k, s)) = promoted {
+                self.overflow.remove(&k);
+                self.index.insert(h, s);
+            }
+        }
+        let r = std::mem::replace(&mut self.records[slot as usize], Record::vacant());
+        self.unlink_node(slot, r.node);
+        self.namespaces.release(r.namespace);
+        self.tolerations.release(r.tolerations);
+        self.text.remove(&slot);
+        self.free.push(slot);
+        self.live -= 1;
+        node
+    }
+
+    /// A write we know succeeded (the pod's Ready condition set), before the watch says so.
+    pub fn set_ready(&mut self, key: &PodKey, ready: ConditionStatus) {
+        if let Some(slot) = self.find(&key.namespace, &key.name) {
+            self.records[slot as usize].set_ready(Some(ready));
+        }
+    }
+
+    /// A deletion we know was accepted, before the watch says so.
+    pub fn set_deleting(&mut self, key: &PodKey) {
+        if let Some(slot) = self.find(&key.namespace, &key.name) {
+            self.records[slot as usize].set(DELETING, true);
+        }
+    }
+
+    /// A full state (LIST or watch-list) starts: every pod is unseen until it is delivered again.
+    pub fn begin_full_state(&mut self) {
+        for r in &mut self.records {
+            r.set(SEEN, false);
+        }
+    }
+
+    /// The full state is complete: pods it did not deliver are gone. Returns their keys and
+    /// nodes, and sizes the tables to what they hold.
+    pub fn end_full_state(&mut self) -> Vec<(PodKey, Option<Name>)> {
+        let unseen: Vec<(u32, PodKey)> = self
+            .iter()
+            .filter(|v| !v.record().has(SEEN))
+            .map(|v| (v.slot, v.key()))
+            .collect();
+        let gone = unseen
+            .into_iter()
+            .map(|(slot, key)| {
+                let node = self.remove_slot(slot, &key);
+                (key, node)
+            })
+            .collect();
+        self.shrink_to_fit();
+        gone
+    }
+
+    /// Gives back what a sync's growth left unused.
+    pub fn shrink_to_fit(&mut self) {
+        // Trailing vacant slots can go; others stay on the free list.
+        while self.records.last().is_some_and(|r| !r.has(LIVE)) {
+            self.records.pop();
+            let last = self.records.len() as u32;
+            self.free.retain(|s| *s != last);
+        }
+        self.records.shrink_to_fit();
+        self.free.shrink_to_fit();
+        self.index.shrink_to_fit();
+        self.overflow.shrink_to_fit();
+        self.text.shrink_to_fit();
+        self.namespaces.shrink_to_fit();
+        self.nodes.shrink_to_fit();
+        self.tolerations.shrink_to_fit();
+        self.by_node.shrink_to_fit();
+    }
+
+    /// Heap bytes held for pods (records, names, indexes, shared tables), as allocated.
+    pub fn heap_bytes(&self) -> usize {
+        let names: usize = self
+            .records
+            .iter()
+            .filter(|r| !r.name.is_empty())
+            .map(|r| malloc_size(r.name.len()))
+            .sum();
+        let by_node: usize = self
+            .by_node
+            .iter()
+            .map(|v| malloc_size(v.capacity() * 4))
+            .sum();
+        let toleration_lists: usize = (0..self.tolerations.id_bound() as u32)
+            .filter_map(|id| self.tolerations.get(id))
+            .map(|t| malloc_size(16 + std::mem::size_of_val::<[Toleration]>(t)))
+            .sum();
+        self.records.capacity() * std::mem::size_of::<Record>()
+            + names
+            + self.index.capacity() * 17
+            + self.overflow.capacity() * (std::mem::size_of::<(PodKey, u32)>() + 1)
+            + self.text.capacity() * (std::mem::size_of::<(u32, TextIds)>() + 1)
+            + self.free.capacity() * 4
+            + self.by_node.capacity() * std::mem::size_of::<Vec<u32>>()
+            + by_node
+            + self.namespaces.table_bytes()
+            + self.nodes.table_bytes()
+            + self.tolerations.table_bytes()
+            + toleration_lists
+    }
+}
+
+/// What glibc's malloc takes for a request of `n` bytes (16-byte chunks, 8 bytes of header,
+/// at least 32): the honest cost of a small allocation.
+pub fn malloc_size(n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    (n + 8).div_ceil(16).max(2) * 16
+}
+
+/// A pod in the table, read through its slot.
+#[derive(Copy, Clone)]
+pub struct PodView<'a> {
+    table: &'a PodTable,
+    slot: u32,
+}
+
+impl<'a> PodView<'a> {
+    fn record(&self) -> &'a Record {
+        &self.table.records[self.slot as usize]
+    }
+
+    pub fn id(&self) -> PodId {
+        PodId(self.slot)
+    }
+
+    pub fn namespace(&self) -> &'a Name {
+        self.table
+            .namespaces
+            .get(self.record().namespace)
+            .expect("a live pod's namespace is held")
+    }
+
+    pub fn name(&self) -> &'a str {
+        &self.record().name
+    }
+
+    /// The key as the API names it (allocates the name: for actions and events).
+    pub fn key(&self) -> PodKey {
+        PodKey {
+            namespace: self.namespace().clone(),
+            name: Rc::from(self.name()),
+        }
+    }
+
+    pub fn is(&self, key: &PodKey) -> bool {
+        self.name() == &*key.name && self.namespace() == &key.namespace
+    }
+
+    /// The uid (rendered: for preconditions and events).
+    pub fn uid(&self) -> Name {
+        let r = self.record();
+        if r.has(TEXT_UID) {
+            if let Some(uid) = self.table.text.get(&self.slot).and_then(|t| t.uid.clone()) {
+                return uid;
+            }
+        }
+        Rc::from(render_uuid(&r.uid))
+    }
+
+    pub fn resource_version(&self) -> Name {
+        let r = self.record();
+        if r.has(TEXT_RV) {
+            if let Some(rv) = self
+                .table
+                .text
+                .get(&self.slot)
+                .and_then(|t| t.resource_version.clone())
+            {
+                return rv;
+            }
+        }
+        Rc::from(r.resource_version.to_string())
+    }
+
+    pub fn node_name(&self) -> Option<&'a Name> {
+        self.table.nodes.get(self.record().node)
+    }
+
+    pub fn ready(&self) -> Option<ConditionStatus> {
+        self.record().ready()
+    }
+
+    pub fn tolerations(&self) -> &'a Rc<[Toleration]> {
+        self.table
+            .tolerations
+            .get(self.record().tolerations)
+            .expect("a live pod's tolerations are held")
+    }
+
+    pub fn deleting(&self) -> bool {
+        self.record().has(DELETING)
+    }
+
+    pub fn daemonset_owned(&self) -> bool {
+        self.record().has(DAEMONSET)
+    }
+
+    /// The pod as a model value (for replays and tests).
+    pub fn to_pod(&self) -> Pod {
+        Pod {
+            key: self.key(),
+            uid: self.uid(),
+            resource_version: self.resource_version(),
+            node_name: self.node_name().cloned(),
+            ready: self.ready(),
+            tolerations: self.tolerations().clone(),
+            deleting: self.deleting(),
+            daemonset_owned: self.daemonset_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

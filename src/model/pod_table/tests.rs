@@ -1,0 +1,167 @@
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use super::*;
+use crate::model::{TaintEffect, TolerationOperator};
+
+fn n(s: &str) -> Name {
+    Rc::from(s)
+}
+
+fn pod(ns: &str, name: &str, node: Option<&str>, rv: &str) -> Pod {
+    Pod {
+        key: PodKey {
+            namespace: n(ns),
+            name: n(name),
+        },
+        uid: n("0f6bd7b6-2a33-4c55-9d1e-7a6b3f0c9e12"),
+        resource_version: n(rv),
+        node_name: node.map(n),
+        ready: Some(ConditionStatus::True),
+        tolerations: Rc::from(Vec::new()),
+        deleting: false,
+        daemonset_owned: false,
+    }
+}
+
+fn changed(u: PodUpsert) -> PodChange {
+    match u {
+        PodUpsert::Changed(c) => c,
+        other => panic!("expected a change, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_pod_reads_back_exactly_as_stored() {
+    let mut t = PodTable::new();
+    let mut p = pod("default", "web-1", Some("n1"), "42");
+    p.tolerations = Rc::from(vec![Toleration {
+        key: n("node.kubernetes.io/unreachable"),
+        operator: TolerationOperator::Exists,
+        value: n(""),
+        effect: Some(TaintEffect::NoExecute),
+        toleration_seconds: Some(300),
+    }]);
+    p.daemonset_owned = true;
+    let c = changed(t.upsert(p.clone()));
+    assert!(c.before.is_none());
+    assert_eq!(t.view(c.id).to_pod(), p);
+    // Text uids and resourceVersions (not in the compact form) come back unchanged too.
+    let mut odd = pod("kube-system", "x", None, "007");
+    odd.uid = n("uid-x");
+    odd.ready = None;
+    t.upsert(odd.clone());
+    assert_eq!(t.get(&odd.key).unwrap().to_pod(), odd);
+    assert_eq!(t.len(), 2);
+}
+
+#[test]
+fn an_older_version_never_replaces_a_newer_one() {
+    let mut t = PodTable::new();
+    t.upsert(pod("default", "web-1", Some("n1"), "10"));
+    let mut ours = pod("default", "web-1", Some("n1"), "12");
+    ours.ready = Some(ConditionStatus::False);
+    changed(t.upsert(ours));
+    // The watch event of version 11 arrives after our write's answer (version 12).
+    let mut late = pod("default", "web-1", Some("n1"), "11");
+    late.ready = Some(ConditionStatus::True);
+    assert!(matches!(t.upsert(late), PodUpsert::Older));
+    let key = pod("default", "web-1", None, "0").key;
+    assert_eq!(t.get(&key).unwrap().ready(), Some(ConditionStatus::False));
+    assert_eq!(&*t.get(&key).unwrap().resource_version(), "12");
+    // The watch's echo of our own write is no change either.
+    let mut echo = pod("default", "web-1", Some("n1"), "12");
+    echo.ready = Some(ConditionStatus::False);
+    assert!(matches!(t.upsert(echo), PodUpsert::Unchanged));
+}
+
+#[test]
+fn the_node_index_follows_binds_moves_and_deletes() {
+    let mut t = PodTable::new();
+    for (name, node) in [("b", "n1"), ("a", "n1"), ("c", "n2")] {
+        t.upsert(pod("default", name, Some(node), "1"));
+    }
+    let names = |t: &PodTable, node: &str| -> Vec<String> {
+        t.on_node(node)
+            .into_iter()
+            .map(|id| t.view(id).name().to_string())
+            .collect()
+    };
+    assert_eq!(names(&t, "n1"), ["a", "b"]);
+    let c = changed(t.upsert(pod("default", "b", Some("n2"), "2")));
+    assert_eq!(c.before.unwrap().node.as_deref(), Some("n1"));
+    assert_eq!(names(&t, "n1"), ["a"]);
+    assert_eq!(names(&t, "n2"), ["b", "c"]);
+    assert_eq!(
+        t.remove(&pod("default", "a", None, "0").key),
+        Some(Some(n("n1")))
+    );
+    assert!(names(&t, "n1").is_empty());
+    assert_eq!(t.count_on_node("n1"), 0);
+    assert_eq!(t.len(), 2);
+}
+
+#[test]
+fn a_full_state_removes_what_it_did_not_deliver() {
+    let mut t = PodTable::new();
+    for name in ["a", "b", "c"] {
+        t.upsert(pod("default", name, Some("n1"), "1"));
+    }
+    t.begin_full_state();
+    t.upsert(pod("default", "a", Some("n1"), "1")); // unchanged, still seen
+    t.upsert(pod("default", "c", Some("n1"), "5"));
+    let gone = t.end_full_state();
+    assert_eq!(gone.len(), 1);
+    assert_eq!(&*gone[0].0.name, "b");
+    assert_eq!(gone[0].1.as_deref(), Some("n1"));
+    assert_eq!(t.len(), 2);
+}
+
+/// Slots, ids and hashes stay consistent through random churn: the table always equals a
+/// plain map of the same operations.
+#[test]
+fn random_churn_matches_a_plain_map() {
+    let mut t = PodTable::new();
+    let mut model: BTreeMap<(String, String), Pod> = BTreeMap::new();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for step in 0..20_000u64 {
+        let r = next();
+        let ns = format!("ns{}", r % 3);
+        let name = format!("p{}", (r >> 8) % 200);
+        let key = (ns.clone(), name.clone());
+        if (r >> 20) % 4 == 0 {
+            let removed = t.remove(&pod(&ns, &name, None, "0").key).is_some();
+            assert_eq!(removed, model.remove(&key).is_some());
+        } else {
+            let node = format!("n{}", (r >> 24) % 7);
+            let p = pod(&ns, &name, Some(&node), &(step + 1).to_string());
+            t.upsert(p.clone());
+            model.insert(key, p);
+        }
+    }
+    assert_eq!(t.len(), model.len());
+    for p in model.values() {
+        assert_eq!(t.get(&p.key).unwrap().to_pod(), *p);
+    }
+    let on_nodes: usize = (0..7).map(|i| t.count_on_node(&format!("n{i}"))).sum();
+    assert_eq!(on_nodes, model.len());
+    t.shrink_to_fit();
+    for p in model.values() {
+        assert_eq!(t.get(&p.key).unwrap().to_pod(), *p);
+    }
+}
+
+#[test]
+fn a_pod_record_is_small() {
+    assert!(
+        std::mem::size_of::<Record>() <= 56,
+        "{}",
+        std::mem::size_of::<Record>()
+    );
+}

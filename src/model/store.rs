@@ -1,0 +1,298 @@
+//! The cluster as the daemon knows it: nodes, their Leases, bound pods and pods by node — one
+//! copy of each, shared by both controllers (kube-runtime's `Store` is the model).
+//!
+//! The informers write into it (through the controllers' inputs), so do the answers of our own
+//! API writes, and both controllers read it. Two rules keep it honest:
+//! - an object older than the one held is ignored (a delayed watch event must not undo what
+//!   our write's answer already put here, or the next write would conflict);
+//! - a full state (the LIST after a start or a `410 Gone`, or a watch-list's initial events)
+//!   marks what it delivers, and what it did not deliver is removed at its end. So the
+//!   reflectors need no map of their own.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::compact::is_older;
+use super::pod_table::{PodTable, PodUpsert, malloc_size};
+use super::{Lease, Name, Node, Pod, PodKey};
+
+/// A watched kind, for full states.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Nodes,
+    Leases,
+    Pods,
+}
+
+/// What an upsert of a node or Lease did.
+#[derive(Debug)]
+pub enum Upserted<T> {
+    /// The store holds a newer version: ignored.
+    Older,
+    /// The same object again: nothing changed.
+    Unchanged,
+    /// Stored; `before` is the version it replaced.
+    Changed { before: Option<T> },
+}
+
+/// What a full state's end removed.
+#[derive(Debug, Default)]
+pub struct Vanished {
+    pub nodes: Vec<Node>,
+    pub leases: Vec<Name>,
+    pub pods: Vec<(PodKey, Option<Name>)>,
+}
+
+#[derive(Debug, Default)]
+pub struct ClusterStore {
+    nodes: BTreeMap<Name, Node>,
+    leases: HashMap<Name, Lease>,
+    pods: PodTable,
+    /// Names delivered by the full state in progress, per kind (pods mark their records).
+    nodes_seen: Option<HashSet<Name>>,
+    leases_seen: Option<HashSet<Name>>,
+}
+
+impl ClusterStore {
+    pub fn new() -> ClusterStore {
+        ClusterStore::default()
+    }
+
+    // ---- reads -----------------------------------------------------------------------------
+
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name)
+    }
+
+    /// Every node, in name order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn lease(&self, name: &str) -> Option<&Lease> {
+        self.leases.get(name)
+    }
+
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
+        self.leases.values()
+    }
+
+    pub fn lease_count(&self) -> usize {
+        self.leases.len()
+    }
+
+    pub fn pods(&self) -> &PodTable {
+        &self.pods
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    // ---- writes ----------------------------------------------------------------------------
+
+    pub fn upsert_node(&mut self, node: Node) -> Upserted<Node> {
+        if let Some(seen) = &mut self.nodes_seen {
+            seen.insert(node.name.clone());
+        }
+        match self.nodes.get_mut(&node.name) {
+            Some(held) if is_older(&node.resource_version, &held.resource_version) => {
+                Upserted::Older
+            }
+            Some(held) if *held == node => Upserted::Unchanged,
+            Some(held) => Upserted::Changed {
+                before: Some(std::mem::replace(held, node)),
+            },
+            None => {
+                self.nodes.insert(node.name.clone(), node);
+                Upserted::Changed { before: None }
+            }
+        }
+    }
+
+    pub fn remove_node(&mut self, name: &str) -> Option<Node> {
+        self.nodes.remove(name)
+    }
+
+    /// A write we know succeeded, before the watch or the write's answer says so (the
+    /// resourceVersion is left as it was: the object's next version will replace it).
+    pub fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
+        self.nodes.get_mut(name)
+    }
+
+    pub fn upsert_lease(&mut self, lease: Lease) -> Upserted<Lease> {
+        if let Some(seen) = &mut self.leases_seen {
+            seen.insert(lease.name.clone());
+        }
+        match self.leases.get_mut(&lease.name) {
+            Some(held) if is_older(&lease.resource_version, &held.resource_version) => {
+                Upserted::Older
+            }
+            Some(held) if *held == lease => Upserted::Unchanged,
+            Some(held) => Upserted::Changed {
+                before: Some(std::mem::replace(held, lease)),
+            },
+            None => {
+                self.leases.insert(lease.name.clone(), lease);
+                Upserted::Changed { before: None }
+            }
+        }
+    }
+
+    pub fn remove_lease(&mut self, name: &str) -> Option<Lease> {
+        self.leases.remove(name)
+    }
+
+    pub fn upsert_pod(&mut self, pod: Pod) -> PodUpsert {
+        self.pods.upsert(pod)
+    }
+
+    /// Removes a pod; `Some(node it was bound to)` if it was held.
+    pub fn remove_pod(&mut self, key: &PodKey) -> Option<Option<Name>> {
+        self.pods.remove(key)
+    }
+
+    pub fn pods_mut(&mut self) -> &mut PodTable {
+        &mut self.pods
+    }
+
+    // ---- full states -----------------------------------------------------------------------
+
+    /// A full state of `kind` starts: everything of that kind is unseen until delivered again.
+    pub fn begin_full_state(&mut self, kind: Kind) {
+        match kind {
+            Kind::Nodes => self.nodes_seen = Some(HashSet::new()),
+            Kind::Leases => self.leases_seen = Some(HashSet::new()),
+            Kind::Pods => self.pods.begin_full_state(),
+        }
+    }
+
+    /// The full state of `kind` is complete: what it did not deliver is removed and returned.
+    pub fn end_full_state(&mut self, kind: Kind) -> Vanished {
+        let mut vanished = Vanished::default();
+        match kind {
+            Kind::Nodes => {
+                let seen = self.nodes_seen.take().unwrap_or_default();
+                let gone: Vec<Name> = self
+                    .nodes
+                    .keys()
+                    .filter(|n| !seen.contains(*n))
+                    .cloned()
+                    .collect();
+                vanished.nodes = gone.iter().filter_map(|n| self.nodes.remove(n)).collect();
+            }
+            Kind::Leases => {
+                let seen = self.leases_seen.take().unwrap_or_default();
+                self.leases.retain(|name, _| {
+                    let keep = seen.contains(name);
+                    if !keep {
+                        vanished.leases.push(name.clone());
+                    }
+                    keep
+                });
+                self.leases.shrink_to_fit();
+            }
+            Kind::Pods => vanished.pods = self.pods.end_full_state(),
+        }
+        vanished
+    }
+
+    // ---- accounting ------------------------------------------------------------------------
+
+    /// Heap bytes the store holds, by kind, as allocated (names shared with other objects are
+    /// counted where they are first kept: with the node).
+    pub fn heap_bytes(&self) -> StoreBytes {
+        StoreBytes {
+            nodes: self.nodes.values().map(node_bytes).sum::<usize>()
+                + self.nodes.len() * (std::mem::size_of::<(Name, Node)>() + 16),
+            leases: self.leases.len()
+                * (std::mem::size_of::<(Name, Lease)>() + 1 + malloc_size(16 + 8)),
+            pods: self.pods.heap_bytes(),
+        }
+    }
+}
+
+/// Heap bytes by kind (see [`ClusterStore::heap_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreBytes {
+    pub nodes: usize,
+    pub leases: usize,
+    pub pods: usize,
+}
+
+impl StoreBytes {
+    pub fn total(&self) -> usize {
+        self.nodes + self.leases + self.pods
+    }
+}
+
+fn node_bytes(node: &Node) -> usize {
+    let rc = |s: &str| malloc_size(16 + s.len());
+    rc(&node.name)
+        + rc(&node.uid)
+        + rc(&node.resource_version)
+        + malloc_size(node.labels.capacity() * std::mem::size_of::<(Name, Name)>())
+        + node.labels.iter().map(|(_, v)| rc(v)).sum::<usize>()
+        + malloc_size(node.taints.capacity() * std::mem::size_of::<super::Taint>())
+        + malloc_size(node.conditions.capacity() * std::mem::size_of::<super::NodeCondition>())
+        + node
+            .conditions
+            .iter()
+            .map(|c| {
+                c.message.as_ref().map_or(0, |m| rc(m)) + c.reason.as_ref().map_or(0, |r| rc(r))
+            })
+            .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use super::*;
+
+    fn node(name: &str, rv: &str) -> Node {
+        Node {
+            name: Rc::from(name),
+            uid: Rc::from("uid"),
+            resource_version: Rc::from(rv),
+            creation_timestamp: crate::time::Time::ZERO,
+            labels: Vec::new(),
+            taints: Vec::new(),
+            unschedulable: false,
+            conditions: Vec::new(),
+        }
+    }
+
+    /// Our taint write's answer (version 12) is stored; the watch then delivers version 11
+    /// (from before the write) late: the store keeps 12, so the next write does not conflict.
+    #[test]
+    fn an_older_watch_event_after_our_write_keeps_the_newer_node() {
+        let mut s = ClusterStore::new();
+        s.upsert_node(node("n1", "10"));
+        let mut written = node("n1", "12");
+        written.unschedulable = true;
+        assert!(matches!(s.upsert_node(written), Upserted::Changed { .. }));
+        assert!(matches!(s.upsert_node(node("n1", "11")), Upserted::Older));
+        assert_eq!(&*s.node("n1").unwrap().resource_version, "12");
+        assert!(s.node("n1").unwrap().unschedulable);
+        let mut echo = node("n1", "12");
+        echo.unschedulable = true;
+        assert!(matches!(s.upsert_node(echo), Upserted::Unchanged));
+    }
+
+    #[test]
+    fn a_relist_removes_nodes_and_leases_it_did_not_deliver() {
+        let mut s = ClusterStore::new();
+        s.upsert_node(node("a", "1"));
+        s.upsert_node(node("b", "1"));
+        s.begin_full_state(Kind::Nodes);
+        s.upsert_node(node("a", "1"));
+        let v = s.end_full_state(Kind::Nodes);
+        assert_eq!(v.nodes.len(), 1);
+        assert_eq!(&*v.nodes[0].name, "b");
+        assert_eq!(s.node_count(), 1);
+    }
+}
