@@ -70,10 +70,16 @@ fn node_status_update_patches_the_conditions_with_version_and_uid_preconditions(
     }]);
     let inputs = h.run_until_idle();
     assert_eq!(result(&inputs), vec![(ActionId(1), Outcome::Ok)]);
+    // The write's answer comes first: the node as written, at its new resourceVersion, so the
+    // next write of it does not conflict with this one.
+    assert_eq!(inputs.len(), 2, "{inputs:?}");
+    let Input::NodeUpsert(written) = &inputs[0] else {
+        panic!("expected the written node first: {inputs:?}");
+    };
+    assert_ne!(written.resource_version, node.resource_version);
     assert_eq!(
-        inputs.len(),
-        1,
-        "a success feeds nothing else: the watch will"
+        written.ready().map(|c| c.status),
+        Some(ConditionStatus::Unknown)
     );
 
     let stored = h.node("n1");
@@ -371,13 +377,19 @@ fn evict_pod_adds_the_disruption_target_condition_then_deletes_with_a_uid_precon
         attempt: 1,
     }]);
     let inputs = h.run_until_idle();
+    // Each write's answer first (the pod with its condition, then marked for deletion), then
+    // the eviction's result.
     assert!(
         matches!(
             &inputs[..],
-            [Input::EvictionResult {
-                id: EvictionId(7),
-                result: EvictionResult::Deleted
-            }]
+            [
+                Input::PodUpsert(conditioned),
+                Input::PodUpsert(deleting),
+                Input::EvictionResult {
+                    id: EvictionId(7),
+                    result: EvictionResult::Deleted
+                }
+            ] if !conditioned.deleting && deleting.deleting
         ),
         "{inputs:?}"
     );

@@ -538,7 +538,7 @@ fn stalled_stream_is_caught_by_the_idle_timeout_and_resumed_from_the_last_resour
             Delta::Synced => "synced".into(),
         })
         .collect();
-    assert_eq!(summary, ["+a@2", "synced", "+b@5", "+a@8"]);
+    assert_eq!(summary, ["begin", "+a@2", "synced", "+b@5", "+a@8"]);
 }
 
 /// A ~1 KB pod as a watch event.

@@ -54,8 +54,11 @@ impl Controllers {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
                 let store = self.lifecycle.store();
+                // Pods of untainted nodes have nothing to judge.
                 for node in store.nodes() {
-                    eviction.node_changed(store, &node.name, None, now, &mut evictions);
+                    if node.no_execute_taints().next().is_some() {
+                        eviction.node_changed(store, &node.name, None, now, &mut evictions);
+                    }
                 }
             }
         }

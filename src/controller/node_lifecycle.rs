@@ -1384,6 +1384,9 @@ impl NodeLifecycle {
                 } else {
                     self.process_no_taint_based_eviction(node, ConditionStatus::Unknown, now, out);
                 }
+                // The conditions we wrote call for the unreachable NoSchedule taint; when the
+                // write's answer (or the watch) already brought them, this finds nothing to do.
+                self.pump_taints(node, now, out);
             }
             Outcome::Conflict => {
                 e.verdict_tries += 1;

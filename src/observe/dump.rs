@@ -242,13 +242,21 @@ impl DaemonSnapshot {
     }
 
     fn text_memory(&self, out: &mut TextLines) {
-        let fields = match self.rss_bytes {
+        let mut fields = match self.rss_bytes {
             Some(b) => vec![
                 kv("rss_bytes", b),
                 kv("rss", format!("{:.1} MiB", b as f64 / 1048576.0)),
             ],
             None => vec![kv("rss_bytes", "unknown")],
         };
+        let s = &self.store;
+        fields.extend([
+            kv("store_bytes", s.bytes.total()),
+            kv("nodes", s.nodes),
+            kv("bytes_per_node", s.bytes_per_node()),
+            kv("pods", s.pods),
+            kv("bytes_per_pod", s.bytes_per_pod()),
+        ]);
         out.push("memory", fields);
     }
 
@@ -377,7 +385,19 @@ impl DaemonSnapshot {
                     "kind": a.kind, "count": a.count,
                 })).collect::<Vec<_>>(),
             },
-            "memory": { "rss_bytes": self.rss_bytes },
+            "memory": {
+                "rss_bytes": self.rss_bytes,
+                "store": {
+                    "nodes": self.store.nodes,
+                    "leases": self.store.leases,
+                    "pods": self.store.pods,
+                    "node_bytes": self.store.bytes.nodes,
+                    "lease_bytes": self.store.bytes.leases,
+                    "pod_bytes": self.store.bytes.pods,
+                    "bytes_per_node": self.store.bytes_per_node(),
+                    "bytes_per_pod": self.store.bytes_per_pod(),
+                },
+            },
             "loop": {
                 "wakeups": self.event_loop.stats.wakeups,
                 "io_events": self.event_loop.stats.io_events,

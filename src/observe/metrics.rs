@@ -244,6 +244,30 @@ fn ours(e: &mut Exposition, s: &DaemonSnapshot) {
         &[],
         s.event_loop.stats.wakeups,
     );
+    e.family(
+        "node_lifecycled_store_bytes",
+        "gauge",
+        "Heap bytes the cluster store holds, by kind of object.",
+    );
+    for (kind, bytes) in [
+        ("nodes", s.store.bytes.nodes),
+        ("leases", s.store.bytes.leases),
+        ("pods", s.store.bytes.pods),
+    ] {
+        e.sample("node_lifecycled_store_bytes", &[("kind", kind)], bytes);
+    }
+    e.family(
+        "node_lifecycled_store_objects",
+        "gauge",
+        "Objects the cluster store holds, by kind.",
+    );
+    for (kind, count) in [
+        ("nodes", s.store.nodes),
+        ("leases", s.store.leases),
+        ("pods", s.store.pods),
+    ] {
+        e.sample("node_lifecycled_store_objects", &[("kind", kind)], count);
+    }
     if let Some(rss) = s.rss_bytes {
         e.family(
             "process_resident_memory_bytes",

@@ -21,5 +21,5 @@ pub use histogram::{HealthTimings, Histogram, exponential_buckets};
 pub use http::{Endpoints, Limits, MetricsServer, Readiness, ServerStats};
 pub use snapshot::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, LeaderSnapshot, LoopSnapshot,
-    ReflectorSnapshot, RequestCount,
+    ReflectorSnapshot, RequestCount, StoreMemory,
 };

@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::controller::StateDump;
 use crate::controller::taint_eviction::{EvictionDump, LatencyHistogram};
 use crate::kube::reflector::ReflectorStats;
+use crate::model::{ClusterStore, StoreBytes};
 use crate::runtime::{LoopControl, LoopStats};
 use crate::time::Time;
 
@@ -36,7 +37,40 @@ pub struct DaemonSnapshot {
     pub client: ClientSnapshot,
     /// Resident memory; `None` where /proc is not readable.
     pub rss_bytes: Option<u64>,
+    /// What the cluster store holds, and its heap bytes.
+    pub store: StoreMemory,
     pub event_loop: LoopSnapshot,
+}
+
+/// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreMemory {
+    pub nodes: usize,
+    pub leases: usize,
+    pub pods: usize,
+    pub bytes: StoreBytes,
+}
+
+impl StoreMemory {
+    pub fn of(store: &ClusterStore) -> StoreMemory {
+        StoreMemory {
+            nodes: store.node_count(),
+            leases: store.lease_count(),
+            pods: store.pod_count(),
+            bytes: store.heap_bytes(),
+        }
+    }
+
+    /// Heap bytes per node (its Lease included).
+    pub fn bytes_per_node(&self) -> usize {
+        (self.bytes.nodes + self.bytes.leases)
+            .checked_div(self.nodes)
+            .unwrap_or(0)
+    }
+
+    pub fn bytes_per_pod(&self) -> usize {
+        self.bytes.pods.checked_div(self.pods).unwrap_or(0)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -46,7 +46,7 @@ use crate::model::{ConditionStatus, Kind, Lease, Node, Pod};
 use crate::observe::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, Endpoints, HealthTimings,
     LeaderSnapshot, Limits, LoopSnapshot, MetricsServer, Readiness, ReflectorSnapshot,
-    RequestCount,
+    RequestCount, StoreMemory,
 };
 use crate::time::Time;
 
@@ -815,8 +815,17 @@ impl Daemon {
             reflectors: self
                 .informers
                 .reflector_stats()
-                .iter()
-                .map(|(w, stats)| ReflectorSnapshot::from_stats(w.resource(), stats, now))
+                .into_iter()
+                .map(|(w, mut stats)| {
+                    // The reflector counts its last full state; the store holds the objects.
+                    let store = self.controllers.store();
+                    stats.objects = match w {
+                        Watch::Nodes => store.node_count(),
+                        Watch::Leases => store.lease_count(),
+                        Watch::Pods => store.pod_count(),
+                    };
+                    ReflectorSnapshot::from_stats(w.resource(), &stats, now)
+                })
                 .collect(),
             controller,
             evictions,
@@ -827,6 +836,7 @@ impl Daemon {
             health_timings: self.health_timings.clone(),
             client: self.client_snapshot(),
             rss_bytes: read_rss_bytes(),
+            store: StoreMemory::of(self.controllers.store()),
             event_loop,
         }
     }

@@ -200,6 +200,7 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
             }],
         },
         rss_bytes: Some(5 * 1048576),
+        store: Default::default(),
         event_loop: LoopSnapshot {
             stats: LoopStats {
                 wakeups: 100,

@@ -34,6 +34,7 @@ pub use metrics::{
 };
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::Duration;
 
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
@@ -53,6 +54,10 @@ pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Default)]
 pub struct TaintEviction {
+    /// The NoExecute taints last judged, of the nodes that have some (none: untainted). Nodes
+    /// are compared against this, not against the store's previous version: a write of ours
+    /// may have put the taints in the store before any node change was observed.
+    tainted: HashMap<Name, Rc<[Taint]>>,
     evictions: TimedEvictions,
     /// Attempts handed to the shell and not yet reported back.
     in_flight: HashMap<EvictionId, PodKey>,
@@ -94,6 +99,11 @@ impl TaintEviction {
             }
             // A deleted node's taints are gone with it; pending evictions of its pods are kept,
             // as upstream's (their pods are orphans that pod GC removes anyway).
+            Observed::NodesGone(nodes) => {
+                for node in nodes {
+                    self.tainted.remove(&node.name);
+                }
+            }
             _ => {}
         }
     }
@@ -113,10 +123,22 @@ impl TaintEviction {
         let Some(node) = store.node(name) else {
             return;
         };
-        if before.is_some_and(|b| b.no_execute_taints().eq(node.no_execute_taints())) {
+        let unchanged = match self.tainted.get(name) {
+            Some(known) => known.iter().eq(node.no_execute_taints()),
+            None => node.no_execute_taints().next().is_none(),
+        };
+        // A node seen for the first time is judged even when untainted (a node re-created
+        // under an old name cancels its pods' countdowns, as upstream).
+        if unchanged && before.is_some() {
             return;
         }
         let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
+        if taints.is_empty() {
+            self.tainted.remove(name);
+        } else {
+            self.tainted
+                .insert(node.name.clone(), Rc::from(taints.as_slice()));
+        }
         let pods = store.pods();
         for id in pods.on_node(name) {
             let pod = pods.view(id);

@@ -867,11 +867,10 @@ impl Executor {
             }
             _ => return Next::Done,
         }
-        let next = self.finish(&job, Outcome::Ok, out);
-        // After the answer, as the watch would deliver the written node.
+        // Before the result, as a real write's answer is fed (see `absorb_answer`).
         self.shadows.remember_node(node.clone());
         out.push(Input::NodeUpsert(node));
-        next
+        self.finish(&job, Outcome::Ok, out)
     }
 
     fn dry_pod_write(&mut self, job: Job, mut pod: Pod, out: &mut Vec<Input>) -> Next {
@@ -920,12 +919,12 @@ impl Executor {
             }
             _ => false,
         };
-        let next = self.finish(&job, Outcome::Ok, out);
+        // Before the result, as a real write's answer is fed (see `absorb_answer`).
         if changed {
             self.shadows.remember_pod(pod.clone());
             out.push(Input::PodUpsert(pod));
         }
-        next
+        self.finish(&job, Outcome::Ok, out)
     }
 }
 

@@ -30,6 +30,12 @@ pub struct LoopCounters {
     pub watch_reconnects: u64,
     /// Time API calls waited for the client-side throttle (qps/burst), ms.
     pub throttle_wait_ms: u64,
+    /// API requests by kind: GETs (live Lease reads, re-reads after a conflict) and 409s.
+    pub gets: u64,
+    pub conflicts: u64,
+    /// The cluster store's heap bytes per node and per pod (gauges: `since` keeps the later).
+    pub store_bytes_per_node: u64,
+    pub store_bytes_per_pod: u64,
 }
 
 impl LoopCounters {
@@ -56,6 +62,16 @@ impl LoopCounters {
                 .pointer("/client/throttle_wait_ms")
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
+            gets: requests(dump, |verb, _| verb == "get"),
+            conflicts: requests(dump, |_, code| code == 409),
+            store_bytes_per_node: dump
+                .pointer("/memory/store/bytes_per_node")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            store_bytes_per_pod: dump
+                .pointer("/memory/store/bytes_per_pod")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
         })
     }
 
@@ -72,6 +88,10 @@ impl LoopCounters {
             throttle_wait_ms: self
                 .throttle_wait_ms
                 .saturating_sub(earlier.throttle_wait_ms),
+            gets: self.gets.saturating_sub(earlier.gets),
+            conflicts: self.conflicts.saturating_sub(earlier.conflicts),
+            store_bytes_per_node: self.store_bytes_per_node,
+            store_bytes_per_pod: self.store_bytes_per_pod,
         }
     }
 }
@@ -252,6 +272,23 @@ impl Drop for DaemonChild {
 }
 
 /// The JSON state dump inside one log line (after the logger's prefix).
+/// The dump's `client.requests` counts whose verb and code pass `pick`, added up.
+fn requests(dump: &Value, pick: impl Fn(&str, u64) -> bool) -> u64 {
+    dump.pointer("/client/requests")
+        .and_then(Value::as_array)
+        .map(|rs| {
+            rs.iter()
+                .filter(|r| {
+                    let verb = r.get("verb").and_then(Value::as_str).unwrap_or("");
+                    let code = r.get("code").and_then(Value::as_u64).unwrap_or(0);
+                    pick(verb, code)
+                })
+                .filter_map(|r| r.get("count").and_then(Value::as_u64))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 fn parse_dump_line(line: &str) -> Option<LoopCounters> {
     if !line.contains("\"dump\":\"node-lifecycled\"") {
         return None;
@@ -269,6 +306,9 @@ mod tests {
         let line = "[2025-01-01T00:00:00Z INFO  node_lifecycled] {\"dump\":\"node-lifecycled\",\
                     \"reflectors\":[{\"resource\":\"nodes\",\"relists\":0,\"reconnects\":2},\
                     {\"resource\":\"pods\",\"relists\":1,\"reconnects\":3}],\
+                    \"client\":{\"requests\":[{\"verb\":\"get\",\"code\":200,\"count\":7},\
+                    {\"verb\":\"patch\",\"code\":409,\"count\":2}]},\
+                    \"memory\":{\"store\":{\"bytes_per_node\":1100,\"bytes_per_pod\":150}},\
                     \"loop\":{\"wakeups\":120,\"io_events\":90,\"timers_fired\":40}}\n";
         let c = parse_dump_line(line).expect("a dump");
         assert_eq!(
@@ -279,7 +319,11 @@ mod tests {
                 timers_fired: 40,
                 pod_relists: 1,
                 watch_reconnects: 5,
-                throttle_wait_ms: 0
+                throttle_wait_ms: 0,
+                gets: 7,
+                conflicts: 2,
+                store_bytes_per_node: 1100,
+                store_bytes_per_pod: 150,
             }
         );
         assert_eq!(

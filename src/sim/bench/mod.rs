@@ -31,7 +31,9 @@ use serde_json::{Value, json};
 
 pub use child::{DaemonChild, LoopCounters};
 pub use process::{ProcReading, RssSampler, clock_ticks_per_second};
-pub use report::{AbsorbFigures, IdleFigures, Latencies, SizeReport, median, percentile, table};
+pub use report::{
+    AbsorbFigures, CallsPerVerdict, IdleFigures, Latencies, SizeReport, median, percentile, table,
+};
 
 use super::fixtures;
 use super::kubelets::{KubeletConfig, Kubelets};
@@ -449,13 +451,17 @@ impl<'a> SizeRun<'a> {
             median(sampler.between(from, daemon.started.elapsed())).unwrap_or(r1.rss_kib);
         report.steady_renewals_per_s = (k1.lease_renewals - k0.lease_renewals) as f64 / w;
         report.steady_wakeups_per_s = c1.since(&c0).wakeups.saturating_sub(1) as f64 / w;
+        report.store_bytes_per_node = c1.store_bytes_per_node;
+        report.store_bytes_per_pod = c1.store_bytes_per_pod;
         let line = format!(
-            "steady ({:.0}s): {:.0} renewals/s, CPU {:.2} % of one core, RSS {:.1} MiB, {:.1} \
-             wake-ups/s, {:.1} event POSTs/s",
+            "steady ({:.0}s): {:.0} renewals/s, CPU {:.2} % of one core, RSS {:.1} MiB (store: \
+             {} B/node, {} B/pod), {:.1} wake-ups/s, {:.1} event POSTs/s",
             w,
             report.steady_renewals_per_s,
             report.steady_cpu_percent,
             report.steady_rss_kib as f64 / 1024.0,
+            report.store_bytes_per_node,
+            report.store_bytes_per_pod,
             report.steady_wakeups_per_s,
             report.steady_event_posts_per_s
         );
@@ -688,6 +694,7 @@ impl<'a> SizeRun<'a> {
     }
 
     fn detection(&mut self, daemon: &mut DaemonChild) -> Result<(), String> {
+        let counters_before = daemon.loop_counters()?;
         let written_before = self.sim.writes().len();
         for node in &self.victims {
             self.kubelets
@@ -801,6 +808,39 @@ impl<'a> SizeRun<'a> {
             self.report.detection_writes = n;
             self.report.detection_write_span = last.since(first);
         }
+        // API calls per verdict, and the conflicts among them: with no other writer of these
+        // nodes, every 409 would be a conflict with our own earlier write.
+        let calls = daemon.loop_counters()?.since(&counters_before);
+        let writes = self.sim.writes();
+        let mine: Vec<_> = writes[written_before.min(writes.len())..]
+            .iter()
+            .filter(|w| w.identity.token.as_deref() == Some(self.token.as_str()))
+            .filter(|w| w.resource == Resource::Nodes && w.verb == Verb::Patch)
+            .collect();
+        let status = mine.iter().filter(|w| w.subresource.is_some()).count();
+        let taints = mine.len() - status;
+        let conflicts = writes[written_before.min(writes.len())..]
+            .iter()
+            .filter(|w| w.identity.token.as_deref() == Some(self.token.as_str()))
+            .filter(|w| w.code == 409)
+            .count();
+        let per = |n: usize| n as f64 / victims.max(1) as f64;
+        self.report.calls_per_verdict = CallsPerVerdict {
+            lease_reads: calls.gets as f64 / victims.max(1) as f64,
+            status_writes: per(status),
+            node_writes: per(taints),
+            conflicts,
+        };
+        let r = &self.report;
+        let line = format!(
+            "detection API calls per node: {:.2} GETs (live Lease reads), {:.2} status writes, \
+             {:.2} taint/label writes; {} answered 409",
+            r.calls_per_verdict.lease_reads,
+            r.calls_per_verdict.status_writes,
+            r.calls_per_verdict.node_writes,
+            r.calls_per_verdict.conflicts
+        );
+        self.say(line);
         let r = &self.report;
         let line = format!(
             "detection over {victims} nodes: Unknown − (probe + grace) p50/p99/max {} / {} / {} ms; \

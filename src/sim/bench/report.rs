@@ -110,6 +110,22 @@ pub struct SizeReport {
     pub grace: Duration,
     pub qps: f64,
     pub wall: Duration,
+    /// The cluster store's heap bytes per node and per pod (the daemon's dump).
+    pub store_bytes_per_node: u64,
+    pub store_bytes_per_pod: u64,
+    pub calls_per_verdict: CallsPerVerdict,
+}
+
+/// The daemon's API calls in the detection phase, per node that died.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallsPerVerdict {
+    /// GETs: live Lease reads (and re-reads after a conflict).
+    pub lease_reads: f64,
+    pub status_writes: f64,
+    /// Taint and label PATCHes of nodes.
+    pub node_writes: f64,
+    /// 409 answers to the daemon, in all.
+    pub conflicts: usize,
 }
 
 impl SizeReport {
@@ -180,13 +196,19 @@ fn rows() -> Vec<Row> {
             figure: "peak RSS during sync",
             value: |r| mib(r.peak_rss_sync_kib),
             scalar: |r| r.peak_rss_sync_kib as f64,
-            target: "≤ 128 MiB at 5,000",
+            target: "≤ 48 MiB at 5,000",
         },
         Row {
             figure: "steady RSS (median)",
             value: |r| mib(r.steady_rss_kib),
             scalar: |r| r.steady_rss_kib as f64,
-            target: "≤ 64 MiB at 5,000",
+            target: "≤ 12 MiB at 500, ≤ 40 MiB at 5,000",
+        },
+        Row {
+            figure: "cluster store, heap bytes per node / per pod",
+            value: |r| format!("{} / {} B", r.store_bytes_per_node, r.store_bytes_per_pod),
+            scalar: |r| r.store_bytes_per_pod as f64,
+            target: "",
         },
         Row {
             figure: "VmHWM at the end of the run",
@@ -277,6 +299,18 @@ fn rows() -> Vec<Row> {
             value: |r| latencies(&r.taint_to_delete, false),
             scalar: |r| r.taint_to_delete.p50_ms.unwrap_or(0) as f64,
             target: "",
+        },
+        Row {
+            figure: "API calls per dead node: Lease GETs, status, taint/label writes; 409s",
+            value: |r| {
+                let c = &r.calls_per_verdict;
+                format!(
+                    "{:.2}, {:.2}, {:.2}; {} × 409",
+                    c.lease_reads, c.status_writes, c.node_writes, c.conflicts
+                )
+            },
+            scalar: |r| r.calls_per_verdict.conflicts as f64,
+            target: "0 × 409",
         },
         Row {
             figure: "daemon API writes, first verdict → last first DELETE",

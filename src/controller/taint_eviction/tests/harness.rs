@@ -4,6 +4,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::super::{EvictionAction, EvictionId, EvictionResult, TaintEviction};
+use crate::controller::Observed;
 use crate::controller::events::Event;
 use crate::model::{
     ClusterStore, Name, Node, Pod, PodKey, PodUpsert, Taint, TaintEffect, Toleration,
@@ -156,9 +157,11 @@ impl Harness {
         self.settle();
     }
 
-    /// A deleted node's taints go with it; the machine has nothing to do.
     pub fn delete_node(&mut self, name: &str) {
-        self.store.remove_node(name);
+        if let Some(node) = self.store.remove_node(name) {
+            let gone = Observed::NodesGone(vec![node]);
+            self.te.decide(&self.store, &gone, self.now, &mut self.out);
+        }
         self.settle();
     }
 
