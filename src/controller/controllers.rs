@@ -415,6 +415,31 @@ mod tests {
         assert_eq!(c.evicted[0].0, t0 + secs(62));
     }
 
+    /// Our taint write's answer (version 12) reaches the controllers first; the watch then
+    /// delivers version 11, from before the write. The store keeps 12: the late event changes
+    /// nothing, decides nothing, and the node's next write would carry version 12.
+    #[test]
+    fn a_watch_event_older_than_our_writes_answer_is_ignored() {
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut ctl = Controllers::new(test_settings(), t0);
+        let mut v10 = node("n1").ready(ConditionStatus::True, t0, t0).build();
+        v10.resource_version = n("10");
+        ctl.handle(Input::LeaseUpsert(lease("n1", t0)), t0);
+        ctl.handle(Input::NodeUpsert(v10.clone()), t0);
+        ctl.handle(Input::InitialSyncDone, t0);
+        let mut v12 = v10.clone();
+        v12.resource_version = n("12");
+        v12.unschedulable = true;
+        ctl.handle(Input::NodeUpsert(v12), t0);
+        let mut v11 = v10.clone();
+        v11.resource_version = n("11");
+        let actions = ctl.handle(Input::NodeUpsert(v11), t0);
+        assert!(actions.is_empty(), "{actions:?}");
+        let held = ctl.store().node("n1").expect("n1 held");
+        assert_eq!(&*held.resource_version, "12");
+        assert!(held.unschedulable, "the newer object is kept whole");
+    }
+
     #[test]
     fn legacy_mode_runs_no_taint_eviction() {
         let t0 = date(2026, 1, 1, 12, 0, 0);
