@@ -62,7 +62,7 @@ impl LoopCounters {
                 .pointer("/client/throttle_wait_ms")
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
-            gets: requests(dump, |verb, _| verb == "get"),
+            gets: requests(dump, |verb, _| verb.eq_ignore_ascii_case("get")),
             conflicts: requests(dump, |_, code| code == 409),
             store_bytes_per_node: dump
                 .pointer("/memory/store/bytes_per_node")
@@ -280,7 +280,11 @@ fn requests(dump: &Value, pick: impl Fn(&str, u64) -> bool) -> u64 {
             rs.iter()
                 .filter(|r| {
                     let verb = r.get("verb").and_then(Value::as_str).unwrap_or("");
-                    let code = r.get("code").and_then(Value::as_u64).unwrap_or(0);
+                    // The dump writes codes as text ("409", "no_answer").
+                    let code = r.get("code").and_then(|c| {
+                        c.as_u64().or_else(|| c.as_str().and_then(|s| s.parse().ok()))
+                    });
+                    let code = code.unwrap_or(0);
                     pick(verb, code)
                 })
                 .filter_map(|r| r.get("count").and_then(Value::as_u64))
@@ -306,8 +310,9 @@ mod tests {
         let line = "[2025-01-01T00:00:00Z INFO  node_lifecycled] {\"dump\":\"node-lifecycled\",\
                     \"reflectors\":[{\"resource\":\"nodes\",\"relists\":0,\"reconnects\":2},\
                     {\"resource\":\"pods\",\"relists\":1,\"reconnects\":3}],\
-                    \"client\":{\"requests\":[{\"verb\":\"get\",\"code\":200,\"count\":7},\
-                    {\"verb\":\"patch\",\"code\":409,\"count\":2}]},\
+                    \"client\":{\"requests\":[{\"verb\":\"GET\",\"code\":\"200\",\"count\":7},\
+                    {\"verb\":\"PATCH\",\"code\":\"409\",\"count\":2},\
+                    {\"verb\":\"PATCH\",\"code\":\"no_answer\",\"count\":1}]},\
                     \"memory\":{\"store\":{\"bytes_per_node\":1100,\"bytes_per_pod\":150}},\
                     \"loop\":{\"wakeups\":120,\"io_events\":90,\"timers_fired\":40}}\n";
         let c = parse_dump_line(line).expect("a dump");
