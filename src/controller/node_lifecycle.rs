@@ -157,6 +157,8 @@ pub struct NodeLifecycle {
     /// What the controller keeps per node beside the node itself.
     pub(super) nodes: BTreeMap<Name, NodeEntry>,
     pub(super) zones: BTreeMap<Name, Zone>,
+    /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
+    pub(super) past_evictions: BTreeMap<Name, u64>,
     pub(super) timers: TimerHeap<Timer>,
     pub(super) pending: HashMap<ActionId, Pending>,
     pub(super) pods_marking: HashSet<PodKey>,
@@ -209,6 +211,7 @@ impl NodeLifecycle {
             store: ClusterStore::new(),
             nodes: BTreeMap::new(),
             zones: BTreeMap::new(),
+            past_evictions: BTreeMap::new(),
             timers: TimerHeap::new(),
             pending: HashMap::new(),
             pods_marking: HashSet::new(),
@@ -313,10 +316,12 @@ impl NodeLifecycle {
     /// Decides on what [`NodeLifecycle::observe`] reported.
     pub fn decide(&mut self, observed: Observed, now: Time) -> Vec<Action> {
         let mut out = Vec::new();
+        let mut changed_node = None;
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
-                self.on_node_changed(&name, before.as_ref(), now, &mut out)
+                self.on_node_changed(&name, before.as_ref(), now, &mut out);
+                changed_node = Some(name);
             }
             Observed::NodesGone(nodes) => {
                 for node in &nodes {
@@ -343,6 +348,9 @@ impl NodeLifecycle {
         if self.synced {
             if self.disruption_dirty {
                 self.handle_disruption(now, &mut out);
+            }
+            if let Some(name) = changed_node {
+                self.taint_due_now(&name, now, &mut out);
             }
             self.arm_eviction_pass(now);
         }
@@ -552,11 +560,13 @@ impl NodeLifecycle {
         e.health = NodeHealth::first_seen(node, now);
         e.health.observe_lease(lease_renew, now);
         e.zone = Rc::from(node.zone_key());
-        // After a restart, pods still Ready on a node already not Ready are marked
-        // (kubernetes#135205); a node that never posted Ready has no pods running yet.
+        // After a restart, pods still Ready on a node already Unknown (not heard from) are
+        // marked (kubernetes#135205: upstream leaves them Ready). A node whose kubelet reports
+        // Ready=False is alive and manages its pods; upstream does not mark them on a restart,
+        // and neither do we. A node that never posted Ready has no pods running yet.
         e.needs_pod_retry = node
             .ready()
-            .is_some_and(|c| c.status != ConditionStatus::True);
+            .is_some_and(|c| c.status == ConditionStatus::Unknown);
         out.push(node_event(
             node,
             "RegisteredNode",
@@ -614,7 +624,13 @@ impl NodeLifecycle {
                 self.disruption_dirty = true;
             }
             if zone.members == 0 {
-                self.zones.remove(zone_key);
+                // `node_collector_evictions_total{zone}` is a counter: it outlives the zone.
+                if let Some(gone) = self.zones.remove(zone_key)
+                    && gone.evictions_total > 0
+                {
+                    self.past_evictions
+                        .insert(zone_key.clone(), gone.evictions_total);
+                }
                 self.disruption_dirty = true;
             }
         }
@@ -634,16 +650,17 @@ impl NodeLifecycle {
     /// Counts one more member in `zone`, creating the zone (state Initial, a full bucket at the
     /// healthy rate) on first use.
     fn join_zone(&mut self, zone: Name, eviction_rate: Rate, now: Time) {
+        let past_evictions = &mut self.past_evictions;
         self.zones
             .entry(zone.clone())
             .or_insert_with(|| Zone {
+                evictions_total: past_evictions.remove(&zone).unwrap_or(0),
                 key: zone,
                 members: 0,
                 size: 0,
                 ready: 0,
                 state: None,
                 queue: RateLimitedTimedQueue::new(eviction_rate, now),
-                evictions_total: 0,
             })
             .members += 1;
     }
@@ -762,12 +779,8 @@ impl NodeLifecycle {
                 return;
             }
             self.next_id += 1;
-            if let Some(ready) = conditions
-                .iter()
-                .find(|c| c.kind == crate::model::NodeConditionType::Ready)
-            {
-                e.health.saved_ready = Some(ReadySnapshot::of(ready));
-            }
+            // The saved Ready condition changes only once the write succeeded (upstream keeps
+            // the old one when its update fails): see `on_status_result`.
             e.verdict = Verdict::Writing {
                 id,
                 observed,
@@ -864,6 +877,29 @@ impl NodeLifecycle {
         } else {
             self.mark_node_for_tainting(name, kind, now);
         }
+    }
+
+    /// Upstream's tainting pass runs every 100 ms after the 5 s health pass that queued a
+    /// node; ours is armed for the next token. When a node update (a kubelet reporting
+    /// Ready=False) queues its node, the zone's state is already recounted (`decide` runs
+    /// `handle_disruption` first), so the node is tainted at once when its zone has a token
+    /// and no verdict is in flight (the pass waits for those: see `hold_eviction_pass`).
+    fn taint_due_now(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        if self.verdicts_in_flight() {
+            return;
+        }
+        let Some(zone) = self.nodes.get(name).map(|e| e.zone.clone()) else {
+            return;
+        };
+        while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
+            self.taint_from_queue(&zone, &value.value, now, out);
+        }
+    }
+
+    fn verdicts_in_flight(&self) -> bool {
+        self.pending
+            .values()
+            .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }))
     }
 
     fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
@@ -1047,11 +1083,7 @@ impl NodeLifecycle {
     /// to a pass running between them. So the pass waits while verdicts are in flight, at most
     /// `EVICTION_PASS_MAX_HOLD`, and then counts the zone with all of them.
     fn hold_eviction_pass(&mut self, now: Time) -> bool {
-        let in_flight = self
-            .pending
-            .values()
-            .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }));
-        if !in_flight {
+        if !self.verdicts_in_flight() {
             self.eviction_pass_held_since = None;
             return false;
         }
@@ -1227,7 +1259,11 @@ impl NodeLifecycle {
 
     /// Upstream `MarkPodsNotReady`: every pod on the node whose Ready is True (or only `only`).
     fn mark_pods_not_ready(&mut self, node: &Name, only: Option<&PodKey>, out: &mut Vec<Action>) {
-        if let Some(e) = self.nodes.get_mut(node) {
+        // Only a pass over the whole node settles its retry (upstream's per-pod path never
+        // touches `nodesToRetry`).
+        if only.is_none()
+            && let Some(e) = self.nodes.get_mut(node)
+        {
             e.needs_pod_retry = false;
         }
         let pods = self.store.pods();
@@ -1237,7 +1273,11 @@ impl NodeLifecycle {
         };
         for id in ids {
             let pod = pods.view(id);
-            if pod.node_name() != Some(node) || pod.ready() != Some(ConditionStatus::True) {
+            // Every Ready condition not already False is set False (an Unknown one too); a pod
+            // without one is left alone, as upstream.
+            if pod.node_name() != Some(node)
+                || matches!(pod.ready(), None | Some(ConditionStatus::False))
+            {
                 continue;
             }
             let key = pod.key();
@@ -1325,6 +1365,15 @@ impl NodeLifecycle {
                         if let Some(e) = self.nodes.get_mut(&node) {
                             e.needs_pod_retry = true;
                         }
+                        // Upstream records the event unless the pod was not found.
+                        if let Some(p) = self.store.pods().get(&pod) {
+                            out.push(pod_event(
+                                p,
+                                EventType::Warning,
+                                "NodeNotReady",
+                                String::from("Node is not ready"),
+                            ));
+                        }
                     }
                 }
             }
@@ -1368,6 +1417,12 @@ impl NodeLifecycle {
             Outcome::Ok => {
                 e.verdict_tries = 0;
                 e.health.ready_transition_time = now;
+                if let Some(ready) = conditions
+                    .iter()
+                    .find(|c| c.kind == crate::model::NodeConditionType::Ready)
+                {
+                    e.health.saved_ready = Some(ReadySnapshot::of(ready));
+                }
                 // The write succeeded: the node's conditions are what was written, whether or
                 // not the watch has delivered the new version yet.
                 if let Some(n) = self.store.node_mut(node)

@@ -211,13 +211,14 @@ impl Node {
         self.condition(NodeConditionType::Ready)
     }
 
-    /// The zone key (`component-helpers/node/topology.GetZoneKey`): the beta failure-domain
-    /// labels win over the topology ones; `region + ":\x00:" + zone`; empty when both are empty.
+    /// The zone key (`component-helpers/node/topology.GetZoneKey`): a beta failure-domain
+    /// label wins over the topology one whenever its key is present, even with an empty value;
+    /// `region + ":\x00:" + zone`; empty when both are empty.
     pub fn zone_key(&self) -> String {
         let pick = |beta: &str, ga: &str| -> &str {
             match self.label(beta) {
-                Some(v) if !v.is_empty() => v,
-                _ => self.label(ga).map(|v| &**v).unwrap_or(""),
+                Some(v) => v,
+                None => self.label(ga).map(|v| &**v).unwrap_or(""),
             }
         };
         let region = pick(labels::REGION_BETA, labels::REGION);

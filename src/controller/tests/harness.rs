@@ -147,6 +147,10 @@ pub fn lease(node: &str, renew: Time) -> Lease {
 pub struct Faults {
     /// Fail this many upcoming pod status writes (MarkPodNotReady) with an error.
     pub fail_pod_status: usize,
+    /// Fail every pod status write of these pods (by name) while they are listed.
+    pub fail_pod_status_of: std::collections::BTreeSet<String>,
+    /// Fail this many upcoming node status writes (UpdateNodeConditions) with an error (a 500).
+    pub fail_node_status: usize,
     /// Fail live Lease reads while true.
     pub lease_reads_fail: bool,
     /// Answer live Lease reads with this Lease instead of the API's (a watch that lags).
@@ -299,9 +303,14 @@ impl Harness {
                 conditions,
                 ..
             } => {
-                let outcome = self.write_node(&node, &resource_version, inputs, |n| {
-                    n.conditions = conditions
-                });
+                let outcome = if self.faults.fail_node_status > 0 {
+                    self.faults.fail_node_status -= 1;
+                    Outcome::Failed(String::from("500 Internal Server Error"))
+                } else {
+                    self.write_node(&node, &resource_version, inputs, |n| {
+                        n.conditions = conditions
+                    })
+                };
                 inputs.push_back(Input::Result { id, outcome });
             }
             Action::PatchNodeTaints {
@@ -333,7 +342,9 @@ impl Harness {
                 inputs.push_back(Input::Result { id, outcome });
             }
             Action::MarkPodNotReady { id, pod, .. } => {
-                let outcome = if self.faults.fail_pod_status > 0 {
+                let outcome = if self.faults.fail_pod_status_of.contains(&*pod.name) {
+                    Outcome::Failed(String::from("fake error"))
+                } else if self.faults.fail_pod_status > 0 {
                     self.faults.fail_pod_status -= 1;
                     Outcome::Failed(String::from("fake error"))
                 } else if let Some(p) = self.pods.get_mut(&pod) {
@@ -434,6 +445,34 @@ impl Harness {
                 Action::UpdateNodeConditions {
                     node, conditions, ..
                 } => Some((*t, node.clone(), conditions.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The times `MarkPodNotReady` was sent for pod `name`.
+    pub fn pod_marks(&self, name: &str) -> Vec<Time> {
+        self.log
+            .iter()
+            .filter_map(|(t, a)| match a {
+                Action::MarkPodNotReady { pod, .. } if &*pod.name == name => Some(*t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The times of taint writes of `node` whose list holds `key` with `effect`.
+    pub fn taint_writes_with(&self, node: &str, key: &str, effect: TaintEffect) -> Vec<Time> {
+        self.log
+            .iter()
+            .filter_map(|(t, a)| match a {
+                Action::PatchNodeTaints {
+                    node: n, taints, ..
+                } if &**n == node
+                    && taints.iter().any(|x| &*x.key == key && x.effect == effect) =>
+                {
+                    Some(*t)
+                }
                 _ => None,
             })
             .collect()

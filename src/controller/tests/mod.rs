@@ -5,4 +5,5 @@
 pub(crate) mod harness;
 mod improvements;
 mod upstream_monitor;
+mod upstream_review;
 mod upstream_taints;

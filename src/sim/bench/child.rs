@@ -282,7 +282,8 @@ fn requests(dump: &Value, pick: impl Fn(&str, u64) -> bool) -> u64 {
                     let verb = r.get("verb").and_then(Value::as_str).unwrap_or("");
                     // The dump writes codes as text ("409", "no_answer").
                     let code = r.get("code").and_then(|c| {
-                        c.as_u64().or_else(|| c.as_str().and_then(|s| s.parse().ok()))
+                        c.as_u64()
+                            .or_else(|| c.as_str().and_then(|s| s.parse().ok()))
                     });
                     let code = code.unwrap_or(0);
                     pick(verb, code)
