@@ -54,7 +54,13 @@ impl std::error::Error for DecodeError {}
 pub struct DecodeContext {
     pub interner: Interner,
     tolerations: HashSet<Rc<[Toleration]>>,
+    /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
+    /// with the same bad field is logged once.
+    warned: HashSet<String>,
 }
+
+/// Bad fields remembered for log-once; past this, further ones are logged every time.
+const WARNED_MAX: usize = 10_000;
 
 impl Default for DecodeContext {
     fn default() -> Self {
@@ -67,6 +73,7 @@ impl DecodeContext {
         DecodeContext {
             interner: Interner::new(),
             tolerations: HashSet::new(),
+            warned: HashSet::new(),
         }
     }
 
@@ -82,6 +89,23 @@ impl DecodeContext {
         let rc: Rc<[Toleration]> = Rc::from(list);
         self.tolerations.insert(rc.clone());
         rc
+    }
+
+    /// A field that cannot be read is dropped, not the object: logged once per object and field.
+    fn bad_field(&mut self, what: &'static str, name: &str, field: &'static str, value: &str) {
+        let key = format!("{what}/{name}: {field}");
+        if self.warned.contains(&key) {
+            return;
+        }
+        log::warn!("{key}: bad timestamp {value:?} ignored (the {what} is kept without it)");
+        if self.warned.len() < WARNED_MAX {
+            self.warned.insert(key);
+        }
+    }
+
+    /// Bad fields logged so far (each once).
+    pub fn bad_fields_logged(&self) -> usize {
+        self.warned.len()
     }
 
     /// Distinct toleration lists currently shared.
@@ -245,6 +269,25 @@ fn owned(v: &Option<wire::Str<'_>>) -> Rc<str> {
     Rc::from(wire::text(v))
 }
 
+/// A timestamp that may be wrong without costing the object: a node with one bad taint or
+/// condition time must still be monitored (a failed decode would drop it from a LIST, and it
+/// would never be judged). The bad field reads as absent.
+fn lenient_timestamp(
+    ctx: &mut DecodeContext,
+    what: &'static str,
+    name: &str,
+    field: &'static str,
+    v: &Option<wire::Str<'_>>,
+) -> Option<Time> {
+    match v.as_ref().map(|s| &*s.0) {
+        None | Some("") => None,
+        Some(s) => Time::parse_rfc3339(s).or_else(|| {
+            ctx.bad_field(what, name, field, s);
+            None
+        }),
+    }
+}
+
 fn interned(ctx: &mut DecodeContext, v: &Option<wire::Str<'_>>) -> Rc<str> {
     ctx.intern(wire::text(v))
 }
@@ -262,11 +305,13 @@ impl Decode for Node {
     fn from_wire(w: wire::Node<'_>, ctx: &mut DecodeContext) -> Result<Node, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
         let name = ctx.intern(required("Node", "metadata.name", &meta.name)?);
-        let creation_timestamp = timestamp(
+        let creation_timestamp = lenient_timestamp(
+            ctx,
             "Node",
+            &name,
             "metadata.creationTimestamp",
             &meta.creation_timestamp,
-        )?
+        )
         .unwrap_or(Time::ZERO);
         let labels = meta
             .labels
@@ -282,7 +327,13 @@ impl Decode for Node {
                 key: interned(ctx, &t.key),
                 value: interned(ctx, &t.value),
                 effect: TaintEffect::parse(wire::text(&t.effect), &mut ctx.interner),
-                time_added: timestamp("Node", "spec.taints[].timeAdded", &t.time_added)?,
+                time_added: lenient_timestamp(
+                    ctx,
+                    "Node",
+                    &name,
+                    "spec.taints[].timeAdded",
+                    &t.time_added,
+                ),
             });
         }
         let mut conditions: Vec<NodeCondition> = Vec::new();
@@ -296,16 +347,20 @@ impl Decode for Node {
             conditions.push(NodeCondition {
                 kind,
                 status: ConditionStatus::parse(wire::text(&c.status)),
-                last_heartbeat_time: timestamp(
+                last_heartbeat_time: lenient_timestamp(
+                    ctx,
                     "Node",
+                    &name,
                     "status.conditions[].lastHeartbeatTime",
                     &c.last_heartbeat_time,
-                )?,
-                last_transition_time: timestamp(
+                ),
+                last_transition_time: lenient_timestamp(
+                    ctx,
                     "Node",
+                    &name,
                     "status.conditions[].lastTransitionTime",
                     &c.last_transition_time,
-                )?,
+                ),
                 reason: opt_interned(ctx, &c.reason),
                 message: opt_interned(ctx, &c.message),
             });

@@ -438,3 +438,29 @@ fn bytes_per_node_and_per_pod_with_realistic_objects() {
     assert!(one_pod.bytes < 700, "pod alone: {} B", one_pod.bytes);
     assert!(per_pod < 260, "pod among 1000: {per_pod} B");
 }
+
+/// One bad taint or condition time must not cost the node: a failed decode would drop it from a
+/// LIST and it would never be monitored. The node is kept, the field reads as absent, and the
+/// warning is logged once however often the node is sent again.
+#[test]
+fn a_node_with_a_bad_timestamp_is_kept_without_that_field() {
+    let json = r#"{"metadata":{"name":"n1","uid":"u1","resourceVersion":"5",
+        "creationTimestamp":"2024-01-01T00:00:00Z"},
+      "spec":{"taints":[{"key":"k","effect":"NoExecute","timeAdded":"not a time"}]},
+      "status":{"conditions":[{"type":"Ready","status":"True",
+        "lastHeartbeatTime":"2024-13-45T99:00:00Z","lastTransitionTime":"2024-01-01T00:00:00Z"}]}}"#;
+    let mut ctx = DecodeContext::new();
+    let node: Node = decode_object(json.as_bytes(), &mut ctx).expect("the node is kept");
+    assert_eq!(&*node.taints[0].key, "k");
+    assert_eq!(node.taints[0].time_added, None);
+    let ready = node.ready().expect("Ready kept");
+    assert_eq!(ready.status, ConditionStatus::True);
+    assert_eq!(ready.last_heartbeat_time, None);
+    assert!(ready.last_transition_time.is_some());
+    assert_eq!(ctx.bad_fields_logged(), 2);
+    let _again: Node = decode_object(json.as_bytes(), &mut ctx).expect("kept again");
+    assert_eq!(ctx.bad_fields_logged(), 2, "logged once");
+    let list = format!(r#"{{"metadata":{{"resourceVersion":"9"}},"items":[{json}]}}"#);
+    let page: ListPage<Node> = decode_list(list.as_bytes(), &mut ctx).expect("a page");
+    assert_eq!((page.items.len(), page.skipped.len()), (1, 0));
+}
