@@ -34,6 +34,8 @@ impl NodeLifecycle {
             }
             ConditionStatus::False => now > e.health.ready_transition_time + timeout,
             ConditionStatus::Unknown => now > e.health.probe_time + timeout,
+            // Upstream's switch has no case for it: nothing to do.
+            ConditionStatus::Other => return,
         };
         if due {
             self.evict_pods(name, now, out);

@@ -864,6 +864,8 @@ impl NodeLifecycle {
             }
             ConditionStatus::False => NoExecuteKind::NotReady,
             ConditionStatus::Unknown => NoExecuteKind::Unreachable,
+            // Upstream's switch has no case for an unreadable status: no taint, no queue.
+            ConditionStatus::Other => return,
         };
         if has_no_execute(node, kind.opposite()) {
             // Already tainted with the opposite taint: swap at once, not rate limited.
@@ -1106,7 +1108,8 @@ impl NodeLifecycle {
                 }
                 return;
             }
-            Some(ConditionStatus::True) => return, // Ready again: nothing to taint
+            // Ready again, or a status upstream's pass does not taint: nothing to do.
+            Some(ConditionStatus::True | ConditionStatus::Other) => return,
             Some(ConditionStatus::False) => NoExecuteKind::NotReady,
             Some(ConditionStatus::Unknown) => NoExecuteKind::Unreachable,
         };

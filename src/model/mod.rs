@@ -68,6 +68,10 @@ pub enum ConditionStatus {
     True,
     False,
     Unknown,
+    /// Any other text (`""`, `"true"`): matches no rule, as upstream's switches have no case
+    /// for it — no condition taint, no NoExecute taint — until the grace period overwrites it
+    /// with Unknown like any other status.
+    Other,
 }
 
 impl ConditionStatus {
@@ -76,15 +80,18 @@ impl ConditionStatus {
             ConditionStatus::True => "True",
             ConditionStatus::False => "False",
             ConditionStatus::Unknown => "Unknown",
+            // Only ever written inside a verdict, which sets the conditions it owns Unknown;
+            // a condition it leaves alone with an unreadable status is written as Unknown too.
+            ConditionStatus::Other => "Unknown",
         }
     }
 
-    /// Anything but "True"/"False" reads as Unknown, as the API's own helpers treat it.
     pub fn parse(s: &str) -> ConditionStatus {
         match s {
             "True" => ConditionStatus::True,
             "False" => ConditionStatus::False,
-            _ => ConditionStatus::Unknown,
+            "Unknown" => ConditionStatus::Unknown,
+            _ => ConditionStatus::Other,
         }
     }
 }

@@ -26,7 +26,7 @@ const DAEMONSET: u16 = 1 << 3;
 const TEXT_UID: u16 = 1 << 4;
 const TEXT_RV: u16 = 1 << 5;
 const READY_SHIFT: u16 = 6;
-const READY_MASK: u16 = 0b11 << READY_SHIFT;
+const READY_MASK: u16 = 0b111 << READY_SHIFT;
 
 #[derive(Debug)]
 struct Record {
@@ -69,6 +69,7 @@ impl Record {
             1 => Some(ConditionStatus::True),
             2 => Some(ConditionStatus::False),
             3 => Some(ConditionStatus::Unknown),
+            4 => Some(ConditionStatus::Other),
             _ => None,
         }
     }
@@ -79,6 +80,7 @@ impl Record {
             Some(ConditionStatus::True) => 1,
             Some(ConditionStatus::False) => 2,
             Some(ConditionStatus::Unknown) => 3,
+            Some(ConditionStatus::Other) => 4,
         };
         self.flags = (self.flags & !READY_MASK) | (bits << READY_SHIFT);
     }

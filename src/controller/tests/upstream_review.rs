@@ -5,7 +5,7 @@
 use super::harness::*;
 use crate::controller::ZoneState;
 use crate::controller::events::EventObject;
-use crate::model::ConditionStatus::{False, True, Unknown};
+use crate::model::ConditionStatus::{False, Other, True, Unknown};
 use crate::model::TaintEffect::{NoExecute, NoSchedule};
 use crate::model::{NodeConditionType, PodKey, labels, taint_keys};
 use crate::time::Time;
@@ -215,4 +215,38 @@ fn a_kubelet_reporting_not_ready_is_tainted_no_execute_in_the_same_instant() {
         h.log
     );
     let _ = ZoneState::Normal;
+}
+
+/// A Ready status that is neither True, False nor Unknown (`""`, `"true"`) matches none of
+/// upstream's cases: a node that heartbeats with it is not tainted or queued; once it falls
+/// silent, the grace period overwrites it with Unknown like any other status.
+#[test]
+fn an_unreadable_ready_status_taints_nothing_until_grace_overwrites_it() {
+    let nodes = vec![
+        node("node0")
+            .zone("r", "a")
+            .ready(Other, t0(), t0())
+            .build(),
+        node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
+        node("node2").zone("r", "a").ready(True, t0(), t0()).build(),
+    ];
+    let mut h = Harness::started(test_settings(), t0(), nodes, vec![], vec![]);
+    h.tainting_pass();
+    assert!(h.taints("node0").is_empty(), "{:?}", h.taints("node0"));
+    let mut t = t0();
+    while t < t0() + secs(51) {
+        t = (t + secs(10)).min(t0() + secs(51));
+        h.run_until(t);
+        for n in ["node1", "node2"] {
+            h.set_conditions(n, vec![cond(NodeConditionType::Ready, True, t, t0())]);
+        }
+    }
+    assert_eq!(
+        h.ready_of("node0"),
+        Some(Unknown),
+        "overwritten after grace"
+    );
+    h.tainting_pass();
+    assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoSchedule));
+    assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute));
 }

@@ -464,3 +464,21 @@ fn a_node_with_a_bad_timestamp_is_kept_without_that_field() {
     let page: ListPage<Node> = decode_list(list.as_bytes(), &mut ctx).expect("a page");
     assert_eq!((page.items.len(), page.skipped.len()), (1, 0));
 }
+
+/// A Ready status other than True/False/Unknown is kept as `Other` (it matches no rule), not
+/// read as Unknown (which would taint a node that heartbeats).
+#[test]
+fn an_unreadable_condition_status_decodes_as_other() {
+    for status in ["", "true", "Ready"] {
+        let json = format!(
+            r#"{{"metadata":{{"name":"n1","uid":"u","resourceVersion":"1"}},
+                "status":{{"conditions":[{{"type":"Ready","status":"{status}"}}]}}}}"#
+        );
+        let node: Node = decode_object(json.as_bytes(), &mut DecodeContext::new()).unwrap();
+        assert_eq!(
+            node.ready().unwrap().status,
+            ConditionStatus::Other,
+            "{status:?}"
+        );
+    }
+}
