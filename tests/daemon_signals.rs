@@ -194,6 +194,8 @@ fn sigint_stops_like_sigterm() {
 #[test]
 fn sigusr1_dumps_loop_state_as_text() {
     let mut d = Daemon::start("dump-text", UNREACHABLE_API, &[]);
+    // The status names the last error once a first LIST has failed: wait for that.
+    d.wait_for("list failed");
     d.signal("USR1");
     let first = d.wait_for("state dump version:");
     assert!(first.contains(&format!("pid={}", d.child.id())), "{first}");
