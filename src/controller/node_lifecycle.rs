@@ -29,7 +29,8 @@ use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 use super::labels::labels_to_update;
 use super::rate_limited_queue::RateLimitedTimedQueue;
 use super::settings::{
-    CONFLICT_RETRIES, EVICTION_PASS_MAX_HOLD, NODE_EVICTION_PERIOD, Settings, TAINT_RETRY_DELAY,
+    CONFLICT_RETRIES, EVICTION_PASS_MAX_HOLD, NODE_EVICTION_PERIOD, STATUS_RETRY_DELAY, Settings,
+    TAINT_CONFLICT_DELAY, TAINT_RETRY_DELAY,
 };
 use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
 use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate};
@@ -44,6 +45,10 @@ pub(super) enum Timer {
     NodeGrace(Name),
     /// A failed live Lease read, tried again.
     LeaseReadRetry(Name),
+    /// A failed status write (not a conflict), tried again.
+    StatusRetry(Name),
+    /// A taint write that met a conflict, tried again after upstream's backoff.
+    TaintRetry(Name),
 }
 
 /// Where a node's health verdict stands.
@@ -105,6 +110,8 @@ pub(super) struct NodeEntry {
     pub taint_write: Option<TaintWrite>,
     pub taint_ops: Vec<TaintOp>,
     pub taint_tries: u32,
+    /// A conflicted taint write waits for its retry timer.
+    pub taint_retry_pending: bool,
     pub label_write: Option<ActionId>,
     pub legacy: LegacyEviction,
     pub legacy_job: Option<EvictionJob>,
@@ -431,6 +438,7 @@ impl NodeLifecycle {
                     taint_write: None,
                     taint_ops: Vec::new(),
                     taint_tries: 0,
+                    taint_retry_pending: false,
                     label_write: None,
                     legacy: LegacyEviction::Unmarked,
                     legacy_job: None,
@@ -537,7 +545,13 @@ impl NodeLifecycle {
                         .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
                 }
                 Timer::EvictionPass => self.eviction_pass(now, out),
-                Timer::NodeGrace(name) | Timer::LeaseReadRetry(name) => {
+                Timer::TaintRetry(name) => {
+                    if let Some(e) = self.nodes.get_mut(&name) {
+                        e.taint_retry_pending = false;
+                    }
+                    self.pump_taints(&name, now, out);
+                }
+                Timer::NodeGrace(name) | Timer::LeaseReadRetry(name) | Timer::StatusRetry(name) => {
                     self.evaluate(&name, now, out);
                     if self.disruption_dirty {
                         self.handle_disruption(now, out);
@@ -598,6 +612,8 @@ impl NodeLifecycle {
         };
         self.timers.cancel(&Timer::NodeGrace(name.clone()));
         self.timers.cancel(&Timer::LeaseReadRetry(name.clone()));
+        self.timers.cancel(&Timer::StatusRetry(name.clone()));
+        self.timers.cancel(&Timer::TaintRetry(name.clone()));
         if !e.registered {
             return;
         }
@@ -973,7 +989,7 @@ impl NodeLifecycle {
         let Some(node) = self.store.node(name) else {
             return;
         };
-        if !e.registered || e.taint_write.is_some() {
+        if !e.registered || e.taint_write.is_some() || e.taint_retry_pending {
             return;
         }
         let desired = desired_taints(node, &e.taint_ops, now);
@@ -1455,7 +1471,18 @@ impl NodeLifecycle {
                     e.verdict_tries = 0;
                 }
             }
-            Outcome::NotFound | Outcome::Failed(_) => e.verdict_tries = 0,
+            Outcome::Failed(_) => {
+                // Upstream tries the health update again after 20 ms, 5 tries in all; then
+                // the next pass.
+                e.verdict_tries += 1;
+                if e.verdict_tries < CONFLICT_RETRIES {
+                    self.timers
+                        .schedule(Timer::StatusRetry(node.clone()), now + STATUS_RETRY_DELAY);
+                } else {
+                    e.verdict_tries = 0;
+                }
+            }
+            Outcome::NotFound => e.verdict_tries = 0,
         }
     }
 
@@ -1491,7 +1518,14 @@ impl NodeLifecycle {
                     let mut ops = write.ops;
                     ops.append(&mut e.taint_ops);
                     e.taint_ops = ops;
-                    self.pump_taints(node, now, out);
+                    // Upstream's backoff: 100 ms plus up to 100 ms of jitter (here derived
+                    // from the node's name and the try, so runs are reproducible).
+                    e.taint_retry_pending = true;
+                    let jitter = taint_jitter(node, e.taint_tries);
+                    self.timers.schedule(
+                        Timer::TaintRetry(node.clone()),
+                        now + TAINT_CONFLICT_DELAY + jitter,
+                    );
                 } else {
                     e.taint_tries = 0;
                     self.taint_ops_done(node, &write.ops, false, now);
@@ -1544,6 +1578,17 @@ impl NodeLifecycle {
         }
         self.evaluate(&node, now, out);
     }
+}
+
+/// 0–100 ms, from the node's name and the try (FNV-1a): spreads the retries of nodes that
+/// conflicted together, as upstream's random jitter does, and keeps runs reproducible.
+fn taint_jitter(node: &str, tries: u32) -> Duration {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes().chain(tries.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Duration::from_millis(h % 101)
 }
 
 /// Time elapsed, for the dump (`Duration::ZERO` when `then` is in the future).

@@ -52,3 +52,9 @@ pub const EVICTION_PASS_MAX_HOLD: Duration = Duration::from_secs(2);
 pub const TAINT_RETRY_DELAY: Duration = Duration::from_millis(50);
 /// Writes retried after a 409 (upstream: node health update and taint backoff, 5 steps).
 pub const CONFLICT_RETRIES: u32 = 5;
+/// Upstream retries a failed node health update after 20 ms (`retrySleepTime`), 5 tries in all
+/// (`NodeHealthUpdateRetry`), whatever the error.
+pub const STATUS_RETRY_DELAY: Duration = Duration::from_millis(20);
+/// Upstream's taint updates retry a conflict after 100 ms with jitter 1.0 (`UpdateTaintBackoff`):
+/// 100–200 ms.
+pub const TAINT_CONFLICT_DELAY: Duration = Duration::from_millis(100);

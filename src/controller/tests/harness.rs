@@ -149,6 +149,8 @@ pub struct Faults {
     pub fail_pod_status: usize,
     /// Fail every pod status write of these pods (by name) while they are listed.
     pub fail_pod_status_of: std::collections::BTreeSet<String>,
+    /// Answer this many upcoming taint writes 409 (another writer changed the node first).
+    pub conflict_taint_writes: usize,
     /// Fail this many upcoming node status writes (UpdateNodeConditions) with an error (a 500).
     pub fail_node_status: usize,
     /// Fail live Lease reads while true.
@@ -320,8 +322,22 @@ impl Harness {
                 taints,
                 ..
             } => {
-                let outcome =
-                    self.write_node(&node, &resource_version, inputs, |n| n.taints = taints);
+                let outcome = if self.faults.conflict_taint_writes > 0 {
+                    self.faults.conflict_taint_writes -= 1;
+                    // Another writer changed the node first: our write is stale; the shell
+                    // re-reads the node and feeds it before the result.
+                    match self.nodes.get(&node).cloned() {
+                        Some(mut current) => {
+                            current.resource_version = self.next_rv();
+                            self.nodes.insert(node.clone(), current.clone());
+                            inputs.push_back(Input::NodeUpsert(current));
+                            Outcome::Conflict
+                        }
+                        None => Outcome::NotFound,
+                    }
+                } else {
+                    self.write_node(&node, &resource_version, inputs, |n| n.taints = taints)
+                };
                 inputs.push_back(Input::Result { id, outcome });
             }
             Action::PatchNodeLabels {

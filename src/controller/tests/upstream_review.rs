@@ -19,6 +19,10 @@ fn old() -> Time {
     date(2025, 3, 1, 8, 50, 0)
 }
 
+fn ms(v: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(v)
+}
+
 fn key(name: &str) -> PodKey {
     pod(name, "").key
 }
@@ -249,4 +253,46 @@ fn an_unreadable_ready_status_taints_nothing_until_grace_overwrites_it() {
     h.tainting_pass();
     assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoSchedule));
     assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute));
+}
+
+/// Upstream tries a failed node health update again after 20 ms (`retrySleepTime`), five
+/// tries in all, instead of waiting for the next pass.
+#[test]
+fn a_failed_status_write_is_tried_again_after_twenty_milliseconds() {
+    let mut h = Harness::started(test_settings(), t0(), two_nodes(), vec![], vec![]);
+    h.faults.fail_node_status = 2;
+    keep_node1_alive(&mut h, t0() + secs(50));
+    h.run_until(t0() + secs(51));
+    let verdict = t0() + secs(50) + ms(1);
+    let writes: Vec<Time> = h
+        .status_writes()
+        .into_iter()
+        .filter(|(_, n, _)| &**n == "node0")
+        .map(|(t, _, _)| t)
+        .collect();
+    assert_eq!(writes, vec![verdict, verdict + ms(20), verdict + ms(40)]);
+    assert_eq!(h.ready_of("node0"), Some(Unknown));
+}
+
+/// Upstream's taint updates back off 100–200 ms after a conflict (`UpdateTaintBackoff`) instead
+/// of trying again at once.
+#[test]
+fn a_conflicting_taint_write_is_tried_again_after_upstreams_backoff() {
+    let mut h = Harness::started(test_settings(), t0(), two_nodes(), vec![], vec![]);
+    keep_node1_alive(&mut h, t0() + secs(20));
+    h.faults.conflict_taint_writes = 1;
+    let at = t0() + secs(23);
+    h.run_until(at);
+    h.set_conditions("node0", vec![cond(NodeConditionType::Ready, False, at, at)]);
+    h.run_until(at + secs(1));
+    let writes = h.taint_writes_with("node0", taint_keys::NOT_READY, NoSchedule);
+    assert_eq!(writes.first(), Some(&at));
+    let retry = writes[1];
+    assert!(
+        retry >= at + ms(100) && retry <= at + ms(200),
+        "retried at +{:?}",
+        retry.since(at)
+    );
+    assert!(h.has_taint("node0", taint_keys::NOT_READY, NoSchedule));
+    assert!(h.has_taint("node0", taint_keys::NOT_READY, NoExecute));
 }
