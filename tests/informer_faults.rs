@@ -329,7 +329,11 @@ fn watch_list_against_a_1_32_server_syncs_from_the_stream_without_a_list() {
     add_nodes(&sim, 5);
     add_pods(&sim, 1_200);
     let (mut lp, mut h) = setup(&sim, unthrottled());
-    assert!(probe_watch_list(&mut h.client), "the sim says 1.32");
+    assert_eq!(
+        probe_watch_list(&mut h.client),
+        Some(true),
+        "the sim says 1.32"
+    );
     let config = InformerConfig {
         reflector: ReflectorConfig {
             watch_list: true,

@@ -172,6 +172,9 @@ pub struct Daemon {
     health_timings: HealthTimings,
     /// When `STATUS=` was last recomputed by the controller timer.
     status_refreshed: Time,
+    /// The server's version could not be read at start: ask again once it answers (watch-list
+    /// streaming for later relists if it has it).
+    watch_list_unknown: bool,
 }
 
 /// The three informers, each with its own source kind and timer.
@@ -207,6 +210,12 @@ impl Informers {
         self.nodes.stop(lp);
         self.leases.stop(lp);
         self.pods.stop(lp);
+    }
+
+    fn enable_watch_list(&mut self) {
+        self.nodes.enable_watch_list();
+        self.leases.enable_watch_list();
+        self.pods.enable_watch_list();
     }
 
     fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
@@ -248,7 +257,7 @@ impl Daemon {
         config: Config,
         log: LogControl,
         clients: ApiClients,
-        watch_list: bool,
+        watch_list: Option<bool>,
     ) -> io::Result<Daemon> {
         let mut signals = Signals::install()?;
         for (signal, read_end) in signals.sources_mut() {
@@ -271,7 +280,7 @@ impl Daemon {
         };
         let clock = lp.clock().clone();
         let seed = Jitter::seed_from_entropy();
-        let informer_config = informer_config(&config.api, watch_list);
+        let informer_config = informer_config(&config.api, watch_list == Some(true));
         let informers = Informers::new(&informer_config, seed);
         let leader_clock = clock.clone();
         let leader = LeaderElection::from_config(
@@ -305,6 +314,7 @@ impl Daemon {
             metrics,
             health_timings: HealthTimings::default(),
             status_refreshed: Time::ZERO,
+            watch_list_unknown: watch_list.is_none(),
         })
     }
 
@@ -506,6 +516,16 @@ impl Daemon {
     fn on_synced(&mut self, lp: &mut Lp) {
         if !self.all_synced() {
             return;
+        }
+        if self.watch_list_unknown {
+            // The server was not there when we started: ask its version now that it answers.
+            if let Some(supported) = probe_watch_list(&mut self.shared.client) {
+                self.watch_list_unknown = false;
+                if supported {
+                    self.informers.enable_watch_list();
+                    self.shared.config.reflector.watch_list = true;
+                }
+            }
         }
         let store = self.controllers.store();
         info!(

@@ -129,6 +129,11 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         lp.cancel(&self.timer);
     }
 
+    /// Later full states (relists) use watch-list streaming (the server turned out to have it).
+    pub fn enable_watch_list(&mut self) {
+        self.reflector.enable_watch_list();
+    }
+
     /// A full state has been delivered at least once.
     pub fn is_synced(&self) -> bool {
         self.reflector.is_synced()
@@ -427,10 +432,11 @@ struct ServerVersion {
     git_version: String,
 }
 
-/// Asks `GET /version` whether the server streams watch-lists (1.32 and later). Any failure
-/// answers `false` with a warning: list+watch works against every server, a watch-list
-/// against an older one would look like an empty cluster.
-pub fn probe_watch_list(client: &mut ApiClient) -> bool {
+/// Asks `GET /version` whether the server streams watch-lists (1.32 and later): `None` when
+/// the version cannot be read (the caller uses list+watch, which works against every server —
+/// a watch-list against an older one would look like an empty cluster — and asks again once
+/// the server answers).
+pub fn probe_watch_list(client: &mut ApiClient) -> Option<bool> {
     match client.get_json::<ServerVersion>("/version") {
         Ok(v) => {
             let supported = supports_watch_list(&v.major, &v.minor);
@@ -445,11 +451,11 @@ pub fn probe_watch_list(client: &mut ApiClient) -> bool {
                     "list+watch"
                 }
             );
-            supported
+            Some(supported)
         }
         Err(e) => {
-            warn!("cannot read the API server version ({e}); using list+watch");
-            false
+            warn!("cannot read the API server version ({e}); using list+watch for now");
+            None
         }
     }
 }

@@ -346,6 +346,13 @@ impl<T: Watched> Reflector<T> {
         self.full_states > 0
     }
 
+    /// The next full state (after a `410 Gone`) is a watch-list: the server's version, unknown
+    /// at the start, turned out to support it. A full state in progress is not interrupted.
+    pub fn enable_watch_list(&mut self) {
+        self.watch_list = true;
+        self.watch_list_misses = 0;
+    }
+
     /// The next thing to do. Calling it again without feeding a result returns `InFlight`.
     pub fn poll(&mut self, now: Time) -> Step {
         let ready = now >= self.ready_at;

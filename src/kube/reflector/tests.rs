@@ -576,3 +576,27 @@ fn property_store_equals_server_after_mixed_events_drops_and_relists() {
         assert_eq!(store, expected, "seed {seed}");
     }
 }
+
+/// The server's version could not be read at start (it was down), so the reflector lists; once
+/// the daemon learns the server streams watch-lists, the next full state is a watch-list.
+#[test]
+fn watch_list_enabled_later_is_used_by_the_next_full_state() {
+    let mut r = synced();
+    r.enable_watch_list();
+    let mut out = Vec::new();
+    let status = Status {
+        code: 410,
+        reason: "Expired".into(),
+        message: "too old resource version".into(),
+    };
+    assert_eq!(
+        r.watch_event(T0, WatchEvent::Error(status), &mut out),
+        WatchFlow::Close
+    );
+    let w = expect_watch(&mut r, T0);
+    assert!(
+        w.send_initial_events && w.resource_version.is_none(),
+        "{w:?}"
+    );
+    assert!(r.stats().watch_list);
+}
