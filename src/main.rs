@@ -1,6 +1,7 @@
 //! Command line, wiring and exit codes. Everything else lives in the library.
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -112,20 +113,31 @@ fn main() -> ExitCode {
         Command::CheckConfig { config } => match Config::load(&config) {
             Ok(c) => {
                 // The connection's files are part of the configuration: read and parse them.
-                match runtime::api::check(&c.api, &config) {
-                    Ok(ConnectionCheck::Valid) => {}
-                    Ok(ConnectionCheck::NotCheckable(why)) => eprintln!("note: {why}"),
+                let note = match runtime::api::check(&c.api, &config) {
+                    Ok(ConnectionCheck::Valid) => None,
+                    Ok(ConnectionCheck::NotCheckable(why)) => Some(why),
                     Err(e) => {
                         eprintln!("{e}");
                         return ExitCode::from(EX_CONFIG);
                     }
-                }
-                println!(
-                    "# node-lifecycled {}: effective configuration from {}",
+                };
+                let mut text = format!(
+                    "# node-lifecycled {}: effective configuration from {}\n{}",
                     env!("CARGO_PKG_VERSION"),
-                    config.display()
+                    config.display(),
+                    c.to_toml()
                 );
-                print!("{}", c.to_toml());
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                // Whole lines, flushed before the note: the two streams never share a line.
+                let mut stdout = std::io::stdout().lock();
+                let _ = stdout
+                    .write_all(text.as_bytes())
+                    .and_then(|()| stdout.flush());
+                if let Some(why) = note {
+                    eprintln!("note: {why}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {

@@ -243,3 +243,33 @@ fn unknown_arguments_exit_64_and_help_documents_exit_codes() {
         format!("node-lifecycled {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// A note about what could not be checked (here: in-cluster settings outside a pod) comes after
+/// the effective configuration, on a line of its own, when both streams go to one terminal.
+#[test]
+fn check_config_notes_stay_on_their_own_line() {
+    let dir = std::env::temp_dir().join(format!("nlc-check-note-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("in-cluster.toml");
+    std::fs::write(&path, "[api]\nin_cluster = true\n").unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{BIN}' check-config --config '{}' 2>&1",
+            path.display()
+        ))
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let notes: Vec<&str> = text.lines().filter(|l| l.contains("note:")).collect();
+    assert_eq!(notes.len(), 1, "{text}");
+    assert!(
+        notes[0].starts_with("note: "),
+        "shares a line: {:?}",
+        notes[0]
+    );
+    assert!(text.ends_with('\n'));
+    let _ = std::fs::remove_dir_all(&dir);
+}
