@@ -99,13 +99,7 @@ impl ClusterStore {
             seen.insert(node.name.clone());
         }
         match self.nodes.get_mut(&node.name) {
-            Some(held) if is_older(&node.resource_version, &held.resource_version) => {
-                Upserted::Older
-            }
-            Some(held) if *held == node => Upserted::Unchanged,
-            Some(held) => Upserted::Changed {
-                before: Some(std::mem::replace(held, node)),
-            },
+            Some(held) => replace(held, node, |n| &n.resource_version),
             None => {
                 self.nodes.insert(node.name.clone(), node);
                 Upserted::Changed { before: None }
@@ -128,13 +122,7 @@ impl ClusterStore {
             seen.insert(lease.name.clone());
         }
         match self.leases.get_mut(&lease.name) {
-            Some(held) if is_older(&lease.resource_version, &held.resource_version) => {
-                Upserted::Older
-            }
-            Some(held) if *held == lease => Upserted::Unchanged,
-            Some(held) => Upserted::Changed {
-                before: Some(std::mem::replace(held, lease)),
-            },
+            Some(held) => replace(held, lease, |l| &l.resource_version),
             None => {
                 self.leases.insert(lease.name.clone(), lease);
                 Upserted::Changed { before: None }
@@ -212,6 +200,19 @@ impl ClusterStore {
                 * (std::mem::size_of::<(Name, Lease)>() + 1 + malloc_size(16 + 8)),
             pods: self.pods.heap_bytes(),
         }
+    }
+}
+
+/// Stores `new` over `held` unless it is older (by resourceVersion) or the same object.
+fn replace<T: PartialEq>(held: &mut T, new: T, version: fn(&T) -> &Name) -> Upserted<T> {
+    if is_older(version(&new), version(held)) {
+        return Upserted::Older;
+    }
+    if *held == new {
+        return Upserted::Unchanged;
+    }
+    Upserted::Changed {
+        before: Some(std::mem::replace(held, new)),
     }
 }
 
