@@ -53,6 +53,15 @@ enum Command {
     Help,
 }
 
+/// `0.1.0 (commit 1a2b3c4)`: the commit from build.rs, "unknown" outside a git checkout.
+fn version() -> String {
+    format!(
+        "{} (commit {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("NODE_LIFECYCLED_GIT_COMMIT")
+    )
+}
+
 fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
     let mut args = args.into_iter();
     let mut subcommand: Option<String> = None;
@@ -106,7 +115,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Version => {
-            println!("node-lifecycled {}", env!("CARGO_PKG_VERSION"));
+            println!("node-lifecycled {}", version());
             ExitCode::SUCCESS
         }
         Command::CheckConfig { config } => match Config::load(&config) {
