@@ -206,6 +206,21 @@ impl ApiClient {
         self.decode(&format!("GET {path}"), response)
     }
 
+    /// GET, the body decoded as `T`, with the response's `Date` header: the server's clock,
+    /// for `doctor`'s clock-skew check.
+    pub fn get_json_dated<T: DeserializeOwned>(
+        &mut self,
+        path: &str,
+    ) -> Result<(T, Option<String>), ApiError> {
+        let response = self.call(Method::GET, path, None)?;
+        let date = response
+            .headers()
+            .get("Date")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Ok((self.decode(&format!("GET {path}"), response)?, date))
+    }
+
     /// One page of a LIST: `limit` items (0: no limit) from `continue_token`, or from
     /// `resource_version` on the first page (a continue token carries its own version, and the
     /// server refuses both together, so `resource_version` is not sent with one). Items are
