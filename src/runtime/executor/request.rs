@@ -425,4 +425,59 @@ mod tests {
         assert!(body["involvedObject"].get("uid").is_none());
         assert_eq!(body["involvedObject"]["namespace"], "ns");
     }
+
+    #[test]
+    fn pod_and_label_patches_are_exactly_the_partial_objects_they_were() {
+        assert_eq!(
+            pod_not_ready_patch("u1", T0),
+            json!({"metadata": {"uid": "u1"}, "status": {"conditions": [
+                {"type": "Ready", "status": "False", "lastTransitionTime": "2023-11-14T22:13:20Z"}
+            ]}})
+        );
+        assert_eq!(
+            pod_node_lost_patch("u1", "NodeLost", "gone"),
+            json!({"metadata": {"uid": "u1"}, "status": {"reason": "NodeLost", "message": "gone"}})
+        );
+        assert_eq!(
+            disruption_target_patch("u1", T0),
+            json!({"metadata": {"uid": "u1"}, "status": {"conditions": [{
+                "type": DISRUPTION_CONDITION, "status": "True", "reason": DISRUPTION_REASON,
+                "message": DISRUPTION_MESSAGE, "lastTransitionTime": "2023-11-14T22:13:20Z",
+            }]}})
+        );
+        assert_eq!(
+            node_labels_patch(&[(Rc::from("beta.kubernetes.io/os"), Rc::from("linux"))]),
+            json!({"metadata": {"labels": {"beta.kubernetes.io/os": "linux"}}})
+        );
+    }
+
+    #[test]
+    fn an_event_is_a_whole_core_v1_event() {
+        let event = Event {
+            object: EventObject::Pod {
+                namespace: Rc::from("ns"),
+                name: Rc::from("p"),
+                uid: Rc::from("u"),
+            },
+            event_type: EventType::Normal,
+            reason: "TaintManagerEviction",
+            message: "Marking for deletion Pod ns/p".into(),
+            component: NODE_CONTROLLER,
+        };
+        let (_, body) = event_body(&event, T0, 0);
+        assert_eq!(
+            body,
+            json!({
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": format!("p.{:x}", 1_700_000_000_000u128 * 1_000_000),
+                             "namespace": "ns"},
+                "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": "ns",
+                                   "name": "p", "uid": "u"},
+                "reason": "TaintManagerEviction", "message": "Marking for deletion Pod ns/p",
+                "type": "Normal", "source": {"component": "node-controller"},
+                "firstTimestamp": "2023-11-14T22:13:20Z", "lastTimestamp": "2023-11-14T22:13:20Z",
+                "count": 1, "reportingComponent": "node-controller",
+            })
+        );
+    }
 }
