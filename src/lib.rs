@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod controller;
+pub mod doctor;
 pub mod kube;
 pub mod leader;
 pub mod logging;

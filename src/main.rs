@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use node_lifecycled::config::{Config, DEFAULT_CONFIG_PATH};
+use node_lifecycled::doctor::{self, HostFiles, Output};
 use node_lifecycled::runtime::api::ConnectionCheck;
 use node_lifecycled::runtime::daemon::DaemonError;
 use node_lifecycled::{logging, runtime};
@@ -23,10 +24,23 @@ usage:
   node-lifecycled [run] [--config PATH]       run the daemon
   node-lifecycled check-config [--config PATH]
                                               print the effective configuration and exit
+  node-lifecycled doctor [--config PATH] [--output text|json] [--kubeconfig PATH]
+                         [--kcm-manifest PATH] [--k3s-config PATH] [--rke2-config PATH]
+                                              check a host and cluster before and after the
+                                              switch from kube-controller-manager: one line per
+                                              check (ok / warn / fail, and what to do)
   node-lifecycled --version | --help
 
 options:
   --config PATH   configuration file (default /etc/node-lifecycled/config.toml)
+
+doctor options:
+  --output FORMAT      text (default) or json
+  --kubeconfig PATH    use this kubeconfig instead of the configuration's [api]
+  --kcm-manifest PATH  kubeadm's kube-controller-manager static pod
+                       (default /etc/kubernetes/manifests/kube-controller-manager.yaml)
+  --k3s-config PATH    default /etc/rancher/k3s/config.yaml
+  --rke2-config PATH   default /etc/rancher/rke2/config.yaml
 
 signals:
   SIGTERM, SIGINT  finish the action in hand and exit 0
@@ -34,8 +48,8 @@ signals:
   SIGUSR1          log a state dump
 
 exit codes:
-  0   success
-  1   runtime failure
+  0   success (doctor: no check failed)
+  1   runtime failure (doctor: a check failed)
   64  usage error (unknown argument)
   78  configuration error (the message names the file, line and key), including a
       kubeconfig, certificate, key or token file that cannot be read or parsed
@@ -50,14 +64,28 @@ environment:
 enum Command {
     Run { config: PathBuf },
     CheckConfig { config: PathBuf },
+    Doctor(doctor::Options),
     Version,
     Help,
+}
+
+/// `0.1.0 (commit 1a2b3c4)`: the commit from build.rs, "unknown" outside a git checkout.
+fn version() -> String {
+    format!(
+        "{} (commit {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("NODE_LIFECYCLED_GIT_COMMIT")
+    )
 }
 
 fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
     let mut args = args.into_iter();
     let mut subcommand: Option<String> = None;
     let mut config: Option<PathBuf> = None;
+    let mut output: Option<Output> = None;
+    let mut kubeconfig: Option<PathBuf> = None;
+    let mut host = HostFiles::default();
+    let mut doctor_flags: Vec<&'static str> = Vec::new();
     while let Some(arg) = args.next() {
         let Some(text) = arg.to_str() else {
             return Err(format!("unknown argument {arg:?}"));
@@ -80,15 +108,53 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                     return Err("--config given twice".to_string());
                 }
             }
-            "run" | "check-config" if subcommand.is_none() && config.is_none() => {
+            "run" | "check-config" | "doctor" if subcommand.is_none() && config.is_none() => {
                 subcommand = Some(text.to_string());
+            }
+            "--output" | "--kubeconfig" | "--kcm-manifest" | "--k3s-config" | "--rke2-config" => {
+                let flag: &'static str = match text {
+                    "--output" => "--output",
+                    "--kubeconfig" => "--kubeconfig",
+                    "--kcm-manifest" => "--kcm-manifest",
+                    "--k3s-config" => "--k3s-config",
+                    _ => "--rke2-config",
+                };
+                if doctor_flags.contains(&flag) {
+                    return Err(format!("{flag} given twice"));
+                }
+                doctor_flags.push(flag);
+                let value = args.next().ok_or(format!("{flag} needs a value"))?;
+                match flag {
+                    "--output" => {
+                        output = Some(match value.to_str() {
+                            Some("text") => Output::Text,
+                            Some("json") => Output::Json,
+                            _ => return Err(format!("--output: text or json, not {value:?}")),
+                        })
+                    }
+                    "--kubeconfig" => kubeconfig = Some(PathBuf::from(value)),
+                    "--kcm-manifest" => host.kubeadm_manifest = PathBuf::from(value),
+                    "--k3s-config" => host.k3s_config = PathBuf::from(value),
+                    _ => host.rke2_config = PathBuf::from(value),
+                }
             }
             _ => return Err(format!("unknown argument {text:?}")),
         }
     }
     let config = config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_PATH));
+    if subcommand.as_deref() != Some("doctor") {
+        if let Some(flag) = doctor_flags.first() {
+            return Err(format!("{flag} is a doctor option"));
+        }
+    }
     Ok(match subcommand.as_deref() {
         Some("check-config") => Command::CheckConfig { config },
+        Some("doctor") => Command::Doctor(doctor::Options {
+            config,
+            kubeconfig,
+            output: output.unwrap_or(Output::Text),
+            host,
+        }),
         _ => Command::Run { config },
     })
 }
@@ -107,7 +173,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Version => {
-            println!("node-lifecycled {}", env!("CARGO_PKG_VERSION"));
+            println!("node-lifecycled {}", version());
             ExitCode::SUCCESS
         }
         Command::CheckConfig { config } => match Config::load(&config) {
@@ -145,6 +211,31 @@ fn main() -> ExitCode {
                 ExitCode::from(EX_CONFIG)
             }
         },
+        Command::Doctor(options) => {
+            let config = match Config::load(&options.config) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(EX_CONFIG);
+                }
+            };
+            let report = match doctor::run(&options, &config) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(EX_CONFIG);
+                }
+            };
+            match options.output {
+                Output::Text => print!("{}", report.to_text()),
+                Output::Json => println!("{}", report.to_json()),
+            }
+            if report.worst() == doctor::Level::Fail {
+                ExitCode::from(EXIT_RUNTIME)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
         Command::Run { config: path } => {
             // The file is judged before anything else happens, network included.
             let config = match Config::load(&path) {
@@ -219,6 +310,42 @@ mod tests {
     }
 
     #[test]
+    fn doctor_takes_the_config_output_and_host_file_options() {
+        assert_eq!(
+            parse(&["doctor"]),
+            Ok(Command::Doctor(doctor::Options {
+                config: DEFAULT_CONFIG_PATH.into(),
+                kubeconfig: None,
+                output: Output::Text,
+                host: HostFiles::default(),
+            }))
+        );
+        let Ok(Command::Doctor(o)) = parse(&[
+            "doctor",
+            "--config",
+            "c.toml",
+            "--output",
+            "json",
+            "--kubeconfig",
+            "k",
+            "--kcm-manifest",
+            "m.yaml",
+            "--k3s-config",
+            "k3s.yaml",
+            "--rke2-config",
+            "rke2.yaml",
+        ]) else {
+            panic!("doctor options refused")
+        };
+        assert_eq!(o.config, PathBuf::from("c.toml"));
+        assert_eq!(o.output, Output::Json);
+        assert_eq!(o.kubeconfig, Some(PathBuf::from("k")));
+        assert_eq!(o.host.kubeadm_manifest, PathBuf::from("m.yaml"));
+        assert_eq!(o.host.k3s_config, PathBuf::from("k3s.yaml"));
+        assert_eq!(o.host.rke2_config, PathBuf::from("rke2.yaml"));
+    }
+
+    #[test]
     fn unknown_or_malformed_arguments_are_usage_errors() {
         assert!(parse(&["--verbose"]).is_err());
         assert!(parse(&["--config"]).is_err());
@@ -228,6 +355,13 @@ mod tests {
         assert!(parse(&["run", "check-config"]).is_err());
         assert!(parse(&["extra"]).is_err());
         assert_eq!(parse(&["--version"]), Ok(Command::Version));
+        assert!(
+            parse(&["run", "--output", "json"]).is_err(),
+            "doctor options only"
+        );
+        assert!(parse(&["doctor", "--output", "yaml"]).is_err());
+        assert!(parse(&["doctor", "--output"]).is_err());
+        assert!(parse(&["doctor", "--kcm-manifest", "a", "--kcm-manifest", "b"]).is_err());
         assert_eq!(parse(&["check-config", "--help"]), Ok(Command::Help));
     }
 }

@@ -238,9 +238,21 @@ fn unknown_arguments_exit_64_and_help_documents_exit_codes() {
         );
     }
     let version = node_lifecycled(&["--version"]);
+    // The commit the binary was built from, as build.rs read it (this test runs in a checkout).
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
     assert_eq!(
         String::from_utf8(version.stdout).unwrap().trim(),
-        format!("node-lifecycled {}", env!("CARGO_PKG_VERSION"))
+        format!(
+            "node-lifecycled {} (commit {head})",
+            env!("CARGO_PKG_VERSION")
+        )
     );
 }
 

@@ -460,3 +460,51 @@ fn configured_tokens_reject_other_callers_with_401() {
     assert_eq!(version["gitVersion"], "v1.32.0-sim");
     assert_eq!(Api::new(sim.url()).get("/healthz").code, 200);
 }
+
+#[test]
+fn a_body_that_does_not_parse_as_the_upstream_type_is_a_400_status_and_changes_nothing() {
+    let (sim, api) = sim_with_node();
+    let before = api.get("/api/v1/nodes/n1").body;
+    let bad_taints = json!({"spec": {"taints": [{"key": "k", "effect": 7}]}});
+    let bad_conditions = json!({"status": {"conditions": "Ready"}});
+    let bad_lease = json!({"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": "15s"}});
+    let bad_event = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Node"},
+        "count": "one"});
+    let replies = [
+        api.strategic("/api/v1/nodes/n1", &bad_taints),
+        api.merge("/api/v1/nodes/n1/status", &bad_conditions),
+        api.put(
+            "/api/v1/nodes/n1",
+            &json!({"metadata": {"name": "n1"}, "spec": {"unschedulable": "yes"}}),
+        ),
+        api.post(
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+            &bad_lease,
+        ),
+        api.post("/api/v1/namespaces/default/events", &bad_event),
+    ];
+    for reply in &replies {
+        assert_eq!(reply.code, 400, "{}", reply.body);
+        assert_eq!(reply.body["kind"], "Status");
+        assert_eq!(reply.body["status"], "Failure");
+        assert_eq!(reply.body["reason"], "BadRequest");
+        assert!(
+            reply.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("cannot be handled as a"),
+            "{}",
+            reply.body
+        );
+    }
+    assert_eq!(
+        api.get("/api/v1/nodes/n1").body["metadata"]["resourceVersion"],
+        before["metadata"]["resourceVersion"]
+    );
+    let refused: Vec<u16> = sim.writes().iter().map(|w| w.code).collect();
+    assert_eq!(refused, vec![400; 5], "each refusal is in the write log");
+
+    // The same shapes with the right types are accepted.
+    let good_taints = json!({"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}});
+    assert_eq!(api.strategic("/api/v1/nodes/n1", &good_taints).code, 200);
+}

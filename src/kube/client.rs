@@ -233,6 +233,21 @@ impl ApiClient {
         self.decode(&format!("GET {path}"), response)
     }
 
+    /// GET, the body decoded as `T`, with the response's `Date` header: the server's clock,
+    /// for `doctor`'s clock-skew check.
+    pub fn get_json_dated<T: DeserializeOwned>(
+        &mut self,
+        path: &str,
+    ) -> Result<(T, Option<String>), ApiError> {
+        let response = self.call(Method::GET, path, None)?;
+        let date = response
+            .headers()
+            .get("Date")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Ok((self.decode(&format!("GET {path}"), response)?, date))
+    }
+
     /// One page of a LIST: `limit` items (0: no limit) from `continue_token`, or from
     /// `resource_version` on the first page (a continue token carries its own version, and the
     /// server refuses both together, so `resource_version` is not sent with one). Items are
@@ -487,21 +502,20 @@ pub(crate) fn error_from_response(
 }
 
 fn delete_options(preconditions: &Preconditions, grace_period_seconds: Option<i64>) -> Vec<u8> {
-    let mut options = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1"});
-    let mut pre = serde_json::Map::new();
-    if let Some(uid) = &preconditions.uid {
-        pre.insert("uid".into(), uid.clone().into());
-    }
-    if let Some(rv) = &preconditions.resource_version {
-        pre.insert("resourceVersion".into(), rv.clone().into());
-    }
-    if !pre.is_empty() {
-        options["preconditions"] = pre.into();
-    }
-    if let Some(grace) = grace_period_seconds {
-        options["gracePeriodSeconds"] = grace.into();
-    }
-    options.to_string().into_bytes()
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+    let pre = meta::Preconditions {
+        uid: preconditions.uid.clone(),
+        resource_version: preconditions.resource_version.clone(),
+    };
+    let options = meta::DeleteOptions {
+        api_version: Some("v1".into()),
+        kind: Some("DeleteOptions".into()),
+        preconditions: (pre.uid.is_some() || pre.resource_version.is_some()).then_some(pre),
+        grace_period_seconds,
+        ..Default::default()
+    };
+    // Strings and integers only: serialization cannot fail; `{}` would still be a valid body.
+    serde_json::to_vec(&options).unwrap_or_else(|_| b"{}".to_vec())
 }
 
 /// Percent-encodes a query value (continue tokens are base64: `+`, `/`, `=`).

@@ -3,7 +3,7 @@
 //! come back. It never sleeps: each call does the requests due now (each bounded by the client's
 //! hard timeout, which config keeps below the renew deadline) and returns.
 
-use serde_json::{Map, Value, json};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::elector::{
     ElectionSettings, ElectionStats, LeaderElector, LeaseRequest, LeaseResponse, Transition,
@@ -23,7 +23,7 @@ const MAX_REQUESTS_PER_STEP: usize = 3;
 pub struct LeaseLock {
     namespace: String,
     name: String,
-    metadata: Option<Map<String, Value>>,
+    metadata: Option<ObjectMeta>,
 }
 
 impl LeaseLock {
@@ -51,28 +51,44 @@ impl LeaseLock {
         format!("{}/{}", self.collection_path(), self.name)
     }
 
+    fn bare_metadata(&self) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(self.name.clone()),
+            namespace: Some(self.namespace.clone()),
+            ..Default::default()
+        }
+    }
+
+    fn unwritable(&self, error: String) -> LeaseResponse {
+        LeaseResponse::Failed {
+            error: format!("lease {}: {error}", self.describe()),
+            retry_at: None,
+        }
+    }
+
     /// Performs one request; every outcome is an answer the elector understands.
     pub fn perform(&mut self, client: &mut ApiClient, request: &LeaseRequest) -> LeaseResponse {
         let result = match request {
             LeaseRequest::Get => client.get_json::<RawLease>(&self.object_path()),
             LeaseRequest::Create(record) => {
-                let mut metadata = Map::new();
-                metadata.insert("name".into(), json!(self.name));
-                metadata.insert("namespace".into(), json!(self.namespace));
-                let body = LeaseObject::body(metadata, record, None);
+                let body = match LeaseObject::body(self.bare_metadata(), record, None) {
+                    Ok(body) => body,
+                    Err(e) => return self.unwritable(e),
+                };
                 client.post::<RawLease>(&self.collection_path(), body.to_string().as_bytes())
             }
             LeaseRequest::Update {
                 record,
                 resource_version,
             } => {
-                let metadata = self.metadata.clone().unwrap_or_else(|| {
-                    let mut m = Map::new();
-                    m.insert("name".into(), json!(self.name));
-                    m.insert("namespace".into(), json!(self.namespace));
-                    m
-                });
-                let body = LeaseObject::body(metadata, record, Some(resource_version));
+                let metadata = self
+                    .metadata
+                    .clone()
+                    .unwrap_or_else(|| self.bare_metadata());
+                let body = match LeaseObject::body(metadata, record, Some(resource_version)) {
+                    Ok(body) => body,
+                    Err(e) => return self.unwritable(e),
+                };
                 client.put::<RawLease>(&self.object_path(), body.to_string().as_bytes())
             }
         };

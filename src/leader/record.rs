@@ -3,8 +3,13 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::coordination::v1 as coordination;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+
+use crate::runtime::executor::request::to_json;
 
 /// Who holds the lease and for how long, in the Lease's own field names.
 ///
@@ -33,23 +38,25 @@ impl LeaseRecord {
     }
 
     /// The Lease `spec` this record is written as (client-go `LeaderElectionRecordToLeaseSpec`:
-    /// every field present, `holderIdentity` an empty string after a release).
-    pub fn to_spec(&self) -> Value {
-        let mut spec = Map::new();
-        spec.insert("holderIdentity".into(), json!(self.holder_identity));
-        spec.insert(
-            "leaseDurationSeconds".into(),
-            json!(self.lease_duration_seconds),
-        );
-        if let Some(t) = &self.acquire_time {
-            spec.insert("acquireTime".into(), json!(t));
-        }
-        if let Some(t) = &self.renew_time {
-            spec.insert("renewTime".into(), json!(t));
-        }
-        spec.insert("leaseTransitions".into(), json!(self.lease_transitions));
-        Value::Object(spec)
+    /// every field present, `holderIdentity` an empty string after a release). Fails only on a
+    /// time that is not RFC 3339 (ours never are; a foreign holder's come normalised by the
+    /// server).
+    pub fn to_spec(&self) -> Result<coordination::LeaseSpec, String> {
+        Ok(coordination::LeaseSpec {
+            holder_identity: Some(self.holder_identity.clone()),
+            lease_duration_seconds: Some(self.lease_duration_seconds),
+            acquire_time: self.acquire_time.as_deref().map(micro_time).transpose()?,
+            renew_time: self.renew_time.as_deref().map(micro_time).transpose()?,
+            lease_transitions: Some(self.lease_transitions),
+            ..Default::default()
+        })
     }
+}
+
+fn micro_time(text: &str) -> Result<meta::MicroTime, String> {
+    text.parse::<Timestamp>()
+        .map(meta::MicroTime)
+        .map_err(|e| format!("lease time {text:?} is not RFC 3339: {e}"))
 }
 
 /// A Lease as the server returned it: the record, its resourceVersion (the precondition of the
@@ -59,32 +66,25 @@ impl LeaseRecord {
 pub struct LeaseObject {
     pub record: LeaseRecord,
     pub resource_version: String,
-    pub metadata: Map<String, Value>,
+    pub metadata: meta::ObjectMeta,
 }
 
 impl LeaseObject {
     /// The body of a create (`resource_version` `None`) or of an update with `resource_version`
     /// as its precondition.
     pub fn body(
-        metadata: Map<String, Value>,
+        metadata: meta::ObjectMeta,
         record: &LeaseRecord,
         resource_version: Option<&str>,
-    ) -> Value {
-        let mut metadata = metadata;
-        match resource_version {
-            Some(rv) => {
-                metadata.insert("resourceVersion".into(), json!(rv));
-            }
-            None => {
-                metadata.remove("resourceVersion");
-            }
-        }
-        json!({
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": metadata,
-            "spec": record.to_spec(),
-        })
+    ) -> Result<Value, String> {
+        let lease = coordination::Lease {
+            metadata: meta::ObjectMeta {
+                resource_version: resource_version.map(str::to_string),
+                ..metadata
+            },
+            spec: Some(record.to_spec()?),
+        };
+        Ok(to_json(&lease))
     }
 }
 
@@ -92,7 +92,7 @@ impl LeaseObject {
 #[derive(Deserialize)]
 pub(crate) struct RawLease {
     #[serde(default)]
-    metadata: Option<Map<String, Value>>,
+    metadata: Option<meta::ObjectMeta>,
     #[serde(default)]
     spec: Option<RawSpec>,
 }
@@ -116,7 +116,7 @@ impl RawLease {
     /// `what` names the lease in the error (`kube-system/node-lifecycled`).
     pub(crate) fn into_object(self, what: &str) -> Result<LeaseObject, String> {
         let metadata = self.metadata.unwrap_or_default();
-        let resource_version = match metadata.get("resourceVersion").and_then(Value::as_str) {
+        let resource_version = match metadata.resource_version.as_deref() {
             Some(rv) if !rv.is_empty() => rv.to_string(),
             _ => return Err(format!("lease {what} has no metadata.resourceVersion")),
         };
@@ -141,6 +141,7 @@ impl RawLease {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn decode(text: &str) -> Result<LeaseObject, String> {
         serde_json::from_str::<RawLease>(text)
@@ -216,7 +217,7 @@ mod tests {
             renew_time: Some("2024-01-01T00:00:00.000000Z".into()),
             lease_transitions: 2,
         };
-        let body = LeaseObject::body(lease.metadata, &record, Some("10"));
+        let body = LeaseObject::body(lease.metadata, &record, Some("10")).unwrap();
         assert_eq!(
             body,
             json!({
@@ -228,9 +229,20 @@ mod tests {
                     "renewTime": "2024-01-01T00:00:00.000000Z", "leaseTransitions": 2}
             })
         );
-        let mut meta = Map::new();
-        meta.insert("resourceVersion".into(), json!("3"));
-        let create = LeaseObject::body(meta, &record, None);
+        let stale = meta::ObjectMeta {
+            resource_version: Some("3".into()),
+            ..Default::default()
+        };
+        let create = LeaseObject::body(stale, &record, None).unwrap();
         assert!(create["metadata"].get("resourceVersion").is_none());
+        let garbled = LeaseRecord {
+            renew_time: Some("yesterday".into()),
+            ..record
+        };
+        assert_eq!(
+            LeaseObject::body(meta::ObjectMeta::default(), &garbled, None).unwrap_err(),
+            "lease time \"yesterday\" is not RFC 3339: ".to_string()
+                + &"yesterday".parse::<Timestamp>().unwrap_err().to_string()
+        );
     }
 }

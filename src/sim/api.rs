@@ -12,6 +12,7 @@ use super::http::{Request, Response};
 use super::object::{ObjectKey, StoredObject};
 use super::patch::PatchType;
 use super::resource::{Resource, Verb};
+use super::schema::{self, Body};
 use super::selector::Filter;
 use super::shared::Shared;
 use super::status::ApiError;
@@ -319,6 +320,7 @@ fn execute_write(
     match verb {
         Verb::Create => {
             let body = parse_body(request)?;
+            schema::check(resource, Body::Object, &body)?;
             let object = shared.create_object(resource, route.namespace.as_deref(), body)?;
             let summary = match resource {
                 Resource::Events => event_summary(&object),
@@ -328,6 +330,7 @@ fn execute_write(
         }
         Verb::Update => {
             let body = parse_body(request)?;
+            schema::check(resource, Body::Object, &body)?;
             let (new, old) =
                 shared.update_object(resource, &route.key(), scope, move |_| Ok(body))?;
             Ok((200, new.clone(), change_summary(&old, &new)))
@@ -337,6 +340,7 @@ fn execute_write(
             let patch_type = PatchType::from_content_type(content_type)
                 .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
             let patch = parse_body(request)?;
+            schema::check(resource, Body::Patch(patch_type), &patch)?;
             let (new, old) =
                 shared.patch_object(resource, &route.key(), scope, patch_type, &patch)?;
             let unchanged = if new.resource_version == old.resource_version {
@@ -377,6 +381,7 @@ fn delete_options(request: &Request) -> Result<DeleteOptions, ApiError> {
     let mut options = DeleteOptions::default();
     if !request.body.iter().all(u8::is_ascii_whitespace) {
         let body = parse_body(request)?;
+        schema::check_delete_options(&body)?;
         let text = |v: &Value| v.as_str().map(str::to_string);
         options.uid = body.pointer("/preconditions/uid").and_then(text);
         options.resource_version = body

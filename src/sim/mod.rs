@@ -32,6 +32,7 @@ mod patch;
 pub mod population;
 mod resource;
 pub mod scenario;
+mod schema;
 mod selector;
 mod server;
 mod shared;

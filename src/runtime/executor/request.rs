@@ -4,8 +4,21 @@
 //! (SPEC §11, DESIGN field notes): a node status or taint write carries the resourceVersion it
 //! was decided on, so a stale decision fails with 409 instead of overwriting another writer;
 //! pod writes carry the pod's UID, so a pod re-created under the same name is never touched.
+//!
+//! Every body is built from the upstream `k8s-openapi` types and serialized with serde_json, so a
+//! misspelt field or a wrong type is a compile error rather than a 400 in production. A
+//! strategic-merge patch is a partial object: [`StrategicPatch`] carries `metadata`, `spec` and
+//! `status` as k8s-openapi types with every field we do not set left `None` (k8s-openapi omits
+//! those when serializing), and no `apiVersion`/`kind` (a patch names its target by path).
+//! Only fields every supported server (back to 1.20) knows are set.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::controller::events::{Event, EventObject};
 use crate::controller::taint_eviction::{
@@ -67,140 +80,225 @@ pub fn events_path(namespace: &str) -> Result<String, String> {
     Ok(format!("/api/v1/namespaces/{}/events", segment(namespace)?))
 }
 
-fn condition_json(c: &NodeCondition) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), c.kind.as_str().into());
-    m.insert("status".into(), c.status.as_str().into());
-    if let Some(t) = c.last_heartbeat_time {
-        m.insert("lastHeartbeatTime".into(), t.to_rfc3339().into());
+/// A strategic-merge patch: a partial object of which only the parts set are sent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StrategicPatch<Spec, Status> {
+    pub metadata: meta::ObjectMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec: Option<Spec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+}
+
+pub type NodePatch = StrategicPatch<core::NodeSpec, core::NodeStatus>;
+pub type PodPatch = StrategicPatch<core::PodSpec, core::PodStatus>;
+
+/// A body as the JSON value the executor sends. The types here serialize infallibly (string
+/// keys, in-range timestamps); should that ever change, the body becomes `null`, which the API
+/// server refuses with a 400 the executor reports, rather than a panic in the daemon.
+pub fn to_json<T: Serialize>(body: &T) -> Value {
+    serde_json::to_value(body).unwrap_or_else(|e| {
+        log::error!("cannot serialize a request body: {e}");
+        Value::Null
+    })
+}
+
+/// Our millisecond time as `metav1.Time` (which serializes with second precision, as the API
+/// stores it). Out-of-range values clamp; none occur with a sane clock.
+pub fn k8s_time(t: Time) -> meta::Time {
+    let ms = i64::try_from(t.as_unix_millis()).unwrap_or(i64::MAX);
+    meta::Time(Timestamp::from_millisecond(ms).unwrap_or(Timestamp::MAX))
+}
+
+fn condition(c: &NodeCondition) -> core::NodeCondition {
+    core::NodeCondition {
+        type_: c.kind.as_str().to_string(),
+        status: c.status.as_str().to_string(),
+        last_heartbeat_time: c.last_heartbeat_time.map(k8s_time),
+        last_transition_time: c.last_transition_time.map(k8s_time),
+        reason: c.reason.as_deref().map(str::to_string),
+        message: c.message.as_deref().map(str::to_string),
     }
-    if let Some(t) = c.last_transition_time {
-        m.insert("lastTransitionTime".into(), t.to_rfc3339().into());
-    }
-    if let Some(r) = &c.reason {
-        m.insert("reason".into(), (**r).into());
-    }
-    if let Some(msg) = &c.message {
-        m.insert("message".into(), (**msg).into());
-    }
-    Value::Object(m)
 }
 
 /// Strategic-merge patch of `nodes/NAME/status`: conditions merge by type, so the listed ones
 /// replace the stored ones and any other type (one we do not model) is kept.
 pub fn node_conditions_patch(uid: &str, resource_version: &str, conds: &[NodeCondition]) -> Value {
-    json!({
-        "metadata": {"resourceVersion": resource_version, "uid": uid},
-        "status": {"conditions": conds.iter().map(condition_json).collect::<Vec<_>>()},
+    to_json(&NodePatch {
+        metadata: meta::ObjectMeta {
+            resource_version: Some(resource_version.to_string()),
+            uid: Some(uid.to_string()),
+            ..Default::default()
+        },
+        spec: None,
+        status: Some(core::NodeStatus {
+            conditions: Some(conds.iter().map(condition).collect()),
+            ..Default::default()
+        }),
     })
 }
 
+pub fn k8s_taint(t: &Taint) -> core::Taint {
+    core::Taint {
+        key: t.key.to_string(),
+        value: (!t.value.is_empty()).then(|| t.value.to_string()),
+        effect: t.effect.as_str().to_string(),
+        time_added: t.time_added.map(k8s_time),
+    }
+}
+
 pub fn taint_json(t: &Taint) -> Value {
-    let mut m = Map::new();
-    m.insert("key".into(), (*t.key).into());
-    if !t.value.is_empty() {
-        m.insert("value".into(), (*t.value).into());
-    }
-    m.insert("effect".into(), t.effect.as_str().into());
-    if let Some(at) = t.time_added {
-        m.insert("timeAdded".into(), at.to_rfc3339().into());
-    }
-    Value::Object(m)
+    to_json(&k8s_taint(t))
 }
 
 /// Strategic-merge patch of `spec.taints`: the list has no merge key, so it is replaced whole
 /// (the full desired list, other writers' taints included), guarded by the resourceVersion.
 pub fn node_taints_patch(resource_version: &str, taints: &[Taint]) -> Value {
-    json!({
-        "metadata": {"resourceVersion": resource_version},
-        "spec": {"taints": taints.iter().map(taint_json).collect::<Vec<_>>()},
+    to_json(&NodePatch {
+        metadata: meta::ObjectMeta {
+            resource_version: Some(resource_version.to_string()),
+            ..Default::default()
+        },
+        // `Some(vec![])` when the last taint goes: an empty list, not nothing.
+        spec: Some(core::NodeSpec {
+            taints: Some(taints.iter().map(k8s_taint).collect()),
+            ..Default::default()
+        }),
+        status: None,
     })
 }
 
 /// Strategic-merge patch of `metadata.labels`, no precondition (as upstream's
 /// `addOrUpdateLabelsOnNode`).
 pub fn node_labels_patch(labels: &[(crate::model::Name, crate::model::Name)]) -> Value {
-    let map: Map<String, Value> = labels
+    let labels: BTreeMap<String, String> = labels
         .iter()
-        .map(|(k, v)| (k.to_string(), Value::from(&**v)))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    json!({"metadata": {"labels": map}})
+    to_json(&NodePatch {
+        metadata: meta::ObjectMeta {
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: None,
+        status: None,
+    })
+}
+
+fn pod_status_patch(uid: &str, status: core::PodStatus) -> Value {
+    to_json(&PodPatch {
+        metadata: meta::ObjectMeta {
+            uid: Some(uid.to_string()),
+            ..Default::default()
+        },
+        spec: None,
+        status: Some(status),
+    })
 }
 
 /// Pod Ready=False (upstream `MarkPodsNotReady`, which keeps reason and message and moves the
 /// transition time). Pod conditions merge by type.
 pub fn pod_not_ready_patch(uid: &str, now: Time) -> Value {
-    json!({
-        "metadata": {"uid": uid},
-        "status": {"conditions": [
-            {"type": "Ready", "status": "False", "lastTransitionTime": now.to_rfc3339()}
-        ]},
-    })
+    pod_status_patch(
+        uid,
+        core::PodStatus {
+            conditions: Some(vec![core::PodCondition {
+                type_: "Ready".into(),
+                status: "False".into(),
+                last_transition_time: Some(k8s_time(now)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+    )
 }
 
 /// Legacy mode: `status.reason = NodeLost` with the controller's message.
 pub fn pod_node_lost_patch(uid: &str, reason: &str, message: &str) -> Value {
-    json!({"metadata": {"uid": uid}, "status": {"reason": reason, "message": message}})
+    pod_status_patch(
+        uid,
+        core::PodStatus {
+            reason: Some(reason.to_string()),
+            message: Some(message.to_string()),
+            ..Default::default()
+        },
+    )
 }
 
 /// The condition upstream's taint eviction adds before deleting (`addConditionAndDeletePod`).
 pub fn disruption_target_patch(uid: &str, now: Time) -> Value {
-    json!({
-        "metadata": {"uid": uid},
-        "status": {"conditions": [{
-            "type": DISRUPTION_CONDITION,
-            "status": "True",
-            "reason": DISRUPTION_REASON,
-            "message": DISRUPTION_MESSAGE,
-            "lastTransitionTime": now.to_rfc3339(),
-        }]},
-    })
+    pod_status_patch(
+        uid,
+        core::PodStatus {
+            conditions: Some(vec![core::PodCondition {
+                type_: DISRUPTION_CONDITION.into(),
+                status: "True".into(),
+                reason: Some(DISRUPTION_REASON.into()),
+                message: Some(DISRUPTION_MESSAGE.into()),
+                last_transition_time: Some(k8s_time(now)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+    )
 }
 
 /// A core/v1 Event as client-go's recorder creates it: named `<object>.<hex nanoseconds>`,
 /// in the object's namespace (`default` for nodes), count 1. `unique` keeps two events about
 /// one object in the same millisecond from colliding (client-go uses the nanosecond clock).
 pub fn event_body(event: &Event, now: Time, unique: u64) -> (String, Value) {
+    let non_empty = |uid: &str| (!uid.is_empty()).then(|| uid.to_string());
     let (namespace, object) = match &event.object {
-        EventObject::Node { name, uid } => {
-            let mut o = json!({"kind": "Node", "apiVersion": "v1", "name": &**name});
-            if !uid.is_empty() {
-                o["uid"] = Value::from(&**uid);
-            }
-            (NODE_EVENT_NAMESPACE.to_string(), o)
-        }
+        EventObject::Node { name, uid } => (
+            NODE_EVENT_NAMESPACE.to_string(),
+            core::ObjectReference {
+                kind: Some("Node".into()),
+                api_version: Some("v1".into()),
+                name: Some(name.to_string()),
+                uid: non_empty(uid),
+                ..Default::default()
+            },
+        ),
         EventObject::Pod {
             namespace,
             name,
             uid,
-        } => {
-            let mut o = json!({
-                "kind": "Pod", "apiVersion": "v1", "namespace": &**namespace, "name": &**name,
-            });
-            if !uid.is_empty() {
-                o["uid"] = Value::from(&**uid);
-            }
-            (namespace.to_string(), o)
-        }
+        } => (
+            namespace.to_string(),
+            core::ObjectReference {
+                kind: Some("Pod".into()),
+                api_version: Some("v1".into()),
+                namespace: Some(namespace.to_string()),
+                name: Some(name.to_string()),
+                uid: non_empty(uid),
+                ..Default::default()
+            },
+        ),
     };
-    let object_name = object["name"].as_str().unwrap_or_default().to_string();
+    let object_name = object.name.clone().unwrap_or_default();
     let nanos = u128::from(now.as_unix_millis()) * 1_000_000 + u128::from(unique % 1_000_000);
-    let stamp = now.to_rfc3339();
-    let body = json!({
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": format!("{object_name}.{nanos:x}"), "namespace": namespace},
-        "involvedObject": object,
-        "reason": event.reason,
-        "message": event.message,
-        "type": event.event_type.as_str(),
-        "source": {"component": event.component},
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-        "reportingComponent": event.component,
-    });
-    (namespace, body)
+    let stamp = k8s_time(now);
+    let body = core::Event {
+        metadata: meta::ObjectMeta {
+            name: Some(format!("{object_name}.{nanos:x}")),
+            namespace: Some(namespace.clone()),
+            ..Default::default()
+        },
+        involved_object: object,
+        reason: Some(event.reason.to_string()),
+        message: Some(event.message.clone()),
+        type_: Some(event.event_type.as_str().to_string()),
+        source: Some(core::EventSource {
+            component: Some(event.component.to_string()),
+            host: None,
+        }),
+        first_timestamp: Some(stamp.clone()),
+        last_timestamp: Some(stamp),
+        count: Some(1),
+        reporting_component: Some(event.component.to_string()),
+        ..Default::default()
+    };
+    (namespace, to_json(&body))
 }
 
 #[cfg(test)]
@@ -208,6 +306,7 @@ mod tests {
     use super::*;
     use crate::controller::events::{EventType, NODE_CONTROLLER};
     use crate::model::{ConditionStatus, NodeConditionType, TaintEffect};
+    use serde_json::json;
     use std::rc::Rc;
 
     const T0: Time = Time::from_unix_millis(1_700_000_000_000);
@@ -325,5 +424,60 @@ mod tests {
         assert_eq!(ns, "ns");
         assert!(body["involvedObject"].get("uid").is_none());
         assert_eq!(body["involvedObject"]["namespace"], "ns");
+    }
+
+    #[test]
+    fn pod_and_label_patches_are_exactly_the_partial_objects_they_were() {
+        assert_eq!(
+            pod_not_ready_patch("u1", T0),
+            json!({"metadata": {"uid": "u1"}, "status": {"conditions": [
+                {"type": "Ready", "status": "False", "lastTransitionTime": "2023-11-14T22:13:20Z"}
+            ]}})
+        );
+        assert_eq!(
+            pod_node_lost_patch("u1", "NodeLost", "gone"),
+            json!({"metadata": {"uid": "u1"}, "status": {"reason": "NodeLost", "message": "gone"}})
+        );
+        assert_eq!(
+            disruption_target_patch("u1", T0),
+            json!({"metadata": {"uid": "u1"}, "status": {"conditions": [{
+                "type": DISRUPTION_CONDITION, "status": "True", "reason": DISRUPTION_REASON,
+                "message": DISRUPTION_MESSAGE, "lastTransitionTime": "2023-11-14T22:13:20Z",
+            }]}})
+        );
+        assert_eq!(
+            node_labels_patch(&[(Rc::from("beta.kubernetes.io/os"), Rc::from("linux"))]),
+            json!({"metadata": {"labels": {"beta.kubernetes.io/os": "linux"}}})
+        );
+    }
+
+    #[test]
+    fn an_event_is_a_whole_core_v1_event() {
+        let event = Event {
+            object: EventObject::Pod {
+                namespace: Rc::from("ns"),
+                name: Rc::from("p"),
+                uid: Rc::from("u"),
+            },
+            event_type: EventType::Normal,
+            reason: "TaintManagerEviction",
+            message: "Marking for deletion Pod ns/p".into(),
+            component: NODE_CONTROLLER,
+        };
+        let (_, body) = event_body(&event, T0, 0);
+        assert_eq!(
+            body,
+            json!({
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": format!("p.{:x}", 1_700_000_000_000u128 * 1_000_000),
+                             "namespace": "ns"},
+                "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": "ns",
+                                   "name": "p", "uid": "u"},
+                "reason": "TaintManagerEviction", "message": "Marking for deletion Pod ns/p",
+                "type": "Normal", "source": {"component": "node-controller"},
+                "firstTimestamp": "2023-11-14T22:13:20Z", "lastTimestamp": "2023-11-14T22:13:20Z",
+                "count": 1, "reportingComponent": "node-controller",
+            })
+        );
     }
 }

@@ -1,0 +1,249 @@
+//! `node-lifecycled doctor`: one-shot checks for the switch-over from kube-controller-manager's
+//! node lifecycle controllers to this daemon, run on a control-plane host before and after.
+//!
+//! Each check is one line: `ok` / `warn` / `fail`, what was found and, unless ok, what to do.
+//! Groups, one file each: `cluster` (connection, TLS, identity, server version, clock skew),
+//! `permissions` (every rule of conf/rbac.yaml asked with SelfSubjectAccessReview),
+//! `controllers` (is kube-controller-manager's own node lifecycle / taint eviction controller
+//! still enabled on this host), `fleet` (zones, exclusions, nodes already Unknown or tainted,
+//! kubelet lease durations). A one-shot CLI: blocking calls, no event loop.
+
+pub mod cluster;
+pub mod controllers;
+pub mod fleet;
+pub mod permissions;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::kube::ApiClient;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub group: &'static str,
+    /// What was checked, within the group ("server", "patch nodes", "zone eu-1a").
+    pub name: String,
+    pub level: Level,
+    /// What was found.
+    pub message: String,
+    /// What to do about it; empty when nothing is to be done.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub action: String,
+}
+
+impl Check {
+    pub fn new(
+        group: &'static str,
+        name: impl Into<String>,
+        level: Level,
+        message: impl Into<String>,
+    ) -> Check {
+        Check {
+            group,
+            name: name.into(),
+            level,
+            message: message.into(),
+            action: String::new(),
+        }
+    }
+
+    pub fn ok(group: &'static str, name: impl Into<String>, message: impl Into<String>) -> Check {
+        Check::new(group, name, Level::Ok, message)
+    }
+
+    pub fn warn(group: &'static str, name: impl Into<String>, message: impl Into<String>) -> Check {
+        Check::new(group, name, Level::Warn, message)
+    }
+
+    pub fn fail(group: &'static str, name: impl Into<String>, message: impl Into<String>) -> Check {
+        Check::new(group, name, Level::Fail, message)
+    }
+
+    pub fn action(mut self, action: impl Into<String>) -> Check {
+        self.action = action.into();
+        self
+    }
+
+    /// `fail  permissions/patch nodes: not allowed -> kubectl apply -f ...`: one line whatever
+    /// the message holds.
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "{:<4}  {}/{}: {}",
+            self.level.as_str(),
+            self.group,
+            self.name,
+            self.message
+        );
+        if !self.action.is_empty() {
+            line.push_str(" -> ");
+            line.push_str(&self.action);
+        }
+        line.replace(['\n', '\r'], " ")
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+/// Where the host's kube-controller-manager configuration may be (flags override for tests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostFiles {
+    pub kubeadm_manifest: PathBuf,
+    pub k3s_config: PathBuf,
+    pub rke2_config: PathBuf,
+}
+
+impl Default for HostFiles {
+    fn default() -> Self {
+        HostFiles {
+            kubeadm_manifest: PathBuf::from(controllers::KUBEADM_MANIFEST),
+            k3s_config: PathBuf::from(controllers::K3S_CONFIG),
+            rke2_config: PathBuf::from(controllers::RKE2_CONFIG),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub config: PathBuf,
+    pub kubeconfig: Option<PathBuf>,
+    pub output: Output,
+    pub host: HostFiles,
+}
+
+/// Everything checked, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    pub fn push(&mut self, check: Check) {
+        self.checks.push(check);
+    }
+
+    pub fn worst(&self) -> Level {
+        self.checks
+            .iter()
+            .map(|c| c.level)
+            .max()
+            .unwrap_or(Level::Ok)
+    }
+
+    pub fn count(&self, level: Level) -> usize {
+        self.checks.iter().filter(|c| c.level == level).count()
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut text: String = self.checks.iter().map(|c| c.line() + "\n").collect();
+        text.push_str(&format!(
+            "{} ok, {} warn, {} fail\n",
+            self.count(Level::Ok),
+            self.count(Level::Warn),
+            self.count(Level::Fail)
+        ));
+        text
+    }
+
+    pub fn to_json(&self) -> String {
+        let summary = serde_json::json!({
+            "ok": self.count(Level::Ok),
+            "warn": self.count(Level::Warn),
+            "fail": self.count(Level::Fail),
+        });
+        let body = serde_json::json!({
+            "checks": serde_json::to_value(&self.checks).unwrap_or_default(),
+            "summary": summary,
+        });
+        body.to_string()
+    }
+}
+
+/// Runs every check. `Err` is a configuration error (the file, the kubeconfig it names): the
+/// caller exits 78 as the daemon would.
+pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
+    let mut report = Report::default();
+    let mut client = cluster::connect(options, config, &mut report)?;
+    let server = match client.as_mut() {
+        Some(client) => cluster::check_server(client, config, &mut report),
+        None => None,
+    };
+    let version = server.as_ref().and_then(|s| s.version);
+    if let (Some(client), Some(_)) = (client.as_mut(), &server) {
+        cluster::check_identity(client, version, &mut report);
+        permissions::check(client, config, &mut report);
+    }
+    controllers::check(&options.host, version, &mut report);
+    if let (Some(client), Some(_)) = (client.as_mut(), &server) {
+        fleet::check(client, config, &mut report);
+    }
+    Ok(report)
+}
+
+/// A client for the one-shot checks: the daemon's connection settings, no throttle.
+pub(crate) fn client_for(
+    connection: &crate::kube::Connection,
+    config: &Config,
+) -> Result<ApiClient, String> {
+    let settings = crate::kube::ClientSettings {
+        qps: None,
+        ..crate::runtime::settings::client_settings(&config.api)
+    };
+    let clock = crate::runtime::Clock::start();
+    ApiClient::new(connection, &settings, Box::new(move || clock.now())).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_fails_when_any_check_fails_and_renders_one_line_per_check() {
+        let mut report = Report::default();
+        report.push(Check::ok("cluster", "server", "v1.20.2"));
+        assert_eq!(report.worst(), Level::Ok);
+        report.push(
+            Check::warn("fleet", "zones", "one zone\nonly").action("label nodes with a zone"),
+        );
+        assert_eq!(report.worst(), Level::Warn);
+        report.push(Check::fail("permissions", "patch nodes", "not allowed"));
+        assert_eq!(report.worst(), Level::Fail);
+        let text = report.to_text();
+        assert_eq!(
+            text,
+            "ok    cluster/server: v1.20.2\n\
+             warn  fleet/zones: one zone only -> label nodes with a zone\n\
+             fail  permissions/patch nodes: not allowed\n\
+             1 ok, 1 warn, 1 fail\n"
+        );
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["summary"]["fail"], 1);
+        assert_eq!(json["checks"][2]["level"], "fail");
+        assert_eq!(json["checks"][1]["action"], "label nodes with a zone");
+        assert!(json["checks"][0].get("action").is_none());
+    }
+}
