@@ -4,5 +4,6 @@
 //! in every `cargo test`) and `examples/fuzz.rs` (long runs; see FUZZING.md).
 #![allow(dead_code)]
 
+pub mod controller;
 pub mod engine;
 pub mod targets;

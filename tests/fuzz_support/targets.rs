@@ -788,6 +788,12 @@ pub fn all() -> Vec<Target> {
             dict: TOML_DICT,
             run: run_config,
         },
+        Target {
+            name: "controller",
+            corpus: super::controller::corpus,
+            dict: &[],
+            run: super::controller::run_controller,
+        },
     ]
 }
 
