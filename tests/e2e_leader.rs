@@ -89,16 +89,19 @@ fn only_the_leader_writes_kill_9_fails_over_and_sigterm_hands_over() {
     a.wait_exit(Duration::from_secs(5));
     let killed = Instant::now();
     let killed_at = clock.now();
+    let b_waited = b.runqueue_wait();
     let takeover = wait_until(
         "B acting after kill -9 of A",
         Duration::from_secs(10),
         || b.has_line(ACTING),
         || b.log(),
     );
-    // Lease duration + retry period, plus the machine's scheduling noise.
+    // Lease duration + retry period, plus the machine's scheduling noise (not counting time B
+    // waited for a CPU on a busy machine).
+    let starved = b.runqueue_wait().saturating_sub(b_waited);
     assert!(
-        takeover <= Duration::from_millis(3500 + 1000),
-        "takeover {takeover:?} after kill -9"
+        takeover.saturating_sub(starved) <= Duration::from_millis(3500 + 1000),
+        "takeover {takeover:?} after kill -9 ({starved:?} of it waiting for a CPU)"
     );
     assert!(
         takeover >= Duration::from_millis(1000),
@@ -125,6 +128,7 @@ fn only_the_leader_writes_kill_9_fails_over_and_sigterm_hands_over() {
     assert!(!a2.has_line(ACTING));
     let b_stopping_at = clock.now();
     let sigterm = Instant::now();
+    let a2_waited = a2.runqueue_wait();
     b.signal("TERM");
     let (status, _) = b.wait_exit(Duration::from_secs(5));
     assert_eq!(status.code(), Some(0));
@@ -135,9 +139,11 @@ fn only_the_leader_writes_kill_9_fails_over_and_sigterm_hands_over() {
         || a2.has_line(ACTING),
         || a2.log(),
     );
+    // B's exit, then A's next retry (500 ms); time A waited for a CPU not counted.
+    let starved = a2.runqueue_wait().saturating_sub(a2_waited);
     assert!(
-        handover < Duration::from_secs(3),
-        "handover {handover:?} after SIGTERM"
+        handover.saturating_sub(starved) < Duration::from_secs(3),
+        "handover {handover:?} after SIGTERM ({starved:?} waiting for a CPU)"
     );
 
     // Over the whole run, every controller write came from the instance leading at the time:
