@@ -251,11 +251,7 @@ fn throttled_list_pages_wait_on_a_timer_while_the_loop_keeps_turning() {
         probe.lateness.len()
     );
     // Never a sleep: no informer call held the loop thread longer than one small page takes.
-    assert!(
-        h.max_call_cpu < Duration::from_millis(25),
-        "an informer call held the loop for {:?} of CPU",
-        h.max_call_cpu
-    );
+    h.assert_calls_within(Duration::from_millis(25), Duration::from_millis(60));
     assert_eq!(h.pods().store.len(), 400);
 }
 
