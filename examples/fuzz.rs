@@ -136,7 +136,7 @@ fn replay(target: &str, file: &Path) -> ExitCode {
             return ExitCode::from(64);
         }
     };
-    match engine::execute(t.run, &input) {
+    match t.execute(&input) {
         Ok(()) => {
             println!("{target}: {} ({} bytes): ok", file.display(), input.len());
             ExitCode::SUCCESS

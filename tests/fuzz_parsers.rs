@@ -330,7 +330,45 @@ fn an_endless_error_body_is_capped() {
 
 /// Replays a saved finding through its target.
 fn replay(target: &str, input: &[u8]) -> Result<(), engine::Violation> {
-    engine::execute(targets::by_name(target).expect("target").run, input)
+    targets::by_name(target).expect("target").execute(input)
+}
+
+/// Nesting far beyond any real document is an error (a value), not a stack overflow (which
+/// would abort the daemon), and costs memory in proportion to the input only.
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let deep_json = [b"[".repeat(10_000), b"{\"metadata\":".repeat(10_000)];
+    for input in &deep_json {
+        for target in ["decode_object", "decode_list", "decode_watch_event"] {
+            assert_eq!(replay(target, input), Ok(()), "{target}");
+        }
+    }
+    let deep_yaml = b"[".repeat(10_000);
+    assert_eq!(replay("kubeconfig", &deep_yaml), Ok(()));
+    let mut indented = b"clusters:\n".to_vec();
+    for i in 0..300 {
+        indented.extend_from_slice(&b"  ".repeat(i));
+        indented.extend_from_slice(b"- a:\n");
+    }
+    assert_eq!(replay("kubeconfig", &indented), Ok(()));
+    // Nine levels of nine aliases: 387 million strings if expanded.
+    let mut bomb = b"a: &a [x, x, x, x, x, x, x, x, x]\n".to_vec();
+    for (name, prev) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+        .iter()
+        .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+    {
+        let refs = vec![format!("*{prev}"); 9].join(", ");
+        bomb.extend_from_slice(format!("{name}: &{name} [{refs}]\n").as_bytes());
+    }
+    bomb.extend_from_slice(b"clusters: *i\ncurrent-context: x\n");
+    assert_eq!(replay("kubeconfig", &bomb), Ok(()));
+    for toml in [
+        [b"a = ".to_vec(), b"[".repeat(10_000)].concat(),
+        [b"a = ".to_vec(), b"{b = ".repeat(10_000)].concat(),
+        [b"[".to_vec(), b"a.".repeat(10_000), b"b]\n".to_vec()].concat(),
+    ] {
+        assert_eq!(replay("config", &toml), Ok(()));
+    }
 }
 
 #[test]

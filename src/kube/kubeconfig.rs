@@ -19,8 +19,10 @@ use super::connection::{
 use super::error::KubeConfigError;
 use super::token::read_token_file;
 
-/// Far above any real kubeconfig (embedded certificates make them a few KB each).
-const MAX_KUBECONFIG: u64 = 16 * 1024 * 1024;
+/// Far above any real kubeconfig (embedded certificates make them a few KB each), and low
+/// enough that the YAML loader's event buffer (about 125 bytes per byte of a deeply nested
+/// file) stays far from the daemon's memory budget.
+const MAX_KUBECONFIG: u64 = 1024 * 1024;
 
 #[derive(Deserialize, Default)]
 struct KubeConfig {

@@ -17,9 +17,10 @@ use node_lifecycled::testing::Rng;
 /// Inputs never grow beyond this (the largest seed, a 21 KB pod, fits with room to mutate).
 pub const MAX_INPUT: usize = 96 * 1024;
 
-/// No single allocation may exceed this plus [`ALLOC_PER_INPUT_BYTE`] per input byte: the
-/// parsers buffer what they receive, never what a header or a size field announces.
+/// No single allocation may exceed this plus the target's `alloc_per_byte` per input byte:
+/// the parsers buffer what they receive, never what a header or a size field announces.
 pub const ALLOC_BASE: usize = 4 * 1024 * 1024;
+/// The default `alloc_per_byte`.
 pub const ALLOC_PER_INPUT_BYTE: usize = 32;
 /// Above this a request is refused outright (the process aborts and the supervisor replays the
 /// input) rather than risking the machine's memory.
@@ -135,8 +136,18 @@ pub fn quiet_panics() {
     });
 }
 
-/// Runs one input through `run`, catching panics and checking the largest allocation.
+/// Runs one input through `run`, catching panics and checking the largest allocation against
+/// the default bound.
 pub fn execute(run: fn(&[u8]) -> Result<(), String>, input: &[u8]) -> Result<(), Violation> {
+    execute_bounded(run, input, ALLOC_PER_INPUT_BYTE)
+}
+
+/// [`execute`] with `alloc_per_byte` bytes of single allocation allowed per input byte.
+pub fn execute_bounded(
+    run: fn(&[u8]) -> Result<(), String>,
+    input: &[u8],
+    alloc_per_byte: usize,
+) -> Result<(), Violation> {
     quiet_panics();
     take_largest_allocation();
     QUIET.with(|q| q.set(true));
@@ -152,7 +163,7 @@ pub fn execute(run: fn(&[u8]) -> Result<(), String>, input: &[u8]) -> Result<(),
         }
         Ok(Err(property)) => Err(Violation::Property(property)),
         Ok(Ok(())) => {
-            if largest > ALLOC_BASE + ALLOC_PER_INPUT_BYTE * input.len() {
+            if largest > ALLOC_BASE + alloc_per_byte * input.len() {
                 Err(Violation::Allocation {
                     bytes: largest,
                     input: input.len(),
@@ -342,6 +353,15 @@ pub struct Target {
     pub dict: &'static [&'static [u8]],
     /// `Err` is a property violation (a parser *error* is a value and returns `Ok`).
     pub run: fn(&[u8]) -> Result<(), String>,
+    /// Largest single allocation allowed per input byte (above [`ALLOC_BASE`]).
+    pub alloc_per_byte: usize,
+}
+
+impl Target {
+    /// Runs one input with this target's allocation bound.
+    pub fn execute(&self, input: &[u8]) -> Result<(), Violation> {
+        execute_bounded(self.run, input, self.alloc_per_byte)
+    }
 }
 
 /// A violation with the input that caused it.
@@ -413,7 +433,7 @@ pub fn fuzz(
         }
         let input = generate(&corpus, target.dict, seed, index);
         before(index, &input);
-        if let Err(violation) = execute(target.run, &input) {
+        if let Err(violation) = target.execute(&input) {
             let text = violation.to_string();
             let saved = findings_dir
                 .and_then(|dir| save_finding(dir, target.name, seed, index, &text, &input).ok());

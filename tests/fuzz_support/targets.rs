@@ -15,7 +15,7 @@ use node_lifecycled::kube::watch::{ResponseDecoder, WatchItem};
 use node_lifecycled::model::{Lease, Node, Pod};
 use node_lifecycled::testing::Rng;
 
-use super::engine::{Target, input_hash};
+use super::engine::{ALLOC_PER_INPUT_BYTE, Target, input_hash};
 
 pub const NODE_JSON: &str =
     include_str!("../../src/kube/decode/fixtures/node_kubeadm_control_plane.json");
@@ -541,6 +541,11 @@ fn run_event(input: &[u8]) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // kubeconfig files
 
+/// The YAML loader materialises every event of a document before deserialising it: about 125
+/// bytes per input byte for deeply nested flow sequences (`[[[[…`), proportional to the file
+/// (bounded to 1 MiB), not to any length field.
+pub const KUBECONFIG_ALLOC_PER_BYTE: usize = 160;
+
 /// A scratch directory per thread with the files the seed kubeconfigs refer to.
 fn kubeconfig_dir() -> PathBuf {
     thread_local! {
@@ -697,6 +702,10 @@ fn run_kubeconfig(input: &[u8]) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // The daemon's TOML configuration
 
+/// Deeply nested inline tables cost the TOML parser about 48 bytes per input byte, proportional
+/// to the file (bounded to 1 MiB).
+pub const CONFIG_ALLOC_PER_BYTE: usize = 64;
+
 fn config_corpus() -> Vec<Vec<u8>> {
     vec![
         include_bytes!("../../conf/config.toml").to_vec(),
@@ -739,60 +748,70 @@ pub fn all() -> Vec<Target> {
             corpus: head_corpus,
             dict: HTTP_DICT,
             run: run_head,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
         Target {
             name: "response",
             corpus: response_corpus,
             dict: HTTP_DICT,
             run: run_response,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
         Target {
             name: "chunked",
             corpus: chunked_corpus,
             dict: CHUNK_DICT,
             run: run_chunked,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
         Target {
             name: "lines",
             corpus: lines_corpus,
             dict: CHUNK_DICT,
             run: run_lines,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
         Target {
             name: "decode_object",
             corpus: object_corpus,
             dict: JSON_DICT,
             run: run_object,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
         Target {
             name: "decode_list",
             corpus: list_corpus,
             dict: JSON_DICT,
             run: run_list,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
         Target {
             name: "decode_watch_event",
             corpus: event_corpus,
             dict: JSON_DICT,
             run: run_event,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
         Target {
             name: "kubeconfig",
             corpus: kubeconfig_corpus,
             dict: KUBECONFIG_DICT,
             run: run_kubeconfig,
+            alloc_per_byte: KUBECONFIG_ALLOC_PER_BYTE,
         },
         Target {
             name: "config",
             corpus: config_corpus,
             dict: TOML_DICT,
             run: run_config,
+            alloc_per_byte: CONFIG_ALLOC_PER_BYTE,
         },
         Target {
             name: "controller",
             corpus: super::controller::corpus,
             dict: &[],
             run: super::controller::run_controller,
+            alloc_per_byte: ALLOC_PER_INPUT_BYTE,
         },
     ]
 }
