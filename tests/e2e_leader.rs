@@ -89,16 +89,19 @@ fn only_the_leader_writes_kill_9_fails_over_and_sigterm_hands_over() {
     a.wait_exit(Duration::from_secs(5));
     let killed = Instant::now();
     let killed_at = clock.now();
+    let b_waited = b.runqueue_wait();
     let takeover = wait_until(
         "B acting after kill -9 of A",
         Duration::from_secs(10),
         || b.has_line(ACTING),
         || b.log(),
     );
-    // Lease duration + retry period, plus the machine's scheduling noise.
+    // Lease duration + retry period, plus the machine's scheduling noise (not counting time B
+    // waited for a CPU on a busy machine).
+    let starved = b.runqueue_wait().saturating_sub(b_waited);
     assert!(
-        takeover <= Duration::from_millis(3500 + 1000),
-        "takeover {takeover:?} after kill -9"
+        takeover.saturating_sub(starved) <= Duration::from_millis(3500 + 1000),
+        "takeover {takeover:?} after kill -9 ({starved:?} of it waiting for a CPU)"
     );
     assert!(
         takeover >= Duration::from_millis(1000),
@@ -125,6 +128,7 @@ fn only_the_leader_writes_kill_9_fails_over_and_sigterm_hands_over() {
     assert!(!a2.has_line(ACTING));
     let b_stopping_at = clock.now();
     let sigterm = Instant::now();
+    let a2_waited = a2.runqueue_wait();
     b.signal("TERM");
     let (status, _) = b.wait_exit(Duration::from_secs(5));
     assert_eq!(status.code(), Some(0));
@@ -135,9 +139,11 @@ fn only_the_leader_writes_kill_9_fails_over_and_sigterm_hands_over() {
         || a2.has_line(ACTING),
         || a2.log(),
     );
+    // B's exit, then A's next retry (500 ms); time A waited for a CPU not counted.
+    let starved = a2.runqueue_wait().saturating_sub(a2_waited);
     assert!(
-        handover < Duration::from_secs(3),
-        "handover {handover:?} after SIGTERM"
+        handover.saturating_sub(starved) < Duration::from_secs(3),
+        "handover {handover:?} after SIGTERM ({starved:?} waiting for a CPU)"
     );
 
     // Over the whole run, every controller write came from the instance leading at the time:
@@ -186,17 +192,27 @@ fn a_leader_that_cannot_renew_stops_acting_then_acts_again_on_reacquiring() {
     let lost_at = clock.now();
     // While it stands by, a node fails: no write until the lease is held again.
     kubelets.set_alive("n1", false);
-    let line = a.wait_log(ACTING, Duration::from_secs(20));
-    // When it acted again, by its own log's timestamp (same machine clock as the sim's).
-    let acting_again = line
-        .split_whitespace()
-        .next()
-        .and_then(Time::parse_rfc3339)
-        .unwrap();
+    a.wait_log(ACTING, Duration::from_secs(20));
+    // When it held the lease again: its first successful leader-lease write after standing by,
+    // in the server's own order of writes. (Its "acting" log line can come a millisecond after
+    // its first write: seen on a busy machine.)
+    let reacquired = sim
+        .handle
+        .writes()
+        .into_iter()
+        .filter(|w| {
+            w.identity.token.as_deref() == Some(A)
+                && w.resource == Resource::Leases
+                && w.namespace.as_deref() == Some("kube-system")
+                && w.code < 300
+                && w.wall > lost_at
+        })
+        .min_by_key(|w| w.seq)
+        .expect("the leader lease written again");
     for w in controller_writes(&sim, A) {
         assert!(
-            !(w.wall > lost_at && w.wall < acting_again),
-            "wrote while standing by (lost {lost_at:?}, acting again {acting_again:?}): {w:?}"
+            !(w.wall > lost_at && w.seq < reacquired.seq),
+            "wrote while standing by (lost {lost_at:?}, lease held again {reacquired:?}): {w:?}"
         );
     }
     // Warm caches: the silent node is judged without a fresh list.

@@ -5,12 +5,14 @@
 //! token restarts the list, bearer tokens reach the watch, and watch-list is used against 1.32.
 
 mod informer_support;
+mod load_support;
 
 use std::time::{Duration, Instant};
 
 use informer_support::{
     Harness, Id, Tracked, assert_same, decode_all, list_watch, plain_connection, unthrottled,
 };
+use load_support::runqueue_wait;
 use node_lifecycled::kube::decode::DecodeContext;
 use node_lifecycled::kube::reflector::ReflectorConfig;
 use node_lifecycled::kube::{ClientSettings, Credentials};
@@ -221,7 +223,10 @@ fn throttled_list_pages_wait_on_a_timer_while_the_loop_keeps_turning() {
     h.pods = Some(Tracked::new(config, Id::Pods));
     h.start(lp.control());
     h.start_probe(lp.control(), Duration::from_millis(10));
+    let waited_before = runqueue_wait();
     let took = h.run_until(&mut lp, LIMIT, "sync", |h| h.pods().informer.is_synced());
+    // The loop thread's time waiting for a CPU on a busy machine is not the loop's doing.
+    let runnable = took.saturating_sub(runqueue_wait().saturating_sub(waited_before));
     let stats = h.pods().stats();
     let probe = h.probe.as_ref().unwrap();
     let max = probe.lateness.iter().max().copied().unwrap_or_default();
@@ -237,16 +242,16 @@ fn throttled_list_pages_wait_on_a_timer_while_the_loop_keeps_turning() {
         took >= Duration::from_millis(550),
         "3 pages waited 200 ms each: {took:?}"
     );
+    // A 10 ms probe fires about every 10 ms the loop can run; a loop that slept through the
+    // three 200 ms waits would fire a handful of times at most.
+    let expected = runnable.as_millis() / 10;
     assert!(
-        probe.lateness.len() >= 40,
-        "the loop kept turning while the list waited"
+        probe.lateness.len() as u128 * 10 >= expected * 6,
+        "the loop kept turning while the list waited: {} probe firings in {runnable:?} runnable",
+        probe.lateness.len()
     );
     // Never a sleep: no informer call held the loop thread longer than one small page takes.
-    assert!(
-        h.max_call_cpu < Duration::from_millis(25),
-        "an informer call held the loop for {:?} of CPU",
-        h.max_call_cpu
-    );
+    h.assert_calls_within(Duration::from_millis(25), Duration::from_millis(60));
     assert_eq!(h.pods().store.len(), 400);
 }
 

@@ -79,6 +79,7 @@ fn timers_fire_on_time_while_the_informer_delivers_ten_thousand_watch_events() {
     }
     h.start_probe(lp.control(), Duration::from_millis(10));
     h.max_call_cpu = Duration::ZERO;
+    h.call_cpu.clear();
     sim.faults().clear_stall();
     let took = h.run_until(&mut lp, Duration::from_secs(60), "10,000 events", |h| {
         h.pods().stats().reflector.resource_version.as_deref() == Some(last_rv.as_str())
@@ -102,12 +103,9 @@ fn timers_fire_on_time_while_the_informer_delivers_ten_thousand_watch_events() {
         lateness.len() >= 5,
         "the delivery took long enough for the timer to fire: {took:?}"
     );
-    // One read budget (256 KB, some 380 pod events) decoded: a few ms in a debug build.
-    assert!(
-        h.max_call_cpu < Duration::from_millis(25),
-        "an informer call held the loop for {:?} of CPU",
-        h.max_call_cpu
-    );
+    // One read budget (256 KB, some 380 pod events) decoded: a few ms in a debug build; the
+    // whole 6.8 MB in one call would take some 27 times that.
+    h.assert_calls_within(Duration::from_millis(25), Duration::from_millis(60));
     assert!(
         max < took / 3,
         "a timer fired {max:?} late during a {took:?} delivery"

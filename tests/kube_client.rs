@@ -234,7 +234,12 @@ fn a_list_page_larger_than_ureqs_10_mb_default_is_stream_decoded() {
     assert!(size > 12 << 20, "{size}");
     let server = serve(move |_| Reply::json(200, body.clone()));
     let clock = VirtualClock::new();
-    let mut client = connect(&server, unthrottled(), &clock);
+    // 12 MB decoded by a debug build on a busy machine can take longer than the 5 s default.
+    let settings = ClientSettings {
+        timeout: Duration::from_secs(60),
+        ..unthrottled()
+    };
+    let mut client = connect(&server, settings, &clock);
     let page = client
         .list_page::<NodeName>("/api/v1/pods", 0, None, None)
         .unwrap();

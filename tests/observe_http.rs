@@ -219,6 +219,17 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
     (status, head, String::from_utf8(body).unwrap())
 }
 
+/// `Some(status)` of a GET, `None` when the connection was closed without an answer.
+fn try_get(addr: SocketAddr, path: &str) -> Option<u16> {
+    let mut s = connect(addr);
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let status = all.get(9..12)?;
+    std::str::from_utf8(status).ok()?.parse().ok()
+}
+
 #[test]
 fn metrics_healthz_readyz_and_unknown_paths_answer_one_request_per_connection() {
     let run = start(Options::default());
@@ -364,9 +375,13 @@ fn slowloris_a_silent_or_dribbling_client_is_closed_at_the_deadline() {
 
 #[test]
 fn connections_beyond_the_cap_are_closed_at_once_and_serving_resumes() {
+    // A deadline far beyond the bound below, so "at once" cannot be the deadline on a busy
+    // machine.
+    let deadline = Duration::from_secs(60);
     let run = start(Options {
         limits: Limits {
             max_connections: 4,
+            deadline,
             ..Limits::default()
         },
         ..Options::default()
@@ -380,21 +395,31 @@ fn connections_beyond_the_cap_are_closed_at_once_and_serving_resumes() {
     let n = fifth.read(&mut buf).unwrap_or(0);
     assert_eq!(n, 0, "refused without an answer");
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < deadline / 4,
         "closed at once, not at the deadline"
     );
     drop(idle);
     // The idle ones are noticed as closed (EOF while reading the head); then requests pass.
-    thread::sleep(Duration::from_millis(100));
-    let mut ok = 0;
-    for _ in 0..50 {
+    // Until the loop has noticed, a request may still be refused: each such one is counted.
+    let mut refused_while_draining = 0;
+    let draining = Instant::now();
+    while try_get(run.addr, "/healthz").is_none() {
+        refused_while_draining += 1;
+        assert!(
+            draining.elapsed() < Duration::from_secs(10),
+            "closed connections never freed their slots"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    let mut ok = 1;
+    for _ in 1..50 {
         if let (200, _, _) = get(run.addr, "/healthz") {
             ok += 1;
         }
     }
     assert_eq!(ok, 50);
     let stats = run.finish();
-    assert_eq!(stats.refused, 1);
+    assert_eq!(stats.refused, 1 + refused_while_draining);
     assert_eq!(stats.responses, 50);
 }
 
@@ -426,9 +451,11 @@ fn a_large_body_to_a_slow_reader_is_written_without_blocking_the_loop() {
     slow.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
     // While the big response waits for room, other clients are served.
     thread::sleep(Duration::from_millis(200));
+    // A loop blocked on the slow reader would never answer (the reader reads only below);
+    // the bound is for a busy machine, not for the property.
     let started = Instant::now();
     assert_eq!(get(run.addr, "/healthz").0, 200);
-    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(started.elapsed() < Duration::from_secs(10));
     let (status, _, body) = read_response(&mut slow);
     assert_eq!(status, 200);
     assert!(body.len() >= body_len);
@@ -457,8 +484,16 @@ fn healthz_fails_right_after_the_loop_was_stuck_then_recovers() {
     let (status, _, body) = get(run.addr, "/healthz");
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("event loop stalled"), "{body}");
-    thread::sleep(Duration::from_millis(100));
-    assert_eq!(get(run.addr, "/healthz").0, 200);
+    // Healthy again once the heartbeat has run (two heartbeats on an idle machine; the limit is
+    // for a busy one): a loop that never recovered would answer 503 until then.
+    let recovering = Instant::now();
+    while get(run.addr, "/healthz").0 != 200 {
+        assert!(
+            recovering.elapsed() < Duration::from_secs(10),
+            "still unhealthy after the stall"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
     run.finish();
 }
 

@@ -1,10 +1,12 @@
 //! Simulated kubelets: heartbeats at scale, stop/resume/reboot, status posts as a kubelet makes
 //! them, and graceful pod deletions finished only where a kubelet is alive.
 
+mod load_support;
 mod sim_support;
 
 use std::time::{Duration, Instant};
 
+use load_support::runqueue_wait_of;
 use node_lifecycled::sim::kubelets::{Fleet, KubeletConfig, Kubelets};
 use node_lifecycled::sim::population::Population;
 use node_lifecycled::sim::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimServer};
@@ -117,12 +119,16 @@ fn the_kubelet_thread_keeps_up_with_a_thousand_nodes_at_short_intervals() {
         kubelets.add_node(n);
     }
     let started = Instant::now();
+    let waited_before = runqueue_wait_of("sim-kubelets");
     std::thread::sleep(Duration::from_secs(3));
     let stats = kubelets.stats();
-    let elapsed = started.elapsed().as_secs_f64();
+    // On a busy machine the thread waits for a core: judge it on the time it could run.
+    let waited = runqueue_wait_of("sim-kubelets").saturating_sub(waited_before);
+    let elapsed = started.elapsed().saturating_sub(waited).as_secs_f64();
     let rate = stats.lease_renewals as f64 / elapsed;
     eprintln!(
-        "1000 kubelets, {interval:?} renewals: {rate:.0} renewals/s (ideal {:.0}), max lag {:?}",
+        "1000 kubelets, {interval:?} renewals: {rate:.0} renewals/s (ideal {:.0}), max lag {:?}, \
+         {waited:?} waiting for a CPU",
         1000.0 / interval.as_secs_f64() / 1.02,
         stats.max_renew_lag
     );
@@ -131,7 +137,10 @@ fn the_kubelet_thread_keeps_up_with_a_thousand_nodes_at_short_intervals() {
     for n in &populated.nodes {
         let age = now.since(renew_time(&cluster, n));
         // The interval plus jitter plus a generous allowance for a busy shared machine.
-        assert!(age < Duration::from_millis(1500), "{n}: lease {age:?} old");
+        assert!(
+            age < Duration::from_millis(1500) + waited,
+            "{n}: lease {age:?} old"
+        );
     }
     kubelets.shutdown();
 }

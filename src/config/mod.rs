@@ -170,15 +170,33 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The documented conf/config.toml is about 10 KB.
+const MAX_CONFIG_FILE: u64 = 1024 * 1024;
+
 impl Config {
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let cannot_read = |reason: String| ConfigError {
             path: path.to_path_buf(),
             line: None,
             key: String::new(),
-            reason: format!("cannot read config file: {e}"),
-        })?;
+            reason: format!("cannot read config file: {reason}"),
+        };
+        // Bounded: `--config /dev/zero` must be an error, not a read until memory runs out.
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(
+                std::fs::File::open(path).map_err(|e| cannot_read(e.to_string()))?,
+                MAX_CONFIG_FILE + 1,
+            ),
+            &mut bytes,
+        )
+        .map_err(|e| cannot_read(e.to_string()))?;
+        if bytes.len() as u64 > MAX_CONFIG_FILE {
+            return Err(cannot_read(format!("larger than {MAX_CONFIG_FILE} bytes")));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| cannot_read("stream did not contain valid UTF-8".to_string()))?;
         Config::from_str(&text, path)
     }
 

@@ -176,13 +176,31 @@ pub(crate) fn read_setting_file(
     field: &str,
     path: &Path,
 ) -> Result<Vec<u8>, KubeConfigError> {
-    std::fs::read(path).map_err(|e| {
+    read_limited(path, MAX_SETTING_FILE).map_err(|e| {
         KubeConfigError::new(
             source,
             field,
             format!("cannot read {}: {e}", path.display()),
         )
     })
+}
+
+/// Certificates, keys and CA bundles are a few KB; a system CA bundle is about 200 KB.
+pub(crate) const MAX_SETTING_FILE: u64 = 4 * 1024 * 1024;
+
+/// Reads a whole file of at most `limit` bytes. A path that never ends (`/dev/zero`, a FIFO fed
+/// forever) or a runaway file is an error, not a read until memory runs out.
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("larger than {limit} bytes"));
+    }
+    Ok(bytes)
 }
 
 /// A parsed `server:` URL: `https://host[:port][/base/path]`, or `http://` to a loopback address.

@@ -13,10 +13,16 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use super::connection::{
-    Connection, ConnectionParts, Credentials, PemSetting, ServerUrl, read_setting_file,
+    Connection, ConnectionParts, Credentials, PemSetting, ServerUrl, read_limited,
+    read_setting_file,
 };
 use super::error::KubeConfigError;
 use super::token::read_token_file;
+
+/// Far above any real kubeconfig (embedded certificates make them a few KB each), and low
+/// enough that the YAML loader's event buffer (about 125 bytes per byte of a deeply nested
+/// file) stays far from the daemon's memory budget.
+const MAX_KUBECONFIG: u64 = 1024 * 1024;
 
 #[derive(Deserialize, Default)]
 struct KubeConfig {
@@ -99,7 +105,7 @@ impl Connection {
         allow_insecure: bool,
     ) -> Result<Connection, KubeConfigError> {
         let source = path.display().to_string();
-        let bytes = std::fs::read(path)
+        let bytes = read_limited(path, MAX_KUBECONFIG)
             .map_err(|e| KubeConfigError::new(source.clone(), "", format!("cannot read: {e}")))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| KubeConfigError::new(source.clone(), "", "not UTF-8 text"))?;

@@ -90,9 +90,14 @@ impl std::fmt::Debug for TokenSource {
     }
 }
 
+/// Service-account tokens are 1–2 KB.
+const MAX_TOKEN_FILE: u64 = 1024 * 1024;
+
 /// Reads and checks a token file, returning the header value.
 pub fn read_token_file(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = super::connection::read_limited(path, MAX_TOKEN_FILE)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| "cannot read: not UTF-8 text".to_string())?;
     bearer_header(&text)
 }
 

@@ -77,7 +77,9 @@ impl LineSplitter {
         }
         self.buf.drain(..start);
         self.scanned = self.buf.len();
-        if self.buf.len() > self.max {
+        // A trailing CR may be the first half of the CRLF that ends a line of exactly `max`.
+        let pending = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
+        if pending > self.max {
             out.push(Err(LineError::TooLong { limit: self.max }));
             self.buf = Vec::new();
             self.scanned = 0;
@@ -94,7 +96,7 @@ impl LineSplitter {
         (!discarding && !line.is_empty()).then(|| line.to_vec())
     }
 
-    /// Bytes held waiting for a newline (memory accounting).
+    /// Bytes held waiting for a newline (memory accounting): at most the limit plus one CR.
     pub fn buffered(&self) -> usize {
         self.buf.len()
     }

@@ -150,6 +150,9 @@ impl ResponseDecoder {
             Body::Chunked(decoder) => match decoder.feed(bytes, &mut data) {
                 Ok(_) => decoder.is_done(),
                 Err(e) => {
+                    // Lines completed before the bad byte count, as they would had they
+                    // arrived in an earlier read.
+                    self.deliver(&data, out);
                     self.scratch = data;
                     return self.end(out, StreamEnd::Broken(chunked_error(e)));
                 }
