@@ -249,7 +249,7 @@ pub fn check_identity(client: &mut ApiClient, version: Option<(u32, u32)>, repor
         return;
     }
     let review = authentication::SelfSubjectReview::default();
-    let body = crate::runtime::executor::request::to_json(&review).to_string();
+    let body = crate::kube::body::to_json(&review).to_string();
     let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
     report.push(
         match client.post::<authentication::SelfSubjectReview>(path, body.as_bytes()) {

@@ -174,7 +174,7 @@ pub fn check(client: &mut ApiClient, config: &Config, report: &mut Report) {
     let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
     let mut granted = 0;
     for permission in &permissions {
-        let body = crate::runtime::executor::request::to_json(&review(permission)).to_string();
+        let body = crate::kube::body::to_json(&review(permission)).to_string();
         match client.post::<authorization::SelfSubjectAccessReview>(path, body.as_bytes()) {
             Ok(answer) => {
                 let status = answer.status.unwrap_or_default();
