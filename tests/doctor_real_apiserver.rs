@@ -288,3 +288,49 @@ fn doctor_with_a_broken_config_or_kubeconfig_exits_78_naming_the_file() {
         "{out:?}"
     );
 }
+
+#[test]
+fn doctor_against_an_address_nobody_answers_fails_the_connection_and_still_reads_the_host() {
+    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-down-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.0.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[api]\nserver = \"http://127.0.0.1:{port}\"\nrequest_timeout = \"2s\"\n"),
+    )
+    .unwrap();
+    let on = dir.0.join("kcm.yaml");
+    std::fs::write(&on, kubeadm_manifest("*")).unwrap();
+    let out = doctor(&config, &on, &dir.0.join("absent.yaml"), "text");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!(
+            "fail  cluster/connection: http://127.0.0.1:{port} via [api] settings of"
+        )),
+        "{text}"
+    );
+    assert!(first.contains("-> check the server address"), "{first}");
+    assert!(
+        !text.contains("ok    cluster/connection"),
+        "no ok line before the server answered:\n{text}"
+    );
+    // Without a server version the controller names of 1.29+ are assumed, and said so.
+    let kcm = text
+        .lines()
+        .find(|l| l.contains("controllers/kubeadm manifest"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(kcm.starts_with("fail"), "{kcm}");
+    assert!(
+        kcm.contains("-node-lifecycle-controller,-taint-eviction-controller")
+            && kcm.contains("before 1.29 the name is nodelifecycle"),
+        "{kcm}"
+    );
+}

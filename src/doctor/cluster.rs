@@ -31,11 +31,9 @@ pub struct Server {
 /// The daemon's connection, read as the daemon would read it. The packaged config points at
 /// systemd's credential copy of the kubeconfig, which exists only inside the service: outside
 /// it, the file the unit loads the credential from is read instead.
-pub fn connect(
-    options: &Options,
-    config: &Config,
-    report: &mut Report,
-) -> Result<Option<ApiClient>, String> {
+/// Returns the client and what it connects to, for the `connection` line that
+/// [`check_server`] writes once the server has answered.
+pub fn connect(options: &Options, config: &Config) -> Result<(ApiClient, String), String> {
     let insecure = config.api.allow_insecure_skip_tls_verify;
     let (connection, source) = match (&options.kubeconfig, &config.api.source) {
         (Some(path), source) => {
@@ -84,15 +82,11 @@ pub fn connect(
         Credentials::Token(_) | Credentials::TokenFile(_) => "bearer token",
         Credentials::None => "no bearer token (a client certificate, if the kubeconfig has one)",
     };
-    report.push(Check::ok(
-        GROUP,
-        "connection",
-        format!(
-            "{} via {source}: {tls}, {credentials}",
-            connection.base_url()
-        ),
-    ));
-    Ok(Some(client))
+    let description = format!(
+        "{} via {source}: {tls}, {credentials}",
+        connection.base_url()
+    );
+    Ok((client, description))
 }
 
 fn is_systemd_credential(path: &Path) -> bool {
@@ -103,16 +97,18 @@ fn is_systemd_credential(path: &Path) -> bool {
 /// the clock skew. `None` when the server cannot be used (the cause is in the report).
 pub fn check_server(
     client: &mut ApiClient,
+    connection: &str,
     config: &Config,
     report: &mut Report,
 ) -> Option<Server> {
     let (info, date) = match client.get_json_dated::<Info>("/version") {
         Ok(answer) => answer,
         Err(e) => {
-            report.push(unreachable(client.base_url(), &e));
+            report.push(unreachable(connection, &e));
             return None;
         }
     };
+    report.push(Check::ok(GROUP, "connection", connection));
     let received = SystemTime::now();
     let version = parse_version(&info.major, &info.minor);
     let text = if info.git_version.is_empty() {
@@ -139,7 +135,7 @@ pub fn check_server(
     Some(Server { version })
 }
 
-fn unreachable(url: &str, e: &ApiError) -> Check {
+fn unreachable(connection: &str, e: &ApiError) -> Check {
     let message = e.to_string();
     let lower = message.to_ascii_lowercase();
     let (name, action) = match e {
@@ -164,7 +160,7 @@ fn unreachable(url: &str, e: &ApiError) -> Check {
             "check the server address in the kubeconfig and that the API server is up",
         ),
     };
-    Check::fail(GROUP, name, format!("{url}: {message}")).action(action)
+    Check::fail(GROUP, name, format!("{connection}: {message}")).action(action)
 }
 
 /// `"1"`, `"20+"` (as some distributions report) -> `(1, 20)`.
@@ -249,7 +245,7 @@ pub fn check_identity(client: &mut ApiClient, version: Option<(u32, u32)>, repor
         return;
     }
     let review = authentication::SelfSubjectReview::default();
-    let body = crate::runtime::executor::request::to_json(&review).to_string();
+    let body = crate::kube::body::to_json(&review).to_string();
     let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
     report.push(
         match client.post::<authentication::SelfSubjectReview>(path, body.as_bytes()) {

@@ -187,19 +187,16 @@ impl Report {
 /// caller exits 78 as the daemon would.
 pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
     let mut report = Report::default();
-    let mut client = cluster::connect(options, config, &mut report)?;
-    let server = match client.as_mut() {
-        Some(client) => cluster::check_server(client, config, &mut report),
-        None => None,
-    };
+    let (mut client, connection) = cluster::connect(options, config)?;
+    let server = cluster::check_server(&mut client, &connection, config, &mut report);
     let version = server.as_ref().and_then(|s| s.version);
-    if let (Some(client), Some(_)) = (client.as_mut(), &server) {
-        cluster::check_identity(client, version, &mut report);
-        permissions::check(client, config, &mut report);
+    if server.is_some() {
+        cluster::check_identity(&mut client, version, &mut report);
+        permissions::check(&mut client, config, &mut report);
     }
     controllers::check(&options.host, version, &mut report);
-    if let (Some(client), Some(_)) = (client.as_mut(), &server) {
-        fleet::check(client, config, &mut report);
+    if server.is_some() {
+        fleet::check(&mut client, config, &mut report);
     }
     Ok(report)
 }

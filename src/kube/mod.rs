@@ -5,8 +5,10 @@
 //! (`explicit`); `tls` makes its rustls configuration and `token` its bearer tokens. `client` makes
 //! the short, throttled (`throttle`) calls; failures are `error::ApiError`. `watch` streams run on
 //! the mio loop; `reflector` is the sans-IO list → watch → relist machine; `decode` projects JSON
-//! straight into the compact `model` types.
+//! straight into the compact `model` types; `body` turns typed (k8s-openapi) request bodies into
+//! JSON.
 
+pub mod body;
 pub mod client;
 pub mod connection;
 pub mod decode;

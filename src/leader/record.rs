@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::runtime::executor::request::to_json;
+use crate::kube::body::to_json;
 
 /// Who holds the lease and for how long, in the Lease's own field names.
 ///

@@ -28,16 +28,12 @@ pub enum Body {
 }
 
 pub fn check(resource: Resource, body: Body, value: &Value) -> Result<(), ApiError> {
-    let stripped;
     let value = match body {
-        Body::Object => value,
         Body::Patch(PatchType::Json) => return Ok(()),
-        Body::Patch(PatchType::Merge) => value,
-        Body::Patch(PatchType::Strategic) => {
-            stripped = without_directives(value);
-            &stripped
-        }
+        Body::Patch(PatchType::Strategic) => normalized(value, true),
+        Body::Object | Body::Patch(PatchType::Merge) => normalized(value, false),
     };
+    let value = &value;
     let parsed = match resource {
         Resource::Nodes => parses::<core::Node>(value),
         Resource::Pods => parses::<core::Pod>(value),
@@ -67,21 +63,23 @@ fn parses<T: DeserializeOwned>(value: &Value) -> Result<(), serde_json::Error> {
     T::deserialize(value).map(drop)
 }
 
-/// The patch with strategic-merge directives removed: `$`-keys, and list elements that are
-/// directives (`{"$patch": "delete", "type": "X"}` names an element to drop, not a value).
-fn without_directives(value: &Value) -> Value {
+/// The body as Go's decoder sees it: a `null` member leaves the field at its zero value (and
+/// in a patch deletes the key), so null members are dropped. With `directives`, the
+/// strategic-merge directives go too: `$`-keys, and list elements that are directives
+/// (`{"$patch": "delete", "type": "X"}` names an element to drop, not a value).
+fn normalized(value: &Value, directives: bool) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(k, _)| !k.starts_with('$'))
-                .map(|(k, v)| (k.clone(), without_directives(v)))
+                .filter(|(k, v)| !(v.is_null() || (directives && k.starts_with('$'))))
+                .map(|(k, v)| (k.clone(), normalized(v, directives)))
                 .collect(),
         ),
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .filter(|v| v.get("$patch").is_none())
-                .map(without_directives)
+                .filter(|v| !(directives && v.get("$patch").is_some()))
+                .map(|v| normalized(v, directives))
                 .collect(),
         ),
         other => other.clone(),
@@ -135,6 +133,17 @@ mod tests {
         let boolean_status =
             json!({"status": {"conditions": [{"type": "Ready", "status": false}]}});
         assert!(check(Resource::Pods, strategic, &boolean_status).is_err());
+        let deleting = json!({"metadata": {"labels": {"gone": null, "kept": "1"}},
+            "spec": {"taints": null}});
+        assert_eq!(
+            check(Resource::Nodes, strategic, &deleting),
+            Ok(()),
+            "null deletes"
+        );
+        assert_eq!(
+            check(Resource::Nodes, Body::Patch(PatchType::Merge), &deleting),
+            Ok(())
+        );
         let taints_as_text = json!({"spec": {"taints": "none"}});
         assert!(
             check(

@@ -20,6 +20,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::kube::body::to_json;
+
 use crate::controller::events::{Event, EventObject};
 use crate::controller::taint_eviction::{
     DISRUPTION_CONDITION, DISRUPTION_MESSAGE, DISRUPTION_REASON,
@@ -92,16 +94,6 @@ pub struct StrategicPatch<Spec, Status> {
 
 pub type NodePatch = StrategicPatch<core::NodeSpec, core::NodeStatus>;
 pub type PodPatch = StrategicPatch<core::PodSpec, core::PodStatus>;
-
-/// A body as the JSON value the executor sends. The types here serialize infallibly (string
-/// keys, in-range timestamps); should that ever change, the body becomes `null`, which the API
-/// server refuses with a 400 the executor reports, rather than a panic in the daemon.
-pub fn to_json<T: Serialize>(body: &T) -> Value {
-    serde_json::to_value(body).unwrap_or_else(|e| {
-        log::error!("cannot serialize a request body: {e}");
-        Value::Null
-    })
-}
 
 /// Our millisecond time as `metav1.Time` (which serializes with second precision, as the API
 /// stores it). Out-of-range values clamp; none occur with a sane clock.
