@@ -375,6 +375,7 @@ fn evict_pod_adds_the_disruption_target_condition_then_deletes_with_a_uid_precon
         pod: pod.key.clone(),
         uid: pod.uid.clone(),
         attempt: 1,
+        condition_present: false,
     }]);
     let inputs = h.run_until_idle();
     // Each write's answer first (the pod with its condition, then marked for deletion), then
@@ -439,6 +440,7 @@ fn evicting_a_pod_replaced_under_the_same_name_conflicts_and_deletes_nothing() {
         pod: old.key.clone(),
         uid: old.uid.clone(),
         attempt: 1,
+        condition_present: false,
     }]);
     let inputs = h.run_until_idle();
     assert!(
@@ -471,6 +473,7 @@ fn evicting_a_pod_replaced_under_the_same_name_conflicts_and_deletes_nothing() {
         pod: key("ns", "never-existed"),
         uid: n("u"),
         attempt: 1,
+        condition_present: false,
     }]);
     assert!(matches!(
         &h.run_until_idle()[..],
@@ -587,4 +590,33 @@ fn events_are_created_as_client_gos_recorder_creates_them_and_never_answered() {
         ]
     );
     assert_eq!(h.exec.stats().events_sent, 2);
+}
+
+/// Upstream's `addConditionAndDeletePod` does not write the `DisruptionTarget` condition again
+/// when the pod carries it already (its `lastTransitionTime` is kept): only the DELETE is sent.
+#[test]
+fn evict_pod_whose_condition_is_present_sends_only_the_delete() {
+    let mut h = Harness::real();
+    let pod = h.add_pod("ns", "p", "n1");
+    h.submit([Action::EvictPod {
+        id: EvictionId(9),
+        pod: pod.key.clone(),
+        uid: pod.uid.clone(),
+        attempt: 2,
+        condition_present: true,
+    }]);
+    let inputs = h.run_until_idle();
+    assert!(
+        matches!(
+            inputs.last(),
+            Some(Input::EvictionResult {
+                id: EvictionId(9),
+                result: EvictionResult::Deleted
+            })
+        ),
+        "{inputs:?}"
+    );
+    let writes = h.writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].verb, Verb::Delete);
 }

@@ -75,6 +75,7 @@ fn dry_run_sends_no_write_and_answers_each_action_as_its_write_would_have() {
             pod: evicted.key.clone(),
             uid: evicted.uid.clone(),
             attempt: 1,
+            condition_present: false,
         },
         Action::ReadLease {
             id: ActionId(7),
@@ -220,6 +221,7 @@ fn dry_run_checks_a_writes_preconditions_as_the_server_would() {
             pod: old.key.clone(),
             uid: old.uid.clone(),
             attempt: 1,
+            condition_present: false,
         },
         mark(3, &executor_support_pod(&old, "gone")),
     ]);

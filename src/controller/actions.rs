@@ -68,6 +68,8 @@ pub enum Action {
         uid: Name,
         /// 1 for the first try.
         attempt: u32,
+        /// The pod carries the `DisruptionTarget` condition already: only the DELETE is sent.
+        condition_present: bool,
     },
     /// Read `kube-node-lease/<node>` live from the API server (not from a cache).
     ReadLease { id: ActionId, node: Name },

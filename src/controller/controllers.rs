@@ -69,11 +69,13 @@ impl Controllers {
                 pod,
                 uid,
                 attempt,
+                condition_present,
             } => Action::EvictPod {
                 id,
                 pod,
                 uid,
                 attempt,
+                condition_present,
             },
         }));
         actions

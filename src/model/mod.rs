@@ -310,4 +310,15 @@ pub struct Pod {
     pub deleting: bool,
     /// Has a controller owner reference of kind DaemonSet (legacy eviction skips these).
     pub daemonset_owned: bool,
+    /// Carries taint eviction's `DisruptionTarget` condition already (status, reason and message
+    /// as [`disruption`] names them): upstream does not write it again before the DELETE.
+    pub disruption_target: bool,
+}
+
+/// The pod condition taint eviction adds before deleting a pod (upstream
+/// `addConditionAndDeletePod`).
+pub mod disruption {
+    pub const CONDITION: &str = "DisruptionTarget";
+    pub const REASON: &str = "DeletionByTaintManager";
+    pub const MESSAGE: &str = "Taint manager: deleting due to NoExecute taint";
 }

@@ -25,6 +25,7 @@ const DELETING: u16 = 1 << 2;
 const DAEMONSET: u16 = 1 << 3;
 const TEXT_UID: u16 = 1 << 4;
 const TEXT_RV: u16 = 1 << 5;
+const DISRUPTION: u16 = 1 << 9;
 const READY_SHIFT: u16 = 6;
 const READY_MASK: u16 = 0b111 << READY_SHIFT;
 
@@ -300,6 +301,7 @@ impl PodTable {
             && view.ready() == pod.ready
             && view.deleting() == pod.deleting
             && view.daemonset_owned() == pod.daemonset_owned
+            && view.disruption_target() == pod.disruption_target
             && *view.tolerations() == pod.tolerations;
         if same {
             // Nothing we keep changed; remember the version (for the staleness check).
@@ -398,6 +400,7 @@ impl PodTable {
         r.set(TEXT_RV, rv.is_none());
         r.set(DELETING, pod.deleting);
         r.set(DAEMONSET, pod.daemonset_owned);
+        r.set(DISRUPTION, pod.disruption_target);
         r.set_ready(pod.ready);
         if uid.is_none() || rv.is_none() {
             self.text.insert(
@@ -662,6 +665,10 @@ impl<'a> PodView<'a> {
         self.record().has(DAEMONSET)
     }
 
+    pub fn disruption_target(&self) -> bool {
+        self.record().has(DISRUPTION)
+    }
+
     /// The pod as a model value (for replays and tests).
     pub fn to_pod(&self) -> Pod {
         Pod {
@@ -673,6 +680,7 @@ impl<'a> PodView<'a> {
             tolerations: self.tolerations().clone(),
             deleting: self.deleting(),
             daemonset_owned: self.daemonset_owned(),
+            disruption_target: self.disruption_target(),
         }
     }
 }

@@ -22,12 +22,15 @@ pub enum EvictionAction {
         uid: Name,
         /// 1 for the first try, up to [`super::MAX_ATTEMPTS`].
         attempt: u32,
+        /// The pod carries the condition already: only the DELETE is sent (upstream's
+        /// `UpdatePodCondition` reports no change, and no status update is made).
+        condition_present: bool,
     },
 }
 
-pub const DISRUPTION_CONDITION: &str = "DisruptionTarget";
-pub const DISRUPTION_REASON: &str = "DeletionByTaintManager";
-pub const DISRUPTION_MESSAGE: &str = "Taint manager: deleting due to NoExecute taint";
+pub const DISRUPTION_CONDITION: &str = crate::model::disruption::CONDITION;
+pub const DISRUPTION_REASON: &str = crate::model::disruption::REASON;
+pub const DISRUPTION_MESSAGE: &str = crate::model::disruption::MESSAGE;
 /// The event reason for both marking and cancelling.
 pub const EVICTION_EVENT_REASON: &str = "TaintManagerEviction";
 

@@ -351,6 +351,7 @@ impl TaintEviction {
                 },
             };
             let uid = pod.uid();
+            let condition_present = pod.disruption_target();
             let id = EvictionId(self.next_id);
             self.next_id += 1;
             self.evictions
@@ -361,6 +362,7 @@ impl TaintEviction {
                 pod: key,
                 uid,
                 attempt,
+                condition_present,
             });
         }
     }

@@ -131,6 +131,7 @@ pub fn pod(name: &str, node: &str) -> Pod {
         tolerations: Rc::from(Vec::new()),
         deleting: false,
         daemonset_owned: false,
+        disruption_target: false,
     }
 }
 

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::model::{
     ConditionStatus, Interner, Lease, Node, NodeCondition, NodeConditionType, Pod, PodKey, Taint,
-    TaintEffect, Toleration, TolerationOperator,
+    TaintEffect, Toleration, TolerationOperator, disruption,
 };
 use crate::time::Time;
 
@@ -425,13 +425,17 @@ impl Decode for Pod {
                 toleration_seconds: t.toleration_seconds,
             })
             .collect();
-        let ready = w
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .into_iter()
+        let conditions = w.status.and_then(|s| s.conditions).unwrap_or_default();
+        let ready = conditions
+            .iter()
             .find(|c| wire::text(&c.kind) == "Ready")
             .map(|c| ConditionStatus::parse(wire::text(&c.status)));
+        let disruption_target = conditions.iter().any(|c| {
+            wire::text(&c.kind) == disruption::CONDITION
+                && wire::text(&c.status) == "True"
+                && wire::text(&c.reason) == disruption::REASON
+                && wire::text(&c.message) == disruption::MESSAGE
+        });
         let daemonset_owned = meta
             .owner_references
             .unwrap_or_default()
@@ -446,6 +450,7 @@ impl Decode for Pod {
             tolerations: ctx.share_tolerations(tolerations),
             deleting: meta.deletion_timestamp.is_some_and(|d| !d.0.is_empty()),
             daemonset_owned,
+            disruption_target,
         })
     }
 }

@@ -483,3 +483,21 @@ fn an_unreadable_condition_status_decodes_as_other() {
         );
     }
 }
+
+/// Taint eviction's condition is recognised only with its own status, reason and message.
+#[test]
+fn a_pod_carrying_the_disruption_target_condition_says_so() {
+    let pod = |reason: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"p","namespace":"ns","uid":"u","resourceVersion":"1"}},
+                "spec":{{"nodeName":"n1"}},
+                "status":{{"conditions":[{{"type":"DisruptionTarget","status":"True",
+                  "reason":"{reason}","message":"Taint manager: deleting due to NoExecute taint"}}]}}}}"#
+        )
+    };
+    let mut ctx = DecodeContext::new();
+    let ours: Pod = decode_object(pod("DeletionByTaintManager").as_bytes(), &mut ctx).unwrap();
+    assert!(ours.disruption_target);
+    let other: Pod = decode_object(pod("PreemptionByScheduler").as_bytes(), &mut ctx).unwrap();
+    assert!(!other.disruption_target);
+}

@@ -189,6 +189,10 @@ pub struct PodCondition<'a> {
     pub kind: Option<Str<'a>>,
     #[serde(borrow)]
     pub status: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub message: Option<Str<'a>>,
 }
 
 /// metav1.Status: the object of an `ERROR` watch event and the body of failed requests.

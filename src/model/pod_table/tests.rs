@@ -21,6 +21,7 @@ fn pod(ns: &str, name: &str, node: Option<&str>, rv: &str) -> Pod {
         tolerations: Rc::from(Vec::new()),
         deleting: false,
         daemonset_owned: false,
+        disruption_target: false,
     }
 }
 

@@ -987,9 +987,16 @@ fn plan(job: &Job, now: Time) -> Result<Plan, String> {
         (Action::DeletePod { pod, uid, .. }, _) => {
             Plan::Delete(request::pod_path(pod)?, uid.to_string())
         }
-        (Action::EvictPod { pod, uid, .. }, Stage::Delete) => {
-            Plan::Delete(request::pod_path(pod)?, uid.to_string())
-        }
+        (Action::EvictPod { pod, uid, .. }, Stage::Delete)
+        | (
+            Action::EvictPod {
+                pod,
+                uid,
+                condition_present: true,
+                ..
+            },
+            _,
+        ) => Plan::Delete(request::pod_path(pod)?, uid.to_string()),
         (Action::EvictPod { pod, uid, .. }, _) => Plan::Patch(
             request::pod_status_path(pod)?,
             request::disruption_target_patch(uid, now),

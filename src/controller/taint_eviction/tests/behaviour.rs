@@ -425,3 +425,31 @@ fn same_inputs_give_the_same_actions_in_pod_order() {
     let expected: Vec<_> = (0..50).map(|i| format!("pod{i:02}")).collect();
     assert_eq!(order, expected);
 }
+
+/// A pod that already carries the `DisruptionTarget` condition (an earlier attempt, another
+/// leader) is evicted with the condition left as it is: the action says so.
+#[test]
+fn an_eviction_knows_the_pod_carries_its_condition_already() {
+    let mut h = Harness::new();
+    h.node(&node("node1", vec![taint(1, h.now)]));
+    let mut marked = pod("marked", "node1");
+    marked.disruption_target = true;
+    h.pod(&marked);
+    h.pod(&pod("plain", "node1"));
+    let evictions: Vec<(String, bool)> = h
+        .take()
+        .into_iter()
+        .filter_map(|l| match l.action {
+            EvictionAction::EvictPod {
+                pod,
+                condition_present,
+                ..
+            } => Some((pod.name.to_string(), condition_present)),
+            EvictionAction::RecordEvent(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        evictions,
+        vec![("marked".to_string(), true), ("plain".to_string(), false)]
+    );
+}

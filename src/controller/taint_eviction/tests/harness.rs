@@ -101,6 +101,7 @@ pub fn pod(name: &str, host: &str) -> Pod {
         tolerations: Rc::from(Vec::new()),
         deleting: false,
         daemonset_owned: false,
+        disruption_target: false,
     }
 }
 
