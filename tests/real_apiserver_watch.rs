@@ -22,7 +22,12 @@ use real_apiserver_support::RealApiserver;
 use serde_json::Value;
 
 /// Generous: the server is real, the machine is shared.
-const SEEN_WITHIN: Duration = Duration::from_secs(10);
+/// How long a kubectl change may take to reach our store. Generous: on a busy machine a server
+/// started seconds earlier has let a freshly opened watch wait more than 10 s for its first
+/// byte (CI run of the one-store change: the Lease watch's idle timeout, then nothing for 10 s);
+/// each idle timeout reopens the watch from the last resourceVersion, so nothing is lost, only
+/// late.
+const SEEN_WITHIN: Duration = Duration::from_secs(30);
 
 fn pod_key(namespace: &str, name: &str) -> PodKey {
     PodKey {
@@ -265,9 +270,10 @@ fn real_kube_apiserver_v1_20_informers_see_kubectl_changes() {
         assert_eq!(stats.broken_watches, 0, "{stats:?}");
         // Seen before the warm-up above, on a server started seconds earlier: a Lease watch
         // got not even its response head for over 6 s. The idle timeout resumed it from its
-        // resourceVersion and no event was lost; one is tolerated for a machine busy enough to
-        // starve the server 10 s, more would mean a server (or a stream) that never answers.
-        assert!(stats.idle_timeouts <= 1, "{stats:?}");
+        // resourceVersion and no event was lost. Up to three are tolerated for a machine busy
+        // enough to starve a fresh server (a CI run under load saw two); a stream that never
+        // answered would collect one every 10 s of this test, far more.
+        assert!(stats.idle_timeouts <= 3, "{stats:?}");
         assert_eq!(stats.reflector.skipped_events, 0, "{stats:?}");
     }
 }
