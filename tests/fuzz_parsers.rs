@@ -328,9 +328,12 @@ fn an_endless_error_body_is_capped() {
 // ---------------------------------------------------------------------------------------------
 // Regression tests from the long runs (FUZZING.md).
 
-/// Replays a saved finding through its target.
+/// Replays a saved finding through its target (and removes the kubeconfig target's scratch
+/// directory of this thread, if it made one).
 fn replay(target: &str, input: &[u8]) -> Result<(), engine::Violation> {
-    targets::by_name(target).expect("target").execute(input)
+    let result = targets::by_name(target).expect("target").execute(input);
+    targets::remove_scratch();
+    result
 }
 
 /// Nesting far beyond any real document is an error (a value), not a stack overflow (which
