@@ -170,6 +170,9 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// Largest rate (per second) accepted for the eviction rates and `api.qps`.
+const MAX_RATE: f64 = 1e9;
+
 /// The documented conf/config.toml is about 10 KB.
 const MAX_CONFIG_FILE: u64 = 1024 * 1024;
 
@@ -417,6 +420,15 @@ impl Validator<'_> {
                 span,
                 key,
                 format!("must be a finite number >= 0, got {value}"),
+            ));
+        }
+        // Above 10^9 a rate has more significant digits than an f64 keeps at micro precision:
+        // the printed config (`to_toml`) would not read back to the same value.
+        if value > MAX_RATE {
+            return Err(self.error(
+                span,
+                key,
+                format!("too large, at most {MAX_RATE}, got {value}"),
             ));
         }
         Rate::from_f64(value)

@@ -76,6 +76,10 @@ struct FakeNode {
     labels: Vec<(String, String)>,
     /// Last time the controller was given evidence the node is alive.
     heard_at: Time,
+    /// Since when the node has carried some NoExecute taint without a break (the earliest
+    /// `timeAdded`): upstream counts a pod's toleration from when its eviction was first
+    /// scheduled, not from the `timeAdded` of a taint that replaced another.
+    no_execute_since: Option<Time>,
 }
 
 #[derive(Clone, Debug)]
@@ -359,9 +363,11 @@ impl World {
                             |t| match fake.tolerations.iter().find(|(k, _)| *k == t.key) {
                                 None => true,
                                 Some((_, None)) => false,
-                                Some((_, Some(s))) => t.time_added.is_some_and(|added| {
-                                    now.since(added) >= Duration::from_secs((*s).max(0) as u64)
-                                }),
+                                Some((_, Some(s))) => {
+                                    node.no_execute_since.or(t.time_added).is_some_and(|added| {
+                                        now.since(added) >= Duration::from_secs((*s).max(0) as u64)
+                                    })
+                                }
                             },
                         );
                 if !due {
@@ -479,6 +485,7 @@ impl World {
                 taints: Vec::new(),
                 labels: Vec::new(),
                 heard_at: now,
+                no_execute_since: None,
             },
         );
         if ready {
@@ -608,7 +615,18 @@ impl World {
                         // As the API server does for a NoExecute taint without one.
                         time_added: t.time_added.or(Some(now)),
                     })
-                    .collect()
+                    .collect();
+                let earliest = n
+                    .taints
+                    .iter()
+                    .filter(|t| t.effect == "NoExecute")
+                    .filter_map(|t| t.time_added)
+                    .min();
+                n.no_execute_since = match (n.no_execute_since, earliest) {
+                    (_, None) => None,
+                    (Some(since), Some(_)) => Some(since),
+                    (None, Some(added)) => Some(added),
+                };
             }),
             Action::PatchNodeLabels { node, labels, .. } => self.write_node(&node, None, |n| {
                 for (k, v) in &labels {

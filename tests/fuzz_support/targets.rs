@@ -546,47 +546,43 @@ fn run_event(input: &[u8]) -> Result<(), String> {
 /// (bounded to 1 MiB), not to any length field.
 pub const KUBECONFIG_ALLOC_PER_BYTE: usize = 160;
 
-/// A scratch directory per thread with the files the seed kubeconfigs refer to.
+/// A scratch directory per thread with the files the seed kubeconfigs refer to (made again
+/// after [`remove_scratch`]).
 fn kubeconfig_dir() -> PathBuf {
-    thread_local! {
-        static DIR: PathBuf = {
-            // tmpfs where there is one: rewriting a file on ext4 flushes it at every close.
-            let shm = Path::new("/dev/shm");
-            let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
-            let dir = base.join(format!(
-                "node-lifecycled-fuzz-{}-{:?}",
-                std::process::id(),
-                std::thread::current().id()
-            ).replace(['(', ')'], ""));
-            std::fs::create_dir_all(&dir).expect("fuzz scratch dir");
-            let (ca, cert, key) = pems();
-            std::fs::write(dir.join("ca.crt"), ca).expect("ca.crt");
-            std::fs::write(dir.join("client.crt"), cert).expect("client.crt");
-            std::fs::write(dir.join("client.key"), key).expect("client.key");
-            std::fs::write(dir.join("token"), "abc\n").expect("token");
-            dir
-        };
+    let dir = scratch_path();
+    if !dir.join("token").is_file() {
+        std::fs::create_dir_all(&dir).expect("fuzz scratch dir");
+        let (ca, cert, key) = pems();
+        std::fs::write(dir.join("ca.crt"), ca).expect("ca.crt");
+        std::fs::write(dir.join("client.crt"), cert).expect("client.crt");
+        std::fs::write(dir.join("client.key"), key).expect("client.key");
+        std::fs::write(dir.join("token"), "abc\n").expect("token");
     }
-    DIR.with(|d| d.clone())
+    dir
 }
 
-/// Removes this thread's kubeconfig scratch directory (if it made one).
-pub fn remove_scratch() {
+/// This thread's scratch directory: on tmpfs where there is one (rewriting a file on ext4
+/// flushes it at every close).
+fn scratch_path() -> PathBuf {
     let shm = Path::new("/dev/shm");
     let base = if shm.is_dir() {
         shm.to_path_buf()
     } else {
         std::env::temp_dir()
     };
-    let dir = base.join(
+    base.join(
         format!(
             "node-lifecycled-fuzz-{}-{:?}",
             std::process::id(),
             std::thread::current().id()
         )
         .replace(['(', ')'], ""),
-    );
-    let _ = std::fs::remove_dir_all(dir);
+    )
+}
+
+/// Removes this thread's kubeconfig scratch directory (if it made one).
+pub fn remove_scratch() {
+    let _ = std::fs::remove_dir_all(scratch_path());
 }
 
 /// A CA certificate, a client certificate and its key, PEM (generated once per process).
