@@ -903,12 +903,19 @@ impl NodeLifecycle {
     /// `handle_disruption` first), so the node is tainted at once when its zone has a token
     /// and no verdict is in flight (the pass waits for those: see `hold_eviction_pass`).
     fn taint_due_now(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
-        if self.verdicts_in_flight() {
-            return;
-        }
         let Some(zone) = self.nodes.get(name).map(|e| e.zone.clone()) else {
             return;
         };
+        // This runs for every node change: the zone's queue is asked first (almost always
+        // empty), the writes in flight only when something is due.
+        let due = self
+            .zones
+            .get(&zone)
+            .and_then(|z| z.queue.head())
+            .is_some_and(|(_, at)| at <= now);
+        if !due || self.verdicts_in_flight() {
+            return;
+        }
         while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
             self.taint_from_queue(&zone, &value.value, now, out);
         }

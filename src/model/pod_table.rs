@@ -589,10 +589,6 @@ impl<'a> PodView<'a> {
         &self.table.records[self.slot as usize]
     }
 
-    pub fn id(&self) -> PodId {
-        PodId(self.slot)
-    }
-
     pub fn namespace(&self) -> &'a Name {
         self.table
             .namespaces
@@ -610,10 +606,6 @@ impl<'a> PodView<'a> {
             namespace: self.namespace().clone(),
             name: Rc::from(self.name()),
         }
-    }
-
-    pub fn is(&self, key: &PodKey) -> bool {
-        self.name() == &*key.name && self.namespace() == &key.namespace
     }
 
     /// The uid (rendered: for preconditions and events).
