@@ -224,9 +224,13 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
             let now = lp.clock.now();
             // Collected first: a handler re-arming its own timer at `now` runs next turn, not
             // in an endless loop here.
-            for (timer, _) in lp.timers.drain_due(now) {
+            for (timer, at) in lp.timers.drain_due(now) {
                 if lp.stop_requested {
-                    break;
+                    // Not fired, so still due: a later `run` (after `resume`) fires it. Dropping
+                    // it would silence its owner for good (an informer that never reopens its
+                    // watch). A handler that re-armed the key meanwhile keeps its own deadline.
+                    lp.timers.schedule_if_absent(timer, at);
+                    continue;
                 }
                 lp.stats.timers_fired += 1;
                 handler.on_timer(lp, timer, now);
@@ -328,6 +332,31 @@ mod tests {
         assert!(clock_now >= now + Duration::from_millis(30));
         assert_eq!(lp.control().stats().timers_fired, 2);
         assert!(lp.control().timers().is_empty());
+    }
+
+    #[test]
+    fn timers_due_with_the_one_that_stops_the_run_fire_in_the_next_run() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        // Both due in the same turn; `Late` sorts first by deadline and stops the run.
+        lp.control().schedule(Timer::Late, now);
+        lp.control()
+            .schedule(Timer::Early, now + Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
+        let mut rec = Recorder {
+            stop_after_timer: Some(Timer::Late),
+            ..Recorder::default()
+        };
+        lp.run(&mut rec).unwrap();
+        assert_eq!(rec.log, ["Late"]);
+        assert_eq!(
+            lp.control().timers().deadline(&Timer::Early),
+            Some(now + Duration::from_millis(1))
+        );
+        lp.control().resume();
+        rec.stop_after_timer = Some(Timer::Early);
+        lp.run(&mut rec).unwrap();
+        assert_eq!(rec.log, ["Late", "Early"]);
     }
 
     #[test]
