@@ -40,7 +40,7 @@ use std::time::Duration;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::inputs::{Input, Observed};
 use crate::controller::tolerations::{Verdict, verdict};
-use crate::model::{ClusterStore, Name, Node, PodChange, PodKey, Taint, Toleration};
+use crate::model::{ClusterStore, Name, Node, PodChange, PodKey, PodView, Taint, Toleration};
 use crate::time::Time;
 use timed_evictions::{Due, TimedEvictions, Work};
 
@@ -343,6 +343,13 @@ impl TaintEviction {
                     ));
                     (fire_at, 1)
                 }
+                Due::Retry if !still_evicted(store, &pod) => {
+                    // The taint went (or the pod now tolerates it forever) while the failed
+                    // attempt waited: retrying would delete a pod nothing evicts any more.
+                    // Upstream's worker stops with its last 10 ms try; ours stops here.
+                    self.evictions.finish(&key);
+                    continue;
+                }
                 Due::Retry => match self.evictions.get(&key) {
                     Some(Work::Running {
                         fire_at, attempt, ..
@@ -399,6 +406,15 @@ impl TaintEviction {
             component: TAINT_EVICTION_CONTROLLER,
         }
     }
+}
+
+/// Whether `pod`'s node still carries a NoExecute taint the pod does not tolerate forever.
+fn still_evicted(store: &ClusterStore, pod: &PodView<'_>) -> bool {
+    let Some(node) = pod.node_name().and_then(|n| store.node(n)) else {
+        return false;
+    };
+    let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
+    !taints.is_empty() && verdict(&taints, pod.tolerations()) != Verdict::TolerateForever
 }
 
 /// Backoff after failed attempt `attempt` (1-based): 100 ms, 200 ms, 400 ms, ... capped.

@@ -189,6 +189,48 @@ fn pod_deleted_during_backoff_stops_retries() {
     assert_eq!(h.te.next_deadline(), None);
 }
 
+/// A failed DELETE waits in backoff; the node recovers meanwhile (its NoExecute taint is
+/// removed). The pod must stay: no further attempt, no deadline left.
+#[test]
+fn taint_removed_during_backoff_stops_retries() {
+    let mut h = Harness::new();
+    h.answer = Box::new(|_, _| Some(EvictionResult::Error("500 Internal Server Error".into())));
+    h.node(&node("node1", vec![taint(1, h.now)]));
+    h.pod(&pod("pod1", "node1"));
+    assert_eq!(h.evicted().len(), 1);
+    h.advance(50 * MS);
+    h.node(&node("node1", vec![]));
+    h.advance(60 * SEC);
+    assert_eq!(h.evicted(), vec![], "no attempt after the taint went");
+    assert_eq!(h.te.next_deadline(), None);
+    assert_eq!(
+        h.te.metrics.retries_total, 1,
+        "the one retry scheduled before the taint went"
+    );
+}
+
+/// The same, when the pod's tolerations change to tolerate the taint forever: the retry is
+/// dropped; a taint that is still not tolerated keeps the retries going.
+#[test]
+fn retries_go_on_only_while_the_taint_still_evicts_the_pod() {
+    let mut h = Harness::new();
+    h.answer = Box::new(|_, _| Some(EvictionResult::Error("500 Internal Server Error".into())));
+    h.node(&node("node1", vec![taint(1, h.now)]));
+    h.pod(&pod("pod1", "node1"));
+    h.pod(&pod("pod2", "node1"));
+    assert_eq!(h.evicted().len(), 2);
+    h.advance(50 * MS);
+    h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, -1)]));
+    h.advance(60 * SEC);
+    let evicted = h.evicted();
+    assert!(evicted.iter().all(|(_, p)| p == "pod2"), "{evicted:?}");
+    assert_eq!(
+        evicted.len(),
+        MAX_ATTEMPTS as usize - 1,
+        "pod2 retried to the end"
+    );
+}
+
 #[test]
 fn a_result_for_a_pod_deleted_meanwhile_counts_but_never_retries() {
     let mut h = Harness::new();
