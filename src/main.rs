@@ -245,7 +245,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(EX_CONFIG);
                 }
             };
-            let log = logging::init(config.log_level);
+            let log = logging::init(config.log_level, config.log_format);
             match runtime::daemon::run(path, config, log) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e @ DaemonError::Config(_)) => {
