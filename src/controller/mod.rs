@@ -6,6 +6,7 @@ pub mod controllers;
 pub mod decisions;
 pub mod dump;
 pub mod events;
+pub mod explain;
 pub mod health;
 pub mod inputs;
 pub mod labels;
