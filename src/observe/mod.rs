@@ -11,6 +11,7 @@
 //! [`Endpoints`] (`metrics::render` of its snapshot, `Readiness::of`). The daemon times each
 //! controller pass and feeds [`HealthTimings`].
 
+pub mod ask;
 pub mod control;
 pub mod decision_log;
 pub mod dump;
