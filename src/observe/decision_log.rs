@@ -5,8 +5,9 @@
 //! A mass outage must not flood the journal, so lines are folded twice:
 //! - within one loop turn, decisions of one kind about the pods of one node become one line
 //!   ("deleting 27 pods on node X … [+26 lines folded]");
-//! - across turns, each kind gets [`LINES_PER_WINDOW`] lines per zone per [`WINDOW`]; what
-//!   comes beyond is counted and told in one summary line when the window ends
+//! - across turns, each kind speaks of at most [`SUBJECTS_PER_WINDOW`] nodes (or pods) per zone
+//!   per [`WINDOW`]: one node's whole story is always told, but when a fourth node of the zone
+//!   comes up, its lines are counted and told in one summary line when the window ends
 //!   ("zone eu/a: 57 more nodes judged Unknown … [+57 lines folded]").
 //!
 //! The history keeps every decision unfolded (bounded: see [`super::history`]).
@@ -25,8 +26,8 @@ use super::history::{Entry, History, Subject};
 
 /// How long a kind's line budget in a zone lasts.
 pub const WINDOW: Duration = Duration::from_secs(10);
-/// Lines of one kind in one zone per window before folding starts.
-pub const LINES_PER_WINDOW: usize = 3;
+/// Nodes (or pods) one kind speaks of in one zone per window before folding starts.
+pub const SUBJECTS_PER_WINDOW: usize = 3;
 /// Names listed in a folded line.
 const NAMES_SHOWN: usize = 3;
 
@@ -57,7 +58,8 @@ impl LogLine {
 #[derive(Debug)]
 struct Window {
     ends: Time,
-    lines: usize,
+    /// The nodes (or pods) whose lines were shown.
+    shown: Vec<String>,
     /// Lines held back, and the decisions they stood for.
     folded_lines: usize,
     folded_decisions: usize,
@@ -95,13 +97,21 @@ impl DecisionLog {
             let key = (line.decision, line.zone.clone().unwrap_or_default());
             let window = self.windows.entry(key).or_insert_with(|| Window {
                 ends: now + WINDOW,
-                lines: 0,
+                shown: Vec::new(),
                 folded_lines: 0,
                 folded_decisions: 0,
                 names: Vec::new(),
             });
-            if window.lines < LINES_PER_WINDOW {
-                window.lines += 1;
+            let subject = line
+                .node
+                .clone()
+                .or_else(|| line.pod.clone())
+                .unwrap_or_default();
+            let known = window.shown.contains(&subject);
+            if known || window.shown.len() < SUBJECTS_PER_WINDOW {
+                if !known {
+                    window.shown.push(subject);
+                }
                 self.lines += 1;
                 self.folded += group.folded as u64;
                 out.push(line);

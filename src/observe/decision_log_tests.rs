@@ -137,7 +137,8 @@ fn deletions_of_one_turn_on_one_node_fold_into_one_line() {
 }
 
 /// A zone losing 60 nodes, verdicts arriving turn after turn: three lines, then one summary
-/// when the window ends, naming a few and counting the rest.
+/// when the window ends, naming a few and counting the rest. One node's own story (four taint
+/// writes in a few seconds) is never folded.
 #[test]
 fn a_flood_across_turns_is_summarised_per_zone_and_kind() {
     let mut log = DecisionLog::new();
@@ -147,7 +148,7 @@ fn a_flood_across_turns_is_summarised_per_zone_and_kind() {
         let now = t0 + Duration::from_millis(50 * i);
         lines.extend(log.record(now, vec![unknown(&format!("w{i:02}"))], false));
     }
-    assert_eq!(lines.len(), LINES_PER_WINDOW);
+    assert_eq!(lines.len(), SUBJECTS_PER_WINDOW);
     assert_eq!(log.next_deadline(), Some(t0 + WINDOW));
     assert!(
         log.flush(t0 + (WINDOW - Duration::from_millis(1)))
@@ -165,6 +166,39 @@ fn a_flood_across_turns_is_summarised_per_zone_and_kind() {
     // A new window starts afresh.
     let later = log.record(t0 + WINDOW * 2, vec![unknown("w99")], false);
     assert_eq!(later.len(), 1);
+    let t1 = t0 + WINDOW * 4;
+    let taint = |added: bool| Decision::Taints {
+        node: n("w01"),
+        zone: n("eu:\0:a"),
+        added: if added {
+            vec![unreachable(TaintEffect::NoSchedule)]
+        } else {
+            vec![]
+        },
+        removed: if added {
+            vec![]
+        } else {
+            vec![unreachable(TaintEffect::NoSchedule)]
+        },
+        why: TaintReason {
+            ready: Some(ConditionStatus::Unknown),
+            zone_queue: None,
+            swapped: false,
+            reachable: false,
+        },
+    };
+    let story: Vec<LogLine> = [true, true, false, false]
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, added)| {
+            log.record(
+                t1 + Duration::from_secs(i as u64),
+                vec![taint(added)],
+                false,
+            )
+        })
+        .collect();
+    assert_eq!(story.len(), 4, "{story:?}");
 }
 
 #[test]
