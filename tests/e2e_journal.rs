@@ -253,3 +253,94 @@ fn a_sixty_node_zone_outage_stays_under_a_bounded_number_of_lines() {
         "{decisions:?}"
     );
 }
+
+/// Under systemd the daemon speaks the journal's native protocol: a local datagram socket
+/// stands in for journald (`NODE_LIFECYCLED_JOURNAL_SOCKET`), and a node's Unknown verdict
+/// arrives as one entry with `NODE=`, `ZONE=`, `DECISION=`, `PRIORITY=6` and the message,
+/// which is what `journalctl -u node-lifecycled NODE=n1` selects on.
+#[test]
+fn under_systemd_decisions_reach_the_journal_with_their_fields() {
+    use node_lifecycled::logging::journal::parse_fields;
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+    use std::os::unix::net::UnixDatagram;
+
+    let sim = Sim::start("journal-native", &[TOKEN]);
+    let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|s| s.to_string()).collect();
+    for n in &nodes {
+        sim.add_node(n, Some("z1"));
+    }
+    let kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
+    let journal_path = sim.dir.path().join("journal.socket");
+    let journald = UnixDatagram::bind(&journal_path).unwrap();
+    journald
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let text = format!(
+        "control_socket = \"\"\n{}",
+        config_text(&sim.kubeconfig(TOKEN), &Timing::default())
+    );
+    let d = Daemon::spawn(
+        "journal-native",
+        &sim.dir,
+        &text,
+        &[(
+            "NODE_LIFECYCLED_JOURNAL_SOCKET",
+            journal_path.to_str().unwrap(),
+        )],
+    );
+    let entries: RefCell<Vec<BTreeMap<String, String>>> = RefCell::new(Vec::new());
+    let receive = || {
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = journald.recv(&mut buf) {
+            let fields = parse_fields(&buf[..n]).expect("a well-formed journal datagram");
+            entries.borrow_mut().push(fields.into_iter().collect());
+        }
+    };
+    let find = |key: &str, prefix: &str| {
+        entries
+            .borrow()
+            .iter()
+            .find(|e| e.get(key).is_some_and(|v| v.starts_with(prefix)))
+            .cloned()
+    };
+    let context = || format!("{:?}\n{}", entries.borrow(), d.log());
+    wait_until(
+        "the daemon acting",
+        Duration::from_secs(20),
+        || {
+            receive();
+            find("MESSAGE", "acting (leader election disabled)").is_some()
+        },
+        context,
+    );
+    kubelets.set_alive("n1", false);
+    wait_until(
+        "n1's Unknown verdict in the journal",
+        Duration::from_secs(20),
+        || {
+            receive();
+            find("DECISION", "node-unknown").is_some()
+        },
+        context,
+    );
+    let verdict = find("DECISION", "node-unknown").unwrap();
+    assert_eq!(verdict["NODE"], "n1");
+    assert_eq!(verdict["ZONE"], "sim/z1");
+    assert_eq!(verdict["PRIORITY"], "6");
+    assert_eq!(verdict["SYSLOG_IDENTIFIER"], "node-lifecycled");
+    assert!(
+        verdict["MESSAGE"].starts_with("node n1 judged Unknown: "),
+        "{verdict:?}"
+    );
+    // Ordinary lines come the same way, without decision fields.
+    let start = find("MESSAGE", "node-lifecycled 0.1.0 starting").expect("the start-up line");
+    assert!(!start.contains_key("NODE") && !start.contains_key("DECISION"));
+    // Nothing went to stderr but what cannot reach the journal (nothing here).
+    assert!(
+        !d.lines().iter().any(|l| l.contains("judged Unknown")),
+        "{}",
+        d.log()
+    );
+    drop(kubelets);
+}
