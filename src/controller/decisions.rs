@@ -8,10 +8,11 @@
 
 use std::time::Duration;
 
-use crate::model::{ConditionStatus, Name, PodKey, Taint};
+use crate::model::{ConditionStatus, Name, Node, PodKey, Taint};
 use crate::runtime::Rate;
 use crate::time::Time;
 
+use super::taint_ops::TaintOp;
 use super::zones::ZoneState;
 
 /// How a node's last sign of life reached us.
@@ -152,4 +153,47 @@ impl Decision {
             _ => None,
         }
     }
+}
+
+/// The evidence of a taint write: what it adds and removes, and why.
+pub(super) fn taint_decision(
+    name: &Name,
+    zone: &Name,
+    node: &Node,
+    desired: &[Taint],
+    ops: &[TaintOp],
+) -> Option<Decision> {
+    let same = |a: &Taint, b: &Taint| a.key == b.key && a.effect == b.effect;
+    let added: Vec<_> = desired
+        .iter()
+        .filter(|t| !node.taints.iter().any(|o| same(o, t)))
+        .cloned()
+        .collect();
+    let removed: Vec<_> = node
+        .taints
+        .iter()
+        .filter(|t| !desired.iter().any(|d| same(d, t)))
+        .cloned()
+        .collect();
+    if added.is_empty() && removed.is_empty() {
+        return None;
+    }
+    let why = TaintReason {
+        ready: node.ready().map(|c| c.status),
+        zone_queue: ops.iter().find_map(|o| match o {
+            TaintOp::Apply { zone: Some(z), .. } => Some(z.clone()),
+            _ => None,
+        }),
+        swapped: ops
+            .iter()
+            .any(|o| matches!(o, TaintOp::Apply { zone: None, .. })),
+        reachable: ops.contains(&TaintOp::Reachable),
+    };
+    Some(Decision::Taints {
+        node: name.clone(),
+        zone: zone.clone(),
+        added,
+        removed,
+        why,
+    })
 }

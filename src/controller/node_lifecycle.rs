@@ -23,7 +23,7 @@ use crate::runtime::{Rate, TimerHeap};
 use crate::time::Time;
 
 use super::actions::{Action, ActionId};
-use super::decisions::{Decision, Heartbeat, LeaseEvidence, TaintReason};
+use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
 use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
@@ -1682,50 +1682,6 @@ impl NodeLifecycle {
         }
         self.evaluate(&node, now, out);
     }
-}
-
-/// The evidence of a taint write: what it adds and removes, and why.
-fn taint_decision(
-    name: &Name,
-    zone: &Name,
-    node: &Node,
-    desired: &[crate::model::Taint],
-    ops: &[TaintOp],
-) -> Option<Decision> {
-    let same =
-        |a: &crate::model::Taint, b: &crate::model::Taint| a.key == b.key && a.effect == b.effect;
-    let added: Vec<_> = desired
-        .iter()
-        .filter(|t| !node.taints.iter().any(|o| same(o, t)))
-        .cloned()
-        .collect();
-    let removed: Vec<_> = node
-        .taints
-        .iter()
-        .filter(|t| !desired.iter().any(|d| same(d, t)))
-        .cloned()
-        .collect();
-    if added.is_empty() && removed.is_empty() {
-        return None;
-    }
-    let why = TaintReason {
-        ready: node.ready().map(|c| c.status),
-        zone_queue: ops.iter().find_map(|o| match o {
-            TaintOp::Apply { zone: Some(z), .. } => Some(z.clone()),
-            _ => None,
-        }),
-        swapped: ops
-            .iter()
-            .any(|o| matches!(o, TaintOp::Apply { zone: None, .. })),
-        reachable: ops.contains(&TaintOp::Reachable),
-    };
-    Some(Decision::Taints {
-        node: name.clone(),
-        zone: zone.clone(),
-        added,
-        removed,
-        why,
-    })
 }
 
 /// 0–100 ms, from the node's name and the try (FNV-1a): spreads the retries of nodes that
