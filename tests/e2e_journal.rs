@@ -209,9 +209,7 @@ fn a_sixty_node_zone_outage_stays_under_a_bounded_number_of_lines() {
     d.wait_log("acting (leader election disabled)", Duration::from_secs(20));
     let before = d.lines().len();
 
-    for n in &dead {
-        kubelets.set_alive(n, false);
-    }
+    kubelets.silence(&dead);
     wait_until(
         "every pod of the dead zone deleted",
         Duration::from_secs(60),
