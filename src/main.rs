@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use node_lifecycled::config::{Config, DEFAULT_CONFIG_PATH};
 use node_lifecycled::doctor::{self, HostFiles, Output};
@@ -15,7 +16,11 @@ use node_lifecycled::{logging, runtime};
 /// invocation or the file" from a crash worth restarting.
 const EXIT_RUNTIME: u8 = 1;
 const EX_USAGE: u8 = 64;
+const EX_UNAVAILABLE: u8 = 69;
+const EX_NOPERM: u8 = 77;
 const EX_CONFIG: u8 = 78;
+/// How long `status` / `explain` wait for the daemon's answer.
+const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 
 const USAGE: &str = "\
 node-lifecycled: Kubernetes' node lifecycle and NoExecute taint eviction controllers as one daemon
@@ -29,10 +34,20 @@ usage:
                                               check a host and cluster before and after the
                                               switch from kube-controller-manager: one line per
                                               check (ok / warn / fail, and what to do)
+  node-lifecycled status [--config PATH] [--socket PATH]
+                                              ask the running daemon: leader, sync, watches,
+                                              zones, queued taints, pending evictions, API use
+  node-lifecycled explain NODE|NAMESPACE/POD [--config PATH] [--socket PATH]
+                                              ask the running daemon why a node or pod is as it
+                                              is, its recent decisions and what happens next
   node-lifecycled --version | --help
 
 options:
   --config PATH   configuration file (default /etc/node-lifecycled/config.toml)
+
+status / explain options:
+  --socket PATH        the daemon's control socket (default: control_socket from the
+                       configuration, /run/node-lifecycled/control.sock)
 
 doctor options:
   --output FORMAT      text (default) or json
@@ -53,18 +68,35 @@ exit codes:
   64  usage error (unknown argument)
   78  configuration error (the message names the file, line and key), including a
       kubeconfig, certificate, key or token file that cannot be read or parsed
+  status / explain: 0 answered, 1 the daemon refused (unknown node or pod), 69 no daemon
+      answers on the socket, 77 permission denied on the socket (run as root)
 
 environment:
   RUST_LOG        log filter; overrides log_level from the configuration
+  JOURNAL_STREAM  set by systemd: when it names stderr, lines go to the journal's native
+                  socket with NODE=, POD=, ZONE=, DECISION= fields (log_format = \"text\")
+  NODE_LIFECYCLED_JOURNAL_SOCKET
+                  send journal entries to this datagram socket instead (tests, or a
+                  journald listening elsewhere)
   NOTIFY_SOCKET, WATCHDOG_USEC
                   set by systemd (Type=notify, WatchdogSec=)
 ";
 
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
-    Run { config: PathBuf },
-    CheckConfig { config: PathBuf },
+    Run {
+        config: PathBuf,
+    },
+    CheckConfig {
+        config: PathBuf,
+    },
     Doctor(doctor::Options),
+    /// `status` or `explain …`: one request to the running daemon's control socket.
+    Ask {
+        config: PathBuf,
+        socket: Option<PathBuf>,
+        request: String,
+    },
     Version,
     Help,
 }
@@ -86,6 +118,8 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
     let mut kubeconfig: Option<PathBuf> = None;
     let mut host = HostFiles::default();
     let mut doctor_flags: Vec<&'static str> = Vec::new();
+    let mut socket: Option<PathBuf> = None;
+    let mut subject: Option<String> = None;
     while let Some(arg) = args.next() {
         let Some(text) = arg.to_str() else {
             return Err(format!("unknown argument {arg:?}"));
@@ -108,8 +142,22 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                     return Err("--config given twice".to_string());
                 }
             }
-            "run" | "check-config" | "doctor" if subcommand.is_none() && config.is_none() => {
+            "run" | "check-config" | "doctor" | "status" | "explain"
+                if subcommand.is_none() && config.is_none() =>
+            {
                 subcommand = Some(text.to_string());
+            }
+            "--socket" => {
+                let path = args.next().ok_or("--socket needs a PATH")?;
+                if socket.replace(PathBuf::from(path)).is_some() {
+                    return Err("--socket given twice".to_string());
+                }
+            }
+            _ if subcommand.as_deref() == Some("explain")
+                && subject.is_none()
+                && !text.starts_with('-') =>
+            {
+                subject = Some(text.to_string());
             }
             "--output" | "--kubeconfig" | "--kcm-manifest" | "--k3s-config" | "--rke2-config" => {
                 let flag: &'static str = match text {
@@ -147,7 +195,24 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
             return Err(format!("{flag} is a doctor option"));
         }
     }
+    let asks = matches!(subcommand.as_deref(), Some("status" | "explain"));
+    if socket.is_some() && !asks {
+        return Err("--socket is a status / explain option".to_string());
+    }
     Ok(match subcommand.as_deref() {
+        Some("status") => Command::Ask {
+            config,
+            socket,
+            request: "status".to_string(),
+        },
+        Some("explain") => Command::Ask {
+            config,
+            socket,
+            request: format!(
+                "explain {}",
+                subject.ok_or("explain needs a NODE or NAMESPACE/POD")?
+            ),
+        },
         Some("check-config") => Command::CheckConfig { config },
         Some("doctor") => Command::Doctor(doctor::Options {
             config,
@@ -236,6 +301,11 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
+        Command::Ask {
+            config,
+            socket,
+            request,
+        } => ask(&config, socket, &request),
         Command::Run { config: path } => {
             // The file is judged before anything else happens, network included.
             let config = match Config::load(&path) {
@@ -245,7 +315,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(EX_CONFIG);
                 }
             };
-            let log = logging::init(config.log_level);
+            let log = logging::init(config.log_level, config.log_format);
             match runtime::daemon::run(path, config, log) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e @ DaemonError::Config(_)) => {
@@ -256,6 +326,50 @@ fn main() -> ExitCode {
                     log::error!("{e}");
                     ExitCode::from(EXIT_RUNTIME)
                 }
+            }
+        }
+    }
+}
+
+/// `status` / `explain`: the socket from `--socket`, else the configuration (the default
+/// path when the file is absent), then one request.
+fn ask(config: &std::path::Path, socket: Option<PathBuf>, request: &str) -> ExitCode {
+    let socket = match socket {
+        Some(s) => s,
+        None if !config.exists() => PathBuf::from(node_lifecycled::config::DEFAULT_CONTROL_SOCKET),
+        None => match Config::load(config) {
+            Ok(c) => match c.control_socket {
+                Some(s) => s,
+                None => {
+                    eprintln!(
+                        "node-lifecycled: {}: control_socket is \"\" (off); use --socket PATH",
+                        config.display()
+                    );
+                    return ExitCode::from(EX_CONFIG);
+                }
+            },
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(EX_CONFIG);
+            }
+        },
+    };
+    match node_lifecycled::observe::control::ask(&socket, request, ASK_TIMEOUT) {
+        Ok(answer) => {
+            let refused = answer.starts_with("error:");
+            if refused {
+                eprint!("{answer}");
+                ExitCode::from(EXIT_RUNTIME)
+            } else {
+                print!("{answer}");
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("node-lifecycled: control socket {}: {e}", socket.display());
+            match e.kind() {
+                std::io::ErrorKind::PermissionDenied => ExitCode::from(EX_NOPERM),
+                _ => ExitCode::from(EX_UNAVAILABLE),
             }
         }
     }
@@ -343,6 +457,30 @@ mod tests {
         assert_eq!(o.host.kubeadm_manifest, PathBuf::from("m.yaml"));
         assert_eq!(o.host.k3s_config, PathBuf::from("k3s.yaml"));
         assert_eq!(o.host.rke2_config, PathBuf::from("rke2.yaml"));
+    }
+
+    #[test]
+    fn status_and_explain_ask_the_daemon_over_its_socket() {
+        assert_eq!(
+            parse(&["status"]),
+            Ok(Command::Ask {
+                config: DEFAULT_CONFIG_PATH.into(),
+                socket: None,
+                request: "status".into()
+            })
+        );
+        assert_eq!(
+            parse(&["explain", "kube-system/coredns-1", "--socket", "/tmp/s"]),
+            Ok(Command::Ask {
+                config: DEFAULT_CONFIG_PATH.into(),
+                socket: Some("/tmp/s".into()),
+                request: "explain kube-system/coredns-1".into()
+            })
+        );
+        assert!(parse(&["explain"]).is_err());
+        assert!(parse(&["explain", "a", "b"]).is_err());
+        assert!(parse(&["status", "worker-1"]).is_err());
+        assert!(parse(&["run", "--socket", "/tmp/s"]).is_err());
     }
 
     #[test]

@@ -49,8 +49,23 @@ pub struct Config {
     pub dump_format: DumpFormat,
     /// Only a loopback address: the endpoint has no authentication.
     pub metrics_address: Option<SocketAddr>,
+    /// Lines on stderr: text (or the journal's native protocol under systemd) or JSON.
+    pub log_format: LogFormat,
+    /// The Unix socket `node-lifecycled status` / `explain` ask; `None`: none.
+    pub control_socket: Option<PathBuf>,
     pub api: ApiConfig,
     pub leader_election: LeaderElectionConfig,
+}
+
+/// Where `control_socket` points when the file does not say (systemd's `RuntimeDirectory=`).
+pub const DEFAULT_CONTROL_SOCKET: &str = "/run/node-lifecycled/control.sock";
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Text on stderr; under systemd, the journal's native protocol with NODE=, POD=, ZONE=.
+    Text,
+    /// One JSON object per line on stderr, for log shippers.
+    Json,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -335,6 +350,22 @@ impl Validator<'_> {
             None => None,
             Some(v) => Some(self.metrics_address(v)?),
         };
+        let log_format = match raw.log_format.as_ref().map(|v| (v.get_ref().as_str(), v)) {
+            None | Some(("text", _)) => LogFormat::Text,
+            Some(("json", _)) => LogFormat::Json,
+            Some((other, v)) => {
+                return Err(self.error(
+                    Some(v.span()),
+                    "log_format",
+                    format!("must be \"text\" or \"json\", got {other:?}"),
+                ));
+            }
+        };
+        let control_socket = match &raw.control_socket {
+            None => Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
+            Some(v) if v.get_ref().is_empty() => None,
+            Some(v) => Some(self.control_socket(v)?),
+        };
         let api = self.api(&raw.api)?;
         let leader_election = self.leader_election(&raw.leader_election)?;
 
@@ -389,6 +420,8 @@ impl Validator<'_> {
             log_level,
             dump_format,
             metrics_address,
+            log_format,
+            control_socket,
             api,
             leader_election,
         })
@@ -450,6 +483,25 @@ impl Validator<'_> {
             ));
         }
         Ok(addr)
+    }
+
+    fn control_socket(&self, v: &Spanned<String>) -> Result<PathBuf, ConfigError> {
+        let path = PathBuf::from(v.get_ref());
+        // sockaddr_un holds 108 bytes with the terminating NUL.
+        let why = if !path.is_absolute() {
+            "must be an absolute path (or \"\" for none)"
+        } else if v.get_ref().len() > 107 {
+            "too long for a Unix socket address (at most 107 bytes)"
+        } else if v.get_ref().ends_with('/') {
+            "must name a socket, not a directory"
+        } else {
+            return Ok(path);
+        };
+        Err(self.error(
+            Some(v.span()),
+            "control_socket",
+            format!("{why}, got {:?}", v.get_ref()),
+        ))
     }
 
     fn api(&self, raw: &RawApi) -> Result<ApiConfig, ConfigError> {

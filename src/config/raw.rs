@@ -25,6 +25,8 @@ pub(super) struct RawConfig {
     pub log_level: Field<String>,
     pub dump_format: Field<String>,
     pub metrics_address: Field<String>,
+    pub log_format: Field<String>,
+    pub control_socket: Field<String>,
     #[serde(default)]
     pub api: RawApi,
     #[serde(default)]

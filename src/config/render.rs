@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use log::LevelFilter;
 
-use super::{ApiSource, Config, DumpFormat, format_duration};
+use super::{ApiSource, Config, DumpFormat, LogFormat, format_duration};
 
 /// One key whose value differs between two configurations.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +25,8 @@ impl ConfigChange {
         self.key.starts_with("api.")
             || self.key.starts_with("leader_election.")
             || self.key == "metrics_address"
+            || self.key == "log_format"
+            || self.key == "control_socket"
     }
 }
 
@@ -106,6 +108,24 @@ fn entries(c: &Config) -> Vec<Entry> {
         top,
         "metrics_address",
         c.metrics_address.map(|a| string(&a.to_string())),
+    );
+    put(
+        top,
+        "log_format",
+        Some(string(match c.log_format {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        })),
+    );
+    put(
+        top,
+        "control_socket",
+        Some(string(
+            &c.control_socket
+                .as_deref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )),
     );
 
     let api = Some("api");

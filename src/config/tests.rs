@@ -30,6 +30,14 @@ fn empty_file_gives_upstream_defaults() {
     assert_eq!(c.log_level, LevelFilter::Info);
     assert_eq!(c.dump_format, DumpFormat::Text);
     assert_eq!(c.metrics_address, None);
+    assert_eq!(c.log_format, LogFormat::Text);
+    assert_eq!(
+        c.control_socket.as_deref(),
+        Some(Path::new("/run/node-lifecycled/control.sock"))
+    );
+    let off = parse("control_socket = \"\"\nlog_format = \"json\"\n").unwrap();
+    assert_eq!(off.control_socket, None);
+    assert_eq!(off.log_format, LogFormat::Json);
     assert_eq!(
         c.api.source,
         ApiSource::Kubeconfig {
@@ -161,6 +169,18 @@ fn value_ranges_are_checked() {
         (
             "metrics_address = \"localhost\"",
             "metrics_address: must be ip:port",
+        ),
+        (
+            "log_format = \"logfmt\"",
+            "log_format: must be \"text\" or \"json\"",
+        ),
+        (
+            "control_socket = \"control.sock\"",
+            "control_socket: must be an absolute path",
+        ),
+        (
+            "control_socket = \"/run/node-lifecycled/\"",
+            "control_socket: must name a socket",
         ),
         ("[api]\nqps = 0.0", "api.qps: must be greater than 0"),
         ("[api]\nqps = -3.0", "api.qps: must be a finite number >= 0"),
@@ -312,6 +332,8 @@ fn effective_config_names_every_key() {
         "log_level",
         "dump_format",
         "metrics_address",
+        "log_format",
+        "control_socket",
         "[api]",
         "kubeconfig",
         "context",

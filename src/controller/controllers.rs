@@ -19,6 +19,7 @@ use crate::model::ClusterStore;
 use crate::time::Time;
 
 use super::actions::Action;
+use super::decisions::Decision;
 use super::dump::StateDump;
 use super::inputs::Input;
 use super::node_lifecycle::NodeLifecycle;
@@ -79,6 +80,16 @@ impl Controllers {
             },
         }));
         actions
+    }
+
+    /// What both controllers decided and why since the last call, oldest first within each
+    /// (the node lifecycle's first): the evidence behind the actions they returned.
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        let mut decisions = self.lifecycle.take_decisions();
+        if let Some(eviction) = self.eviction.as_mut() {
+            decisions.extend(eviction.take_decisions());
+        }
+        decisions
     }
 
     /// When the shell must call `handle(Input::Tick, now)` next.
@@ -370,6 +381,161 @@ mod tests {
         assert_eq!(c.evicted[1].0, plain_at + secs(300));
         assert!(c.pods.contains_key(&pod("forever", "n1").key));
         assert!(c.pods.contains_key(&pod("elsewhere", "n2").key));
+    }
+
+    /// Issue #11: every step of a node's death and recovery comes out as a decision with its
+    /// evidence: Unknown (last sign of life, grace, the live Lease read), the NoSchedule and
+    /// NoExecute taints and why, the pods marked NotReady, the deletions with the taint and the
+    /// toleration that ran out, and the node back to Ready with its taints off.
+    #[test]
+    fn a_node_failure_is_told_as_decisions_with_their_evidence() {
+        use crate::controller::decisions::{Decision, Heartbeat, LeaseEvidence};
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut c = Cluster::new(test_settings(), t0);
+        c.feed(Input::LeaseUpsert(lease("n1", t0)));
+        c.put_node(node("n1").ready(ConditionStatus::True, t0, t0).build());
+        c.put_pod(pod("plain", "n1"));
+        c.put_pod(with_tolerations(
+            pod("default-300s", "n1"),
+            vec![tolerating_unreachable(Some(300))],
+        ));
+        c.put_node(node("n2").ready(ConditionStatus::True, t0, t0).build());
+        c.feed(Input::InitialSyncDone);
+        c.ctl.take_decisions();
+        let grace = test_settings().node_monitor_grace_period;
+        // n2 keeps heartbeating (so not every zone is down); n1 falls silent after t0.
+        for s in (10..=400).step_by(10) {
+            let t = t0 + secs(s);
+            c.run_until(t);
+            let mut n2 = c.nodes[&n("n2")].clone();
+            n2.conditions = vec![crate::controller::tests::harness::cond(
+                NodeConditionType::Ready,
+                ConditionStatus::True,
+                t,
+                t0,
+            )];
+            c.put_node(n2);
+        }
+        let decisions = c.ctl.take_decisions();
+        let kinds: Vec<&str> = decisions.iter().map(Decision::kind).collect();
+        let unknown = decisions
+            .iter()
+            .find(|d| d.kind() == "node-unknown")
+            .unwrap_or_else(|| panic!("no Unknown verdict in {kinds:?}"));
+        let Decision::NodeUnknown {
+            node: n1,
+            last_seen,
+            heartbeat,
+            grace: g,
+            lease,
+            ..
+        } = unknown
+        else {
+            unreachable!()
+        };
+        assert_eq!(&**n1, "n1");
+        assert_eq!(*last_seen, t0);
+        assert_eq!(*g, grace);
+        assert_eq!(
+            heartbeat,
+            &Heartbeat::Lease {
+                renew_time: Some(t0)
+            }
+        );
+        assert!(
+            matches!(lease, LeaseEvidence::Stale { read_at, renew_time: Some(r) } if *read_at > t0 + grace && *r <= t0),
+            "{lease:?}"
+        );
+        let taints: Vec<String> = decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Taints { added, why, .. } => Some(
+                    added
+                        .iter()
+                        .map(|t| {
+                            format!("{}:{} queue={:?}", t.key, t.effect.as_str(), why.zone_queue)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            taints,
+            [
+                "node.kubernetes.io/unreachable:NoSchedule queue=None",
+                "node.kubernetes.io/unreachable:NoExecute queue=Some(\"\")",
+            ],
+            "{kinds:?}"
+        );
+        assert!(decisions.iter().any(|d| matches!(d,
+            Decision::PodsNotReady { pods, .. } if pods.len() == 2)));
+        let deletions: Vec<(String, Option<u64>)> = decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::PodDeletion {
+                    pod,
+                    taint: Some(t),
+                    toleration_seconds,
+                    ..
+                } if &*t.key == taint_keys::UNREACHABLE => {
+                    Some((pod.name.to_string(), *toleration_seconds))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            deletions,
+            [
+                ("plain".to_string(), None),
+                ("default-300s".to_string(), Some(300))
+            ]
+        );
+
+        // The kubelet comes back: Ready again, both unreachable taints off.
+        let now = c.now;
+        let mut n1 = c.nodes[&n("n1")].clone();
+        n1.conditions = vec![crate::controller::tests::harness::cond(
+            NodeConditionType::Ready,
+            ConditionStatus::True,
+            now,
+            now,
+        )];
+        c.put_node(n1);
+        let decisions = c.ctl.take_decisions();
+        assert!(
+            matches!(
+                &decisions[0],
+                Decision::NodeReady {
+                    was: Some(ConditionStatus::Unknown),
+                    ..
+                }
+            ),
+            "{decisions:?}"
+        );
+        let removed: Vec<String> = decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Taints {
+                    added,
+                    removed,
+                    why,
+                    ..
+                } if added.is_empty() => Some(
+                    removed
+                        .iter()
+                        .map(|t| format!("{} reachable={}", t.effect.as_str(), why.reachable))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            removed,
+            ["NoSchedule reachable=false", "NoExecute reachable=true"]
+        );
     }
 
     /// A leader that lost its lease keeps what it knows (nodes, leases, pods) but decides

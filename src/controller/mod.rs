@@ -3,8 +3,10 @@
 
 pub mod actions;
 pub mod controllers;
+pub mod decisions;
 pub mod dump;
 pub mod events;
+pub mod explain;
 pub mod health;
 pub mod inputs;
 pub mod labels;
@@ -23,6 +25,7 @@ mod tests;
 
 pub use actions::{Action, ActionId};
 pub use controllers::Controllers;
+pub use decisions::{Decision, Heartbeat, LeaseEvidence, TaintReason};
 pub use dump::{NodeDump, StateDump, ZoneDump};
 pub use inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 pub use legacy_eviction::NODE_LOST_REASON;

@@ -23,6 +23,7 @@ use crate::runtime::{Rate, TimerHeap};
 use crate::time::Time;
 
 use super::actions::{Action, ActionId};
+use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
 use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
@@ -107,6 +108,8 @@ pub(super) struct NodeEntry {
     pub verdict_tries: u32,
     /// The probe time a live Lease read confirmed as stale (evidence for the verdict).
     pub lease_confirmed_for: Option<Time>,
+    /// What that read found, for the decision log.
+    pub lease_evidence: Option<LeaseEvidence>,
     pub taint_write: Option<TaintWrite>,
     pub taint_ops: Vec<TaintOp>,
     pub taint_tries: u32,
@@ -174,6 +177,8 @@ pub struct NodeLifecycle {
     pub(super) disruption_dirty: bool,
     /// Since when the zone queues' pass has been held back for health verdicts in flight.
     pub(super) eviction_pass_held_since: Option<Time>,
+    /// What was decided and why since the shell last took them (see [`Decision`]).
+    pub(super) decisions: Vec<Decision>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -225,7 +230,13 @@ impl NodeLifecycle {
             node_lost: HashSet::new(),
             disruption_dirty: false,
             eviction_pass_held_since: None,
+            decisions: Vec::new(),
         }
+    }
+
+    /// The decisions taken since the last call, oldest first.
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        std::mem::take(&mut self.decisions)
     }
 
     pub fn settings(&self) -> &Settings {
@@ -435,6 +446,7 @@ impl NodeLifecycle {
                     verdict: Verdict::Idle,
                     verdict_tries: 0,
                     lease_confirmed_for: None,
+                    lease_evidence: None,
                     taint_write: None,
                     taint_ops: Vec::new(),
                     taint_tries: 0,
@@ -466,6 +478,13 @@ impl NodeLifecycle {
         let new_ready = node.ready().map(|c| c.status);
         let new_no_execute = no_execute(Some(node));
         let zone: Name = Rc::from(node.zone_key());
+        if before.is_some() && new_ready == Some(ConditionStatus::True) && old_ready != new_ready {
+            self.decisions.push(Decision::NodeReady {
+                node: name.clone(),
+                zone: zone.clone(),
+                was: old_ready,
+            });
+        }
         if zone != e.zone {
             self.move_zone(name, zone, now);
         }
@@ -795,6 +814,28 @@ impl NodeLifecycle {
                 return;
             }
             self.next_id += 1;
+            if e.verdict_tries == 0 {
+                let heartbeat = match e.health.lease_renew {
+                    Some(renew) => Heartbeat::Lease {
+                        renew_time: Some(renew),
+                    },
+                    None => Heartbeat::NodeStatus {
+                        last_heartbeat: node.ready().and_then(|c| c.last_heartbeat_time),
+                    },
+                };
+                let lease = match e.health.lease_renew {
+                    Some(_) => e.lease_evidence.clone().unwrap_or(LeaseEvidence::NoLease),
+                    None => LeaseEvidence::NoLease,
+                };
+                self.decisions.push(Decision::NodeUnknown {
+                    node: name.clone(),
+                    zone: e.zone.clone(),
+                    last_seen: e.health.probe_time,
+                    heartbeat,
+                    grace,
+                    lease,
+                });
+            }
             // The saved Ready condition changes only once the write succeeded (upstream keeps
             // the old one when its update fails): see `on_status_result`.
             e.verdict = Verdict::Writing {
@@ -1004,6 +1045,10 @@ impl NodeLifecycle {
         if desired == node.taints {
             self.taint_ops_done(name, &ops, true, now);
             return;
+        }
+        if e.taint_tries == 0 {
+            let decision = taint_decision(name, &e.zone, node, &desired, &ops);
+            self.decisions.extend(decision);
         }
         self.next_id += 1;
         let id = ActionId(self.next_id);
@@ -1249,9 +1294,17 @@ impl NodeLifecycle {
                 z.queue.swap_limiter(Rate::NEVER, now);
                 z.state = Some(ZoneState::FullDisruption);
             }
+            self.decisions.push(Decision::AllZonesDown {
+                entered: true,
+                zones: new_states.len(),
+            });
             return;
         }
         if all_were_full {
+            self.decisions.push(Decision::AllZonesDown {
+                entered: false,
+                zones: new_states.len(),
+            });
             let names = registered(&self.nodes);
             // Exiting: every node gets a fresh grace period (upstream behaviour).
             for name in &names {
@@ -1262,10 +1315,12 @@ impl NodeLifecycle {
                 self.arm_grace(name, now);
             }
             for (key, state) in &new_states {
-                if let Some(z) = self.zones.get_mut(key) {
-                    z.state = Some(*state);
-                }
+                let from = self
+                    .zones
+                    .get_mut(key)
+                    .and_then(|z| z.state.replace(*state));
                 self.set_limiter_in_zone(key, now);
+                self.zone_state_decision(key, from);
             }
             return;
         }
@@ -1276,9 +1331,30 @@ impl NodeLifecycle {
             if z.state == Some(*state) {
                 continue;
             }
-            z.state = Some(*state);
+            let from = z.state.replace(*state);
             self.set_limiter_in_zone(key, now);
+            self.zone_state_decision(key, from);
         }
+    }
+
+    fn zone_state_decision(&mut self, key: &Name, from: Option<ZoneState>) {
+        let Some(z) = self.zones.get(key) else {
+            return;
+        };
+        let Some(to) = z.state else {
+            return;
+        };
+        if from == Some(to) {
+            return;
+        }
+        self.decisions.push(Decision::ZoneState {
+            zone: key.clone(),
+            from,
+            to,
+            size: z.size,
+            not_ready: z.unhealthy(),
+            rate: z.queue.rate(),
+        });
     }
 
     // ---- pods (SPEC §7) ----------------------------------------------------------------------
@@ -1297,6 +1373,7 @@ impl NodeLifecycle {
             Some(k) => pods.id(k).into_iter().collect(),
             None => pods.on_node(node),
         };
+        let mut marked = Vec::new();
         for id in ids {
             let pod = pods.view(id);
             // Every Ready condition not already False is set False (an Unknown one too); a pod
@@ -1321,11 +1398,24 @@ impl NodeLifecycle {
                     node: node.clone(),
                 },
             );
+            marked.push(key.clone());
             out.push(Action::MarkPodNotReady {
                 id,
                 pod: key,
                 uid,
                 node: node.clone(),
+            });
+        }
+        if !marked.is_empty() {
+            let zone = self
+                .nodes
+                .get(node)
+                .map(|e| e.zone.clone())
+                .unwrap_or_default();
+            self.decisions.push(Decision::PodsNotReady {
+                node: node.clone(),
+                zone,
+                pods: marked,
             });
         }
     }
@@ -1574,8 +1664,15 @@ impl NodeLifecycle {
                     return;
                 }
                 e.lease_confirmed_for = Some(e.health.probe_time);
+                e.lease_evidence = Some(LeaseEvidence::Stale {
+                    read_at: now,
+                    renew_time: renew,
+                });
             }
-            LeaseReadOutcome::NotFound => e.lease_confirmed_for = Some(e.health.probe_time),
+            LeaseReadOutcome::NotFound => {
+                e.lease_confirmed_for = Some(e.health.probe_time);
+                e.lease_evidence = Some(LeaseEvidence::Missing { read_at: now });
+            }
             LeaseReadOutcome::Failed(_) => {
                 // The API server cannot be read: wait, decide nothing.
                 self.timers

@@ -11,8 +11,13 @@
 //! [`Endpoints`] (`metrics::render` of its snapshot, `Readiness::of`). The daemon times each
 //! controller pass and feeds [`HealthTimings`].
 
+pub mod ask;
+pub mod control;
+pub mod decision_log;
 pub mod dump;
+pub mod explain;
 pub mod histogram;
+pub mod history;
 pub mod http;
 pub mod metrics;
 pub mod snapshot;

@@ -41,8 +41,12 @@ use crate::kube::decode::DecodeContext;
 use crate::kube::reflector::{Delta, ReflectorStats, Watched};
 use crate::kube::{ApiClient, Connection, TokenSource};
 use crate::leader::{Jitter, LeaderElection, Transition};
-use crate::logging::LogControl;
+use crate::logging::{self, LogControl};
 use crate::model::{ConditionStatus, Kind, Lease, Node, Pod};
+use crate::observe::ask;
+use crate::observe::control::{ControlEndpoints, ControlLimits, ControlServer};
+use crate::observe::decision_log::DecisionLog;
+use crate::observe::explain::Acting;
 use crate::observe::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, Endpoints, HealthTimings,
     LeaderSnapshot, Limits, LoopSnapshot, MetricsServer, Readiness, ReflectorSnapshot,
@@ -82,6 +86,8 @@ pub enum SourceKind {
     Watch(Watch),
     /// The metrics listener and its connections.
     Metrics,
+    /// The control socket and its clients (`status`, `explain`).
+    Control,
 }
 
 /// What a loop timer is for.
@@ -99,6 +105,10 @@ pub enum TimerKind {
     Leader,
     /// The metrics server's heartbeat and connection deadlines.
     Metrics,
+    /// The control socket's client deadlines.
+    Control,
+    /// The decision log's folded lines are due to be summarised.
+    Decisions,
 }
 
 type Lp = LoopControl<SourceKind, TimerKind>;
@@ -175,6 +185,9 @@ pub struct Daemon {
     /// The server's version could not be read at start: ask again once it answers (watch-list
     /// streaming for later relists if it has it).
     watch_list_unknown: bool,
+    /// Every decision as one line (folded in floods), and the history `explain` shows.
+    decision_log: DecisionLog,
+    control: Option<ControlServer>,
 }
 
 /// The three informers, each with its own source kind and timer.
@@ -278,6 +291,23 @@ impl Daemon {
                 Some(server)
             }
         };
+        let control = config.control_socket.as_deref().and_then(|path| {
+            let bound = ControlServer::bind(path, ControlLimits::default())
+                .and_then(|mut server| server.register(lp, SourceKind::Control).map(|()| server));
+            match bound {
+                Ok(server) => {
+                    info!(
+                        "control socket {} (node-lifecycled status / explain)",
+                        path.display()
+                    );
+                    Some(server)
+                }
+                Err(e) => {
+                    warn!("control socket off: {e}");
+                    None
+                }
+            }
+        });
         let clock = lp.clock().clone();
         let seed = Jitter::seed_from_entropy();
         let informer_config = informer_config(&config.api, watch_list == Some(true));
@@ -315,6 +345,8 @@ impl Daemon {
             health_timings: HealthTimings::default(),
             status_refreshed: Time::ZERO,
             watch_list_unknown: watch_list.is_none(),
+            decision_log: DecisionLog::new(),
+            control,
         })
     }
 
@@ -646,8 +678,32 @@ impl Daemon {
         self.refresh_status();
     }
 
+    /// Logs what the controllers decided in this loop turn (and summaries of folded lines).
+    fn log_decisions(&mut self, now: Time) {
+        let decisions = self.controllers.take_decisions();
+        let lines = if decisions.is_empty() {
+            self.decision_log.flush(now)
+        } else {
+            let dry_run = self.executor.is_dry_run();
+            self.decision_log.record(now, decisions, dry_run)
+        };
+        for line in lines {
+            logging::log_with_fields(line.level, &line.message, &line.fields());
+        }
+    }
+
     /// Keeps the machines' timers at their next deadlines; called after every handler.
     fn rearm(&mut self, lp: &mut Lp) {
+        self.log_decisions(lp.now());
+        match self.decision_log.next_deadline() {
+            Some(at) => lp.schedule(TimerKind::Decisions, at),
+            None => {
+                lp.cancel(&TimerKind::Decisions);
+            }
+        }
+        if let Some(at) = self.control.as_ref().and_then(ControlServer::next_deadline) {
+            lp.schedule(TimerKind::Control, at);
+        }
         match self.controllers.next_deadline() {
             Some(at) => lp.schedule(TimerKind::Controller, at),
             None => {
@@ -870,6 +926,9 @@ impl Daemon {
         if let Some(mut server) = self.metrics.take() {
             server.close_all(lp);
         }
+        if let Some(mut server) = self.control.take() {
+            server.close_all(lp);
+        }
     }
 }
 
@@ -899,6 +958,33 @@ impl Endpoints for Daemon {
     }
 }
 
+/// The daemon lent to the control socket, with the loop's figures of the moment.
+struct Asked<'a> {
+    daemon: &'a Daemon,
+    event_loop: LoopSnapshot,
+}
+
+impl ControlEndpoints for Asked<'_> {
+    fn answer(&self, request: &str, now: Time) -> String {
+        let d = self.daemon;
+        let acting = if d.acting {
+            Acting::Yes
+        } else if !d.all_synced() {
+            Acting::NotSynced
+        } else {
+            Acting::Follower
+        };
+        ask::answer(
+            request,
+            &d.controllers,
+            &d.decision_log,
+            acting,
+            now,
+            || d.snapshot(now, self.event_loop),
+        )
+    }
+}
+
 impl Handler<SourceKind, TimerKind> for Daemon {
     fn on_event(&mut self, lp: &mut Lp, token: Token, source: SourceKind, _event: &Event) {
         match source {
@@ -908,6 +994,16 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                 if let Some(mut server) = self.metrics.take() {
                     server.on_event(lp, token, SourceKind::Metrics, self);
                     self.metrics = Some(server);
+                }
+            }
+            SourceKind::Control => {
+                if let Some(mut server) = self.control.take() {
+                    let asked = Asked {
+                        daemon: self,
+                        event_loop: LoopSnapshot::of(lp),
+                    };
+                    server.on_event(lp, token, SourceKind::Control, &asked);
+                    self.control = Some(server);
                 }
             }
         }
@@ -932,6 +1028,13 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                     server.on_timer(lp, now);
                 }
             }
+            TimerKind::Control => {
+                if let Some(server) = &mut self.control {
+                    server.on_timer(lp, now);
+                }
+            }
+            // `rearm` below logs the summaries that came due.
+            TimerKind::Decisions => {}
         }
         self.rearm(lp);
     }

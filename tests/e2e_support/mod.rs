@@ -269,6 +269,15 @@ impl Kubelets {
         }
     }
 
+    /// These nodes fall silent together: one change of the set, so the kubelet thread cannot
+    /// renew some of them a period after the others stopped.
+    pub fn silence(&self, nodes: &[String]) {
+        let mut set = self.alive.lock().unwrap();
+        for node in nodes {
+            set.remove(node);
+        }
+    }
+
     /// Every node falls silent at once.
     pub fn silence_all(&self) {
         self.alive.lock().unwrap().clear();

@@ -141,6 +141,8 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
     let config = Config {
         dump_format: format,
         metrics_address: Some("127.0.0.1:10259".parse().unwrap()),
+        log_format: node_lifecycled::config::LogFormat::Text,
+        control_socket: None,
         ..Config::default()
     };
     DaemonSnapshot {

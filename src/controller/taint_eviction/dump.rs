@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::TaintEviction;
 use super::metrics::GaveUp;
 use super::timed_evictions::Work;
+use crate::controller::explain::PodEviction;
 use crate::model::PodKey;
 use crate::time::Time;
 
@@ -34,6 +35,26 @@ pub struct EvictionDump {
 }
 
 impl TaintEviction {
+    /// Where the pod's eviction stands (for `explain`).
+    pub fn eviction_of(&self, pod: &PodKey) -> PodEviction {
+        match self.evictions.get(pod) {
+            None => PodEviction::None,
+            Some(Work::Scheduled {
+                created_at,
+                fire_at,
+            }) => PodEviction::Scheduled {
+                since: *created_at,
+                fire_at: *fire_at,
+            },
+            Some(Work::Running {
+                fire_at, attempt, ..
+            }) => PodEviction::Running {
+                fire_at: *fire_at,
+                attempt: *attempt,
+            },
+        }
+    }
+
     /// Cost O(pending): only on a signal, never on the hot path.
     pub fn dump(&self, now: Time) -> EvictionDump {
         let mut next: Vec<(Time, &PodKey)> = self

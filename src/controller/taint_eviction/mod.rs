@@ -37,6 +37,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::controller::decisions::Decision;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::inputs::{Input, Observed};
 use crate::controller::tolerations::{Verdict, verdict};
@@ -68,6 +69,8 @@ pub struct TaintEviction {
     /// Pods judged against their node's taints, ever: the work counter behind the
     /// "a node change costs O(pods on that node)" promise.
     pods_examined: u64,
+    /// What was decided and why since the shell last took them.
+    decisions: Vec<Decision>,
 }
 
 impl TaintEviction {
@@ -270,6 +273,11 @@ impl TaintEviction {
         self.evictions.next_deadline()
     }
 
+    /// The decisions taken since the last call, oldest first.
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        std::mem::take(&mut self.decisions)
+    }
+
     /// Pods judged against taints since start (see the module docs on cost).
     pub fn pods_examined(&self) -> u64 {
         self.pods_examined
@@ -338,6 +346,7 @@ impl TaintEviction {
             };
             let (fire_at, attempt) = match due {
                 Due::Fire { fire_at } => {
+                    self.decisions.push(deletion_evidence(store, &key, fire_at));
                     out.push(EvictionAction::RecordEvent(
                         self.pod_event(&key, format!("Marking for deletion Pod {key}")),
                     ));
@@ -377,12 +386,16 @@ impl TaintEviction {
     /// Upstream's `cancelWorkWithEvent`: the event only when a pending deadline was stopped.
     fn cancel_with_event(&mut self, key: &PodKey, out: &mut Vec<EvictionAction>) {
         if self.evictions.cancel(key) {
+            self.decisions
+                .push(Decision::DeletionCancelled { pod: key.clone() });
             out.push(self.cancel_event(key));
         }
     }
 
     fn forget_with_event(&mut self, key: &PodKey, out: &mut Vec<EvictionAction>) {
         if self.evictions.forget(key) {
+            self.decisions
+                .push(Decision::DeletionCancelled { pod: key.clone() });
             out.push(self.cancel_event(key));
         }
     }
@@ -415,6 +428,60 @@ fn still_evicted(store: &ClusterStore, pod: &PodView<'_>) -> bool {
     };
     let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
     !taints.is_empty() && verdict(&taints, pod.tolerations()) != Verdict::TolerateForever
+}
+
+/// Why a pod's deletion starts: the NoExecute taint of its node it does not tolerate, or the
+/// one whose toleration ran out (the shortest), and since when the countdown ran.
+fn deletion_evidence(store: &ClusterStore, key: &PodKey, fire_at: Time) -> Decision {
+    let pod = store.pods().get(key);
+    let node_name = pod.as_ref().and_then(|p| p.node_name().cloned());
+    let node = node_name.as_ref().and_then(|n| store.node(n));
+    let taints: Vec<Taint> = node
+        .map(|n| n.no_execute_taints().cloned().collect())
+        .unwrap_or_default();
+    let tolerations: &[Toleration] = match &pod {
+        Some(p) => p.tolerations(),
+        None => &[],
+    };
+    // The taint that decides: one no toleration matches, else the one tolerated the shortest.
+    let mut chosen: Option<(Taint, Option<u64>)> = None;
+    for taint in &taints {
+        match verdict(std::slice::from_ref(taint), tolerations) {
+            Verdict::NotTolerated => {
+                chosen = Some((taint.clone(), None));
+                break;
+            }
+            Verdict::TolerateFor(d) => {
+                let secs = d.as_secs();
+                if chosen
+                    .as_ref()
+                    .is_none_or(|(_, s)| s.is_some_and(|s| secs < s))
+                {
+                    chosen = Some((taint.clone(), Some(secs)));
+                }
+            }
+            Verdict::TolerateForever => {}
+        }
+    }
+    let (taint, toleration_seconds) = match chosen {
+        Some((t, s)) => (Some(t), s),
+        None => (None, None),
+    };
+    let countdown_from = match toleration_seconds {
+        Some(s) => Time::from_unix_millis(
+            fire_at
+                .as_unix_millis()
+                .saturating_sub(s.saturating_mul(1000)),
+        ),
+        None => fire_at,
+    };
+    Decision::PodDeletion {
+        pod: key.clone(),
+        node: node_name,
+        taint,
+        toleration_seconds,
+        countdown_from,
+    }
 }
 
 /// Backoff after failed attempt `attempt` (1-based): 100 ms, 200 ms, 400 ms, ... capped.

@@ -49,7 +49,7 @@ use log::{debug, warn};
 use serde::de::IgnoredAny;
 
 use crate::controller::events::Event;
-use crate::controller::taint_eviction::EvictionResult;
+use crate::controller::taint_eviction::{EvictionResult, MAX_ATTEMPTS};
 use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome};
 use crate::kube::decode::{Decode, DecodeContext, decode_object};
 use crate::kube::{ApiClient, ApiError, PatchType, Preconditions};
@@ -219,6 +219,37 @@ fn describe(action: &Action) -> String {
         Action::EvictPod { pod, attempt, .. } => format!("eviction of pod {pod} (try {attempt})"),
         Action::ReadLease { node, .. } => format!("live read of the lease of node {node}"),
         Action::RecordEvent(e) => format!("event {}", e.reason),
+    }
+}
+
+/// What the controllers do after a write failed for good (timeout, transport error, 5xx or a
+/// refusal), told in the same line so an operator need not look it up.
+fn what_next(action: &Action) -> String {
+    match action {
+        Action::UpdateNodeConditions { .. } => {
+            "the verdict is tried again 20 ms later (5 tries), then at the next monitor pass".into()
+        }
+        Action::PatchNodeTaints { .. } => {
+            "a NoExecute taint goes back to its zone queue; the rest is tried again at the node's next change".into()
+        }
+        Action::PatchNodeLabels { .. } => "tried again at the node's next change".into(),
+        Action::MarkPodNotReady { .. } => {
+            "the node's pods are marked again at its next health evaluation".into()
+        }
+        Action::SetPodStatusNodeLost { .. } | Action::DeletePod { .. } => {
+            "the node's eviction is tried again by its zone queue".into()
+        }
+        Action::EvictPod { attempt, .. } if *attempt < MAX_ATTEMPTS => format!(
+            "tried again after a backoff (try {} of {MAX_ATTEMPTS})",
+            attempt + 1
+        ),
+        Action::EvictPod { .. } => format!(
+            "given up after {MAX_ATTEMPTS} tries: the pod stays until its node's taints change"
+        ),
+        Action::ReadLease { .. } => {
+            "no verdict without it: read again after node_monitor_period".into()
+        }
+        Action::RecordEvent(_) => "events are best effort: dropped".into(),
     }
 }
 
@@ -648,7 +679,11 @@ impl Executor {
     /// Finishes a job with `outcome`, logging what is worth a line.
     fn finish(&mut self, job: &Job, outcome: Outcome, out: &mut Vec<Input>) -> Next {
         match &outcome {
-            Outcome::Failed(reason) => warn!("{} failed: {reason}", describe(&job.action)),
+            Outcome::Failed(reason) => warn!(
+                "{} failed: {reason}; {}",
+                describe(&job.action),
+                what_next(&job.action)
+            ),
             Outcome::NotFound => debug!("{}: not found", describe(&job.action)),
             Outcome::Conflict => debug!("{}: conflict", describe(&job.action)),
             Outcome::Ok => {}
