@@ -23,6 +23,7 @@ use crate::runtime::{Rate, TimerHeap};
 use crate::time::Time;
 
 use super::actions::{Action, ActionId};
+use super::condition_taints::missing_no_execute;
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
 use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
@@ -33,7 +34,7 @@ use super::settings::{
     TAINT_CONFLICT_DELAY, TAINT_RETRY_DELAY,
 };
 use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
-use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate};
+use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Timer {
@@ -465,16 +466,27 @@ impl NodeLifecycle {
         e.health.observe_node(node, now);
         let new_ready = node.ready().map(|c| c.status);
         let new_no_execute = no_execute(Some(node));
+        let labels_changed = before.is_some_and(|b| b.labels != node.labels);
         let zone: Name = Rc::from(node.zone_key());
         if zone != e.zone {
             self.move_zone(name, zone, now);
         }
         self.arm_grace(name, now);
         self.update_contribution(name, new_ready);
+        if labels_changed {
+            // The node may have changed pools, and its zone's rate with it.
+            let zone = self.nodes.get(name).map(|e| e.zone.clone());
+            if let Some(zone) = zone {
+                self.refresh_zone_rate(&zone, now);
+            }
+        }
         self.pump_taints(name, now, out);
         self.pump_labels(name, out);
         if old_ready != new_ready || old_no_execute != new_no_execute {
             self.evaluate(name, now, out);
+        }
+        if self.taint_based {
+            self.queue_condition_taints(name, now);
         }
     }
 
@@ -591,8 +603,9 @@ impl NodeLifecycle {
         ));
         let zone = e.zone.clone();
         let ready = node.ready().map(|c| c.status);
-        self.join_zone(zone, eviction_rate, now);
+        self.join_zone(zone.clone(), eviction_rate, now);
         self.update_contribution(name, ready);
+        self.refresh_zone_rate(&zone, now);
         if self.taint_based {
             self.mark_node_as_reachable(name, now, out);
         } else {
@@ -671,6 +684,7 @@ impl NodeLifecycle {
             .entry(zone.clone())
             .or_insert_with(|| Zone {
                 evictions_total: past_evictions.remove(&zone).unwrap_or(0),
+                cooldown_until: None,
                 key: zone,
                 members: 0,
                 size: 0,
@@ -722,11 +736,8 @@ impl NodeLifecycle {
         if !e.registered {
             return;
         }
-        let grace = NodeHealth::grace(
-            node,
-            self.settings.node_monitor_grace_period,
-            self.settings.node_startup_grace_period,
-        );
+        let (monitor, startup) = self.settings.graces(node);
+        let grace = NodeHealth::grace(node, monitor, startup);
         let at = e.health.verdict_at(grace);
         let key = Timer::NodeGrace(name.clone());
         if at > now {
@@ -749,10 +760,6 @@ impl NodeLifecycle {
     /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute
     /// (or legacy eviction) decision and pod readiness from the Ready observed before it.
     pub(super) fn evaluate(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
-        let (monitor, startup) = (
-            self.settings.node_monitor_grace_period,
-            self.settings.node_startup_grace_period,
-        );
         let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
         let id = ActionId(self.next_id + 1);
         let Some(e) = self.nodes.get_mut(name) else {
@@ -764,6 +771,7 @@ impl NodeLifecycle {
         if !e.registered || e.verdict != Verdict::Idle {
             return;
         }
+        let (monitor, startup) = self.settings.graces(node);
         let grace = NodeHealth::grace(node, monitor, startup);
         let observed = node
             .ready()
@@ -838,6 +846,7 @@ impl NodeLifecycle {
         };
         if self.taint_based {
             self.process_taint_based_eviction(name, observed, now, out);
+            self.queue_condition_taints(name, now);
         } else {
             self.process_no_taint_based_eviction(name, observed, now, out);
         }
@@ -911,6 +920,7 @@ impl NodeLifecycle {
         let due = self
             .zones
             .get(&zone)
+            .filter(|z| !z.in_cooldown(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
         if !due || self.verdicts_in_flight() {
@@ -932,6 +942,51 @@ impl NodeLifecycle {
             e.taint_ops.iter().any(&f)
                 || e.taint_write.as_ref().is_some_and(|w| w.ops.iter().any(&f))
         })
+    }
+
+    /// A node lacking a custom NoExecute condition taint waits in its zone's queue for it (see
+    /// `condition_taints.rs`); one already queued keeps its place.
+    fn queue_condition_taints(&mut self, name: &Name, now: Time) {
+        if self.settings.condition_taints.is_empty() {
+            return;
+        }
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        if missing_no_execute(&self.settings.condition_taints, node)
+            .next()
+            .is_none()
+            || self.taint_op_pending(name, |o| matches!(o, TaintOp::ConditionTaints { .. }))
+        {
+            return;
+        }
+        let uid = node.uid.clone();
+        let Some(e) = self.nodes.get(name).filter(|e| e.registered) else {
+            return;
+        };
+        let Some(zone) = self.zones.get_mut(&e.zone) else {
+            return;
+        };
+        if !zone.queue.contains(name) {
+            // Processed earlier (for another taint): it must go through the queue again.
+            zone.queue.remove(name);
+            zone.queue.add(name, &uid, now);
+        }
+    }
+
+    /// A pool's rate override may change a zone's rate when a node joins, leaves or changes
+    /// pools; nothing to do without such overrides, or while every zone is down.
+    fn refresh_zone_rate(&mut self, zone: &Name, now: Time) {
+        if self
+            .settings
+            .pools
+            .iter()
+            .all(|p| p.node_eviction_rate.is_none() && p.secondary_node_eviction_rate.is_none())
+            || self.all_zones_fully_disrupted()
+        {
+            return;
+        }
+        self.set_limiter_in_zone(zone, now);
     }
 
     /// Upstream `markNodeForTainting`: a node whose taint is missing is re-queued (removed and
@@ -999,7 +1054,7 @@ impl NodeLifecycle {
         if !e.registered || e.taint_write.is_some() || e.taint_retry_pending {
             return;
         }
-        let desired = desired_taints(node, &e.taint_ops, now);
+        let desired = desired_taints(node, &e.taint_ops, &self.settings.condition_taints, now);
         let ops = std::mem::take(&mut e.taint_ops);
         if desired == node.taints {
             self.taint_ops_done(name, &ops, true, now);
@@ -1033,9 +1088,10 @@ impl NodeLifecycle {
     /// Reports the outcome of taint ops to the zone queues they came from.
     fn taint_ops_done(&mut self, name: &Name, ops: &[TaintOp], ok: bool, now: Time) {
         for op in ops {
-            let TaintOp::Apply {
+            let (TaintOp::Apply {
                 zone: Some(zone), ..
-            } = op
+            }
+            | TaintOp::ConditionTaints { zone: Some(zone) }) = op
             else {
                 continue;
             };
@@ -1091,6 +1147,9 @@ impl NodeLifecycle {
         }
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         for zone in keys {
+            if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
+                continue;
+            }
             while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
                 if self.taint_based {
                     self.taint_from_queue(&zone, &value.value, now, out);
@@ -1124,6 +1183,18 @@ impl NodeLifecycle {
         let Some(node) = self.store.node(name) else {
             return; // gone: done
         };
+        if missing_no_execute(&self.settings.condition_taints, node)
+            .next()
+            .is_some()
+        {
+            let op = TaintOp::ConditionTaints {
+                zone: Some(zone.clone()),
+            };
+            self.push_taint_op(name, op, now, out);
+        }
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
         let kind = match node.ready().map(|c| c.status) {
             None => {
                 if let Some(z) = self.zones.get_mut(zone) {
@@ -1152,7 +1223,12 @@ impl NodeLifecycle {
                 continue;
             }
             let mut next = now + NODE_EVICTION_PERIOD;
-            if z.queue.head().is_some_and(|(_, due)| due <= now)
+            if self.taint_based
+                && let Some(until) = z.cooldown_until.filter(|_| z.in_cooldown(now))
+            {
+                // Nothing is tainted here before the cooldown ends.
+                next = until;
+            } else if z.queue.head().is_some_and(|(_, due)| due <= now)
                 && let Some(token) = z.queue.next_token(now)
             {
                 next = next.min(token.max(now + Duration::from_millis(1)));
@@ -1191,13 +1267,19 @@ impl NodeLifecycle {
     }
 
     fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+        let rates = self.settings.zone_rates(
+            self.nodes
+                .iter()
+                .filter(|(_, e)| e.registered && e.zone == *key)
+                .filter_map(|(n, _)| self.store.node(n)),
+        );
         let Some(z) = self.zones.get_mut(key) else {
             return;
         };
         let Some(state) = z.state else {
             return;
         };
-        if let Some(rate) = zone_rate(state, z.size, &self.settings) {
+        if let Some(rate) = zone_rate_with(state, z.size, &self.settings, rates) {
             z.queue.swap_limiter(rate, now);
         }
     }
@@ -1264,6 +1346,7 @@ impl NodeLifecycle {
             for (key, state) in &new_states {
                 if let Some(z) = self.zones.get_mut(key) {
                     z.state = Some(*state);
+                    z.start_cooldown(self.settings.disruption_cooldown, now);
                 }
                 self.set_limiter_in_zone(key, now);
             }
@@ -1275,6 +1358,9 @@ impl NodeLifecycle {
             };
             if z.state == Some(*state) {
                 continue;
+            }
+            if z.state == Some(ZoneState::FullDisruption) {
+                z.start_cooldown(self.settings.disruption_cooldown, now);
             }
             z.state = Some(*state);
             self.set_limiter_in_zone(key, now);
@@ -1291,6 +1377,14 @@ impl NodeLifecycle {
             && let Some(e) = self.nodes.get_mut(node)
         {
             e.needs_pod_retry = false;
+        }
+        // An autonomous edge node's pods keep serving; a pool may opt out as well.
+        if self
+            .store
+            .node(node)
+            .is_some_and(|n| !self.settings.marks_pods_not_ready(n))
+        {
+            return;
         }
         let pods = self.store.pods();
         let ids = match only {

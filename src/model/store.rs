@@ -264,6 +264,8 @@ mod tests {
             taints: Vec::new(),
             unschedulable: false,
             conditions: Vec::new(),
+            other_conditions: Vec::new(),
+            autonomy: Default::default(),
         }
     }
 

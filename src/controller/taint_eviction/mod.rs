@@ -37,10 +37,11 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::controller::autonomy::autonomous_verdict;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::inputs::{Input, Observed};
 use crate::controller::tolerations::{Verdict, verdict};
-use crate::model::{ClusterStore, Name, Node, PodChange, PodKey, Taint, Toleration};
+use crate::model::{Autonomy, ClusterStore, Name, Node, PodChange, PodKey, Taint, Toleration};
 use crate::time::Time;
 use timed_evictions::{Due, TimedEvictions, Work};
 
@@ -68,11 +69,26 @@ pub struct TaintEviction {
     /// Pods judged against their node's taints, ever: the work counter behind the
     /// "a node change costs O(pods on that node)" promise.
     pods_examined: u64,
+    /// Honour the nodes' edge autonomy annotations (`controller/autonomy.rs`).
+    autonomy: bool,
 }
 
 impl TaintEviction {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether edge autonomy stretches the not-ready/unreachable deadlines (config `autonomy`).
+    pub fn set_autonomy(&mut self, on: bool) {
+        self.autonomy = on;
+    }
+
+    fn autonomy_of(&self, node: &Node) -> Autonomy {
+        if self.autonomy {
+            node.autonomy
+        } else {
+            Autonomy::None
+        }
     }
 
     /// Decides on what the store reported (see [`Observed`]).
@@ -139,13 +155,14 @@ impl TaintEviction {
             self.tainted
                 .insert(node.name.clone(), Rc::from(taints.as_slice()));
         }
+        let autonomy = self.autonomy_of(node);
         let pods = store.pods();
         for id in pods.on_node(name) {
             let pod = pods.view(id);
             if pod.deleting() {
                 continue;
             }
-            self.process_pod_on_node(&pod.key(), pod.tolerations(), &taints, now, out);
+            self.process_pod_on_node(&pod.key(), pod.tolerations(), &taints, autonomy, now, out);
         }
         self.fire_due(store, now, out);
     }
@@ -194,7 +211,8 @@ impl TaintEviction {
         if taints.is_empty() {
             return;
         }
-        self.process_pod_on_node(key, pod.tolerations(), &taints, now, out);
+        let autonomy = self.autonomy_of(node);
+        self.process_pod_on_node(key, pod.tolerations(), &taints, autonomy, now, out);
         self.fire_due(store, now, out);
     }
 
@@ -294,11 +312,16 @@ impl TaintEviction {
         key: &PodKey,
         tolerations: &[Toleration],
         taints: &[Taint],
+        autonomy: Autonomy,
         now: Time,
         out: &mut Vec<EvictionAction>,
     ) {
         self.pods_examined += 1;
-        let delay = match verdict(taints, tolerations) {
+        let judged = match autonomy {
+            Autonomy::None => verdict(taints, tolerations),
+            _ => autonomous_verdict(autonomy, taints, tolerations, now),
+        };
+        let delay = match judged {
             Verdict::TolerateForever => {
                 self.cancel_with_event(key, out);
                 return;

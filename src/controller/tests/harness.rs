@@ -42,6 +42,7 @@ pub fn test_settings() -> Settings {
         unhealthy_zone_threshold: 0.55,
         taint_based_eviction: true,
         pod_eviction_timeout: secs(300),
+        ..Settings::default()
     }
 }
 
@@ -57,6 +58,8 @@ pub fn node(name: &str) -> NodeBuilder {
         taints: Vec::new(),
         unschedulable: false,
         conditions: Vec::new(),
+        other_conditions: Vec::new(),
+        autonomy: Default::default(),
     })
 }
 
