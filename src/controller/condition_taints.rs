@@ -14,6 +14,10 @@
 //! touched, and a node carrying it without the condition loses it.
 
 use crate::model::{ConditionStatus, Name, Node, Taint, TaintEffect};
+use crate::time::Time;
+
+use super::node_lifecycle::NodeLifecycle;
+use super::taint_ops::TaintOp;
 
 /// One `[[condition_taint]]` of the config.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,7 +42,7 @@ impl ConditionTaint {
         node.has_taint(&self.key, &self.effect)
     }
 
-    pub fn taint(&self, time_added: Option<crate::time::Time>) -> Taint {
+    pub fn taint(&self, time_added: Option<Time>) -> Taint {
         Taint {
             key: self.key.clone(),
             value: self.value.clone(),
@@ -68,7 +72,7 @@ pub fn reconcile(
     node: &Node,
     taints: &mut Vec<Taint>,
     add_no_execute: bool,
-    now: crate::time::Time,
+    now: Time,
 ) {
     for rule in rules {
         let holds = rule.holds(node);
@@ -82,12 +86,59 @@ pub fn reconcile(
             }
             (None, true) if wanted => {
                 // NoExecute taints carry `timeAdded` (second precision), as upstream's.
-                let added = (rule.effect == TaintEffect::NoExecute).then(|| {
-                    crate::time::Time::from_unix_millis(now.as_unix_millis() / 1000 * 1000)
-                });
+                let added = (rule.effect == TaintEffect::NoExecute)
+                    .then(|| Time::from_unix_millis(now.as_unix_millis() / 1000 * 1000));
                 taints.push(rule.taint(added));
             }
             _ => {}
+        }
+    }
+}
+
+/// A reload replaces `old` rules with `new` ones: the taints of rules gone stay ours and join
+/// `retired` (removed from every node); a rule configured again leaves it.
+pub fn retire_condition_taints(
+    retired: &mut Vec<ConditionTaint>,
+    old: &[ConditionTaint],
+    new: &[ConditionTaint],
+) {
+    let same = |a: &ConditionTaint, b: &ConditionTaint| a.key == b.key && a.effect == b.effect;
+    retired.retain(|r| !new.iter().any(|n| same(n, r)));
+    for o in old {
+        if !new.iter().any(|n| same(n, o)) && !retired.iter().any(|r| same(r, o)) {
+            retired.push(o.clone());
+        }
+    }
+}
+
+impl NodeLifecycle {
+    /// A node lacking a custom NoExecute condition taint waits in its zone's queue for it (see
+    /// `condition_taints.rs`); one already queued keeps its place.
+    pub(super) fn queue_condition_taints(&mut self, name: &Name, now: Time) {
+        if self.settings.condition_taints.is_empty() {
+            return;
+        }
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        if missing_no_execute(&self.settings.condition_taints, node)
+            .next()
+            .is_none()
+            || self.taint_op_pending(name, |o| matches!(o, TaintOp::ConditionTaints { .. }))
+        {
+            return;
+        }
+        let uid = node.uid.clone();
+        let Some(e) = self.nodes.get(name).filter(|e| e.registered) else {
+            return;
+        };
+        let Some(zone) = self.zones.get_mut(&e.zone) else {
+            return;
+        };
+        if !zone.queue.contains(name) {
+            // Processed earlier (for another taint): it must go through the queue again.
+            zone.queue.remove(name);
+            zone.queue.add(name, &uid, now);
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::runtime::{Rate, TimerHeap};
 use crate::time::Time;
 
 use super::actions::{Action, ActionId};
-use super::condition_taints::missing_no_execute;
+use super::condition_taints::{ConditionTaint, missing_no_execute, retire_condition_taints};
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
 use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
@@ -175,6 +175,9 @@ pub struct NodeLifecycle {
     pub(super) disruption_dirty: bool,
     /// Since when the zone queues' pass has been held back for health verdicts in flight.
     pub(super) eviction_pass_held_since: Option<Time>,
+    /// Custom condition taints a reload dropped from the config: still ours, so they are
+    /// removed from every node rather than left behind.
+    pub(super) retired_condition_taints: Vec<ConditionTaint>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -226,6 +229,7 @@ impl NodeLifecycle {
             node_lost: HashSet::new(),
             disruption_dirty: false,
             eviction_pass_held_since: None,
+            retired_condition_taints: Vec::new(),
         }
     }
 
@@ -370,6 +374,11 @@ impl NodeLifecycle {
     pub fn apply_settings(&mut self, mut settings: Settings, now: Time) -> Vec<Action> {
         settings.taint_based_eviction = self.taint_based;
         let period_changed = settings.node_monitor_period != self.settings.node_monitor_period;
+        retire_condition_taints(
+            &mut self.retired_condition_taints,
+            &self.settings.condition_taints,
+            &settings.condition_taints,
+        );
         self.settings = settings;
         let mut out = Vec::new();
         if !self.synced {
@@ -393,6 +402,11 @@ impl NodeLifecycle {
         self.handle_disruption(now, &mut out);
         for name in &names {
             self.evaluate(name, now, &mut out);
+            // The condition taint rules may have changed.
+            self.pump_taints(name, now, &mut out);
+            if self.taint_based {
+                self.queue_condition_taints(name, now);
+            }
         }
         self.arm_eviction_pass(now);
         out
@@ -937,56 +951,11 @@ impl NodeLifecycle {
             .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }))
     }
 
-    fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
+    pub(super) fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
         self.nodes.get(name).is_some_and(|e| {
             e.taint_ops.iter().any(&f)
                 || e.taint_write.as_ref().is_some_and(|w| w.ops.iter().any(&f))
         })
-    }
-
-    /// A node lacking a custom NoExecute condition taint waits in its zone's queue for it (see
-    /// `condition_taints.rs`); one already queued keeps its place.
-    fn queue_condition_taints(&mut self, name: &Name, now: Time) {
-        if self.settings.condition_taints.is_empty() {
-            return;
-        }
-        let Some(node) = self.store.node(name) else {
-            return;
-        };
-        if missing_no_execute(&self.settings.condition_taints, node)
-            .next()
-            .is_none()
-            || self.taint_op_pending(name, |o| matches!(o, TaintOp::ConditionTaints { .. }))
-        {
-            return;
-        }
-        let uid = node.uid.clone();
-        let Some(e) = self.nodes.get(name).filter(|e| e.registered) else {
-            return;
-        };
-        let Some(zone) = self.zones.get_mut(&e.zone) else {
-            return;
-        };
-        if !zone.queue.contains(name) {
-            // Processed earlier (for another taint): it must go through the queue again.
-            zone.queue.remove(name);
-            zone.queue.add(name, &uid, now);
-        }
-    }
-
-    /// A pool's rate override may change a zone's rate when a node joins, leaves or changes
-    /// pools; nothing to do without such overrides, or while every zone is down.
-    fn refresh_zone_rate(&mut self, zone: &Name, now: Time) {
-        if self
-            .settings
-            .pools
-            .iter()
-            .all(|p| p.node_eviction_rate.is_none() && p.secondary_node_eviction_rate.is_none())
-            || self.all_zones_fully_disrupted()
-        {
-            return;
-        }
-        self.set_limiter_in_zone(zone, now);
     }
 
     /// Upstream `markNodeForTainting`: a node whose taint is missing is re-queued (removed and
@@ -1054,7 +1023,11 @@ impl NodeLifecycle {
         if !e.registered || e.taint_write.is_some() || e.taint_retry_pending {
             return;
         }
-        let desired = desired_taints(node, &e.taint_ops, &self.settings.condition_taints, now);
+        let rules = (
+            &self.settings.condition_taints[..],
+            &self.retired_condition_taints[..],
+        );
+        let desired = desired_taints(node, &e.taint_ops, rules, now);
         let ops = std::mem::take(&mut e.taint_ops);
         if desired == node.taints {
             self.taint_ops_done(name, &ops, true, now);
@@ -1253,7 +1226,7 @@ impl NodeLifecycle {
 
     // ---- zones (SPEC §4) ---------------------------------------------------------------------
 
-    fn all_zones_fully_disrupted(&self) -> bool {
+    pub(super) fn all_zones_fully_disrupted(&self) -> bool {
         let mut any = false;
         for z in self.zones.values() {
             if let Some(state) = z.state {
@@ -1266,7 +1239,7 @@ impl NodeLifecycle {
         any
     }
 
-    fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+    pub(super) fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
         let rates = self.settings.zone_rates(
             self.nodes
                 .iter()

@@ -69,7 +69,7 @@ fn remove(taints: &mut Vec<Taint>, key: &str, effect: &TaintEffect) {
 pub fn desired_taints(
     node: &Node,
     ops: &[TaintOp],
-    rules: &[ConditionTaint],
+    (rules, retired): (&[ConditionTaint], &[ConditionTaint]),
     now: Time,
 ) -> Vec<Taint> {
     let mut taints = node.taints.clone();
@@ -96,6 +96,9 @@ pub fn desired_taints(
             }
             TaintOp::ConditionTaints { .. } => {}
         }
+    }
+    for gone in retired {
+        remove(&mut taints, &gone.key, &gone.effect);
     }
     if !rules.is_empty() {
         let add_no_execute = ops

@@ -287,6 +287,18 @@ impl Harness {
         self.run_for(Duration::from_millis(100));
     }
 
+    /// A config reload at `now`: its actions are executed like any others.
+    pub fn apply_settings(&mut self, settings: Settings) {
+        let mut inputs = VecDeque::new();
+        for a in self.ctl.apply_settings(settings, self.now) {
+            self.log.push((self.now, a.clone()));
+            self.execute(a, &mut inputs);
+        }
+        while let Some(input) = inputs.pop_front() {
+            self.feed(input);
+        }
+    }
+
     /// Feeds one input, executes the returned actions against the fake API and feeds their
     /// results back until nothing is left.
     pub fn feed(&mut self, input: Input) {

@@ -397,3 +397,34 @@ fn a_zone_leaving_full_disruption_cools_down_while_other_zones_taint() {
     let b2 = h.taint_writes_with("b2", taint_keys::UNREACHABLE, NoExecute);
     assert_eq!(b2.first(), Some(&(t0() + secs(50) + ms(1))));
 }
+
+// ---- reload ----------------------------------------------------------------------------------
+
+#[test]
+fn a_reload_applies_pools_and_removes_the_taints_of_dropped_condition_rules() {
+    let settings = Settings {
+        condition_taints: vec![kernel_deadlock(NoSchedule)],
+        ..test_settings()
+    };
+    let nodes = vec![
+        node("rack")
+            .zone("r", "a")
+            .label("example.com/rack", "r7")
+            .ready(True, t0(), t0())
+            .build(),
+        node("alive").zone("r", "a").ready(True, t0(), t0()).build(),
+    ];
+    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    set_other_condition(&mut h, "rack", "KernelDeadlock", True);
+    assert!(h.has_taint("rack", "example.com/kernel-deadlock", NoSchedule));
+    h.run_until(t0() + secs(10));
+    // SIGHUP: the rule is gone, a pool with a 35 s grace appears.
+    let reloaded = Settings {
+        pools: vec![flaky_rack(secs(35))],
+        ..test_settings()
+    };
+    h.apply_settings(reloaded);
+    assert!(!h.has_taint("rack", "example.com/kernel-deadlock", NoSchedule));
+    keep_posting(&mut h, &["alive"], t0() + secs(60));
+    assert_eq!(verdict_times(&h, "rack"), vec![t0() + secs(35) + ms(1)]);
+}
