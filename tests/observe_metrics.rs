@@ -344,3 +344,46 @@ fn legacy_mode_has_no_taint_eviction_metrics() {
     assert!(!types.contains_key("taint_eviction_controller_pod_deletion_duration_seconds"));
     assert!(types.contains_key("node_collector_zone_health"));
 }
+
+/// Issue #16: a node's pool is named in `/metrics` and in the dump; a plain fleet shows neither.
+#[test]
+fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
+    use node_lifecycled::controller::Settings;
+    use node_lifecycled::controller::pools::{LabelRequirement, Pool, SelectorOperator};
+
+    let plain = render(&snapshot(&cluster(true, 0), DumpFormat::Text));
+    assert!(!plain.contains("node_lifecycled_pool_nodes"));
+    let mut c = cluster(true, 2);
+    let pool = Pool {
+        name: "zone-b".into(),
+        match_labels: vec![],
+        match_expressions: vec![LabelRequirement {
+            key: "topology.kubernetes.io/zone".into(),
+            operator: SelectorOperator::In,
+            values: vec!["b".into()],
+        }],
+        node_monitor_grace_period: None,
+        node_startup_grace_period: None,
+        mark_pods_not_ready: None,
+        node_eviction_rate: None,
+        secondary_node_eviction_rate: None,
+    };
+    let settings = Settings {
+        pools: vec![pool],
+        ..Settings::default()
+    };
+    c.controllers.apply_settings(settings, c.now);
+    let snap = snapshot(&c, DumpFormat::Text);
+    let (types, samples) = parse_exposition(&render(&snap));
+    assert_eq!(types["node_lifecycled_pool_nodes"], "gauge");
+    assert_eq!(
+        value(
+            &samples,
+            "node_lifecycled_pool_nodes",
+            &[("pool", "zone-b")]
+        ),
+        2.0
+    );
+    let dump = snap.to_text_lines().join("\n");
+    assert!(dump.contains("pool=zone-b"), "{dump}");
+}

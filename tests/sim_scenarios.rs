@@ -658,3 +658,55 @@ fn builtin_flapping_node_holds_against_the_daemon() {
 fn builtin_rolling_reboot_holds_against_the_daemon() {
     play_builtin("rolling-reboot");
 }
+
+// ---- issue #16: policies for edge and bare-metal fleets ----------------------------------------
+
+#[test]
+fn builtin_edge_autonomy_holds_against_the_daemon() {
+    play_builtin("edge-autonomy");
+}
+
+#[test]
+fn builtin_pools_holds_against_the_daemon() {
+    play_builtin("pools");
+}
+
+#[test]
+fn builtin_custom_condition_holds_against_the_daemon() {
+    play_builtin("custom-condition");
+}
+
+#[test]
+fn builtin_control_plane_recovery_holds_against_the_daemon() {
+    play_builtin("control-plane-recovery");
+}
+
+#[test]
+fn scenario_steps_label_and_annotate_nodes_and_name_mistakes() {
+    let text = "duration = \"5s\"\n[[step]]\nat = \"1s\"\nlabel = \"example.com/rack=r7\"\nnodes = [\"z1-n001\"]\n\
+                [[step]]\nat = \"1s\"\nannotate = \"apps.openyurt.io/binding=true\"\nnodes = [\"z1-*\"]\n";
+    let s = Scenario::parse(text, "x.toml").unwrap();
+    assert_eq!(
+        s.steps[0].action,
+        scenario::Action::SetMetadata {
+            nodes: vec!["z1-n001".to_string()],
+            annotation: false,
+            key: "example.com/rack".to_string(),
+            value: "r7".to_string(),
+        }
+    );
+    assert!(matches!(
+        &s.steps[1].action,
+        scenario::Action::SetMetadata {
+            annotation: true,
+            ..
+        }
+    ));
+    let bad =
+        "duration = \"5s\"\n[[step]]\nat = \"1s\"\nlabel = \"no-value\"\nnodes = [\"z1-n001\"]\n";
+    let err = Scenario::parse(bad, "x.toml").unwrap_err().to_string();
+    assert_eq!(err, "x.toml:2: label: \"no-value\" must be key=value");
+    let missing = "duration = \"5s\"\n[[step]]\nat = \"1s\"\nannotate = \"a=b\"\n";
+    let err = Scenario::parse(missing, "x.toml").unwrap_err().to_string();
+    assert_eq!(err, "x.toml:2: annotate needs nodes = [...]");
+}

@@ -6,6 +6,7 @@
 //! because a daemon that quietly runs with a typo'd setting fails much later and much worse.
 
 mod duration;
+mod policies;
 mod raw;
 mod render;
 
@@ -18,6 +19,8 @@ use std::time::Duration;
 use log::LevelFilter;
 use toml::Spanned;
 
+use crate::controller::condition_taints::ConditionTaint;
+use crate::controller::pools::Pool;
 use crate::runtime::Rate;
 
 pub use duration::{format_duration, parse_duration};
@@ -55,6 +58,14 @@ pub struct Config {
     pub control_socket: Option<PathBuf>,
     pub api: ApiConfig,
     pub leader_election: LeaderElectionConfig,
+    /// Honour the OpenYurt edge autonomy annotations.
+    pub autonomy: bool,
+    /// No NoExecute taint for this long after a full disruption ends (zero: upstream).
+    pub disruption_cooldown: Duration,
+    /// `[[pool]]`, in file order (first match wins).
+    pub pools: Vec<Pool>,
+    /// `[[condition_taint]]`, in file order.
+    pub condition_taints: Vec<ConditionTaint>,
 }
 
 /// Where `control_socket` points when the file does not say (systemd's `RuntimeDirectory=`).
@@ -368,6 +379,11 @@ impl Validator<'_> {
         };
         let api = self.api(&raw.api)?;
         let leader_election = self.leader_election(&raw.leader_election)?;
+        let disruption_cooldown =
+            self.duration(&raw.disruption_cooldown, "disruption_cooldown", "0s", true)?;
+        let taint_based_eviction = flag(&raw.taint_based_eviction, true);
+        let pools = self.pools(&raw.pool, api.watch_idle_timeout)?;
+        let condition_taints = self.condition_taints(&raw.condition_taint, taint_based_eviction)?;
 
         // Relations between keys. The error goes to the key the user wrote, if only one was.
         if api.watch_idle_timeout >= node_monitor_grace_period {
@@ -414,7 +430,7 @@ impl Validator<'_> {
             secondary_node_eviction_rate,
             large_cluster_size_threshold,
             unhealthy_zone_threshold,
-            taint_based_eviction: flag(&raw.taint_based_eviction, true),
+            taint_based_eviction,
             pod_eviction_timeout,
             dry_run: flag(&raw.dry_run, false),
             log_level,
@@ -424,6 +440,10 @@ impl Validator<'_> {
             control_socket,
             api,
             leader_election,
+            autonomy: flag(&raw.autonomy, true),
+            disruption_cooldown,
+            pools,
+            condition_taints,
         })
     }
 

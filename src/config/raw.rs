@@ -27,10 +27,51 @@ pub(super) struct RawConfig {
     pub metrics_address: Field<String>,
     pub log_format: Field<String>,
     pub control_socket: Field<String>,
+    pub autonomy: Field<bool>,
+    pub disruption_cooldown: Field<DurationText>,
     #[serde(default)]
     pub api: RawApi,
     #[serde(default)]
     pub leader_election: RawLeaderElection,
+    #[serde(default)]
+    pub pool: Vec<Spanned<RawPool>>,
+    #[serde(default)]
+    pub condition_taint: Vec<Spanned<RawConditionTaint>>,
+}
+
+/// One `[[pool]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPool {
+    pub name: Field<String>,
+    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    pub match_expressions: Vec<Spanned<RawRequirement>>,
+    pub node_monitor_grace_period: Field<DurationText>,
+    pub node_startup_grace_period: Field<DurationText>,
+    pub mark_pods_not_ready: Field<bool>,
+    pub node_eviction_rate: Field<f64>,
+    pub secondary_node_eviction_rate: Field<f64>,
+}
+
+/// One entry of a pool's `match_expressions`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRequirement {
+    pub key: Field<String>,
+    pub operator: Field<String>,
+    pub values: Field<Vec<String>>,
+}
+
+/// One `[[condition_taint]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConditionTaint {
+    pub condition: Field<String>,
+    pub status: Field<String>,
+    pub key: Field<String>,
+    pub value: Field<String>,
+    pub effect: Field<String>,
 }
 
 #[derive(Deserialize, Default)]

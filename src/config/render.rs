@@ -8,6 +8,8 @@ use std::fmt::Write as _;
 use log::LevelFilter;
 
 use super::{ApiSource, Config, DumpFormat, LogFormat, format_duration};
+use crate::controller::condition_taints::ConditionTaint;
+use crate::controller::pools::Pool;
 
 /// One key whose value differs between two configurations.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,6 +129,8 @@ fn entries(c: &Config) -> Vec<Entry> {
                 .unwrap_or_default(),
         )),
     );
+    put(top, "autonomy", Some(c.autonomy.to_string()));
+    put(top, "disruption_cooldown", Some(dur(c.disruption_cooldown)));
 
     let api = Some("api");
     let a = &c.api;
@@ -204,7 +208,86 @@ pub(super) fn to_toml(c: &Config) -> String {
             }
         }
     }
+    for pool in &c.pools {
+        let _ = write!(out, "\n[[pool]]\n{}", pool_body(pool));
+    }
+    for rule in &c.condition_taints {
+        let _ = write!(out, "\n[[condition_taint]]\n{}", condition_taint_body(rule));
+    }
     out
+}
+
+/// A `[[pool]]` table's keys, one per line; unset overrides are left out (they inherit).
+fn pool_body(p: &Pool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "name = {}", string(&p.name));
+    if !p.match_labels.is_empty() {
+        let pairs: Vec<String> = p
+            .match_labels
+            .iter()
+            .map(|(k, v)| format!("{} = {}", string(k), string(v)))
+            .collect();
+        let _ = writeln!(out, "match_labels = {{ {} }}", pairs.join(", "));
+    }
+    if !p.match_expressions.is_empty() {
+        let exprs: Vec<String> = p
+            .match_expressions
+            .iter()
+            .map(|r| {
+                let values = if r.values.is_empty() {
+                    String::new()
+                } else {
+                    let v: Vec<String> = r.values.iter().map(|v| string(v)).collect();
+                    format!(", values = [{}]", v.join(", "))
+                };
+                format!(
+                    "{{ key = {}, operator = {}{values} }}",
+                    string(&r.key),
+                    string(r.operator.as_str())
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "match_expressions = [{}]", exprs.join(", "));
+    }
+    if let Some(d) = p.node_monitor_grace_period {
+        let _ = writeln!(out, "node_monitor_grace_period = {}", dur(d));
+    }
+    if let Some(d) = p.node_startup_grace_period {
+        let _ = writeln!(out, "node_startup_grace_period = {}", dur(d));
+    }
+    if let Some(b) = p.mark_pods_not_ready {
+        let _ = writeln!(out, "mark_pods_not_ready = {b}");
+    }
+    if let Some(r) = p.node_eviction_rate {
+        let _ = writeln!(out, "node_eviction_rate = {}", float(r.as_f64()));
+    }
+    if let Some(r) = p.secondary_node_eviction_rate {
+        let _ = writeln!(out, "secondary_node_eviction_rate = {}", float(r.as_f64()));
+    }
+    out
+}
+
+fn condition_taint_body(t: &ConditionTaint) -> String {
+    format!(
+        "condition = {}\nstatus = {}\nkey = {}\nvalue = {}\neffect = {}\n",
+        string(&t.condition),
+        string(t.status.as_str()),
+        string(&t.key),
+        string(&t.value),
+        string(t.effect.as_str())
+    )
+}
+
+/// A list of tables as one line, for the reload log.
+fn one_line(bodies: Vec<String>) -> Option<String> {
+    if bodies.is_empty() {
+        return None;
+    }
+    let tables: Vec<String> = bodies
+        .iter()
+        .map(|b| format!("{{ {} }}", b.trim_end().replace('\n', ", ")))
+        .collect();
+    Some(format!("[{}]", tables.join(", ")))
 }
 
 /// What leaving an optional key out means, where that is not obvious.
@@ -218,7 +301,7 @@ fn unset_meaning(key: &str) -> &'static str {
 }
 
 pub(super) fn changes(old: &Config, new: &Config) -> Vec<ConfigChange> {
-    entries(old)
+    let mut out: Vec<ConfigChange> = entries(old)
         .into_iter()
         .zip(entries(new))
         .filter(|(o, n)| o.value != n.value)
@@ -230,7 +313,28 @@ pub(super) fn changes(old: &Config, new: &Config) -> Vec<ConfigChange> {
             old: o.value,
             new: n.value,
         })
-        .collect()
+        .collect();
+    if old.pools != new.pools {
+        out.push(ConfigChange {
+            key: "pool".to_string(),
+            old: one_line(old.pools.iter().map(pool_body).collect()),
+            new: one_line(new.pools.iter().map(pool_body).collect()),
+        });
+    }
+    if old.condition_taints != new.condition_taints {
+        let bodies = |c: &Config| {
+            c.condition_taints
+                .iter()
+                .map(condition_taint_body)
+                .collect()
+        };
+        out.push(ConfigChange {
+            key: "condition_taint".to_string(),
+            old: one_line(bodies(old)),
+            new: one_line(bodies(new)),
+        });
+    }
+    out
 }
 
 pub(crate) fn level_name(level: LevelFilter) -> &'static str {

@@ -35,7 +35,11 @@ pub struct Controllers {
 
 impl Controllers {
     pub fn new(settings: Settings, now: Time) -> Controllers {
-        let eviction = settings.taint_based_eviction.then(TaintEviction::new);
+        let eviction = settings.taint_based_eviction.then(|| {
+            let mut eviction = TaintEviction::new();
+            eviction.set_autonomy(settings.autonomy);
+            eviction
+        });
         Controllers {
             lifecycle: NodeLifecycle::new(settings, now),
             eviction,
@@ -106,6 +110,9 @@ impl Controllers {
 
     /// Config reload: rates, thresholds and grace periods apply now.
     pub fn apply_settings(&mut self, settings: Settings, now: Time) -> Vec<Action> {
+        if let Some(eviction) = self.eviction.as_mut() {
+            eviction.set_autonomy(settings.autonomy);
+        }
         self.lifecycle.apply_settings(settings, now)
     }
 

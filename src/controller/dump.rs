@@ -8,6 +8,7 @@ use crate::time::Time;
 
 use super::health::NodeHealth;
 use super::node_lifecycle::{LegacyEviction, NodeLifecycle, Timer, Verdict, age};
+use super::pools::pool_of;
 use super::zones::{ZoneState, display_zone};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +41,8 @@ pub struct ZoneDump {
     /// Node at the head of the queue and when it is due.
     pub queue_head: Option<(Name, Time)>,
     pub evictions_total: u64,
+    /// End of the disruption cooldown, while one runs.
+    pub cooldown_until: Option<Time>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +61,10 @@ pub struct NodeDump {
     pub verdict: &'static str,
     pub excluded_from_disruption: bool,
     pub legacy: Option<LegacyEviction>,
+    /// The `[[pool]]` the node belongs to (`None`: no pool, the global settings).
+    pub pool: Option<Name>,
+    /// Edge autonomy in force for the node (annotated, and `autonomy` on).
+    pub autonomous: bool,
 }
 
 impl NodeLifecycle {
@@ -76,6 +83,7 @@ impl NodeLifecycle {
                 queue_len: z.queue.len(),
                 queue_head: z.queue.head().map(|(n, t)| (n.clone(), t)),
                 evictions_total: z.evictions_total,
+                cooldown_until: z.cooldown_until.filter(|_| z.in_cooldown(now)),
             })
             .collect();
         let nodes = self
@@ -88,11 +96,12 @@ impl NodeLifecycle {
                 zone: display_zone(&e.zone),
                 ready: node.ready().map(|c| c.status),
                 probe_age: age(now, e.health.probe_time),
-                grace: NodeHealth::grace(
-                    node,
-                    self.settings.node_monitor_grace_period,
-                    self.settings.node_startup_grace_period,
-                ),
+                grace: {
+                    let (monitor, startup) = self.settings.graces(node);
+                    NodeHealth::grace(node, monitor, startup)
+                },
+                pool: pool_of(&self.settings.pools, node).map(|p| p.name.clone()),
+                autonomous: self.settings.is_autonomous(node),
                 taints: node
                     .taints
                     .iter()

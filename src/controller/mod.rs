@@ -2,6 +2,8 @@
 //! socket or logs a decision it did not return.
 
 pub mod actions;
+pub mod autonomy;
+pub mod condition_taints;
 pub mod controllers;
 pub mod decisions;
 pub mod dump;
@@ -13,6 +15,7 @@ pub mod labels;
 mod legacy_eviction;
 pub mod no_schedule;
 pub mod node_lifecycle;
+pub mod pools;
 pub mod rate_limited_queue;
 pub mod settings;
 pub mod taint_eviction;

@@ -23,6 +23,7 @@ use crate::runtime::{Rate, TimerHeap};
 use crate::time::Time;
 
 use super::actions::{Action, ActionId};
+use super::condition_taints::{ConditionTaint, missing_no_execute, retire_condition_taints};
 use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
@@ -34,7 +35,7 @@ use super::settings::{
     TAINT_CONFLICT_DELAY, TAINT_RETRY_DELAY,
 };
 use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
-use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate};
+use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Timer {
@@ -179,6 +180,9 @@ pub struct NodeLifecycle {
     pub(super) eviction_pass_held_since: Option<Time>,
     /// What was decided and why since the shell last took them (see [`Decision`]).
     pub(super) decisions: Vec<Decision>,
+    /// Custom condition taints a reload dropped from the config: still ours, so they are
+    /// removed from every node rather than left behind.
+    pub(super) retired_condition_taints: Vec<ConditionTaint>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -231,6 +235,7 @@ impl NodeLifecycle {
             disruption_dirty: false,
             eviction_pass_held_since: None,
             decisions: Vec::new(),
+            retired_condition_taints: Vec::new(),
         }
     }
 
@@ -380,6 +385,11 @@ impl NodeLifecycle {
     pub fn apply_settings(&mut self, mut settings: Settings, now: Time) -> Vec<Action> {
         settings.taint_based_eviction = self.taint_based;
         let period_changed = settings.node_monitor_period != self.settings.node_monitor_period;
+        retire_condition_taints(
+            &mut self.retired_condition_taints,
+            &self.settings.condition_taints,
+            &settings.condition_taints,
+        );
         self.settings = settings;
         let mut out = Vec::new();
         if !self.synced {
@@ -403,6 +413,11 @@ impl NodeLifecycle {
         self.handle_disruption(now, &mut out);
         for name in &names {
             self.evaluate(name, now, &mut out);
+            // The condition taint rules may have changed.
+            self.pump_taints(name, now, &mut out);
+            if self.taint_based {
+                self.queue_condition_taints(name, now);
+            }
         }
         self.arm_eviction_pass(now);
         out
@@ -477,6 +492,7 @@ impl NodeLifecycle {
         e.health.observe_node(node, now);
         let new_ready = node.ready().map(|c| c.status);
         let new_no_execute = no_execute(Some(node));
+        let labels_changed = before.is_some_and(|b| b.labels != node.labels);
         let zone: Name = Rc::from(node.zone_key());
         if before.is_some() && new_ready == Some(ConditionStatus::True) && old_ready != new_ready {
             self.decisions.push(Decision::NodeReady {
@@ -490,10 +506,20 @@ impl NodeLifecycle {
         }
         self.arm_grace(name, now);
         self.update_contribution(name, new_ready);
+        if labels_changed {
+            // The node may have changed pools, and its zone's rate with it.
+            let zone = self.nodes.get(name).map(|e| e.zone.clone());
+            if let Some(zone) = zone {
+                self.refresh_zone_rate(&zone, now);
+            }
+        }
         self.pump_taints(name, now, out);
         self.pump_labels(name, out);
         if old_ready != new_ready || old_no_execute != new_no_execute {
             self.evaluate(name, now, out);
+        }
+        if self.taint_based {
+            self.queue_condition_taints(name, now);
         }
     }
 
@@ -610,8 +636,9 @@ impl NodeLifecycle {
         ));
         let zone = e.zone.clone();
         let ready = node.ready().map(|c| c.status);
-        self.join_zone(zone, eviction_rate, now);
+        self.join_zone(zone.clone(), eviction_rate, now);
         self.update_contribution(name, ready);
+        self.refresh_zone_rate(&zone, now);
         if self.taint_based {
             self.mark_node_as_reachable(name, now, out);
         } else {
@@ -690,6 +717,7 @@ impl NodeLifecycle {
             .entry(zone.clone())
             .or_insert_with(|| Zone {
                 evictions_total: past_evictions.remove(&zone).unwrap_or(0),
+                cooldown_until: None,
                 key: zone,
                 members: 0,
                 size: 0,
@@ -741,11 +769,8 @@ impl NodeLifecycle {
         if !e.registered {
             return;
         }
-        let grace = NodeHealth::grace(
-            node,
-            self.settings.node_monitor_grace_period,
-            self.settings.node_startup_grace_period,
-        );
+        let (monitor, startup) = self.settings.graces(node);
+        let grace = NodeHealth::grace(node, monitor, startup);
         let at = e.health.verdict_at(grace);
         let key = Timer::NodeGrace(name.clone());
         if at > now {
@@ -768,10 +793,6 @@ impl NodeLifecycle {
     /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute
     /// (or legacy eviction) decision and pod readiness from the Ready observed before it.
     pub(super) fn evaluate(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
-        let (monitor, startup) = (
-            self.settings.node_monitor_grace_period,
-            self.settings.node_startup_grace_period,
-        );
         let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
         let id = ActionId(self.next_id + 1);
         let Some(e) = self.nodes.get_mut(name) else {
@@ -783,6 +804,7 @@ impl NodeLifecycle {
         if !e.registered || e.verdict != Verdict::Idle {
             return;
         }
+        let (monitor, startup) = self.settings.graces(node);
         let grace = NodeHealth::grace(node, monitor, startup);
         let observed = node
             .ready()
@@ -879,6 +901,7 @@ impl NodeLifecycle {
         };
         if self.taint_based {
             self.process_taint_based_eviction(name, observed, now, out);
+            self.queue_condition_taints(name, now);
         } else {
             self.process_no_taint_based_eviction(name, observed, now, out);
         }
@@ -952,6 +975,7 @@ impl NodeLifecycle {
         let due = self
             .zones
             .get(&zone)
+            .filter(|z| !z.in_cooldown(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
         if !due || self.verdicts_in_flight() {
@@ -968,7 +992,7 @@ impl NodeLifecycle {
             .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }))
     }
 
-    fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
+    pub(super) fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
         self.nodes.get(name).is_some_and(|e| {
             e.taint_ops.iter().any(&f)
                 || e.taint_write.as_ref().is_some_and(|w| w.ops.iter().any(&f))
@@ -1040,7 +1064,11 @@ impl NodeLifecycle {
         if !e.registered || e.taint_write.is_some() || e.taint_retry_pending {
             return;
         }
-        let desired = desired_taints(node, &e.taint_ops, now);
+        let rules = (
+            &self.settings.condition_taints[..],
+            &self.retired_condition_taints[..],
+        );
+        let desired = desired_taints(node, &e.taint_ops, rules, now);
         let ops = std::mem::take(&mut e.taint_ops);
         if desired == node.taints {
             self.taint_ops_done(name, &ops, true, now);
@@ -1078,9 +1106,10 @@ impl NodeLifecycle {
     /// Reports the outcome of taint ops to the zone queues they came from.
     fn taint_ops_done(&mut self, name: &Name, ops: &[TaintOp], ok: bool, now: Time) {
         for op in ops {
-            let TaintOp::Apply {
+            let (TaintOp::Apply {
                 zone: Some(zone), ..
-            } = op
+            }
+            | TaintOp::ConditionTaints { zone: Some(zone) }) = op
             else {
                 continue;
             };
@@ -1136,6 +1165,9 @@ impl NodeLifecycle {
         }
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         for zone in keys {
+            if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
+                continue;
+            }
             while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
                 if self.taint_based {
                     self.taint_from_queue(&zone, &value.value, now, out);
@@ -1169,6 +1201,18 @@ impl NodeLifecycle {
         let Some(node) = self.store.node(name) else {
             return; // gone: done
         };
+        if missing_no_execute(&self.settings.condition_taints, node)
+            .next()
+            .is_some()
+        {
+            let op = TaintOp::ConditionTaints {
+                zone: Some(zone.clone()),
+            };
+            self.push_taint_op(name, op, now, out);
+        }
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
         let kind = match node.ready().map(|c| c.status) {
             None => {
                 if let Some(z) = self.zones.get_mut(zone) {
@@ -1197,7 +1241,12 @@ impl NodeLifecycle {
                 continue;
             }
             let mut next = now + NODE_EVICTION_PERIOD;
-            if z.queue.head().is_some_and(|(_, due)| due <= now)
+            if self.taint_based
+                && let Some(until) = z.cooldown_until.filter(|_| z.in_cooldown(now))
+            {
+                // Nothing is tainted here before the cooldown ends.
+                next = until;
+            } else if z.queue.head().is_some_and(|(_, due)| due <= now)
                 && let Some(token) = z.queue.next_token(now)
             {
                 next = next.min(token.max(now + Duration::from_millis(1)));
@@ -1222,7 +1271,7 @@ impl NodeLifecycle {
 
     // ---- zones (SPEC §4) ---------------------------------------------------------------------
 
-    fn all_zones_fully_disrupted(&self) -> bool {
+    pub(super) fn all_zones_fully_disrupted(&self) -> bool {
         let mut any = false;
         for z in self.zones.values() {
             if let Some(state) = z.state {
@@ -1235,14 +1284,20 @@ impl NodeLifecycle {
         any
     }
 
-    fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+    pub(super) fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+        let rates = self.settings.zone_rates(
+            self.nodes
+                .iter()
+                .filter(|(_, e)| e.registered && e.zone == *key)
+                .filter_map(|(n, _)| self.store.node(n)),
+        );
         let Some(z) = self.zones.get_mut(key) else {
             return;
         };
         let Some(state) = z.state else {
             return;
         };
-        if let Some(rate) = zone_rate(state, z.size, &self.settings) {
+        if let Some(rate) = zone_rate_with(state, z.size, &self.settings, rates) {
             z.queue.swap_limiter(rate, now);
         }
     }
@@ -1315,10 +1370,11 @@ impl NodeLifecycle {
                 self.arm_grace(name, now);
             }
             for (key, state) in &new_states {
-                let from = self
-                    .zones
-                    .get_mut(key)
-                    .and_then(|z| z.state.replace(*state));
+                let mut from = None;
+                if let Some(z) = self.zones.get_mut(key) {
+                    from = z.state.replace(*state);
+                    z.start_cooldown(self.settings.disruption_cooldown, now);
+                }
                 self.set_limiter_in_zone(key, now);
                 self.zone_state_decision(key, from);
             }
@@ -1330,6 +1386,9 @@ impl NodeLifecycle {
             };
             if z.state == Some(*state) {
                 continue;
+            }
+            if z.state == Some(ZoneState::FullDisruption) {
+                z.start_cooldown(self.settings.disruption_cooldown, now);
             }
             let from = z.state.replace(*state);
             self.set_limiter_in_zone(key, now);
@@ -1367,6 +1426,14 @@ impl NodeLifecycle {
             && let Some(e) = self.nodes.get_mut(node)
         {
             e.needs_pod_retry = false;
+        }
+        // An autonomous edge node's pods keep serving; a pool may opt out as well.
+        if self
+            .store
+            .node(node)
+            .is_some_and(|n| !self.settings.marks_pods_not_ready(n))
+        {
+            return;
         }
         let pods = self.store.pods();
         let ids = match only {

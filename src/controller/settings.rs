@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use crate::runtime::Rate;
 
+use super::condition_taints::ConditionTaint;
+use super::pools::Pool;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// Period of the full reconcile pass (a safety net: health verdicts have their own timers).
@@ -25,6 +28,15 @@ pub struct Settings {
     pub taint_based_eviction: bool,
     /// Legacy mode only: how long a node is not Ready before its pods are deleted.
     pub pod_eviction_timeout: Duration,
+    /// Honour the OpenYurt autonomy annotations (`autonomy.rs`).
+    pub autonomy: bool,
+    /// After the cluster leaves the all-zones-down stop, or a zone leaves full disruption, no
+    /// NoExecute taint is added in it for this long (zero: upstream behaviour).
+    pub disruption_cooldown: Duration,
+    /// Node pools, first match wins (`pools.rs`).
+    pub pools: Vec<Pool>,
+    /// Custom condition taints (`condition_taints.rs`).
+    pub condition_taints: Vec<ConditionTaint>,
 }
 
 impl Default for Settings {
@@ -39,6 +51,10 @@ impl Default for Settings {
             unhealthy_zone_threshold: 0.55,
             taint_based_eviction: true,
             pod_eviction_timeout: Duration::from_secs(300),
+            autonomy: true,
+            disruption_cooldown: Duration::ZERO,
+            pools: Vec::new(),
+            condition_taints: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use crate::model::{Name, Node, Taint, TaintEffect, taint_keys};
 use crate::time::Time;
 
+use super::condition_taints::{self, ConditionTaint};
 use super::no_schedule;
 
 /// Which NoExecute taint mirrors a not-Ready node.
@@ -41,6 +42,9 @@ pub enum TaintOp {
     },
     /// Remove both NoExecute taints (`markNodeAsReachable`).
     Reachable,
+    /// Add the custom NoExecute condition taints whose conditions hold (the zone queue's
+    /// token came; `zone` as for `Apply`).
+    ConditionTaints { zone: Option<Name> },
 }
 
 /// Adds (or replaces, refreshing `time_added`, as upstream's `AddOrUpdateTaint`) a taint.
@@ -62,7 +66,12 @@ fn remove(taints: &mut Vec<Taint>, key: &str, effect: &TaintEffect) {
 }
 
 /// The node's taints after the NoSchedule reconciliation and `ops`.
-pub fn desired_taints(node: &Node, ops: &[TaintOp], now: Time) -> Vec<Taint> {
+pub fn desired_taints(
+    node: &Node,
+    ops: &[TaintOp],
+    (rules, retired): (&[ConditionTaint], &[ConditionTaint]),
+    now: Time,
+) -> Vec<Taint> {
     let mut taints = node.taints.clone();
     let (add, del) = no_schedule::diff(node);
     for key in add {
@@ -85,7 +94,17 @@ pub fn desired_taints(node: &Node, ops: &[TaintOp], now: Time) -> Vec<Taint> {
                 );
                 remove(&mut taints, taint_keys::NOT_READY, &TaintEffect::NoExecute);
             }
+            TaintOp::ConditionTaints { .. } => {}
         }
+    }
+    for gone in retired {
+        remove(&mut taints, &gone.key, &gone.effect);
+    }
+    if !rules.is_empty() {
+        let add_no_execute = ops
+            .iter()
+            .any(|o| matches!(o, TaintOp::ConditionTaints { .. }));
+        condition_taints::reconcile(rules, node, &mut taints, add_no_execute, now);
     }
     taints
 }

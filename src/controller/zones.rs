@@ -2,6 +2,7 @@
 
 use crate::model::{Name, Node};
 use crate::runtime::Rate;
+use crate::time::Time;
 
 use super::rate_limited_queue::RateLimitedTimedQueue;
 use super::settings::Settings;
@@ -41,11 +42,25 @@ pub fn compute_zone_state(size: usize, ready: usize, unhealthy_threshold: f64) -
 /// The tainting rate of a zone in `state` with `size` nodes (`None`: leave the limiter alone,
 /// as upstream does for `Initial`).
 pub fn zone_rate(state: ZoneState, size: usize, settings: &Settings) -> Option<Rate> {
+    let rates = (
+        settings.node_eviction_rate,
+        settings.secondary_node_eviction_rate,
+    );
+    zone_rate_with(state, size, settings, rates)
+}
+
+/// [`zone_rate`] with the zone's (healthy, secondary) rates, which its pools may lower.
+pub fn zone_rate_with(
+    state: ZoneState,
+    size: usize,
+    settings: &Settings,
+    (healthy, secondary): (Rate, Rate),
+) -> Option<Rate> {
     match state {
-        ZoneState::Normal | ZoneState::FullDisruption => Some(settings.node_eviction_rate),
+        ZoneState::Normal | ZoneState::FullDisruption => Some(healthy),
         ZoneState::PartialDisruption => {
             if size > settings.large_cluster_size_threshold as usize {
-                Some(settings.secondary_node_eviction_rate)
+                Some(secondary)
             } else {
                 Some(Rate::NEVER)
             }
@@ -75,9 +90,25 @@ pub struct Zone {
     pub queue: RateLimitedTimedQueue,
     /// `node_collector_evictions_total{zone}`: taints applied (or, legacy, nodes evicted).
     pub evictions_total: u64,
+    /// End of the disruption cooldown: no NoExecute taint is added here before it.
+    pub cooldown_until: Option<Time>,
 }
 
 impl Zone {
+    /// Within the cooldown that follows the end of a full disruption (`disruption_cooldown`):
+    /// the kubelets are still catching up, so silence is not yet evidence. The queue keeps its
+    /// nodes; those that report in meanwhile leave it and are never tainted.
+    pub fn in_cooldown(&self, now: Time) -> bool {
+        self.cooldown_until.is_some_and(|until| now < until)
+    }
+
+    /// Starts the cooldown (nothing with a zero `cooldown`, the upstream behaviour).
+    pub fn start_cooldown(&mut self, cooldown: std::time::Duration, now: Time) {
+        if !cooldown.is_zero() {
+            self.cooldown_until = Some(now + cooldown);
+        }
+    }
+
     pub fn unhealthy(&self) -> usize {
         self.size.saturating_sub(self.ready)
     }

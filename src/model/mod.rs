@@ -200,6 +200,37 @@ pub struct Node {
     pub unschedulable: bool,
     /// Only the types in [`NodeConditionType`]; at most one of each.
     pub conditions: Vec<NodeCondition>,
+    /// Type and status of every other condition (node-problem-detector's `KernelDeadlock`, …),
+    /// for custom condition taints; nothing else of them is kept, and they are never written.
+    pub other_conditions: Vec<(Name, ConditionStatus)>,
+    /// What the node's OpenYurt autonomy annotations say (the only annotations kept).
+    pub autonomy: Autonomy,
+}
+
+/// The OpenYurt edge autonomy annotations of a node, interpreted at decode time.
+pub mod autonomy_annotations {
+    /// A duration (Go syntax, `"1h"`); `"0"` means forever.
+    pub const DURATION: &str = "node.openyurt.io/autonomy-duration";
+    /// Deprecated; `"true"` means forever.
+    pub const LEGACY: &str = "node.beta.openyurt.io/autonomy";
+    /// `"true"`: the node's pods are bound to it, forever.
+    pub const BINDING: &str = "apps.openyurt.io/binding";
+
+    pub fn is_kept(key: &str) -> bool {
+        key == DURATION || key == LEGACY || key == BINDING
+    }
+}
+
+/// How long a node's pods stay put after it drops off (edge autonomy).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Autonomy {
+    /// No (valid) annotation: upstream behaviour.
+    #[default]
+    None,
+    /// Evictions for not-ready/unreachable wait at least this long after the taint was added.
+    For(std::time::Duration),
+    /// Never evicted for not-ready/unreachable.
+    Forever,
 }
 
 impl Node {
@@ -212,6 +243,18 @@ impl Node {
 
     pub fn condition(&self, kind: NodeConditionType) -> Option<&NodeCondition> {
         self.conditions.iter().find(|c| c.kind == kind)
+    }
+
+    /// The status of the condition of type `kind`, whichever list keeps it.
+    pub fn condition_status(&self, kind: &str) -> Option<ConditionStatus> {
+        match NodeConditionType::parse(kind) {
+            Some(known) => self.condition(known).map(|c| c.status),
+            None => self
+                .other_conditions
+                .iter()
+                .find(|(k, _)| &**k == kind)
+                .map(|(_, s)| *s),
+        }
     }
 
     pub fn ready(&self) -> Option<&NodeCondition> {

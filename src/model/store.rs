@@ -239,6 +239,11 @@ fn node_bytes(node: &Node) -> usize {
         + node.labels.iter().map(|(_, v)| rc(v)).sum::<usize>()
         + malloc_size(node.taints.capacity() * std::mem::size_of::<super::Taint>())
         + malloc_size(node.conditions.capacity() * std::mem::size_of::<super::NodeCondition>())
+        // The condition types are interned (shared by every node): only the list is the node's.
+        + malloc_size(
+            node.other_conditions.capacity()
+                * std::mem::size_of::<(Name, super::ConditionStatus)>(),
+        )
         + node
             .conditions
             .iter()
@@ -264,6 +269,8 @@ mod tests {
             taints: Vec::new(),
             unschedulable: false,
             conditions: Vec::new(),
+            other_conditions: Vec::new(),
+            autonomy: Default::default(),
         }
     }
 

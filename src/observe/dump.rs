@@ -147,7 +147,13 @@ impl DaemonSnapshot {
                     kv("next", head),
                     kv("next_due_in", head_due),
                     kv("evictions_total", z.evictions_total),
-                ],
+                ]
+                .into_iter()
+                .chain(
+                    z.cooldown_until
+                        .map(|until| kv("cooldown_in", dur(until - self.now))),
+                )
+                .collect(),
             );
         }
         more(out, "zones", zones.len() - shown);
@@ -170,6 +176,13 @@ impl DaemonSnapshot {
                 kv("deadline_in", opt_dur(self.until(n.pending_deadline))),
                 kv("excluded", n.excluded_from_disruption),
             ];
+            // Issue #16 policies: shown only where they apply, so a plain fleet's dump is as before.
+            if let Some(pool) = &n.pool {
+                fields.push(kv("pool", pool));
+            }
+            if n.autonomous {
+                fields.push(kv("autonomous", true));
+            }
             if let Some(legacy) = n.legacy {
                 fields.push(kv("legacy", legacy_state(legacy)));
             }
@@ -411,7 +424,7 @@ impl DaemonSnapshot {
     }
 
     fn json_zone(&self, z: &ZoneDump) -> Value {
-        json!({
+        let mut v = json!({
             "key": &*z.key,
             "name": z.display,
             "state": zone_state(z),
@@ -423,11 +436,15 @@ impl DaemonSnapshot {
             "next": z.queue_head.as_ref().map(|(n, _)| n.to_string()),
             "next_due_in_ms": z.queue_head.as_ref().map(|(_, at)| millis(*at - self.now)),
             "evictions_total": z.evictions_total,
-        })
+        });
+        if let (Some(until), Some(o)) = (z.cooldown_until, v.as_object_mut()) {
+            o.insert("cooldown_in_ms".into(), json!(millis(until - self.now)));
+        }
+        v
     }
 
     fn json_node(&self, n: &NodeDump) -> Value {
-        json!({
+        let mut v = json!({
             "name": &*n.name,
             "zone": n.zone,
             "ready": ready(n.ready),
@@ -438,7 +455,16 @@ impl DaemonSnapshot {
             "excluded": n.excluded_from_disruption,
             "legacy": n.legacy.map(legacy_state),
             "taints": n.taints,
-        })
+        });
+        if let Some(o) = v.as_object_mut() {
+            if let Some(pool) = &n.pool {
+                o.insert("pool".into(), json!(&**pool));
+            }
+            if n.autonomous {
+                o.insert("autonomous".into(), json!(true));
+            }
+        }
+        v
     }
 
     fn json_evictions(&self, cap: usize) -> Value {

@@ -75,8 +75,15 @@ fn zone_line(z: &ZoneDump) -> String {
     } else {
         format!("rate {}", z.rate)
     };
+    let cooldown = match z.cooldown_until {
+        Some(until) => format!(
+            ", no NoExecute taint before {} (cooldown)",
+            until.to_rfc3339()
+        ),
+        None => String::new(),
+    };
     format!(
-        "{} ({}, {} nodes, {} not ready, {rate})",
+        "{} ({}, {} nodes, {} not ready, {rate}{cooldown})",
         z.display,
         z.state.map_or("not counted yet", ZoneState::as_str),
         z.size,
@@ -122,6 +129,9 @@ pub fn explain_node(f: &NodeFacts, acting: Acting, now: Time) -> String {
             let _ = writeln!(out, "zone: {}", n.zone);
         }
     }
+    if let Some(policy) = policy_line(n) {
+        let _ = writeln!(out, "policy: {policy}");
+    }
     let taints = if n.taints.is_empty() {
         "none".to_string()
     } else {
@@ -146,6 +156,22 @@ pub fn explain_node(f: &NodeFacts, acting: Acting, now: Time) -> String {
     let _ = writeln!(out, "next: {next}");
     history_lines(&mut out, &f.history);
     out
+}
+
+/// The `[[pool]]` and edge autonomy that change how this node is treated, if any.
+fn policy_line(n: &NodeDump) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(pool) = &n.pool {
+        parts.push(format!("pool {pool}"));
+    }
+    if n.autonomous {
+        parts.push(
+            "edge autonomy (pods stay Ready; not-ready/unreachable evictions wait for the \
+             autonomy duration)"
+                .to_string(),
+        );
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn node_next(f: &NodeFacts, now: Time) -> String {

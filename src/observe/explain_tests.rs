@@ -23,6 +23,7 @@ fn zone(state: ZoneState, rate: Rate) -> ZoneDump {
         queue_len: 3,
         queue_head: None,
         evictions_total: 2,
+        cooldown_until: None,
     }
 }
 
@@ -39,6 +40,8 @@ fn node(ready: ConditionStatus, verdict: &'static str, taints: &[&str]) -> NodeF
             verdict,
             excluded_from_disruption: false,
             legacy: None,
+            pool: None,
+            autonomous: false,
         },
         zone: Some(zone(
             ZoneState::PartialDisruption,
@@ -147,6 +150,38 @@ fn pod(eviction: PodEviction, taints: &[&str]) -> PodFacts {
         eviction,
         history: Vec::new(),
     }
+}
+
+/// Issue #16's policies show where an operator asks: the node's pool and edge autonomy, and
+/// the zone's cooldown.
+#[test]
+fn explain_node_names_its_pool_autonomy_and_the_zones_cooldown() {
+    let plain = explain_node(
+        &node(ConditionStatus::True, "idle", &[]),
+        Acting::Yes,
+        now(),
+    );
+    assert!(!plain.contains("policy:"), "{plain}");
+    assert!(!plain.contains("cooldown"), "{plain}");
+
+    let mut edge = node(ConditionStatus::Unknown, "idle", &[]);
+    edge.node.pool = Some(Rc::from("rack-7"));
+    edge.node.autonomous = true;
+    if let Some(z) = &mut edge.zone {
+        z.cooldown_until = Some(now() + Duration::from_secs(90));
+    }
+    let text = explain_node(&edge, Acting::Yes, now());
+    assert!(
+        text.contains(
+            "\npolicy: pool rack-7; edge autonomy (pods stay Ready; not-ready/unreachable \
+             evictions wait for the autonomy duration)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("rate 0.01/s, no NoExecute taint before 2026-11-22T12:01:30Z (cooldown))"),
+        "{text}"
+    );
 }
 
 #[test]

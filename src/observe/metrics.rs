@@ -21,7 +21,29 @@ pub fn render(s: &DaemonSnapshot) -> String {
     health_timings(&mut e, s);
     taint_eviction(&mut e, s);
     ours(&mut e, s);
+    pools(&mut e, s);
     e.out
+}
+
+/// Registered nodes per `[[pool]]` (issue #16); absent when no node is in a pool.
+fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for node in &s.controller.nodes {
+        if let Some(pool) = &node.pool {
+            *counts.entry(pool).or_default() += 1;
+        }
+    }
+    if counts.is_empty() {
+        return;
+    }
+    e.family(
+        "node_lifecycled_pool_nodes",
+        "gauge",
+        "Registered nodes per pool (the first [[pool]] whose selector matches the node's labels).",
+    );
+    for (pool, count) in counts {
+        e.sample("node_lifecycled_pool_nodes", &[("pool", pool)], count);
+    }
 }
 
 fn zone_metrics(e: &mut Exposition, s: &DaemonSnapshot) {

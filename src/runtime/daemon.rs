@@ -36,6 +36,7 @@ use super::settings::{controller_settings, executor_settings, informer_config};
 use super::signals::{Signal, Signals};
 use super::state_dump::{api_source, read_rss_bytes};
 use crate::config::{Config, ConfigChange};
+use crate::controller::pools::selector_label_keys;
 use crate::controller::{Controllers, Input};
 use crate::kube::decode::DecodeContext;
 use crate::kube::reflector::{Delta, ReflectorStats, Watched};
@@ -325,7 +326,7 @@ impl Daemon {
                 client: clients.informers,
                 connection: clients.connection,
                 tokens: clients.tokens,
-                decode: DecodeContext::new(),
+                decode: decode_context(&config),
                 config: informer_config,
             },
             config_path,
@@ -798,6 +799,11 @@ impl Daemon {
             );
         }
         let now = lp.now();
+        // Pool selectors may read label keys not kept before: nodes carry them from their
+        // next update (a node's pool is decided on the labels the store has).
+        self.shared
+            .decode
+            .keep_node_labels(selector_label_keys(&self.config.pools));
         let actions = self
             .controllers
             .apply_settings(controller_settings(&self.config), now);
@@ -1100,4 +1106,11 @@ fn join(changes: &[ConfigChange]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The decoder keeps the node labels the pool selectors read, beside its fixed set.
+fn decode_context(config: &Config) -> DecodeContext {
+    let mut decode = DecodeContext::new();
+    decode.keep_node_labels(selector_label_keys(&config.pools));
+    decode
 }

@@ -23,6 +23,10 @@ pub fn controller_settings(config: &Config) -> Settings {
         unhealthy_zone_threshold: config.unhealthy_zone_threshold,
         taint_based_eviction: config.taint_based_eviction,
         pod_eviction_timeout: config.pod_eviction_timeout,
+        autonomy: config.autonomy,
+        disruption_cooldown: config.disruption_cooldown,
+        pools: config.pools.clone(),
+        condition_taints: config.condition_taints.clone(),
     }
 }
 

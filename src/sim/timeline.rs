@@ -90,6 +90,8 @@ pub struct FactReader {
     start: Duration,
     taints: HashMap<String, Vec<String>>,
     last_seq: u64,
+    /// Taint keys outside the prefix the daemon owns too (its `[[condition_taint]]` keys).
+    owned_keys: Vec<String>,
 }
 
 impl FactReader {
@@ -101,6 +103,12 @@ impl FactReader {
             start,
             ..FactReader::default()
         }
+    }
+
+    /// Counts taints with these keys as the daemon's own as well (custom condition taints).
+    pub fn owning(mut self, keys: impl IntoIterator<Item = String>) -> FactReader {
+        self.owned_keys.extend(keys);
+        self
     }
 
     /// The facts of the records not read yet (records are taken in `seq` order; older ones are
@@ -265,8 +273,12 @@ impl FactReader {
     fn taint_changes(&mut self, node: &str, list: &[Value]) -> Vec<FactKind> {
         let new: Vec<String> = list
             .iter()
+            .filter(|t| {
+                t.get("key").and_then(Value::as_str).is_some_and(|k| {
+                    k.starts_with(CONTROLLER_TAINT_PREFIX) || self.owned_keys.iter().any(|o| o == k)
+                })
+            })
             .filter_map(taint_text)
-            .filter(|t| t.starts_with(CONTROLLER_TAINT_PREFIX))
             .collect();
         let old = self.taints.insert(node.to_string(), new.clone());
         let old = old.unwrap_or_default();

@@ -57,6 +57,8 @@ pub fn node(name: &str, region: &str, zone: &str, ready: ConditionStatus, now: T
             reason: None,
             message: None,
         }],
+        other_conditions: Vec::new(),
+        autonomy: Default::default(),
     }
 }
 

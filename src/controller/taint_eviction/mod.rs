@@ -37,11 +37,14 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::controller::autonomy::autonomous_verdict;
 use crate::controller::decisions::Decision;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::inputs::{Input, Observed};
 use crate::controller::tolerations::{Verdict, verdict};
-use crate::model::{ClusterStore, Name, Node, PodChange, PodKey, PodView, Taint, Toleration};
+use crate::model::{
+    Autonomy, ClusterStore, Name, Node, PodChange, PodKey, PodView, Taint, Toleration,
+};
 use crate::time::Time;
 use timed_evictions::{Due, TimedEvictions, Work};
 
@@ -71,11 +74,26 @@ pub struct TaintEviction {
     pods_examined: u64,
     /// What was decided and why since the shell last took them.
     decisions: Vec<Decision>,
+    /// Honour the nodes' edge autonomy annotations (`controller/autonomy.rs`).
+    autonomy: bool,
 }
 
 impl TaintEviction {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether edge autonomy stretches the not-ready/unreachable deadlines (config `autonomy`).
+    pub fn set_autonomy(&mut self, on: bool) {
+        self.autonomy = on;
+    }
+
+    fn autonomy_of(&self, node: &Node) -> Autonomy {
+        if self.autonomy {
+            node.autonomy
+        } else {
+            Autonomy::None
+        }
     }
 
     /// Decides on what the store reported (see [`Observed`]).
@@ -142,13 +160,14 @@ impl TaintEviction {
             self.tainted
                 .insert(node.name.clone(), Rc::from(taints.as_slice()));
         }
+        let autonomy = self.autonomy_of(node);
         let pods = store.pods();
         for id in pods.on_node(name) {
             let pod = pods.view(id);
             if pod.deleting() {
                 continue;
             }
-            self.process_pod_on_node(&pod.key(), pod.tolerations(), &taints, now, out);
+            self.process_pod_on_node(&pod.key(), pod.tolerations(), &taints, autonomy, now, out);
         }
         self.fire_due(store, now, out);
     }
@@ -197,7 +216,8 @@ impl TaintEviction {
         if taints.is_empty() {
             return;
         }
-        self.process_pod_on_node(key, pod.tolerations(), &taints, now, out);
+        let autonomy = self.autonomy_of(node);
+        self.process_pod_on_node(key, pod.tolerations(), &taints, autonomy, now, out);
         self.fire_due(store, now, out);
     }
 
@@ -302,11 +322,16 @@ impl TaintEviction {
         key: &PodKey,
         tolerations: &[Toleration],
         taints: &[Taint],
+        autonomy: Autonomy,
         now: Time,
         out: &mut Vec<EvictionAction>,
     ) {
         self.pods_examined += 1;
-        let delay = match verdict(taints, tolerations) {
+        let judged = match autonomy {
+            Autonomy::None => verdict(taints, tolerations),
+            _ => autonomous_verdict(autonomy, taints, tolerations, now),
+        };
+        let delay = match judged {
             Verdict::TolerateForever => {
                 self.cancel_with_event(key, out);
                 return;

@@ -42,6 +42,7 @@ pub fn test_settings() -> Settings {
         unhealthy_zone_threshold: 0.55,
         taint_based_eviction: true,
         pod_eviction_timeout: secs(300),
+        ..Settings::default()
     }
 }
 
@@ -57,6 +58,8 @@ pub fn node(name: &str) -> NodeBuilder {
         taints: Vec::new(),
         unschedulable: false,
         conditions: Vec::new(),
+        other_conditions: Vec::new(),
+        autonomy: Default::default(),
     })
 }
 
@@ -282,6 +285,18 @@ impl Harness {
     /// takes a few virtual milliseconds to drain a queue.)
     pub fn tainting_pass(&mut self) {
         self.run_for(Duration::from_millis(100));
+    }
+
+    /// A config reload at `now`: its actions are executed like any others.
+    pub fn apply_settings(&mut self, settings: Settings) {
+        let mut inputs = VecDeque::new();
+        for a in self.ctl.apply_settings(settings, self.now) {
+            self.log.push((self.now, a.clone()));
+            self.execute(a, &mut inputs);
+        }
+        while let Some(input) = inputs.pop_front() {
+            self.feed(input);
+        }
     }
 
     /// Feeds one input, executes the returned actions against the fake API and feeds their

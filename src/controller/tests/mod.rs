@@ -4,6 +4,7 @@
 
 pub(crate) mod harness;
 mod improvements;
+mod policies;
 mod upstream_monitor;
 mod upstream_review;
 mod upstream_taints;

@@ -14,8 +14,8 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    ConditionStatus, Interner, Lease, Node, NodeCondition, NodeConditionType, Pod, PodKey, Taint,
-    TaintEffect, Toleration, TolerationOperator, disruption,
+    Autonomy, ConditionStatus, Interner, Lease, Node, NodeCondition, NodeConditionType, Pod,
+    PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
 };
 use crate::time::Time;
 
@@ -57,6 +57,8 @@ pub struct DecodeContext {
     /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
     /// with the same bad field is logged once.
     warned: HashSet<String>,
+    /// Node label keys kept beside [`crate::model::labels::KEPT`]: the ones pool selectors read.
+    pool_label_keys: Vec<Box<str>>,
 }
 
 /// Bad fields remembered for log-once; past this, further ones are logged every time.
@@ -74,6 +76,29 @@ impl DecodeContext {
             interner: Interner::new(),
             tolerations: HashSet::new(),
             warned: HashSet::new(),
+            pool_label_keys: Vec::new(),
+        }
+    }
+
+    /// Node labels with these keys are kept too (pool selectors read them). Nodes decoded
+    /// earlier keep what they had until their next update.
+    pub fn keep_node_labels(&mut self, keys: impl IntoIterator<Item = String>) {
+        self.pool_label_keys = keys.into_iter().map(String::into_boxed_str).collect();
+    }
+
+    fn keeps_node_label(&self, key: &str) -> bool {
+        crate::model::labels::is_kept(key) || self.pool_label_keys.iter().any(|k| &**k == key)
+    }
+
+    /// An annotation that cannot be read is ignored: logged once per object and annotation.
+    fn bad_annotation(&mut self, name: &str, key: &str, value: &str, why: &str) {
+        let warned = format!("Node/{name}: annotation {key}");
+        if self.warned.contains(&warned) {
+            return;
+        }
+        log::warn!("{warned}: {value:?} ignored ({why}): the node is not autonomous");
+        if self.warned.len() < WARNED_MAX {
+            self.warned.insert(warned);
         }
     }
 
@@ -313,13 +338,17 @@ impl Decode for Node {
             &meta.creation_timestamp,
         )
         .unwrap_or(Time::ZERO);
-        let labels = meta
-            .labels
-            .map(|l| l.0)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (ctx.intern(&k), ctx.intern(&v)))
-            .collect();
+        let mut labels = Vec::new();
+        for (k, v) in meta.labels.map(|l| l.0).unwrap_or_default() {
+            if ctx.keeps_node_label(&k) {
+                labels.push((ctx.intern(&k), ctx.intern(&v)));
+            }
+        }
+        let autonomy = autonomy(
+            ctx,
+            &name,
+            &meta.annotations.map(|a| a.0).unwrap_or_default(),
+        );
         let spec = w.spec.unwrap_or_default();
         let mut taints = Vec::new();
         for t in spec.taints.unwrap_or_default() {
@@ -337,8 +366,14 @@ impl Decode for Node {
             });
         }
         let mut conditions: Vec<NodeCondition> = Vec::new();
+        let mut other_conditions: Vec<(Rc<str>, ConditionStatus)> = Vec::new();
         for c in w.status.and_then(|s| s.conditions).unwrap_or_default() {
             let Some(kind) = NodeConditionType::parse(wire::text(&c.kind)) else {
+                let kind = wire::text(&c.kind);
+                if !kind.is_empty() && !other_conditions.iter().any(|(k, _)| &**k == kind) {
+                    let status = ConditionStatus::parse(wire::text(&c.status));
+                    other_conditions.push((ctx.intern(kind), status));
+                }
                 continue;
             };
             if conditions.iter().any(|have| have.kind == kind) {
@@ -368,6 +403,7 @@ impl Decode for Node {
         // Kept for the node's lifetime: no spare capacity.
         taints.shrink_to_fit();
         conditions.shrink_to_fit();
+        other_conditions.shrink_to_fit();
         Ok(Node {
             name,
             uid: owned(&meta.uid),
@@ -377,7 +413,40 @@ impl Decode for Node {
             taints,
             unschedulable: spec.unschedulable.unwrap_or(false),
             conditions,
+            other_conditions,
+            autonomy,
         })
+    }
+}
+
+/// What the OpenYurt annotations say. Any "forever" marker wins; a duration that cannot be
+/// read is ignored with a warning (the node is then not autonomous, as upstream would treat
+/// it: a guess could keep pods on a dead node forever). Go's duration syntax, as OpenYurt's.
+fn autonomy(
+    ctx: &mut DecodeContext,
+    name: &str,
+    annotations: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
+) -> Autonomy {
+    use crate::model::autonomy_annotations::{BINDING, DURATION, LEGACY};
+    let mut duration = None;
+    for (key, value) in annotations {
+        match &**key {
+            LEGACY | BINDING if value == "true" => return Autonomy::Forever,
+            DURATION => duration = Some(value),
+            _ => {}
+        }
+    }
+    let Some(value) = duration else {
+        return Autonomy::None;
+    };
+    // The config's parser is Go's grammar without the sign: the same words mean the same here.
+    match crate::config::parse_duration(value) {
+        Ok(d) if d.is_zero() => Autonomy::Forever,
+        Ok(d) => Autonomy::For(d),
+        Err(why) => {
+            ctx.bad_annotation(name, DURATION, value, &why);
+            Autonomy::None
+        }
     }
 }
 

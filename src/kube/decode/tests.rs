@@ -1,9 +1,10 @@
 use std::collections::HashSet;
 use std::mem::size_of;
 use std::rc::Rc;
+use std::time::Duration;
 
 use super::*;
-use crate::model::{Name, NodeConditionType, TolerationOperator};
+use crate::model::{Autonomy, Name, NodeConditionType, TolerationOperator};
 use crate::testing::Rng;
 
 const NODE: &str = include_str!("fixtures/node_kubeadm_control_plane.json");
@@ -500,4 +501,77 @@ fn a_pod_carrying_the_disruption_target_condition_says_so() {
     assert!(ours.disruption_target);
     let other: Pod = decode_object(pod("PreemptionByScheduler").as_bytes(), &mut ctx).unwrap();
     assert!(!other.disruption_target);
+}
+
+/// Issue #16: a node keeps the labels pool selectors read, the OpenYurt autonomy annotations
+/// (interpreted) and the type+status of conditions beyond the five known ones — nothing else.
+#[test]
+fn edge_node_keeps_pool_labels_autonomy_and_other_conditions() {
+    let json = |annotations: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"edge-1","uid":"u","resourceVersion":"1",
+                "labels":{{"example.com/rack":"r7","example.com/unused":"x","kubernetes.io/os":"linux"}},
+                "annotations":{{"kubectl.kubernetes.io/last-applied-configuration":"{{}}",{annotations}}}}},
+              "status":{{"conditions":[
+                {{"type":"Ready","status":"True"}},
+                {{"type":"KernelDeadlock","status":"True","reason":"DockerHung","message":"long"}},
+                {{"type":"ReadonlyFilesystem","status":"False"}}]}}}}"#
+        )
+    };
+    let mut ctx = DecodeContext::new();
+    ctx.keep_node_labels(["example.com/rack".to_string()]);
+    let decode = |ctx: &mut DecodeContext, annotations: &str| -> Node {
+        decode_object(json(annotations).as_bytes(), ctx).unwrap()
+    };
+    let node = decode(&mut ctx, r#""node.openyurt.io/autonomy-duration":"1h30m""#);
+    let mut labels: Vec<(&str, &str)> = node.labels.iter().map(|(k, v)| (&**k, &**v)).collect();
+    labels.sort();
+    assert_eq!(
+        labels,
+        [("example.com/rack", "r7"), ("kubernetes.io/os", "linux")]
+    );
+    assert_eq!(node.autonomy, Autonomy::For(Duration::from_secs(5400)));
+    assert_eq!(node.conditions.len(), 1);
+    let others: Vec<(&str, ConditionStatus)> = node
+        .other_conditions
+        .iter()
+        .map(|(k, s)| (&**k, *s))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            ("KernelDeadlock", ConditionStatus::True),
+            ("ReadonlyFilesystem", ConditionStatus::False)
+        ]
+    );
+    assert_eq!(
+        node.condition_status("KernelDeadlock"),
+        Some(ConditionStatus::True)
+    );
+    assert_eq!(node.condition_status("Ready"), Some(ConditionStatus::True));
+
+    let forever = [
+        r#""node.openyurt.io/autonomy-duration":"0""#,
+        r#""node.beta.openyurt.io/autonomy":"true""#,
+        r#""apps.openyurt.io/binding":"true""#,
+        // A forever marker wins over an unreadable duration.
+        r#""node.openyurt.io/autonomy-duration":"soon","apps.openyurt.io/binding":"true""#,
+    ];
+    for a in forever {
+        assert_eq!(decode(&mut ctx, a).autonomy, Autonomy::Forever, "{a}");
+    }
+    let none = [
+        r#""apps.openyurt.io/binding":"false""#,
+        r#""node.beta.openyurt.io/autonomy":"yes""#,
+        r#""node.openyurt.io/autonomy-duration":"-5m""#,
+        r#""node.openyurt.io/autonomy-duration":"soon""#,
+        r#""other":"1""#,
+    ];
+    let warned_before = ctx.bad_fields_logged();
+    for a in none {
+        assert_eq!(decode(&mut ctx, a).autonomy, Autonomy::None, "{a}");
+    }
+    // The unreadable duration is warned about once per node, however often the node comes.
+    decode(&mut ctx, r#""node.openyurt.io/autonomy-duration":"soon""#);
+    assert_eq!(ctx.bad_fields_logged(), warned_before + 1);
 }

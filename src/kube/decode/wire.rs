@@ -40,33 +40,92 @@ pub struct Meta<'a> {
     pub owner_references: Option<Vec<OwnerReference<'a>>>,
 }
 
-/// Only the labels in [`labels::KEPT`]; the others are skipped without allocating.
-#[derive(Default)]
-pub struct KeptLabels<'a>(pub Vec<(Cow<'a, str>, Cow<'a, str>)>);
+/// Which keys of a string map are worth keeping; the others are skipped without allocating.
+pub trait KeyFilter {
+    const EXPECTING: &'static str;
+    fn keep(key: &str) -> bool;
+}
 
-impl<'de: 'a, 'a> Deserialize<'de> for KeptLabels<'a> {
+/// The labels in [`labels::KEPT`] (pods: nothing of theirs is read beyond these).
+pub struct KeptLabelKeys;
+impl KeyFilter for KeptLabelKeys {
+    const EXPECTING: &'static str = "a map of labels";
+    fn keep(key: &str) -> bool {
+        labels::is_kept(key)
+    }
+}
+
+/// Every node label, borrowed: which ones are kept depends on the configured pool selectors,
+/// so `mod.rs` filters them with the decode context.
+pub struct AllLabelKeys;
+impl KeyFilter for AllLabelKeys {
+    const EXPECTING: &'static str = "a map of labels";
+    fn keep(_: &str) -> bool {
+        true
+    }
+}
+
+/// The OpenYurt autonomy annotations, the only annotations read.
+pub struct AutonomyKeys;
+impl KeyFilter for AutonomyKeys {
+    const EXPECTING: &'static str = "a map of annotations";
+    fn keep(key: &str) -> bool {
+        crate::model::autonomy_annotations::is_kept(key)
+    }
+}
+
+/// The entries of a string map whose keys `F` keeps.
+pub struct KeptMap<'a, F>(pub Vec<(Cow<'a, str>, Cow<'a, str>)>, PhantomData<F>);
+
+impl<F> Default for KeptMap<'_, F> {
+    fn default() -> Self {
+        KeptMap(Vec::new(), PhantomData)
+    }
+}
+
+pub type KeptLabels<'a> = KeptMap<'a, KeptLabelKeys>;
+
+impl<'de: 'a, 'a, F: KeyFilter> Deserialize<'de> for KeptMap<'a, F> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = KeptLabels<'de>;
+        struct V<F>(PhantomData<F>);
+        impl<'de, F: KeyFilter> Visitor<'de> for V<F> {
+            type Value = KeptMap<'de, F>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a map of labels")
+                f.write_str(F::EXPECTING)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut kept = Vec::new();
                 while let Some(key) = map.next_key::<Str<'de>>()? {
-                    if labels::is_kept(&key.0) {
+                    if F::keep(&key.0) {
                         let value: Option<Str<'de>> = map.next_value()?;
                         kept.push((key.0, value.map(|v| v.0).unwrap_or_default()));
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(KeptLabels(kept))
+                Ok(KeptMap(kept, PhantomData))
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(PhantomData))
     }
+}
+
+/// A node's metadata: its labels and autonomy annotations besides the identity.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeMeta<'a> {
+    #[serde(borrow)]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub uid: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub resource_version: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub creation_timestamp: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub labels: Option<KeptMap<'a, AllLabelKeys>>,
+    #[serde(borrow)]
+    pub annotations: Option<KeptMap<'a, AutonomyKeys>>,
 }
 
 #[derive(Deserialize)]
@@ -79,7 +138,7 @@ pub struct OwnerReference<'a> {
 #[derive(Deserialize)]
 pub struct Node<'a> {
     #[serde(borrow)]
-    pub metadata: Option<Meta<'a>>,
+    pub metadata: Option<NodeMeta<'a>>,
     #[serde(borrow)]
     pub spec: Option<NodeSpec<'a>>,
     #[serde(borrow)]

@@ -26,6 +26,19 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "rolling-reboot",
         include_str!("../../../conf/scenarios/rolling-reboot.toml"),
     ),
+    (
+        "edge-autonomy",
+        include_str!("../../../conf/scenarios/edge-autonomy.toml"),
+    ),
+    ("pools", include_str!("../../../conf/scenarios/pools.toml")),
+    (
+        "custom-condition",
+        include_str!("../../../conf/scenarios/custom-condition.toml"),
+    ),
+    (
+        "control-plane-recovery",
+        include_str!("../../../conf/scenarios/control-plane-recovery.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

@@ -87,6 +87,13 @@ pub enum Action {
         key: String,
         effect: String,
     },
+    /// Sets a label (`annotation: false`) or an annotation on `nodes`, as an operator would.
+    SetMetadata {
+        nodes: Vec<String>,
+        annotation: bool,
+        key: String,
+        value: String,
+    },
     /// `per_node` pods named `<prefix>-<node>-<i>` in `default` on each node.
     AddPods {
         nodes: Vec<String>,
@@ -136,6 +143,15 @@ impl Action {
             }
             Action::RemoveTaint { nodes, key, effect } => {
                 format!("remove taint {key}:{effect} from {}", list(nodes))
+            }
+            Action::SetMetadata {
+                nodes,
+                annotation,
+                key,
+                value,
+            } => {
+                let what = if *annotation { "annotate" } else { "label" };
+                format!("{what} {} with {key}={value}", list(nodes))
             }
             Action::AddPods {
                 nodes,

@@ -93,6 +93,10 @@ struct RawStep {
     add_taint: Option<String>,
     /// `key:Effect`, with `nodes`.
     remove_taint: Option<String>,
+    /// `key=value`, with `nodes`.
+    label: Option<String>,
+    /// `key=value`, with `nodes`.
+    annotate: Option<String>,
     /// Pods per node, with `nodes`, optional `toleration` and `prefix`.
     add_pods: Option<usize>,
     toleration: Option<String>,
@@ -408,6 +412,23 @@ fn parse_step(ctx: &Ctx, offset: usize, s: &RawStep) -> Result<Step, ScenarioErr
             },
         ));
     }
+    for (field, annotation, name) in [(&s.label, false, "label"), (&s.annotate, true, "annotate")] {
+        let Some(text) = field else {
+            continue;
+        };
+        let Some((key, value)) = text.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            return Err(err(format!("{name}: {text:?} must be key=value")));
+        };
+        actions.push((
+            name,
+            Action::SetMetadata {
+                nodes: nodes_for(name)?,
+                annotation,
+                key: key.to_string(),
+                value: value.to_string(),
+            },
+        ));
+    }
     if let Some(per_node) = s.add_pods {
         let toleration = match s.toleration.as_deref() {
             None => Toleration::None,
@@ -448,7 +469,8 @@ fn parse_step(ctx: &Ctx, offset: usize, s: &RawStep) -> Result<Step, ScenarioErr
             Some(note) => Action::Note(note.clone()),
             None => return Err(err(
                 "a step needs one action: stop_heartbeat, resume_heartbeat, reboot, set_condition, \
-                 add_taint, remove_taint, add_pods, drop_watches, stall_watches, restart_api or note"
+                 add_taint, remove_taint, label, annotate, add_pods, drop_watches, stall_watches, \
+                 restart_api or note"
                     .into(),
             )),
         },
@@ -466,11 +488,14 @@ fn parse_step(ctx: &Ctx, offset: usize, s: &RawStep) -> Result<Step, ScenarioErr
         Action::SetCondition { .. }
             | Action::AddTaint { .. }
             | Action::RemoveTaint { .. }
+            | Action::SetMetadata { .. }
             | Action::AddPods { .. }
     );
     if s.nodes.is_some() && !used_nodes {
         return Err(err(
-            "nodes: only set_condition, add_taint, remove_taint and add_pods take nodes".into(),
+            "nodes: only set_condition, add_taint, remove_taint, label, annotate and add_pods \
+             take nodes"
+                .into(),
         ));
     }
     if s.down.is_some() && !matches!(action, Action::Reboot { .. }) {

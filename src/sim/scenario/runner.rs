@@ -238,7 +238,8 @@ pub fn run(
         cluster: &cluster,
         kubelets: &kubelets,
         pods: populated.pods.clone(),
-        reader: FactReader::new(Some(&token), start_elapsed),
+        reader: FactReader::new(Some(&token), start_elapsed)
+            .owning(checked.condition_taints.iter().map(|c| c.key.to_string())),
         timeline: Timeline::default(),
         facts: Vec::new(),
         start: Instant::now(),
@@ -532,6 +533,25 @@ impl Play<'_> {
                             !(t["key"] == key.as_str() && t["effect"] == effect.as_str())
                         });
                     }));
+                }
+            }
+            Action::SetMetadata {
+                nodes,
+                annotation,
+                key,
+                value,
+            } => {
+                let field = if *annotation { "annotations" } else { "labels" };
+                for n in nodes {
+                    let set = self.cluster.update(Resource::Nodes, None, n, |v| {
+                        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                            let map = meta.entry(field).or_insert_with(|| json!({}));
+                            if let Some(map) = map.as_object_mut() {
+                                map.insert(key.clone(), json!(value));
+                            }
+                        }
+                    });
+                    note(set.map(|_| ()).map_err(|e| format!("{n}: {}", e.message)));
                 }
             }
             Action::AddPods {

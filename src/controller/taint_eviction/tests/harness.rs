@@ -87,6 +87,8 @@ pub fn node(name: &str, taints: Vec<Taint>) -> Node {
         taints,
         unschedulable: false,
         conditions: Vec::new(),
+        other_conditions: Vec::new(),
+        autonomy: Default::default(),
     }
 }
 

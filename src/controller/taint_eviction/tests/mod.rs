@@ -1,3 +1,4 @@
+mod autonomy;
 mod behaviour;
 mod harness;
 mod integration;

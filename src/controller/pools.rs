@@ -1,0 +1,187 @@
+//! Node pools (issue #16): groups of nodes, chosen by label selector, with their own grace
+//! periods, pod marking and zone tainting rates. A rack on a flaky switch and the control
+//! plane's own nodes no longer share one 50 s grace.
+//!
+//! A node belongs to the first pool whose selector matches its labels, and to none when no
+//! pool matches (then the global settings apply). The pool is recomputed from the labels each
+//! time it is needed, so a node whose labels change moves at once.
+
+use std::time::Duration;
+
+use crate::model::{Name, Node};
+use crate::runtime::Rate;
+use crate::time::Time;
+
+use super::node_lifecycle::NodeLifecycle;
+
+use super::settings::Settings;
+
+/// A set-based selector requirement (`matchExpressions` of a Kubernetes label selector).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelRequirement {
+    pub key: String,
+    pub operator: SelectorOperator,
+    /// Empty for `Exists` and `DoesNotExist`.
+    pub values: Vec<String>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SelectorOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+impl SelectorOperator {
+    pub fn parse(s: &str) -> Option<SelectorOperator> {
+        match s {
+            "In" => Some(SelectorOperator::In),
+            "NotIn" => Some(SelectorOperator::NotIn),
+            "Exists" => Some(SelectorOperator::Exists),
+            "DoesNotExist" => Some(SelectorOperator::DoesNotExist),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SelectorOperator::In => "In",
+            SelectorOperator::NotIn => "NotIn",
+            SelectorOperator::Exists => "Exists",
+            SelectorOperator::DoesNotExist => "DoesNotExist",
+        }
+    }
+}
+
+impl LabelRequirement {
+    /// Kubernetes' semantics: `NotIn` and `DoesNotExist` match a node without the label.
+    pub fn matches(&self, node: &Node) -> bool {
+        let value = node.label(&self.key);
+        match self.operator {
+            SelectorOperator::In => value.is_some_and(|v| self.values.iter().any(|w| **w == **v)),
+            SelectorOperator::NotIn => {
+                value.is_none_or(|v| !self.values.iter().any(|w| **w == **v))
+            }
+            SelectorOperator::Exists => value.is_some(),
+            SelectorOperator::DoesNotExist => value.is_none(),
+        }
+    }
+}
+
+/// One `[[pool]]` of the config: a selector and the settings it overrides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pool {
+    pub name: Name,
+    pub match_labels: Vec<(String, String)>,
+    pub match_expressions: Vec<LabelRequirement>,
+    pub node_monitor_grace_period: Option<Duration>,
+    pub node_startup_grace_period: Option<Duration>,
+    pub mark_pods_not_ready: Option<bool>,
+    pub node_eviction_rate: Option<Rate>,
+    pub secondary_node_eviction_rate: Option<Rate>,
+}
+
+impl Pool {
+    /// Every `match_labels` pair and every expression hold (an empty selector matches all).
+    pub fn matches(&self, node: &Node) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| node.label(k).is_some_and(|have| **have == **v))
+            && self.match_expressions.iter().all(|r| r.matches(node))
+    }
+
+    /// The label keys the selector reads (the decoder must keep them).
+    pub fn label_keys(&self) -> impl Iterator<Item = &str> {
+        self.match_labels
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(self.match_expressions.iter().map(|r| r.key.as_str()))
+    }
+
+    fn overrides_rates(&self) -> bool {
+        self.node_eviction_rate.is_some() || self.secondary_node_eviction_rate.is_some()
+    }
+}
+
+/// The first pool matching the node.
+pub fn pool_of<'a>(pools: &'a [Pool], node: &Node) -> Option<&'a Pool> {
+    pools.iter().find(|p| p.matches(node))
+}
+
+/// Every label key some pool selector reads, without repeats.
+pub fn selector_label_keys(pools: &[Pool]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for key in pools.iter().flat_map(Pool::label_keys) {
+        if !keys.iter().any(|k| k == key) {
+            keys.push(key.to_string());
+        }
+    }
+    keys
+}
+
+impl Settings {
+    /// The node's (monitor, startup) grace periods: its pool's, else the global ones.
+    pub fn graces(&self, node: &Node) -> (Duration, Duration) {
+        let pool = pool_of(&self.pools, node);
+        (
+            pool.and_then(|p| p.node_monitor_grace_period)
+                .unwrap_or(self.node_monitor_grace_period),
+            pool.and_then(|p| p.node_startup_grace_period)
+                .unwrap_or(self.node_startup_grace_period),
+        )
+    }
+
+    /// Whether the node's pods are marked NotReady when it stops being Ready: its pool's
+    /// choice (default yes, as upstream), and never for an autonomous edge node.
+    pub fn marks_pods_not_ready(&self, node: &Node) -> bool {
+        pool_of(&self.pools, node)
+            .and_then(|p| p.mark_pods_not_ready)
+            .unwrap_or(true)
+            && !self.is_autonomous(node)
+    }
+
+    /// The (healthy, secondary) tainting rates of a zone whose nodes are `members`.
+    ///
+    /// A zone holding nodes of several pools is tainted at the lowest rate among them (nodes
+    /// in no pool count with the global rates): the rate bounds how fast a zone loses its
+    /// workloads, so the most cautious member decides. Without any pool overriding a rate,
+    /// the global rates, without looking at the members.
+    pub fn zone_rates<'a>(&self, members: impl Iterator<Item = &'a Node>) -> (Rate, Rate) {
+        let global = (self.node_eviction_rate, self.secondary_node_eviction_rate);
+        if !self.pools.iter().any(Pool::overrides_rates) {
+            return global;
+        }
+        let mut rates: Option<(Rate, Rate)> = None;
+        for node in members {
+            let pool = pool_of(&self.pools, node);
+            let mine = (
+                pool.and_then(|p| p.node_eviction_rate).unwrap_or(global.0),
+                pool.and_then(|p| p.secondary_node_eviction_rate)
+                    .unwrap_or(global.1),
+            );
+            rates = Some(match rates {
+                None => mine,
+                Some((a, b)) => (a.min(mine.0), b.min(mine.1)),
+            });
+        }
+        rates.unwrap_or(global)
+    }
+}
+
+impl NodeLifecycle {
+    /// A pool's rate override may change a zone's rate when a node joins, leaves or changes
+    /// pools; nothing to do without such overrides, or while every zone is down.
+    pub(super) fn refresh_zone_rate(&mut self, zone: &Name, now: Time) {
+        if self
+            .settings
+            .pools
+            .iter()
+            .all(|p| p.node_eviction_rate.is_none() && p.secondary_node_eviction_rate.is_none())
+            || self.all_zones_fully_disrupted()
+        {
+            return;
+        }
+        self.set_limiter_in_zone(zone, now);
+    }
+}
