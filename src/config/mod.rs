@@ -6,6 +6,7 @@
 //! because a daemon that quietly runs with a typo'd setting fails much later and much worse.
 
 mod duration;
+mod fencing;
 mod raw;
 mod render;
 
@@ -21,6 +22,7 @@ use toml::Spanned;
 use crate::runtime::Rate;
 
 pub use duration::{format_duration, parse_duration};
+pub use fencing::FencingConfig;
 use raw::{DurationText, Field, RawApi, RawConfig, RawLeaderElection, key_at_line, line_of};
 pub use render::ConfigChange;
 
@@ -51,6 +53,7 @@ pub struct Config {
     pub metrics_address: Option<SocketAddr>,
     pub api: ApiConfig,
     pub leader_election: LeaderElectionConfig,
+    pub fencing: FencingConfig,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -337,6 +340,7 @@ impl Validator<'_> {
         };
         let api = self.api(&raw.api)?;
         let leader_election = self.leader_election(&raw.leader_election)?;
+        let fencing = self.fencing(&raw.fencing)?;
 
         // Relations between keys. The error goes to the key the user wrote, if only one was.
         if api.watch_idle_timeout >= node_monitor_grace_period {
@@ -391,6 +395,7 @@ impl Validator<'_> {
             metrics_address,
             api,
             leader_election,
+            fencing,
         })
     }
 

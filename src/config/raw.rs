@@ -29,6 +29,22 @@ pub(super) struct RawConfig {
     pub api: RawApi,
     #[serde(default)]
     pub leader_election: RawLeaderElection,
+    #[serde(default)]
+    pub fencing: RawFencing,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFencing {
+    pub enabled: Field<bool>,
+    pub command: Field<Vec<String>>,
+    pub after: Field<DurationText>,
+    pub timeout: Field<DurationText>,
+    pub max_concurrent: Field<i64>,
+    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
+    pub retry_backoff: Field<DurationText>,
+    pub retry_backoff_max: Field<DurationText>,
+    pub remove_out_of_service_on_recovery: Field<bool>,
 }
 
 #[derive(Deserialize, Default)]
