@@ -5,6 +5,7 @@ pub mod actions;
 pub mod controllers;
 pub mod dump;
 pub mod events;
+pub mod fencing;
 pub mod health;
 pub mod inputs;
 pub mod labels;

@@ -25,6 +25,8 @@ pub struct Settings {
     pub taint_based_eviction: bool,
     /// Legacy mode only: how long a node is not Ready before its pods are deleted.
     pub pod_eviction_timeout: Duration,
+    /// `[fencing]` when enabled (issue #17); `None`: no node is ever fenced.
+    pub fencing: Option<super::fencing::FencingPolicy>,
 }
 
 impl Default for Settings {
@@ -39,6 +41,7 @@ impl Default for Settings {
             unhealthy_zone_threshold: 0.55,
             taint_based_eviction: true,
             pod_eviction_timeout: Duration::from_secs(300),
+            fencing: None,
         }
     }
 }

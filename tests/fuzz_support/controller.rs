@@ -46,6 +46,7 @@ fn settings() -> Settings {
         unhealthy_zone_threshold: 0.55,
         taint_based_eviction: true,
         pod_eviction_timeout: Duration::from_secs(300),
+        fencing: None,
     }
 }
 

@@ -42,6 +42,7 @@ pub fn test_settings() -> Settings {
         unhealthy_zone_threshold: 0.55,
         taint_based_eviction: true,
         pod_eviction_timeout: secs(300),
+        fencing: None,
     }
 }
 
@@ -395,6 +396,10 @@ impl Harness {
                 inputs.push_back(Input::Result { id, outcome });
             }
             Action::RecordEvent(_) => {}
+            // Fencing is off in these tests.
+            Action::ReadFenceTarget { .. }
+            | Action::PatchNodeFencing { .. }
+            | Action::RunFenceCommand { .. } => {}
             Action::EvictPod { .. } => unreachable!("NodeLifecycle never evicts by taint"),
             Action::ReadLease { id, node } => {
                 let outcome = if self.faults.lease_reads_fail {
