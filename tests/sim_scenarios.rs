@@ -658,3 +658,10 @@ fn builtin_flapping_node_holds_against_the_daemon() {
 fn builtin_rolling_reboot_holds_against_the_daemon() {
     play_builtin("rolling-reboot");
 }
+
+/// Issue #17, done when: a dead node is fenced once after `after`, gets the out-of-service
+/// taint, loses it when back; then a control-plane partition (every node silent) fences nobody.
+#[test]
+fn builtin_fencing_holds_against_the_daemon() {
+    play_builtin("fencing");
+}

@@ -360,7 +360,11 @@ impl Fencing {
             e.phase = Phase::Done;
             return;
         }
-        let due = outage.saturating_add(self.policy.after).max(e.not_before);
+        // The stored transition is truncated to the second: the node may have gone Unknown up
+        // to a second later, and it must be Unknown for at least `after`.
+        let due = outage
+            .saturating_add(self.policy.after + Duration::from_secs(1))
+            .max(e.not_before);
         if now < due {
             self.timers.schedule(name.clone(), due);
             return;

@@ -6,7 +6,8 @@
 //! One outage of a node is the span its Ready condition stays Unknown; it is named by that
 //! condition's `lastTransitionTime`. For each outage:
 //! 1. the node has been Ready=Unknown (silent: a kubelet reporting Ready=False is alive) for
-//!    `after`, its zone is `Normal`, not every zone is down, this instance leads and is synced
+//!    `after` (counted from the second after the stored `lastTransitionTime`, which the API
+//!    truncates), its zone is `Normal`, not every zone is down, this instance leads and is synced
 //!    (the machine is fed nothing before that), no out-of-service taint is on it, and fewer than
 //!    `max_concurrent` fences are under way: read the node and its Lease live
 //!    (`ReadFenceTarget`);

@@ -282,8 +282,8 @@ impl Api {
             .collect()
     }
 
-    /// When the node lifecycle wrote Ready=Unknown for `name`, to the second (as the API
-    /// keeps it).
+    /// When the node went Ready=Unknown for sure: the stored transition is kept to the
+    /// second (as the API keeps it), so the latest instant it can stand for, the second after.
     fn unknown_since(&self, name: &str) -> Time {
         let ready = self.nodes[&n(name)].ready().cloned().unwrap();
         assert_eq!(
@@ -292,7 +292,7 @@ impl Api {
             "{name} is not Unknown"
         );
         let t = ready.last_transition_time.unwrap().as_unix_millis();
-        Time::from_unix_millis(t / 1000 * 1000)
+        Time::from_unix_millis(t / 1000 * 1000 + 1000)
     }
 }
 
@@ -313,9 +313,10 @@ fn a_dead_node_is_fenced_once_after_after_then_released_when_it_comes_back() {
     assert!(api.commands.is_empty(), "fenced before `after`");
     api.run_until(since + secs(301));
     assert_eq!(api.commands_for("n1"), vec![since + secs(300)]);
+    let stored = Time::from_unix_millis(since.as_unix_millis() - 1000);
     let record = api.annotations[&n("n1")][ATTEMPT_ANNOTATION].clone();
     assert!(
-        record.starts_with(&format!("outage={}", since.to_rfc3339())),
+        record.starts_with(&format!("outage={}", stored.to_rfc3339())),
         "{record}"
     );
     assert!(
@@ -327,7 +328,7 @@ fn a_dead_node_is_fenced_once_after_after_then_released_when_it_comes_back() {
     assert!(api.out_of_service("n1"));
     assert_eq!(
         api.annotations[&n("n1")][TAINT_ADDED_ANNOTATION],
-        since.to_rfc3339()
+        stored.to_rfc3339()
     );
     assert_eq!(api.reasons(), ["FencingNode", "NodeFenced"]);
     api.run_until(since + secs(3600));

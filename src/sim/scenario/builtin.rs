@@ -26,6 +26,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "rolling-reboot",
         include_str!("../../../conf/scenarios/rolling-reboot.toml"),
     ),
+    (
+        "fencing",
+        include_str!("../../../conf/scenarios/fencing.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.
