@@ -12,14 +12,13 @@ use crate::time::Time;
 
 use super::super::actions::{Action, ActionId};
 use super::super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
-use super::super::inputs::{LeaseReadOutcome, Outcome};
+use super::super::inputs::LeaseReadOutcome;
 use super::super::node_lifecycle::NodeLifecycle;
-use super::super::settings::{CONFLICT_RETRIES, Settings};
+use super::super::settings::Settings;
 use super::super::zones::ZoneState;
 use super::{
-    ATTEMPT_ANNOTATION, FenceCommand, FenceOutcome, FenceTarget, FenceTargetOutcome, FencingPolicy,
-    OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE, TAINT_ADDED_ANNOTATION, attempt_outage,
-    attempt_record, is_out_of_service, out_of_service_taint,
+    ATTEMPT_ANNOTATION, FenceCommand, FenceTarget, FenceTargetOutcome, FencingPolicy,
+    attempt_outage, attempt_record, is_out_of_service,
 };
 
 /// Fencing's action ids live apart from the node lifecycle's (which count up from 1), so the
@@ -27,7 +26,7 @@ use super::{
 pub const FENCE_ID_BASE: u64 = 1 << 62;
 
 #[derive(Clone, Debug, PartialEq)]
-enum Phase {
+pub(super) enum Phase {
     Idle,
     /// The live read before a fence (`release: false`) or before removing a taint we may
     /// have added before a restart (`release: true`).
@@ -57,24 +56,24 @@ enum Phase {
 }
 
 #[derive(Debug)]
-struct NodeFence {
-    uid: Name,
+pub(super) struct NodeFence {
+    pub(super) uid: Name,
     /// Ready's `lastTransitionTime` while Ready is Unknown.
-    outage: Option<Time>,
-    phase: Phase,
-    failures: u32,
-    not_before: Time,
+    pub(super) outage: Option<Time>,
+    pub(super) phase: Phase,
+    pub(super) failures: u32,
+    pub(super) not_before: Time,
     /// This process made an attempt for this outage.
-    attempted: bool,
+    pub(super) attempted: bool,
     /// An attempt record left by an earlier run was found and waited out.
-    inherited_waited: bool,
+    pub(super) inherited_waited: bool,
     /// Why the last check did not fence (logged when it changes, not every pass).
-    blocked: Option<String>,
+    pub(super) blocked: Option<String>,
     /// The out-of-service taint on the node is ours (this process wrote it).
-    taint_added: bool,
+    pub(super) taint_added: bool,
     /// A live read found the node's out-of-service taint is not ours.
-    taint_foreign: bool,
-    write_tries: u32,
+    pub(super) taint_foreign: bool,
+    pub(super) write_tries: u32,
 }
 
 impl NodeFence {
@@ -125,27 +124,32 @@ impl NodeFence {
 }
 
 pub struct Fencing {
-    policy: FencingPolicy,
+    pub(super) policy: FencingPolicy,
     /// A Lease renewed within this is a live node (the Unknown verdict's rule).
-    grace: Duration,
+    pub(super) grace: Duration,
     /// How soon a blocked or failed check is tried again.
-    recheck: Duration,
-    next_id: u64,
-    nodes: BTreeMap<Name, NodeFence>,
-    timers: TimerHeap<Name>,
+    pub(super) recheck: Duration,
+    pub(super) next_id: u64,
+    pub(super) nodes: BTreeMap<Name, NodeFence>,
+    pub(super) timers: TimerHeap<Name>,
 }
 
 /// An outage is named by Ready's `lastTransitionTime`, which the API keeps to the second; our
 /// own status write's answer may carry milliseconds until the watch brings the stored value.
-fn second(t: Time) -> Time {
+pub(super) fn second(t: Time) -> Time {
     Time::from_unix_millis(t.as_unix_millis() / 1000 * 1000)
 }
 
-fn rfc(t: Option<Time>) -> String {
+pub(super) fn rfc(t: Option<Time>) -> String {
     t.map_or_else(|| "-".to_string(), Time::to_rfc3339)
 }
 
-fn event(node: &Node, event_type: EventType, reason: &'static str, message: String) -> Action {
+pub(super) fn event(
+    node: &Node,
+    event_type: EventType,
+    reason: &'static str,
+    message: String,
+) -> Action {
     Action::RecordEvent(Event {
         object: EventObject::Node {
             name: node.name.clone(),
@@ -194,7 +198,7 @@ impl Fencing {
         self.nodes.values().filter(|e| e.holds_slot()).count()
     }
 
-    fn id(&mut self) -> ActionId {
+    pub(super) fn id(&mut self) -> ActionId {
         self.next_id += 1;
         ActionId(self.next_id)
     }
@@ -270,7 +274,13 @@ impl Fencing {
         }
     }
 
-    fn evaluate(&mut self, lc: &NodeLifecycle, name: &Name, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn evaluate(
+        &mut self,
+        lc: &NodeLifecycle,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         let Some(node) = lc.store().node(name) else {
             self.node_gone(name);
             return;
@@ -390,7 +400,7 @@ impl Fencing {
         });
     }
 
-    fn node_with(&self, id: ActionId) -> Option<Name> {
+    pub(super) fn node_with(&self, id: ActionId) -> Option<Name> {
         self.nodes
             .iter()
             .find(|(_, e)| e.phase_id() == Some(id))
@@ -542,217 +552,6 @@ impl Fencing {
             resource_version: node.resource_version.clone(),
             annotations: vec![(ATTEMPT_ANNOTATION, Some(attempt_record(outage, now)))],
             taints: None,
-        });
-    }
-
-    /// The answer to a `PatchNodeFencing`.
-    pub fn on_result(
-        &mut self,
-        lc: &NodeLifecycle,
-        id: ActionId,
-        outcome: Outcome,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
-        let Some(name) = self.node_with(id) else {
-            return;
-        };
-        let e = self.nodes.get_mut(&name).expect("found above");
-        let phase = std::mem::replace(&mut e.phase, Phase::Idle);
-        if outcome == Outcome::NotFound {
-            self.node_gone(&name);
-            return;
-        }
-        let ok = outcome == Outcome::Ok;
-        let retry = outcome == Outcome::Conflict && e.write_tries + 1 < CONFLICT_RETRIES;
-        e.write_tries = if ok || !retry { 0 } else { e.write_tries + 1 };
-        match phase {
-            Phase::Marking { command, .. } if ok => {
-                e.attempted = true;
-                let run = self.id();
-                let e = self.nodes.get_mut(&name).expect("found above");
-                e.phase = Phase::Running { id: run };
-                if let Some(node) = lc.store().node(&name) {
-                    out.push(event(
-                        node,
-                        EventType::Warning,
-                        "FencingNode",
-                        format!(
-                            "Node {name} has been Ready=Unknown since {}: running the fence command (try {})",
-                            rfc(e.outage),
-                            e.failures + 1
-                        ),
-                    ));
-                }
-                out.push(Action::RunFenceCommand { id: run, command });
-            }
-            Phase::Marking { .. } => {
-                // A conflict brought the fresh node first: decide again on it, read and all.
-                let at = if retry { now } else { now + self.recheck };
-                self.timers.schedule(name.clone(), at);
-            }
-            Phase::Tainting { .. } if ok => {
-                e.taint_added = true;
-                e.phase = Phase::Done;
-                info!(
-                    "fencing: decision=taint node={name} outage_since={} taint={OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute",
-                    rfc(e.outage)
-                );
-                if let Some(node) = lc.store().node(&name) {
-                    out.push(event(
-                        node,
-                        EventType::Warning,
-                        "NodeFenced",
-                        format!(
-                            "Node {name} was fenced (powered off): added taint {OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute"
-                        ),
-                    ));
-                }
-            }
-            Phase::Tainting { .. } => {
-                e.phase = Phase::Fenced;
-                let at = if retry { now } else { now + self.recheck };
-                self.timers.schedule(name.clone(), at);
-            }
-            Phase::Releasing { .. } if ok => {
-                e.taint_added = false;
-                info!(
-                    "fencing: decision=release node={name} reason=\"Ready again: removed the out-of-service taint we added\""
-                );
-                if let Some(node) = lc.store().node(&name) {
-                    out.push(event(
-                        node,
-                        EventType::Normal,
-                        "NodeFenced",
-                        format!("Node {name} is Ready again: removed taint {OUT_OF_SERVICE_KEY} added when it was fenced"),
-                    ));
-                }
-            }
-            Phase::Releasing { .. } => {
-                let at = if retry { now } else { now + self.recheck };
-                self.timers.schedule(name.clone(), at);
-            }
-            other => e.phase = other,
-        }
-    }
-
-    pub fn on_exited(
-        &mut self,
-        lc: &NodeLifecycle,
-        id: ActionId,
-        outcome: FenceOutcome,
-        took: Duration,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
-        let Some(name) = self.node_with(id) else {
-            return;
-        };
-        let e = self.nodes.get_mut(&name).expect("found above");
-        e.phase = Phase::Idle;
-        match outcome {
-            FenceOutcome::Exited(0) => {
-                info!(
-                    "fencing: node={name} fence command succeeded after {}ms",
-                    took.as_millis()
-                );
-                e.failures = 0;
-                e.phase = Phase::Fenced;
-                self.taint(lc, &name, now, out);
-            }
-            FenceOutcome::DryRun => e.phase = Phase::Done,
-            failure => {
-                e.failures += 1;
-                let wait = self.policy.backoff(e.failures);
-                e.not_before = now.saturating_add(wait);
-                let message = format!(
-                    "Fence command for node {name} failed: {failure} (try {}); next try in {} at the earliest",
-                    e.failures,
-                    crate::config::format_duration(wait)
-                );
-                info!(
-                    "fencing: decision=retry node={name} result={} tries={} backoff={}",
-                    failure.result(),
-                    e.failures,
-                    crate::config::format_duration(wait)
-                );
-                self.timers.schedule(name.clone(), e.not_before);
-                if let Some(node) = lc.store().node(&name) {
-                    out.push(event(node, EventType::Warning, "FencingFailed", message));
-                }
-            }
-        }
-        // A slot is free: candidates that waited for it go now.
-        let waiting: Vec<Name> = self
-            .nodes
-            .iter()
-            .filter(|(n, e)| **n != name && e.phase == Phase::Idle && e.outage.is_some())
-            .map(|(n, _)| n.clone())
-            .collect();
-        for n in &waiting {
-            self.evaluate(lc, n, now, out);
-        }
-    }
-
-    /// Step 3: the command succeeded; the taint goes on only if the node is still down.
-    fn taint(&mut self, lc: &NodeLifecycle, name: &Name, now: Time, out: &mut Vec<Action>) {
-        let Some(node) = lc.store().node(name) else {
-            return;
-        };
-        let e = self.nodes.get_mut(name).expect("caller made it");
-        let ready = node.ready();
-        let still_down = ready.map(|c| c.status) == Some(ConditionStatus::Unknown)
-            && ready.and_then(|c| c.last_transition_time).map(second) == e.outage;
-        if !still_down || node.taints.iter().any(is_out_of_service) {
-            e.phase = Phase::Done;
-            if !still_down {
-                info!(
-                    "fencing: decision=no-taint node={name} reason=\"the node came back while its fence command ran\""
-                );
-            }
-            return;
-        }
-        let Some(outage) = e.outage else {
-            return;
-        };
-        let mut taints = node.taints.clone();
-        taints.push(out_of_service_taint(now));
-        let id = self.id();
-        let e = self.nodes.get_mut(name).expect("caller made it");
-        e.phase = Phase::Tainting { id };
-        out.push(Action::PatchNodeFencing {
-            id,
-            node: name.clone(),
-            uid: node.uid.clone(),
-            resource_version: node.resource_version.clone(),
-            annotations: vec![(TAINT_ADDED_ANNOTATION, Some(outage.to_rfc3339()))],
-            taints: Some(taints),
-        });
-    }
-
-    /// Step 4: the node is Ready again; remove the taint we added, and our record of it.
-    fn release(&mut self, lc: &NodeLifecycle, name: &Name, _now: Time, out: &mut Vec<Action>) {
-        let Some(node) = lc.store().node(name) else {
-            return;
-        };
-        let taints: Vec<_> = node
-            .taints
-            .iter()
-            .filter(|t| !is_out_of_service(t))
-            .cloned()
-            .collect();
-        let id = self.id();
-        let Some(e) = self.nodes.get_mut(name) else {
-            return;
-        };
-        e.phase = Phase::Releasing { id };
-        out.push(Action::PatchNodeFencing {
-            id,
-            node: name.clone(),
-            uid: node.uid.clone(),
-            resource_version: node.resource_version.clone(),
-            annotations: vec![(TAINT_ADDED_ANNOTATION, None), (ATTEMPT_ANNOTATION, None)],
-            taints: Some(taints),
         });
     }
 }

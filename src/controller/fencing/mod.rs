@@ -30,6 +30,7 @@
 //! of step 2 again, so no two runs follow each other without a fresh verdict.
 
 mod machine;
+mod outcomes;
 #[cfg(test)]
 mod tests;
 
