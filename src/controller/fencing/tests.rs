@@ -3,7 +3,6 @@
 //! records fence commands, which each test ends by hand (exit status, timeout, dry-run).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::time::Duration;
 
 use super::*;
 use crate::controller::tests::harness::{cond, date, lease, n, node, secs, test_settings};
@@ -588,7 +587,6 @@ fn nothing_is_fenced_without_fencing_settings_or_before_the_initial_sync() {
         assert!(actions.is_empty(), "{actions:?}");
     }
     assert!(ctl.fencing().is_none());
-    let _ = Duration::ZERO;
 }
 
 #[test]
