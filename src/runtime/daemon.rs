@@ -923,6 +923,14 @@ impl Daemon {
     /// After the loop: give the lease up so a successor takes over in seconds, not a lease
     /// duration; close the metrics endpoint.
     fn shutdown(&mut self, lp: &mut Lp) {
+        if self.fencer.running() > 0 {
+            // Killing a power-off half way helps nobody; the next leader finds the attempt
+            // record on the node and waits a full fencing.after before trying again.
+            warn!(
+                "{} fence command(s) still running: left to finish on their own",
+                self.fencer.running()
+            );
+        }
         if let Err(e) = self.leader.release() {
             warn!("could not release the leader lease: {e}");
         }

@@ -97,7 +97,7 @@ impl Fencing {
                     out.push(event(
                         node,
                         EventType::Normal,
-                        "NodeFenced",
+                        "FencedNodeRecovered",
                         format!("Node {name} is Ready again: removed taint {OUT_OF_SERVICE_KEY} added when it was fenced"),
                     ));
                 }

@@ -343,6 +343,10 @@ fn a_dead_node_is_fenced_once_after_after_then_released_when_it_comes_back() {
         api.annotations
     );
     assert_eq!(api.commands.len(), 1);
+    assert_eq!(
+        api.reasons(),
+        ["FencingNode", "NodeFenced", "FencedNodeRecovered"]
+    );
 }
 
 #[test]
