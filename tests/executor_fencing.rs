@@ -9,7 +9,7 @@ use node_lifecycled::controller::fencing::{
     ATTEMPT_ANNOTATION, FenceTargetOutcome, TAINT_ADDED_ANNOTATION, out_of_service_taint,
 };
 use node_lifecycled::controller::{Action, ActionId, Input, LeaseReadOutcome, Outcome};
-use node_lifecycled::model::ConditionStatus;
+use node_lifecycled::model::{ConditionStatus, NodeCondition};
 use node_lifecycled::sim::{Resource, fixtures};
 use node_lifecycled::time::Time;
 use serde_json::json;
@@ -146,15 +146,39 @@ fn fencing_writes_its_annotations_and_taints_in_one_patch_and_removes_them_with_
     );
 }
 
-/// Dry-run sends the live read but no write: the attempt record is a `would` line.
+/// Dry-run sends the live read but no write: the attempt record is a `would` line. The read
+/// sees what dry-run "wrote" (Ready=Unknown), or dry-run could never show `would fence`.
 #[test]
-fn dry_run_reads_live_but_writes_no_fencing_annotation() {
+fn dry_run_reads_live_over_its_own_writes_but_writes_no_fencing_annotation() {
     let mut h = Harness::dry();
     let node = h.add_node("n1");
-    assert!(matches!(
-        read(&mut h, 1, "n1"),
-        FenceTargetOutcome::Found(_)
-    ));
+    let now = h.now();
+    let unknown: Vec<NodeCondition> = node
+        .conditions
+        .iter()
+        .map(|c| NodeCondition {
+            status: ConditionStatus::Unknown,
+            last_transition_time: Some(now),
+            ..c.clone()
+        })
+        .collect();
+    h.submit([Action::UpdateNodeConditions {
+        id: ActionId(9),
+        node: node.name.clone(),
+        uid: node.uid.clone(),
+        resource_version: node.resource_version.clone(),
+        conditions: unknown,
+    }]);
+    h.run_until_idle();
+    let FenceTargetOutcome::Found(t) = read(&mut h, 1, "n1") else {
+        panic!("not found");
+    };
+    assert_eq!(
+        t.ready,
+        Some(ConditionStatus::Unknown),
+        "the shadow is read"
+    );
+    assert_eq!(t.ready_since, Some(now));
     h.submit([Action::PatchNodeFencing {
         id: ActionId(2),
         node: node.name.clone(),

@@ -66,6 +66,14 @@ pub fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
     })
 }
 
+/// Lays what dry-run "wrote" on a node (its Ready condition, its taints) over the live read.
+pub fn overlay(target: &mut FenceTarget, shadow: &crate::model::Node) {
+    let ready = shadow.ready();
+    target.ready = ready.map(|c| c.status);
+    target.ready_since = ready.and_then(|c| c.last_transition_time);
+    target.out_of_service = shadow.taints.iter().any(is_out_of_service);
+}
+
 /// Strategic-merge patch of `metadata.annotations` (`null` removes a key) and, with `taints`,
 /// the FULL `spec.taints`, guarded by the resourceVersion: the taint and the record that we
 /// added it land together or not at all.

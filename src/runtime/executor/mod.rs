@@ -812,6 +812,17 @@ impl Executor {
                 return self.finish(&job, Outcome::Failed(format!("GET {node_path}: {e}")), out);
             }
         };
+        if self.settings.dry_run
+            && let Some(shadow) = self.shadows.node_version(
+                node_path_name(node_path),
+                &target.uid,
+                &target.resource_version,
+            )
+        {
+            // Dry-run "wrote" Ready=Unknown (and taints) that the server does not have: the
+            // decision is checked against what dry-run made of the node, as every other.
+            fencing::overlay(&mut target, shadow);
+        }
         target.lease = match self.get::<Lease>(now, lease_path, ctx) {
             Ok(lease) => LeaseReadOutcome::Found(lease),
             Err(e) => match classify(e) {
@@ -1029,6 +1040,11 @@ impl Executor {
         }
         self.finish(&job, Outcome::Ok, out)
     }
+}
+
+/// The node's name: the last segment of its path.
+fn node_path_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The call a job's current stage makes, for real.
