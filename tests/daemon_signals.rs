@@ -227,8 +227,9 @@ fn sigusr1_dumps_loop_state_as_text() {
     let memory = d.wait_for("state dump memory:");
     assert!(memory.contains("rss_bytes="), "{memory}");
     let stats = d.wait_for("state dump loop:");
-    // Four signal pipes are registered with the loop; no watch could be opened.
-    assert!(stats.contains("sources=4"), "{stats}");
+    // Five signal pipes (TERM, INT, HUP, USR1, and CHLD for fence commands) are registered
+    // with the loop; no watch could be opened.
+    assert!(stats.contains("sources=5"), "{stats}");
     // The daemon keeps running after a dump.
     d.signal("TERM");
     assert_eq!(d.wait_exit(PATIENCE).0.code(), Some(0));
@@ -244,7 +245,7 @@ fn sigusr1_dumps_one_json_line_when_asked() {
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     assert_eq!(v["version"]["pid"], d.child.id());
     assert_eq!(v["version"]["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(v["loop"]["sources"], 4);
+    assert_eq!(v["loop"]["sources"], 5);
     assert!(v["loop"]["wakeups"].as_u64().unwrap() >= 1);
     assert!(v["memory"]["rss_bytes"].as_u64().unwrap() > 0);
     assert_eq!(v["config"]["api"], "http://127.0.0.1:9");

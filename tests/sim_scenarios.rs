@@ -710,3 +710,10 @@ fn scenario_steps_label_and_annotate_nodes_and_name_mistakes() {
     let err = Scenario::parse(missing, "x.toml").unwrap_err().to_string();
     assert_eq!(err, "x.toml:2: annotate needs nodes = [...]");
 }
+
+/// Issue #17, done when: a dead node is fenced once after `after`, gets the out-of-service
+/// taint, loses it when back; then a control-plane partition (every node silent) fences nobody.
+#[test]
+fn builtin_fencing_holds_against_the_daemon() {
+    play_builtin("fencing");
+}

@@ -6,6 +6,7 @@
 //! because a daemon that quietly runs with a typo'd setting fails much later and much worse.
 
 mod duration;
+mod fencing;
 mod policies;
 mod raw;
 mod render;
@@ -24,6 +25,7 @@ use crate::controller::pools::Pool;
 use crate::runtime::Rate;
 
 pub use duration::{format_duration, parse_duration};
+pub use fencing::FencingConfig;
 use raw::{DurationText, Field, RawApi, RawConfig, RawLeaderElection, key_at_line, line_of};
 pub use render::ConfigChange;
 
@@ -66,6 +68,7 @@ pub struct Config {
     pub pools: Vec<Pool>,
     /// `[[condition_taint]]`, in file order.
     pub condition_taints: Vec<ConditionTaint>,
+    pub fencing: FencingConfig,
 }
 
 /// Where `control_socket` points when the file does not say (systemd's `RuntimeDirectory=`).
@@ -384,6 +387,7 @@ impl Validator<'_> {
         let taint_based_eviction = flag(&raw.taint_based_eviction, true);
         let pools = self.pools(&raw.pool, api.watch_idle_timeout)?;
         let condition_taints = self.condition_taints(&raw.condition_taint, taint_based_eviction)?;
+        let fencing = self.fencing(&raw.fencing)?;
 
         // Relations between keys. The error goes to the key the user wrote, if only one was.
         if api.watch_idle_timeout >= node_monitor_grace_period {
@@ -444,6 +448,7 @@ impl Validator<'_> {
             disruption_cooldown,
             pools,
             condition_taints,
+            fencing,
         })
     }
 

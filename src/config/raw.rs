@@ -37,6 +37,8 @@ pub(super) struct RawConfig {
     pub pool: Vec<Spanned<RawPool>>,
     #[serde(default)]
     pub condition_taint: Vec<Spanned<RawConditionTaint>>,
+    #[serde(default)]
+    pub fencing: RawFencing,
 }
 
 /// One `[[pool]]`.
@@ -72,6 +74,20 @@ pub(super) struct RawConditionTaint {
     pub key: Field<String>,
     pub value: Field<String>,
     pub effect: Field<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFencing {
+    pub enabled: Field<bool>,
+    pub command: Field<Vec<String>>,
+    pub after: Field<DurationText>,
+    pub timeout: Field<DurationText>,
+    pub max_concurrent: Field<i64>,
+    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
+    pub retry_backoff: Field<DurationText>,
+    pub retry_backoff_max: Field<DurationText>,
+    pub remove_out_of_service_on_recovery: Field<bool>,
 }
 
 #[derive(Deserialize, Default)]

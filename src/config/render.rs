@@ -185,6 +185,36 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(le, "renew_deadline", Some(dur(l.renew_deadline)));
     put(le, "retry_period", Some(dur(l.retry_period)));
     put(le, "identity", l.identity.as_deref().map(string));
+
+    let fe = Some("fencing");
+    let f = &c.fencing;
+    put(fe, "enabled", Some(f.enabled.to_string()));
+    let argv: Vec<String> = f.command.iter().map(|a| string(a)).collect();
+    put(
+        fe,
+        "command",
+        (!argv.is_empty()).then(|| format!("[{}]", argv.join(", "))),
+    );
+    put(fe, "after", Some(dur(f.after)));
+    put(fe, "timeout", Some(dur(f.timeout)));
+    put(fe, "max_concurrent", Some(f.max_concurrent.to_string()));
+    let labels: Vec<String> = f
+        .match_labels
+        .iter()
+        .map(|(k, v)| format!("{} = {}", string(k), string(v)))
+        .collect();
+    put(
+        fe,
+        "match_labels",
+        Some(format!("{{ {} }}", labels.join(", "))),
+    );
+    put(fe, "retry_backoff", Some(dur(f.retry_backoff)));
+    put(fe, "retry_backoff_max", Some(dur(f.retry_backoff_max)));
+    put(
+        fe,
+        "remove_out_of_service_on_recovery",
+        Some(f.remove_out_of_service_on_recovery.to_string()),
+    );
     out
 }
 
@@ -296,6 +326,7 @@ fn unset_meaning(key: &str) -> &'static str {
         "metrics_address" => ": no metrics endpoint",
         "context" => ": the kubeconfig's current-context",
         "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
+        "command" => ": no fence command (fencing needs one)",
         _ => "",
     }
 }

@@ -539,3 +539,83 @@ fn bad_policies_name_file_line_and_key() {
         assert!(!got.contains('\n'), "{got}");
     }
 }
+
+/// Issue #17: `[fencing]` is off by default, its keys are validated like the others (file,
+/// line, key) and the program is checked when the config is loaded.
+#[test]
+fn fencing_is_off_by_default_and_its_keys_are_validated() {
+    let c = parse("").unwrap();
+    assert!(!c.fencing.enabled);
+    assert_eq!(c.fencing.after, Duration::from_secs(300));
+    assert_eq!(c.fencing.timeout, Duration::from_secs(120));
+    assert_eq!(c.fencing.max_concurrent, 1);
+    assert!(c.fencing.remove_out_of_service_on_recovery);
+
+    let cases = [
+        (
+            "[fencing]\nenabled = true\n",
+            "conf/test.toml:2: fencing.command: must be set when fencing.enabled = true",
+        ),
+        (
+            "[fencing]\ncommand = []\n",
+            "conf/test.toml:2: fencing.command: must name a program",
+        ),
+        (
+            "[fencing]\ncommand = [\"fence-ipmi\"]\n",
+            "conf/test.toml:2: fencing.command: \"fence-ipmi\" must be an absolute path",
+        ),
+        (
+            "[fencing]\ncommand = [\"/nonexistent/fence\"]\n",
+            "conf/test.toml:2: fencing.command: /nonexistent/fence: No such file",
+        ),
+        (
+            "[fencing]\n\nmax_concurrent = 0\n",
+            "conf/test.toml:3: fencing.max_concurrent: must be in 1..=64, got 0",
+        ),
+        (
+            "[fencing]\nafter = \"0s\"\n",
+            "conf/test.toml:2: fencing.after: must be greater than 0",
+        ),
+        (
+            "[fencing]\nretry_backoff = \"10m\"\nretry_backoff_max = \"1m\"\n",
+            "conf/test.toml:3: fencing.retry_backoff_max: must not be shorter",
+        ),
+        (
+            "[fencing]\nmatch_labels = { rack = \"a b\" }\n",
+            "conf/test.toml:2: fencing.match_labels.rack: \"a b\" is not a label value",
+        ),
+        (
+            "[fencing]\ncomand = [\"/bin/true\"]\n",
+            "conf/test.toml:2: fencing.comand: unknown key",
+        ),
+    ];
+    for (text, want) in cases {
+        let got = error(text);
+        assert!(got.starts_with(want), "{text:?}\n got: {got}\nwant: {want}");
+    }
+
+    let plain = std::env::temp_dir().join(format!("fence-not-executable-{}", std::process::id()));
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let got = error(&format!(
+        "[fencing]\ncommand = [{:?}]\n",
+        plain.display().to_string()
+    ));
+    std::fs::remove_file(&plain).unwrap();
+    assert!(got.ends_with("is not executable"), "{got}");
+
+    let c = parse(
+        "[fencing]\nenabled = true\ncommand = [\"/bin/sh\", \"-c\", \"exit 0\"]\nafter = \"10m\"\n\
+         max_concurrent = 3\nmatch_labels = { \"node-role/storage\" = \"\" }\n",
+    )
+    .unwrap();
+    assert_eq!(c.fencing.command, ["/bin/sh", "-c", "exit 0"]);
+    assert_eq!(c.fencing.max_concurrent, 3);
+    assert_eq!(
+        c.fencing.match_labels,
+        [("node-role/storage".to_string(), String::new())]
+    );
+    let printed = c.to_toml();
+    assert!(printed.contains("[fencing]\nenabled = true\n"), "{printed}");
+    let back = Config::from_str(&printed, Path::new("<printed>")).unwrap();
+    assert_eq!(back, c, "{printed}");
+}

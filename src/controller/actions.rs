@@ -4,6 +4,7 @@
 use crate::model::{Name, NodeCondition, PodKey, Taint};
 
 use super::events::Event;
+use super::fencing::FenceCommand;
 use super::taint_eviction::EvictionId;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,6 +74,23 @@ pub enum Action {
     },
     /// Read `kube-node-lease/<node>` live from the API server (not from a cache).
     ReadLease { id: ActionId, node: Name },
+    /// Fencing: read the node (labels, addresses, fencing annotations) and its Lease live,
+    /// just before deciding to fence. Answered by [`super::Input::FenceTargetRead`].
+    ReadFenceTarget { id: ActionId, node: Name },
+    /// Fencing: one write of the node's fencing annotations (`None` removes the key) and, when
+    /// `taints` is set, its FULL taint list, guarded by `resource_version` (409 on a stale one:
+    /// the shell re-reads the node, as for `PatchNodeTaints`). Answered by `Input::Result`.
+    PatchNodeFencing {
+        id: ActionId,
+        node: Name,
+        uid: Name,
+        resource_version: Name,
+        annotations: Vec<(&'static str, Option<String>)>,
+        taints: Option<Vec<Taint>>,
+    },
+    /// Fencing: run the operator's fence command for a node (a child process, in the shell).
+    /// Answered by [`super::Input::FenceExited`].
+    RunFenceCommand { id: ActionId, command: FenceCommand },
 }
 
 impl Action {
@@ -84,7 +102,10 @@ impl Action {
             | Action::MarkPodNotReady { id, .. }
             | Action::SetPodStatusNodeLost { id, .. }
             | Action::DeletePod { id, .. }
-            | Action::ReadLease { id, .. } => Some(*id),
+            | Action::ReadLease { id, .. }
+            | Action::ReadFenceTarget { id, .. }
+            | Action::PatchNodeFencing { id, .. }
+            | Action::RunFenceCommand { id, .. } => Some(*id),
             Action::RecordEvent(_) | Action::EvictPod { .. } => None,
         }
     }

@@ -21,7 +21,8 @@ use crate::time::Time;
 use super::actions::Action;
 use super::decisions::Decision;
 use super::dump::StateDump;
-use super::inputs::Input;
+use super::fencing::Fencing;
+use super::inputs::{Input, Observed};
 use super::node_lifecycle::NodeLifecycle;
 use super::settings::Settings;
 use super::taint_eviction::{EvictionAction, EvictionDump, TaintEviction};
@@ -30,6 +31,8 @@ pub struct Controllers {
     lifecycle: NodeLifecycle,
     /// `None` in legacy mode.
     eviction: Option<TaintEviction>,
+    /// `None` unless `[fencing]` is enabled.
+    fencing: Option<Fencing>,
     synced: bool,
 }
 
@@ -40,16 +43,53 @@ impl Controllers {
             eviction.set_autonomy(settings.autonomy);
             eviction
         });
+        let fencing = settings
+            .fencing
+            .clone()
+            .map(|policy| Fencing::new(policy, &settings));
         Controllers {
             lifecycle: NodeLifecycle::new(settings, now),
             eviction,
+            fencing,
             synced: false,
         }
     }
 
     pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
         let became_synced = matches!(input, Input::InitialSyncDone) && !self.synced;
+        // Fencing's own answers go to it alone; it decides nothing before the initial sync.
+        let input = match input {
+            Input::FenceTargetRead { id, outcome } => {
+                let mut out = Vec::new();
+                if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
+                    f.on_target_read(&self.lifecycle, id, outcome, now, &mut out);
+                }
+                return out;
+            }
+            Input::FenceExited { id, outcome, took } => {
+                let mut out = Vec::new();
+                if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
+                    f.on_exited(&self.lifecycle, id, outcome, took, now, &mut out);
+                }
+                return out;
+            }
+            Input::Result { id, outcome } if Fencing::owns(id) => {
+                let mut out = Vec::new();
+                if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
+                    f.on_result(&self.lifecycle, id, outcome, now, &mut out);
+                }
+                return out;
+            }
+            other => other,
+        };
+        let tick = matches!(input, Input::Tick);
         let observed = self.lifecycle.observe(input);
+        let (changed, gone): (Option<crate::model::Name>, Vec<crate::model::Name>) = match &observed
+        {
+            Observed::Node { name, .. } => (Some(name.clone()), Vec::new()),
+            Observed::NodesGone(nodes) => (None, nodes.iter().map(|n| n.name.clone()).collect()),
+            _ => (None, Vec::new()),
+        };
         let mut evictions = Vec::new();
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
@@ -64,6 +104,22 @@ impl Controllers {
                     if node.no_execute_taints().next().is_some() {
                         eviction.node_changed(store, &node.name, None, now, &mut evictions);
                     }
+                }
+            }
+        }
+        if let Some(f) = self.fencing.as_mut() {
+            for name in &gone {
+                f.node_gone(name);
+            }
+            if self.synced {
+                // After the node lifecycle: zone states are recounted for this very change.
+                if became_synced {
+                    f.synced(&self.lifecycle, now, &mut actions);
+                } else if let Some(name) = &changed {
+                    f.node_changed(&self.lifecycle, name, now, &mut actions);
+                }
+                if tick {
+                    f.tick(&self.lifecycle, now, &mut actions);
                 }
             }
         }
@@ -93,27 +149,46 @@ impl Controllers {
         if let Some(eviction) = self.eviction.as_mut() {
             decisions.extend(eviction.take_decisions());
         }
+        if let Some(fencing) = self.fencing.as_mut() {
+            decisions.extend(fencing.take_decisions());
+        }
         decisions
     }
 
     /// When the shell must call `handle(Input::Tick, now)` next.
     pub fn next_deadline(&self) -> Option<Time> {
         let eviction = self.eviction.as_ref().filter(|_| self.synced);
-        match (
+        let fencing = self.fencing.as_ref().filter(|_| self.synced);
+        [
             self.lifecycle.next_deadline(),
             eviction.and_then(|e| e.next_deadline()),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+            fencing.and_then(|f| f.next_deadline()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    /// Config reload: rates, thresholds and grace periods apply now.
+    /// Config reload: rates, thresholds and grace periods apply now; fencing turned on starts
+    /// judging the nodes, turned off forgets its work (commands already running finish).
     pub fn apply_settings(&mut self, settings: Settings, now: Time) -> Vec<Action> {
         if let Some(eviction) = self.eviction.as_mut() {
             eviction.set_autonomy(settings.autonomy);
         }
-        self.lifecycle.apply_settings(settings, now)
+        match (settings.fencing.clone(), self.fencing.as_mut()) {
+            (None, _) => self.fencing = None,
+            (Some(policy), Some(f)) => f.apply(policy, &settings),
+            (Some(policy), None) => self.fencing = Some(Fencing::new(policy, &settings)),
+        }
+        let mut actions = self.lifecycle.apply_settings(settings, now);
+        if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
+            f.synced(&self.lifecycle, now, &mut actions);
+        }
+        actions
+    }
+
+    pub fn fencing(&self) -> Option<&Fencing> {
+        self.fencing.as_ref()
     }
 
     /// A leader that lost its lease becomes a follower: a fresh, unsynced machine that knows
@@ -123,6 +198,7 @@ impl Controllers {
     pub fn into_follower(self, now: Time) -> Controllers {
         let mut settings = self.lifecycle.settings().clone();
         settings.taint_based_eviction = self.eviction.is_some();
+        settings.fencing = self.fencing.as_ref().map(|f| f.policy().clone());
         let mut follower = Controllers::new(settings, now);
         follower
             .lifecycle
@@ -249,6 +325,10 @@ mod tests {
                     inputs.push_back(Input::LeaseRead { id, outcome });
                 }
                 Action::RecordEvent(_) => {}
+                // Fencing is off in these tests.
+                Action::ReadFenceTarget { .. }
+                | Action::PatchNodeFencing { .. }
+                | Action::RunFenceCommand { .. } => {}
                 Action::EvictPod { id, pod, .. } => {
                     let result = match self.pods.remove(&pod) {
                         Some(_) => {

@@ -111,6 +111,9 @@ pub enum Decision {
     },
     /// A pending deletion stopped (the taint went, the pod now tolerates it, moved or went).
     DeletionCancelled { pod: PodKey },
+    /// A fencing step (`controller/fencing`): `detail` is the whole line, its evidence as
+    /// `key=value` pairs (`decision=fence node=… outage_since=… lease_renew=…`).
+    Fencing { node: Name, detail: String },
 }
 
 impl Decision {
@@ -125,6 +128,7 @@ impl Decision {
             Decision::PodsNotReady { .. } => "pods-not-ready",
             Decision::PodDeletion { .. } => "pod-deletion",
             Decision::DeletionCancelled { .. } => "deletion-cancelled",
+            Decision::Fencing { .. } => "fencing",
         }
     }
 
@@ -134,7 +138,8 @@ impl Decision {
             Decision::NodeUnknown { node, .. }
             | Decision::NodeReady { node, .. }
             | Decision::Taints { node, .. }
-            | Decision::PodsNotReady { node, .. } => Some(node),
+            | Decision::PodsNotReady { node, .. }
+            | Decision::Fencing { node, .. } => Some(node),
             Decision::PodDeletion { node, .. } => node.as_ref(),
             Decision::ZoneState { .. }
             | Decision::AllZonesDown { .. }

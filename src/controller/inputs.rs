@@ -3,6 +3,7 @@
 use crate::model::{Kind, Lease, Name, Node, Pod, PodChange, PodKey};
 
 use super::actions::ActionId;
+use super::fencing::{FenceOutcome, FenceTargetOutcome};
 use super::taint_eviction::{EvictionId, EvictionResult};
 
 #[derive(Clone, Debug)]
@@ -32,6 +33,17 @@ pub enum Input {
     LeaseRead {
         id: ActionId,
         outcome: LeaseReadOutcome,
+    },
+    /// The result of a [`super::Action::ReadFenceTarget`].
+    FenceTargetRead {
+        id: ActionId,
+        outcome: FenceTargetOutcome,
+    },
+    /// A fence command ended (or could not start, or was not run in dry-run).
+    FenceExited {
+        id: ActionId,
+        outcome: FenceOutcome,
+        took: std::time::Duration,
     },
     /// The result of an [`super::Action::EvictPod`] (handled by the taint eviction machine).
     EvictionResult {

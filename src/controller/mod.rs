@@ -9,6 +9,7 @@ pub mod decisions;
 pub mod dump;
 pub mod events;
 pub mod explain;
+pub mod fencing;
 pub mod health;
 pub mod inputs;
 pub mod labels;

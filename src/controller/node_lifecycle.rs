@@ -268,6 +268,17 @@ impl NodeLifecycle {
         self.store.node(name)
     }
 
+    /// The state of the node's zone (fencing's gate: only `Normal` zones are fenced in).
+    pub fn zone_state_of(&self, node: &str) -> Option<ZoneState> {
+        let e = self.nodes.get(node).filter(|e| e.registered)?;
+        self.zones.get(&e.zone)?.state
+    }
+
+    /// Every zone is fully disrupted: most likely our own view of the cluster is broken.
+    pub fn all_zones_down(&self) -> bool {
+        self.all_zones_fully_disrupted()
+    }
+
     /// Takes over another machine's store (a follower keeps the leader's caches warm): every
     /// node gets an entry, unregistered until the initial sync.
     pub(super) fn adopt_store(&mut self, store: ClusterStore, now: Time) {

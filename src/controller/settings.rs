@@ -37,6 +37,8 @@ pub struct Settings {
     pub pools: Vec<Pool>,
     /// Custom condition taints (`condition_taints.rs`).
     pub condition_taints: Vec<ConditionTaint>,
+    /// `[fencing]` when enabled (issue #17); `None`: no node is ever fenced.
+    pub fencing: Option<super::fencing::FencingPolicy>,
 }
 
 impl Default for Settings {
@@ -55,6 +57,7 @@ impl Default for Settings {
             disruption_cooldown: Duration::ZERO,
             pools: Vec::new(),
             condition_taints: Vec::new(),
+            fencing: None,
         }
     }
 }

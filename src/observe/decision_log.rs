@@ -516,6 +516,7 @@ pub fn render(d: &Decision) -> LogLine {
             pod = Some(key.to_string());
             format!("deletion of pod {key} cancelled")
         }
+        Decision::Fencing { detail, .. } => detail.clone(),
     };
     LogLine {
         level: Level::Info,

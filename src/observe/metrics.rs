@@ -22,6 +22,7 @@ pub fn render(s: &DaemonSnapshot) -> String {
     taint_eviction(&mut e, s);
     ours(&mut e, s);
     pools(&mut e, s);
+    fencing(&mut e, s);
     e.out
 }
 
@@ -44,6 +45,31 @@ fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
     for (pool, count) in counts {
         e.sample("node_lifecycled_pool_nodes", &[("pool", pool)], count);
     }
+}
+
+/// Only with `[fencing]` enabled (issue #17).
+fn fencing(e: &mut Exposition, s: &DaemonSnapshot) {
+    let Some(f) = &s.fencing else {
+        return;
+    };
+    e.family(
+        "node_lifecycled_fencing_attempts_total",
+        "counter",
+        "Fence commands started (or, in dry-run, not started), by result: success, failure, timeout, spawn_error, dry_run.",
+    );
+    for result in ["success", "failure", "timeout", "spawn_error", "dry_run"] {
+        let n = f.attempts.get(result).copied().unwrap_or(0);
+        e.sample(
+            "node_lifecycled_fencing_attempts_total",
+            &[("result", result)],
+            n,
+        );
+    }
+    e.histogram(
+        "node_lifecycled_fencing_duration_seconds",
+        "How long fence commands ran, start to exit (or kill at the timeout).",
+        &f.duration,
+    );
 }
 
 fn zone_metrics(e: &mut Exposition, s: &DaemonSnapshot) {

@@ -40,6 +40,8 @@ pub struct DaemonSnapshot {
     /// What the cluster store holds, and its heap bytes.
     pub store: StoreMemory,
     pub event_loop: LoopSnapshot,
+    /// Fence command attempts and durations; `None` unless `[fencing]` is enabled.
+    pub fencing: Option<crate::runtime::fencing::FencingMetrics>,
 }
 
 /// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).

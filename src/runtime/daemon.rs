@@ -30,6 +30,7 @@ use super::Clock;
 use super::api::{ApiClients, connect};
 use super::event_loop::{EventLoop, Handler, LoopControl};
 use super::executor::Executor;
+use super::fencing::FenceRunner;
 use super::informer::{Informer, InformerConfig, InformerIo, probe_watch_list};
 use super::sd_notify::{Notifier, watchdog_interval_from_env};
 use super::settings::{controller_settings, executor_settings, informer_config};
@@ -37,7 +38,7 @@ use super::signals::{Signal, Signals};
 use super::state_dump::{api_source, read_rss_bytes};
 use crate::config::{Config, ConfigChange};
 use crate::controller::pools::selector_label_keys;
-use crate::controller::{Controllers, Input};
+use crate::controller::{Action, Controllers, Input};
 use crate::kube::decode::DecodeContext;
 use crate::kube::reflector::{Delta, ReflectorStats, Watched};
 use crate::kube::{ApiClient, Connection, TokenSource};
@@ -89,6 +90,8 @@ pub enum SourceKind {
     Metrics,
     /// The control socket and its clients (`status`, `explain`).
     Control,
+    /// A fence command's stdout or stderr.
+    FenceOutput,
 }
 
 /// What a loop timer is for.
@@ -110,6 +113,8 @@ pub enum TimerKind {
     Control,
     /// The decision log's folded lines are due to be summarised.
     Decisions,
+    /// The earliest fence command timeout.
+    Fence,
 }
 
 type Lp = LoopControl<SourceKind, TimerKind>;
@@ -174,6 +179,12 @@ pub struct Daemon {
     synced: [bool; 3],
     controllers: Controllers,
     executor: Executor,
+    /// Fence commands (issue #17): started for the controllers, answered as inputs.
+    fencer: FenceRunner,
+    fences_to_start: Vec<(
+        crate::controller::ActionId,
+        crate::controller::fencing::FenceCommand,
+    )>,
     leader: LeaderElection,
     /// The controllers got `InitialSyncDone`: they decide and the executor writes. Only while
     /// leading.
@@ -322,6 +333,8 @@ impl Daemon {
         Ok(Daemon {
             controllers: Controllers::new(controller_settings(&config), now),
             executor: Executor::new(clients.executor, executor_settings(&config, seed), now),
+            fencer: FenceRunner::new(&config.fencing),
+            fences_to_start: Vec::new(),
             shared: InformerShared {
                 client: clients.informers,
                 connection: clients.connection,
@@ -434,13 +447,21 @@ impl Daemon {
         self.feed(input, now);
     }
 
-    /// One input to the controllers; what they decide goes to the executor while we act.
+    /// One input to the controllers; what they decide goes to the executor while we act
+    /// (fence commands wait for `start_fences`, which has the loop to register their pipes).
     fn feed(&mut self, input: Input, now: Time) {
-        let actions = self.controllers.handle(input, now);
+        let mut actions = self.controllers.handle(input, now);
         if actions.is_empty() {
             return;
         }
         if self.acting {
+            actions.retain(|action| match action {
+                Action::RunFenceCommand { id, command } => {
+                    self.fences_to_start.push((*id, command.clone()));
+                    false
+                }
+                _ => true,
+            });
             self.executor.submit(actions, now);
         } else {
             // Unsynced controllers decide nothing; this is a safety net, not a path.
@@ -599,6 +620,7 @@ impl Daemon {
             return;
         }
         self.acting = false;
+        self.fences_to_start.clear();
         let abandoned = self.executor.abandon(why);
         let settings = controller_settings(&self.config);
         let old = std::mem::replace(&mut self.controllers, Controllers::new(settings, now));
@@ -693,8 +715,30 @@ impl Daemon {
         }
     }
 
+    /// Starts the fence commands the controllers asked for; an answer known at once (dry-run,
+    /// a program that cannot start) goes straight back to them.
+    fn start_fences(&mut self, lp: &mut Lp) {
+        while let Some((id, command)) = self.fences_to_start.pop() {
+            let dry_run = self.executor.is_dry_run();
+            if let Some(answer) =
+                self.fencer
+                    .start(lp, SourceKind::FenceOutput, id, command, dry_run)
+            {
+                self.feed(answer, lp.now());
+            }
+        }
+    }
+
+    fn feed_all(&mut self, inputs: Vec<Input>, now: Time) {
+        for input in inputs {
+            self.feed(input, now);
+        }
+    }
+
     /// Keeps the machines' timers at their next deadlines; called after every handler.
     fn rearm(&mut self, lp: &mut Lp) {
+        // Fences first: an answer known at once (dry-run) is a decision logged below.
+        self.start_fences(lp);
         self.log_decisions(lp.now());
         match self.decision_log.next_deadline() {
             Some(at) => lp.schedule(TimerKind::Decisions, at),
@@ -704,6 +748,12 @@ impl Daemon {
         }
         if let Some(at) = self.control.as_ref().and_then(ControlServer::next_deadline) {
             lp.schedule(TimerKind::Control, at);
+        }
+        match self.fencer.next_deadline() {
+            Some(at) => lp.schedule(TimerKind::Fence, at),
+            None => {
+                lp.cancel(&TimerKind::Fence);
+            }
         }
         match self.controllers.next_deadline() {
             Some(at) => lp.schedule(TimerKind::Controller, at),
@@ -749,6 +799,10 @@ impl Daemon {
                 }
             }
             Signal::Reload => self.reload(lp),
+            Signal::ChildExited => {
+                let ended = self.fencer.reap(lp);
+                self.feed_all(ended, lp.now());
+            }
         }
     }
 
@@ -804,6 +858,7 @@ impl Daemon {
         self.shared
             .decode
             .keep_node_labels(selector_label_keys(&self.config.pools));
+        self.fencer.apply(&self.config.fencing);
         let actions = self
             .controllers
             .apply_settings(controller_settings(&self.config), now);
@@ -920,12 +975,25 @@ impl Daemon {
             rss_bytes: read_rss_bytes(),
             store: StoreMemory::of(self.controllers.store()),
             event_loop,
+            fencing: self
+                .config
+                .fencing
+                .enabled
+                .then(|| self.fencer.metrics.clone()),
         }
     }
 
     /// After the loop: give the lease up so a successor takes over in seconds, not a lease
     /// duration; close the metrics endpoint.
     fn shutdown(&mut self, lp: &mut Lp) {
+        if self.fencer.running() > 0 {
+            // Killing a power-off half way helps nobody; the next leader finds the attempt
+            // record on the node and waits a full fencing.after before trying again.
+            warn!(
+                "{} fence command(s) still running: left to finish on their own",
+                self.fencer.running()
+            );
+        }
         if let Err(e) = self.leader.release() {
             warn!("could not release the leader lease: {e}");
         }
@@ -1012,6 +1080,7 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                     self.control = Some(server);
                 }
             }
+            SourceKind::FenceOutput => self.fencer.on_output(token),
         }
         self.rearm(lp);
     }
@@ -1041,6 +1110,10 @@ impl Handler<SourceKind, TimerKind> for Daemon {
             }
             // `rearm` below logs the summaries that came due.
             TimerKind::Decisions => {}
+            TimerKind::Fence => {
+                let ended = self.fencer.on_deadline(lp);
+                self.feed_all(ended, now);
+            }
         }
         self.rearm(lp);
     }

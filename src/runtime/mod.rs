@@ -5,6 +5,7 @@ pub mod clock;
 pub mod daemon;
 pub mod event_loop;
 pub mod executor;
+pub mod fencing;
 pub mod informer;
 pub mod memory;
 pub mod sd_notify;

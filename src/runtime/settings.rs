@@ -4,6 +4,7 @@
 
 use crate::config::{ApiConfig, Config};
 use crate::controller::Settings;
+use crate::controller::fencing::FencingPolicy;
 use crate::kube::ClientSettings;
 use crate::kube::reflector::ReflectorConfig;
 use crate::kube::watch::WatchOptions;
@@ -27,6 +28,14 @@ pub fn controller_settings(config: &Config) -> Settings {
         disruption_cooldown: config.disruption_cooldown,
         pools: config.pools.clone(),
         condition_taints: config.condition_taints.clone(),
+        fencing: config.fencing.enabled.then(|| FencingPolicy {
+            after: config.fencing.after,
+            max_concurrent: config.fencing.max_concurrent as usize,
+            match_labels: config.fencing.match_labels.clone(),
+            retry_backoff: config.fencing.retry_backoff,
+            retry_backoff_max: config.fencing.retry_backoff_max,
+            remove_out_of_service_on_recovery: config.fencing.remove_out_of_service_on_recovery,
+        }),
     }
 }
 

@@ -10,7 +10,7 @@ use std::os::unix::net::UnixStream as StdUnixStream;
 
 use mio::net::UnixStream;
 use signal_hook::SigId;
-use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Signal {
@@ -22,14 +22,17 @@ pub enum Signal {
     Reload,
     /// SIGUSR1: log a state dump.
     DumpState,
+    /// SIGCHLD: a fence command ended; reap it (`try_wait`) without blocking or a thread.
+    ChildExited,
 }
 
 impl Signal {
-    pub const ALL: [Signal; 4] = [
+    pub const ALL: [Signal; 5] = [
         Signal::Terminate,
         Signal::Interrupt,
         Signal::Reload,
         Signal::DumpState,
+        Signal::ChildExited,
     ];
 
     pub fn number(self) -> i32 {
@@ -38,6 +41,7 @@ impl Signal {
             Signal::Interrupt => SIGINT,
             Signal::Reload => SIGHUP,
             Signal::DumpState => SIGUSR1,
+            Signal::ChildExited => SIGCHLD,
         }
     }
 
@@ -47,6 +51,7 @@ impl Signal {
             Signal::Interrupt => "SIGINT",
             Signal::Reload => "SIGHUP",
             Signal::DumpState => "SIGUSR1",
+            Signal::ChildExited => "SIGCHLD",
         }
     }
 }

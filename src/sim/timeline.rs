@@ -73,6 +73,11 @@ pub enum FactKind {
     Other {
         what: String,
     },
+    /// The daemon's fence command ran for `node` (a line the scenario's command appended to
+    /// `$NODE_LIFECYCLED_SIM_WORK_DIR/fence-runs`; read at the end of the run).
+    FenceRun {
+        node: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -415,6 +420,7 @@ impl FactKind {
                 (s("taint"), node.clone(), format!("-{taint}"))
             }
             FactKind::NodeLabels { node, labels } => (s("labels"), node.clone(), labels.clone()),
+            FactKind::FenceRun { node } => (s("fence"), node.clone(), s("command ran")),
             FactKind::PodNotReady { pod } => (s("pod"), pod.clone(), s("NotReady")),
             FactKind::PodDisruptionTarget { pod } => {
                 (s("evict"), pod.clone(), s("(DisruptionTarget)"))

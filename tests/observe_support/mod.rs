@@ -217,5 +217,6 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
             timers_pending: 3,
             next_timer_in: Some(Duration::from_millis(100)),
         },
+        fencing: None,
     }
 }

@@ -410,6 +410,10 @@ impl Harness {
                 inputs.push_back(Input::Result { id, outcome });
             }
             Action::RecordEvent(_) => {}
+            // Fencing is off in these tests.
+            Action::ReadFenceTarget { .. }
+            | Action::PatchNodeFencing { .. }
+            | Action::RunFenceCommand { .. } => {}
             Action::EvictPod { .. } => unreachable!("NodeLifecycle never evicts by taint"),
             Action::ReadLease { id, node } => {
                 let outcome = if self.faults.lease_reads_fail {

@@ -134,6 +134,14 @@ impl Shadows {
         }
     }
 
+    /// The shadow of this very version of a node, if dry-run changed it (read-only: fencing's
+    /// live read decodes the node its own way and only needs what dry-run "wrote").
+    pub fn node_version(&self, name: &str, uid: &str, resource_version: &str) -> Option<&Node> {
+        self.nodes
+            .get(name)
+            .filter(|s| &*s.uid == uid && &*s.resource_version == resource_version)
+    }
+
     pub fn remember_node(&mut self, node: Node) {
         self.nodes.insert(node.name.clone(), node);
     }

@@ -38,6 +38,7 @@
 //! ```
 
 pub mod dry_run;
+mod fencing;
 mod queue;
 pub mod request;
 pub mod stats;
@@ -49,6 +50,7 @@ use log::{debug, warn};
 use serde::de::IgnoredAny;
 
 use crate::controller::events::Event;
+use crate::controller::fencing::{FenceOutcome, FenceTargetOutcome};
 use crate::controller::taint_eviction::{EvictionResult, MAX_ATTEMPTS};
 use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome};
 use crate::kube::decode::{Decode, DecodeContext, decode_object};
@@ -182,7 +184,24 @@ fn answer(action: &Action, outcome: Outcome) -> Option<Input> {
         | Action::PatchNodeLabels { id, .. }
         | Action::MarkPodNotReady { id, .. }
         | Action::SetPodStatusNodeLost { id, .. }
-        | Action::DeletePod { id, .. } => Some(Input::Result { id: *id, outcome }),
+        | Action::DeletePod { id, .. }
+        | Action::PatchNodeFencing { id, .. } => Some(Input::Result { id: *id, outcome }),
+        Action::ReadFenceTarget { id, .. } => {
+            let outcome = match outcome {
+                Outcome::NotFound => FenceTargetOutcome::NotFound,
+                Outcome::Failed(m) => FenceTargetOutcome::Failed(m),
+                Outcome::Ok | Outcome::Conflict => {
+                    FenceTargetOutcome::Failed("unexpected answer to a node read".into())
+                }
+            };
+            Some(Input::FenceTargetRead { id: *id, outcome })
+        }
+        // The daemon runs fence commands; one that reached the executor is a wiring mistake.
+        Action::RunFenceCommand { id, .. } => Some(Input::FenceExited {
+            id: *id,
+            outcome: FenceOutcome::SpawnFailed("not run: the executor runs no commands".into()),
+            took: Duration::ZERO,
+        }),
         Action::ReadLease { id, .. } => {
             let outcome = match outcome {
                 Outcome::NotFound => LeaseReadOutcome::NotFound,
@@ -218,6 +237,13 @@ fn describe(action: &Action) -> String {
         Action::DeletePod { pod, .. } => format!("deletion of pod {pod}"),
         Action::EvictPod { pod, attempt, .. } => format!("eviction of pod {pod} (try {attempt})"),
         Action::ReadLease { node, .. } => format!("live read of the lease of node {node}"),
+        Action::ReadFenceTarget { node, .. } => {
+            format!("live read of node {node} and its lease (fencing)")
+        }
+        Action::PatchNodeFencing { node, .. } => format!("fencing annotations of node {node}"),
+        Action::RunFenceCommand { command, .. } => {
+            format!("fence command for node {}", command.node)
+        }
         Action::RecordEvent(e) => format!("event {}", e.reason),
     }
 }
@@ -250,6 +276,13 @@ fn what_next(action: &Action) -> String {
             "no verdict without it: read again after node_monitor_period".into()
         }
         Action::RecordEvent(_) => "events are best effort: dropped".into(),
+        Action::ReadFenceTarget { .. } => {
+            "no fence without it: the node is checked again after a backoff".into()
+        }
+        Action::PatchNodeFencing { .. } => {
+            "the fencing step is decided again on the node's next change or recheck".into()
+        }
+        Action::RunFenceCommand { .. } => "retried with the fencing backoff".into(),
     }
 }
 
@@ -614,7 +647,8 @@ impl Executor {
         match action {
             Action::UpdateNodeConditions { .. }
             | Action::PatchNodeTaints { .. }
-            | Action::PatchNodeLabels { .. } => match decode_object::<Node>(bytes, ctx) {
+            | Action::PatchNodeLabels { .. }
+            | Action::PatchNodeFencing { .. } => match decode_object::<Node>(bytes, ctx) {
                 Ok(node) => out.push(Input::NodeUpsert(node)),
                 Err(e) => debug!("{}: answer not absorbed: {e}", describe(action)),
             },
@@ -628,7 +662,10 @@ impl Executor {
                 Ok(_) => {}
                 Err(e) => debug!("{}: answer not absorbed: {e}", describe(action)),
             },
-            Action::ReadLease { .. } | Action::RecordEvent(_) => {}
+            Action::ReadLease { .. }
+            | Action::ReadFenceTarget { .. }
+            | Action::RunFenceCommand { .. }
+            | Action::RecordEvent(_) => {}
         }
     }
 
@@ -738,7 +775,9 @@ impl Executor {
                 Err(e) => match (classify(e), &job.action) {
                     (
                         Failure::Conflict,
-                        Action::UpdateNodeConditions { .. } | Action::PatchNodeTaints { .. },
+                        Action::UpdateNodeConditions { .. }
+                        | Action::PatchNodeTaints { .. }
+                        | Action::PatchNodeFencing { .. },
                     ) => {
                         job.stage = Stage::Reread;
                         Next::Continue(job)
@@ -785,7 +824,61 @@ impl Executor {
                 },
             },
             Plan::ReadLease(path) => self.read_lease(job, now, &path, ctx, out),
+            Plan::ReadFenceTarget(node, lease) => {
+                self.read_fence_target(job, now, &node, &lease, ctx, out)
+            }
         }
+    }
+
+    /// Fencing's live read: the node (decoded whole), then its Lease. Sent in dry-run too.
+    fn read_fence_target(
+        &mut self,
+        job: Job,
+        now: Time,
+        node_path: &str,
+        lease_path: &str,
+        ctx: &mut DecodeContext,
+        out: &mut Vec<Input>,
+    ) -> Next {
+        let Action::ReadFenceTarget { id, .. } = &job.action else {
+            return Next::Done;
+        };
+        let id = *id;
+        let bytes = match self.call(Verb::Get, now, |c| c.get_bytes(node_path)) {
+            Ok(b) => b,
+            Err(e) => return self.fail(job, classify(e), out),
+        };
+        let mut target = match fencing::decode_target(&bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                return self.finish(&job, Outcome::Failed(format!("GET {node_path}: {e}")), out);
+            }
+        };
+        if self.settings.dry_run
+            && let Some(shadow) = self.shadows.node_version(
+                node_path_name(node_path),
+                &target.uid,
+                &target.resource_version,
+            )
+        {
+            // Dry-run "wrote" Ready=Unknown (and taints) that the server does not have: the
+            // decision is checked against what dry-run made of the node, as every other.
+            fencing::overlay(&mut target, shadow);
+        }
+        target.lease = match self.get::<Lease>(now, lease_path, ctx) {
+            Ok(lease) => LeaseReadOutcome::Found(lease),
+            Err(e) => match classify(e) {
+                Failure::Hold => return Next::Hold(job),
+                Failure::NotFound => LeaseReadOutcome::NotFound,
+                Failure::Conflict => LeaseReadOutcome::Failed("409 on a read".into()),
+                Failure::Failed(m) => LeaseReadOutcome::Failed(m),
+            },
+        };
+        out.push(Input::FenceTargetRead {
+            id,
+            outcome: FenceTargetOutcome::Found(Box::new(target)),
+        });
+        Next::Done
     }
 
     fn read_lease(
@@ -839,6 +932,9 @@ impl Executor {
         };
         match target {
             DryTarget::Lease(path) => self.read_lease(job, now, &path, ctx, out),
+            DryTarget::FenceTarget(node, lease) => {
+                self.read_fence_target(job, now, &node, &lease, ctx, out)
+            }
             DryTarget::Node(path) => match self.get::<Node>(now, &path, ctx) {
                 Ok(node) => {
                     let node = self.shadows.node(node);
@@ -899,6 +995,31 @@ impl Executor {
                 self.dry
                     .record(WriteKind::Labels, dry_run::labels_line(name, labels));
                 dry_run::apply_labels(&mut node, labels);
+            }
+            Action::PatchNodeFencing {
+                node: name,
+                resource_version,
+                annotations,
+                taints,
+                ..
+            } => {
+                if node.resource_version != *resource_version {
+                    out.push(Input::NodeUpsert(node));
+                    return self.finish(&job, Outcome::Conflict, out);
+                }
+                let notes: Vec<String> = annotations
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("(removed)")))
+                    .collect();
+                self.dry.record(
+                    WriteKind::Labels,
+                    format!("would annotate node {name}: {}", notes.join(", ")),
+                );
+                if let Some(taints) = taints {
+                    let line = dry_run::taints_line(name, &node.taints, taints);
+                    self.dry.record(WriteKind::Taints, line);
+                    node.taints = taints.clone();
+                }
             }
             _ => return Next::Done,
         }
@@ -963,20 +1084,48 @@ impl Executor {
     }
 }
 
+/// The node's name: the last segment of its path.
+fn node_path_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
 /// The call a job's current stage makes, for real.
 enum Plan {
     Patch(String, serde_json::Value),
     Delete(String, String),
     RereadNode(String),
     ReadLease(String),
+    /// Fencing: the node's path, its Lease's path.
+    ReadFenceTarget(String, String),
 }
 
 fn plan(job: &Job, now: Time) -> Result<Plan, String> {
     Ok(match (&job.action, job.stage) {
         (
-            Action::UpdateNodeConditions { node, .. } | Action::PatchNodeTaints { node, .. },
+            Action::UpdateNodeConditions { node, .. }
+            | Action::PatchNodeTaints { node, .. }
+            | Action::PatchNodeFencing { node, .. },
             Stage::Reread,
         ) => Plan::RereadNode(request::node_path(node)?),
+        (
+            Action::PatchNodeFencing {
+                node,
+                resource_version,
+                annotations,
+                taints,
+                ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::node_path(node)?,
+            fencing::fencing_patch(resource_version, annotations, taints.as_deref()),
+        ),
+        (Action::ReadFenceTarget { node, .. }, _) => {
+            Plan::ReadFenceTarget(request::node_path(node)?, request::lease_path(node)?)
+        }
+        (Action::RunFenceCommand { .. }, _) => {
+            return Err("fence commands are run by the daemon, not the executor".into());
+        }
         (
             Action::UpdateNodeConditions {
                 node,
@@ -1046,13 +1195,21 @@ enum DryTarget {
     Node(String),
     Pod(String),
     Lease(String),
+    FenceTarget(String, String),
 }
 
 fn dry_target(action: &Action) -> Result<DryTarget, String> {
     Ok(match action {
         Action::UpdateNodeConditions { node, .. }
         | Action::PatchNodeTaints { node, .. }
-        | Action::PatchNodeLabels { node, .. } => DryTarget::Node(request::node_path(node)?),
+        | Action::PatchNodeLabels { node, .. }
+        | Action::PatchNodeFencing { node, .. } => DryTarget::Node(request::node_path(node)?),
+        Action::ReadFenceTarget { node, .. } => {
+            DryTarget::FenceTarget(request::node_path(node)?, request::lease_path(node)?)
+        }
+        Action::RunFenceCommand { .. } => {
+            return Err("fence commands are run by the daemon, not the executor".into());
+        }
         Action::MarkPodNotReady { pod, .. }
         | Action::SetPodStatusNodeLost { pod, .. }
         | Action::DeletePod { pod, .. }

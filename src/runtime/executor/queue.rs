@@ -22,12 +22,17 @@ const CLASSES: usize = 4;
 
 fn class(action: &Action) -> usize {
     match action {
-        Action::ReadLease { .. } | Action::UpdateNodeConditions { .. } => 0,
-        Action::PatchNodeTaints { .. } | Action::PatchNodeLabels { .. } => 1,
+        Action::ReadLease { .. }
+        | Action::UpdateNodeConditions { .. }
+        | Action::ReadFenceTarget { .. } => 0,
+        Action::PatchNodeTaints { .. }
+        | Action::PatchNodeLabels { .. }
+        | Action::PatchNodeFencing { .. } => 1,
         Action::EvictPod { .. } | Action::DeletePod { .. } => 2,
         Action::MarkPodNotReady { .. }
         | Action::SetPodStatusNodeLost { .. }
-        | Action::RecordEvent(_) => 3,
+        | Action::RecordEvent(_)
+        | Action::RunFenceCommand { .. } => 3,
     }
 }
 

@@ -39,6 +39,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "control-plane-recovery",
         include_str!("../../../conf/scenarios/control-plane-recovery.toml"),
     ),
+    (
+        "fencing",
+        include_str!("../../../conf/scenarios/fencing.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

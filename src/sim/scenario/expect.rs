@@ -85,6 +85,13 @@ fn judge(
                     .get(s)
                     .is_some_and(|list| list.contains(t))
                     .then_some(Duration::ZERO),
+                Check::FenceRuns(n) => {
+                    let runs = facts
+                        .iter()
+                        .filter(|f| matches!(&f.kind, FactKind::FenceRun { node } if node == s))
+                        .count();
+                    (runs == *n).then_some(Duration::ZERO)
+                }
                 check => facts
                     .iter()
                     .find(|f| in_window(f.t) && matches(check, s, &f.kind))
@@ -109,7 +116,7 @@ fn judge(
         };
     let times: Vec<Duration> = hits.iter().filter_map(|(_, t)| *t).collect();
     let span = match (times.iter().min(), times.iter().max()) {
-        _ if matches!(e.check, Check::TaintAtEnd(_)) => String::new(),
+        _ if matches!(e.check, Check::TaintAtEnd(_) | Check::FenceRuns(_)) => String::new(),
         (Some(a), Some(b)) => {
             let (a, b) = (
                 format!("{:.1}s", a.as_secs_f64()),
@@ -171,6 +178,7 @@ fn describe(e: &Expect, subjects: &[String]) -> String {
         Check::NotReady => "marked NotReady".to_string(),
         Check::Deleted => "deleted".to_string(),
         Check::Event(r) => format!("got event {r}"),
+        Check::FenceRuns(n) => format!("fence command ran exactly {n} time(s)"),
     };
     let quantity = match e.quantity {
         Quantity::All => String::new(),

@@ -222,6 +222,10 @@ pub enum Check {
     Deleted,
     /// The daemon recorded an event with this reason about the subject.
     Event(String),
+    /// The daemon's fence command ran exactly this many times for the node over the whole run
+    /// (lines `NODE_NAME …` the scenario's command appends to
+    /// `$NODE_LIFECYCLED_SIM_WORK_DIR/fence-runs`).
+    FenceRuns(usize),
 }
 
 /// How many subjects must pass the check.

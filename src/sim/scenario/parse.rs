@@ -123,6 +123,7 @@ struct RawExpect {
     not_ready: Option<bool>,
     deleted: Option<bool>,
     event: Option<String>,
+    fence_runs: Option<usize>,
     never: Option<bool>,
     at_least: Option<usize>,
     at_most: Option<usize>,
@@ -565,11 +566,14 @@ fn parse_expect(ctx: &Ctx, offset: usize, e: &RawExpect) -> Result<Expect, Scena
     if let Some(reason) = &e.event {
         checks.push(Check::Event(reason.clone()));
     }
+    if let Some(n) = e.fence_runs {
+        checks.push(Check::FenceRuns(n));
+    }
     let check = match checks.len() {
         1 => checks.remove(0),
         0 => {
             return Err(err(
-                "an expectation needs one of ready, taint, untaint, taint_at_end, not_ready, deleted, event"
+                "an expectation needs one of ready, taint, untaint, taint_at_end, not_ready, deleted, event, fence_runs"
                     .into(),
             ));
         }
@@ -616,7 +620,11 @@ fn parse_expect(ctx: &Ctx, offset: usize, e: &RawExpect) -> Result<Expect, Scena
     };
     let node_check = matches!(
         check,
-        Check::Ready(_) | Check::Taint(_) | Check::Untaint(_) | Check::TaintAtEnd(_)
+        Check::Ready(_)
+            | Check::Taint(_)
+            | Check::Untaint(_)
+            | Check::TaintAtEnd(_)
+            | Check::FenceRuns(_)
     );
     let pod_check = matches!(check, Check::NotReady | Check::Deleted);
     match (&subject, node_check, pod_check) {
@@ -650,9 +658,11 @@ fn parse_expect(ctx: &Ctx, offset: usize, e: &RawExpect) -> Result<Expect, Scena
     if by.is_some_and(|b| b < after) {
         return Err(err("by: must not be before after".into()));
     }
-    if matches!(check, Check::TaintAtEnd(_)) && (e.after.is_some() || by.is_some()) {
+    if matches!(check, Check::TaintAtEnd(_) | Check::FenceRuns(_))
+        && (e.after.is_some() || by.is_some())
+    {
         return Err(err(
-            "taint_at_end: judged at the end, after and by do not apply".into(),
+            "taint_at_end, fence_runs: judged at the end, after and by do not apply".into(),
         ));
     }
     Ok(Expect {

@@ -274,12 +274,13 @@ pub fn run(
     let daemon_exit = stop_daemon(&mut child);
     play.catch_up(out);
     let Play {
-        facts,
+        mut facts,
         pods,
         reader,
         mut timeline,
         ..
     } = play;
+    facts.extend(fence_runs(&dir, scenario.duration));
     for line in timeline.finish() {
         let _ = writeln!(out, "{line}");
     }
@@ -327,6 +328,20 @@ pub fn run(
     })
 }
 
+/// The runs a scenario's fence command recorded, one line `NODE_NAME …` each.
+fn fence_runs(dir: &Path, end: Duration) -> Vec<Fact> {
+    let text = fs::read_to_string(dir.join("fence-runs")).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(|node| Fact {
+            t: end,
+            kind: FactKind::FenceRun {
+                node: node.to_string(),
+            },
+        })
+        .collect()
+}
+
 fn spawn_daemon(daemon: &Path, config: &Path, log: File) -> Result<Child, String> {
     let stdout = log
         .try_clone()
@@ -341,6 +356,11 @@ fn spawn_daemon(daemon: &Path, config: &Path, log: File) -> Result<Child, String
         .env_remove("NOTIFY_SOCKET")
         .env_remove("WATCHDOG_USEC")
         .env_remove("WATCHDOG_PID")
+        // Where a scenario's fence command records its runs (issue #17).
+        .env(
+            "NODE_LIFECYCLED_SIM_WORK_DIR",
+            config.parent().unwrap_or(Path::new(".")),
+        )
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", daemon.display()))
 }

@@ -1,0 +1,587 @@
+//! The fencing state machine: per node, where its current outage's fence stands. See the
+//! module documentation of [`super`] for the rules.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::model::{ConditionStatus, Name, Node};
+use crate::runtime::TimerHeap;
+use crate::time::Time;
+
+use super::super::actions::{Action, ActionId};
+use super::super::decisions::Decision;
+use super::super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
+use super::super::inputs::LeaseReadOutcome;
+use super::super::node_lifecycle::NodeLifecycle;
+use super::super::settings::Settings;
+use super::super::zones::ZoneState;
+use super::{
+    ATTEMPT_ANNOTATION, FenceCommand, FenceTarget, FenceTargetOutcome, FencingPolicy,
+    attempt_outage, attempt_record, is_out_of_service,
+};
+
+/// Fencing's action ids live apart from the node lifecycle's (which count up from 1), so the
+/// shell's answers can be routed by id alone.
+pub const FENCE_ID_BASE: u64 = 1 << 62;
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Phase {
+    Idle,
+    /// The live read before a fence (`release: false`) or before removing a taint we may
+    /// have added before a restart (`release: true`).
+    Reading {
+        id: ActionId,
+        release: bool,
+    },
+    /// The attempt record is being written; the command runs once it is.
+    Marking {
+        id: ActionId,
+        command: FenceCommand,
+    },
+    Running {
+        id: ActionId,
+    },
+    /// The command succeeded; the taint is not written yet (or its write failed).
+    Fenced,
+    Tainting {
+        id: ActionId,
+    },
+    Releasing {
+        id: ActionId,
+    },
+    /// Nothing more for this outage: fenced and tainted, not selected, dry-run, or the node
+    /// came back while its command ran.
+    Done,
+}
+
+#[derive(Debug)]
+pub(super) struct NodeFence {
+    pub(super) uid: Name,
+    /// Ready's `lastTransitionTime` while Ready is Unknown.
+    pub(super) outage: Option<Time>,
+    pub(super) phase: Phase,
+    pub(super) failures: u32,
+    pub(super) not_before: Time,
+    /// This process made an attempt for this outage.
+    pub(super) attempted: bool,
+    /// An attempt record left by an earlier run was found and waited out.
+    pub(super) inherited_waited: bool,
+    /// Why the last check did not fence (logged when it changes, not every pass).
+    pub(super) blocked: Option<String>,
+    /// The out-of-service taint on the node is ours (this process wrote it).
+    pub(super) taint_added: bool,
+    /// A live read found the node's out-of-service taint is not ours.
+    pub(super) taint_foreign: bool,
+    pub(super) write_tries: u32,
+}
+
+impl NodeFence {
+    fn new(uid: Name) -> NodeFence {
+        NodeFence {
+            uid,
+            outage: None,
+            phase: Phase::Idle,
+            failures: 0,
+            not_before: Time::ZERO,
+            attempted: false,
+            inherited_waited: false,
+            blocked: None,
+            taint_added: false,
+            taint_foreign: false,
+            write_tries: 0,
+        }
+    }
+
+    fn busy(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Reading { .. }
+                | Phase::Marking { .. }
+                | Phase::Running { .. }
+                | Phase::Tainting { .. }
+                | Phase::Releasing { .. }
+        )
+    }
+
+    fn holds_slot(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Reading { release: false, .. } | Phase::Marking { .. } | Phase::Running { .. }
+        )
+    }
+
+    fn phase_id(&self) -> Option<ActionId> {
+        match &self.phase {
+            Phase::Reading { id, .. }
+            | Phase::Marking { id, .. }
+            | Phase::Running { id }
+            | Phase::Tainting { id }
+            | Phase::Releasing { id } => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+pub struct Fencing {
+    pub(super) policy: FencingPolicy,
+    /// A Lease renewed within this is a live node (the Unknown verdict's rule).
+    pub(super) grace: Duration,
+    /// How soon a blocked or failed check is tried again.
+    pub(super) recheck: Duration,
+    pub(super) next_id: u64,
+    pub(super) nodes: BTreeMap<Name, NodeFence>,
+    pub(super) timers: TimerHeap<Name>,
+    /// Steps decided since the shell last took them (its decision log renders them).
+    pub(super) decisions: Vec<Decision>,
+}
+
+/// An outage is named by Ready's `lastTransitionTime`, which the API keeps to the second; our
+/// own status write's answer may carry milliseconds until the watch brings the stored value.
+pub(super) fn second(t: Time) -> Time {
+    Time::from_unix_millis(t.as_unix_millis() / 1000 * 1000)
+}
+
+pub(super) fn rfc(t: Option<Time>) -> String {
+    t.map_or_else(|| "-".to_string(), Time::to_rfc3339)
+}
+
+pub(super) fn event(
+    node: &Node,
+    event_type: EventType,
+    reason: &'static str,
+    message: String,
+) -> Action {
+    Action::RecordEvent(Event {
+        object: EventObject::Node {
+            name: node.name.clone(),
+            uid: node.uid.clone(),
+        },
+        event_type,
+        reason,
+        message,
+        component: NODE_CONTROLLER,
+    })
+}
+
+impl Fencing {
+    pub fn new(policy: FencingPolicy, settings: &Settings) -> Fencing {
+        Fencing {
+            policy,
+            grace: settings.node_monitor_grace_period,
+            recheck: settings.node_monitor_period,
+            next_id: FENCE_ID_BASE,
+            nodes: BTreeMap::new(),
+            timers: TimerHeap::new(),
+            decisions: Vec::new(),
+        }
+    }
+
+    /// Config reload: the new policy applies to the next decision.
+    pub fn apply(&mut self, policy: FencingPolicy, settings: &Settings) {
+        self.policy = policy;
+        self.grace = settings.node_monitor_grace_period;
+        self.recheck = settings.node_monitor_period;
+    }
+
+    pub fn policy(&self) -> &FencingPolicy {
+        &self.policy
+    }
+
+    pub fn owns(id: ActionId) -> bool {
+        id.0 > FENCE_ID_BASE
+    }
+
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.timers.next_deadline()
+    }
+
+    /// Fence commands under way (reads and attempt records before them count).
+    pub fn in_flight(&self) -> usize {
+        self.nodes.values().filter(|e| e.holds_slot()).count()
+    }
+
+    pub(super) fn id(&mut self) -> ActionId {
+        self.next_id += 1;
+        ActionId(self.next_id)
+    }
+
+    /// The initial sync (of a new leadership): every node is judged.
+    pub fn synced(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
+        let names: Vec<Name> = lc.store().nodes().map(|n| n.name.clone()).collect();
+        for name in &names {
+            self.node_changed(lc, name, now, out);
+        }
+    }
+
+    pub fn tick(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
+        while let Some((name, _)) = self.timers.pop_due(now) {
+            self.evaluate(lc, &name, now, out);
+        }
+    }
+
+    /// The steps decided since the last call, oldest first.
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        std::mem::take(&mut self.decisions)
+    }
+
+    pub fn node_gone(&mut self, name: &Name) {
+        self.timers.cancel(name);
+        if let Some(e) = self.nodes.remove(name)
+            && matches!(e.phase, Phase::Running { .. })
+        {
+            decide!(
+                self,
+                name,
+                "fencing: node={name} deleted while its fence command runs; its result will be ignored"
+            );
+        }
+    }
+
+    pub fn node_changed(
+        &mut self,
+        lc: &NodeLifecycle,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(node) = lc.store().node(name) else {
+            self.node_gone(name);
+            return;
+        };
+        // The common case, every heartbeat of every healthy node: nothing to do, no entry.
+        let unknown = node.ready().map(|c| c.status) == Some(ConditionStatus::Unknown);
+        if !unknown && !self.nodes.contains_key(name) && !node.taints.iter().any(is_out_of_service)
+        {
+            return;
+        }
+        self.evaluate(lc, name, now, out);
+    }
+
+    fn block(&mut self, name: &Name, why: String, retry_at: Time) {
+        self.timers.schedule(name.clone(), retry_at);
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        if e.blocked.as_deref() != Some(why.as_str()) {
+            decide!(
+                self,
+                name,
+                "fencing: decision=wait node={name} outage_since={} reason=\"{why}\"",
+                rfc(e.outage)
+            );
+            e.blocked = Some(why);
+        }
+    }
+
+    /// Why no node may be fenced in this node's zone now, if so.
+    fn gate(&self, lc: &NodeLifecycle, name: &str) -> Option<String> {
+        if lc.all_zones_down() {
+            return Some("every zone is fully disrupted: the control plane may be cut off".into());
+        }
+        match lc.zone_state_of(name) {
+            Some(ZoneState::Normal) => None,
+            Some(state) => Some(format!("zone state is {state:?}")),
+            None => Some("zone state not known yet".into()),
+        }
+    }
+
+    pub(super) fn evaluate(
+        &mut self,
+        lc: &NodeLifecycle,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(node) = lc.store().node(name) else {
+            self.node_gone(name);
+            return;
+        };
+        let e = self
+            .nodes
+            .entry(name.clone())
+            .or_insert_with(|| NodeFence::new(node.uid.clone()));
+        if e.uid != node.uid {
+            // Re-created under the same name: a new machine.
+            *e = NodeFence::new(node.uid.clone());
+        }
+        let ready = node.ready();
+        let status = ready.map(|c| c.status);
+        let has_taint = node.taints.iter().any(is_out_of_service);
+        if !has_taint {
+            e.taint_added = false;
+            e.taint_foreign = false;
+        }
+        if status != Some(ConditionStatus::Unknown) {
+            // Alive (or unreadable): no outage. A command already running finishes; its
+            // success will find the node back and add no taint.
+            e.outage = None;
+            e.blocked = None;
+            if matches!(
+                e.phase,
+                Phase::Reading { release: false, .. }
+                    | Phase::Marking { .. }
+                    | Phase::Fenced
+                    | Phase::Done
+            ) {
+                e.phase = Phase::Idle;
+            }
+            if status == Some(ConditionStatus::True)
+                && has_taint
+                && self.policy.remove_out_of_service_on_recovery
+                && e.phase == Phase::Idle
+            {
+                if e.taint_added {
+                    self.release(lc, name, now, out);
+                } else if !e.taint_foreign {
+                    let id = self.id();
+                    let e = self.nodes.get_mut(name).expect("entry made above");
+                    e.phase = Phase::Reading { id, release: true };
+                    out.push(Action::ReadFenceTarget {
+                        id,
+                        node: name.clone(),
+                    });
+                }
+            }
+            if e_is_forgettable(self.nodes.get(name)) {
+                self.nodes.remove(name);
+                self.timers.cancel(name);
+            }
+            return;
+        }
+        let outage = ready
+            .and_then(|c| c.last_transition_time)
+            .map(second)
+            .or(e.outage)
+            .unwrap_or(now);
+        if e.outage != Some(outage) {
+            // A new outage: its own attempts, failures and waits.
+            e.outage = Some(outage);
+            e.failures = 0;
+            e.not_before = Time::ZERO;
+            e.attempted = false;
+            e.inherited_waited = false;
+            e.blocked = None;
+            if !matches!(
+                e.phase,
+                Phase::Running { .. } | Phase::Tainting { .. } | Phase::Releasing { .. }
+            ) {
+                e.phase = Phase::Idle;
+            }
+        }
+        match e.phase {
+            Phase::Fenced => {
+                self.taint(lc, name, now, out);
+                return;
+            }
+            Phase::Idle => {}
+            _ => return,
+        }
+        if has_taint {
+            // Declared off already (by us before a restart, or by a person): nothing to add.
+            e.phase = Phase::Done;
+            return;
+        }
+        // The stored transition is truncated to the second: the node may have gone Unknown up
+        // to a second later, and it must be Unknown for at least `after`.
+        let due = outage
+            .saturating_add(self.policy.after + Duration::from_secs(1))
+            .max(e.not_before);
+        if now < due {
+            self.timers.schedule(name.clone(), due);
+            return;
+        }
+        if let Some(why) = self.gate(lc, name) {
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        if self.in_flight() >= self.policy.max_concurrent {
+            let why = format!(
+                "max_concurrent={} fences under way",
+                self.policy.max_concurrent
+            );
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        let id = self.id();
+        let e = self.nodes.get_mut(name).expect("entry made above");
+        e.phase = Phase::Reading { id, release: false };
+        out.push(Action::ReadFenceTarget {
+            id,
+            node: name.clone(),
+        });
+    }
+
+    pub(super) fn node_with(&self, id: ActionId) -> Option<Name> {
+        self.nodes
+            .iter()
+            .find(|(_, e)| e.phase_id() == Some(id))
+            .map(|(n, _)| n.clone())
+    }
+
+    pub fn on_target_read(
+        &mut self,
+        lc: &NodeLifecycle,
+        id: ActionId,
+        outcome: FenceTargetOutcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(name) = self.node_with(id) else {
+            return;
+        };
+        let e = self.nodes.get_mut(&name).expect("found above");
+        let Phase::Reading { release, .. } = e.phase else {
+            return;
+        };
+        e.phase = Phase::Idle;
+        let target = match outcome {
+            FenceTargetOutcome::Found(t) => t,
+            FenceTargetOutcome::NotFound => {
+                self.node_gone(&name);
+                return;
+            }
+            FenceTargetOutcome::Failed(why) => {
+                let why = format!("live read of the node and its Lease failed: {why}");
+                self.block(&name, why, now + self.recheck);
+                return;
+            }
+        };
+        if target.uid != e.uid {
+            self.timers.schedule(name.clone(), now + self.recheck);
+            return;
+        }
+        if release {
+            if target.out_of_service && target.taint_added.is_some() {
+                e.taint_added = true;
+                self.release(lc, &name, now, out);
+            } else {
+                e.taint_foreign = true;
+                decide!(
+                    self,
+                    name,
+                    "fencing: decision=keep node={name} reason=\"the out-of-service taint was not added by node-lifecycled\""
+                );
+            }
+            return;
+        }
+        self.confirm(lc, &name, *target, now, out);
+    }
+
+    /// Step 2: the live read must confirm everything before the attempt is recorded.
+    fn confirm(
+        &mut self,
+        lc: &NodeLifecycle,
+        name: &Name,
+        t: FenceTarget,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let e = self.nodes.get_mut(name).expect("caller found it");
+        let outage = e.outage;
+        if t.ready != Some(ConditionStatus::Unknown) || t.ready_since.map(second) != outage {
+            let why = format!(
+                "live read shows Ready={:?} since {}",
+                t.ready,
+                rfc(t.ready_since)
+            );
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        let renew = match &t.lease {
+            LeaseReadOutcome::Found(lease) => lease.renew_time,
+            LeaseReadOutcome::NotFound => None,
+            LeaseReadOutcome::Failed(why) => {
+                let why = format!("live Lease read failed: {why}");
+                self.block(name, why, now + self.recheck);
+                return;
+            }
+        };
+        if let Some(r) = renew
+            && now.since(r) < self.grace
+        {
+            let why = format!("Lease renewed at {}: the node is alive", r.to_rfc3339());
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        if !self.policy.selects(&t.labels) {
+            decide!(
+                self,
+                name,
+                "fencing: decision=skip node={name} outage_since={} reason=\"labels do not match fencing.match_labels\"",
+                rfc(outage)
+            );
+            e.phase = Phase::Done;
+            return;
+        }
+        if t.out_of_service {
+            e.phase = Phase::Done;
+            return;
+        }
+        let inherited = t.attempt.as_deref().and_then(attempt_outage);
+        if inherited.is_some() && inherited == outage && !e.attempted && !e.inherited_waited {
+            e.inherited_waited = true;
+            e.not_before = now.saturating_add(self.policy.after);
+            decide!(
+                self,
+                name,
+                "fencing: decision=wait node={name} outage_since={} record=\"{}\" reason=\"an earlier run started a fence for this outage: one more full `after` ({}) for a fresh verdict\"",
+                rfc(outage),
+                t.attempt.as_deref().unwrap_or(""),
+                crate::config::format_duration(self.policy.after)
+            );
+            self.timers.schedule(name.clone(), e.not_before);
+            return;
+        }
+        if let Some(why) = self.gate(lc, name) {
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        let Some(node) = lc.store().node(name) else {
+            return;
+        };
+        let Some(outage) = outage else {
+            return;
+        };
+        let id = self.id();
+        let e = self.nodes.get_mut(name).expect("caller found it");
+        e.blocked = None;
+        decide!(
+            self,
+            name,
+            "fencing: decision=fence node={name} uid={} outage_since={} lease_renew={} zone=Normal attempt={} evidence=\"Ready Unknown for {}s, Lease stale, read live\"",
+            node.uid,
+            outage.to_rfc3339(),
+            rfc(renew),
+            e.failures + 1,
+            now.since(outage).as_secs()
+        );
+        e.phase = Phase::Marking {
+            id,
+            command: FenceCommand {
+                node: name.clone(),
+                uid: node.uid.clone(),
+                addresses: t.addresses,
+                labels: t.labels,
+            },
+        };
+        out.push(Action::PatchNodeFencing {
+            id,
+            node: name.clone(),
+            uid: node.uid.clone(),
+            resource_version: node.resource_version.clone(),
+            annotations: vec![(ATTEMPT_ANNOTATION, Some(attempt_record(outage, now)))],
+            taints: None,
+        });
+    }
+}
+
+/// A node with no outage, nothing in flight and nothing of ours on it needs no entry.
+fn e_is_forgettable(e: Option<&NodeFence>) -> bool {
+    e.is_some_and(|e| {
+        e.outage.is_none()
+            && !e.busy()
+            && !e.taint_added
+            && !e.taint_foreign
+            && e.phase == Phase::Idle
+    })
+}

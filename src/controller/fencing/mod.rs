@@ -1,0 +1,190 @@
+//! Fencing for bare metal (issue #17), sans-IO: power off a node that stopped heartbeating
+//! through the operator's command, then let Kubernetes release its stateful pods and volumes
+//! with the `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` taint (non-graceful node
+//! shutdown, GA in 1.28).
+//!
+//! One outage of a node is the span its Ready condition stays Unknown; it is named by that
+//! condition's `lastTransitionTime`. For each outage:
+//! 1. the node has been Ready=Unknown (silent: a kubelet reporting Ready=False is alive) for
+//!    `after` (counted from the second after the stored `lastTransitionTime`, which the API
+//!    truncates), its zone is `Normal`, not every zone is down, this instance leads and is synced
+//!    (the machine is fed nothing before that), no out-of-service taint is on it, and fewer than
+//!    `max_concurrent` fences are under way: read the node and its Lease live
+//!    (`ReadFenceTarget`);
+//! 2. the read confirms it: same node (uid), still Unknown for the same outage, Lease not
+//!    renewed within `node_monitor_grace_period` (or absent), labels match `match_labels`, the
+//!    gates still hold: record the attempt on the node (annotation [`ATTEMPT_ANNOTATION`],
+//!    written before anything runs), then run the command (`RunFenceCommand`);
+//! 3. exit 0 and the node still Unknown for the same outage: add the out-of-service taint and
+//!    [`TAINT_ADDED_ANNOTATION`] in one write. A node that came back while its command ran is
+//!    not tainted. A failure (exit status, signal, timeout, spawn error) is tried again after
+//!    `retry_backoff`, doubled per failure up to `retry_backoff_max`;
+//! 4. a node reporting Ready=True again that carries the taint *we* added (in memory, or
+//!    [`TAINT_ADDED_ANNOTATION`] read live after a restart) gets it removed, with the
+//!    annotation, when `remove_out_of_service_on_recovery`. A taint we did not add is never
+//!    removed.
+//!
+//! Restart rule: a node that carries an attempt record for its current outage that this
+//! process did not make (a restart, or a new leader, while a command ran) is not fenced at
+//! once: it gets one more full `after` from the moment the record was found, then every check
+//! of step 2 again, so no two runs follow each other without a fresh verdict.
+
+/// Records a fencing step for the decision log (the core logs nothing itself).
+macro_rules! decide {
+    ($self:ident, $name:expr, $($arg:tt)*) => {
+        $self.decisions.push(crate::controller::decisions::Decision::Fencing {
+            node: $name.clone(),
+            detail: format!($($arg)*),
+        })
+    };
+}
+
+mod machine;
+mod outcomes;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use crate::model::{ConditionStatus, Name, Taint, TaintEffect};
+use crate::time::Time;
+
+use super::inputs::LeaseReadOutcome;
+
+pub use machine::Fencing;
+
+pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
+pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
+/// `outage=<Ready lastTransitionTime>,started=<time>`: written before the command runs.
+pub const ATTEMPT_ANNOTATION: &str = "node-lifecycled.io/fence-attempt";
+/// `<Ready lastTransitionTime>` of the outage whose out-of-service taint we added.
+pub const TAINT_ADDED_ANNOTATION: &str = "node-lifecycled.io/out-of-service-added";
+
+/// The controller's part of `[fencing]`; the command and its timeout belong to the shell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FencingPolicy {
+    pub after: Duration,
+    pub max_concurrent: usize,
+    pub match_labels: Vec<(String, String)>,
+    pub retry_backoff: Duration,
+    pub retry_backoff_max: Duration,
+    pub remove_out_of_service_on_recovery: bool,
+}
+
+impl FencingPolicy {
+    pub fn selects(&self, labels: &[(String, String)]) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+    }
+
+    /// Wait after the `failures`-th failure (1 for the first).
+    pub fn backoff(&self, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(30);
+        self.retry_backoff
+            .saturating_mul(1u32 << doublings)
+            .min(self.retry_backoff_max)
+    }
+}
+
+/// What the fence command is told about its node (its environment, in the shell).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FenceCommand {
+    pub node: Name,
+    pub uid: Name,
+    /// `(type, address)`, as in `status.addresses`.
+    pub addresses: Vec<(String, String)>,
+    pub labels: Vec<(String, String)>,
+}
+
+/// The node and its Lease as read live just before a fence (or a taint removal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FenceTarget {
+    pub uid: Name,
+    pub resource_version: Name,
+    pub ready: Option<ConditionStatus>,
+    pub ready_since: Option<Time>,
+    pub labels: Vec<(String, String)>,
+    pub addresses: Vec<(String, String)>,
+    pub attempt: Option<String>,
+    pub taint_added: Option<String>,
+    pub out_of_service: bool,
+    pub lease: LeaseReadOutcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FenceTargetOutcome {
+    Found(Box<FenceTarget>),
+    NotFound,
+    /// The API server could not be read: no fence on a guess.
+    Failed(String),
+}
+
+/// How a fence command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FenceOutcome {
+    Exited(i32),
+    /// Ended by a signal it did not get from us.
+    Signalled(i32),
+    /// Ran past `timeout`: killed.
+    TimedOut,
+    SpawnFailed(String),
+    /// Dry-run: logged, not run.
+    DryRun,
+}
+
+impl FenceOutcome {
+    /// The `result` label of `node_lifecycled_fencing_attempts_total`.
+    pub fn result(&self) -> &'static str {
+        match self {
+            FenceOutcome::Exited(0) => "success",
+            FenceOutcome::Exited(_) | FenceOutcome::Signalled(_) => "failure",
+            FenceOutcome::TimedOut => "timeout",
+            FenceOutcome::SpawnFailed(_) => "spawn_error",
+            FenceOutcome::DryRun => "dry_run",
+        }
+    }
+}
+
+impl std::fmt::Display for FenceOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FenceOutcome::Exited(code) => write!(f, "exit status {code}"),
+            FenceOutcome::Signalled(sig) => write!(f, "killed by signal {sig}"),
+            FenceOutcome::TimedOut => write!(f, "timed out (killed)"),
+            FenceOutcome::SpawnFailed(e) => write!(f, "could not start: {e}"),
+            FenceOutcome::DryRun => write!(f, "dry-run: not run"),
+        }
+    }
+}
+
+pub fn out_of_service_taint(now: Time) -> Taint {
+    Taint {
+        key: Name::from(OUT_OF_SERVICE_KEY),
+        value: Name::from(OUT_OF_SERVICE_VALUE),
+        effect: TaintEffect::NoExecute,
+        // Second precision, as the API stores it.
+        time_added: Some(Time::from_unix_millis(now.as_unix_millis() / 1000 * 1000)),
+    }
+}
+
+pub fn is_out_of_service(t: &Taint) -> bool {
+    &*t.key == OUT_OF_SERVICE_KEY && t.effect == TaintEffect::NoExecute
+}
+
+/// The attempt record's value.
+pub fn attempt_record(outage: Time, started: Time) -> String {
+    format!(
+        "outage={},started={}",
+        outage.to_rfc3339(),
+        started.to_rfc3339()
+    )
+}
+
+/// The outage an attempt record names (`None` when unreadable: then it names no outage).
+pub fn attempt_outage(record: &str) -> Option<Time> {
+    record
+        .split(',')
+        .find_map(|part| part.strip_prefix("outage="))
+        .and_then(Time::parse_rfc3339)
+}

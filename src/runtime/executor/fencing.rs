@@ -1,0 +1,100 @@
+//! The API side of fencing (issue #17): the live read of a node and its Lease before a fence,
+//! and the one write that carries fencing's annotations (and taints).
+//!
+//! The read decodes the node with k8s-openapi, not the caches' compact projection: it is rare
+//! (a node dead for `fencing.after`) and needs what the caches drop on purpose (every label,
+//! the addresses, annotations).
+
+use k8s_openapi::api::core::v1 as core;
+use serde_json::{Map, Value};
+
+use crate::controller::LeaseReadOutcome;
+use crate::controller::fencing::FenceTarget;
+use crate::model::{ConditionStatus, Name, Taint};
+use crate::time::Time;
+
+use super::request::k8s_taint;
+use crate::controller::fencing::{ATTEMPT_ANNOTATION, TAINT_ADDED_ANNOTATION, is_out_of_service};
+
+/// The node as fencing needs it (the Lease is read next and filled in by the caller).
+pub fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
+    let node: core::Node =
+        serde_json::from_slice(bytes).map_err(|e| format!("node does not decode: {e}"))?;
+    let meta = node.metadata;
+    let annotations = meta.annotations.unwrap_or_default();
+    let status = node.status.unwrap_or_default();
+    let ready = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready");
+    let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
+    Ok(FenceTarget {
+        uid: Name::from(meta.uid.unwrap_or_default()),
+        resource_version: Name::from(meta.resource_version.unwrap_or_default()),
+        ready: ready.as_ref().map(|c| match c.status.as_str() {
+            "True" => ConditionStatus::True,
+            "False" => ConditionStatus::False,
+            "Unknown" => ConditionStatus::Unknown,
+            _ => ConditionStatus::Other,
+        }),
+        ready_since: ready
+            .as_ref()
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| Time::from_unix_millis(t.0.as_millisecond().max(0) as u64)),
+        labels: meta.labels.unwrap_or_default().into_iter().collect(),
+        addresses: status
+            .addresses
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| (a.type_, a.address))
+            .collect(),
+        attempt: annotations.get(ATTEMPT_ANNOTATION).cloned(),
+        taint_added: annotations.get(TAINT_ADDED_ANNOTATION).cloned(),
+        out_of_service: taints.iter().any(|t| {
+            is_out_of_service(&Taint {
+                key: Name::from(t.key.as_str()),
+                value: Name::from(""),
+                effect: match t.effect.as_str() {
+                    "NoExecute" => crate::model::TaintEffect::NoExecute,
+                    _ => crate::model::TaintEffect::NoSchedule,
+                },
+                time_added: None,
+            })
+        }),
+        lease: LeaseReadOutcome::NotFound,
+    })
+}
+
+/// Lays what dry-run "wrote" on a node (its Ready condition, its taints) over the live read.
+pub fn overlay(target: &mut FenceTarget, shadow: &crate::model::Node) {
+    let ready = shadow.ready();
+    target.ready = ready.map(|c| c.status);
+    target.ready_since = ready.and_then(|c| c.last_transition_time);
+    target.out_of_service = shadow.taints.iter().any(is_out_of_service);
+}
+
+/// Strategic-merge patch of `metadata.annotations` (`null` removes a key) and, with `taints`,
+/// the FULL `spec.taints`, guarded by the resourceVersion: the taint and the record that we
+/// added it land together or not at all.
+pub fn fencing_patch(
+    resource_version: &str,
+    annotations: &[(&'static str, Option<String>)],
+    taints: Option<&[Taint]>,
+) -> Value {
+    let mut notes = Map::new();
+    for (k, v) in annotations {
+        notes.insert(
+            (*k).to_string(),
+            v.as_ref().map_or(Value::Null, |v| Value::String(v.clone())),
+        );
+    }
+    let mut patch = serde_json::json!({
+        "metadata": {"resourceVersion": resource_version, "annotations": notes},
+    });
+    if let Some(taints) = taints {
+        let taints: Vec<core::Taint> = taints.iter().map(k8s_taint).collect();
+        patch["spec"] = serde_json::json!({ "taints": taints });
+    }
+    patch
+}

@@ -1,0 +1,353 @@
+//! Fence commands as child processes of the single-threaded daemon (issue #17).
+//!
+//! Nothing blocks and no thread is added:
+//! - the command is spawned with `std::process::Command` (an argv, no shell), stdin from
+//!   /dev/null, stdout and stderr into pipes that are non-blocking and registered with the
+//!   loop: each readable event drains them, keeping the first [`OUTPUT_KEPT`] bytes of each for
+//!   the log (a chatty command can never fill a pipe and hang);
+//! - its exit is noticed through SIGCHLD, which reaches the loop through the signal pipe like
+//!   every other signal; then every child is polled with `try_wait` (signals coalesce);
+//! - its timeout is a deadline on the loop's timer heap: past it the child is killed
+//!   (SIGKILL) and reaped on the SIGCHLD that follows. Only the child itself is killed, not
+//!   programs it started: a wrapper script should `exec` its last command (conf/fencing/ does).
+//!
+//! Each end becomes an [`Input::FenceExited`] for the controllers. Dry-run runs nothing: it logs
+//! `would fence NODE (command …)` and answers at once.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use log::{info, warn};
+use mio::unix::pipe::Receiver;
+use mio::{Interest, Token};
+
+use crate::config::{FencingConfig, format_duration};
+use crate::controller::fencing::{FenceCommand, FenceOutcome};
+use crate::controller::{ActionId, Input};
+use crate::observe::Histogram;
+use crate::observe::histogram::exponential_buckets;
+use crate::time::Time;
+
+use super::LoopControl;
+
+/// Bytes of each of stdout and stderr kept for the log; the rest is read and counted.
+pub const OUTPUT_KEPT: usize = 4096;
+
+/// `node_lifecycled_fencing_attempts_total{result}` and the duration histogram.
+#[derive(Clone, Debug)]
+pub struct FencingMetrics {
+    pub attempts: BTreeMap<&'static str, u64>,
+    pub duration: Histogram,
+}
+
+impl Default for FencingMetrics {
+    fn default() -> FencingMetrics {
+        FencingMetrics {
+            attempts: BTreeMap::new(),
+            // 0.5 s to about 17 min: an IPMI call takes seconds, a timeout minutes.
+            duration: Histogram::new(exponential_buckets(0.5, 2.0, 12)),
+        }
+    }
+}
+
+struct Output {
+    pipe: Option<(Receiver, Token)>,
+    kept: Vec<u8>,
+    dropped: usize,
+}
+
+impl Output {
+    fn drain(&mut self) {
+        let Some((pipe, _)) = self.pipe.as_mut() else {
+            return;
+        };
+        let mut buf = [0u8; 4096];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let room = OUTPUT_KEPT.saturating_sub(self.kept.len()).min(n);
+                    self.kept.extend_from_slice(&buf[..room]);
+                    self.dropped += n - room;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.kept)
+            .trim_end()
+            .replace('\n', " | ");
+        if self.dropped > 0 {
+            s.push_str(&format!(" … ({} more bytes not kept)", self.dropped));
+        }
+        s
+    }
+}
+
+struct Running {
+    id: ActionId,
+    node: String,
+    child: Child,
+    started: Time,
+    deadline: Time,
+    killed: bool,
+    stdout: Output,
+    stderr: Output,
+}
+
+pub struct FenceRunner {
+    command: Vec<String>,
+    timeout: Duration,
+    running: Vec<Running>,
+    pub metrics: FencingMetrics,
+}
+
+/// `type=address,…` as in `status.addresses`.
+fn addresses_env(addresses: &[(String, String)]) -> String {
+    addresses
+        .iter()
+        .map(|(t, a)| format!("{t}={a}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn labels_env(labels: &[(String, String)]) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = labels
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    serde_json::Value::Object(map).to_string()
+}
+
+impl FenceRunner {
+    pub fn new(config: &FencingConfig) -> FenceRunner {
+        FenceRunner {
+            command: config.command.clone(),
+            timeout: config.timeout,
+            running: Vec::new(),
+            metrics: FencingMetrics::default(),
+        }
+    }
+
+    /// Config reload: the next command runs with these; running ones keep their deadline.
+    pub fn apply(&mut self, config: &FencingConfig) {
+        self.command = config.command.clone();
+        self.timeout = config.timeout;
+    }
+
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// The earliest timeout of a command not yet killed.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.running
+            .iter()
+            .filter(|r| !r.killed)
+            .map(|r| r.deadline)
+            .min()
+    }
+
+    fn shown(&self) -> String {
+        self.command.join(" ")
+    }
+
+    fn count(&mut self, outcome: &FenceOutcome, took: Duration) {
+        *self.metrics.attempts.entry(outcome.result()).or_default() += 1;
+        if !matches!(outcome, FenceOutcome::DryRun | FenceOutcome::SpawnFailed(_)) {
+            self.metrics.duration.observe(took);
+        }
+    }
+
+    /// Starts the command for `command.node`; an answer that is known at once (dry-run, the
+    /// program could not start) is returned.
+    pub fn start<S: Clone, T: Eq + std::hash::Hash + Clone>(
+        &mut self,
+        lp: &mut LoopControl<S, T>,
+        output_source: S,
+        id: ActionId,
+        command: FenceCommand,
+        dry_run: bool,
+    ) -> Option<Input> {
+        let now = lp.now();
+        let node = command.node.to_string();
+        if dry_run {
+            info!("would fence {node} (command {})", self.shown());
+            let outcome = FenceOutcome::DryRun;
+            self.count(&outcome, Duration::ZERO);
+            return Some(Input::FenceExited {
+                id,
+                outcome,
+                took: Duration::ZERO,
+            });
+        }
+        let spawned = match self.command.split_first() {
+            None => Err(io::Error::other("fencing.command is empty")),
+            Some((program, args)) => Command::new(program)
+                .args(args)
+                .env("NODE_NAME", &node)
+                .env("NODE_UID", &*command.uid)
+                .env("NODE_ADDRESSES", addresses_env(&command.addresses))
+                .env("NODE_LABELS", labels_env(&command.labels))
+                .env("DRY_RUN", "false")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn(),
+        };
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                let outcome = FenceOutcome::SpawnFailed(format!("{}: {e}", self.shown()));
+                warn!("fence command for node {node} {outcome}");
+                self.count(&outcome, Duration::ZERO);
+                return Some(Input::FenceExited {
+                    id,
+                    outcome,
+                    took: Duration::ZERO,
+                });
+            }
+        };
+        let mut register = |pipe: Option<Receiver>| -> Output {
+            let pipe = pipe.and_then(|mut p| {
+                p.set_nonblocking(true).ok()?;
+                let token = lp
+                    .register(&mut p, Interest::READABLE, output_source.clone())
+                    .ok()?;
+                Some((p, token))
+            });
+            Output {
+                pipe,
+                kept: Vec::new(),
+                dropped: 0,
+            }
+        };
+        let stdout = register(child.stdout.take().map(Receiver::from));
+        let stderr = register(child.stderr.take().map(Receiver::from));
+        info!(
+            "fencing: started command for node={node} pid={} timeout={} command=\"{}\"",
+            child.id(),
+            format_duration(self.timeout),
+            self.shown()
+        );
+        self.running.push(Running {
+            id,
+            node,
+            child,
+            started: now,
+            deadline: now.saturating_add(self.timeout),
+            killed: false,
+            stdout,
+            stderr,
+        });
+        None
+    }
+
+    /// A command's output pipe is readable.
+    pub fn on_output(&mut self, token: Token) {
+        for r in &mut self.running {
+            for out in [&mut r.stdout, &mut r.stderr] {
+                if out.pipe.as_ref().is_some_and(|(_, t)| *t == token) {
+                    out.drain();
+                }
+            }
+        }
+    }
+
+    /// The timeout: overdue commands are killed; the SIGCHLD that follows reaps them.
+    pub fn on_deadline<S: Clone, T: Eq + std::hash::Hash + Clone>(
+        &mut self,
+        lp: &mut LoopControl<S, T>,
+    ) -> Vec<Input> {
+        let now = lp.now();
+        for r in self
+            .running
+            .iter_mut()
+            .filter(|r| !r.killed && r.deadline <= now)
+        {
+            warn!(
+                "fence command for node {} (pid {}) still running after {}: killing it",
+                r.node,
+                r.child.id(),
+                format_duration(now.since(r.started))
+            );
+            if let Err(e) = r.child.kill() {
+                warn!("could not kill fence command pid {}: {e}", r.child.id());
+            }
+            r.killed = true;
+        }
+        self.reap(lp)
+    }
+
+    /// SIGCHLD (or a kill): every child that ended is reaped, its output logged.
+    pub fn reap<S: Clone, T: Eq + std::hash::Hash + Clone>(
+        &mut self,
+        lp: &mut LoopControl<S, T>,
+    ) -> Vec<Input> {
+        let now = lp.now();
+        let mut ended = Vec::new();
+        let mut i = 0;
+        while i < self.running.len() {
+            match self.running[i].child.try_wait() {
+                Ok(None) => i += 1,
+                Ok(Some(status)) => ended.push((self.running.remove(i), Ok(status))),
+                Err(e) => ended.push((self.running.remove(i), Err(e))),
+            }
+        }
+        let mut inputs = Vec::new();
+        for (mut r, status) in ended {
+            let took = now.since(r.started);
+            let outcome = match status {
+                _ if r.killed => FenceOutcome::TimedOut,
+                Ok(s) => match (s.code(), s.signal()) {
+                    (Some(code), _) => FenceOutcome::Exited(code),
+                    (None, Some(sig)) => FenceOutcome::Signalled(sig),
+                    (None, None) => FenceOutcome::Exited(-1),
+                },
+                Err(e) => FenceOutcome::SpawnFailed(format!("waiting for it failed: {e}")),
+            };
+            for out in [&mut r.stdout, &mut r.stderr] {
+                out.drain();
+                if let Some((mut pipe, token)) = out.pipe.take() {
+                    lp.deregister(&mut pipe, token);
+                }
+            }
+            info!(
+                "fencing: command for node={} ended: {outcome} after {}ms; stdout=\"{}\" stderr=\"{}\"",
+                r.node,
+                took.as_millis(),
+                r.stdout.text(),
+                r.stderr.text()
+            );
+            self.count(&outcome, took);
+            inputs.push(Input::FenceExited {
+                id: r.id,
+                outcome,
+                took,
+            });
+        }
+        inputs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_names_addresses_and_labels() {
+        let addresses = vec![
+            ("InternalIP".to_string(), "10.0.0.7".to_string()),
+            ("Hostname".to_string(), "n7".to_string()),
+        ];
+        assert_eq!(addresses_env(&addresses), "InternalIP=10.0.0.7,Hostname=n7");
+        let labels = vec![("bmc".to_string(), "10.9.0.7".to_string())];
+        assert_eq!(labels_env(&labels), r#"{"bmc":"10.9.0.7"}"#);
+    }
+}
