@@ -327,12 +327,40 @@ impl ApiClient {
             .map_err(|e| read_error(&self.base_url, &label, ureq::Error::from(e)))
     }
 
+    /// GET whose 2xx body the caller reads as it arrives (a watch-cache LIST, see
+    /// `decode::list_stream`). `timeout` bounds the whole call, body included, in place of the
+    /// client's per-call timeout: such a body can take seconds to arrive. No size limit: the
+    /// caller holds one item at a time and limits that.
+    pub fn get_streamed(
+        &mut self,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<impl Read + use<>, ApiError> {
+        let response = self.call_with(Method::GET, path, None, Some(timeout))?;
+        Ok(response
+            .into_body()
+            .into_with_config()
+            .limit(u64::MAX)
+            .reader())
+    }
+
     /// Admits, sends, and turns any non-2xx answer into a typed error.
     fn call(
         &mut self,
         method: Method,
         path: &str,
         body: Option<(&str, &[u8])>,
+    ) -> Result<Response<Body>, ApiError> {
+        self.call_with(method, path, body, None)
+    }
+
+    /// [`ApiClient::call`], with the call's timeout overridden when `timeout` is given.
+    fn call_with(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+        timeout: Option<Duration>,
     ) -> Result<Response<Body>, ApiError> {
         let now = (self.clock)();
         self.throttle
@@ -348,12 +376,12 @@ impl ApiClient {
             None => request
                 .body(())
                 .map_err(|e| ApiError::Transport(format!("{label}: invalid request: {e}")))
-                .and_then(|r| self.run(&label, r)),
+                .and_then(|r| self.run(&label, r, timeout)),
             Some((content_type, bytes)) => request
                 .header("Content-Type", content_type)
                 .body(bytes)
                 .map_err(|e| ApiError::Transport(format!("{label}: invalid request: {e}")))
-                .and_then(|r| self.run(&label, r)),
+                .and_then(|r| self.run(&label, r, timeout)),
         }?;
         let code = sent.status().as_u16();
         if (200..300).contains(&code) {
@@ -383,7 +411,16 @@ impl ApiClient {
         &self,
         label: &str,
         request: Request<impl ureq::AsSendBody>,
+        timeout: Option<Duration>,
     ) -> Result<Response<Body>, ApiError> {
+        let request = match timeout {
+            Some(t) => self
+                .agent
+                .configure_request(request)
+                .timeout_global(Some(t))
+                .build(),
+            None => request,
+        };
         self.agent
             .run(request)
             .map_err(|e| request_error(&self.base_url, label, e))

@@ -15,12 +15,15 @@
 //! budget after every other due timer has fired.
 
 use std::hash::Hash;
+use std::io::Read;
+use std::time::Duration;
 
 use log::{debug, info, warn};
 use mio::Token;
 use serde::Deserialize;
 
 use super::event_loop::LoopControl;
+use crate::kube::decode::list_stream::ListStream;
 use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
 use crate::kube::reflector::{
     Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
@@ -33,6 +36,17 @@ use crate::time::Time;
 /// How many reflector steps one call may take: a watch that cannot even be opened is reported
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
 const MAX_STEPS_PER_CALL: usize = 4;
+
+/// Limit on a whole `resourceVersion=0` LIST, body included (the client's per-call timeout is
+/// for small answers). Only the first full state is such a list, before anything is decided;
+/// one that takes longer falls back to consistent pages.
+const CACHE_LIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A `resourceVersion=0` LIST being read, a page's worth of items per loop turn.
+struct CacheList {
+    path: String,
+    stream: ListStream<Box<dyn Read>>,
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct InformerConfig {
@@ -86,6 +100,9 @@ pub struct Informer<T: Watched, S, K> {
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
+    /// The streamed LIST being read, and how many items to hand on per loop turn.
+    cache_list: Option<CacheList>,
+    batch: usize,
     closed_watch_bytes: u64,
     watch_events: u64,
     list_pages: u64,
@@ -99,6 +116,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// `seed` feeds the reflector's jitter. Nothing happens until [`Informer::start`].
     pub fn new(config: InformerConfig, seed: u64, source: S, timer: K) -> Informer<T, S, K> {
         Informer {
+            cache_list: None,
+            batch: config.reflector.page_size.max(1) as usize,
             reflector: Reflector::new(config.reflector, seed),
             source,
             timer,
@@ -125,6 +144,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// Closes the watch and disarms the timer.
     pub fn stop(&mut self, lp: &mut LoopControl<S, K>) {
+        self.cache_list = None;
         self.close_stream(lp);
         lp.cancel(&self.timer);
     }
@@ -273,6 +293,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// Does what the reflector asks, at most one LIST page per call.
     fn step(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        if self.cache_list.is_some() {
+            self.read_cache_list(io, out);
+            return;
+        }
         for _ in 0..MAX_STEPS_PER_CALL {
             let now = io.lp.now();
             if let Some((_, until)) = &self.postponed_list {
@@ -305,6 +329,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         request: ListRequest,
         out: &mut Vec<Delta<T>>,
     ) {
+        if request.from_watch_cache {
+            self.open_cache_list(io, request, out);
+            return;
+        }
         let path = request.path_and_query::<T>();
         let result = io.client.get_bytes(&path);
         let now = io.lp.now();
@@ -358,6 +386,91 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         self.reflector.list_failed(now, failure);
     }
 
+    /// Sends a `resourceVersion=0` LIST and reads its first items.
+    fn open_cache_list(
+        &mut self,
+        io: &mut InformerIo<'_, S, K>,
+        request: ListRequest,
+        out: &mut Vec<Delta<T>>,
+    ) {
+        let path = request.path_and_query::<T>();
+        match io.client.get_streamed(&path, CACHE_LIST_TIMEOUT) {
+            Ok(body) => {
+                let body: Box<dyn Read> = Box::new(body);
+                self.cache_list = Some(CacheList {
+                    path,
+                    stream: ListStream::new(body),
+                });
+                self.read_cache_list(io, out);
+            }
+            Err(ApiError::Throttled { until }) => {
+                self.throttled_lists += 1;
+                self.postponed_list = Some((request, until));
+            }
+            Err(ApiError::TooManyRequests { .. }) => {
+                self.throttled_lists += 1;
+                self.postponed_list = Some((request, io.client.next_admission()));
+            }
+            Err(e) => self.cache_list_failed(io, format!("{e}")),
+        }
+    }
+
+    /// Hands on the next page's worth of items of the streamed LIST (blocking only while they
+    /// arrive; the timer brings the loop back for the rest).
+    fn read_cache_list(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        let Some(list) = &mut self.cache_list else {
+            return;
+        };
+        let before = list.stream.bytes();
+        let result = list.stream.next_batch::<T>(self.batch, io.decode);
+        self.list_bytes += list.stream.bytes() - before;
+        let page = match result {
+            Ok(page) => page,
+            Err(e) => {
+                let message = format!("GET {}: {e}", list.path);
+                self.cache_list = None;
+                self.cache_list_failed(io, message);
+                return;
+            }
+        };
+        for skipped in &page.skipped {
+            warn!("{} list: skipping an object: {skipped}", T::KIND);
+        }
+        if page.continue_token.is_some() {
+            self.reflector.list_items_received(page, out);
+            return;
+        }
+        let Some(list) = self.cache_list.take() else {
+            return;
+        };
+        let bytes = list.stream.bytes();
+        // The rest is at most whitespace; reading it keeps the connection reusable.
+        let _ = std::io::copy(&mut list.stream.into_reader(), &mut std::io::sink());
+        self.list_pages += 1;
+        self.reflector.list_page_received(io.lp.now(), page, out);
+        info!(
+            "{} list complete: {} objects ({} KiB from the watch cache)",
+            T::KIND,
+            self.reflector.stats().objects,
+            bytes / 1024
+        );
+    }
+
+    fn cache_list_failed(&mut self, io: &mut InformerIo<'_, S, K>, message: String) {
+        warn!(
+            "{} list from the watch cache failed: {message}; listing in consistent pages",
+            T::KIND
+        );
+        let now = io.lp.now();
+        self.reflector.list_failed(
+            now,
+            ListFailure {
+                gone: false,
+                message,
+            },
+        );
+    }
+
     /// Opens the watch; a watch that cannot even start is reported to the reflector as broken
     /// (it backs off) and `false` returned.
     fn open_watch(&mut self, io: &mut InformerIo<'_, S, K>, request: &WatchRequest) -> bool {
@@ -398,7 +511,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// Arms the timer for the earliest thing the informer waits for.
     fn rearm(&mut self, lp: &mut LoopControl<S, K>) {
-        let mut at = self.more_to_read.then(|| lp.now());
+        let mut at = (self.more_to_read || self.cache_list.is_some()).then(|| lp.now());
         let mut earliest = |t: Time| at = Some(at.map_or(t, |a| a.min(t)));
         if let Some(stream) = &self.stream {
             earliest(stream.idle_deadline());

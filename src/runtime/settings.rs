@@ -56,6 +56,7 @@ pub fn informer_config(api: &ApiConfig, watch_list: bool) -> InformerConfig {
         reflector: ReflectorConfig {
             idle_timeout: api.watch_idle_timeout,
             watch_list,
+            initial_list_from_cache: true,
             ..ReflectorConfig::default()
         },
         watch: WatchOptions {
