@@ -135,11 +135,27 @@ struct StatusDetails {
 }
 
 /// The blocking API client of the single-threaded executor.
+/// Which client-side budget a call spends (issue #14). Writes and every other call share the
+/// configured qps/burst, as upstream's one client does. The live Lease reads that confirm a
+/// verdict have a budget of their own, of the same qps/burst: in a mass failure the shared
+/// budget is spent on pod writes, and a verdict whose read waited for it came hundreds of
+/// milliseconds late. A Lease GET is a small single-object read, made at most once per
+/// suspected node (kube-controller-manager makes none: it trusts its cache).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Budget {
+    #[default]
+    Shared,
+    LiveReads,
+}
+
 pub struct ApiClient {
     agent: ureq::Agent,
     base_url: String,
     token: TokenSource,
     throttle: Throttle,
+    /// The budget of live Lease reads (see [`Budget`]).
+    read_throttle: Throttle,
+    budget: Budget,
     max_body_bytes: u64,
     clock: Box<dyn Fn() -> Time>,
 }
@@ -158,11 +174,14 @@ impl ApiClient {
             Some(qps) => Throttle::new(qps, settings.burst, now),
             None => Throttle::unlimited(),
         };
+        let read_throttle = throttle.clone();
         Ok(ApiClient {
             agent: transport::agent(connection, settings.timeout),
             base_url: connection.base_url(),
             token,
             throttle,
+            read_throttle,
+            budget: Budget::Shared,
             max_body_bytes: settings.max_body_bytes,
             clock,
         })
@@ -181,7 +200,24 @@ impl ApiClient {
 
     /// When the next call would be admitted (now, or later: schedule it then).
     pub fn next_admission(&self) -> Time {
-        self.throttle.next_admission((self.clock)())
+        self.next_admission_for(self.budget)
+    }
+
+    /// When a call spending `budget` would be admitted.
+    pub fn next_admission_for(&self, budget: Budget) -> Time {
+        self.throttle_of(budget).next_admission((self.clock)())
+    }
+
+    /// The budget the calls that follow spend.
+    pub fn set_budget(&mut self, budget: Budget) {
+        self.budget = budget;
+    }
+
+    fn throttle_of(&self, budget: Budget) -> &Throttle {
+        match budget {
+            Budget::Shared => &self.throttle,
+            Budget::LiveReads => &self.read_throttle,
+        }
     }
 
     pub fn throttle(&self) -> &Throttle {
@@ -363,7 +399,11 @@ impl ApiClient {
         timeout: Option<Duration>,
     ) -> Result<Response<Body>, ApiError> {
         let now = (self.clock)();
-        self.throttle
+        let throttle = match self.budget {
+            Budget::Shared => &mut self.throttle,
+            Budget::LiveReads => &mut self.read_throttle,
+        };
+        throttle
             .admit(now)
             .map_err(|until| ApiError::Throttled { until })?;
         let label = format!("{method} {path}");
@@ -402,7 +442,9 @@ impl ApiClient {
         let error = error_from_response(label, code, retry_after_header, &bytes);
         if let ApiError::TooManyRequests { retry_after, .. } = &error {
             let after = retry_after.unwrap_or(DEFAULT_RETRY_AFTER);
+            // The server means the whole client, whichever budget the call spent.
             self.throttle.retry_after((self.clock)(), after);
+            self.read_throttle.retry_after((self.clock)(), after);
         }
         Err(error)
     }

@@ -52,7 +52,7 @@ use crate::controller::events::Event;
 use crate::controller::taint_eviction::EvictionResult;
 use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome};
 use crate::kube::decode::{Decode, DecodeContext, decode_object};
-use crate::kube::{ApiClient, ApiError, PatchType, Preconditions};
+use crate::kube::{ApiClient, ApiError, Budget, PatchType, Preconditions};
 use crate::model::{Lease, Node, Pod};
 use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
@@ -335,22 +335,33 @@ impl Executor {
         self.pending_actions() == 0 && self.events.is_empty()
     }
 
-    /// When the next call may be made: the client throttle and our backoff.
-    fn gate(&self) -> Time {
-        self.client.next_admission().max(self.backoff.until)
+    /// When the next call spending `budget` may be made: the client throttle and our backoff.
+    fn gate(&self, budget: Budget) -> Time {
+        self.client
+            .next_admission_for(budget)
+            .max(self.backoff.until)
+    }
+
+    /// Runs one job's calls on `budget`; the client is left on the shared budget, so nothing
+    /// else spends the live reads' budget by accident.
+    fn with_budget<R>(&mut self, budget: Budget, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.client.set_budget(budget);
+        let result = f(self);
+        self.client.set_budget(Budget::Shared);
+        result
     }
 
     /// When `run_ready` has something to do next (a time at or before now: at once); `None`
     /// when nothing is waiting.
     pub fn next_wakeup(&self) -> Option<Time> {
-        let mut wake = if !self.queue.is_empty() {
-            Some(self.gate())
+        let mut wake = if let Some(budget) = self.queue.head_budget() {
+            Some(self.gate(budget))
         } else if self.events.is_empty() {
             None
         } else if self.settings.dry_run {
             Some(Time::ZERO)
         } else {
-            let gate = self.gate();
+            let gate = self.gate(Budget::Shared);
             Some(self.event_bucket.next_available(gate).unwrap_or(Time::MAX))
         };
         if let Some(retry) = self.delayed.iter().map(|j| j.not_before).min() {
@@ -395,11 +406,11 @@ impl Executor {
             self.dry_run_events_if_idle();
         }
         while calls < max_calls {
-            if !self.queue.is_empty() {
+            if let Some(budget) = self.queue.head_budget() {
                 if self.backoff.until > now {
                     break;
                 }
-                if self.client.next_admission() > now {
+                if self.client.next_admission_for(budget) > now {
                     self.throttled_since.get_or_insert(now);
                     break;
                 }
@@ -413,7 +424,7 @@ impl Executor {
                 let next = if self.settings.dry_run {
                     self.dry_step(job, now, ctx, &mut out)
                 } else {
-                    self.step(job, now, ctx, &mut out)
+                    self.with_budget(budget, |e| e.step(job, now, ctx, &mut out))
                 };
                 if health_write {
                     self.node_health_writes.push(started.elapsed());
@@ -430,7 +441,7 @@ impl Executor {
                 }
                 self.promote_delayed(now);
             } else if !self.events.is_empty() && !self.settings.dry_run {
-                if self.gate() > now || !self.event_bucket.has_token(now) {
+                if self.gate(Budget::Shared) > now || !self.event_bucket.has_token(now) {
                     break;
                 }
                 calls += 1;
