@@ -53,6 +53,9 @@ pub struct InformerConfig {
     pub reflector: ReflectorConfig,
     /// Options of each watch stream; its idle timeout is the reflector's.
     pub watch: WatchOptions,
+    /// After a read that found events, read the watch again this much later instead of on
+    /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
+    pub watch_coalesce: Duration,
 }
 
 /// What an informer borrows from its owner for one call: the loop (to register its watch socket
@@ -97,6 +100,9 @@ pub struct Informer<T: Watched, S, K> {
     stream: Option<WatchStream>,
     /// The stream stopped at its read budget with bytes left: read on again soon.
     more_to_read: bool,
+    watch_coalesce: Duration,
+    /// The stream's readiness events are paused: read it on the timer at this time.
+    paused_until: Option<Time>,
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
@@ -124,6 +130,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             watch_options: config.watch,
             stream: None,
             more_to_read: false,
+            watch_coalesce: config.watch_coalesce,
+            paused_until: None,
             postponed_list: None,
             items: Vec::new(),
             closed_watch_bytes: 0,
@@ -186,7 +194,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         token: Token,
         out: &mut Vec<Delta<T>>,
     ) {
-        if self.stream.as_ref().map(WatchStream::token) == Some(token) {
+        // While paused, an event still queued from before the pause is not a reason to read.
+        if self.stream.as_ref().map(WatchStream::token) == Some(token)
+            && self.paused_until.is_none()
+        {
             self.read(io, out);
         }
         self.step(io, out);
@@ -195,7 +206,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// The informer's timer fired.
     pub fn on_timer(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
-        if self.more_to_read {
+        let paused_read_due = self.paused_until.is_some_and(|at| io.lp.now() >= at);
+        if self.more_to_read || paused_read_due {
             self.read(io, out);
         }
         if let Some(stream) = &mut self.stream {
@@ -216,8 +228,42 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let mut items = std::mem::take(&mut self.items);
         self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
+        let found = !items.is_empty();
         self.deliver(io, &mut items, out);
         self.items = items;
+        self.coalesce_after_read(io.lp, found);
+    }
+
+    /// Reads events that arrive close together in one wake-up (issue #14: a wake-up per Lease
+    /// renewal cost more than the renewal). After a read that found something, the stream's
+    /// readiness events are paused and it is read again `watch_coalesce` later; a read that
+    /// finds nothing resumes them, so a quiet watch costs no timer and its first event is read
+    /// at once. An event is seen at most `watch_coalesce` late.
+    fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: bool) {
+        let Some(stream) = &mut self.stream else {
+            self.paused_until = None;
+            return;
+        };
+        if self.watch_coalesce.is_zero() || self.more_to_read {
+            return;
+        }
+        let next = lp.now() + self.watch_coalesce;
+        match (found, self.paused_until.is_some()) {
+            (true, false) => match stream.pause(lp.registry()) {
+                Ok(()) => self.paused_until = Some(next),
+                Err(e) => debug!("{} watch: not paused ({e})", T::KIND),
+            },
+            (true, true) => self.paused_until = Some(next),
+            (false, true) => match stream.resume(lp.registry()) {
+                Ok(()) => self.paused_until = None,
+                Err(e) => {
+                    // No readiness events for it: keep reading it on the timer.
+                    debug!("{} watch: not resumed ({e})", T::KIND);
+                    self.paused_until = Some(next);
+                }
+            },
+            (false, false) => {}
+        }
     }
 
     /// Feeds the stream's items to the reflector; closes the stream when it ended or the
@@ -284,6 +330,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
         self.more_to_read = false;
+        self.paused_until = None;
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             let token = stream.token();
@@ -515,6 +562,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let mut earliest = |t: Time| at = Some(at.map_or(t, |a| a.min(t)));
         if let Some(stream) = &self.stream {
             earliest(stream.idle_deadline());
+        }
+        if let Some(read_at) = self.paused_until {
+            earliest(read_at);
         }
         match &self.postponed_list {
             Some((_, until)) => earliest(*until),
