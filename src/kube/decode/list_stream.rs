@@ -32,7 +32,7 @@ enum State {
     Done,
 }
 
-/// What [`ListSplitter::next`] found.
+/// What [`ListSplitter::next_item`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Next<'a> {
     /// One item's JSON.
@@ -44,7 +44,7 @@ pub enum Next<'a> {
 }
 
 /// Incremental splitter of one LIST response body (sans-IO: [`ListSplitter::push`] bytes,
-/// [`ListSplitter::next`] items).
+/// [`ListSplitter::next_item`] items).
 #[derive(Debug)]
 pub struct ListSplitter {
     buf: Vec<u8>,
@@ -101,7 +101,7 @@ impl ListSplitter {
     }
 
     /// The next item, or what is needed to get one.
-    pub fn next(&mut self) -> Result<Next<'_>, DecodeError> {
+    pub fn next_item(&mut self) -> Result<Next<'_>, DecodeError> {
         loop {
             let Some(at) = skip_ws(&self.buf, self.pos) else {
                 return Ok(if self.state == State::Done {
@@ -334,7 +334,7 @@ impl<R: Read> ListStream<R> {
             skipped: Vec::new(),
         };
         loop {
-            match self.splitter.next().map_err(StreamError::Decode)? {
+            match self.splitter.next_item().map_err(StreamError::Decode)? {
                 Next::Item(json) => {
                     let decoded = serde_json::from_slice::<T::Wire<'_>>(json)
                         .map_err(|e| DecodeError::new(T::KIND, e.to_string()))
@@ -491,7 +491,7 @@ mod tests {
     fn a_continue_token_in_the_metadata_is_kept() {
         let mut s = ListSplitter::new();
         s.push(br#"{"metadata":{"resourceVersion":"9","continue":"abc"},"items":[]}"#);
-        assert_eq!(s.next().unwrap(), Next::End);
+        assert_eq!(s.next_item().unwrap(), Next::End);
         assert_eq!(s.continue_token(), Some("abc"));
     }
 
@@ -502,7 +502,7 @@ mod tests {
             lease("a", 1),
             lease("b", 2)
         );
-        let mut stream = ListStream::new(&body.as_bytes()[..]);
+        let mut stream = ListStream::new(body.as_bytes());
         let page = stream
             .next_batch::<Lease>(10, &mut DecodeContext::new())
             .unwrap();
@@ -537,7 +537,7 @@ mod tests {
         let mut refused = false;
         for _ in 0..(MAX_ITEM_BYTES >> 20) + 2 {
             s.push(&filler);
-            match s.next() {
+            match s.next_item() {
                 Ok(Next::NeedMore) => {}
                 Err(e) => {
                     assert!(e.to_string().contains("larger than"), "{e}");
