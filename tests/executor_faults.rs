@@ -400,9 +400,37 @@ fn a_verdict_does_not_wait_behind_pod_writes_that_spent_the_client_budget() {
         )),
         "the status write is the next call: {inputs:?}"
     );
-    // The shared budget still paces the pod writes as before: 70 more at 20/s from the start,
-    // one token of which went to the status write.
+    // While verdicts are being made, the pod writes leave half the burst (15 tokens): they wait
+    // until 16 are there, then go at 20/s. The next verdict's status write goes at once.
+    let t1 = h.now();
+    while h.now() - t1 < Duration::from_secs(2) {
+        let at = h.exec.next_wakeup().unwrap();
+        h.set_now(at);
+        h.run(usize::MAX);
+    }
+    let before = h.exec.stats().requests_with("patch", 200);
+    assert!(
+        before > 1 + 30 + 20,
+        "pod writes flow at the rate: {before}"
+    );
+    h.submit([Action::UpdateNodeConditions {
+        id: ActionId(1002),
+        node: node.name.clone(),
+        uid: node.uid.clone(),
+        resource_version: node.resource_version.clone(),
+        conditions: Vec::new(),
+    }]);
+    assert_eq!(
+        h.exec.next_wakeup(),
+        Some(h.now()),
+        "a token was left for it"
+    );
+    h.run(1);
+    assert_eq!(h.exec.stats().requests_with("patch", 200), before + 1);
+    // Everything still within qps 20 / burst 30: 30 at once, then 20/s.
     h.run_until_idle();
-    assert_eq!(h.now() - t0, Duration::from_millis(3_550));
-    assert_eq!(h.exec.stats().requests_with("patch", 200), 101);
+    let patches = h.exec.stats().requests_with("patch", 200);
+    assert_eq!(patches, 102);
+    let tokens = 30 + (h.now() - t0).as_millis() as u64 / 50;
+    assert!(patches <= tokens, "{patches} writes, {tokens} tokens");
 }

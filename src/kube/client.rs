@@ -145,6 +145,9 @@ struct StatusDetails {
 pub enum Budget {
     #[default]
     Shared,
+    /// The shared budget, leaving half its burst to the calls on `Shared`: while verdicts are
+    /// being made, their status writes then find a token instead of waiting behind pod writes.
+    SharedLeavingReserve,
     LiveReads,
 }
 
@@ -156,6 +159,8 @@ pub struct ApiClient {
     /// The budget of live Lease reads (see [`Budget`]).
     read_throttle: Throttle,
     budget: Budget,
+    /// Tokens a `SharedLeavingReserve` call leaves: half the burst.
+    reserve: u64,
     max_body_bytes: u64,
     clock: Box<dyn Fn() -> Time>,
 }
@@ -179,6 +184,7 @@ impl ApiClient {
             agent: transport::agent(connection, settings.timeout),
             base_url: connection.base_url(),
             token,
+            reserve: throttle.burst() / 2,
             throttle,
             read_throttle,
             budget: Budget::Shared,
@@ -205,19 +211,17 @@ impl ApiClient {
 
     /// When a call spending `budget` would be admitted.
     pub fn next_admission_for(&self, budget: Budget) -> Time {
-        self.throttle_of(budget).next_admission((self.clock)())
+        let now = (self.clock)();
+        match budget {
+            Budget::Shared => self.throttle.next_admission(now),
+            Budget::SharedLeavingReserve => self.throttle.next_admission_keeping(now, self.reserve),
+            Budget::LiveReads => self.read_throttle.next_admission(now),
+        }
     }
 
     /// The budget the calls that follow spend.
     pub fn set_budget(&mut self, budget: Budget) {
         self.budget = budget;
-    }
-
-    fn throttle_of(&self, budget: Budget) -> &Throttle {
-        match budget {
-            Budget::Shared => &self.throttle,
-            Budget::LiveReads => &self.read_throttle,
-        }
     }
 
     pub fn throttle(&self) -> &Throttle {
@@ -399,13 +403,12 @@ impl ApiClient {
         timeout: Option<Duration>,
     ) -> Result<Response<Body>, ApiError> {
         let now = (self.clock)();
-        let throttle = match self.budget {
-            Budget::Shared => &mut self.throttle,
-            Budget::LiveReads => &mut self.read_throttle,
+        let admitted = match self.budget {
+            Budget::Shared => self.throttle.admit(now),
+            Budget::SharedLeavingReserve => self.throttle.admit_keeping(now, self.reserve),
+            Budget::LiveReads => self.read_throttle.admit(now),
         };
-        throttle
-            .admit(now)
-            .map_err(|until| ApiError::Throttled { until })?;
+        admitted.map_err(|until| ApiError::Throttled { until })?;
         let label = format!("{method} {path}");
         let url = format!("{}{path}", self.base_url);
         let mut request = Request::builder().method(method).uri(&url);

@@ -37,6 +37,11 @@ use crate::time::Time;
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
 const MAX_STEPS_PER_CALL: usize = 4;
 
+/// A read that found this many events or more is a burst, not a trickle: the watch goes back
+/// to being read on each arrival (each read then carries many events anyway), so a burst is
+/// never held back by the coalescing pause.
+const COALESCE_MAX_EVENTS: usize = 64;
+
 /// Limit on a whole `resourceVersion=0` LIST, body included (the client's per-call timeout is
 /// for small answers). Only the first full state is such a list, before anything is decided;
 /// one that takes longer falls back to consistent pages.
@@ -228,18 +233,19 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let mut items = std::mem::take(&mut self.items);
         self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
-        let found = !items.is_empty();
+        let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
         self.coalesce_after_read(io.lp, found);
     }
 
     /// Reads events that arrive close together in one wake-up (issue #14: a wake-up per Lease
-    /// renewal cost more than the renewal). After a read that found something, the stream's
+    /// renewal cost more than the renewal). After a read that found a few events, the stream's
     /// readiness events are paused and it is read again `watch_coalesce` later; a read that
-    /// finds nothing resumes them, so a quiet watch costs no timer and its first event is read
-    /// at once. An event is seen at most `watch_coalesce` late.
-    fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: bool) {
+    /// finds nothing, or a burst, resumes them, so a quiet watch costs no timer, its first
+    /// event is read at once, and a burst or a full state flows at the socket's pace. An event
+    /// is seen at most `watch_coalesce` late.
+    fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
         let Some(stream) = &mut self.stream else {
             self.paused_until = None;
             return;
@@ -247,8 +253,11 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         if self.watch_coalesce.is_zero() || self.more_to_read {
             return;
         }
+        let trickle = (1..COALESCE_MAX_EVENTS).contains(&found)
+            && self.reflector.is_synced()
+            && !self.reflector.delivering_full_state();
         let next = lp.now() + self.watch_coalesce;
-        match (found, self.paused_until.is_some()) {
+        match (trickle, self.paused_until.is_some()) {
             (true, false) => match stream.pause(lp.registry()) {
                 Ok(()) => self.paused_until = Some(next),
                 Err(e) => debug!("{} watch: not paused ({e})", T::KIND),

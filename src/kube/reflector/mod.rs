@@ -366,6 +366,14 @@ impl<T: Watched> Reflector<T> {
         self.full_states > 0
     }
 
+    /// A full state is being delivered (LIST pages, or a watch-list's initial events).
+    pub fn delivering_full_state(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Listing { .. } | Phase::Watching { initial: Some(_) }
+        )
+    }
+
     /// The next full state (after a `410 Gone`) is a watch-list: the server's version, unknown
     /// at the start, turned out to support it. A full state in progress is not interrupted.
     pub fn enable_watch_list(&mut self) {

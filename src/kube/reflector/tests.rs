@@ -691,3 +691,21 @@ fn items_of_a_list_already_abandoned_are_ignored() {
     r.list_items_received(page(vec![lease("z", 9)], 0, Some("")), &mut out);
     assert!(out.is_empty());
 }
+
+#[test]
+fn a_full_state_in_delivery_is_known_so_the_shell_does_not_slow_it() {
+    let mut r: Reflector<Lease> = Reflector::new(ReflectorConfig::default(), 1);
+    expect_list(&mut r, T0);
+    assert!(r.delivering_full_state());
+    let mut out = Vec::new();
+    r.list_page_received(T0, page(vec![lease("a", 1)], 100, None), &mut out);
+    expect_watch(&mut r, T0);
+    assert!(!r.delivering_full_state(), "a plain watch after the list");
+    let config = ReflectorConfig {
+        watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let mut r: Reflector<Lease> = Reflector::new(config, 1);
+    expect_watch(&mut r, T0);
+    assert!(r.delivering_full_state(), "a watch-list's initial events");
+}

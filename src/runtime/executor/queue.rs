@@ -39,11 +39,14 @@ fn class(action: &Action) -> usize {
     }
 }
 
-/// The client budget an action spends: live Lease reads have their own (see `kube::Budget`).
+/// The client budget an action spends (see `kube::Budget`): live Lease reads their own, status
+/// writes the shared one, everything else the shared one leaving a reserve (which the executor
+/// applies only while verdicts are being made).
 pub(super) fn budget(action: &Action) -> Budget {
-    match action {
-        Action::ReadLease { .. } => Budget::LiveReads,
-        _ => Budget::Shared,
+    match class(action) {
+        0 => Budget::LiveReads,
+        1 => Budget::Shared,
+        _ => Budget::SharedLeavingReserve,
     }
 }
 
