@@ -4,7 +4,10 @@
 //! blocking, throttled [`ApiClient`] (one page per loop turn, so timers and other streams run
 //! between pages; a throttled page waits on a timer, never in a sleep), the watch is a
 //! non-blocking [`WatchStream`] registered with the loop, and what the reflector decides is
-//! handed to the caller as [`Delta`]s.
+//! handed to the caller as [`Delta`]s. The first full state may instead be one
+//! `resourceVersion=0` LIST read as a stream, a page's worth of items per loop turn
+//! ([`CacheList`]); a synced watch that receives a trickle of events is read in batches
+//! (`coalesce_after_read`).
 //!
 //! Each informer owns one loop source kind (its watch socket) and one timer key, both chosen by
 //! its owner. The timer is always armed for the earliest thing the informer waits for: the next
