@@ -332,3 +332,105 @@ fn abandoning_answers_every_waiting_action_as_failed() {
     assert!(h.exec.is_idle());
     assert!(h.writes().is_empty());
 }
+
+/// Issue #14, mass failure: the pod writes of earlier verdicts have spent the whole client
+/// budget (qps 20 / burst 30), and a node falls due. Its live Lease read has a budget of its
+/// own and goes at once; its status write is next in line for the shared budget, ahead of the
+/// 70 pod writes still waiting, so it waits one token interval at most.
+#[test]
+fn a_verdict_does_not_wait_behind_pod_writes_that_spent_the_client_budget() {
+    let client = ClientSettings {
+        qps: Some(Rate::per_second(20)),
+        burst: 30,
+        ..unthrottled()
+    };
+    let mut h = Harness::new(ExecutorSettings::default(), client);
+    let node = h.add_node("dead");
+    let lease_time = h.now();
+    h.sim
+        .cluster()
+        .create(
+            node_lifecycled::sim::Resource::Leases,
+            node_lifecycled::sim::fixtures::node_lease("dead", lease_time),
+        )
+        .unwrap();
+    let pods: Vec<_> = (0..100)
+        .map(|i| h.add_pod("ns", &format!("p{i}"), "n1"))
+        .collect();
+    h.submit(pods.iter().enumerate().map(|(i, p)| mark(i as u64, p)));
+    h.run(usize::MAX); // the burst of 30 goes
+    assert!(h.exec.next_wakeup().unwrap() > h.now(), "budget spent");
+
+    h.submit([Action::ReadLease {
+        id: ActionId(1000),
+        node: n("dead"),
+    }]);
+    assert_eq!(h.exec.next_wakeup(), Some(h.now()), "the read is due now");
+    let inputs = h.run(usize::MAX);
+    assert!(
+        matches!(
+            &inputs[..],
+            [Input::LeaseRead {
+                id: ActionId(1000),
+                outcome: LeaseReadOutcome::Found(_)
+            }]
+        ),
+        "the live read went at once, and nothing else: {inputs:?}"
+    );
+
+    let t0 = h.now();
+    h.submit([Action::UpdateNodeConditions {
+        id: ActionId(1001),
+        node: node.name.clone(),
+        uid: node.uid.clone(),
+        resource_version: node.resource_version.clone(),
+        conditions: Vec::new(),
+    }]);
+    let at = h.exec.next_wakeup().unwrap();
+    assert!(at - t0 <= Duration::from_millis(50), "{:?}", at - t0);
+    h.set_now(at);
+    let inputs = h.run(1);
+    assert!(
+        inputs.iter().any(|i| matches!(
+            i,
+            Input::Result {
+                id: ActionId(1001),
+                ..
+            }
+        )),
+        "the status write is the next call: {inputs:?}"
+    );
+    // While verdicts are being made, the pod writes leave half the burst (15 tokens): they wait
+    // until 16 are there, then go at 20/s. The next verdict's status write goes at once.
+    let t1 = h.now();
+    while h.now() - t1 < Duration::from_secs(2) {
+        let at = h.exec.next_wakeup().unwrap();
+        h.set_now(at);
+        h.run(usize::MAX);
+    }
+    let before = h.exec.stats().requests_with("patch", 200);
+    assert!(
+        before > 1 + 30 + 20,
+        "pod writes flow at the rate: {before}"
+    );
+    h.submit([Action::UpdateNodeConditions {
+        id: ActionId(1002),
+        node: node.name.clone(),
+        uid: node.uid.clone(),
+        resource_version: node.resource_version.clone(),
+        conditions: Vec::new(),
+    }]);
+    assert_eq!(
+        h.exec.next_wakeup(),
+        Some(h.now()),
+        "a token was left for it"
+    );
+    h.run(1);
+    assert_eq!(h.exec.stats().requests_with("patch", 200), before + 1);
+    // Everything still within qps 20 / burst 30: 30 at once, then 20/s.
+    h.run_until_idle();
+    let patches = h.exec.stats().requests_with("patch", 200);
+    assert_eq!(patches, 102);
+    let tokens = 30 + (h.now() - t0).as_millis() as u64 / 50;
+    assert!(patches <= tokens, "{patches} writes, {tokens} tokens");
+}

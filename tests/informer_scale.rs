@@ -248,3 +248,64 @@ fn ten_thousand_pods_listed_in_pages_then_watched_stay_equal_to_the_server_throu
         &server_pods(&cluster, &mut ctx),
     );
 }
+
+/// Issue #14: the first full state is one `resourceVersion=0` LIST (the watch cache's answer, as
+/// kube-controller-manager's informers ask), read as it arrives and handed on a page's worth of
+/// items per loop turn: the store equals the server, and the loop turned between the parts.
+#[test]
+fn the_first_list_is_one_watch_cache_response_streamed_into_the_store_a_page_per_loop_turn() {
+    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let cluster = sim.cluster();
+    for i in 0..BOUND + UNBOUND {
+        let node = (i < BOUND).then(|| format!("node-{}", i % 50));
+        cluster
+            .create(
+                Resource::Pods,
+                fixtures::running_pod(&namespace(i), &pod_name(i), node.as_deref()),
+            )
+            .unwrap();
+    }
+    let clock = Clock::start();
+    let mut lp: EventLoop<Id, Id> = EventLoop::new(clock.clone()).unwrap();
+    let mut h = Harness::new(
+        plain_connection(sim.url(), Credentials::None),
+        &clock,
+        unthrottled(),
+    );
+    let mut config = list_watch(Duration::from_secs(60));
+    config.reflector.initial_list_from_cache = true;
+    h.pods = Some(Tracked::new(config, Id::Pods));
+    h.start(lp.control());
+    h.run_until(&mut lp, Duration::from_secs(60), "initial list", |h| {
+        h.pods().informer.is_synced()
+    });
+    let stats = h.pods().stats();
+    assert_eq!(stats.list_pages, 1, "one response, not pages");
+    assert!(stats.list_bytes > 5_000_000, "{} bytes", stats.list_bytes);
+    assert!(
+        h.call_cpu.len() >= BOUND / 500,
+        "the loop turned between the parts: {} informer calls",
+        h.call_cpu.len()
+    );
+    assert_eq!(h.pods().store.len(), BOUND);
+    let mut ctx = DecodeContext::new();
+    assert_same(
+        "after the streamed list",
+        &h.pods().store,
+        &server_pods(&cluster, &mut ctx),
+    );
+    // The watch resumes from the list's version: a change made now arrives.
+    let rv = flip_ready(&cluster, 3, false)["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    h.run_until(&mut lp, Duration::from_secs(30), "the change", |h| {
+        rv_reached(h.pods(), rv)
+    });
+    assert_eq!(h.pods().stats().reflector.relists, 0);
+    assert_same(
+        "after a change",
+        &h.pods().store,
+        &server_pods(&cluster, &mut ctx),
+    );
+}

@@ -135,11 +135,32 @@ struct StatusDetails {
 }
 
 /// The blocking API client of the single-threaded executor.
+/// Which client-side budget a call spends (issue #14). Writes and every other call share the
+/// configured qps/burst, as upstream's one client does. The live Lease reads that confirm a
+/// verdict have a budget of their own, of the same qps/burst: in a mass failure the shared
+/// budget is spent on pod writes, and a verdict whose read waited for it came hundreds of
+/// milliseconds late. A Lease GET is a small single-object read, made at most once per
+/// suspected node (kube-controller-manager makes none: it trusts its cache).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Budget {
+    #[default]
+    Shared,
+    /// The shared budget, leaving half its burst to the calls on `Shared`: while verdicts are
+    /// being made, their status writes then find a token instead of waiting behind pod writes.
+    SharedLeavingReserve,
+    LiveReads,
+}
+
 pub struct ApiClient {
     agent: ureq::Agent,
     base_url: String,
     token: TokenSource,
     throttle: Throttle,
+    /// The budget of live Lease reads (see [`Budget`]).
+    read_throttle: Throttle,
+    budget: Budget,
+    /// Tokens a `SharedLeavingReserve` call leaves: half the burst.
+    reserve: u64,
     max_body_bytes: u64,
     clock: Box<dyn Fn() -> Time>,
 }
@@ -158,11 +179,15 @@ impl ApiClient {
             Some(qps) => Throttle::new(qps, settings.burst, now),
             None => Throttle::unlimited(),
         };
+        let read_throttle = throttle.clone();
         Ok(ApiClient {
             agent: transport::agent(connection, settings.timeout),
             base_url: connection.base_url(),
             token,
+            reserve: throttle.burst() / 2,
             throttle,
+            read_throttle,
+            budget: Budget::Shared,
             max_body_bytes: settings.max_body_bytes,
             clock,
         })
@@ -181,7 +206,22 @@ impl ApiClient {
 
     /// When the next call would be admitted (now, or later: schedule it then).
     pub fn next_admission(&self) -> Time {
-        self.throttle.next_admission((self.clock)())
+        self.next_admission_for(self.budget)
+    }
+
+    /// When a call spending `budget` would be admitted.
+    pub fn next_admission_for(&self, budget: Budget) -> Time {
+        let now = (self.clock)();
+        match budget {
+            Budget::Shared => self.throttle.next_admission(now),
+            Budget::SharedLeavingReserve => self.throttle.next_admission_keeping(now, self.reserve),
+            Budget::LiveReads => self.read_throttle.next_admission(now),
+        }
+    }
+
+    /// The budget the calls that follow spend.
+    pub fn set_budget(&mut self, budget: Budget) {
+        self.budget = budget;
     }
 
     pub fn throttle(&self) -> &Throttle {
@@ -327,6 +367,23 @@ impl ApiClient {
             .map_err(|e| read_error(&self.base_url, &label, ureq::Error::from(e)))
     }
 
+    /// GET whose 2xx body the caller reads as it arrives (a watch-cache LIST, see
+    /// `decode::list_stream`). `timeout` bounds the whole call, body included, in place of the
+    /// client's per-call timeout: such a body can take seconds to arrive. No size limit: the
+    /// caller holds one item at a time and limits that.
+    pub fn get_streamed(
+        &mut self,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<impl Read + use<>, ApiError> {
+        let response = self.call_with(Method::GET, path, None, Some(timeout))?;
+        Ok(response
+            .into_body()
+            .into_with_config()
+            .limit(u64::MAX)
+            .reader())
+    }
+
     /// Admits, sends, and turns any non-2xx answer into a typed error.
     fn call(
         &mut self,
@@ -334,10 +391,24 @@ impl ApiClient {
         path: &str,
         body: Option<(&str, &[u8])>,
     ) -> Result<Response<Body>, ApiError> {
+        self.call_with(method, path, body, None)
+    }
+
+    /// [`ApiClient::call`], with the call's timeout overridden when `timeout` is given.
+    fn call_with(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, &[u8])>,
+        timeout: Option<Duration>,
+    ) -> Result<Response<Body>, ApiError> {
         let now = (self.clock)();
-        self.throttle
-            .admit(now)
-            .map_err(|until| ApiError::Throttled { until })?;
+        let admitted = match self.budget {
+            Budget::Shared => self.throttle.admit(now),
+            Budget::SharedLeavingReserve => self.throttle.admit_keeping(now, self.reserve),
+            Budget::LiveReads => self.read_throttle.admit(now),
+        };
+        admitted.map_err(|until| ApiError::Throttled { until })?;
         let label = format!("{method} {path}");
         let url = format!("{}{path}", self.base_url);
         let mut request = Request::builder().method(method).uri(&url);
@@ -348,12 +419,12 @@ impl ApiClient {
             None => request
                 .body(())
                 .map_err(|e| ApiError::Transport(format!("{label}: invalid request: {e}")))
-                .and_then(|r| self.run(&label, r)),
+                .and_then(|r| self.run(&label, r, timeout)),
             Some((content_type, bytes)) => request
                 .header("Content-Type", content_type)
                 .body(bytes)
                 .map_err(|e| ApiError::Transport(format!("{label}: invalid request: {e}")))
-                .and_then(|r| self.run(&label, r)),
+                .and_then(|r| self.run(&label, r, timeout)),
         }?;
         let code = sent.status().as_u16();
         if (200..300).contains(&code) {
@@ -374,7 +445,9 @@ impl ApiClient {
         let error = error_from_response(label, code, retry_after_header, &bytes);
         if let ApiError::TooManyRequests { retry_after, .. } = &error {
             let after = retry_after.unwrap_or(DEFAULT_RETRY_AFTER);
+            // The server means the whole client, whichever budget the call spent.
             self.throttle.retry_after((self.clock)(), after);
+            self.read_throttle.retry_after((self.clock)(), after);
         }
         Err(error)
     }
@@ -383,7 +456,16 @@ impl ApiClient {
         &self,
         label: &str,
         request: Request<impl ureq::AsSendBody>,
+        timeout: Option<Duration>,
     ) -> Result<Response<Body>, ApiError> {
+        let request = match timeout {
+            Some(t) => self
+                .agent
+                .configure_request(request)
+                .timeout_global(Some(t))
+                .build(),
+            None => request,
+        };
         self.agent
             .run(request)
             .map_err(|e| request_error(&self.base_url, label, e))

@@ -26,7 +26,7 @@ pub mod watch;
 #[cfg(test)]
 mod test_dir;
 
-pub use client::{ApiClient, ClientSettings, ListPage, PatchType, Preconditions};
+pub use client::{ApiClient, Budget, ClientSettings, ListPage, PatchType, Preconditions};
 pub use connection::{Connection, Credentials, Scheme, ServerUrl};
 pub use error::{ApiError, ApiStatus, KubeConfigError};
 pub use explicit::ExplicitSettings;

@@ -43,16 +43,23 @@ impl Throttle {
 
     /// Takes a token for one call at `now`, or says when to ask again.
     pub fn admit(&mut self, now: Time) -> Result<(), Time> {
+        self.admit_keeping(now, 0)
+    }
+
+    /// Like [`Throttle::admit`], for a call that must leave `keep` tokens to urgent ones.
+    pub fn admit_keeping(&mut self, now: Time, keep: u64) -> Result<(), Time> {
         if now < self.not_before {
             return Err(self.not_before);
         }
         match &mut self.bucket {
             None => Ok(()),
             Some(bucket) => {
-                if bucket.try_take(now) {
+                if bucket.try_take_keeping(now, keep) {
                     Ok(())
                 } else {
-                    Err(bucket.next_available(now).unwrap_or(Time::MAX))
+                    Err(bucket
+                        .next_available_keeping(now, keep)
+                        .unwrap_or(Time::MAX))
                 }
             }
         }
@@ -60,11 +67,23 @@ impl Throttle {
 
     /// When a call would be admitted, without taking a token (`now` if at once).
     pub fn next_admission(&self, now: Time) -> Time {
+        self.next_admission_keeping(now, 0)
+    }
+
+    /// When a call leaving `keep` tokens would be admitted.
+    pub fn next_admission_keeping(&self, now: Time, keep: u64) -> Time {
         let from = now.max(self.not_before);
         match &self.bucket {
             None => from,
-            Some(bucket) => bucket.next_available(from).unwrap_or(Time::MAX),
+            Some(bucket) => bucket
+                .next_available_keeping(from, keep)
+                .unwrap_or(Time::MAX),
         }
+    }
+
+    /// The burst (0 when unlimited).
+    pub fn burst(&self) -> u64 {
+        self.bucket.as_ref().map_or(0, TokenBucket::burst)
     }
 
     /// The server answered 429 with `Retry-After`: no call of ours before `now + after`.
@@ -138,6 +157,33 @@ mod tests {
         throttle.retry_after(T0, Duration::from_secs(10));
         throttle.retry_after(T0, Duration::from_secs(1));
         assert_eq!(throttle.admit(T0), Err(T0 + Duration::from_secs(10)));
+    }
+
+    /// Routine calls that leave half the burst: urgent calls then take it at once while the
+    /// routine ones use the whole rate; the two together never pass qps/burst.
+    #[test]
+    fn routine_calls_leave_a_reserve_that_urgent_calls_take_at_once() {
+        let mut throttle = Throttle::new(Rate::per_second(20), 30, T0);
+        let mut routine = 0;
+        while throttle.admit_keeping(T0, 15).is_ok() {
+            routine += 1;
+        }
+        assert_eq!(routine, 15);
+        assert_eq!(
+            throttle.admit_keeping(T0, 15),
+            Err(T0 + Duration::from_millis(50))
+        );
+        for _ in 0..15 {
+            assert_eq!(throttle.admit(T0), Ok(()));
+        }
+        assert_eq!(throttle.admit(T0), Err(T0 + Duration::from_millis(50)));
+        // Drained: a routine call now waits for 16 tokens' worth of refill.
+        assert_eq!(
+            throttle.next_admission_keeping(T0, 15),
+            T0 + Duration::from_millis(800)
+        );
+        let done = run_calls(&mut throttle, 200, T0);
+        assert_eq!(done - T0, Duration::from_millis(10_000));
     }
 
     #[test]

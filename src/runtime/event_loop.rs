@@ -81,6 +81,12 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         self.registry.reregister(io, token, interest)
     }
 
+    /// The poll's registry, for a source that pauses and resumes its own readiness events
+    /// (its token and kind stay known meanwhile).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// Forgets the source; returns its kind. The OS-level deregistration error is ignored on
     /// purpose: the usual cause is a socket already closed, which deregisters itself.
     pub fn deregister<E: Source + ?Sized>(&mut self, io: &mut E, token: Token) -> Option<S> {

@@ -4,7 +4,10 @@
 //! blocking, throttled [`ApiClient`] (one page per loop turn, so timers and other streams run
 //! between pages; a throttled page waits on a timer, never in a sleep), the watch is a
 //! non-blocking [`WatchStream`] registered with the loop, and what the reflector decides is
-//! handed to the caller as [`Delta`]s.
+//! handed to the caller as [`Delta`]s. The first full state may instead be one
+//! `resourceVersion=0` LIST read as a stream, a page's worth of items per loop turn
+//! ([`CacheList`]); a synced watch that receives a trickle of events is read in batches
+//! (`coalesce_after_read`).
 //!
 //! Each informer owns one loop source kind (its watch socket) and one timer key, both chosen by
 //! its owner. The timer is always armed for the earliest thing the informer waits for: the next
@@ -15,12 +18,15 @@
 //! budget after every other due timer has fired.
 
 use std::hash::Hash;
+use std::io::Read;
+use std::time::Duration;
 
 use log::{debug, info, warn};
 use mio::Token;
 use serde::Deserialize;
 
 use super::event_loop::LoopControl;
+use crate::kube::decode::list_stream::ListStream;
 use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
 use crate::kube::reflector::{
     Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
@@ -34,11 +40,30 @@ use crate::time::Time;
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
 const MAX_STEPS_PER_CALL: usize = 4;
 
+/// A read that found this many events or more is a burst, not a trickle: the watch goes back
+/// to being read on each arrival (each read then carries many events anyway), so a burst is
+/// never held back by the coalescing pause.
+const COALESCE_MAX_EVENTS: usize = 64;
+
+/// Limit on a whole `resourceVersion=0` LIST, body included (the client's per-call timeout is
+/// for small answers). Only the first full state is such a list, before anything is decided;
+/// one that takes longer falls back to consistent pages.
+const CACHE_LIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A `resourceVersion=0` LIST being read, a page's worth of items per loop turn.
+struct CacheList {
+    path: String,
+    stream: ListStream<Box<dyn Read>>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct InformerConfig {
     pub reflector: ReflectorConfig,
     /// Options of each watch stream; its idle timeout is the reflector's.
     pub watch: WatchOptions,
+    /// After a read that found events, read the watch again this much later instead of on
+    /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
+    pub watch_coalesce: Duration,
 }
 
 /// What an informer borrows from its owner for one call: the loop (to register its watch socket
@@ -83,9 +108,15 @@ pub struct Informer<T: Watched, S, K> {
     stream: Option<WatchStream>,
     /// The stream stopped at its read budget with bytes left: read on again soon.
     more_to_read: bool,
+    watch_coalesce: Duration,
+    /// The stream's readiness events are paused: read it on the timer at this time.
+    paused_until: Option<Time>,
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
+    /// The streamed LIST being read, and how many items to hand on per loop turn.
+    cache_list: Option<CacheList>,
+    batch: usize,
     closed_watch_bytes: u64,
     watch_events: u64,
     list_pages: u64,
@@ -99,12 +130,16 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// `seed` feeds the reflector's jitter. Nothing happens until [`Informer::start`].
     pub fn new(config: InformerConfig, seed: u64, source: S, timer: K) -> Informer<T, S, K> {
         Informer {
+            cache_list: None,
+            batch: config.reflector.page_size.max(1) as usize,
             reflector: Reflector::new(config.reflector, seed),
             source,
             timer,
             watch_options: config.watch,
             stream: None,
             more_to_read: false,
+            watch_coalesce: config.watch_coalesce,
+            paused_until: None,
             postponed_list: None,
             items: Vec::new(),
             closed_watch_bytes: 0,
@@ -125,6 +160,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// Closes the watch and disarms the timer.
     pub fn stop(&mut self, lp: &mut LoopControl<S, K>) {
+        self.cache_list = None;
         self.close_stream(lp);
         lp.cancel(&self.timer);
     }
@@ -166,7 +202,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         token: Token,
         out: &mut Vec<Delta<T>>,
     ) {
-        if self.stream.as_ref().map(WatchStream::token) == Some(token) {
+        // While paused, an event still queued from before the pause is not a reason to read.
+        if self.stream.as_ref().map(WatchStream::token) == Some(token)
+            && self.paused_until.is_none()
+        {
             self.read(io, out);
         }
         self.step(io, out);
@@ -175,7 +214,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// The informer's timer fired.
     pub fn on_timer(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
-        if self.more_to_read {
+        let paused_read_due = self.paused_until.is_some_and(|at| io.lp.now() >= at);
+        if self.more_to_read || paused_read_due {
             self.read(io, out);
         }
         if let Some(stream) = &mut self.stream {
@@ -196,8 +236,46 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let mut items = std::mem::take(&mut self.items);
         self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
+        let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
+        self.coalesce_after_read(io.lp, found);
+    }
+
+    /// Reads events that arrive close together in one wake-up (issue #14: a wake-up per Lease
+    /// renewal cost more than the renewal). After a read that found a few events, the stream's
+    /// readiness events are paused and it is read again `watch_coalesce` later; a read that
+    /// finds nothing, or a burst, resumes them, so a quiet watch costs no timer, its first
+    /// event is read at once, and a burst or a full state flows at the socket's pace. An event
+    /// is seen at most `watch_coalesce` late.
+    fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
+        let Some(stream) = &mut self.stream else {
+            self.paused_until = None;
+            return;
+        };
+        if self.watch_coalesce.is_zero() || self.more_to_read {
+            return;
+        }
+        let trickle = (1..COALESCE_MAX_EVENTS).contains(&found)
+            && self.reflector.is_synced()
+            && !self.reflector.delivering_full_state();
+        let next = lp.now() + self.watch_coalesce;
+        match (trickle, self.paused_until.is_some()) {
+            (true, false) => match stream.pause(lp.registry()) {
+                Ok(()) => self.paused_until = Some(next),
+                Err(e) => debug!("{} watch: not paused ({e})", T::KIND),
+            },
+            (true, true) => self.paused_until = Some(next),
+            (false, true) => match stream.resume(lp.registry()) {
+                Ok(()) => self.paused_until = None,
+                Err(e) => {
+                    // No readiness events for it: keep reading it on the timer.
+                    debug!("{} watch: not resumed ({e})", T::KIND);
+                    self.paused_until = Some(next);
+                }
+            },
+            (false, false) => {}
+        }
     }
 
     /// Feeds the stream's items to the reflector; closes the stream when it ended or the
@@ -264,6 +342,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
         self.more_to_read = false;
+        self.paused_until = None;
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             let token = stream.token();
@@ -273,6 +352,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// Does what the reflector asks, at most one LIST page per call.
     fn step(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        if self.cache_list.is_some() {
+            self.read_cache_list(io, out);
+            return;
+        }
         for _ in 0..MAX_STEPS_PER_CALL {
             let now = io.lp.now();
             if let Some((_, until)) = &self.postponed_list {
@@ -305,6 +388,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         request: ListRequest,
         out: &mut Vec<Delta<T>>,
     ) {
+        if request.from_watch_cache {
+            self.open_cache_list(io, request, out);
+            return;
+        }
         let path = request.path_and_query::<T>();
         let result = io.client.get_bytes(&path);
         let now = io.lp.now();
@@ -358,6 +445,91 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         self.reflector.list_failed(now, failure);
     }
 
+    /// Sends a `resourceVersion=0` LIST and reads its first items.
+    fn open_cache_list(
+        &mut self,
+        io: &mut InformerIo<'_, S, K>,
+        request: ListRequest,
+        out: &mut Vec<Delta<T>>,
+    ) {
+        let path = request.path_and_query::<T>();
+        match io.client.get_streamed(&path, CACHE_LIST_TIMEOUT) {
+            Ok(body) => {
+                let body: Box<dyn Read> = Box::new(body);
+                self.cache_list = Some(CacheList {
+                    path,
+                    stream: ListStream::new(body),
+                });
+                self.read_cache_list(io, out);
+            }
+            Err(ApiError::Throttled { until }) => {
+                self.throttled_lists += 1;
+                self.postponed_list = Some((request, until));
+            }
+            Err(ApiError::TooManyRequests { .. }) => {
+                self.throttled_lists += 1;
+                self.postponed_list = Some((request, io.client.next_admission()));
+            }
+            Err(e) => self.cache_list_failed(io, format!("{e}")),
+        }
+    }
+
+    /// Hands on the next page's worth of items of the streamed LIST (blocking only while they
+    /// arrive; the timer brings the loop back for the rest).
+    fn read_cache_list(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        let Some(list) = &mut self.cache_list else {
+            return;
+        };
+        let before = list.stream.bytes();
+        let result = list.stream.next_batch::<T>(self.batch, io.decode);
+        self.list_bytes += list.stream.bytes() - before;
+        let page = match result {
+            Ok(page) => page,
+            Err(e) => {
+                let message = format!("GET {}: {e}", list.path);
+                self.cache_list = None;
+                self.cache_list_failed(io, message);
+                return;
+            }
+        };
+        for skipped in &page.skipped {
+            warn!("{} list: skipping an object: {skipped}", T::KIND);
+        }
+        if page.continue_token.is_some() {
+            self.reflector.list_items_received(page, out);
+            return;
+        }
+        let Some(list) = self.cache_list.take() else {
+            return;
+        };
+        let bytes = list.stream.bytes();
+        // The rest is at most whitespace; reading it keeps the connection reusable.
+        let _ = std::io::copy(&mut list.stream.into_reader(), &mut std::io::sink());
+        self.list_pages += 1;
+        self.reflector.list_page_received(io.lp.now(), page, out);
+        info!(
+            "{} list complete: {} objects ({} KiB from the watch cache)",
+            T::KIND,
+            self.reflector.stats().objects,
+            bytes / 1024
+        );
+    }
+
+    fn cache_list_failed(&mut self, io: &mut InformerIo<'_, S, K>, message: String) {
+        warn!(
+            "{} list from the watch cache failed: {message}; listing in consistent pages",
+            T::KIND
+        );
+        let now = io.lp.now();
+        self.reflector.list_failed(
+            now,
+            ListFailure {
+                gone: false,
+                message,
+            },
+        );
+    }
+
     /// Opens the watch; a watch that cannot even start is reported to the reflector as broken
     /// (it backs off) and `false` returned.
     fn open_watch(&mut self, io: &mut InformerIo<'_, S, K>, request: &WatchRequest) -> bool {
@@ -398,10 +570,13 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// Arms the timer for the earliest thing the informer waits for.
     fn rearm(&mut self, lp: &mut LoopControl<S, K>) {
-        let mut at = self.more_to_read.then(|| lp.now());
+        let mut at = (self.more_to_read || self.cache_list.is_some()).then(|| lp.now());
         let mut earliest = |t: Time| at = Some(at.map_or(t, |a| a.min(t)));
         if let Some(stream) = &self.stream {
             earliest(stream.idle_deadline());
+        }
+        if let Some(read_at) = self.paused_until {
+            earliest(read_at);
         }
         match &self.postponed_list {
             Some((_, until)) => earliest(*until),

@@ -2,6 +2,8 @@
 //! controllers, the executor, the API clients and the informers. A reload goes through the same
 //! functions, so a value means the same thing at start and after SIGHUP.
 
+use std::time::Duration;
+
 use crate::config::{ApiConfig, Config};
 use crate::controller::Settings;
 use crate::controller::fencing::FencingPolicy;
@@ -69,14 +71,22 @@ pub fn informer_config(api: &ApiConfig, watch_list: bool) -> InformerConfig {
         reflector: ReflectorConfig {
             idle_timeout: api.watch_idle_timeout,
             watch_list,
+            initial_list_from_cache: true,
             ..ReflectorConfig::default()
         },
         watch: WatchOptions {
             idle_timeout: api.watch_idle_timeout,
             ..WatchOptions::default()
         },
+        watch_coalesce: WATCH_COALESCE,
     }
 }
+
+/// Watch events arriving within this of each other are read in one wake-up (at 2,000 nodes,
+/// 200 Lease renewals a second would otherwise be 200 wake-ups). A heartbeat seen this much
+/// later moves its node's deadline as much later: nothing against a grace period of tens of
+/// seconds, and every verdict reads the Lease live first anyway.
+pub const WATCH_COALESCE: Duration = Duration::from_millis(50);
 
 #[cfg(test)]
 mod tests {

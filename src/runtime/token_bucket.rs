@@ -108,17 +108,40 @@ impl TokenBucket {
         }
     }
 
+    /// Takes one token if `keep` more would still be left at `now` (a call of lower priority
+    /// leaving the last tokens to urgent ones).
+    pub fn try_take_keeping(&mut self, now: Time, keep: u64) -> bool {
+        if self.rate.is_never() {
+            return false;
+        }
+        self.refill(now);
+        let need = u128::from(keep.saturating_add(1)) * UNIT;
+        if self.level >= need {
+            self.level -= UNIT;
+            true
+        } else {
+            false
+        }
+    }
+
     /// When the next token will be there (`now` if it already is); `None` for a rate of zero.
     pub fn next_available(&self, now: Time) -> Option<Time> {
-        if self.rate.is_never() || self.burst == 0 {
+        self.next_available_keeping(now, 0)
+    }
+
+    /// When a token can be taken with `keep` more left; `None` for a rate of zero or when the
+    /// bucket can never hold that many.
+    pub fn next_available_keeping(&self, now: Time, keep: u64) -> Option<Time> {
+        if self.rate.is_never() || self.burst <= keep {
             return None;
         }
+        let need = u128::from(keep + 1) * UNIT;
         let level = self.level_at(now);
-        if level >= UNIT {
+        if level >= need {
             return Some(now.max(self.updated));
         }
         let per_ms = u128::from(self.rate.0);
-        let wait_ms = (UNIT - level).div_ceil(per_ms);
+        let wait_ms = (need - level).div_ceil(per_ms);
         let from = now.max(self.updated);
         Some(from.saturating_add(Duration::from_millis(
             u64::try_from(wait_ms).unwrap_or(u64::MAX),

@@ -5,6 +5,7 @@
 //! JSON allows it and interned once; unknown enum strings never fail decoding. Pods with
 //! identical tolerations share one `Rc<[Toleration]>`.
 
+pub mod list_stream;
 mod wire;
 
 use std::collections::HashSet;

@@ -96,6 +96,12 @@ pub struct ReflectorConfig {
     pub backoff_reset_after: Duration,
     /// Use watch-list instead of LIST pages for the full state (see the module notes).
     pub watch_list: bool,
+    /// The first full state is one `resourceVersion=0` LIST, served from the API server's
+    /// watch cache (what kube-controller-manager's informers ask) and read as a stream, instead
+    /// of consistent pages read from etcd. Safe although it may be slightly stale: no verdict is
+    /// made without a live Lease read, and the watch resumes from the list's version. Relists
+    /// (after a `410 Gone`) and the retry after a failed cache list use consistent pages.
+    pub initial_list_from_cache: bool,
 }
 
 impl Default for ReflectorConfig {
@@ -107,6 +113,7 @@ impl Default for ReflectorConfig {
             backoff_max: Duration::from_secs(30),
             backoff_reset_after: Duration::from_secs(60),
             watch_list: false,
+            initial_list_from_cache: false,
         }
     }
 }
@@ -115,13 +122,20 @@ impl Default for ReflectorConfig {
 pub struct ListRequest {
     pub continue_token: Option<String>,
     pub limit: u32,
+    /// `resourceVersion=0`: the whole list in one response from the watch cache (no `limit`,
+    /// which the cache ignores), to be read as a stream.
+    pub from_watch_cache: bool,
 }
 
 impl ListRequest {
     /// Path and query for the unary client. No `resourceVersion`: a quorum read, which honours
     /// `limit` (`resourceVersion=0` is served from the watch cache and ignores it).
     pub fn path_and_query<T: Watched>(&self) -> String {
-        let mut q = format!("{}?limit={}", T::COLLECTION, self.limit);
+        let mut q = if self.from_watch_cache {
+            format!("{}?resourceVersion=0", T::COLLECTION)
+        } else {
+            format!("{}?limit={}", T::COLLECTION, self.limit)
+        };
         if let Some(c) = &self.continue_token {
             q.push_str("&continue=");
             q.push_str(&encode_query_value(c));
@@ -247,11 +261,14 @@ pub struct ReflectorStats {
 #[derive(Debug)]
 enum Phase {
     /// Paging through a LIST; `outstanding` while a page request is with the shell; `listed`
-    /// counts the objects of the pages so far.
+    /// counts the objects of the pages so far; `begun` once `Delta::Begin` was delivered;
+    /// `from_cache` for one streamed `resourceVersion=0` LIST.
     Listing {
         continue_token: Option<String>,
         listed: usize,
         outstanding: bool,
+        begun: bool,
+        from_cache: bool,
     },
     /// Next: open a watch (from `resource_version`, or a watch-list if a full state is due).
     ToWatch,
@@ -281,6 +298,8 @@ pub struct Reflector<T: Watched> {
     needs_full_state: bool,
     watch_list: bool,
     watch_list_misses: u32,
+    /// A `resourceVersion=0` LIST failed: full states use consistent pages from then on.
+    cache_list_failed: bool,
     full_states: u64,
     watches_opened: u64,
     attempt: u32,
@@ -310,6 +329,7 @@ impl<T: Watched> Reflector<T> {
             needs_full_state: true,
             watch_list,
             watch_list_misses: 0,
+            cache_list_failed: false,
             full_states: 0,
             watches_opened: 0,
             attempt: 0,
@@ -346,6 +366,14 @@ impl<T: Watched> Reflector<T> {
         self.full_states > 0
     }
 
+    /// A full state is being delivered (LIST pages, or a watch-list's initial events).
+    pub fn delivering_full_state(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Listing { .. } | Phase::Watching { initial: Some(_) }
+        )
+    }
+
     /// The next full state (after a `410 Gone`) is a watch-list: the server's version, unknown
     /// at the start, turned out to support it. A full state in progress is not interrupted.
     pub fn enable_watch_list(&mut self) {
@@ -373,17 +401,24 @@ impl<T: Watched> Reflector<T> {
                 Step::List(ListRequest {
                     continue_token: continue_token.clone(),
                     limit: self.config.page_size,
+                    from_watch_cache: false,
                 })
             }
             Phase::ToList => {
+                let from_cache = self.config.initial_list_from_cache
+                    && self.full_states == 0
+                    && !self.cache_list_failed;
                 self.phase = Phase::Listing {
                     continue_token: None,
                     listed: 0,
                     outstanding: true,
+                    begun: false,
+                    from_cache,
                 };
                 Step::List(ListRequest {
                     continue_token: None,
                     limit: self.config.page_size,
+                    from_watch_cache: from_cache,
                 })
             }
             Phase::ToWatch => {
@@ -419,17 +454,34 @@ impl<T: Watched> Reflector<T> {
         }
     }
 
-    pub fn list_page_received(&mut self, now: Time, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
+    /// Part of a streamed LIST (`from_watch_cache`): the items read so far. The rest of the
+    /// same response follows; its last part comes through `list_page_received`.
+    pub fn list_items_received(&mut self, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
         let Phase::Listing {
-            continue_token,
             listed,
+            begun,
+            from_cache: true,
             ..
         } = &mut self.phase
         else {
             return; // a late answer to a list we abandoned
         };
-        if continue_token.is_none() {
+        if !*begun {
+            *begun = true;
+            out.push(Delta::Begin);
+        }
+        *listed += page.items.len();
+        out.extend(page.items.into_iter().map(Delta::Upsert));
+        self.skipped_events += page.skipped.len() as u64;
+    }
+
+    pub fn list_page_received(&mut self, now: Time, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
+        let Phase::Listing { listed, begun, .. } = &mut self.phase else {
+            return; // a late answer to a list we abandoned
+        };
+        if !*begun {
             // The first page of a full state.
+            *begun = true;
             out.push(Delta::Begin);
         }
         *listed += page.items.len();
@@ -441,6 +493,8 @@ impl<T: Watched> Reflector<T> {
                     continue_token: Some(token),
                     listed,
                     outstanding: false,
+                    begun: true,
+                    from_cache: false,
                 },
                 other => other,
             };
@@ -456,11 +510,23 @@ impl<T: Watched> Reflector<T> {
     }
 
     pub fn list_failed(&mut self, now: Time, failure: ListFailure) {
-        let Phase::Listing { outstanding, .. } = &mut self.phase else {
+        let Phase::Listing {
+            outstanding,
+            from_cache,
+            ..
+        } = &mut self.phase
+        else {
             return;
         };
-        // The continue token stays: a transient failure need not restart a long list.
-        *outstanding = false;
+        if *from_cache {
+            // Refused, too large for the call's time, or broken off: consistent pages next,
+            // a full state from the start (a new `Delta::Begin`).
+            self.cache_list_failed = true;
+            self.phase = Phase::ToList;
+        } else {
+            // The continue token stays: a transient failure need not restart a long list.
+            *outstanding = false;
+        }
         if failure.gone {
             // The snapshot behind the continue token was compacted: start over at once.
             self.phase = Phase::ToList;

@@ -77,7 +77,8 @@ fn list_in_pages_then_watch_from_the_lists_resource_version() {
         first,
         ListRequest {
             continue_token: None,
-            limit: 500
+            limit: 500,
+            from_watch_cache: false,
         }
     );
     assert_eq!(r.poll(T0), Step::InFlight);
@@ -112,6 +113,7 @@ fn pods_are_listed_and_watched_with_the_bound_to_a_node_selector() {
     let l = ListRequest {
         continue_token: None,
         limit: 500,
+        from_watch_cache: false,
     };
     assert_eq!(
         l.path_and_query::<Pod>(),
@@ -599,4 +601,111 @@ fn watch_list_enabled_later_is_used_by_the_next_full_state() {
         "{w:?}"
     );
     assert!(r.stats().watch_list);
+}
+
+fn from_cache_config() -> ReflectorConfig {
+    ReflectorConfig {
+        initial_list_from_cache: true,
+        ..ReflectorConfig::default()
+    }
+}
+
+#[test]
+fn the_first_list_comes_from_the_watch_cache_in_one_streamed_response_then_the_watch_resumes_from_it()
+ {
+    let mut r: Reflector<Lease> = Reflector::new(from_cache_config(), 1);
+    let first = expect_list(&mut r, T0);
+    assert!(first.from_watch_cache);
+    assert_eq!(
+        first.path_and_query::<Pod>(),
+        "/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%21%3D"
+    );
+    let mut out = Vec::new();
+    // Items handed on as they are read: one Begin, the request stays in flight.
+    r.list_items_received(page(vec![lease("a", 1)], 0, Some("")), &mut out);
+    assert_eq!(r.poll(T0), Step::InFlight);
+    r.list_items_received(page(vec![lease("b", 2)], 0, Some("")), &mut out);
+    assert!(!r.is_synced());
+    r.list_page_received(T0, page(vec![lease("c", 3)], 90, None), &mut out);
+    assert_eq!(names(&out), ["begin", "+a@1", "+b@2", "+c@3", "synced"]);
+    assert_eq!(r.stats().objects, 3);
+    let w = expect_watch(&mut r, T0);
+    assert_eq!(w.resource_version.as_deref(), Some("90"));
+}
+
+#[test]
+fn a_failed_watch_cache_list_falls_back_to_consistent_pages_and_starts_the_full_state_again() {
+    let mut r: Reflector<Lease> = Reflector::new(from_cache_config(), 1);
+    assert!(expect_list(&mut r, T0).from_watch_cache);
+    let mut out = Vec::new();
+    r.list_items_received(page(vec![lease("a", 1)], 0, Some("")), &mut out);
+    r.list_failed(
+        T0,
+        ListFailure {
+            gone: false,
+            message: "the body ended inside the list".into(),
+        },
+    );
+    assert!(matches!(r.poll(T0), Step::Wait { .. }), "backs off first");
+    let retry = expect_list(&mut r, T0 + ms(60_000));
+    assert_eq!(
+        retry,
+        ListRequest {
+            continue_token: None,
+            limit: 500,
+            from_watch_cache: false,
+        }
+    );
+    r.list_page_received(T0, page(vec![lease("b", 2)], 100, None), &mut out);
+    // A second Begin: what the broken list delivered and this one does not is removed.
+    assert_eq!(names(&out), ["begin", "+a@1", "begin", "+b@2", "synced"]);
+    assert_eq!(r.stats().objects, 1);
+}
+
+#[test]
+fn relists_after_gone_use_consistent_pages_not_the_watch_cache() {
+    let mut r: Reflector<Lease> = Reflector::new(from_cache_config(), 1);
+    assert!(expect_list(&mut r, T0).from_watch_cache);
+    let mut out = Vec::new();
+    r.list_page_received(T0, page(vec![lease("a", 1)], 100, None), &mut out);
+    expect_watch(&mut r, T0);
+    r.watch_ended(
+        T0,
+        &StreamEnd::Rejected {
+            status: 410,
+            message: "Gone".into(),
+        },
+    );
+    let relist = expect_list(&mut r, T0);
+    assert!(!relist.from_watch_cache);
+    assert_eq!(
+        relist.path_and_query::<Lease>(),
+        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?limit=500"
+    );
+}
+
+#[test]
+fn items_of_a_list_already_abandoned_are_ignored() {
+    let mut r = synced();
+    let mut out = Vec::new();
+    r.list_items_received(page(vec![lease("z", 9)], 0, Some("")), &mut out);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn a_full_state_in_delivery_is_known_so_the_shell_does_not_slow_it() {
+    let mut r: Reflector<Lease> = Reflector::new(ReflectorConfig::default(), 1);
+    expect_list(&mut r, T0);
+    assert!(r.delivering_full_state());
+    let mut out = Vec::new();
+    r.list_page_received(T0, page(vec![lease("a", 1)], 100, None), &mut out);
+    expect_watch(&mut r, T0);
+    assert!(!r.delivering_full_state(), "a plain watch after the list");
+    let config = ReflectorConfig {
+        watch_list: true,
+        ..ReflectorConfig::default()
+    };
+    let mut r: Reflector<Lease> = Reflector::new(config, 1);
+    expect_watch(&mut r, T0);
+    assert!(r.delivering_full_state(), "a watch-list's initial events");
 }

@@ -209,6 +209,22 @@ impl WatchStream {
         }
     }
 
+    /// Stops readiness events for this stream (see [`WatchStream::resume`]): the owner reads it
+    /// on a timer instead, so events that arrive close together are read in one wake-up.
+    pub fn pause(&mut self, registry: &Registry) -> io::Result<()> {
+        registry.deregister(&mut self.socket)
+    }
+
+    /// Readiness events again, with the stream's token; bytes already waiting are reported at
+    /// once by the next poll.
+    pub fn resume(&mut self, registry: &Registry) -> io::Result<()> {
+        registry.register(
+            &mut self.socket,
+            self.token,
+            Interest::READABLE | Interest::WRITABLE,
+        )
+    }
+
     /// Deregisters; the socket closes when the stream is dropped.
     pub fn close(mut self, registry: &Registry) {
         let _ = registry.deregister(&mut self.socket);

@@ -54,7 +54,7 @@ use crate::controller::fencing::{FenceOutcome, FenceTargetOutcome};
 use crate::controller::taint_eviction::{EvictionResult, MAX_ATTEMPTS};
 use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome};
 use crate::kube::decode::{Decode, DecodeContext, decode_object};
-use crate::kube::{ApiClient, ApiError, PatchType, Preconditions};
+use crate::kube::{ApiClient, ApiError, Budget, PatchType, Preconditions};
 use crate::model::{Lease, Node, Pod};
 use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
@@ -67,6 +67,9 @@ pub use stats::{ExecutorStats, NO_ANSWER};
 /// Upstream `UpdateLabelBackoff`: 5 steps of 100 ms, jitter 1.0.
 pub const LABEL_CONFLICT_TRIES: u32 = 5;
 pub const LABEL_RETRY_DELAY: Duration = Duration::from_millis(100);
+/// How long after a verdict call routine calls keep leaving half the burst to verdicts: one
+/// kubelet renew interval, over which the nodes of a mass failure fall due.
+pub const VERDICT_WINDOW: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug)]
 pub struct ExecutorSettings {
@@ -306,6 +309,8 @@ pub struct Executor {
     backoff: Backoff,
     /// Since when the head of the queue has been held by the client throttle.
     throttled_since: Option<Time>,
+    /// When the last verdict call (live Lease read, status write) was made.
+    last_verdict: Option<Time>,
     rng: u64,
     event_seq: u64,
     stats: ExecutorStats,
@@ -326,6 +331,7 @@ impl Executor {
             event_bucket,
             backoff: Backoff::default(),
             throttled_since: None,
+            last_verdict: None,
             event_seq: 0,
             stats: ExecutorStats::default(),
             dry: DryRunLog::default(),
@@ -399,22 +405,50 @@ impl Executor {
         self.pending_actions() == 0 && self.events.is_empty()
     }
 
-    /// When the next call may be made: the client throttle and our backoff.
-    fn gate(&self) -> Time {
-        self.client.next_admission().max(self.backoff.until)
+    /// When the next call spending `budget` may be made: the client throttle and our backoff.
+    fn gate(&self, budget: Budget) -> Time {
+        self.client
+            .next_admission_for(self.effective(budget))
+            .max(self.backoff.until)
+    }
+
+    /// Routine calls leave a reserve of the shared budget only while verdicts are being made
+    /// (one in the last [`VERDICT_WINDOW`]): otherwise the whole burst is theirs, as upstream's.
+    fn effective(&self, budget: Budget) -> Budget {
+        let now = self.client.now();
+        match budget {
+            Budget::SharedLeavingReserve
+                if self
+                    .last_verdict
+                    .is_none_or(|at| now.since(at) >= VERDICT_WINDOW) =>
+            {
+                Budget::Shared
+            }
+            other => other,
+        }
+    }
+
+    /// Runs one job's calls on `budget`; the client is left on the shared budget, so nothing
+    /// else spends the live reads' budget by accident.
+    fn with_budget<R>(&mut self, budget: Budget, f: impl FnOnce(&mut Self) -> R) -> R {
+        let budget = self.effective(budget);
+        self.client.set_budget(budget);
+        let result = f(self);
+        self.client.set_budget(Budget::Shared);
+        result
     }
 
     /// When `run_ready` has something to do next (a time at or before now: at once); `None`
     /// when nothing is waiting.
     pub fn next_wakeup(&self) -> Option<Time> {
-        let mut wake = if !self.queue.is_empty() {
-            Some(self.gate())
+        let mut wake = if let Some(budget) = self.queue.head_budget() {
+            Some(self.gate(budget))
         } else if self.events.is_empty() {
             None
         } else if self.settings.dry_run {
             Some(Time::ZERO)
         } else {
-            let gate = self.gate();
+            let gate = self.gate(Budget::SharedLeavingReserve);
             Some(self.event_bucket.next_available(gate).unwrap_or(Time::MAX))
         };
         if let Some(retry) = self.delayed.iter().map(|j| j.not_before).min() {
@@ -459,17 +493,20 @@ impl Executor {
             self.dry_run_events_if_idle();
         }
         while calls < max_calls {
-            if !self.queue.is_empty() {
+            if let Some(budget) = self.queue.head_budget() {
                 if self.backoff.until > now {
                     break;
                 }
-                if self.client.next_admission() > now {
+                if self.gate(budget) > now {
                     self.throttled_since.get_or_insert(now);
                     break;
                 }
                 let Some(job) = self.queue.pop_front() else {
                     break;
                 };
+                if budget != Budget::SharedLeavingReserve {
+                    self.last_verdict = Some(now);
+                }
                 calls += 1;
                 let health_write = !self.settings.dry_run
                     && matches!(job.action, Action::UpdateNodeConditions { .. });
@@ -477,7 +514,7 @@ impl Executor {
                 let next = if self.settings.dry_run {
                     self.dry_step(job, now, ctx, &mut out)
                 } else {
-                    self.step(job, now, ctx, &mut out)
+                    self.with_budget(budget, |e| e.step(job, now, ctx, &mut out))
                 };
                 if health_write {
                     self.node_health_writes.push(started.elapsed());
@@ -494,11 +531,13 @@ impl Executor {
                 }
                 self.promote_delayed(now);
             } else if !self.events.is_empty() && !self.settings.dry_run {
-                if self.gate() > now || !self.event_bucket.has_token(now) {
+                if self.gate(Budget::SharedLeavingReserve) > now
+                    || !self.event_bucket.has_token(now)
+                {
                     break;
                 }
                 calls += 1;
-                if !self.send_event(now) {
+                if !self.with_budget(Budget::SharedLeavingReserve, |e| e.send_event(now)) {
                     break;
                 }
                 now = now.max(self.client.now());

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""node-lifecycled against the real kube-apiserver (issue #14): sync time, RSS, steady CPU, CPU per event.
+
+  scripts/bench-real-apiserver.py [--nodes 500] [--pods 30] [--window 120] [--runs 1]
+                                  [--state DIR] [--keep] [--daemon target/release/node-lifecycled]
+
+Starts the real API server tier (../shared/real-apiserver/up.sh: etcd + kube-apiserver v1.20.2),
+applies conf/rbac.yaml, creates N nodes x P pods with load.py and plays the kubelets (every Lease
+renewed every 10 s, every node's status patched every 60 s) for the whole run. Then, per run:
+
+- the API server's own floor: the daemon's three LISTs fetched with curl to /dev/null, both as
+  resourceVersion=0 (served from the watch cache, one response) and as consistent pages of 500
+  (from etcd), one kind after the other, as the daemon does;
+- the release daemon (leader election off, the user of conf/rbac.yaml) from spawn to READY=1 on an
+  sd_notify socket this script listens on (initial sync), RSS sampled every 100 ms (peak up to 1 s
+  after READY), then after 10 s of settling a steady window: utime+stime from /proc/PID/stat as %
+  of one core, divided by the watch events the kubelets caused in that window (Lease renewals +
+  node status patches, from load.py's cumulative counts) = CPU per watch event; loop wake-ups from
+  SIGUSR1 JSON dumps at both ends.
+
+--state DIR reuses a loaded server from an earlier --keep run (skips up.sh and create); --keep
+leaves it running and prints its STATE. Only process CPU time is measured (this machine is shared).
+Needs python3, curl, kubectl and a release build (`cargo build --release`).
+"""
+import argparse, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIER = os.path.join(os.path.dirname(ROOT), 'shared', 'real-apiserver')
+TICK = os.sysconf('SC_CLK_TCK')
+KINDS = [('nodes', '/api/v1/nodes'),
+         ('leases', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases'),
+         ('pods', '/api/v1/pods?fieldSelector=spec.nodeName%21%3D')]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def up(state):
+    env = dict(os.environ, STATE=state) if state else None
+    out = subprocess.run([os.path.join(TIER, 'up.sh')], env=env, check=True, capture_output=True, text=True).stdout
+    return dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+
+
+def vars_of(state):
+    """The KEY=value set up.sh printed, rebuilt for an existing STATE folder."""
+    kc = open(os.path.join(state, 'admin.kubeconfig')).read()
+    url = re.search(r'server: (\S+)', kc).group(1)
+    return dict(STATE=state, APISERVER_URL=url, CA_FILE=f'{state}/pki/ca.crt',
+                ADMIN_KUBECONFIG=f'{state}/admin.kubeconfig', DAEMON_KUBECONFIG=f'{state}/daemon.kubeconfig')
+
+
+def curl_list(v, path, rv0):
+    """Wall time of one kind's LIST with curl (pages of 500 followed by continue tokens unless rv0)."""
+    pki = os.path.join(v['STATE'], 'pki')
+    auth = ['--cacert', v['CA_FILE'], '--cert', f'{pki}/daemon.crt', '--key', f'{pki}/daemon.key']
+    sep = '&' if '?' in path else '?'
+    total, pages, token, nbytes = 0.0, 0, None, 0
+    with tempfile.NamedTemporaryFile() as tmp:
+        while True:
+            if rv0:
+                url, dest = f"{v['APISERVER_URL']}{path}{sep}resourceVersion=0", '/dev/null'
+            else:
+                url = f"{v['APISERVER_URL']}{path}{sep}limit=500" + (f'&continue={token}' if token else '')
+                dest = tmp.name
+            t = time.monotonic()
+            # Not curl's own User-Agent: the API server pretty-prints JSON for curl and wget.
+            out = subprocess.run(['curl', '-sS', '-f', '-A', 'bench-real-apiserver', '-o', dest, '-w', '%{size_download}', *auth,
+                                  '-H', 'Accept: application/json', url], check=True, capture_output=True, text=True).stdout
+            total += time.monotonic() - t
+            nbytes += int(out)
+            pages += 1
+            if rv0:
+                return total, pages, nbytes
+            with open(tmp.name, 'rb') as f:
+                head = f.read(4096).decode('utf-8', 'replace')
+            m = re.search(r'"continue":\s*"([^"]*)"', head)
+            if not m or not m.group(1):
+                return total, pages, nbytes
+            token = urllib_quote(m.group(1))
+
+
+def urllib_quote(s):
+    from urllib.parse import quote
+    return quote(s, safe='')
+
+
+def proc_stat(pid):
+    """(CPU ticks utime+stime, VmRSS KiB, VmHWM KiB)."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    rss = hwm = 0
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                rss = int(line.split()[1])
+            elif line.startswith('VmHWM:'):
+                hwm = int(line.split()[1])
+    return ticks, rss, hwm
+
+
+class Heartbeat:
+    """load.py heartbeat in the background; its progress lines give cumulative event counts."""
+
+    def __init__(self, v, nodes, duration, workdir):
+        self.path = os.path.join(workdir, 'heartbeat.log')
+        self.proc = subprocess.Popen([sys.executable, os.path.join(TIER, 'load.py'), '--kubeconfig', v['ADMIN_KUBECONFIG'],
+                                      'heartbeat', '--nodes', str(nodes), '--duration', str(duration), '--report-every', '2'],
+                                     stdout=open(self.path, 'w'), stderr=subprocess.STDOUT)
+
+    def points(self):
+        pts = []
+        for line in open(self.path):
+            m = re.search(r'epoch=([\d.]+) .*cum_leases=(\d+) cum_status=(\d+)', line)
+            if m:
+                pts.append((float(m.group(1)), int(m.group(2)) + int(m.group(3))))
+        return pts
+
+    def events_between(self, t0, t1):
+        """Lease + status writes between two epochs, interpolated between progress lines."""
+        pts = self.points()
+
+        def at(t):
+            for (ta, ca), (tb, cb) in zip(pts, pts[1:]):
+                if ta <= t <= tb:
+                    return ca + (cb - ca) * (t - ta) / max(tb - ta, 1e-9)
+            raise RuntimeError(f'no heartbeat progress around {t:.1f} ({self.path})')
+        return at(t1) - at(t0)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Daemon:
+    def __init__(self, binary, v, workdir):
+        self.dir = workdir
+        cfg = os.path.join(workdir, 'config.toml')
+        with open(cfg, 'w') as f:
+            f.write('# written by scripts/bench-real-apiserver.py\nlog_level = "info"\ndump_format = "json"\n\n'
+                    f'[api]\nkubeconfig = "{v["DAEMON_KUBECONFIG"]}"\n\n[leader_election]\nenabled = false\n')
+        self.notify_path = os.path.join(workdir, 'notify.sock')
+        if os.path.exists(self.notify_path):
+            os.unlink(self.notify_path)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        self.log_path = os.path.join(workdir, 'node-lifecycled.log')
+        env = {k: val for k, val in os.environ.items() if k not in ('RUST_LOG', 'WATCHDOG_USEC', 'WATCHDOG_PID')}
+        env['NOTIFY_SOCKET'] = self.notify_path
+        self.started = time.monotonic()
+        logf = open(self.log_path, 'w')
+        self.proc = subprocess.Popen([binary, '--config', cfg], stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env)
+        self.pid = self.proc.pid
+
+    def wait_ready(self, timeout):
+        """Seconds from spawn to READY=1, and the RSS samples (KiB) taken meanwhile and 1 s after."""
+        self.notify.settimeout(0.1)
+        samples, ready_at = [], None
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f'daemon exited {self.proc.returncode}: {self.log_path}')
+            samples.append(proc_stat(self.pid)[1])
+            try:
+                if b'READY=1' in self.notify.recv(4096) and ready_at is None:
+                    ready_at = time.monotonic()
+            except socket.timeout:
+                pass
+            now = time.monotonic()
+            if ready_at is not None and now - ready_at >= 1.0:
+                return ready_at - self.started, samples
+            if now - self.started > timeout:
+                raise RuntimeError(f'no READY=1 within {timeout}s: {self.log_path}')
+
+    def dump(self):
+        """The loop counters of a fresh SIGUSR1 JSON dump."""
+        before = open(self.log_path, errors='replace').read().count('"dump":"node-lifecycled"')
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            text = open(self.log_path, errors='replace').read()
+            dumps = [line for line in text.splitlines() if '"dump":"node-lifecycled"' in line]
+            if len(dumps) > before:
+                return json.loads(dumps[-1][dumps[-1].index('{'):])['loop']
+            time.sleep(0.05)
+        raise RuntimeError(f'no dump within 10 s: {self.log_path}')
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.notify.close()
+
+
+def measure(a, v, hb, workdir):
+    res = {}
+    for rv0 in (True, False):
+        total = 0.0
+        for kind, path in KINDS:
+            t, pages, nbytes = curl_list(v, path, rv0)
+            res[f'curl_{"rv0" if rv0 else "pages"}_{kind}_s'] = round(t, 2)
+            res[f'list_{kind}_mib'] = round(nbytes / 2**20, 1)
+            total += t
+        res[f'curl_{"rv0" if rv0 else "pages"}_total_s'] = round(total, 2)
+    d = Daemon(a.daemon, v, workdir)
+    try:
+        sync, samples = d.wait_ready(a.sync_timeout)
+        res['sync_s'] = round(sync, 2)
+        res['peak_rss_sync_mib'] = round(max(samples) / 1024, 1)
+        time.sleep(a.settle)
+        l0 = d.dump()
+        c0, _, _ = proc_stat(d.pid)
+        t0, e0 = time.monotonic(), time.time()
+        rss = []
+        while time.monotonic() - t0 < a.window:
+            rss.append(proc_stat(d.pid)[1])
+            time.sleep(0.5)
+        c1, _, hwm = proc_stat(d.pid)
+        t1, e1 = time.monotonic(), time.time()
+        l1 = d.dump()
+        time.sleep(2.5)  # the next heartbeat progress line covers e1
+        cpu_s = (c1 - c0) / TICK
+        events = hb.events_between(e0, e1)
+        res.update(steady_rss_mib=round(statistics.median(rss) / 1024, 1), hwm_mib=round(hwm / 1024, 1),
+                   window_s=round(t1 - t0, 1), cpu_s=round(cpu_s, 2),
+                   steady_cpu_pct=round(100 * cpu_s / (t1 - t0), 3),
+                   events_per_s=round(events / (t1 - t0), 1),
+                   us_per_event=round(1e6 * cpu_s / max(events, 1), 1),
+                   wakeups_per_s=round((l1['wakeups'] - l0['wakeups'] - 1) / (t1 - t0), 1))
+    finally:
+        d.stop()
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--nodes', type=int, default=500)
+    ap.add_argument('--pods', type=int, default=30, help='pods per node')
+    ap.add_argument('--window', type=float, default=120, help='steady window, seconds')
+    ap.add_argument('--settle', type=float, default=10, help='seconds between READY and the window')
+    ap.add_argument('--runs', type=int, default=1)
+    ap.add_argument('--state', help='reuse a loaded server (a STATE folder kept with --keep)')
+    ap.add_argument('--keep', action='store_true', help='leave the server running')
+    ap.add_argument('--sync-timeout', type=float, default=300)
+    ap.add_argument('--daemon', default=os.path.join(os.environ.get('CARGO_TARGET_DIR', os.path.join(ROOT, 'target')),
+                                                      'release', 'node-lifecycled'))
+    a = ap.parse_args()
+    if not os.access(a.daemon, os.X_OK):
+        sys.exit(f'no daemon binary at {a.daemon}: cargo build --release (or --daemon PATH)')
+    reuse = a.state is not None
+    v = vars_of(a.state) if reuse else up(None)
+    log(f"API server {v['APISERVER_URL']} (STATE={v['STATE']})")
+    workdir = tempfile.mkdtemp(prefix='bench-real-')
+    hb = None
+    try:
+        subprocess.run(['kubectl', '--kubeconfig', v['ADMIN_KUBECONFIG'], 'apply', '-f', os.path.join(ROOT, 'conf', 'rbac.yaml')],
+                       check=True, capture_output=True)
+        if not reuse:
+            t = time.monotonic()
+            subprocess.run([sys.executable, os.path.join(TIER, 'load.py'), '--kubeconfig', v['ADMIN_KUBECONFIG'], 'create',
+                            '--nodes', str(a.nodes), '--pods', str(a.pods)], check=True, stdout=sys.stderr)
+            log(f'created {a.nodes} nodes x {a.pods} pods in {time.monotonic() - t:.0f} s')
+        per_run = 3 * 60 + a.settle + a.window + a.sync_timeout
+        hb = Heartbeat(v, a.nodes, per_run * a.runs + 60, workdir)
+        time.sleep(12)  # one full lease period: the renewals are spread before anything is measured
+        for run in range(a.runs):
+            res = dict(nodes=a.nodes, pods=a.nodes * a.pods, run=run + 1, **measure(a, v, hb, workdir))
+            print(json.dumps(res), flush=True)
+            log(f"run {run + 1}: sync {res['sync_s']} s (curl floor: RV=0 {res['curl_rv0_total_s']} s, pages of 500 "
+                f"{res['curl_pages_total_s']} s), peak RSS {res['peak_rss_sync_mib']} MiB, steady RSS {res['steady_rss_mib']} MiB, "
+                f"steady CPU {res['steady_cpu_pct']} % of a core, {res['events_per_s']} events/s, "
+                f"{res['us_per_event']} us per event, {res['wakeups_per_s']} wake-ups/s")
+    finally:
+        if hb:
+            hb.stop()
+        if a.keep or reuse:
+            log(f"server left running: --state {v['STATE']}  (stop: {TIER}/down.sh {v['STATE']})")
+        else:
+            subprocess.run([os.path.join(TIER, 'down.sh'), v['STATE']])
+        log(f'logs: {workdir}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,552 @@
+//! A LIST response decoded as it arrives, one item at a time.
+//!
+//! A `resourceVersion=0` LIST is served from the API server's watch cache in one response, with
+//! no pages: hundreds of megabytes for a large cluster's pods. [`ListSplitter`] cuts
+//! `{"kind":…,"metadata":{…},"items":[{…},{…},…]}` into its items as bytes come in, so what is
+//! held is the item being read (plus one read's worth of bytes), never the response; each item
+//! is decoded with the same wire types as a page's (borrowing from the buffer).
+
+use std::io::Read;
+
+use super::{Decode, DecodeContext, DecodeError, ListPage, wire};
+
+/// Largest single item accepted (a Node or Pod is a few KiB; the API server's own limit on an
+/// object is about 1.5 MiB in etcd). Past this the response is refused, not buffered.
+pub const MAX_ITEM_BYTES: usize = 16 << 20;
+
+/// Bytes asked of the reader at a time.
+const READ_CHUNK: usize = 64 << 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Before the opening `{`.
+    Start,
+    /// Inside the top-level object, before a key or its closing `}`.
+    Key,
+    /// After a top-level value, before `,` or `}`.
+    AfterValue,
+    /// Inside `items`, before an item or the closing `]`.
+    Item,
+    /// After an item, before `,` or `]`.
+    AfterItem,
+    Done,
+}
+
+/// What [`ListSplitter::next_item`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next<'a> {
+    /// One item's JSON.
+    Item(&'a [u8]),
+    /// The buffer ends inside a token: push more bytes.
+    NeedMore,
+    /// The list object is complete.
+    End,
+}
+
+/// Incremental splitter of one LIST response body (sans-IO: [`ListSplitter::push`] bytes,
+/// [`ListSplitter::next_item`] items).
+#[derive(Debug)]
+pub struct ListSplitter {
+    buf: Vec<u8>,
+    /// Where the next token starts; everything before it has been consumed.
+    pos: usize,
+    state: State,
+    resource_version: String,
+    continue_token: Option<String>,
+}
+
+impl Default for ListSplitter {
+    fn default() -> Self {
+        ListSplitter::new()
+    }
+}
+
+impl ListSplitter {
+    pub fn new() -> ListSplitter {
+        ListSplitter {
+            buf: Vec::new(),
+            pos: 0,
+            state: State::Start,
+            resource_version: String::new(),
+            continue_token: None,
+        }
+    }
+
+    /// Appends bytes, first dropping what has been consumed (the buffer holds one token's worth).
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes buffered and not yet consumed.
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// `metadata.resourceVersion` of the list (known once the metadata has been read: the API
+    /// server writes it before the items).
+    pub fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+
+    pub fn continue_token(&self) -> Option<&str> {
+        self.continue_token.as_deref()
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// The next item, or what is needed to get one.
+    pub fn next_item(&mut self) -> Result<Next<'_>, DecodeError> {
+        loop {
+            let Some(at) = skip_ws(&self.buf, self.pos) else {
+                return Ok(if self.state == State::Done {
+                    Next::End
+                } else {
+                    Next::NeedMore
+                });
+            };
+            let byte = self.buf[at];
+            match self.state {
+                State::Done => return Err(bad("bytes after the end of the list")),
+                State::Start => {
+                    if byte != b'{' {
+                        return Err(bad("the body is not a JSON object"));
+                    }
+                    self.pos = at + 1;
+                    self.state = State::Key;
+                }
+                State::Key | State::AfterValue => {
+                    if byte == b'}' {
+                        self.pos = at + 1;
+                        self.state = State::Done;
+                        continue;
+                    }
+                    if self.state == State::AfterValue {
+                        if byte != b',' {
+                            return Err(bad("expected ',' or '}' in the list object"));
+                        }
+                        self.pos = at + 1;
+                        self.state = State::Key;
+                        continue;
+                    }
+                    if !self.key_value(at)? {
+                        return Ok(Next::NeedMore);
+                    }
+                }
+                State::Item | State::AfterItem => {
+                    if byte == b']' {
+                        self.pos = at + 1;
+                        self.state = State::AfterValue;
+                        continue;
+                    }
+                    if self.state == State::AfterItem {
+                        if byte != b',' {
+                            return Err(bad("expected ',' or ']' between items"));
+                        }
+                        self.pos = at + 1;
+                        self.state = State::Item;
+                        continue;
+                    }
+                    match value_end(&self.buf, at)? {
+                        Some(end) => {
+                            self.pos = end;
+                            self.state = State::AfterItem;
+                            return Ok(Next::Item(&self.buf[at..end]));
+                        }
+                        None if self.buf.len() - at > MAX_ITEM_BYTES => {
+                            return Err(bad(format!("an item larger than {MAX_ITEM_BYTES} bytes")));
+                        }
+                        None => return Ok(Next::NeedMore),
+                    }
+                }
+            }
+        }
+    }
+
+    /// One top-level `"key": value` from `at`; `false` when it is not all in the buffer yet
+    /// (nothing consumed). `items` opens the item array instead of being read whole.
+    fn key_value(&mut self, at: usize) -> Result<bool, DecodeError> {
+        let Some(key_end) = value_end(&self.buf, at)? else {
+            return Ok(false);
+        };
+        if self.buf[at] != b'"' {
+            return Err(bad("expected a key in the list object"));
+        }
+        let Some(colon) = skip_ws(&self.buf, key_end) else {
+            return Ok(false);
+        };
+        if self.buf[colon] != b':' {
+            return Err(bad("expected ':' after a key"));
+        }
+        let Some(value) = skip_ws(&self.buf, colon + 1) else {
+            return Ok(false);
+        };
+        let key = &self.buf[at + 1..key_end - 1];
+        if key == b"items" && self.buf[value] == b'[' {
+            self.pos = value + 1;
+            self.state = State::Item;
+            return Ok(true);
+        }
+        let Some(end) = value_end(&self.buf, value)? else {
+            if self.buf.len() - at > MAX_ITEM_BYTES {
+                return Err(bad("a list field too large"));
+            }
+            return Ok(false);
+        };
+        if key == b"metadata" {
+            let meta: Option<wire::ListMeta<'_>> = serde_json::from_slice(&self.buf[value..end])
+                .map_err(|e| DecodeError::new("list", e.to_string()))?;
+            let meta = meta.unwrap_or_default();
+            self.resource_version = wire::text(&meta.resource_version).to_string();
+            self.continue_token = meta
+                .continue_token
+                .map(|c| c.0.into_owned())
+                .filter(|c| !c.is_empty());
+        }
+        self.pos = end;
+        self.state = State::AfterValue;
+        Ok(true)
+    }
+}
+
+fn bad(reason: impl Into<String>) -> DecodeError {
+    DecodeError::new("list", reason)
+}
+
+/// The first non-whitespace byte at or after `from`, if the buffer has one.
+fn skip_ws(buf: &[u8], from: usize) -> Option<usize> {
+    (from..buf.len()).find(|&i| !matches!(buf[i], b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// The end (exclusive) of the JSON value starting at `start`, or `None` when the buffer ends
+/// first. Only the structure is checked (strings, nesting); serde checks the rest.
+fn value_end(buf: &[u8], start: usize) -> Result<Option<usize>, DecodeError> {
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < buf.len() {
+        match buf[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    match buf.get(i) {
+                        None => return Ok(None),
+                        Some(b'\\') => i += 2,
+                        Some(b'"') => break,
+                        Some(_) => i += 1,
+                    }
+                }
+                if depth == 0 {
+                    return Ok(Some(i + 1));
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                if depth == 0 {
+                    // The end of the enclosing object or array closes a bare value.
+                    return if i == start {
+                        Err(bad("unbalanced brackets"))
+                    } else {
+                        Ok(Some(i))
+                    };
+                }
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(Some(i + 1));
+                }
+            }
+            b',' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => {
+                return if i == start {
+                    Err(bad("expected a value"))
+                } else {
+                    Ok(Some(i))
+                };
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // A bare number or literal may continue in the next read.
+    Ok(None)
+}
+
+/// Why a streamed list stopped.
+#[derive(Debug)]
+pub enum StreamError {
+    /// Reading the body failed (reset, timeout, TLS).
+    Io(std::io::Error),
+    Decode(DecodeError),
+}
+
+impl std::fmt::Display for StreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamError::Io(e) => write!(f, "reading the list: {e}"),
+            StreamError::Decode(e) => e.fmt(f),
+        }
+    }
+}
+
+/// A LIST body being read from `reader`, a batch of items at a time.
+pub struct ListStream<R> {
+    reader: R,
+    splitter: ListSplitter,
+    chunk: Vec<u8>,
+    bytes: u64,
+}
+
+impl<R: Read> ListStream<R> {
+    pub fn new(reader: R) -> ListStream<R> {
+        ListStream {
+            reader,
+            splitter: ListSplitter::new(),
+            chunk: vec![0; READ_CHUNK],
+            bytes: 0,
+        }
+    }
+
+    /// The reader, e.g. to read what follows the list to the end.
+    pub fn into_reader(self) -> R {
+        self.reader
+    }
+
+    /// Body bytes read so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Up to `max` items, reading as needed. The page's `continue_token` is `None` when the list
+    /// is complete (its `resource_version` then set), `Some("")` when more items follow in this
+    /// same body. Items that cannot be decoded are skipped and reported, as in a page.
+    pub fn next_batch<T: Decode>(
+        &mut self,
+        max: usize,
+        ctx: &mut DecodeContext,
+    ) -> Result<ListPage<T>, StreamError> {
+        let mut page = ListPage {
+            items: Vec::new(),
+            resource_version: String::new(),
+            continue_token: Some(String::new()),
+            skipped: Vec::new(),
+        };
+        loop {
+            match self.splitter.next_item().map_err(StreamError::Decode)? {
+                Next::Item(json) => {
+                    let decoded = serde_json::from_slice::<T::Wire<'_>>(json)
+                        .map_err(|e| DecodeError::new(T::KIND, e.to_string()))
+                        .and_then(|w| T::from_wire(w, ctx));
+                    match decoded {
+                        Ok(item) => page.items.push(item),
+                        Err(e) => page.skipped.push(e),
+                    }
+                    if page.items.len() + page.skipped.len() >= max.max(1) {
+                        return Ok(page);
+                    }
+                }
+                Next::End => {
+                    page.resource_version = self.splitter.resource_version().to_string();
+                    page.continue_token = None;
+                    return Ok(page);
+                }
+                Next::NeedMore => {
+                    let n = loop {
+                        match self.reader.read(&mut self.chunk) {
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            other => break other.map_err(StreamError::Io)?,
+                        }
+                    };
+                    if n == 0 {
+                        return Err(StreamError::Decode(bad(format!(
+                            "the body ended after {} bytes, inside the list",
+                            self.bytes
+                        ))));
+                    }
+                    self.bytes += n as u64;
+                    self.splitter.push(&self.chunk[..n]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Lease;
+
+    fn lease(name: &str, rv: u32) -> String {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"kube-node-lease","resourceVersion":"{rv}","managedFields":[{{"a":"x\"]}}"}}]}},"spec":{{"holderIdentity":"{name}","renewTime":"2024-01-01T00:00:0{}.000000Z"}}}}"#,
+            rv % 10
+        )
+    }
+
+    fn list_body(n: u32) -> Vec<u8> {
+        let items: Vec<String> = (0..n).map(|i| lease(&format!("n{i}"), i)).collect();
+        format!(
+            "{{\"kind\":\"LeaseList\",\"apiVersion\":\"coordination.k8s.io/v1\",\"metadata\":{{\"resourceVersion\":\"4242\"}},\n\"items\":[{}]}}\n",
+            items.join(",\n")
+        )
+        .into_bytes()
+    }
+
+    /// A reader handing out `step` bytes at a time, however much is asked.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        step: usize,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    fn read_all(
+        body: Vec<u8>,
+        step: usize,
+        batch: usize,
+    ) -> Result<(Vec<Lease>, String, usize), StreamError> {
+        let mut stream = ListStream::new(Trickle {
+            data: body,
+            at: 0,
+            step,
+        });
+        let mut ctx = DecodeContext::new();
+        let mut all = Vec::new();
+        let mut batches = 0;
+        loop {
+            let page = stream.next_batch::<Lease>(batch, &mut ctx)?;
+            batches += 1;
+            assert!(page.items.len() <= batch);
+            all.extend(page.items);
+            if page.continue_token.is_none() {
+                return Ok((all, page.resource_version, batches));
+            }
+        }
+    }
+
+    #[test]
+    fn a_watch_cache_list_arriving_in_pieces_yields_every_item_and_the_list_version() {
+        for step in [1, 7, 100, 4096, 1 << 20] {
+            let (items, rv, _) = read_all(list_body(50), step, 500).unwrap();
+            assert_eq!(items.len(), 50, "step {step}");
+            assert_eq!(&*items[49].name, "n49");
+            assert_eq!(&*items[3].resource_version, "3");
+            assert_eq!(rv, "4242");
+        }
+    }
+
+    #[test]
+    fn items_come_in_batches_of_the_page_size_so_the_store_takes_them_as_they_arrive() {
+        let (items, _, batches) = read_all(list_body(1_001), 4096, 500).unwrap();
+        assert_eq!(items.len(), 1_001);
+        assert_eq!(batches, 3);
+    }
+
+    #[test]
+    fn the_buffer_holds_about_one_read_not_the_response() {
+        let body = list_body(2_000);
+        let total = body.len();
+        let mut stream = ListStream::new(Trickle {
+            data: body,
+            at: 0,
+            step: 64 << 10,
+        });
+        let mut ctx = DecodeContext::new();
+        let mut most = 0;
+        loop {
+            let page = stream.next_batch::<Lease>(1, &mut ctx).unwrap();
+            most = most.max(stream.splitter.pending());
+            if page.continue_token.is_none() {
+                break;
+            }
+        }
+        assert!(total > 300_000, "{total}");
+        assert!(most <= (64 << 10) + 1024, "held {most} bytes of {total}");
+    }
+
+    #[test]
+    fn an_empty_or_null_item_list_is_complete() {
+        for body in [
+            &br#"{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[]}"#[..],
+            br#"{"metadata":{"resourceVersion":"7"},"items":null}"#,
+            br#"{"metadata":{"resourceVersion":"7"}}"#,
+        ] {
+            let (items, rv, _) = read_all(body.to_vec(), 3, 10).unwrap();
+            assert!(items.is_empty());
+            assert_eq!(rv, "7");
+        }
+    }
+
+    #[test]
+    fn a_continue_token_in_the_metadata_is_kept() {
+        let mut s = ListSplitter::new();
+        s.push(br#"{"metadata":{"resourceVersion":"9","continue":"abc"},"items":[]}"#);
+        assert_eq!(s.next_item().unwrap(), Next::End);
+        assert_eq!(s.continue_token(), Some("abc"));
+    }
+
+    #[test]
+    fn an_undecodable_item_is_skipped_and_the_rest_still_arrive() {
+        let body = format!(
+            r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{},{{"metadata":{{}}}},{}]}}"#,
+            lease("a", 1),
+            lease("b", 2)
+        );
+        let mut stream = ListStream::new(body.as_bytes());
+        let page = stream
+            .next_batch::<Lease>(10, &mut DecodeContext::new())
+            .unwrap();
+        assert_eq!(page.items.len(), 2);
+        assert_eq!(page.skipped.len(), 1);
+        assert!(page.continue_token.is_none());
+    }
+
+    #[test]
+    fn a_body_cut_short_or_malformed_is_an_error_naming_the_list() {
+        let mut body = list_body(10);
+        body.truncate(body.len() / 2);
+        let e = read_all(body, 100, 500).unwrap_err();
+        assert!(e.to_string().contains("inside the list"), "{e}");
+        for bad_body in [
+            &b"[1,2]"[..],
+            b"{\"items\":[{}}",
+            b"{\"items\" [",
+            b"{\"items\":[{} {}]}",
+            b"{\"items\":[1}}",
+        ] {
+            let e = read_all(bad_body.to_vec(), 2, 500).unwrap_err();
+            assert!(e.to_string().contains("list"), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_item_without_end_is_refused_past_the_limit_instead_of_buffered() {
+        let mut s = ListSplitter::new();
+        s.push(b"{\"items\":[{\"a\":\"");
+        let filler = vec![b'x'; 1 << 20];
+        let mut refused = false;
+        for _ in 0..(MAX_ITEM_BYTES >> 20) + 2 {
+            s.push(&filler);
+            match s.next_item() {
+                Ok(Next::NeedMore) => {}
+                Err(e) => {
+                    assert!(e.to_string().contains("larger than"), "{e}");
+                    refused = true;
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(refused);
+    }
+}
