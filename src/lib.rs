@@ -1,7 +1,7 @@
 //! node-lifecycled: Kubernetes' node lifecycle and NoExecute taint eviction controllers as one
 //! single-threaded daemon. See DESIGN.md in the project's shared notes for the layering:
-//! `main -> runtime -> {kube, controller} -> model`; `controller` never imports `kube` or `runtime`
-//! except for the pure data structures (timer heap, token bucket) it owns.
+//! `main -> runtime -> {kube, controller} -> model -> time`; `controller` never imports `kube` or
+//! `runtime`. Time (instants, the timer heap, the token bucket) is pure data at the bottom.
 
 pub mod config;
 pub mod controller;

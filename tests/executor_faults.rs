@@ -12,9 +12,9 @@ use executor_support::{Harness, mark, n, node_event, unthrottled};
 use load_support::runqueue_wait;
 use node_lifecycled::controller::{Action, ActionId, Input, LeaseReadOutcome, Outcome};
 use node_lifecycled::kube::ClientSettings;
-use node_lifecycled::runtime::Rate;
 use node_lifecycled::runtime::executor::{ExecutorSettings, NO_ANSWER};
 use node_lifecycled::sim::{RequestMatch, Verb};
+use node_lifecycled::time::Rate;
 
 fn outcomes(inputs: &[Input]) -> Vec<Outcome> {
     inputs

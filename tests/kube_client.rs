@@ -11,7 +11,7 @@ use kube_client_support::*;
 use node_lifecycled::kube::{
     ApiClient, ApiError, ClientSettings, Connection, ExplicitSettings, PatchType, Preconditions,
 };
-use node_lifecycled::runtime::Rate;
+use node_lifecycled::time::Rate;
 use serde::Deserialize;
 use serde_json::json;
 

@@ -22,7 +22,7 @@ use toml::Spanned;
 
 use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
-use crate::runtime::Rate;
+use crate::time::Rate;
 
 pub use duration::{format_duration, parse_duration};
 pub use fencing::FencingConfig;

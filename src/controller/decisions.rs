@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::model::{ConditionStatus, Name, Node, PodKey, Taint};
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 use super::taint_ops::TaintOp;

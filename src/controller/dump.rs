@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::model::{ConditionStatus, Name, TaintEffect};
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 use super::health::NodeHealth;

@@ -19,8 +19,8 @@ use crate::model::{
     ClusterStore, ConditionStatus, Kind, Name, Node, PodChange, PodKey, PodUpsert, PodView,
     Upserted,
 };
-use crate::runtime::{Rate, TimerHeap};
 use crate::time::Time;
+use crate::time::{Rate, TimerHeap};
 
 use super::actions::{Action, ActionId};
 use super::condition_taints::{ConditionTaint, missing_no_execute, retire_condition_taints};

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::model::{Name, Node};
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 use super::node_lifecycle::NodeLifecycle;

@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::model::Name;
-use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
+use crate::time::{Rate, TokenBucket};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TimedValue {

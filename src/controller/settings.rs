@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::runtime::Rate;
+use crate::time::Rate;
 
 use super::condition_taints::ConditionTaint;
 use super::pools::Pool;

@@ -1,7 +1,7 @@
 //! Zones and their disruption state (SPEC §4, upstream `ComputeZoneState`, `setLimiterInZone`).
 
 use crate::model::{Name, Node};
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 use super::rate_limited_queue::RateLimitedTimedQueue;

@@ -19,7 +19,7 @@ use super::error::{ApiError, ApiStatus, KubeConfigError};
 use super::throttle::{DEFAULT_BURST, DEFAULT_QPS, Throttle};
 use super::token::TokenSource;
 use super::transport;
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 pub use super::transport::USER_AGENT;

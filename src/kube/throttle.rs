@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
+use crate::time::{Rate, TokenBucket};
 
 /// Upstream kube-controller-manager client defaults.
 pub const DEFAULT_QPS: u64 = 20;

@@ -23,8 +23,9 @@ use log::{debug, warn};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Token};
 
-use crate::runtime::{LoopControl, TimerHeap};
+use crate::runtime::LoopControl;
 use crate::time::Time;
+use crate::time::TimerHeap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControlLimits {

@@ -3,7 +3,7 @@ use std::rc::Rc;
 use super::*;
 use crate::controller::ZoneState;
 use crate::model::{Name, TaintEffect};
-use crate::runtime::Rate;
+use crate::time::Rate;
 
 fn n(s: &str) -> Name {
     Rc::from(s)

@@ -1,7 +1,7 @@
 use std::rc::Rc;
 
 use super::*;
-use crate::runtime::Rate;
+use crate::time::Rate;
 
 fn at(s: &str) -> Time {
     Time::parse_rfc3339(s).unwrap()

@@ -25,8 +25,9 @@ use mio::{Interest, Token};
 
 use super::metrics::CONTENT_TYPE;
 use super::snapshot::{LeaderSnapshot, LoopSnapshot};
-use crate::runtime::{LoopControl, TimerHeap};
+use crate::runtime::LoopControl;
 use crate::time::Time;
+use crate::time::TimerHeap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {

@@ -19,8 +19,8 @@ use mio::event::{Event, Source};
 use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::clock::Clock;
-use super::timer_heap::TimerHeap;
 use crate::time::Time;
+use crate::time::TimerHeap;
 
 /// Longest single wait. Nothing needs it (deadlines wake us), but a bounded wait keeps the loop
 /// observable (wake-up counts move) and limits the damage of a deadline computed wrongly.

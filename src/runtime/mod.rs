@@ -1,4 +1,5 @@
-//! The imperative shell's machinery: the event loop, timers, rate limits, signals, sd_notify.
+//! The imperative shell's machinery: the event loop, signals, sd_notify, the executor, the
+//! daemon's wiring. (The timer heap and token bucket are pure data and live in `time`.)
 
 pub mod api;
 pub mod clock;
@@ -12,10 +13,6 @@ pub mod sd_notify;
 pub mod settings;
 pub mod signals;
 pub mod state_dump;
-pub mod timer_heap;
-pub mod token_bucket;
 
 pub use clock::Clock;
 pub use event_loop::{EventLoop, Handler, LoopControl, LoopStats};
-pub use timer_heap::TimerHeap;
-pub use token_bucket::{Rate, TokenBucket};

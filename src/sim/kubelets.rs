@@ -24,9 +24,9 @@ use serde_json::{Map, Value, json};
 
 use super::cluster::{Cluster, kubelet_reason};
 use super::resource::Resource;
-use crate::runtime::TimerHeap;
 use crate::testing::Rng;
 use crate::time::Time;
+use crate::time::TimerHeap;
 
 /// The conditions a kubelet owns and posts, with their healthy status.
 const KUBELET_CONDITIONS: [(&str, &str); 4] = [

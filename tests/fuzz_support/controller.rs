@@ -27,7 +27,7 @@ use node_lifecycled::controller::{
 };
 use node_lifecycled::kube::decode::{DecodeContext, decode_object};
 use node_lifecycled::model::{Lease, Node, Pod, PodKey};
-use node_lifecycled::runtime::Rate;
+use node_lifecycled::time::Rate;
 use node_lifecycled::time::Time;
 
 const GRACE: Duration = Duration::from_secs(10);

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::model::{ConditionStatus, Name, Node};
-use crate::runtime::TimerHeap;
 use crate::time::Time;
+use crate::time::TimerHeap;
 
 use super::super::actions::{Action, ActionId};
 use super::super::decisions::Decision;

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 
 use super::action::EvictionId;
 use crate::model::PodKey;
-use crate::runtime::timer_heap::TimerHeap;
 use crate::time::Time;
+use crate::time::timer_heap::TimerHeap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Work {

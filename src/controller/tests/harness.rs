@@ -14,7 +14,7 @@ use crate::model::{
     ConditionStatus, Lease, Name, Node, NodeCondition, NodeConditionType, Pod, PodKey, Taint,
     TaintEffect, labels,
 };
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 pub fn n(s: &str) -> Name {

@@ -9,7 +9,7 @@ use crate::controller::{Action, LegacyEviction, Settings, ZoneState};
 use crate::model::ConditionStatus::{False, True, Unknown};
 use crate::model::TaintEffect::NoExecute;
 use crate::model::{NodeConditionType, taint_keys};
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 fn t0() -> Time {

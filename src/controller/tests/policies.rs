@@ -10,7 +10,7 @@ use crate::controller::pools::{LabelRequirement, Pool, SelectorOperator};
 use crate::model::ConditionStatus::{False, True};
 use crate::model::TaintEffect::{NoExecute, NoSchedule};
 use crate::model::{Autonomy, Name, NodeConditionType, TaintEffect, taint_keys};
-use crate::runtime::Rate;
+use crate::time::Rate;
 use crate::time::Time;
 
 fn t0() -> Time {

@@ -56,8 +56,8 @@ use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outco
 use crate::kube::decode::{Decode, DecodeContext, decode_object};
 use crate::kube::{ApiClient, ApiError, Budget, PatchType, Preconditions};
 use crate::model::{Lease, Node, Pod};
-use crate::runtime::{Rate, TokenBucket};
 use crate::time::Time;
+use crate::time::{Rate, TokenBucket};
 
 use queue::ActionQueue;
 

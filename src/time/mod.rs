@@ -5,6 +5,12 @@
 //! the daemon runs, yet converts to the RFC 3339 stamps the API wants without a second clock.
 //! Tests drive it by hand (a virtual clock): the core never reads a clock itself.
 
+pub mod timer_heap;
+pub mod token_bucket;
+
+pub use timer_heap::TimerHeap;
+pub use token_bucket::{Rate, TokenBucket};
+
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 use std::time::Duration;
