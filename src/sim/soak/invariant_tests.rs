@@ -200,6 +200,17 @@ fn a_renewal_just_before_the_unknown_write_is_excused_as_after_the_live_read() {
 }
 
 #[test]
+fn a_renewal_stamped_a_loop_iteration_early_is_excused_a_second_early_is_not() {
+    let mut log = Log::new();
+    log.renewals("z1-n001", 5.0, 5.0);
+    log.unknown(9.9, A, "z1-n001"); // 4.9 s: within the 250 ms stamp slack
+    assert_eq!(log.rules(), Vec::<&str>::new());
+    log.renewals("z1-n002", 5.0, 5.0);
+    log.unknown(9.0, A, "z1-n002"); // 4.0 s
+    assert_eq!(log.rules(), ["unknown-while-renewing"]);
+}
+
+#[test]
 fn a_new_noexecute_taint_in_a_partially_disrupted_small_zone_is_a_violation() {
     let mut log = Log::new();
     // 5 of zone z1's 8 nodes Unknown: 62 % >= 55 %, 8 <= 50 nodes: rate 0.
@@ -292,12 +303,14 @@ fn a_node_dead_long_enough_but_never_tainted_is_a_liveness_violation() {
     log.taints(7.0, A, "z2-n001", &["unreachable"]);
     log.checker.check_liveness(at(10.0));
     assert_eq!(log.rules(), Vec::<&str>::new(), "not due yet");
-    // Due at 1 + 5 (grace) + 1 (rate interval) + 8 (allowance) = 15 s.
-    log.checker.check_liveness(at(16.0));
+    // Due at 1 + 5 (grace) + 1 (rate interval) + 35 (allowance) = 42 s.
+    log.checker.check_liveness(at(41.0));
+    assert_eq!(log.rules(), Vec::<&str>::new(), "not due yet");
+    log.checker.check_liveness(at(43.0));
     assert_eq!(log.rules(), ["dead-node-not-tainted"]);
     assert!(log.violations()[0].detail.contains("z1-n001"));
     assert_eq!(log.checker.obligations.dead_nodes_tainted, 1);
-    log.checker.check_liveness(at(20.0));
+    log.checker.check_liveness(at(60.0));
     assert_eq!(log.rules().len(), 1, "each obligation judged once");
 }
 
@@ -308,7 +321,7 @@ fn a_dead_node_in_a_partially_disrupted_zone_owes_no_taint() {
         log.checker.kubelet(&format!("z1-n00{n}"), false, at(1.0));
         log.unknown(6.5, A, &format!("z1-n00{n}"));
     }
-    log.checker.check_liveness(at(60.0));
+    log.checker.check_liveness(at(120.0));
     assert_eq!(log.rules(), Vec::<&str>::new());
 }
 
@@ -319,10 +332,10 @@ fn a_pod_left_running_after_its_toleration_is_a_liveness_violation() {
     log.unknown(6.5, A, "z1-n001");
     log.taints(7.0, A, "z1-n001", &["unreachable"]);
     log.delete_pod(7.2, "default/web-0");
-    // web-1 tolerates 6 s: due at 7 + 6 + 8 = 21 s.
-    log.checker.check_liveness(at(20.0));
+    // web-1 tolerates 6 s: due at 7 + 6 + 35 = 48 s (the dead node's taint at 42 s is met).
+    log.checker.check_liveness(at(47.0));
     assert_eq!(log.rules(), Vec::<&str>::new());
-    log.checker.check_liveness(at(22.0));
+    log.checker.check_liveness(at(49.0));
     assert_eq!(log.rules(), ["pod-not-evicted"]);
     assert!(log.violations()[0].detail.contains("web-1"));
     assert_eq!(log.checker.obligations.pods_evicted, 1);
@@ -352,7 +365,10 @@ fn a_recovered_node_still_unknown_or_tainted_is_a_liveness_violation() {
         "status.conditions[Ready].status: \"Unknown\" -> \"True\"".into(),
     );
     log.taints(11.0, A, "z1-n002", &[]);
-    log.checker.check_liveness(at(20.0));
+    // Due at 10 + 1 (status interval) + 35 = 46 s.
+    log.checker.check_liveness(at(45.0));
+    assert_eq!(log.rules(), Vec::<&str>::new());
+    log.checker.check_liveness(at(47.0));
     assert_eq!(log.rules(), ["recovered-node-tainted"]);
     assert!(log.violations()[0].detail.contains("z1-n001"));
     assert_eq!(log.checker.obligations.recovered_untainted, 1);
@@ -363,9 +379,10 @@ fn quiet_periods_push_liveness_deadlines_back() {
     let mut log = Log::new();
     log.checker.kubelet("z1-n001", false, at(1.0));
     log.checker.quiet_until(at(30.0));
-    log.checker.check_liveness(at(38.0));
+    // Due at 30 + 1 (rate interval) + 35 = 66 s.
+    log.checker.check_liveness(at(65.0));
     assert_eq!(log.rules(), Vec::<&str>::new());
-    log.checker.check_liveness(at(40.0));
+    log.checker.check_liveness(at(67.0));
     assert_eq!(log.rules(), ["dead-node-not-tainted"]);
 }
 

@@ -61,6 +61,8 @@ pub struct Limits {
     pub eviction_retry_window: Duration,
     /// Slack on "toleration ran out" (timer granularity, millisecond clocks).
     pub toleration_slack: Duration,
+    /// How much earlier than it landed a heartbeat may count in the daemon's clock.
+    pub evidence_stamp_slack: Duration,
     /// Added to every liveness deadline.
     pub liveness_allowance: Duration,
     /// How often a live kubelet posts status (it posts at once after a resume).
@@ -77,9 +79,15 @@ impl Limits {
     ///   scheduled on a busy 2-core machine;
     /// - zone: the same (a taint decided just before the zone state changed may land late);
     /// - eviction retries: 100+200+400+800 ms of backoff + the same 2 s;
-    /// - liveness: 8 s beyond the deadline (a watch reconnect after a drop or a 410 with its
-    ///   2 s idle timeout and relist, an error burst's retries, slow responses: the faults the
-    ///   quiet periods do not cover; and a busy machine).
+    /// - evidence time stamps: 250 ms. The daemon stamps what it reads with the time its loop
+    ///   iteration began, so a renewal read later in the same iteration counts from slightly
+    ///   before it landed (a soak saw an Unknown 4.947 s after a renewal with a 5 s grace, in a
+    ///   debug build on a loaded machine);
+    /// - liveness: 35 s beyond the deadline. The daemon's watches back off after failures
+    ///   (0.5 s doubling up to 30 s, reset after 60 s without one, as client-go's reflector) and
+    ///   with a fault every 2 s the backoff climbs: the daemon is then blind for up to 30 s,
+    ///   and a node dies, a pod falls due or a node recovers unseen. The allowance is that cap
+    ///   plus 5 s for a relist, error-burst retries and a busy machine.
     pub fn for_soak(grace: Duration, rate: f64, max_delay: Duration) -> Limits {
         let scheduling = Duration::from_millis(1600);
         Limits {
@@ -91,7 +99,8 @@ impl Limits {
             zone_allowance: max_delay + scheduling,
             eviction_retry_window: Duration::from_millis(1500) + max_delay + scheduling,
             toleration_slack: Duration::from_millis(20),
-            liveness_allowance: Duration::from_secs(8),
+            liveness_allowance: Duration::from_secs(35),
+            evidence_stamp_slack: Duration::from_millis(250),
             status_interval: Duration::from_secs(1),
             handover_gap: Duration::from_millis(250),
             rss_limit_kib: 128 * 1024,
@@ -450,7 +459,7 @@ impl Checker {
             .saturating_sub(self.limits.evidence_allowance);
         let fresh = n.evidence.iter().rev().find(|&&e| {
             let e = e.since(Time::ZERO);
-            e > window_start + Duration::from_millis(10) && e <= window_end
+            e > window_start + self.limits.evidence_stamp_slack && e <= window_end
         });
         if let Some(&e) = fresh {
             self.violation(

@@ -209,6 +209,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         slow_until: None,
         reload_restore: None,
         log_level_debug: false,
+        fault_log: String::new(),
     };
     let began = Instant::now();
     let mut next = 0;
@@ -275,6 +276,15 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         clean_stops,
         dir,
     };
+    // Every write of the run, the kubelets' included, for reading a violation's story.
+    let writes = report.dir.join("writes.log");
+    if let Err(e) = fs::write(&writes, sim.write_log_text()) {
+        let _ = writeln!(out, "cannot write {}: {e}", writes.display());
+    }
+    let faults = report.dir.join("faults.log");
+    if let Err(e) = fs::write(&faults, &run.fault_log) {
+        let _ = writeln!(out, "cannot write {}: {e}", faults.display());
+    }
     kubelets.shutdown();
     sim.shutdown();
     Ok(report)
@@ -296,6 +306,8 @@ struct Run<'a> {
     /// A bad config to replace with the good one at this time.
     reload_restore: Option<Instant>,
     log_level_debug: bool,
+    /// Each fault as applied, with the write log's clock (for reading a violation's story).
+    fault_log: String,
 }
 
 impl Run<'_> {
@@ -303,6 +315,11 @@ impl Run<'_> {
         if !step.kind.is_empty() {
             *self.faults.entry(step.kind.to_string()).or_default() += 1;
         }
+        self.fault_log.push_str(&format!(
+            "{:>9.3}s {:?}\n",
+            self.cluster.elapsed().as_secs_f64(),
+            step.fault
+        ));
         let faults = self.sim.faults();
         let now = self.cluster.now();
         let secs = |d: Duration| now + d;

@@ -79,7 +79,7 @@ pub struct PlanShape {
 }
 
 /// The episode kinds and their weights.
-const EPISODES: [(&str, u64); 17] = [
+const EPISODES: [(&str, u64); 18] = [
     ("kubelet-stop", 18),
     ("kubelet-reboot", 10),
     ("kubelet-flap", 8),
@@ -87,6 +87,7 @@ const EPISODES: [(&str, u64); 17] = [
     ("all-zones-down", 1),
     ("watch-drop", 6),
     ("watch-stall", 5),
+    ("watch-freeze", 2),
     ("watch-410", 4),
     ("corrupt-line", 4),
     ("api-restart", 3),
@@ -202,6 +203,12 @@ impl Planner {
             "watch-drop" => self.push(at, Fault::DropWatches, kind),
             "watch-stall" => {
                 let d = self.millis(300, 3_000);
+                self.push(at, Fault::StallWatches(d), kind)
+            }
+            "watch-freeze" => {
+                // Longer than the grace period: the daemon sees no heartbeat through its
+                // watches, only through live Lease reads (upstream's stale-cache failure).
+                let d = self.millis(6_000, 12_000);
                 self.push(at, Fault::StallWatches(d), kind)
             }
             "watch-410" => {
