@@ -216,6 +216,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     let mut last_liveness = Instant::now();
     let mut last_rss = Instant::now();
     let mut last_progress = Instant::now();
+    let mut printed = 0;
     while began.elapsed() < options.duration {
         while let Some(step) = steps.get(next) {
             if step.at > began.elapsed() {
@@ -233,6 +234,11 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
             last_rss = Instant::now();
             run.sample_rss();
         }
+        // Violations as they happen, so a long run can be looked into while it goes on.
+        for v in run.checker.violations.iter().skip(printed) {
+            let _ = writeln!(out, "  VIOLATION {} {}: {}", v.at, v.rule, v.detail);
+        }
+        printed = run.checker.violations.len();
         if last_progress.elapsed() >= Duration::from_secs(60) {
             last_progress = Instant::now();
             let _ = writeln!(
