@@ -211,6 +211,24 @@ fn a_renewal_stamped_a_loop_iteration_early_is_excused_a_second_early_is_not() {
 }
 
 #[test]
+fn a_renewal_while_the_daemon_waited_for_a_cpu_is_excused() {
+    // A renewal 3 s before the write: a violation for a daemon that ran when it wanted to,
+    // excused for one that waited 2 s on the run queue meanwhile (its write landed that late).
+    let mut log = Log::new();
+    log.renewals("z1-n001", 7.0, 7.0);
+    log.checker
+        .cpu_wait("daemon-a", at(9.0), Duration::from_secs(2));
+    log.unknown(10.0, A, "z1-n001");
+    assert_eq!(log.rules(), Vec::<&str>::new());
+    let mut log = Log::new();
+    log.renewals("z1-n002", 7.0, 7.0);
+    log.checker
+        .cpu_wait("daemon-b", at(9.0), Duration::from_secs(2));
+    log.unknown(10.0, A, "z1-n002");
+    assert_eq!(log.rules(), ["unknown-while-renewing"]);
+}
+
+#[test]
 fn a_new_noexecute_taint_in_a_partially_disrupted_small_zone_is_a_violation() {
     let mut log = Log::new();
     // 5 of zone z1's 8 nodes Unknown: 62 % >= 55 %, 8 <= 50 nodes: rate 0.

@@ -189,6 +189,8 @@ pub struct Checker {
     pub(super) last_write: HashMap<String, Time>,
     pub(super) quiet_until: Time,
     pub(super) rss: BTreeMap<(String, u32), RssTrack>,
+    /// Per daemon: (end of a sampling period, run-queue wait in it), the last two minutes.
+    pub(super) cpu_waits: HashMap<String, VecDeque<(Time, Duration)>>,
     pub decisions: BTreeMap<String, u64>,
     pub obligations: Obligations,
     pub violations: Vec<Violation>,
@@ -216,6 +218,7 @@ impl Checker {
             last_write: HashMap::new(),
             quiet_until: start,
             rss: BTreeMap::new(),
+            cpu_waits: HashMap::new(),
             decisions: BTreeMap::new(),
             obligations: Obligations::default(),
             violations: Vec::new(),
@@ -242,6 +245,37 @@ impl Checker {
             );
         }
         checker
+    }
+
+    /// `daemon` waited `delta` for a CPU (ready to run, every core taken) in the sampling
+    /// period ending at `at` (from /proc/PID/schedstat).
+    pub fn cpu_wait(&mut self, daemon: &str, at: Time, delta: Duration) {
+        if delta.is_zero() {
+            return;
+        }
+        let series = self.cpu_waits.entry(daemon.to_string()).or_default();
+        series.push_back((at, delta));
+        while series
+            .front()
+            .is_some_and(|&(t, _)| at.since(t) > Duration::from_secs(120))
+        {
+            series.pop_front();
+        }
+    }
+
+    /// How long `daemon` waited for a CPU in the periods ending in `(from, to]` (`from` as a
+    /// time since the epoch).
+    pub(super) fn waited(&self, daemon: &str, from: Duration, to: Time) -> Duration {
+        self.cpu_waits
+            .get(daemon)
+            .map(|series| {
+                series
+                    .iter()
+                    .filter(|&&(t, _)| t.since(Time::ZERO) > from && t <= to)
+                    .map(|&(_, d)| d)
+                    .sum()
+            })
+            .unwrap_or_default()
     }
 
     /// A pod the soak runs (`namespace/name`), with its NoExecute toleration (`None`: forever).
@@ -323,7 +357,7 @@ impl Checker {
             match kind {
                 FactKind::NodeReady { node, status, .. } => {
                     if status == "Unknown" {
-                        self.check_unknown(node, r.wall);
+                        self.check_unknown(&daemon, node, r.wall);
                     }
                     self.set_ready(node, status, r.wall);
                 }
@@ -448,15 +482,22 @@ impl Checker {
         self.last_write.insert(daemon.to_string(), at);
     }
 
-    fn check_unknown(&mut self, node: &str, at: Time) {
+    fn check_unknown(&mut self, daemon: &str, node: &str, at: Time) {
         self.obligations.unknown_verdicts_checked += 1;
+        // Time the daemon waited for a CPU is not its doing: a live read followed by a wait on
+        // the run queue lands its write that much later.
+        let starved = self.waited(
+            daemon,
+            at.since(Time::ZERO).saturating_sub(self.limits.grace),
+            at,
+        );
         let Some(n) = self.nodes.get(node) else {
             return;
         };
         let window_start = at.since(Time::ZERO).saturating_sub(self.limits.grace);
         let window_end = at
             .since(Time::ZERO)
-            .saturating_sub(self.limits.evidence_allowance);
+            .saturating_sub(self.limits.evidence_allowance + starved);
         let fresh = n.evidence.iter().rev().find(|&&e| {
             let e = e.since(Time::ZERO);
             e > window_start + self.limits.evidence_stamp_slack && e <= window_end

@@ -41,7 +41,8 @@ impl Checker {
                     .max(allowed)
                     .max(self.quiet_until)
                     + self.limits.taint_interval * dead_in_zone(&n.zone)
-                    + allowance;
+                    + allowance
+                    + self.starved(n.kubelet_since, now);
                 if now <= due {
                     continue;
                 }
@@ -59,8 +60,10 @@ impl Checker {
                     ));
                 }
             } else {
-                let due =
-                    n.kubelet_since.max(self.quiet_until) + self.limits.status_interval + allowance;
+                let due = n.kubelet_since.max(self.quiet_until)
+                    + self.limits.status_interval
+                    + allowance
+                    + self.starved(n.kubelet_since, now);
                 if now <= due {
                     continue;
                 }
@@ -96,7 +99,10 @@ impl Checker {
             if p.judged == Some((p.created, since)) {
                 continue;
             }
-            let due = since.max(p.created).max(self.quiet_until) + toleration + allowance;
+            let due = since.max(p.created).max(self.quiet_until)
+                + toleration
+                + allowance
+                + self.starved(since, now);
             if now <= due {
                 continue;
             }
@@ -123,6 +129,16 @@ impl Checker {
         for (rule, detail) in found {
             self.violation(now, rule, detail);
         }
+    }
+
+    /// The longest either daemon waited for a CPU between `from` and `now`: a deadline moves
+    /// back by it (the leader could not act meanwhile; which daemon led is not tracked).
+    fn starved(&self, from: Time, now: Time) -> Duration {
+        self.cpu_waits
+            .keys()
+            .map(|d| self.waited(d, from.since(Time::ZERO), now))
+            .max()
+            .unwrap_or_default()
     }
 
     /// One reading of a daemon's resident memory. A process is judged against the limit at

@@ -210,6 +210,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         reload_restore: None,
         log_level_debug: false,
         fault_log: String::new(),
+        cpu_wait_seen: Default::default(),
     };
     let began = Instant::now();
     let mut next = 0;
@@ -226,6 +227,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
             next += 1;
         }
         run.tick()?;
+        run.sample_cpu_wait();
         if last_liveness.elapsed() >= Duration::from_secs(1) {
             last_liveness = Instant::now();
             run.checker.check_liveness(cluster.now());
@@ -312,6 +314,8 @@ struct Run<'a> {
     /// A bad config to replace with the good one at this time.
     reload_restore: Option<Instant>,
     log_level_debug: bool,
+    /// Per daemon pid: run-queue wait read at the last tick.
+    cpu_wait_seen: std::collections::HashMap<u32, Duration>,
     /// Each fault as applied, with the write log's clock (for reading a violation's story).
     fault_log: String,
 }
@@ -477,6 +481,18 @@ impl Run<'_> {
         self.checker.last_seq()
     }
 
+    /// Each daemon's run-queue wait since the last tick, for the checker.
+    fn sample_cpu_wait(&mut self) {
+        let now = self.cluster.now();
+        for (daemon, _) in &self.daemons {
+            let Some(pid) = daemon.pid() else { continue };
+            let total = runqueue_wait(pid);
+            let last = self.cpu_wait_seen.insert(pid, total).unwrap_or(total);
+            self.checker
+                .cpu_wait(&daemon.name, now, total.saturating_sub(last));
+        }
+    }
+
     fn sample_rss(&mut self) {
         let now = self.cluster.now();
         for (daemon, _) in &self.daemons {
@@ -486,4 +502,14 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// Nanoseconds the process's threads spent ready to run but waiting for a CPU (the second field
+/// of /proc/PID/schedstat: the daemon is single-threaded); zero when unreadable.
+fn runqueue_wait(pid: u32) -> Duration {
+    fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
 }
