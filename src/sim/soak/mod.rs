@@ -15,6 +15,7 @@ pub mod invariants;
 mod liveness;
 pub mod report;
 pub mod schedule;
+mod zone_rules;
 
 use std::fs;
 use std::io::Write;
