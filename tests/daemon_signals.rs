@@ -315,7 +315,13 @@ fn notify_socket_gets_status_watchdog_pings_and_stopping() {
     let mut received = Vec::new();
     let next = || {
         let mut buf = [0u8; 256];
-        let n = systemd.recv(&mut buf).expect("a datagram from the daemon");
+        // A signal landing in this test process interrupts the wait (EINTR): wait again.
+        let n = loop {
+            match systemd.recv(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other.expect("a datagram from the daemon"),
+            }
+        };
         String::from_utf8_lossy(&buf[..n]).into_owned()
     };
     while received.iter().filter(|m| *m == "WATCHDOG=1").count() < 3 {

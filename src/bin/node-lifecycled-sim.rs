@@ -15,6 +15,7 @@ use node_lifecycled::sim::bench::{self, BenchOptions, BenchSize};
 use node_lifecycled::sim::kubelets::{KubeletConfig, Kubelets};
 use node_lifecycled::sim::population::Population;
 use node_lifecycled::sim::scenario::{self, BUILTIN, RunOptions, Scenario};
+use node_lifecycled::sim::soak;
 use node_lifecycled::sim::timeline::{FactReader, Timeline};
 use node_lifecycled::sim::{SimConfig, SimServer};
 
@@ -54,6 +55,15 @@ usage:
       --victims killed nodes (default 100) and taint-to-DELETE latency. About 6 minutes per size;
       --quick shortens the measuring windows (steady CPU from 15 s instead of 60 s).
         --qps/--burst  the daemon's api.qps/api.burst (default: its own, upstream 20/30)
+  node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
+                           [--dir DIR]
+      The randomized fault soak: two daemons with leader election against the simulated
+      cluster (24 nodes in 3 zones by default) for --duration (default 30m) while a plan drawn
+      from --seed (default 1) stops, reboots and flaps kubelets, drops, stalls, corrupts and
+      expires watches, restarts the API server, injects 409/429/500 bursts and slow responses,
+      kills the leader and reloads good and bad configs. Safety and liveness invariants are
+      checked all along; prints faults by kind, decisions, violations and the replay command.
+      Exit 1 on any violation.
   node-lifecycled-sim --help | --version
 
 exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
@@ -71,6 +81,7 @@ enum Command {
     Scenarios,
     Check(String),
     Bench(BenchArgs),
+    Soak(SoakArgs),
     Help,
     Version,
 }
@@ -83,6 +94,16 @@ struct BenchArgs {
     burst_events: Option<usize>,
     qps: Option<f64>,
     burst: Option<u32>,
+    daemon: Option<PathBuf>,
+    dir: Option<PathBuf>,
+}
+
+#[derive(Debug, PartialEq)]
+struct SoakArgs {
+    duration: Duration,
+    seed: u64,
+    nodes: usize,
+    zones: usize,
     daemon: Option<PathBuf>,
     dir: Option<PathBuf>,
 }
@@ -110,7 +131,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
         return Ok(Command::Version);
     }
     let (sub, rest) = match args.first().map(String::as_str) {
-        Some(s @ ("run" | "serve" | "scenarios" | "check" | "bench")) => (s, &args[1..]),
+        Some(s @ ("run" | "serve" | "scenarios" | "check" | "bench" | "soak")) => (s, &args[1..]),
         _ => ("run", &args[..]),
     };
     let mut options = Options::new(rest);
@@ -161,6 +182,35 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
         }
         "scenarios" => Command::Scenarios,
         "bench" => Command::Bench(bench_args(&mut options)?),
+        "soak" => {
+            let duration = options
+                .duration("--duration")?
+                .unwrap_or(Duration::from_secs(1800));
+            if duration < Duration::from_secs(20) {
+                return Err("--duration: at least 20s (the daemons need time to start)".into());
+            }
+            let seed = options
+                .value("--seed")?
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map_err(|_| format!("--seed: {v:?} is not a whole number"))
+                })
+                .transpose()?
+                .unwrap_or(1);
+            let nodes = options.number("--nodes")?.unwrap_or(24);
+            let zones = options.number("--zones")?.unwrap_or(3);
+            if nodes == 0 || zones == 0 || zones > nodes {
+                return Err("--nodes and --zones: at least one node per zone".into());
+            }
+            Command::Soak(SoakArgs {
+                duration,
+                seed,
+                nodes,
+                zones,
+                daemon: options.value("--daemon")?.map(PathBuf::from),
+                dir: options.value("--dir")?.map(PathBuf::from),
+            })
+        }
         "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
         _ => unreachable!("matched above"),
     };
@@ -343,6 +393,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Bench(args) => run_bench(args),
+        Command::Soak(args) => run_soak(args),
         Command::Run {
             scenario,
             config,
@@ -404,6 +455,36 @@ fn run_bench(args: BenchArgs) -> ExitCode {
         Err(e) => {
             let _ = out.flush();
             eprintln!("node-lifecycled-sim bench: {e}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn run_soak(args: SoakArgs) -> ExitCode {
+    let daemon = match args.daemon.map_or_else(find_daemon, Ok) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("node-lifecycled-sim: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    let mut options = soak::SoakOptions::new(args.duration, args.seed, daemon);
+    options.nodes = args.nodes;
+    options.zones = args.zones;
+    options.dir = args.dir;
+    let mut out = std::io::stdout();
+    match soak::run(&options, &mut out) {
+        Ok(report) => {
+            let _ = writeln!(out, "{report}");
+            if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_FAILED)
+            }
+        }
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("node-lifecycled-sim soak: {e}");
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -258,6 +258,9 @@ mod tests {
         evicted: Vec<(Time, PodKey)>,
         /// A node just written, delivered by the "watch" before the write's result.
         pending_node: Option<Node>,
+        /// Deliver a taint write's answer before the watch echoes the node (the usual order
+        /// over HTTP: the response comes back before the watch event).
+        answer_first: bool,
         rv: u64,
     }
 
@@ -270,6 +273,7 @@ mod tests {
                 pods: BTreeMap::new(),
                 evicted: Vec::new(),
                 pending_node: None,
+                answer_first: false,
                 rv: 1,
             }
         }
@@ -312,8 +316,13 @@ mod tests {
                     id, node, taints, ..
                 } => {
                     let outcome = self.write_node(&node, |n| n.taints = taints);
-                    self.flush_node(inputs);
-                    inputs.push_back(result(id, outcome));
+                    if self.answer_first {
+                        inputs.push_back(result(id, outcome));
+                        self.flush_node(inputs);
+                    } else {
+                        self.flush_node(inputs);
+                        inputs.push_back(result(id, outcome));
+                    }
                 }
                 Action::PatchNodeLabels { id, .. }
                 | Action::MarkPodNotReady { id, .. }
@@ -693,6 +702,101 @@ mod tests {
         let held = ctl.store().node("n1").expect("n1 held");
         assert_eq!(&*held.resource_version, "12");
         assert!(held.unschedulable, "the newer object is kept whole");
+    }
+
+    /// The lifecycle removes a NoExecute taint itself (the node is Ready again) and the write's
+    /// answer comes back before the watch echo, as over HTTP: taint eviction still sees the
+    /// taint go and cancels the countdown (rules out one explanation of SOAK.md finding 3).
+    #[test]
+    fn a_noexecute_taint_the_lifecycle_removes_itself_cancels_the_countdown() {
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut c = Cluster::new(test_settings(), t0);
+        c.answer_first = true;
+        let tainted = node("n1")
+            .ready(ConditionStatus::True, t0, t0)
+            .taint(taint_keys::UNREACHABLE, TaintEffect::NoExecute)
+            .build();
+        c.put_node(tainted);
+        c.put_pod(with_tolerations(
+            pod("p", "n1"),
+            vec![tolerating_unreachable(Some(10))],
+        ));
+        c.feed(Input::InitialSyncDone);
+        c.run_until(t0 + secs(2));
+        assert!(
+            c.nodes[&n("n1")].taints.is_empty(),
+            "the lifecycle untainted n1"
+        );
+        c.run_until(t0 + secs(60));
+        assert_eq!(
+            c.evicted_names(),
+            Vec::<String>::new(),
+            "evicted from an untainted node"
+        );
+    }
+
+    /// Soak seed 11 (web-18): every zone down → master disruption mode removes the NoExecute
+    /// taints; a node back → the mode ends and the dead node is tainted again. The pod on it
+    /// tolerates 10 s: counted from the new taint, not from the first one (without faults this
+    /// holds; SOAK.md finding 3 is the same story with them).
+    #[test]
+    fn a_taint_removed_by_disruption_mode_and_added_again_restarts_the_countdown() {
+        let t0 = date(2026, 1, 1, 12, 0, 0);
+        let mut c = Cluster::new(test_settings(), t0);
+        c.answer_first = true;
+        c.put_node(node("n1").ready(ConditionStatus::True, t0, t0).build());
+        c.put_node(node("n2").ready(ConditionStatus::True, t0, t0).build());
+        c.put_pod(with_tolerations(
+            pod("p", "n1"),
+            vec![tolerating_unreachable(Some(10))],
+        ));
+        c.feed(Input::InitialSyncDone);
+        let beat = |c: &mut Cluster, t: Time| {
+            let mut n2 = c.nodes[&n("n2")].clone();
+            n2.conditions = vec![crate::controller::tests::harness::cond(
+                NodeConditionType::Ready,
+                ConditionStatus::True,
+                t,
+                t0,
+            )];
+            c.put_node(n2);
+        };
+        // n1 silent from t0 (Unknown and tainted at 50 s); n2 beats until 5 s (Unknown at 55 s:
+        // every zone down, taints removed); n2 back at 58 s (n1 tainted again).
+        c.run_until(t0 + secs(5));
+        beat(&mut c, t0 + secs(5));
+        c.run_until(t0 + secs(53));
+        assert!(c.nodes[&n("n1")].has_taint(taint_keys::UNREACHABLE, &TaintEffect::NoExecute));
+        c.run_until(t0 + secs(57));
+        assert!(
+            c.nodes[&n("n1")]
+                .taints
+                .iter()
+                .all(|t| t.effect != TaintEffect::NoExecute)
+        );
+        c.run_until(t0 + secs(58));
+        beat(&mut c, t0 + secs(58));
+        let mut retainted = None;
+        for s in 59..200 {
+            c.run_until(t0 + secs(s));
+            retainted = c.nodes[&n("n1")]
+                .taints
+                .iter()
+                .find(|t| t.effect == TaintEffect::NoExecute)
+                .and_then(|t| t.time_added);
+            if retainted.is_some() || !c.evicted.is_empty() {
+                break;
+            }
+        }
+        let retainted = retainted.expect("n1 tainted again");
+        c.run_until(retainted + secs(60));
+        assert_eq!(c.evicted_names(), vec!["p"]);
+        assert!(
+            c.evicted[0].0 >= retainted + secs(10),
+            "evicted at {:?}, the new taint at {:?}",
+            c.evicted[0].0,
+            retainted
+        );
     }
 
     #[test]

@@ -1670,6 +1670,7 @@ impl NodeLifecycle {
         now: Time,
         out: &mut Vec<Action>,
     ) {
+        let period = self.settings.node_monitor_period;
         let Some(e) = self.entry_for(node, uid) else {
             return;
         };
@@ -1709,6 +1710,15 @@ impl NodeLifecycle {
             Outcome::NotFound => {}
             Outcome::Failed(_) => {
                 e.taint_tries = 0;
+                // Ops queued behind the failed write (a recovered node's untaint) would wait
+                // for the next node change, and a healthy node may not change for minutes:
+                // try them after a monitor period (not at once: no busy loop on API errors).
+                let queued = !e.taint_ops.is_empty();
+                if queued {
+                    e.taint_retry_pending = true;
+                    self.timers
+                        .schedule(Timer::TaintRetry(node.clone()), now + period);
+                }
                 self.taint_ops_done(node, &write.ops, false, now);
             }
         }

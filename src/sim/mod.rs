@@ -36,6 +36,7 @@ mod schema;
 mod selector;
 mod server;
 mod shared;
+pub mod soak;
 mod status;
 pub mod timeline;
 mod tls;

@@ -135,6 +135,12 @@ impl SimHandle {
         lock(&self.shared.log).snapshot()
     }
 
+    /// The records after `seq` (0: all), oldest first: a reader that follows the log as it grows
+    /// copies only what is new.
+    pub fn writes_after(&self, seq: u64) -> Vec<WriteRecord> {
+        lock(&self.shared.log).after(seq)
+    }
+
     pub fn clear_writes(&self) {
         lock(&self.shared.log).clear();
     }

@@ -363,7 +363,7 @@ fn ready_condition(patch: &Value) -> Option<(String, String)> {
 
 /// Ready's new status and reason from a PUT's diff summary
 /// (`status.conditions[Ready].status: "True" -> "Unknown"; …reason: "…" -> "NodeStatusUnknown"`).
-fn ready_from_diff(summary: &str) -> Option<(String, String)> {
+pub(crate) fn ready_from_diff(summary: &str) -> Option<(String, String)> {
     let after = |field: &str| -> Option<String> {
         let marker = format!("status.conditions[Ready].{field}: ");
         let rest = &summary[summary.find(&marker)? + marker.len()..];

@@ -136,6 +136,12 @@ impl WriteLog {
         self.records.iter().cloned().collect()
     }
 
+    /// The records after `seq`, oldest first (a reader following the log as it grows).
+    pub fn after(&self, seq: u64) -> Vec<WriteRecord> {
+        let first = self.records.partition_point(|r| r.seq <= seq);
+        self.records.range(first..).cloned().collect()
+    }
+
     pub fn clear(&mut self) {
         self.records.clear();
     }

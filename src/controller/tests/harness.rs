@@ -155,6 +155,8 @@ pub struct Faults {
     pub fail_pod_status_of: std::collections::BTreeSet<String>,
     /// Answer this many upcoming taint writes 409 (another writer changed the node first).
     pub conflict_taint_writes: usize,
+    /// Fail this many upcoming taint writes with an error (a 500).
+    pub fail_taint_writes: usize,
     /// Fail this many upcoming node status writes (UpdateNodeConditions) with an error (a 500).
     pub fail_node_status: usize,
     /// Fail live Lease reads while true.
@@ -338,7 +340,10 @@ impl Harness {
                 taints,
                 ..
             } => {
-                let outcome = if self.faults.conflict_taint_writes > 0 {
+                let outcome = if self.faults.fail_taint_writes > 0 {
+                    self.faults.fail_taint_writes -= 1;
+                    Outcome::Failed(String::from("500 Internal Server Error"))
+                } else if self.faults.conflict_taint_writes > 0 {
                     self.faults.conflict_taint_writes -= 1;
                     // Another writer changed the node first: our write is stale; the shell
                     // re-reads the node and feeds it before the result.

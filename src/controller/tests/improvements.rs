@@ -661,3 +661,37 @@ fn verdicts_in_flight_hold_the_tainting_pass_until_the_zone_is_counted() {
     let (dump, _) = c.dump(now);
     assert_eq!(dump.zones[0].state, Some(ZoneState::PartialDisruption));
 }
+
+/// Found by the soak (seed 11): a node's kubelet came back, the taint PATCH in flight got a
+/// 500, and the untaint queued behind it was never sent: the node kept `unreachable:NoExecute`
+/// while Ready=True (55 s until the soak ended; its pods with short tolerations are evicted
+/// from a healthy node). Upstream retries on its next pass; so do we now.
+#[test]
+fn a_failed_untaint_of_a_recovered_node_is_retried_on_the_next_pass() {
+    let t1 = t0();
+    let nodes = vec![
+        node("node0").zone("r", "z").ready(True, t1, t1).build(),
+        node("node1").zone("r", "z").ready(True, t1, t1).build(),
+    ];
+    let mut h = Harness::started(test_settings(), t1, nodes, vec![], vec![]);
+    let t2 = t1 + secs(51);
+    h.jump(t2 - h.now);
+    h.set_conditions("node1", vec![cond(NodeConditionType::Ready, True, t2, t1)]);
+    h.tick();
+    h.tainting_pass();
+    assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute));
+
+    h.faults.fail_taint_writes = 1;
+    h.set_conditions("node0", vec![cond(NodeConditionType::Ready, True, t2, t2)]);
+    h.tick();
+    assert!(
+        h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute),
+        "the write failed"
+    );
+    h.run_for(secs(12));
+    assert!(
+        !h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute),
+        "still {:?} two monitor passes after the failure",
+        h.taints("node0")
+    );
+}

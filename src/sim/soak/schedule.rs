@@ -1,0 +1,349 @@
+//! The seeded fault plan of a soak: which fault happens when, decided up front from the seed
+//! alone (the same seed and duration give the same plan), so a run that found something can be
+//! replayed with the same sequence of faults (the daemon's own timing still varies).
+//!
+//! Faults come as episodes a short random gap apart (mean about 2 s: a 30-minute soak sees
+//! several hundred). A kubelet episode (stop then resume, reboot, flap) takes a node that no
+//! other episode is using; zone and whole-cluster outages take every node they name.
+
+use std::time::Duration;
+
+use crate::testing::Rng;
+
+/// One thing the soak does to the cluster or the daemons.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    KubeletStop(String),
+    KubeletResume(String),
+    /// Silent for the duration, then alive again on its own.
+    KubeletReboot(String, Duration),
+    /// Every open watch connection closed mid-stream.
+    DropWatches,
+    /// Watches send nothing (not even bookmarks) for the duration.
+    StallWatches(Duration),
+    /// The next watch requests are answered 410 Gone (the client must relist).
+    ExpireWatches(u32),
+    /// One line of garbage on every open watch.
+    CorruptLines,
+    /// The API server closes every connection and refuses new ones for the duration.
+    ApiRestart(Duration),
+    /// The next `count` requests matching the target get `code` (409 on node writes, 429 with
+    /// Retry-After or 500 on anything).
+    ErrorBurst {
+        code: u16,
+        count: u32,
+        target: BurstTarget,
+    },
+    /// Every response delayed by the first duration, for the second.
+    SlowResponses(Duration, Duration),
+    /// SIGKILL of the daemon holding the leader Lease; it is started again after the duration.
+    KillLeader(Duration),
+    /// SIGHUP to both daemons after rewriting their config: valid (a changed log level) or not.
+    Reload {
+        valid: bool,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BurstTarget {
+    Any,
+    /// PUT / PATCH of nodes and nodes/status: where a 409 means a lost race.
+    NodeWrites,
+    /// Lease reads and writes (the live Lease read, leader election).
+    Leases,
+}
+
+/// A fault at its time, with the episode it belongs to (`kind`, what the report counts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Since the start of the soak.
+    pub at: Duration,
+    pub fault: Fault,
+    /// The episode's kind for the report: `kubelet-stop`, `zone-outage`, `watch-410`, …; the
+    /// follow-up steps of an episode (a resume) carry `""`.
+    pub kind: &'static str,
+}
+
+/// What the plan needs to know about the cluster.
+#[derive(Clone, Debug)]
+pub struct PlanShape {
+    /// Node names by zone.
+    pub zones: Vec<Vec<String>>,
+    pub duration: Duration,
+    /// No fault before this (the daemons start and sync).
+    pub warmup: Duration,
+    /// No new episode in the last stretch, so liveness can be judged at the end.
+    pub cooldown: Duration,
+    /// At most this many nodes silent at once from single-node episodes.
+    pub max_single_down: usize,
+}
+
+/// The episode kinds and their weights.
+const EPISODES: [(&str, u64); 18] = [
+    ("kubelet-stop", 18),
+    ("kubelet-reboot", 10),
+    ("kubelet-flap", 8),
+    ("zone-outage", 2),
+    ("all-zones-down", 1),
+    ("watch-drop", 6),
+    ("watch-stall", 5),
+    ("watch-freeze", 2),
+    ("watch-410", 4),
+    ("corrupt-line", 4),
+    ("api-restart", 3),
+    ("burst-409", 3),
+    ("burst-429", 3),
+    ("burst-500", 4),
+    ("slow-responses", 5),
+    ("kill-leader", 2),
+    ("reload-good", 3),
+    ("reload-bad", 2),
+];
+
+struct Planner {
+    rng: Rng,
+    steps: Vec<Step>,
+    /// Per node (zone-major order): busy with an episode until.
+    busy_until: Vec<Duration>,
+    names: Vec<String>,
+    zone_of: Vec<usize>,
+    zone_count: usize,
+}
+
+impl Planner {
+    fn millis(&mut self, from: u64, to: u64) -> Duration {
+        Duration::from_millis(from + self.rng.below(to - from + 1))
+    }
+
+    fn push(&mut self, at: Duration, fault: Fault, kind: &'static str) {
+        self.steps.push(Step { at, fault, kind });
+    }
+
+    fn free_node(&mut self, at: Duration, max_down: usize) -> Option<usize> {
+        let down = self.busy_until.iter().filter(|&&b| b > at).count();
+        if down >= max_down {
+            return None;
+        }
+        let free: Vec<usize> = (0..self.names.len())
+            .filter(|&i| self.busy_until[i] <= at)
+            .collect();
+        if free.is_empty() {
+            return None;
+        }
+        Some(free[self.rng.below(free.len() as u64) as usize])
+    }
+
+    /// Stops each node at `at` (+ up to 1 s) and resumes it `down` (+ up to 2 s) later.
+    fn outage(&mut self, nodes: &[usize], at: Duration, down: Duration, kind: &'static str) {
+        let mut first = true;
+        for &i in nodes {
+            let stop = at + self.millis(0, 1000);
+            let resume = stop + down + self.millis(0, 2000);
+            let name = self.names[i].clone();
+            self.push(
+                stop,
+                Fault::KubeletStop(name.clone()),
+                if first { kind } else { "" },
+            );
+            self.push(resume, Fault::KubeletResume(name), "");
+            self.busy_until[i] = resume + Duration::from_secs(1);
+            first = false;
+        }
+    }
+
+    fn episode(&mut self, kind: &'static str, at: Duration, max_down: usize) {
+        match kind {
+            "kubelet-stop" => {
+                if let Some(i) = self.free_node(at, max_down) {
+                    // Some short (under the grace period), most long enough to be tainted and
+                    // have pods evicted.
+                    let down = self.millis(2_000, 45_000);
+                    self.outage(&[i], at, down, kind);
+                }
+            }
+            "kubelet-reboot" => {
+                if let Some(i) = self.free_node(at, max_down) {
+                    let down = self.millis(1_000, 15_000);
+                    let name = self.names[i].clone();
+                    self.push(at, Fault::KubeletReboot(name, down), kind);
+                    self.busy_until[i] = at + down + Duration::from_secs(1);
+                }
+            }
+            "kubelet-flap" => {
+                if let Some(i) = self.free_node(at, max_down) {
+                    let name = self.names[i].clone();
+                    let mut t = at;
+                    let cycles = 3 + self.rng.below(4);
+                    for c in 0..cycles {
+                        let kind = if c == 0 { kind } else { "" };
+                        self.push(t, Fault::KubeletStop(name.clone()), kind);
+                        // Around the grace period: sometimes declared Unknown, sometimes not.
+                        t += self.millis(500, 8_000);
+                        self.push(t, Fault::KubeletResume(name.clone()), "");
+                        t += self.millis(300, 3_000);
+                    }
+                    self.busy_until[i] = t + Duration::from_secs(1);
+                }
+            }
+            "zone-outage" => {
+                let zone = self.rng.below(self.zone_count as u64) as usize;
+                let nodes: Vec<usize> = (0..self.names.len())
+                    .filter(|&i| self.zone_of[i] == zone && self.busy_until[i] <= at)
+                    .collect();
+                let down = self.millis(8_000, 25_000);
+                self.outage(&nodes, at, down, kind);
+            }
+            "all-zones-down" => {
+                let nodes: Vec<usize> = (0..self.names.len())
+                    .filter(|&i| self.busy_until[i] <= at)
+                    .collect();
+                let down = self.millis(8_000, 20_000);
+                self.outage(&nodes, at, down, kind);
+            }
+            "watch-drop" => self.push(at, Fault::DropWatches, kind),
+            "watch-stall" => {
+                let d = self.millis(300, 3_000);
+                self.push(at, Fault::StallWatches(d), kind)
+            }
+            "watch-freeze" => {
+                // Longer than the grace period: the daemon sees no heartbeat through its
+                // watches, only through live Lease reads (upstream's stale-cache failure).
+                let d = self.millis(6_000, 12_000);
+                self.push(at, Fault::StallWatches(d), kind)
+            }
+            "watch-410" => {
+                let n = 1 + self.rng.below(3) as u32;
+                self.push(at, Fault::ExpireWatches(n), kind)
+            }
+            "corrupt-line" => self.push(at, Fault::CorruptLines, kind),
+            "api-restart" => {
+                let d = self.millis(200, 3_000);
+                self.push(at, Fault::ApiRestart(d), kind)
+            }
+            "burst-409" | "burst-429" | "burst-500" => {
+                let (code, target) = match kind {
+                    "burst-409" => (409, BurstTarget::NodeWrites),
+                    "burst-429" => (429, BurstTarget::Any),
+                    _ if self.rng.chance(30) => (500, BurstTarget::Leases),
+                    _ => (500, BurstTarget::Any),
+                };
+                let count = 1 + self.rng.below(6) as u32;
+                self.push(
+                    at,
+                    Fault::ErrorBurst {
+                        code,
+                        count,
+                        target,
+                    },
+                    kind,
+                )
+            }
+            "slow-responses" => {
+                let delay = self.millis(20, MAX_INJECTED_DELAY_MS);
+                let length = self.millis(500, 5_000);
+                self.push(at, Fault::SlowResponses(delay, length), kind)
+            }
+            "kill-leader" => {
+                let restart = self.millis(500, 3_000);
+                self.push(at, Fault::KillLeader(restart), kind)
+            }
+            "reload-good" => self.push(at, Fault::Reload { valid: true }, kind),
+            _ => self.push(at, Fault::Reload { valid: false }, "reload-bad"),
+        }
+    }
+}
+
+/// The longest response delay a `SlowResponses` fault injects (the invariants' allowances are
+/// built from it).
+pub const MAX_INJECTED_DELAY_MS: u64 = 400;
+
+/// The plan for `seed`: steps in time order.
+pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
+    let names: Vec<String> = shape.zones.iter().flatten().cloned().collect();
+    let zone_of: Vec<usize> = shape
+        .zones
+        .iter()
+        .enumerate()
+        .flat_map(|(z, nodes)| nodes.iter().map(move |_| z))
+        .collect();
+    let mut planner = Planner {
+        rng: Rng::new(seed),
+        steps: Vec::new(),
+        busy_until: vec![Duration::ZERO; names.len()],
+        names,
+        zone_of,
+        zone_count: shape.zones.len().max(1),
+    };
+    let total: u64 = EPISODES.iter().map(|(_, w)| w).sum();
+    let end = shape.duration.saturating_sub(shape.cooldown);
+    let mut at = shape.warmup;
+    while at < end {
+        let mut pick = planner.rng.below(total);
+        let kind = EPISODES
+            .iter()
+            .find(|(_, w)| {
+                if pick < *w {
+                    true
+                } else {
+                    pick -= w;
+                    false
+                }
+            })
+            .map_or("watch-drop", |(k, _)| *k);
+        planner.episode(kind, at, shape.max_single_down);
+        at += planner.millis(300, 3_700);
+    }
+    // Steps past the end are kept (a plan resumes every node it stops); the soak ignores them.
+    planner.steps.sort_by_key(|s| s.at);
+    planner.steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(duration: Duration) -> PlanShape {
+        PlanShape {
+            zones: (1..=3)
+                .map(|z| (1..=8).map(|n| format!("z{z}-n{n:03}")).collect())
+                .collect(),
+            duration,
+            warmup: Duration::from_secs(10),
+            cooldown: Duration::from_secs(40),
+            max_single_down: 6,
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_plan_and_another_seed_another() {
+        let s = shape(Duration::from_secs(600));
+        assert_eq!(plan(3, &s), plan(3, &s));
+        assert_ne!(plan(3, &s), plan(4, &s));
+    }
+
+    #[test]
+    fn a_thirty_minute_plan_has_hundreds_of_episodes_of_every_kind_and_resumes_every_node() {
+        let s = shape(Duration::from_secs(1800));
+        let steps = plan(1, &s);
+        let episodes = steps.iter().filter(|s| !s.kind.is_empty()).count();
+        assert!(episodes >= 500, "{episodes} episodes");
+        for (kind, _) in EPISODES {
+            assert!(
+                steps.iter().any(|s| s.kind == kind),
+                "no {kind} episode in 30 minutes"
+            );
+        }
+        // Each node's last kubelet step leaves it running.
+        for node in s.zones.iter().flatten() {
+            let last = steps.iter().rev().find(|st| match &st.fault {
+                Fault::KubeletStop(n) | Fault::KubeletResume(n) => n == node,
+                _ => false,
+            });
+            if let Some(st) = last {
+                assert!(matches!(st.fault, Fault::KubeletResume(_)), "{node}");
+            }
+        }
+        assert!(steps.iter().all(|s| s.at >= Duration::from_secs(10)));
+        assert!(steps.windows(2).all(|w| w[0].at <= w[1].at));
+    }
+}
