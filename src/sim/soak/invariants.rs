@@ -456,6 +456,7 @@ impl Checker {
             FactKind::Failed { code, .. } => format!("write refused {code}"),
             FactKind::NodeLabels { .. } => "node labels".into(),
             FactKind::PodNodeLost { .. } => "pod NodeLost".into(),
+            FactKind::FenceRun { .. } => "fence command run".into(),
             FactKind::Other { what } => format!(
                 "other {}",
                 what.split(' ').take(2).collect::<Vec<_>>().join(" ")
