@@ -344,7 +344,8 @@ fn stamp(t: Option<Time>) -> String {
     t.map_or_else(|| "never".to_string(), |t| t.to_rfc3339())
 }
 
-fn status(s: Option<ConditionStatus>) -> &'static str {
+/// A Ready status as the log and `explain` print it.
+pub(super) fn status(s: Option<ConditionStatus>) -> &'static str {
     match s {
         None => "missing",
         Some(ConditionStatus::True) => "True",

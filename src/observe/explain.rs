@@ -9,6 +9,7 @@ use crate::controller::{NodeDump, ZoneDump, ZoneState};
 use crate::model::ConditionStatus;
 use crate::time::Time;
 
+use super::decision_log::status as status_word;
 use super::history::Entry;
 use super::snapshot::DaemonSnapshot;
 
@@ -45,16 +46,6 @@ pub enum Acting {
     Yes,
     NotSynced,
     Follower,
-}
-
-fn status_word(s: Option<ConditionStatus>) -> &'static str {
-    match s {
-        None => "missing",
-        Some(ConditionStatus::True) => "True",
-        Some(ConditionStatus::False) => "False",
-        Some(ConditionStatus::Unknown) => "Unknown",
-        Some(ConditionStatus::Other) => "unreadable",
-    }
 }
 
 /// `12s`, `3m4s`, `1h2m`.
