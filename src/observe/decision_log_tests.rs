@@ -211,3 +211,19 @@ fn dry_run_lines_say_so() {
             .starts_with("dry-run: node n1 judged Unknown")
     );
 }
+
+/// Issue #17's fencing steps reach the journal as decisions of their own, under the node.
+#[test]
+fn a_fencing_step_is_one_line_under_its_node() {
+    let detail = "fencing: decision=fence node=rack1-n4 uid=u1 outage_since=2026-11-22T11:50:00Z \
+                  lease_renew=2026-11-22T11:49:20Z zone=Normal attempt=1";
+    let line = render(&Decision::Fencing {
+        node: n("rack1-n4"),
+        detail: detail.to_string(),
+    });
+    assert_eq!(line.message, detail);
+    let f = line.fields();
+    assert_eq!(f.node, Some("rack1-n4"));
+    assert_eq!(f.decision, Some("fencing"));
+    assert_eq!(f.pod, None);
+}
