@@ -1,0 +1,255 @@
+//! What the lifecycle does when the store changes: a node, its Lease or a pod seen, the initial
+//! sync, the tick; a node registered or forgotten.
+
+use super::*;
+
+impl NodeLifecycle {
+    pub(super) fn on_node_changed(
+        &mut self,
+        name: &Name,
+        before: Option<&Node>,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let uid = node.uid.clone();
+        if let Some(e) = self.nodes.get(name)
+            && e.uid != uid
+            && let Some(old) = before
+        {
+            // Re-created with the same name: the old one is gone, this one starts fresh.
+            self.forget_node(old, out);
+        }
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let Some(e) = self.nodes.get_mut(name) else {
+            let zone: Name = Rc::from(node.zone_key());
+            let health = NodeHealth::first_seen(node, now);
+            self.nodes.insert(
+                name.clone(),
+                NodeEntry {
+                    uid,
+                    registered: false,
+                    health,
+                    zone,
+                    counted: None,
+                    needs_pod_retry: false,
+                    verdict: Verdict::Idle,
+                    verdict_tries: 0,
+                    lease_confirmed_for: None,
+                    lease_evidence: None,
+                    taint_write: None,
+                    taint_ops: Vec::new(),
+                    taint_tries: 0,
+                    taint_retry_pending: false,
+                    label_write: None,
+                    legacy: LegacyEviction::Unmarked,
+                    legacy_job: None,
+                },
+            );
+            if self.synced {
+                self.register(name, now, out);
+            }
+            return;
+        };
+        if !e.registered {
+            return;
+        }
+        let no_execute = |n: Option<&Node>| {
+            n.map_or((false, false), |n| {
+                (
+                    has_no_execute(n, NoExecuteKind::NotReady),
+                    has_no_execute(n, NoExecuteKind::Unreachable),
+                )
+            })
+        };
+        let old_ready = before.and_then(|b| b.ready()).map(|c| c.status);
+        let old_no_execute = no_execute(before);
+        e.health.observe_node(node, now);
+        let new_ready = node.ready().map(|c| c.status);
+        let new_no_execute = no_execute(Some(node));
+        let labels_changed = before.is_some_and(|b| b.labels != node.labels);
+        let zone: Name = Rc::from(node.zone_key());
+        if before.is_some() && new_ready == Some(ConditionStatus::True) && old_ready != new_ready {
+            self.decisions.push(Decision::NodeReady {
+                node: name.clone(),
+                zone: zone.clone(),
+                was: old_ready,
+            });
+        }
+        if zone != e.zone {
+            self.move_zone(name, zone, now);
+        }
+        self.arm_grace(name, now);
+        self.update_contribution(name, new_ready);
+        if labels_changed {
+            // The node may have changed pools, and its zone's rate with it.
+            let zone = self.nodes.get(name).map(|e| e.zone.clone());
+            if let Some(zone) = zone {
+                self.refresh_zone_rate(&zone, now);
+            }
+        }
+        self.pump_taints(name, now, out);
+        self.pump_labels(name, out);
+        if old_ready != new_ready || old_no_execute != new_no_execute {
+            self.evaluate(name, now, out);
+        }
+        if self.taint_based {
+            self.queue_condition_taints(name, now);
+        }
+    }
+
+    pub(super) fn on_lease_changed(&mut self, name: &Name, now: Time) {
+        let renew = self.store.lease(name).and_then(|l| l.renew_time);
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        if e.registered && e.health.observe_lease(renew, now) {
+            self.arm_grace(name, now);
+        }
+    }
+
+    pub(super) fn on_pod_changed(&mut self, change: &PodChange, now: Time, out: &mut Vec<Action>) {
+        if !self.synced {
+            return;
+        }
+        // Upstream `processPod`: a pod newly bound to (or moved onto) a node not Ready.
+        let pod = self.store.pods().view(change.id);
+        let Some(node_name) = pod.node_name().cloned() else {
+            return;
+        };
+        let old_node = change.before.as_ref().and_then(|b| b.node.as_ref());
+        if old_node == Some(&node_name) {
+            return;
+        }
+        let Some(e) = self.nodes.get(&node_name) else {
+            return;
+        };
+        if !e.registered {
+            return;
+        }
+        let Some(ready) = e.health.saved_ready.as_ref().map(|r| r.status) else {
+            return;
+        };
+        if ready == ConditionStatus::True {
+            return;
+        }
+        self.mark_pods_not_ready(&node_name, Some(&change.key), out);
+        if !self.taint_based {
+            self.process_no_taint_based_eviction(&node_name, ready, now, out);
+        }
+    }
+
+    pub(super) fn on_initial_sync(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.synced {
+            return;
+        }
+        self.synced = true;
+        let names: Vec<Name> = self.nodes.keys().cloned().collect();
+        for name in &names {
+            self.register(name, now, out);
+        }
+        self.disruption_dirty = true;
+        self.timers
+            .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
+    }
+
+    pub(super) fn on_tick(&mut self, now: Time, out: &mut Vec<Action>) {
+        if !self.synced {
+            return;
+        }
+        while let Some((timer, _)) = self.timers.pop_due(now) {
+            match timer {
+                Timer::MonitorPass => {
+                    self.monitor_pass(now, out);
+                    self.timers
+                        .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
+                }
+                Timer::EvictionPass => self.eviction_pass(now, out),
+                Timer::TaintRetry(name) => {
+                    if let Some(e) = self.nodes.get_mut(&name) {
+                        e.taint_retry_pending = false;
+                    }
+                    self.pump_taints(&name, now, out);
+                }
+                Timer::NodeGrace(name) | Timer::LeaseReadRetry(name) | Timer::StatusRetry(name) => {
+                    self.evaluate(&name, now, out);
+                    if self.disruption_dirty {
+                        self.handle_disruption(now, out);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- node lifecycle ----------------------------------------------------------------------
+
+    /// First sight of a node once synced (upstream: "added" in `classifyNodes`).
+    pub(super) fn register(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let lease_renew = self.store.lease(name).and_then(|l| l.renew_time);
+        let eviction_rate = self.settings.node_eviction_rate;
+        let (Some(e), Some(node)) = (self.nodes.get_mut(name), self.store.node(name)) else {
+            return;
+        };
+        e.registered = true;
+        e.health = NodeHealth::first_seen(node, now);
+        e.health.observe_lease(lease_renew, now);
+        e.zone = Rc::from(node.zone_key());
+        // After a restart, pods still Ready on a node already Unknown (not heard from) are
+        // marked (kubernetes#135205: upstream leaves them Ready). A node whose kubelet reports
+        // Ready=False is alive and manages its pods; upstream does not mark them on a restart,
+        // and neither do we. A node that never posted Ready has no pods running yet.
+        e.needs_pod_retry = node
+            .ready()
+            .is_some_and(|c| c.status == ConditionStatus::Unknown);
+        out.push(node_event(
+            node,
+            "RegisteredNode",
+            format!(
+                "Node {} event: Registered Node {} in Controller",
+                node.name, node.name
+            ),
+        ));
+        let zone = e.zone.clone();
+        let ready = node.ready().map(|c| c.status);
+        self.join_zone(zone.clone(), eviction_rate, now);
+        self.update_contribution(name, ready);
+        self.refresh_zone_rate(&zone, now);
+        if self.taint_based {
+            self.mark_node_as_reachable(name, now, out);
+        } else {
+            self.cancel_pod_eviction(name);
+        }
+        self.arm_grace(name, now);
+        self.pump_taints(name, now, out);
+        self.pump_labels(name, out);
+        self.evaluate(name, now, out);
+    }
+
+    /// The node is gone (or re-created): forget its state, queue entries and timers.
+    pub(super) fn forget_node(&mut self, node: &Node, out: &mut Vec<Action>) {
+        let name = &node.name;
+        let Some(e) = self.nodes.remove(name) else {
+            return;
+        };
+        self.timers.cancel(&Timer::NodeGrace(name.clone()));
+        self.timers.cancel(&Timer::LeaseReadRetry(name.clone()));
+        self.timers.cancel(&Timer::StatusRetry(name.clone()));
+        self.timers.cancel(&Timer::TaintRetry(name.clone()));
+        if !e.registered {
+            return;
+        }
+        out.push(node_event(
+            node,
+            "RemovingNode",
+            format!(
+                "Node {} event: Removing Node {} from Controller",
+                node.name, node.name
+            ),
+        ));
+        self.leave_zone(name, &e.zone, e.counted);
+    }
+}

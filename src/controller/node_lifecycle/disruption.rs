@@ -1,0 +1,238 @@
+//! Zones: membership, each zone's contribution to the disruption count, and the zone state
+//! transitions that set the tainting rate (upstream's `handleDisruption`).
+
+use super::*;
+
+impl NodeLifecycle {
+    pub(super) fn leave_zone(&mut self, name: &str, zone_key: &Name, counted: Option<bool>) {
+        if let Some(zone) = self.zones.get_mut(zone_key) {
+            zone.queue.remove(name);
+            zone.members = zone.members.saturating_sub(1);
+            if let Some(ready) = counted {
+                zone.size = zone.size.saturating_sub(1);
+                if ready {
+                    zone.ready = zone.ready.saturating_sub(1);
+                }
+                self.disruption_dirty = true;
+            }
+            if zone.members == 0 {
+                // `node_collector_evictions_total{zone}` is a counter: it outlives the zone.
+                if let Some(gone) = self.zones.remove(zone_key)
+                    && gone.evictions_total > 0
+                {
+                    self.past_evictions
+                        .insert(zone_key.clone(), gone.evictions_total);
+                }
+                self.disruption_dirty = true;
+            }
+        }
+    }
+
+    pub(super) fn move_zone(&mut self, name: &Name, zone: Name, now: Time) {
+        let eviction_rate = self.settings.node_eviction_rate;
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        let (old, counted) = (std::mem::replace(&mut e.zone, zone.clone()), e.counted);
+        e.counted = None;
+        self.leave_zone(name, &old, counted);
+        self.join_zone(zone, eviction_rate, now);
+    }
+
+    /// Counts one more member in `zone`, creating the zone (state Initial, a full bucket at the
+    /// healthy rate) on first use.
+    pub(super) fn join_zone(&mut self, zone: Name, eviction_rate: Rate, now: Time) {
+        let past_evictions = &mut self.past_evictions;
+        self.zones
+            .entry(zone.clone())
+            .or_insert_with(|| Zone {
+                evictions_total: past_evictions.remove(&zone).unwrap_or(0),
+                cooldown_until: None,
+                key: zone,
+                members: 0,
+                size: 0,
+                ready: 0,
+                state: None,
+                queue: RateLimitedTimedQueue::new(eviction_rate, now),
+            })
+            .members += 1;
+    }
+
+    /// Keeps the zone's counts in line with the node's current Ready and exclusion label.
+    pub(super) fn update_contribution(&mut self, name: &str, current: Option<ConditionStatus>) {
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        let new = if node.excluded_from_disruption() {
+            None
+        } else {
+            Some(current == Some(ConditionStatus::True))
+        };
+        if e.counted == new {
+            return;
+        }
+        let old = std::mem::replace(&mut e.counted, new);
+        let Some(zone) = self.zones.get_mut(&e.zone) else {
+            return;
+        };
+        if let Some(ready) = old {
+            zone.size = zone.size.saturating_sub(1);
+            zone.ready = zone.ready.saturating_sub(usize::from(ready));
+        }
+        if let Some(ready) = new {
+            zone.size += 1;
+            zone.ready += usize::from(ready);
+        }
+        self.disruption_dirty = true;
+    }
+
+    pub(in crate::controller) fn all_zones_fully_disrupted(&self) -> bool {
+        let mut any = false;
+        for z in self.zones.values() {
+            if let Some(state) = z.state {
+                any = true;
+                if state != ZoneState::FullDisruption {
+                    return false;
+                }
+            }
+        }
+        any
+    }
+
+    pub(in crate::controller) fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+        let rates = self.settings.zone_rates(
+            self.nodes
+                .iter()
+                .filter(|(_, e)| e.registered && e.zone == *key)
+                .filter_map(|(n, _)| self.store.node(n)),
+        );
+        let Some(z) = self.zones.get_mut(key) else {
+            return;
+        };
+        let Some(state) = z.state else {
+            return;
+        };
+        if let Some(rate) = zone_rate_with(state, z.size, &self.settings, rates) {
+            z.queue.swap_limiter(rate, now);
+        }
+    }
+
+    /// Upstream `handleDisruption`.
+    pub(in crate::controller) fn handle_disruption(&mut self, now: Time, out: &mut Vec<Action>) {
+        self.disruption_dirty = false;
+        let threshold = self.settings.unhealthy_zone_threshold;
+        let mut new_states: BTreeMap<Name, ZoneState> = BTreeMap::new();
+        for (key, z) in self.zones.iter_mut() {
+            if z.size == 0 {
+                // No node counted any more: the zone's state is forgotten.
+                z.state = None;
+                continue;
+            }
+            new_states.insert(key.clone(), compute_zone_state(z.size, z.ready, threshold));
+            if z.state.is_none() {
+                z.state = Some(ZoneState::Initial);
+            }
+        }
+        let all_are_full = new_states.values().all(|s| *s == ZoneState::FullDisruption);
+        let all_were_full = self
+            .zones
+            .values()
+            .filter_map(|z| z.state)
+            .all(|s| s == ZoneState::FullDisruption);
+        if all_are_full && all_were_full {
+            return;
+        }
+        let registered = |nodes: &BTreeMap<Name, NodeEntry>| -> Vec<Name> {
+            nodes
+                .iter()
+                .filter(|(_, e)| e.registered)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        if all_are_full {
+            let names = registered(&self.nodes);
+            // Entering "master disruption mode": every zone is down, most likely our own
+            // view of the cluster is broken. Stop everything.
+            for name in &names {
+                if self.taint_based {
+                    self.mark_node_as_reachable(name, now, out);
+                } else {
+                    self.cancel_pod_eviction(name);
+                }
+            }
+            for z in self.zones.values_mut().filter(|z| z.state.is_some()) {
+                z.queue.swap_limiter(Rate::NEVER, now);
+                z.state = Some(ZoneState::FullDisruption);
+            }
+            self.decisions.push(Decision::AllZonesDown {
+                entered: true,
+                zones: new_states.len(),
+            });
+            return;
+        }
+        if all_were_full {
+            self.decisions.push(Decision::AllZonesDown {
+                entered: false,
+                zones: new_states.len(),
+            });
+            let names = registered(&self.nodes);
+            // Exiting: every node gets a fresh grace period (upstream behaviour).
+            for name in &names {
+                if let Some(e) = self.nodes.get_mut(name) {
+                    e.health.probe_time = now;
+                    e.health.ready_transition_time = now;
+                }
+                self.arm_grace(name, now);
+            }
+            for (key, state) in &new_states {
+                let mut from = None;
+                if let Some(z) = self.zones.get_mut(key) {
+                    from = z.state.replace(*state);
+                    z.start_cooldown(self.settings.disruption_cooldown, now);
+                }
+                self.set_limiter_in_zone(key, now);
+                self.zone_state_decision(key, from);
+            }
+            return;
+        }
+        for (key, state) in &new_states {
+            let Some(z) = self.zones.get_mut(key) else {
+                continue;
+            };
+            if z.state == Some(*state) {
+                continue;
+            }
+            if z.state == Some(ZoneState::FullDisruption) {
+                z.start_cooldown(self.settings.disruption_cooldown, now);
+            }
+            let from = z.state.replace(*state);
+            self.set_limiter_in_zone(key, now);
+            self.zone_state_decision(key, from);
+        }
+    }
+
+    pub(super) fn zone_state_decision(&mut self, key: &Name, from: Option<ZoneState>) {
+        let Some(z) = self.zones.get(key) else {
+            return;
+        };
+        let Some(to) = z.state else {
+            return;
+        };
+        if from == Some(to) {
+            return;
+        }
+        self.decisions.push(Decision::ZoneState {
+            zone: key.clone(),
+            from,
+            to,
+            size: z.size,
+            not_ready: z.unhealthy(),
+            rate: z.queue.rate(),
+        });
+    }
+
+    // ---- pods (SPEC §7) ----------------------------------------------------------------------
+}

@@ -1,0 +1,179 @@
+//! A node's health: the grace timer, the monitor pass and the Unknown verdict (upstream's
+//! `monitorNodeHealth` / `tryUpdateNodeHealth`), and what follows a verdict.
+
+use super::*;
+
+impl NodeLifecycle {
+    pub(super) fn arm_grace(&mut self, name: &Name, now: Time) {
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        if !e.registered {
+            return;
+        }
+        let (monitor, startup) = self.settings.graces(node);
+        let grace = NodeHealth::grace(node, monitor, startup);
+        let at = e.health.verdict_at(grace);
+        let key = Timer::NodeGrace(name.clone());
+        if at > now {
+            self.timers.schedule(key, at);
+        } else {
+            self.timers.cancel(&key);
+        }
+    }
+
+    pub(super) fn monitor_pass(&mut self, now: Time, out: &mut Vec<Action>) {
+        let names: Vec<Name> = self.nodes.keys().cloned().collect();
+        for name in &names {
+            self.evaluate(name, now, out);
+        }
+        // The safety net recomputes zone states even if no count changed.
+        self.disruption_dirty = true;
+        self.handle_disruption(now, out);
+    }
+
+    /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute
+    /// (or legacy eviction) decision and pod readiness from the Ready observed before it.
+    pub(in crate::controller) fn evaluate(
+        &mut self,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
+        let id = ActionId(self.next_id + 1);
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        if !e.registered || e.verdict != Verdict::Idle {
+            return;
+        }
+        let (monitor, startup) = self.settings.graces(node);
+        let grace = NodeHealth::grace(node, monitor, startup);
+        let observed = node
+            .ready()
+            .map(|c| c.status)
+            .unwrap_or(ConditionStatus::Unknown);
+        if now > e.health.probe_time + grace
+            && let Some(conditions) = stale_conditions(node, now)
+        {
+            // No verdict without fresh evidence: a node that heartbeats through a Lease is only
+            // declared Unknown once a live read confirms the Lease is stale.
+            if e.health.lease_renew.is_some() && e.lease_confirmed_for != Some(e.health.probe_time)
+            {
+                if !retry_pending {
+                    self.next_id += 1;
+                    e.verdict = Verdict::ReadingLease(id);
+                    let uid = node.uid.clone();
+                    self.pending.insert(
+                        id,
+                        Pending::LeaseRead {
+                            node: name.clone(),
+                            uid,
+                        },
+                    );
+                    out.push(Action::ReadLease {
+                        id,
+                        node: name.clone(),
+                    });
+                }
+                return;
+            }
+            self.next_id += 1;
+            if e.verdict_tries == 0 {
+                let heartbeat = match e.health.lease_renew {
+                    Some(renew) => Heartbeat::Lease {
+                        renew_time: Some(renew),
+                    },
+                    None => Heartbeat::NodeStatus {
+                        last_heartbeat: node.ready().and_then(|c| c.last_heartbeat_time),
+                    },
+                };
+                let lease = match e.health.lease_renew {
+                    Some(_) => e.lease_evidence.clone().unwrap_or(LeaseEvidence::NoLease),
+                    None => LeaseEvidence::NoLease,
+                };
+                self.decisions.push(Decision::NodeUnknown {
+                    node: name.clone(),
+                    zone: e.zone.clone(),
+                    last_seen: e.health.probe_time,
+                    heartbeat,
+                    grace,
+                    lease,
+                });
+            }
+            // The saved Ready condition changes only once the write succeeded (upstream keeps
+            // the old one when its update fails): see `on_status_result`.
+            e.verdict = Verdict::Writing {
+                id,
+                observed,
+                resource_version: node.resource_version.clone(),
+                conditions: conditions.clone(),
+            };
+            self.pending.insert(
+                id,
+                Pending::NodeStatus {
+                    node: name.clone(),
+                    uid: node.uid.clone(),
+                },
+            );
+            out.push(Action::UpdateNodeConditions {
+                id,
+                node: name.clone(),
+                uid: node.uid.clone(),
+                resource_version: node.resource_version.clone(),
+                conditions,
+            });
+            return;
+        }
+        let current = node.ready().map(|c| c.status);
+        self.after_health(name, observed, current, now, out);
+    }
+
+    /// The part of the pass that follows the health update.
+    pub(super) fn after_health(
+        &mut self,
+        name: &Name,
+        observed: ConditionStatus,
+        current: Option<ConditionStatus>,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        self.update_contribution(name, current);
+        let Some(current) = current else {
+            return;
+        };
+        if self.taint_based {
+            self.process_taint_based_eviction(name, observed, now, out);
+            self.queue_condition_taints(name, now);
+        } else {
+            self.process_no_taint_based_eviction(name, observed, now, out);
+        }
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        if current != ConditionStatus::True && observed == ConditionStatus::True {
+            out.push(node_event(
+                node,
+                "NodeNotReady",
+                format!("Node {} status is now: NodeNotReady", node.name),
+            ));
+            self.mark_pods_not_ready(name, None, out);
+        } else if e.needs_pod_retry && observed != ConditionStatus::True {
+            self.mark_pods_not_ready(name, None, out);
+        } else {
+            e.needs_pod_retry = false;
+        }
+    }
+
+    // ---- NoExecute tainting (SPEC §5) --------------------------------------------------------
+}

@@ -1,0 +1,461 @@
+//! The node lifecycle controller as a deterministic state machine: `(input, now) -> actions`.
+//!
+//! Upstream runs a 5 s `monitorNodeHealth` pass, a 100 ms NoExecute tainting pass and node/pod
+//! event workers. Here the same decisions are driven by events and exact timers:
+//! - a node's health verdict is due at `probe_time + grace` (its own timer), and before
+//!   declaring it Unknown on an expired Lease the Lease is read live (KEP-5647);
+//! - node updates reconcile NoSchedule taints and labels at once;
+//! - the periodic pass (every `node_monitor_period`) re-evaluates every node as a safety net;
+//! - zone disruption is recomputed whenever a node's Ready changes (counts kept incrementally).
+//!
+//! Writes are optimistic and asynchronous: each carries an id, the result comes back as an
+//! input. At most one taint write, one label write and one status write per node is in flight.
+
+mod changes;
+mod disruption;
+mod health;
+mod pods;
+mod results;
+mod tainting;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::model::{
+    ClusterStore, ConditionStatus, Kind, Name, Node, PodChange, PodKey, PodUpsert, PodView,
+    Upserted,
+};
+use crate::time::Time;
+use crate::time::{Rate, TimerHeap};
+
+use super::actions::{Action, ActionId};
+use super::condition_taints::{ConditionTaint, missing_no_execute, retire_condition_taints};
+use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
+use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
+use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
+use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
+use super::labels::labels_to_update;
+use super::rate_limited_queue::RateLimitedTimedQueue;
+use super::settings::{
+    CONFLICT_RETRIES, EVICTION_PASS_MAX_HOLD, NODE_EVICTION_PERIOD, STATUS_RETRY_DELAY, Settings,
+    TAINT_CONFLICT_DELAY, TAINT_RETRY_DELAY,
+};
+use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
+use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Timer {
+    /// The periodic full pass.
+    MonitorPass,
+    /// The zone queues' pass (NoExecute tainting, or legacy pod eviction).
+    EvictionPass,
+    /// `probe_time + grace` of a node.
+    NodeGrace(Name),
+    /// A failed live Lease read, tried again.
+    LeaseReadRetry(Name),
+    /// A failed status write (not a conflict), tried again.
+    StatusRetry(Name),
+    /// A taint write that met a conflict, tried again after upstream's backoff.
+    TaintRetry(Name),
+}
+
+/// Where a node's health verdict stands.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Verdict {
+    Idle,
+    /// The node looks overdue; its Lease is being read live before deciding.
+    ReadingLease(ActionId),
+    /// Conditions set Unknown are being written. `observed` is Ready before the write.
+    Writing {
+        id: ActionId,
+        observed: ConditionStatus,
+        resource_version: Name,
+        conditions: Vec<crate::model::NodeCondition>,
+    },
+}
+
+/// Legacy mode (SPEC §9): where a node's pod eviction stands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LegacyEviction {
+    Unmarked,
+    ToBeEvicted,
+    Evicted,
+}
+
+#[derive(Debug)]
+pub(super) struct EvictionJob {
+    pub outstanding: usize,
+    pub failed: bool,
+    /// Started by the zone queue (its outcome is reported back) or directly.
+    pub from_queue: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct TaintWrite {
+    pub id: ActionId,
+    pub resource_version: Name,
+    pub taints: Vec<crate::model::Taint>,
+    pub ops: Vec<TaintOp>,
+}
+
+#[derive(Debug)]
+pub(super) struct NodeEntry {
+    /// The node's uid: the node itself is in the store; results for another node of the same
+    /// name are ignored.
+    pub uid: Name,
+    /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
+    pub registered: bool,
+    pub health: NodeHealth,
+    pub zone: Name,
+    /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
+    pub counted: Option<bool>,
+    /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
+    pub needs_pod_retry: bool,
+    pub verdict: Verdict,
+    pub verdict_tries: u32,
+    /// The probe time a live Lease read confirmed as stale (evidence for the verdict).
+    pub lease_confirmed_for: Option<Time>,
+    /// What that read found, for the decision log.
+    pub lease_evidence: Option<LeaseEvidence>,
+    pub taint_write: Option<TaintWrite>,
+    pub taint_ops: Vec<TaintOp>,
+    pub taint_tries: u32,
+    /// A conflicted taint write waits for its retry timer.
+    pub taint_retry_pending: bool,
+    pub label_write: Option<ActionId>,
+    pub legacy: LegacyEviction,
+    pub legacy_job: Option<EvictionJob>,
+}
+
+#[derive(Debug)]
+pub(super) enum Pending {
+    NodeStatus {
+        node: Name,
+        uid: Name,
+    },
+    NodeTaints {
+        node: Name,
+        uid: Name,
+    },
+    NodeLabels {
+        node: Name,
+        uid: Name,
+        labels: Vec<(Name, Name)>,
+    },
+    LeaseRead {
+        node: Name,
+        uid: Name,
+    },
+    PodNotReady {
+        pod: PodKey,
+        node: Name,
+    },
+    PodNodeLost {
+        pod: PodKey,
+        node: Name,
+        uid: Name,
+    },
+    DeletePod {
+        pod: PodKey,
+        node: Name,
+        uid: Name,
+    },
+}
+
+pub struct NodeLifecycle {
+    pub(super) settings: Settings,
+    /// Fixed at start: switching eviction modes needs a restart.
+    pub(super) taint_based: bool,
+    pub(super) synced: bool,
+    pub(super) next_id: u64,
+    /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
+    /// too, through [`super::Controllers`]).
+    pub(super) store: ClusterStore,
+    /// What the controller keeps per node beside the node itself.
+    pub(super) nodes: BTreeMap<Name, NodeEntry>,
+    pub(super) zones: BTreeMap<Name, Zone>,
+    /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
+    pub(super) past_evictions: BTreeMap<Name, u64>,
+    pub(super) timers: TimerHeap<Timer>,
+    pub(super) pending: HashMap<ActionId, Pending>,
+    pub(super) pods_marking: HashSet<PodKey>,
+    /// Legacy: pods whose status already says NodeLost.
+    pub(super) node_lost: HashSet<PodKey>,
+    pub(super) disruption_dirty: bool,
+    /// Since when the zone queues' pass has been held back for health verdicts in flight.
+    pub(super) eviction_pass_held_since: Option<Time>,
+    /// What was decided and why since the shell last took them (see [`Decision`]).
+    pub(super) decisions: Vec<Decision>,
+    /// Custom condition taints a reload dropped from the config: still ours, so they are
+    /// removed from every node rather than left behind.
+    pub(super) retired_condition_taints: Vec<ConditionTaint>,
+}
+
+fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
+    Action::RecordEvent(Event {
+        object: EventObject::Node {
+            name: node.name.clone(),
+            uid: node.uid.clone(),
+        },
+        event_type: EventType::Normal,
+        reason,
+        message,
+        component: NODE_CONTROLLER,
+    })
+}
+
+fn pod_event(
+    pod: PodView<'_>,
+    event_type: EventType,
+    reason: &'static str,
+    message: String,
+) -> Action {
+    Action::RecordEvent(Event {
+        object: EventObject::Pod {
+            namespace: pod.namespace().clone(),
+            name: Name::from(pod.name()),
+            uid: pod.uid(),
+        },
+        event_type,
+        reason,
+        message,
+        component: NODE_CONTROLLER,
+    })
+}
+
+impl NodeLifecycle {
+    pub fn new(settings: Settings, _now: Time) -> NodeLifecycle {
+        NodeLifecycle {
+            taint_based: settings.taint_based_eviction,
+            settings,
+            synced: false,
+            next_id: 0,
+            store: ClusterStore::new(),
+            nodes: BTreeMap::new(),
+            zones: BTreeMap::new(),
+            past_evictions: BTreeMap::new(),
+            timers: TimerHeap::new(),
+            pending: HashMap::new(),
+            pods_marking: HashSet::new(),
+            node_lost: HashSet::new(),
+            disruption_dirty: false,
+            eviction_pass_held_since: None,
+            decisions: Vec::new(),
+            retired_condition_taints: Vec::new(),
+        }
+    }
+
+    /// The decisions taken since the last call, oldest first.
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        std::mem::take(&mut self.decisions)
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// When the shell must call `handle(Input::Tick, now)` next.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.timers.next_deadline()
+    }
+
+    /// The cluster as the controller knows it.
+    pub fn store(&self) -> &ClusterStore {
+        &self.store
+    }
+
+    /// The store, for a follower built from this machine (see `Controllers::into_follower`).
+    pub(super) fn into_store(self) -> ClusterStore {
+        self.store
+    }
+
+    /// The node as the controller last saw it.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.store.node(name)
+    }
+
+    /// The state of the node's zone (fencing's gate: only `Normal` zones are fenced in).
+    pub fn zone_state_of(&self, node: &str) -> Option<ZoneState> {
+        let e = self.nodes.get(node).filter(|e| e.registered)?;
+        self.zones.get(&e.zone)?.state
+    }
+
+    /// Every zone is fully disrupted: most likely our own view of the cluster is broken.
+    pub fn all_zones_down(&self) -> bool {
+        self.all_zones_fully_disrupted()
+    }
+
+    /// Takes over another machine's store (a follower keeps the leader's caches warm): every
+    /// node gets an entry, unregistered until the initial sync.
+    pub(super) fn adopt_store(&mut self, store: ClusterStore, now: Time) {
+        self.store = store;
+        let names: Vec<Name> = self.store.nodes().map(|n| n.name.clone()).collect();
+        let mut out = Vec::new();
+        for name in &names {
+            self.on_node_changed(name, None, now, &mut out);
+        }
+        debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
+    }
+
+    /// Applies one input: watched objects go into the store first, then the decision.
+    pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
+        let observed = self.observe(input);
+        self.decide(observed, now)
+    }
+
+    /// Puts a watched object (or its deletion, or a full state's start or end) into the store
+    /// and says what changed; other inputs pass through.
+    pub fn observe(&mut self, input: Input) -> Observed {
+        match input {
+            Input::NodeUpsert(node) => {
+                let name = node.name.clone();
+                match self.store.upsert_node(node) {
+                    Upserted::Changed { before } => Observed::Node { name, before },
+                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
+                }
+            }
+            Input::NodeDeleted(name) => match self.store.remove_node(&name) {
+                Some(node) => Observed::NodesGone(vec![node]),
+                None => Observed::Nothing,
+            },
+            Input::LeaseUpsert(lease) => {
+                let name = lease.name.clone();
+                match self.store.upsert_lease(lease) {
+                    Upserted::Changed { .. } => Observed::Lease(name),
+                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
+                }
+            }
+            Input::LeaseDeleted(name) => {
+                self.store.remove_lease(&name);
+                Observed::Nothing
+            }
+            Input::PodUpsert(pod) => match self.store.upsert_pod(pod) {
+                PodUpsert::Changed(change) => Observed::Pod(change),
+                PodUpsert::Older | PodUpsert::Unchanged => Observed::Nothing,
+            },
+            Input::PodDeleted(key) => match self.store.remove_pod(&key) {
+                Some(node) => Observed::PodsGone(vec![(key, node)]),
+                None => Observed::Nothing,
+            },
+            Input::FullStateBegin(kind) => {
+                self.store.begin_full_state(kind);
+                Observed::Nothing
+            }
+            Input::FullStateEnd(kind) => {
+                let vanished = self.store.end_full_state(kind);
+                match kind {
+                    Kind::Nodes => Observed::NodesGone(vanished.nodes),
+                    Kind::Leases => Observed::Nothing,
+                    Kind::Pods => Observed::PodsGone(vanished.pods),
+                }
+            }
+            other => Observed::Input(other),
+        }
+    }
+
+    /// Decides on what [`NodeLifecycle::observe`] reported.
+    pub fn decide(&mut self, observed: Observed, now: Time) -> Vec<Action> {
+        let mut out = Vec::new();
+        let mut changed_node = None;
+        match observed {
+            Observed::Nothing => {}
+            Observed::Node { name, before } => {
+                self.on_node_changed(&name, before.as_ref(), now, &mut out);
+                changed_node = Some(name);
+            }
+            Observed::NodesGone(nodes) => {
+                for node in &nodes {
+                    self.forget_node(node, &mut out);
+                }
+            }
+            Observed::Lease(name) => self.on_lease_changed(&name, now),
+            Observed::Pod(change) => self.on_pod_changed(&change, now, &mut out),
+            Observed::PodsGone(pods) => {
+                for (key, _) in &pods {
+                    self.node_lost.remove(key);
+                }
+            }
+            Observed::Input(input) => match input {
+                Input::InitialSyncDone => self.on_initial_sync(now, &mut out),
+                Input::Tick => self.on_tick(now, &mut out),
+                Input::Result { id, outcome } => self.on_result(id, outcome, now, &mut out),
+                Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, &mut out),
+                // Watched objects went through `observe`; eviction results are routed to the
+                // taint eviction machine by `Controllers`.
+                _ => {}
+            },
+        }
+        if self.synced {
+            if self.disruption_dirty {
+                self.handle_disruption(now, &mut out);
+            }
+            if let Some(name) = changed_node {
+                self.taint_due_now(&name, now, &mut out);
+            }
+            self.arm_eviction_pass(now);
+        }
+        out
+    }
+
+    /// Applies new settings (config reload): rates, thresholds, graces and the period take
+    /// effect now. `taint_based_eviction` is kept as started (a mode switch needs a restart).
+    pub fn apply_settings(&mut self, mut settings: Settings, now: Time) -> Vec<Action> {
+        settings.taint_based_eviction = self.taint_based;
+        let period_changed = settings.node_monitor_period != self.settings.node_monitor_period;
+        retire_condition_taints(
+            &mut self.retired_condition_taints,
+            &self.settings.condition_taints,
+            &settings.condition_taints,
+        );
+        self.settings = settings;
+        let mut out = Vec::new();
+        if !self.synced {
+            return out;
+        }
+        if period_changed {
+            self.timers
+                .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
+        }
+        let names: Vec<Name> = self.nodes.keys().cloned().collect();
+        for name in &names {
+            self.arm_grace(name, now);
+        }
+        if !self.all_zones_fully_disrupted() {
+            let keys: Vec<Name> = self.zones.keys().cloned().collect();
+            for key in keys {
+                self.set_limiter_in_zone(&key, now);
+            }
+        }
+        self.disruption_dirty = true;
+        self.handle_disruption(now, &mut out);
+        for name in &names {
+            self.evaluate(name, now, &mut out);
+            // The condition taint rules may have changed.
+            self.pump_taints(name, now, &mut out);
+            if self.taint_based {
+                self.queue_condition_taints(name, now);
+            }
+        }
+        self.arm_eviction_pass(now);
+        out
+    }
+
+    // ---- inputs ----------------------------------------------------------------------------
+}
+
+/// 0–100 ms, from the node's name and the try (FNV-1a): spreads the retries of nodes that
+/// conflicted together, as upstream's random jitter does, and keeps runs reproducible.
+fn taint_jitter(node: &str, tries: u32) -> Duration {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes().chain(tries.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Duration::from_millis(h % 101)
+}
+
+/// Time elapsed, for the dump (`Duration::ZERO` when `then` is in the future).
+pub(super) fn age(now: Time, then: Time) -> Duration {
+    now.since(then)
+}

@@ -1,0 +1,81 @@
+//! Pods on a node that is not Ready are marked NotReady (upstream's `MarkPodsNotReady`).
+
+use super::*;
+
+impl NodeLifecycle {
+    /// Upstream `MarkPodsNotReady`: every pod on the node whose Ready is True (or only `only`).
+    pub(super) fn mark_pods_not_ready(
+        &mut self,
+        node: &Name,
+        only: Option<&PodKey>,
+        out: &mut Vec<Action>,
+    ) {
+        // Only a pass over the whole node settles its retry (upstream's per-pod path never
+        // touches `nodesToRetry`).
+        if only.is_none()
+            && let Some(e) = self.nodes.get_mut(node)
+        {
+            e.needs_pod_retry = false;
+        }
+        // An autonomous edge node's pods keep serving; a pool may opt out as well.
+        if self
+            .store
+            .node(node)
+            .is_some_and(|n| !self.settings.marks_pods_not_ready(n))
+        {
+            return;
+        }
+        let pods = self.store.pods();
+        let ids = match only {
+            Some(k) => pods.id(k).into_iter().collect(),
+            None => pods.on_node(node),
+        };
+        let mut marked = Vec::new();
+        for id in ids {
+            let pod = pods.view(id);
+            // Every Ready condition not already False is set False (an Unknown one too); a pod
+            // without one is left alone, as upstream.
+            if pod.node_name() != Some(node)
+                || matches!(pod.ready(), None | Some(ConditionStatus::False))
+            {
+                continue;
+            }
+            let key = pod.key();
+            if self.pods_marking.contains(&key) {
+                continue;
+            }
+            let uid = pod.uid();
+            self.next_id += 1;
+            let id = ActionId(self.next_id);
+            self.pods_marking.insert(key.clone());
+            self.pending.insert(
+                id,
+                Pending::PodNotReady {
+                    pod: key.clone(),
+                    node: node.clone(),
+                },
+            );
+            marked.push(key.clone());
+            out.push(Action::MarkPodNotReady {
+                id,
+                pod: key,
+                uid,
+                node: node.clone(),
+            });
+        }
+        if !marked.is_empty() {
+            let zone = self
+                .nodes
+                .get(node)
+                .map(|e| e.zone.clone())
+                .unwrap_or_default();
+            self.decisions.push(Decision::PodsNotReady {
+                node: node.clone(),
+                zone,
+                pods: marked,
+            });
+        }
+    }
+
+    // ---- results -----------------------------------------------------------------------------
+}

@@ -1,0 +1,282 @@
+//! The answers to the writes and live reads the lifecycle asked for.
+
+use super::*;
+
+impl NodeLifecycle {
+    pub(super) fn entry_for(&mut self, node: &Name, uid: &Name) -> Option<&mut NodeEntry> {
+        self.nodes.get_mut(node).filter(|e| &e.uid == uid)
+    }
+
+    pub(super) fn on_result(
+        &mut self,
+        id: ActionId,
+        outcome: Outcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(pending) = self.pending.remove(&id) else {
+            return;
+        };
+        match pending {
+            Pending::NodeStatus { node, uid } => {
+                self.on_status_result(&node, &uid, id, outcome, now, out)
+            }
+            Pending::NodeTaints { node, uid } => {
+                self.on_taints_result(&node, &uid, id, outcome, now, out)
+            }
+            Pending::NodeLabels { node, uid, labels } => {
+                let Some(e) = self.entry_for(&node, &uid) else {
+                    return;
+                };
+                if e.label_write != Some(id) {
+                    return;
+                }
+                e.label_write = None;
+                if outcome == Outcome::Ok {
+                    // Known to be written, whether or not its answer or the watch came yet.
+                    if let Some(n) = self.store.node_mut(&node) {
+                        for (k, v) in labels {
+                            match n.labels.iter_mut().find(|(key, _)| *key == k) {
+                                Some(slot) => slot.1 = v,
+                                None => n.labels.push((k, v)),
+                            }
+                        }
+                    }
+                } else if outcome == Outcome::Conflict {
+                    self.pump_labels(&node, out);
+                }
+            }
+            Pending::LeaseRead { .. } => {}
+            Pending::PodNotReady { pod, node } => {
+                self.pods_marking.remove(&pod);
+                match outcome {
+                    Outcome::NotFound => {}
+                    Outcome::Ok => {
+                        self.store
+                            .pods_mut()
+                            .set_ready(&pod, ConditionStatus::False);
+                        if let Some(p) = self.store.pods().get(&pod) {
+                            out.push(pod_event(
+                                p,
+                                EventType::Warning,
+                                "NodeNotReady",
+                                String::from("Node is not ready"),
+                            ));
+                        }
+                    }
+                    Outcome::Conflict | Outcome::Failed(_) => {
+                        if let Some(e) = self.nodes.get_mut(&node) {
+                            e.needs_pod_retry = true;
+                        }
+                        // Upstream records the event unless the pod was not found.
+                        if let Some(p) = self.store.pods().get(&pod) {
+                            out.push(pod_event(
+                                p,
+                                EventType::Warning,
+                                "NodeNotReady",
+                                String::from("Node is not ready"),
+                            ));
+                        }
+                    }
+                }
+            }
+            Pending::PodNodeLost { pod, node, uid } => {
+                self.on_node_lost_result(&pod, &node, &uid, outcome, now, out)
+            }
+            Pending::DeletePod { pod, node, uid } => {
+                self.on_delete_pod_result(&pod, &node, &uid, outcome, now)
+            }
+        }
+    }
+
+    pub(super) fn on_status_result(
+        &mut self,
+        node: &Name,
+        uid: &Name,
+        id: ActionId,
+        outcome: Outcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(e) = self.entry_for(node, uid) else {
+            return;
+        };
+        let Verdict::Writing { id: wid, .. } = &e.verdict else {
+            return;
+        };
+        if *wid != id {
+            return;
+        }
+        let Verdict::Writing {
+            observed,
+            resource_version,
+            conditions,
+            ..
+        } = std::mem::replace(&mut e.verdict, Verdict::Idle)
+        else {
+            return;
+        };
+        match outcome {
+            Outcome::Ok => {
+                e.verdict_tries = 0;
+                e.health.ready_transition_time = now;
+                if let Some(ready) = conditions
+                    .iter()
+                    .find(|c| c.kind == crate::model::NodeConditionType::Ready)
+                {
+                    e.health.saved_ready = Some(ReadySnapshot::of(ready));
+                }
+                // The write succeeded: the node's conditions are what was written, whether or
+                // not the watch has delivered the new version yet.
+                if let Some(n) = self.store.node_mut(node)
+                    && n.resource_version == resource_version
+                {
+                    n.conditions = conditions;
+                }
+                let current = Some(ConditionStatus::Unknown);
+                self.after_health(node, observed, current, now, out);
+                // Upstream queues the node for its NoExecute taint one pass later, when it
+                // observes the Unknown it wrote; the write's success is that observation.
+                if self.taint_based {
+                    self.process_taint_based_eviction(node, ConditionStatus::Unknown, now, out);
+                } else {
+                    self.process_no_taint_based_eviction(node, ConditionStatus::Unknown, now, out);
+                }
+                // The conditions we wrote call for the unreachable NoSchedule taint; when the
+                // write's answer (or the watch) already brought them, this finds nothing to do.
+                self.pump_taints(node, now, out);
+            }
+            Outcome::Conflict => {
+                e.verdict_tries += 1;
+                if e.verdict_tries < CONFLICT_RETRIES {
+                    // The shell fed the re-read node first: decide again on it.
+                    self.evaluate(node, now, out);
+                } else {
+                    e.verdict_tries = 0;
+                }
+            }
+            Outcome::Failed(_) => {
+                // Upstream tries the health update again after 20 ms, 5 tries in all; then
+                // the next pass.
+                e.verdict_tries += 1;
+                if e.verdict_tries < CONFLICT_RETRIES {
+                    self.timers
+                        .schedule(Timer::StatusRetry(node.clone()), now + STATUS_RETRY_DELAY);
+                } else {
+                    e.verdict_tries = 0;
+                }
+            }
+            Outcome::NotFound => e.verdict_tries = 0,
+        }
+    }
+
+    pub(super) fn on_taints_result(
+        &mut self,
+        node: &Name,
+        uid: &Name,
+        id: ActionId,
+        outcome: Outcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let period = self.settings.node_monitor_period;
+        let Some(e) = self.entry_for(node, uid) else {
+            return;
+        };
+        let Some(write) = e.taint_write.take_if(|w| w.id == id) else {
+            return;
+        };
+        match outcome {
+            Outcome::Ok => {
+                e.taint_tries = 0;
+                if let Some(n) = self.store.node_mut(node)
+                    && n.resource_version == write.resource_version
+                {
+                    n.taints = write.taints;
+                }
+                self.taint_ops_done(node, &write.ops, true, now);
+                self.pump_taints(node, now, out);
+            }
+            Outcome::Conflict => {
+                e.taint_tries += 1;
+                if e.taint_tries < CONFLICT_RETRIES {
+                    let mut ops = write.ops;
+                    ops.append(&mut e.taint_ops);
+                    e.taint_ops = ops;
+                    // Upstream's backoff: 100 ms plus up to 100 ms of jitter (here derived
+                    // from the node's name and the try, so runs are reproducible).
+                    e.taint_retry_pending = true;
+                    let jitter = taint_jitter(node, e.taint_tries);
+                    self.timers.schedule(
+                        Timer::TaintRetry(node.clone()),
+                        now + TAINT_CONFLICT_DELAY + jitter,
+                    );
+                } else {
+                    e.taint_tries = 0;
+                    self.taint_ops_done(node, &write.ops, false, now);
+                }
+            }
+            Outcome::NotFound => {}
+            Outcome::Failed(_) => {
+                e.taint_tries = 0;
+                // Ops queued behind the failed write (a recovered node's untaint) would wait
+                // for the next node change, and a healthy node may not change for minutes:
+                // try them after a monitor period (not at once: no busy loop on API errors).
+                let queued = !e.taint_ops.is_empty();
+                if queued {
+                    e.taint_retry_pending = true;
+                    self.timers
+                        .schedule(Timer::TaintRetry(node.clone()), now + period);
+                }
+                self.taint_ops_done(node, &write.ops, false, now);
+            }
+        }
+    }
+
+    pub(super) fn on_lease_read(
+        &mut self,
+        id: ActionId,
+        outcome: LeaseReadOutcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(Pending::LeaseRead { node, uid }) = self.pending.remove(&id) else {
+            return;
+        };
+        let period = self.settings.node_monitor_period;
+        let Some(e) = self.entry_for(&node, &uid) else {
+            return;
+        };
+        if e.verdict != Verdict::ReadingLease(id) {
+            return;
+        }
+        e.verdict = Verdict::Idle;
+        match outcome {
+            LeaseReadOutcome::Found(lease) => {
+                let renew = lease.renew_time;
+                if e.health.observe_lease(renew, now) {
+                    // Fresher than what the watch told us: the verdict is cancelled.
+                    self.store.upsert_lease(lease);
+                    self.arm_grace(&node, now);
+                    return;
+                }
+                e.lease_confirmed_for = Some(e.health.probe_time);
+                e.lease_evidence = Some(LeaseEvidence::Stale {
+                    read_at: now,
+                    renew_time: renew,
+                });
+            }
+            LeaseReadOutcome::NotFound => {
+                e.lease_confirmed_for = Some(e.health.probe_time);
+                e.lease_evidence = Some(LeaseEvidence::Missing { read_at: now });
+            }
+            LeaseReadOutcome::Failed(_) => {
+                // The API server cannot be read: wait, decide nothing.
+                self.timers
+                    .schedule(Timer::LeaseReadRetry(node.clone()), now + period);
+                return;
+            }
+        }
+        self.evaluate(&node, now, out);
+    }
+}
