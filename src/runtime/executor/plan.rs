@@ -1,0 +1,169 @@
+//! What a queued action's current stage calls, as data: the job, its stage, the plan of the
+//! real call and the target dry-run reads. Pure functions, no I/O.
+
+use super::*;
+
+/// How far along a multi-call action is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// The action's (first) write, or in dry-run its precondition read.
+    Write,
+    /// A node write got 409: read the node again.
+    Reread,
+    /// Eviction: the DisruptionTarget condition is on; now the DELETE.
+    Delete,
+}
+
+#[derive(Debug)]
+pub(super) struct Job {
+    pub(super) action: Action,
+    pub(super) stage: Stage,
+    pub(super) label_conflicts: u32,
+    pub(super) not_before: Time,
+}
+
+/// What became of a job after one call.
+pub(super) enum Next {
+    Done,
+    /// Continue with the next stage at once (stays at the head of the queue).
+    Continue(Job),
+    /// Retry at `job.not_before`.
+    Delay(Job),
+    /// Not sent or told to wait (throttle, 429): back to the head, stop this run.
+    Hold(Job),
+}
+
+/// The node's name: the last segment of its path.
+pub(super) fn node_path_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The call a job's current stage makes, for real.
+pub(super) enum Plan {
+    Patch(String, serde_json::Value),
+    Delete(String, String),
+    RereadNode(String),
+    ReadLease(String),
+    /// Fencing: the node's path, its Lease's path.
+    ReadFenceTarget(String, String),
+}
+
+pub(super) fn plan(job: &Job, now: Time) -> Result<Plan, String> {
+    Ok(match (&job.action, job.stage) {
+        (
+            Action::UpdateNodeConditions { node, .. }
+            | Action::PatchNodeTaints { node, .. }
+            | Action::PatchNodeFencing { node, .. },
+            Stage::Reread,
+        ) => Plan::RereadNode(request::node_path(node)?),
+        (
+            Action::PatchNodeFencing {
+                node,
+                resource_version,
+                annotations,
+                taints,
+                ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::node_path(node)?,
+            fencing::fencing_patch(resource_version, annotations, taints.as_deref()),
+        ),
+        (Action::ReadFenceTarget { node, .. }, _) => {
+            Plan::ReadFenceTarget(request::node_path(node)?, request::lease_path(node)?)
+        }
+        (Action::RunFenceCommand { .. }, _) => {
+            return Err("fence commands are run by the daemon, not the executor".into());
+        }
+        (
+            Action::UpdateNodeConditions {
+                node,
+                uid,
+                resource_version,
+                conditions,
+                ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::node_status_path(node)?,
+            request::node_conditions_patch(uid, resource_version, conditions),
+        ),
+        (
+            Action::PatchNodeTaints {
+                node,
+                resource_version,
+                taints,
+                ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::node_path(node)?,
+            request::node_taints_patch(resource_version, taints),
+        ),
+        (Action::PatchNodeLabels { node, labels, .. }, _) => Plan::Patch(
+            request::node_path(node)?,
+            request::node_labels_patch(labels),
+        ),
+        (Action::MarkPodNotReady { pod, uid, .. }, _) => Plan::Patch(
+            request::pod_status_path(pod)?,
+            request::pod_not_ready_patch(uid, now),
+        ),
+        (
+            Action::SetPodStatusNodeLost {
+                pod, uid, message, ..
+            },
+            _,
+        ) => Plan::Patch(
+            request::pod_status_path(pod)?,
+            request::pod_node_lost_patch(uid, NODE_LOST_REASON, message),
+        ),
+        (Action::DeletePod { pod, uid, .. }, _) => {
+            Plan::Delete(request::pod_path(pod)?, uid.to_string())
+        }
+        (Action::EvictPod { pod, uid, .. }, Stage::Delete)
+        | (
+            Action::EvictPod {
+                pod,
+                uid,
+                condition_present: true,
+                ..
+            },
+            _,
+        ) => Plan::Delete(request::pod_path(pod)?, uid.to_string()),
+        (Action::EvictPod { pod, uid, .. }, _) => Plan::Patch(
+            request::pod_status_path(pod)?,
+            request::disruption_target_patch(uid, now),
+        ),
+        (Action::ReadLease { node, .. }, _) => Plan::ReadLease(request::lease_path(node)?),
+        (Action::RecordEvent(_), _) => return Err("events are not queued as actions".into()),
+    })
+}
+
+/// What dry-run reads before "writing".
+pub(super) enum DryTarget {
+    Node(String),
+    Pod(String),
+    Lease(String),
+    FenceTarget(String, String),
+}
+
+pub(super) fn dry_target(action: &Action) -> Result<DryTarget, String> {
+    Ok(match action {
+        Action::UpdateNodeConditions { node, .. }
+        | Action::PatchNodeTaints { node, .. }
+        | Action::PatchNodeLabels { node, .. }
+        | Action::PatchNodeFencing { node, .. } => DryTarget::Node(request::node_path(node)?),
+        Action::ReadFenceTarget { node, .. } => {
+            DryTarget::FenceTarget(request::node_path(node)?, request::lease_path(node)?)
+        }
+        Action::RunFenceCommand { .. } => {
+            return Err("fence commands are run by the daemon, not the executor".into());
+        }
+        Action::MarkPodNotReady { pod, .. }
+        | Action::SetPodStatusNodeLost { pod, .. }
+        | Action::DeletePod { pod, .. }
+        | Action::EvictPod { pod, .. } => DryTarget::Pod(request::pod_path(pod)?),
+        Action::ReadLease { node, .. } => DryTarget::Lease(request::lease_path(node)?),
+        Action::RecordEvent(_) => return Err("events are not queued as actions".into()),
+    })
+}
