@@ -18,6 +18,14 @@
 //! - Every handler ends in `rearm`: the controller, executor and leader timers follow the
 //!   machines' next deadlines.
 
+mod informers;
+mod leadership;
+mod reload;
+mod status;
+
+use informers::*;
+use status::*;
+
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -202,77 +210,6 @@ pub struct Daemon {
     control: Option<ControlServer>,
 }
 
-/// The three informers, each with its own source kind and timer.
-struct Informers {
-    nodes: Informer<Node, SourceKind, TimerKind>,
-    leases: Informer<Lease, SourceKind, TimerKind>,
-    pods: Informer<Pod, SourceKind, TimerKind>,
-}
-
-impl Informers {
-    fn new(config: &InformerConfig, seed: u64) -> Informers {
-        let kinds = |w: Watch| (SourceKind::Watch(w), TimerKind::Informer(w));
-        let (s, t) = kinds(Watch::Nodes);
-        let nodes = Informer::new(config.clone(), seed, s, t);
-        let (s, t) = kinds(Watch::Leases);
-        let leases = Informer::new(config.clone(), seed.rotate_left(21), s, t);
-        let (s, t) = kinds(Watch::Pods);
-        let pods = Informer::new(config.clone(), seed.rotate_left(42), s, t);
-        Informers {
-            nodes,
-            leases,
-            pods,
-        }
-    }
-
-    fn start(&mut self, lp: &mut Lp) {
-        self.nodes.start(lp);
-        self.leases.start(lp);
-        self.pods.start(lp);
-    }
-
-    fn stop(&mut self, lp: &mut Lp) {
-        self.nodes.stop(lp);
-        self.leases.stop(lp);
-        self.pods.stop(lp);
-    }
-
-    fn enable_watch_list(&mut self) {
-        self.nodes.enable_watch_list();
-        self.leases.enable_watch_list();
-        self.pods.enable_watch_list();
-    }
-
-    fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
-        [
-            (Watch::Nodes, self.nodes.stats().reflector),
-            (Watch::Leases, self.leases.stats().reflector),
-            (Watch::Pods, self.pods.stats().reflector),
-        ]
-    }
-}
-
-/// One informer call (readiness or timer); the deltas go to `out`.
-fn drive<T: Watched>(
-    informer: &mut Informer<T, SourceKind, TimerKind>,
-    shared: &mut InformerShared,
-    lp: &mut Lp,
-    token: Option<Token>,
-    out: &mut Vec<Delta<T>>,
-) {
-    let mut io = InformerIo {
-        lp,
-        client: &mut shared.client,
-        connection: &shared.connection,
-        tokens: &mut shared.tokens,
-        decode: &mut shared.decode,
-    };
-    match token {
-        Some(token) => informer.on_ready(&mut io, token, out),
-        None => informer.on_timer(&mut io, out),
-    }
-}
-
 impl Daemon {
     /// Installs signal handlers, binds the metrics endpoint, and builds every part; nothing
     /// runs until [`Daemon::start`].
@@ -382,71 +319,6 @@ impl Daemon {
         self.synced.iter().all(|s| *s)
     }
 
-    /// What the daemon is doing, for `systemctl status` and the state dump; sent on change.
-    fn set_status(&mut self, status: String) {
-        if status != self.status {
-            report("STATUS", self.notifier.status(&status));
-            self.status = status;
-        }
-    }
-
-    /// `leader|follower|dry-run, N nodes, M not Ready, K pending evictions`, or what the
-    /// daemon is waiting for.
-    fn status_line(&self) -> String {
-        if !self.all_synced() {
-            let waiting: Vec<&str> = Watch::ALL
-                .iter()
-                .filter(|w| !self.synced[w.index()])
-                .map(|w| w.resource())
-                .collect();
-            let error = self
-                .informers
-                .reflector_stats()
-                .into_iter()
-                .find_map(|(_, stats)| stats.last_error);
-            return match error {
-                Some(e) => format!(
-                    "waiting for the initial sync of {} from {}: {e}",
-                    waiting.join(", "),
-                    self.shared.client.base_url()
-                ),
-                None => format!("waiting for the initial sync of {}", waiting.join(", ")),
-            };
-        }
-        let role = match (self.acting, self.executor.is_dry_run()) {
-            (true, true) => "dry-run",
-            (true, false) => "leader",
-            (false, _) => "follower",
-        };
-        let (mut nodes, mut not_ready) = (0, 0);
-        for node in self.controllers.store().nodes() {
-            nodes += 1;
-            if node.ready().map(|c| c.status) != Some(ConditionStatus::True) {
-                not_ready += 1;
-            }
-        }
-        let pending = self
-            .controllers
-            .eviction()
-            .filter(|_| self.acting)
-            .map_or(0, |e| e.pending_len());
-        format!("{role}, {nodes} nodes, {not_ready} not Ready, {pending} pending evictions")
-    }
-
-    fn refresh_status(&mut self) {
-        let line = self.status_line();
-        self.set_status(line);
-    }
-
-    // ---- inputs to the controllers ----------------------------------------------------------
-
-    /// A watched object (or its deletion) on its way to the controllers: in dry-run, the
-    /// executor lays what it "wrote" over it, so a relist cannot undo a write never sent.
-    fn feed_watched(&mut self, input: Input, now: Time) {
-        let input = self.executor.overlay(input);
-        self.feed(input, now);
-    }
-
     /// One input to the controllers; what they decide goes to the executor while we act
     /// (fence commands wait for `start_fences`, which has the loop to register their pipes).
     fn feed(&mut self, input: Input, now: Time) {
@@ -472,168 +344,6 @@ impl Daemon {
         }
     }
 
-    /// Feeds an informer's deltas to the controllers; true when they include a (re)sync.
-    fn feed_deltas<T: Watched>(
-        &mut self,
-        deltas: Vec<Delta<T>>,
-        now: Time,
-        kind: Kind,
-        upsert: fn(T) -> Input,
-        delete: fn(T::Key) -> Input,
-    ) -> bool {
-        let mut synced = false;
-        for delta in deltas {
-            match delta {
-                Delta::Begin => self.feed(Input::FullStateBegin(kind), now),
-                Delta::Upsert(object) => self.feed_watched(upsert(object), now),
-                Delta::Delete(key) => self.feed_watched(delete(key), now),
-                Delta::Synced => {
-                    self.feed(Input::FullStateEnd(kind), now);
-                    synced = true;
-                }
-            }
-        }
-        if synced {
-            // A full state grows tables and leaves freed pages behind: give them back now, so
-            // the daemon's peak memory is its steady memory.
-            super::memory::release_free_memory();
-        }
-        synced
-    }
-
-    fn on_informer(&mut self, lp: &mut Lp, watch: Watch, token: Option<Token>) {
-        let synced = match watch {
-            Watch::Nodes => {
-                let mut out = Vec::new();
-                drive(
-                    &mut self.informers.nodes,
-                    &mut self.shared,
-                    lp,
-                    token,
-                    &mut out,
-                );
-                self.feed_deltas(
-                    out,
-                    lp.now(),
-                    Kind::Nodes,
-                    Input::NodeUpsert,
-                    Input::NodeDeleted,
-                )
-            }
-            Watch::Leases => {
-                let mut out = Vec::new();
-                drive(
-                    &mut self.informers.leases,
-                    &mut self.shared,
-                    lp,
-                    token,
-                    &mut out,
-                );
-                self.feed_deltas(
-                    out,
-                    lp.now(),
-                    Kind::Leases,
-                    Input::LeaseUpsert,
-                    Input::LeaseDeleted,
-                )
-            }
-            Watch::Pods => {
-                let mut out = Vec::new();
-                drive(
-                    &mut self.informers.pods,
-                    &mut self.shared,
-                    lp,
-                    token,
-                    &mut out,
-                );
-                self.feed_deltas(
-                    out,
-                    lp.now(),
-                    Kind::Pods,
-                    Input::PodUpsert,
-                    Input::PodDeleted,
-                )
-            }
-        };
-        if synced && !self.synced[watch.index()] {
-            self.synced[watch.index()] = true;
-            // What we wait for changed: say so now.
-            self.status_refreshed = Time::ZERO;
-            self.on_synced(lp);
-        }
-        // Before the initial sync no controller timer runs: the informers' own wake-ups
-        // (events, retries after errors) keep STATUS current.
-        self.maybe_refresh_status(lp.now());
-    }
-
-    /// An informer finished its first full state.
-    fn on_synced(&mut self, lp: &mut Lp) {
-        if !self.all_synced() {
-            return;
-        }
-        if self.watch_list_unknown {
-            // The server was not there when we started: ask its version now that it answers.
-            if let Some(supported) = probe_watch_list(&mut self.shared.client) {
-                self.watch_list_unknown = false;
-                if supported {
-                    self.informers.enable_watch_list();
-                    self.shared.config.reflector.watch_list = true;
-                }
-            }
-        }
-        let store = self.controllers.store();
-        info!(
-            "initial sync complete: {} nodes, {} node leases, {} bound pods",
-            store.node_count(),
-            store.lease_count(),
-            store.pod_count()
-        );
-        if !self.ready_sent {
-            self.ready_sent = true;
-            report("READY=1", self.notifier.ready());
-        }
-        self.maybe_act(lp.now());
-        self.refresh_status();
-    }
-
-    /// Starts deciding and writing if we lead and the caches are complete.
-    fn maybe_act(&mut self, now: Time) {
-        if self.acting || !self.all_synced() || !self.leader.is_leader(now) {
-            return;
-        }
-        self.acting = true;
-        info!(
-            "acting{}: deciding on {} nodes",
-            if self.leader.elector().is_enabled() {
-                " as leader"
-            } else {
-                " (leader election disabled)"
-            },
-            self.controllers.store().node_count()
-        );
-        self.feed(Input::InitialSyncDone, now);
-    }
-
-    /// We may no longer write: drop what is queued at once, and keep only what a follower has.
-    fn stop_acting(&mut self, now: Time, why: &str) {
-        if !self.acting {
-            return;
-        }
-        self.acting = false;
-        self.fences_to_start.clear();
-        let abandoned = self.executor.abandon(why);
-        let settings = controller_settings(&self.config);
-        let old = std::mem::replace(&mut self.controllers, Controllers::new(settings, now));
-        self.controllers = old.into_follower(now);
-        warn!(
-            "stopped acting ({why}): {} queued writes abandoned; standing by as a follower",
-            abandoned.len()
-        );
-        self.refresh_status();
-    }
-
-    // ---- timers ---------------------------------------------------------------------------
-
     fn on_controller_timer(&mut self, now: Time) {
         let started = std::time::Instant::now();
         self.feed(Input::Tick, now);
@@ -641,19 +351,6 @@ impl Daemon {
             .update_all_nodes_health
             .observe(started.elapsed());
         self.maybe_refresh_status(now);
-    }
-
-    /// Recomputes `STATUS=` on wake-ups the loop makes anyway: each one until the initial sync
-    /// (few: list pages and retries, and what we wait for or fail on must show at once), then at
-    /// most every [`STATUS_PERIOD`].
-    fn maybe_refresh_status(&mut self, now: Time) {
-        if !self.all_synced()
-            || self.status_refreshed == Time::ZERO
-            || now.since(self.status_refreshed) >= STATUS_PERIOD
-        {
-            self.status_refreshed = now;
-            self.refresh_status();
-        }
     }
 
     /// One executor turn: calls while they are due, within the turn's budget, each answer fed
@@ -683,22 +380,6 @@ impl Daemon {
                 self.feed(input, now);
             }
         }
-    }
-
-    fn on_leader_timer(&mut self, lp: &mut Lp) {
-        for transition in self.leader.step() {
-            let now = lp.now();
-            match transition {
-                Transition::Acquired => self.maybe_act(now),
-                Transition::Lost => self.stop_acting(now, "leadership lost"),
-                Transition::NewLeader(_) => {}
-            }
-        }
-        let now = lp.now();
-        if self.acting && !self.leader.is_leader(now) {
-            self.stop_acting(now, "leader lease not renewed in time");
-        }
-        self.refresh_status();
     }
 
     /// Logs what the controllers decided in this loop turn (and summaries of folded lines).
@@ -780,209 +461,6 @@ impl Daemon {
 
     // ---- signals --------------------------------------------------------------------------
 
-    fn on_signal(&mut self, lp: &mut Lp, signal: Signal) {
-        if self.signals.drain(signal) == 0 {
-            return;
-        }
-        debug!("{} received", signal.name());
-        match signal {
-            Signal::Terminate | Signal::Interrupt => {
-                info!("{}: stopping", signal.name());
-                report("STOPPING=1", self.notifier.stopping());
-                lp.stop();
-            }
-            Signal::DumpState => {
-                self.refresh_status();
-                let snapshot = self.snapshot(lp.now(), LoopSnapshot::of(lp));
-                for line in snapshot.dump_lines() {
-                    info!("{line}");
-                }
-            }
-            Signal::Reload => self.reload(lp),
-            Signal::ChildExited => {
-                let ended = self.fencer.reap(lp);
-                self.feed_all(ended, lp.now());
-            }
-        }
-    }
-
-    /// SIGHUP: a valid file replaces what can change live; anything else keeps running as is.
-    fn reload(&mut self, lp: &mut Lp) {
-        let new = match Config::load(&self.config_path) {
-            Ok(new) => new,
-            Err(e) => {
-                error!("reload failed, keeping the running configuration: {e}");
-                return;
-            }
-        };
-        let changes = new.changes_since(&self.config);
-        if changes.is_empty() {
-            info!(
-                "config reloaded from {}: no changes",
-                self.config_path.display()
-            );
-            return;
-        }
-        let (later, live): (Vec<ConfigChange>, Vec<ConfigChange>) =
-            changes.into_iter().partition(needs_restart);
-        let old = std::mem::replace(&mut self.config, new);
-        // Read once at start-up: connections, identity, listener and the eviction mode.
-        self.config.api = old.api.clone();
-        self.config.leader_election = old.leader_election.clone();
-        self.config.metrics_address = old.metrics_address;
-        self.config.taint_based_eviction = old.taint_based_eviction;
-        if self.config.log_level != old.log_level && !self.log.set_level(self.config.log_level) {
-            warn!(
-                "log_level {} not applied: RUST_LOG={:?} sets the filter",
-                self.config.log_level.as_str().to_ascii_lowercase(),
-                self.log.rust_log().unwrap_or_default()
-            );
-        }
-        if !live.is_empty() {
-            info!(
-                "config reloaded from {}: {}",
-                self.config_path.display(),
-                join(&live)
-            );
-        }
-        if !later.is_empty() {
-            warn!(
-                "config reloaded from {}: restart to apply {}",
-                self.config_path.display(),
-                join(&later)
-            );
-        }
-        let now = lp.now();
-        // Pool selectors may read label keys not kept before: nodes carry them from their
-        // next update (a node's pool is decided on the labels the store has).
-        self.shared
-            .decode
-            .keep_node_labels(selector_label_keys(&self.config.pools));
-        self.fencer.apply(&self.config.fencing);
-        let actions = self
-            .controllers
-            .apply_settings(controller_settings(&self.config), now);
-        if self.acting {
-            self.executor.submit(actions, now);
-        }
-        if self.config.dry_run != old.dry_run {
-            self.switch_dry_run(lp);
-        }
-        self.refresh_status();
-    }
-
-    /// Dry-run fed the controllers objects as the writes would have left them, so neither mode
-    /// may inherit the other's view: queued work is dropped and the caches are rebuilt from a
-    /// fresh list of the cluster, after which the controllers decide again.
-    fn switch_dry_run(&mut self, lp: &mut Lp) {
-        let now = lp.now();
-        let dry_run = self.config.dry_run;
-        let abandoned = self.executor.abandon("dry_run changed");
-        self.executor.set_dry_run(dry_run);
-        self.acting = false;
-        self.controllers = Controllers::new(controller_settings(&self.config), now);
-        self.informers.stop(lp);
-        self.informers = Informers::new(&self.shared.config, Jitter::seed_from_entropy());
-        self.synced = [false; 3];
-        self.informers.start(lp);
-        warn!(
-            "dry_run is now {dry_run}: {} queued writes dropped; relisting nodes, leases and pods \
-             so decisions start again from the cluster's real state",
-            abandoned.len()
-        );
-    }
-
-    // ---- observability --------------------------------------------------------------------
-
-    fn leader_snapshot(&self, now: Time) -> LeaderSnapshot {
-        let stats = self.leader.stats(now);
-        if !stats.enabled {
-            return LeaderSnapshot::disabled(stats.identity);
-        }
-        LeaderSnapshot {
-            enabled: true,
-            identity: stats.identity,
-            holder: stats.holder,
-            is_leader: stats.is_leader,
-            renew_age: stats.last_renew_age.filter(|_| stats.is_leader),
-        }
-    }
-
-    fn client_snapshot(&self) -> ClientSnapshot {
-        let stats = self.executor.stats();
-        let requests = stats
-            .requests
-            .iter()
-            .map(|((verb, code), count)| RequestCount {
-                verb: http_method(verb).to_string(),
-                code: if *code == 0 {
-                    "no_answer".to_string()
-                } else {
-                    code.to_string()
-                },
-                count: *count,
-            })
-            .collect();
-        let dry_run_actions = self
-            .executor
-            .dry_run_log()
-            .counts()
-            .map(|(kind, count)| ActionCount {
-                kind: kind.as_str().to_string(),
-                count,
-            })
-            .collect();
-        ClientSnapshot {
-            requests,
-            throttle_wait: stats.throttle_wait,
-            dry_run_actions,
-        }
-    }
-
-    /// Everything the dump and `/metrics` show, at `now`.
-    fn snapshot(&self, now: Time, event_loop: LoopSnapshot) -> DaemonSnapshot {
-        let (controller, evictions) = self.controllers.dump(now);
-        DaemonSnapshot {
-            now,
-            build: BuildInfo::current(self.clock.started_at(), self.clock.uptime()),
-            config_path: self.config_path.clone(),
-            config: self.config.clone(),
-            status: self.status.clone(),
-            leadership: self.leader_snapshot(now),
-            reflectors: self
-                .informers
-                .reflector_stats()
-                .into_iter()
-                .map(|(w, mut stats)| {
-                    // The reflector counts its last full state; the store holds the objects.
-                    let store = self.controllers.store();
-                    stats.objects = match w {
-                        Watch::Nodes => store.node_count(),
-                        Watch::Leases => store.lease_count(),
-                        Watch::Pods => store.pod_count(),
-                    };
-                    ReflectorSnapshot::from_stats(w.resource(), &stats, now)
-                })
-                .collect(),
-            controller,
-            evictions,
-            pod_deletion_duration: self
-                .controllers
-                .eviction()
-                .map(|e| e.metrics.pod_deletion_duration.clone()),
-            health_timings: self.health_timings.clone(),
-            client: self.client_snapshot(),
-            rss_bytes: read_rss_bytes(),
-            store: StoreMemory::of(self.controllers.store()),
-            event_loop,
-            fencing: self
-                .config
-                .fencing
-                .enabled
-                .then(|| self.fencer.metrics.clone()),
-        }
-    }
-
     /// After the loop: give the lease up so a successor takes over in seconds, not a lease
     /// duration; close the metrics endpoint.
     fn shutdown(&mut self, lp: &mut Lp) {
@@ -1003,59 +481,6 @@ impl Daemon {
         if let Some(mut server) = self.control.take() {
             server.close_all(lp);
         }
-    }
-}
-
-fn http_method(verb: &str) -> &'static str {
-    match verb {
-        "get" => "GET",
-        "patch" => "PATCH",
-        "delete" => "DELETE",
-        "create" => "POST",
-        _ => "OTHER",
-    }
-}
-
-fn needs_restart(change: &ConfigChange) -> bool {
-    // The eviction mode decides which machines exist; switching it live would orphan one's
-    // state, so it waits for a restart like the connection settings.
-    change.needs_restart() || change.key == "taint_based_eviction"
-}
-
-impl Endpoints for Daemon {
-    fn metrics(&self, now: Time, event_loop: LoopSnapshot) -> String {
-        crate::observe::metrics::render(&self.snapshot(now, event_loop))
-    }
-
-    fn readiness(&self) -> Readiness {
-        Readiness::of(self.all_synced(), &self.leader_snapshot(self.clock.now()))
-    }
-}
-
-/// The daemon lent to the control socket, with the loop's figures of the moment.
-struct Asked<'a> {
-    daemon: &'a Daemon,
-    event_loop: LoopSnapshot,
-}
-
-impl ControlEndpoints for Asked<'_> {
-    fn answer(&self, request: &str, now: Time) -> String {
-        let d = self.daemon;
-        let acting = if d.acting {
-            Acting::Yes
-        } else if !d.all_synced() {
-            Acting::NotSynced
-        } else {
-            Acting::Follower
-        };
-        ask::answer(
-            request,
-            &d.controllers,
-            &d.decision_log,
-            acting,
-            now,
-            || d.snapshot(now, self.event_loop),
-        )
     }
 }
 
@@ -1171,14 +596,6 @@ fn report(what: &str, result: io::Result<()>) {
     if let Err(e) = result {
         warn!("sd_notify {what}: {e}");
     }
-}
-
-fn join(changes: &[ConfigChange]) -> String {
-    changes
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The decoder keeps the node labels the pool selectors read, beside its fixed set.

@@ -1,0 +1,208 @@
+//! The three informers (nodes, leases, pods): driving them on the loop and feeding what they
+//! deliver to the store and the controllers, up to the initial sync.
+
+use super::*;
+
+/// The three informers, each with its own source kind and timer.
+pub(super) struct Informers {
+    pub(super) nodes: Informer<Node, SourceKind, TimerKind>,
+    pub(super) leases: Informer<Lease, SourceKind, TimerKind>,
+    pub(super) pods: Informer<Pod, SourceKind, TimerKind>,
+}
+
+impl Informers {
+    pub(super) fn new(config: &InformerConfig, seed: u64) -> Informers {
+        let kinds = |w: Watch| (SourceKind::Watch(w), TimerKind::Informer(w));
+        let (s, t) = kinds(Watch::Nodes);
+        let nodes = Informer::new(config.clone(), seed, s, t);
+        let (s, t) = kinds(Watch::Leases);
+        let leases = Informer::new(config.clone(), seed.rotate_left(21), s, t);
+        let (s, t) = kinds(Watch::Pods);
+        let pods = Informer::new(config.clone(), seed.rotate_left(42), s, t);
+        Informers {
+            nodes,
+            leases,
+            pods,
+        }
+    }
+
+    pub(super) fn start(&mut self, lp: &mut Lp) {
+        self.nodes.start(lp);
+        self.leases.start(lp);
+        self.pods.start(lp);
+    }
+
+    pub(super) fn stop(&mut self, lp: &mut Lp) {
+        self.nodes.stop(lp);
+        self.leases.stop(lp);
+        self.pods.stop(lp);
+    }
+
+    pub(super) fn enable_watch_list(&mut self) {
+        self.nodes.enable_watch_list();
+        self.leases.enable_watch_list();
+        self.pods.enable_watch_list();
+    }
+
+    pub(super) fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
+        [
+            (Watch::Nodes, self.nodes.stats().reflector),
+            (Watch::Leases, self.leases.stats().reflector),
+            (Watch::Pods, self.pods.stats().reflector),
+        ]
+    }
+}
+
+/// One informer call (readiness or timer); the deltas go to `out`.
+pub(super) fn drive<T: Watched>(
+    informer: &mut Informer<T, SourceKind, TimerKind>,
+    shared: &mut InformerShared,
+    lp: &mut Lp,
+    token: Option<Token>,
+    out: &mut Vec<Delta<T>>,
+) {
+    let mut io = InformerIo {
+        lp,
+        client: &mut shared.client,
+        connection: &shared.connection,
+        tokens: &mut shared.tokens,
+        decode: &mut shared.decode,
+    };
+    match token {
+        Some(token) => informer.on_ready(&mut io, token, out),
+        None => informer.on_timer(&mut io, out),
+    }
+}
+
+impl Daemon {
+    /// A watched object (or its deletion) on its way to the controllers: in dry-run, the
+    /// executor lays what it "wrote" over it, so a relist cannot undo a write never sent.
+    pub(super) fn feed_watched(&mut self, input: Input, now: Time) {
+        let input = self.executor.overlay(input);
+        self.feed(input, now);
+    }
+
+    /// Feeds an informer's deltas to the controllers; true when they include a (re)sync.
+    pub(super) fn feed_deltas<T: Watched>(
+        &mut self,
+        deltas: Vec<Delta<T>>,
+        now: Time,
+        kind: Kind,
+        upsert: fn(T) -> Input,
+        delete: fn(T::Key) -> Input,
+    ) -> bool {
+        let mut synced = false;
+        for delta in deltas {
+            match delta {
+                Delta::Begin => self.feed(Input::FullStateBegin(kind), now),
+                Delta::Upsert(object) => self.feed_watched(upsert(object), now),
+                Delta::Delete(key) => self.feed_watched(delete(key), now),
+                Delta::Synced => {
+                    self.feed(Input::FullStateEnd(kind), now);
+                    synced = true;
+                }
+            }
+        }
+        if synced {
+            // A full state grows tables and leaves freed pages behind: give them back now, so
+            // the daemon's peak memory is its steady memory.
+            crate::runtime::memory::release_free_memory();
+        }
+        synced
+    }
+
+    pub(super) fn on_informer(&mut self, lp: &mut Lp, watch: Watch, token: Option<Token>) {
+        let synced = match watch {
+            Watch::Nodes => {
+                let mut out = Vec::new();
+                drive(
+                    &mut self.informers.nodes,
+                    &mut self.shared,
+                    lp,
+                    token,
+                    &mut out,
+                );
+                self.feed_deltas(
+                    out,
+                    lp.now(),
+                    Kind::Nodes,
+                    Input::NodeUpsert,
+                    Input::NodeDeleted,
+                )
+            }
+            Watch::Leases => {
+                let mut out = Vec::new();
+                drive(
+                    &mut self.informers.leases,
+                    &mut self.shared,
+                    lp,
+                    token,
+                    &mut out,
+                );
+                self.feed_deltas(
+                    out,
+                    lp.now(),
+                    Kind::Leases,
+                    Input::LeaseUpsert,
+                    Input::LeaseDeleted,
+                )
+            }
+            Watch::Pods => {
+                let mut out = Vec::new();
+                drive(
+                    &mut self.informers.pods,
+                    &mut self.shared,
+                    lp,
+                    token,
+                    &mut out,
+                );
+                self.feed_deltas(
+                    out,
+                    lp.now(),
+                    Kind::Pods,
+                    Input::PodUpsert,
+                    Input::PodDeleted,
+                )
+            }
+        };
+        if synced && !self.synced[watch.index()] {
+            self.synced[watch.index()] = true;
+            // What we wait for changed: say so now.
+            self.status_refreshed = Time::ZERO;
+            self.on_synced(lp);
+        }
+        // Before the initial sync no controller timer runs: the informers' own wake-ups
+        // (events, retries after errors) keep STATUS current.
+        self.maybe_refresh_status(lp.now());
+    }
+
+    /// An informer finished its first full state.
+    pub(super) fn on_synced(&mut self, lp: &mut Lp) {
+        if !self.all_synced() {
+            return;
+        }
+        if self.watch_list_unknown {
+            // The server was not there when we started: ask its version now that it answers.
+            if let Some(supported) = probe_watch_list(&mut self.shared.client) {
+                self.watch_list_unknown = false;
+                if supported {
+                    self.informers.enable_watch_list();
+                    self.shared.config.reflector.watch_list = true;
+                }
+            }
+        }
+        let store = self.controllers.store();
+        info!(
+            "initial sync complete: {} nodes, {} node leases, {} bound pods",
+            store.node_count(),
+            store.lease_count(),
+            store.pod_count()
+        );
+        if !self.ready_sent {
+            self.ready_sent = true;
+            report("READY=1", self.notifier.ready());
+        }
+        self.maybe_act(lp.now());
+        self.refresh_status();
+    }
+}

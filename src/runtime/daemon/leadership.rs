@@ -1,0 +1,73 @@
+//! Acting or not: leadership gained and lost, the leader timer, and what the dump says of it.
+
+use super::*;
+
+impl Daemon {
+    /// Starts deciding and writing if we lead and the caches are complete.
+    pub(super) fn maybe_act(&mut self, now: Time) {
+        if self.acting || !self.all_synced() || !self.leader.is_leader(now) {
+            return;
+        }
+        self.acting = true;
+        info!(
+            "acting{}: deciding on {} nodes",
+            if self.leader.elector().is_enabled() {
+                " as leader"
+            } else {
+                " (leader election disabled)"
+            },
+            self.controllers.store().node_count()
+        );
+        self.feed(Input::InitialSyncDone, now);
+    }
+
+    /// We may no longer write: drop what is queued at once, and keep only what a follower has.
+    pub(super) fn stop_acting(&mut self, now: Time, why: &str) {
+        if !self.acting {
+            return;
+        }
+        self.acting = false;
+        self.fences_to_start.clear();
+        let abandoned = self.executor.abandon(why);
+        let settings = controller_settings(&self.config);
+        let old = std::mem::replace(&mut self.controllers, Controllers::new(settings, now));
+        self.controllers = old.into_follower(now);
+        warn!(
+            "stopped acting ({why}): {} queued writes abandoned; standing by as a follower",
+            abandoned.len()
+        );
+        self.refresh_status();
+    }
+
+    // ---- timers ---------------------------------------------------------------------------
+
+    pub(super) fn on_leader_timer(&mut self, lp: &mut Lp) {
+        for transition in self.leader.step() {
+            let now = lp.now();
+            match transition {
+                Transition::Acquired => self.maybe_act(now),
+                Transition::Lost => self.stop_acting(now, "leadership lost"),
+                Transition::NewLeader(_) => {}
+            }
+        }
+        let now = lp.now();
+        if self.acting && !self.leader.is_leader(now) {
+            self.stop_acting(now, "leader lease not renewed in time");
+        }
+        self.refresh_status();
+    }
+
+    pub(super) fn leader_snapshot(&self, now: Time) -> LeaderSnapshot {
+        let stats = self.leader.stats(now);
+        if !stats.enabled {
+            return LeaderSnapshot::disabled(stats.identity);
+        }
+        LeaderSnapshot {
+            enabled: true,
+            identity: stats.identity,
+            holder: stats.holder,
+            is_leader: stats.is_leader,
+            renew_age: stats.last_renew_age.filter(|_| stats.is_leader),
+        }
+    }
+}

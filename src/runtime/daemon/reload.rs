@@ -1,0 +1,134 @@
+//! Signals: SIGHUP reloads the config (what needs a restart is said, not applied), dry-run
+//! switching, SIGUSR1's dump, SIGTERM.
+
+use super::*;
+
+pub(super) fn needs_restart(change: &ConfigChange) -> bool {
+    // The eviction mode decides which machines exist; switching it live would orphan one's
+    // state, so it waits for a restart like the connection settings.
+    change.needs_restart() || change.key == "taint_based_eviction"
+}
+
+pub(super) fn join(changes: &[ConfigChange]) -> String {
+    changes
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Daemon {
+    pub(super) fn on_signal(&mut self, lp: &mut Lp, signal: Signal) {
+        if self.signals.drain(signal) == 0 {
+            return;
+        }
+        debug!("{} received", signal.name());
+        match signal {
+            Signal::Terminate | Signal::Interrupt => {
+                info!("{}: stopping", signal.name());
+                report("STOPPING=1", self.notifier.stopping());
+                lp.stop();
+            }
+            Signal::DumpState => {
+                self.refresh_status();
+                let snapshot = self.snapshot(lp.now(), LoopSnapshot::of(lp));
+                for line in snapshot.dump_lines() {
+                    info!("{line}");
+                }
+            }
+            Signal::Reload => self.reload(lp),
+            Signal::ChildExited => {
+                let ended = self.fencer.reap(lp);
+                self.feed_all(ended, lp.now());
+            }
+        }
+    }
+
+    /// SIGHUP: a valid file replaces what can change live; anything else keeps running as is.
+    pub(super) fn reload(&mut self, lp: &mut Lp) {
+        let new = match Config::load(&self.config_path) {
+            Ok(new) => new,
+            Err(e) => {
+                error!("reload failed, keeping the running configuration: {e}");
+                return;
+            }
+        };
+        let changes = new.changes_since(&self.config);
+        if changes.is_empty() {
+            info!(
+                "config reloaded from {}: no changes",
+                self.config_path.display()
+            );
+            return;
+        }
+        let (later, live): (Vec<ConfigChange>, Vec<ConfigChange>) =
+            changes.into_iter().partition(needs_restart);
+        let old = std::mem::replace(&mut self.config, new);
+        // Read once at start-up: connections, identity, listener and the eviction mode.
+        self.config.api = old.api.clone();
+        self.config.leader_election = old.leader_election.clone();
+        self.config.metrics_address = old.metrics_address;
+        self.config.taint_based_eviction = old.taint_based_eviction;
+        if self.config.log_level != old.log_level && !self.log.set_level(self.config.log_level) {
+            warn!(
+                "log_level {} not applied: RUST_LOG={:?} sets the filter",
+                self.config.log_level.as_str().to_ascii_lowercase(),
+                self.log.rust_log().unwrap_or_default()
+            );
+        }
+        if !live.is_empty() {
+            info!(
+                "config reloaded from {}: {}",
+                self.config_path.display(),
+                join(&live)
+            );
+        }
+        if !later.is_empty() {
+            warn!(
+                "config reloaded from {}: restart to apply {}",
+                self.config_path.display(),
+                join(&later)
+            );
+        }
+        let now = lp.now();
+        // Pool selectors may read label keys not kept before: nodes carry them from their
+        // next update (a node's pool is decided on the labels the store has).
+        self.shared
+            .decode
+            .keep_node_labels(selector_label_keys(&self.config.pools));
+        self.fencer.apply(&self.config.fencing);
+        let actions = self
+            .controllers
+            .apply_settings(controller_settings(&self.config), now);
+        if self.acting {
+            self.executor.submit(actions, now);
+        }
+        if self.config.dry_run != old.dry_run {
+            self.switch_dry_run(lp);
+        }
+        self.refresh_status();
+    }
+
+    /// Dry-run fed the controllers objects as the writes would have left them, so neither mode
+    /// may inherit the other's view: queued work is dropped and the caches are rebuilt from a
+    /// fresh list of the cluster, after which the controllers decide again.
+    pub(super) fn switch_dry_run(&mut self, lp: &mut Lp) {
+        let now = lp.now();
+        let dry_run = self.config.dry_run;
+        let abandoned = self.executor.abandon("dry_run changed");
+        self.executor.set_dry_run(dry_run);
+        self.acting = false;
+        self.controllers = Controllers::new(controller_settings(&self.config), now);
+        self.informers.stop(lp);
+        self.informers = Informers::new(&self.shared.config, Jitter::seed_from_entropy());
+        self.synced = [false; 3];
+        self.informers.start(lp);
+        warn!(
+            "dry_run is now {dry_run}: {} queued writes dropped; relisting nodes, leases and pods \
+             so decisions start again from the cluster's real state",
+            abandoned.len()
+        );
+    }
+
+    // ---- observability --------------------------------------------------------------------
+}

@@ -1,0 +1,199 @@
+//! What the daemon tells about itself: the systemd STATUS line, the snapshot behind the dump,
+//! the metrics and the control socket's answers.
+
+use super::*;
+
+pub(super) fn http_method(verb: &str) -> &'static str {
+    match verb {
+        "get" => "GET",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        "create" => "POST",
+        _ => "OTHER",
+    }
+}
+
+impl Endpoints for Daemon {
+    fn metrics(&self, now: Time, event_loop: LoopSnapshot) -> String {
+        crate::observe::metrics::render(&self.snapshot(now, event_loop))
+    }
+
+    fn readiness(&self) -> Readiness {
+        Readiness::of(self.all_synced(), &self.leader_snapshot(self.clock.now()))
+    }
+}
+
+/// The daemon lent to the control socket, with the loop's figures of the moment.
+pub(super) struct Asked<'a> {
+    pub(super) daemon: &'a Daemon,
+    pub(super) event_loop: LoopSnapshot,
+}
+
+impl ControlEndpoints for Asked<'_> {
+    fn answer(&self, request: &str, now: Time) -> String {
+        let d = self.daemon;
+        let acting = if d.acting {
+            Acting::Yes
+        } else if !d.all_synced() {
+            Acting::NotSynced
+        } else {
+            Acting::Follower
+        };
+        ask::answer(
+            request,
+            &d.controllers,
+            &d.decision_log,
+            acting,
+            now,
+            || d.snapshot(now, self.event_loop),
+        )
+    }
+}
+
+impl Daemon {
+    /// What the daemon is doing, for `systemctl status` and the state dump; sent on change.
+    pub(super) fn set_status(&mut self, status: String) {
+        if status != self.status {
+            report("STATUS", self.notifier.status(&status));
+            self.status = status;
+        }
+    }
+
+    /// `leader|follower|dry-run, N nodes, M not Ready, K pending evictions`, or what the
+    /// daemon is waiting for.
+    pub(super) fn status_line(&self) -> String {
+        if !self.all_synced() {
+            let waiting: Vec<&str> = Watch::ALL
+                .iter()
+                .filter(|w| !self.synced[w.index()])
+                .map(|w| w.resource())
+                .collect();
+            let error = self
+                .informers
+                .reflector_stats()
+                .into_iter()
+                .find_map(|(_, stats)| stats.last_error);
+            return match error {
+                Some(e) => format!(
+                    "waiting for the initial sync of {} from {}: {e}",
+                    waiting.join(", "),
+                    self.shared.client.base_url()
+                ),
+                None => format!("waiting for the initial sync of {}", waiting.join(", ")),
+            };
+        }
+        let role = match (self.acting, self.executor.is_dry_run()) {
+            (true, true) => "dry-run",
+            (true, false) => "leader",
+            (false, _) => "follower",
+        };
+        let (mut nodes, mut not_ready) = (0, 0);
+        for node in self.controllers.store().nodes() {
+            nodes += 1;
+            if node.ready().map(|c| c.status) != Some(ConditionStatus::True) {
+                not_ready += 1;
+            }
+        }
+        let pending = self
+            .controllers
+            .eviction()
+            .filter(|_| self.acting)
+            .map_or(0, |e| e.pending_len());
+        format!("{role}, {nodes} nodes, {not_ready} not Ready, {pending} pending evictions")
+    }
+
+    pub(super) fn refresh_status(&mut self) {
+        let line = self.status_line();
+        self.set_status(line);
+    }
+
+    // ---- inputs to the controllers ----------------------------------------------------------
+
+    /// Recomputes `STATUS=` on wake-ups the loop makes anyway: each one until the initial sync
+    /// (few: list pages and retries, and what we wait for or fail on must show at once), then at
+    /// most every [`STATUS_PERIOD`].
+    pub(super) fn maybe_refresh_status(&mut self, now: Time) {
+        if !self.all_synced()
+            || self.status_refreshed == Time::ZERO
+            || now.since(self.status_refreshed) >= STATUS_PERIOD
+        {
+            self.status_refreshed = now;
+            self.refresh_status();
+        }
+    }
+
+    pub(super) fn client_snapshot(&self) -> ClientSnapshot {
+        let stats = self.executor.stats();
+        let requests = stats
+            .requests
+            .iter()
+            .map(|((verb, code), count)| RequestCount {
+                verb: http_method(verb).to_string(),
+                code: if *code == 0 {
+                    "no_answer".to_string()
+                } else {
+                    code.to_string()
+                },
+                count: *count,
+            })
+            .collect();
+        let dry_run_actions = self
+            .executor
+            .dry_run_log()
+            .counts()
+            .map(|(kind, count)| ActionCount {
+                kind: kind.as_str().to_string(),
+                count,
+            })
+            .collect();
+        ClientSnapshot {
+            requests,
+            throttle_wait: stats.throttle_wait,
+            dry_run_actions,
+        }
+    }
+
+    /// Everything the dump and `/metrics` show, at `now`.
+    pub(super) fn snapshot(&self, now: Time, event_loop: LoopSnapshot) -> DaemonSnapshot {
+        let (controller, evictions) = self.controllers.dump(now);
+        DaemonSnapshot {
+            now,
+            build: BuildInfo::current(self.clock.started_at(), self.clock.uptime()),
+            config_path: self.config_path.clone(),
+            config: self.config.clone(),
+            status: self.status.clone(),
+            leadership: self.leader_snapshot(now),
+            reflectors: self
+                .informers
+                .reflector_stats()
+                .into_iter()
+                .map(|(w, mut stats)| {
+                    // The reflector counts its last full state; the store holds the objects.
+                    let store = self.controllers.store();
+                    stats.objects = match w {
+                        Watch::Nodes => store.node_count(),
+                        Watch::Leases => store.lease_count(),
+                        Watch::Pods => store.pod_count(),
+                    };
+                    ReflectorSnapshot::from_stats(w.resource(), &stats, now)
+                })
+                .collect(),
+            controller,
+            evictions,
+            pod_deletion_duration: self
+                .controllers
+                .eviction()
+                .map(|e| e.metrics.pod_deletion_duration.clone()),
+            health_timings: self.health_timings.clone(),
+            client: self.client_snapshot(),
+            rss_bytes: read_rss_bytes(),
+            store: StoreMemory::of(self.controllers.store()),
+            event_loop,
+            fencing: self
+                .config
+                .fencing
+                .enabled
+                .then(|| self.fencer.metrics.clone()),
+        }
+    }
+}
