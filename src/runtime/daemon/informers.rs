@@ -82,6 +82,28 @@ impl Daemon {
         self.feed(input, now);
     }
 
+    /// One call of the informer `select` picks, its deltas fed to the controllers as `kind`;
+    /// true when they include a (re)sync. The one path all three informers take.
+    fn pump<T: Watched>(
+        &mut self,
+        lp: &mut Lp,
+        token: Option<Token>,
+        select: fn(&mut Informers) -> &mut Informer<T, SourceKind, TimerKind>,
+        kind: Kind,
+        upsert: fn(T) -> Input,
+        delete: fn(T::Key) -> Input,
+    ) -> bool {
+        let mut out = Vec::new();
+        drive(
+            select(&mut self.informers),
+            &mut self.shared,
+            lp,
+            token,
+            &mut out,
+        );
+        self.feed_deltas(out, lp.now(), kind, upsert, delete)
+    }
+
     /// Feeds an informer's deltas to the controllers; true when they include a (re)sync.
     pub(super) fn feed_deltas<T: Watched>(
         &mut self,
@@ -113,57 +135,30 @@ impl Daemon {
 
     pub(super) fn on_informer(&mut self, lp: &mut Lp, watch: Watch, token: Option<Token>) {
         let synced = match watch {
-            Watch::Nodes => {
-                let mut out = Vec::new();
-                drive(
-                    &mut self.informers.nodes,
-                    &mut self.shared,
-                    lp,
-                    token,
-                    &mut out,
-                );
-                self.feed_deltas(
-                    out,
-                    lp.now(),
-                    Kind::Nodes,
-                    Input::NodeUpsert,
-                    Input::NodeDeleted,
-                )
-            }
-            Watch::Leases => {
-                let mut out = Vec::new();
-                drive(
-                    &mut self.informers.leases,
-                    &mut self.shared,
-                    lp,
-                    token,
-                    &mut out,
-                );
-                self.feed_deltas(
-                    out,
-                    lp.now(),
-                    Kind::Leases,
-                    Input::LeaseUpsert,
-                    Input::LeaseDeleted,
-                )
-            }
-            Watch::Pods => {
-                let mut out = Vec::new();
-                drive(
-                    &mut self.informers.pods,
-                    &mut self.shared,
-                    lp,
-                    token,
-                    &mut out,
-                );
-                self.feed_deltas(
-                    out,
-                    lp.now(),
-                    Kind::Pods,
-                    Input::PodUpsert,
-                    Input::PodDeleted,
-                )
-            }
+            Watch::Nodes => self.pump(
+                lp,
+                token,
+                |i| &mut i.nodes,
+                Kind::Nodes,
+                Input::NodeUpsert,
+                Input::NodeDeleted,
+            ),
+            Watch::Leases => self.pump(
+                lp,
+                token,
+                |i| &mut i.leases,
+                Kind::Leases,
+                Input::LeaseUpsert,
+                Input::LeaseDeleted,
+            ),
+            Watch::Pods => self.pump(
+                lp,
+                token,
+                |i| &mut i.pods,
+                Kind::Pods,
+                Input::PodUpsert,
+                Input::PodDeleted,
+            ),
         };
         if synced && !self.synced[watch.index()] {
             self.synced[watch.index()] = true;
