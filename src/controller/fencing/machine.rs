@@ -429,7 +429,10 @@ impl Fencing {
         let Some(name) = self.node_with(id) else {
             return;
         };
-        let e = self.nodes.get_mut(&name).expect("found above");
+        // `node_with` found it; never a panic on the way.
+        let Some(e) = self.nodes.get_mut(&name) else {
+            return;
+        };
         let Phase::Reading { release, .. } = e.phase else {
             return;
         };

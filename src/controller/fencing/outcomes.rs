@@ -29,7 +29,10 @@ impl Fencing {
         let Some(name) = self.node_with(id) else {
             return;
         };
-        let e = self.nodes.get_mut(&name).expect("found above");
+        // `node_with` found it; never a panic on the way.
+        let Some(e) = self.nodes.get_mut(&name) else {
+            return;
+        };
         let phase = std::mem::replace(&mut e.phase, Phase::Idle);
         if outcome == Outcome::NotFound {
             self.node_gone(&name);
@@ -42,7 +45,10 @@ impl Fencing {
             Phase::Marking { command, .. } if ok => {
                 e.attempted = true;
                 let run = self.id();
-                let e = self.nodes.get_mut(&name).expect("found above");
+                // `node_with` found it; never a panic on the way.
+                let Some(e) = self.nodes.get_mut(&name) else {
+                    return;
+                };
                 e.phase = Phase::Running { id: run };
                 if let Some(node) = lc.store().node(&name) {
                     out.push(event(
@@ -124,7 +130,10 @@ impl Fencing {
         let Some(name) = self.node_with(id) else {
             return;
         };
-        let e = self.nodes.get_mut(&name).expect("found above");
+        // `node_with` found it; never a panic on the way.
+        let Some(e) = self.nodes.get_mut(&name) else {
+            return;
+        };
         e.phase = Phase::Idle;
         match outcome {
             FenceOutcome::Exited(0) => {
