@@ -25,9 +25,8 @@ impl fmt::Display for LineError {
 
 #[derive(Debug)]
 pub struct LineSplitter {
+    /// The start of a line whose newline has not arrived yet (never holds a newline).
     buf: Vec<u8>,
-    /// Bytes of `buf` already known to hold no newline.
-    scanned: usize,
     max: usize,
     /// Inside an over-long line: drop bytes until the next newline.
     discarding: bool,
@@ -43,17 +42,18 @@ impl LineSplitter {
     pub fn new(max_line: usize) -> LineSplitter {
         LineSplitter {
             buf: Vec::new(),
-            scanned: 0,
             max: max_line.max(1),
             discarding: false,
         }
     }
 
     /// Appends body bytes; pushes every completed line (without its `\n` / `\r\n`) to `out`.
-    /// Blank lines are dropped.
+    /// Blank lines are dropped. Lines that arrive whole are copied once, straight from
+    /// `bytes` (issue #14: every watch event passes here); only a line's unfinished start is
+    /// held back.
     pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Result<Vec<u8>, LineError>>) {
         if self.discarding {
-            match bytes.iter().position(|&b| b == b'\n') {
+            match find_newline(bytes) {
                 None => return,
                 Some(p) => {
                     self.discarding = false;
@@ -61,28 +61,32 @@ impl LineSplitter {
                 }
             }
         }
-        self.buf.extend_from_slice(bytes);
-        let mut start = 0;
-        let mut from = self.scanned;
-        while let Some(p) = self.buf[from..].iter().position(|&b| b == b'\n') {
-            let end = from + p;
-            let line = trim_cr(&self.buf[start..end]);
-            if line.len() > self.max {
-                out.push(Err(LineError::TooLong { limit: self.max }));
-            } else if !line.is_empty() {
-                out.push(Ok(line.to_vec()));
-            }
-            start = end + 1;
-            from = start;
+        if !self.buf.is_empty() {
+            let Some(p) = find_newline(bytes) else {
+                self.buf.extend_from_slice(bytes);
+                self.check_unfinished(out);
+                return;
+            };
+            self.buf.extend_from_slice(&bytes[..p]);
+            emit(&self.buf, self.max, out);
+            self.buf.clear();
+            bytes = &bytes[p + 1..];
         }
-        self.buf.drain(..start);
-        self.scanned = self.buf.len();
+        while let Some(p) = find_newline(bytes) {
+            emit(&bytes[..p], self.max, out);
+            bytes = &bytes[p + 1..];
+        }
+        self.buf.extend_from_slice(bytes);
+        self.check_unfinished(out);
+    }
+
+    /// An unfinished line already longer than the limit is reported now and skipped.
+    fn check_unfinished(&mut self, out: &mut Vec<Result<Vec<u8>, LineError>>) {
         // A trailing CR may be the first half of the CRLF that ends a line of exactly `max`.
         let pending = self.buf.len() - usize::from(self.buf.last() == Some(&b'\r'));
         if pending > self.max {
             out.push(Err(LineError::TooLong { limit: self.max }));
             self.buf = Vec::new();
-            self.scanned = 0;
             self.discarding = true;
         }
     }
@@ -90,7 +94,6 @@ impl LineSplitter {
     /// At the end of the body: a last line without its newline, if any.
     pub fn finish(&mut self) -> Option<Vec<u8>> {
         let rest = std::mem::take(&mut self.buf);
-        self.scanned = 0;
         let discarding = std::mem::replace(&mut self.discarding, false);
         let line = trim_cr(&rest);
         (!discarding && !line.is_empty()).then(|| line.to_vec())
@@ -104,6 +107,37 @@ impl LineSplitter {
 
 fn trim_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn emit(line: &[u8], max: usize, out: &mut Vec<Result<Vec<u8>, LineError>>) {
+    let line = trim_cr(line);
+    if line.len() > max {
+        out.push(Err(LineError::TooLong { limit: max }));
+    } else if !line.is_empty() {
+        out.push(Ok(line.to_vec()));
+    }
+}
+
+/// The first `\n`, eight bytes at a time (a byte-wise search was 5 % of the daemon's CPU at
+/// 2,000 nodes: a 6 KB Node per status heartbeat).
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_ne_bytes(word) ^ NEWLINES;
+        // Some byte of x is zero (that byte was a newline).
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            return chunk.iter().position(|&b| b == b'\n').map(|p| offset + p);
+        }
+        offset += 8;
+    }
+    let rest = chunks.remainder();
+    rest.iter().position(|&b| b == b'\n').map(|p| offset + p)
 }
 
 #[cfg(test)]
@@ -162,6 +196,22 @@ mod tests {
         s.push(b":2}", &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(s.finish(), Some(b"{\"y\":2}".to_vec()));
+    }
+
+    #[test]
+    fn newline_search_finds_the_first_newline_at_every_offset() {
+        for len in 0..40 {
+            // Bytes one bit away from a newline (0x0b, 0x8a) must not count as one.
+            let other: Vec<u8> = (0..len).map(|i| [0x0b, 0x8a, b'x'][i % 3]).collect();
+            assert_eq!(find_newline(&other), None, "len {len}");
+            for at in 0..len {
+                let mut bytes = other.clone();
+                bytes[at] = b'\n';
+                // A later newline changes nothing.
+                bytes[len - 1] = b'\n';
+                assert_eq!(find_newline(&bytes), Some(at), "len {len}, newline at {at}");
+            }
+        }
     }
 
     #[test]
