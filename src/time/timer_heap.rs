@@ -73,7 +73,7 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
         self.heap.swap(i, last);
         let entry = self.heap.pop().expect("slot pointed into the heap");
         if i < self.heap.len() {
-            self.slot.insert(self.heap[i].key.clone(), i);
+            self.note_slot(i);
             self.restore(i);
         }
         Some(entry.at)
@@ -135,10 +135,12 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
         (x.at, x.seq) < (y.at, y.seq)
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.slot.insert(self.heap[a].key.clone(), a);
-        self.slot.insert(self.heap[b].key.clone(), b);
+    /// Records where the entry at `i` now is: a lookup, no key clone (issue #14: every Lease
+    /// renewal moves its node's grace deadline down a heap of thousands).
+    fn note_slot(&mut self, i: usize) {
+        if let Some(slot) = self.slot.get_mut(&self.heap[i].key) {
+            *slot = i;
+        }
     }
 
     fn restore(&mut self, i: usize) {
@@ -149,18 +151,26 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
         }
     }
 
+    /// The entry at `i` moves up past later parents; each parent passed moves down one level.
+    /// Only the entries that moved are re-indexed, the moving one once at the end.
     fn sift_up(&mut self, mut i: usize) {
+        let start = i;
         while i > 0 {
             let parent = (i - 1) / 2;
             if !self.less(i, parent) {
                 break;
             }
-            self.swap(i, parent);
+            self.heap.swap(i, parent);
+            self.note_slot(i);
             i = parent;
+        }
+        if i != start {
+            self.note_slot(i);
         }
     }
 
     fn sift_down(&mut self, mut i: usize) {
+        let start = i;
         loop {
             let (l, r) = (2 * i + 1, 2 * i + 2);
             let mut smallest = i;
@@ -173,8 +183,12 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
             if smallest == i {
                 break;
             }
-            self.swap(i, smallest);
+            self.heap.swap(i, smallest);
+            self.note_slot(i);
             i = smallest;
+        }
+        if i != start {
+            self.note_slot(i);
         }
     }
 }
@@ -275,6 +289,15 @@ mod tests {
                 assert_eq!(heap.len(), model.entries.len());
                 let model_next = model.entries.iter().map(|e| e.0).min();
                 assert_eq!(heap.next_deadline(), model_next, "seed {seed} step {step}");
+                // Every key's slot still points at its own entry.
+                for k in 0..24u32 {
+                    let expected = model.entries.iter().find(|e| e.2 == k).map(|e| e.0);
+                    assert_eq!(
+                        heap.deadline(&k),
+                        expected,
+                        "seed {seed} step {step} key {k}"
+                    );
+                }
             }
         }
     }
