@@ -247,7 +247,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// readiness events are paused and it is read again `watch_coalesce` later; a read that
     /// finds nothing, or a burst, resumes them, so a quiet watch costs no timer, its first
     /// event is read at once, and a burst or a full state flows at the socket's pace. An event
-    /// is seen at most `watch_coalesce` late.
+    /// is seen at most `watch_coalesce` late. Paused watches share the same read times.
     fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
         let Some(stream) = &mut self.stream else {
             self.paused_until = None;
@@ -259,7 +259,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let trickle = (1..COALESCE_MAX_EVENTS).contains(&found)
             && self.reflector.is_synced()
             && !self.reflector.delivering_full_state();
-        let next = lp.now() + self.watch_coalesce;
+        let next = coalesced_read_at(lp.now(), self.watch_coalesce);
         match (trickle, self.paused_until.is_some()) {
             (true, false) => match stream.pause(lp.registry()) {
                 Ok(()) => self.paused_until = Some(next),
@@ -597,6 +597,14 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     }
 }
 
+/// When a paused watch is read again: the next multiple of `coalesce` since the epoch, so
+/// within `coalesce` of `now` and the same instant for every informer — the Lease and Node
+/// watches, both paused, are read in one wake-up instead of two (issue #14).
+fn coalesced_read_at(now: Time, coalesce: Duration) -> Time {
+    let period = crate::time::duration_millis(coalesce).max(1);
+    Time::from_unix_millis((now.as_unix_millis() / period + 1) * period)
+}
+
 #[derive(Deserialize)]
 struct ServerVersion {
     #[serde(default)]
@@ -632,5 +640,22 @@ pub fn probe_watch_list(client: &mut ApiClient) -> Option<bool> {
             warn!("cannot read the API server version ({e}); using list+watch for now");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paused_watches_are_read_on_one_shared_grid_never_later_than_the_coalescing_period() {
+        let period = Duration::from_millis(50);
+        for now_ms in [1_000_000u64, 1_000_001, 1_000_037, 1_000_049] {
+            let at = coalesced_read_at(Time::from_unix_millis(now_ms), period);
+            assert_eq!(at, Time::from_unix_millis(1_000_050), "now {now_ms}");
+        }
+        // Exactly on the grid: the next point, not now (the read just happened).
+        let at = coalesced_read_at(Time::from_unix_millis(1_000_050), period);
+        assert_eq!(at, Time::from_unix_millis(1_000_100));
     }
 }
