@@ -561,10 +561,7 @@ impl<T: Watched> Reflector<T> {
         self.last_event_at = Some(now);
         match event {
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                let rv = obj.resource_version();
-                if !rv.is_empty() {
-                    self.resource_version = Some(rv.to_string());
-                }
+                note_version(&mut self.resource_version, obj.resource_version());
                 if let Some(initial) = initial {
                     if !initial.begun {
                         initial.begun = true;
@@ -575,9 +572,7 @@ impl<T: Watched> Reflector<T> {
                 out.push(Delta::Upsert(obj));
             }
             WatchEvent::Deleted(obj) => {
-                if !obj.resource_version().is_empty() {
-                    self.resource_version = Some(obj.resource_version().to_string());
-                }
+                note_version(&mut self.resource_version, obj.resource_version());
                 if let Some(initial) = initial {
                     initial.delivered = initial.delivered.saturating_sub(1);
                 }
@@ -726,6 +721,20 @@ impl<T: Watched> Reflector<T> {
         x ^= x >> 27;
         self.rng = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+/// The version to resume from, kept in place: no allocation per watch event (issue #14).
+fn note_version(held: &mut Option<String>, rv: &str) {
+    if rv.is_empty() {
+        return;
+    }
+    match held {
+        Some(s) => {
+            s.clear();
+            s.push_str(rv);
+        }
+        None => *held = Some(rv.to_string()),
     }
 }
 
