@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use node_lifecycled::config::parse_duration;
-use node_lifecycled::sim::bench::{self, BenchOptions, BenchSize};
+use node_lifecycled::sim::bench::{self, BenchOptions, BenchSize, InitialList};
 use node_lifecycled::sim::kubelets::{KubeletConfig, Kubelets};
 use node_lifecycled::sim::population::Population;
 use node_lifecycled::sim::scenario::{self, BUILTIN, RunOptions, Scenario};
@@ -47,7 +47,7 @@ usage:
   node-lifecycled-sim check FILE      parse a scenario file and report its first error
   node-lifecycled-sim bench [--sizes small,large] [--quick] [--nodes N] [--pods-per-node P]
                             [--zones Z] [--victims N] [--burst-events N] [--qps Q] [--burst B]
-                            [--daemon PATH] [--dir DIR]
+                            [--initial-list watch-list|watch-cache] [--daemon PATH] [--dir DIR]
       The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, 30 pods per
       node, 3 zones; or one size from --nodes/--pods-per-node/--zones) the simulated cluster runs
       in this process and the release daemon as a child: initial sync time, RSS, CPU at 500 lease
@@ -55,6 +55,9 @@ usage:
       --victims killed nodes (default 100) and taint-to-DELETE latency. About 6 minutes per size;
       --quick shortens the measuring windows (steady CPU from 15 s instead of 60 s).
         --qps/--burst  the daemon's api.qps/api.burst (default: its own, upstream 20/30)
+        --initial-list how the daemon fetches its first full state: watch-list (default; the
+                       simulator reports 1.32) or watch-cache (one resourceVersion=0 LIST per
+                       kind, read as a stream; the simulator reports 1.31)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
                            [--dir DIR]
       The randomized fault soak: two daemons with leader election against the simulated
@@ -94,6 +97,7 @@ struct BenchArgs {
     burst_events: Option<usize>,
     qps: Option<f64>,
     burst: Option<u32>,
+    initial_list: Option<InitialList>,
     daemon: Option<PathBuf>,
     dir: Option<PathBuf>,
 }
@@ -260,6 +264,14 @@ fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
         .number("--burst")?
         .map(|b| u32::try_from(b).map_err(|_| format!("--burst: {b} is too large")))
         .transpose()?;
+    let initial_list = options
+        .value("--initial-list")?
+        .map(|v| {
+            InitialList::parse(&v).ok_or_else(|| {
+                format!("--initial-list: {v:?} is neither watch-list nor watch-cache")
+            })
+        })
+        .transpose()?;
     Ok(BenchArgs {
         sizes,
         quick,
@@ -267,6 +279,7 @@ fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
         burst_events: options.number("--burst-events")?,
         qps,
         burst,
+        initial_list,
         daemon: options.value("--daemon")?.map(PathBuf::from),
         dir: options.value("--dir")?.map(PathBuf::from),
     })
@@ -429,15 +442,17 @@ fn run_bench(args: BenchArgs) -> ExitCode {
     options.burst_events = args.burst_events.unwrap_or(options.burst_events);
     options.qps = args.qps;
     options.burst = args.burst;
+    options.initial_list = args.initial_list.unwrap_or(options.initial_list);
     options.work_dir = args.dir;
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "node-lifecycled-sim bench{}: {} core(s), {}; daemon {}\n",
+        "node-lifecycled-sim bench{}: {} core(s), {}; daemon {}; first list by {}\n",
         if args.quick { " --quick" } else { "" },
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         cpu_model(),
-        options.daemon.display()
+        options.daemon.display(),
+        options.initial_list.name()
     );
     let started = Instant::now();
     match bench::run(&options, &mut out) {

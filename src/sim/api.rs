@@ -106,7 +106,9 @@ pub(crate) fn handle(shared: &Shared, request: &Request, identity: &Identity) ->
             return Reply::Unary(Response::text(200, "ok"));
         }
         ("GET", "/version") => {
-            let body = json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-sim",
+            let minor = shared.settings.minor_version;
+            let body = json!({"major": "1", "minor": minor.to_string(),
+                              "gitVersion": format!("v1.{minor}.0-sim"),
                               "platform": "linux/amd64"});
             return Reply::Unary(Response::json(200, body.to_string().into_bytes()));
         }

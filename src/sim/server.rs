@@ -41,6 +41,9 @@ pub struct SimConfig {
     pub log_direct_writes: bool,
     /// Largest request body accepted (413 beyond).
     pub max_body_bytes: usize,
+    /// The minor version `GET /version` reports (major 1). From 32 on the daemon uses
+    /// watch-list; below, a `resourceVersion=0` LIST (the bench measures both).
+    pub minor_version: u32,
 }
 
 impl Default for SimConfig {
@@ -54,6 +57,7 @@ impl Default for SimConfig {
             tokens: None,
             log_direct_writes: false,
             max_body_bytes: 8 * 1024 * 1024,
+            minor_version: 32,
         }
     }
 }
@@ -73,6 +77,7 @@ impl SimServer {
             bookmark_interval: config.bookmark_interval.max(Duration::from_millis(10)),
             tokens: config.tokens.clone(),
             max_body_bytes: config.max_body_bytes,
+            minor_version: config.minor_version,
         };
         let shared = Arc::new(Shared::new(settings, addr));
         let scheme = if tls_config.is_some() {

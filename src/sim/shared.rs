@@ -20,6 +20,7 @@ pub(crate) struct Settings {
     pub bookmark_interval: Duration,
     pub tokens: Option<Vec<String>>,
     pub max_body_bytes: usize,
+    pub minor_version: u32,
 }
 
 /// The server's clock: wall time at start plus monotonic time since, so timestamps it writes

@@ -57,6 +57,40 @@ const RSS_PERIOD: Duration = Duration::from_millis(100);
 /// How often the write log is read while waiting for the daemon.
 const POLL: Duration = Duration::from_millis(5);
 
+/// How the daemon fetches its first full state, chosen by the version the simulator reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitialList {
+    /// Watch-list streaming (`sendInitialEvents`): the simulator reports 1.32.
+    WatchList,
+    /// One `resourceVersion=0` LIST per kind, read as a stream (what runs against servers
+    /// before 1.32): the simulator reports 1.31.
+    WatchCache,
+}
+
+impl InitialList {
+    pub fn parse(s: &str) -> Option<InitialList> {
+        match s {
+            "watch-list" => Some(InitialList::WatchList),
+            "watch-cache" => Some(InitialList::WatchCache),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            InitialList::WatchList => "watch-list",
+            InitialList::WatchCache => "watch-cache",
+        }
+    }
+
+    fn minor_version(self) -> u32 {
+        match self {
+            InitialList::WatchList => 32,
+            InitialList::WatchCache => 31,
+        }
+    }
+}
+
 /// One cluster shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BenchSize {
@@ -105,6 +139,7 @@ pub struct BenchOptions {
     pub detection_timeout: Duration,
     pub work_dir: Option<PathBuf>,
     pub seed: u64,
+    pub initial_list: InitialList,
 }
 
 impl BenchOptions {
@@ -128,6 +163,7 @@ impl BenchOptions {
             detection_timeout: Duration::from_secs(300),
             work_dir: None,
             seed: 7,
+            initial_list: InitialList::WatchList,
         }
     }
 
@@ -235,6 +271,7 @@ impl<'a> SizeRun<'a> {
             bookmark_interval: Duration::from_secs(60),
             // The burst must not push a watch out of the history (that would measure a relist).
             history_size: (options.burst_events * 2).max(100_000),
+            minor_version: options.initial_list.minor_version(),
             ..SimConfig::default()
         })
         .map_err(|e| format!("cannot start the simulated API server: {e}"))?;
