@@ -18,6 +18,10 @@ renewed every 10 s, every node's status patched every 60 s) for the whole run. T
   node status patches, from load.py's cumulative counts) = CPU per watch event; loop wake-ups from
   SIGUSR1 JSON dumps at both ends.
 
+--baseline PATH runs a second daemon binary (e.g. the build before a change) beside the first: each
+syncs on its own, one after the other, then both are measured in the same steady window, so the
+comparison does not depend on the machine's load or the kubelets' achieved rate.
+
 --state DIR reuses a loaded server from an earlier --keep run (skips up.sh and create); --keep
 leaves it running and prints its STATE. Only process CPU time is measured (this machine is shared).
 Needs python3, curl, kubectl and a release build (`cargo build --release`).
@@ -141,6 +145,7 @@ class Heartbeat:
 class Daemon:
     def __init__(self, binary, v, workdir):
         self.dir = workdir
+        os.makedirs(workdir, exist_ok=True)
         cfg = os.path.join(workdir, 'config.toml')
         with open(cfg, 'w') as f:
             f.write('# written by scripts/bench-real-apiserver.py\nlog_level = "info"\ndump_format = "json"\n\n'
@@ -201,7 +206,7 @@ class Daemon:
         self.notify.close()
 
 
-def measure(a, v, hb, workdir):
+def curl_floor(v):
     res = {}
     for rv0 in (True, False):
         total = 0.0
@@ -211,33 +216,49 @@ def measure(a, v, hb, workdir):
             res[f'list_{kind}_mib'] = round(nbytes / 2**20, 1)
             total += t
         res[f'curl_{"rv0" if rv0 else "pages"}_total_s'] = round(total, 2)
-    d = Daemon(a.daemon, v, workdir)
+    return res
+
+
+def measure(a, v, hb, workdir):
+    """The curl floor, then each daemon (the baseline's too, with --baseline) synced one after
+    the other and measured together in one steady window: same server, same kubelet load."""
+    res = curl_floor(v)
+    binaries = [('', a.daemon)] + ([('baseline_', a.baseline)] if a.baseline else [])
+    daemons = []
     try:
-        sync, samples = d.wait_ready(a.sync_timeout)
-        res['sync_s'] = round(sync, 2)
-        res['peak_rss_sync_mib'] = round(max(samples) / 1024, 1)
+        for prefix, binary in binaries:
+            d = Daemon(binary, v, os.path.join(workdir, prefix + 'daemon'))
+            daemons.append((prefix, d))
+            sync, samples = d.wait_ready(a.sync_timeout)
+            res[prefix + 'sync_s'] = round(sync, 2)
+            res[prefix + 'peak_rss_sync_mib'] = round(max(samples) / 1024, 1)
         time.sleep(a.settle)
-        l0 = d.dump()
-        c0, _, _ = proc_stat(d.pid)
+        start = {prefix: (d.dump(), proc_stat(d.pid)[0]) for prefix, d in daemons}
         t0, e0 = time.monotonic(), time.time()
-        rss = []
+        rss = {prefix: [] for prefix, _ in daemons}
         while time.monotonic() - t0 < a.window:
-            rss.append(proc_stat(d.pid)[1])
+            for prefix, d in daemons:
+                rss[prefix].append(proc_stat(d.pid)[1])
             time.sleep(0.5)
-        c1, _, hwm = proc_stat(d.pid)
-        t1, e1 = time.monotonic(), time.time()
-        l1 = d.dump()
+        end = {prefix: (proc_stat(d.pid), time.monotonic()) for prefix, d in daemons}
+        e1 = time.time()
+        loops = {prefix: d.dump() for prefix, d in daemons}
         time.sleep(2.5)  # the next heartbeat progress line covers e1
-        cpu_s = (c1 - c0) / TICK
-        events = hb.events_between(e0, e1)
-        res.update(steady_rss_mib=round(statistics.median(rss) / 1024, 1), hwm_mib=round(hwm / 1024, 1),
-                   window_s=round(t1 - t0, 1), cpu_s=round(cpu_s, 2),
-                   steady_cpu_pct=round(100 * cpu_s / (t1 - t0), 3),
-                   events_per_s=round(events / (t1 - t0), 1),
-                   us_per_event=round(1e6 * cpu_s / max(events, 1), 1),
-                   wakeups_per_s=round((l1['wakeups'] - l0['wakeups'] - 1) / (t1 - t0), 1))
+        for prefix, d in daemons:
+            (c1, _, hwm), t1 = end[prefix]
+            l0, c0 = start[prefix]
+            cpu_s = (c1 - c0) / TICK
+            events = hb.events_between(e0, e1)
+            res.update({prefix + 'steady_rss_mib': round(statistics.median(rss[prefix]) / 1024, 1),
+                        prefix + 'hwm_mib': round(hwm / 1024, 1), prefix + 'window_s': round(t1 - t0, 1),
+                        prefix + 'cpu_s': round(cpu_s, 2), prefix + 'steady_cpu_pct': round(100 * cpu_s / (t1 - t0), 3),
+                        prefix + 'events_per_s': round(events / (t1 - t0), 1),
+                        prefix + 'us_per_event': round(1e6 * cpu_s / max(events, 1), 1),
+                        prefix + 'wakeups_per_s': round((loops[prefix]['wakeups'] - l0['wakeups'] - 1) / (t1 - t0), 1)})
+        res['loadavg'] = open('/proc/loadavg').read().split()[:3]
     finally:
-        d.stop()
+        for _, d in daemons:
+            d.stop()
     return res
 
 
@@ -251,6 +272,7 @@ def main():
     ap.add_argument('--state', help='reuse a loaded server (a STATE folder kept with --keep)')
     ap.add_argument('--keep', action='store_true', help='leave the server running')
     ap.add_argument('--sync-timeout', type=float, default=300)
+    ap.add_argument('--baseline', help='a second daemon binary measured beside --daemon in the same window')
     ap.add_argument('--daemon', default=os.path.join(os.environ.get('CARGO_TARGET_DIR', os.path.join(ROOT, 'target')),
                                                       'release', 'node-lifecycled'))
     a = ap.parse_args()
@@ -269,7 +291,7 @@ def main():
             subprocess.run([sys.executable, os.path.join(TIER, 'load.py'), '--kubeconfig', v['ADMIN_KUBECONFIG'], 'create',
                             '--nodes', str(a.nodes), '--pods', str(a.pods)], check=True, stdout=sys.stderr)
             log(f'created {a.nodes} nodes x {a.pods} pods in {time.monotonic() - t:.0f} s')
-        per_run = 3 * 60 + a.settle + a.window + a.sync_timeout
+        per_run = 3 * 60 + a.settle + a.window + a.sync_timeout * (2 if a.baseline else 1)
         hb = Heartbeat(v, a.nodes, per_run * a.runs + 60, workdir)
         time.sleep(12)  # one full lease period: the renewals are spread before anything is measured
         for run in range(a.runs):
@@ -278,7 +300,10 @@ def main():
             log(f"run {run + 1}: sync {res['sync_s']} s (curl floor: RV=0 {res['curl_rv0_total_s']} s, pages of 500 "
                 f"{res['curl_pages_total_s']} s), peak RSS {res['peak_rss_sync_mib']} MiB, steady RSS {res['steady_rss_mib']} MiB, "
                 f"steady CPU {res['steady_cpu_pct']} % of a core, {res['events_per_s']} events/s, "
-                f"{res['us_per_event']} us per event, {res['wakeups_per_s']} wake-ups/s")
+                f"{res['us_per_event']} us per event, {res['wakeups_per_s']} wake-ups/s; load average {' '.join(res['loadavg'])}")
+            if a.baseline:
+                log(f"  baseline: sync {res['baseline_sync_s']} s, steady CPU {res['baseline_steady_cpu_pct']} % of a core, "
+                    f"{res['baseline_us_per_event']} us per event, {res['baseline_wakeups_per_s']} wake-ups/s")
     finally:
         if hb:
             hb.stop()
