@@ -447,6 +447,8 @@ impl<'a> SizeRun<'a> {
 
     fn sync(&mut self, daemon: &mut DaemonChild, sampler: &RssSampler) -> Result<(), String> {
         let ready = daemon.wait_ready(self.options.sync_timeout)?;
+        // The daemon's own share of the sync (the simulator shares the machine's cores).
+        let cpu_at_ready = ProcReading::of(daemon.pid).map_or(0, |r| r.cpu_ticks);
         // The first pass after READY (every node examined, tolerations indexed) belongs to it.
         std::thread::sleep(Duration::from_secs(1));
         self.report.sync = ready;
@@ -457,8 +459,10 @@ impl<'a> SizeRun<'a> {
             .unwrap_or(0)
             .max(ProcReading::of(daemon.pid).map_or(0, |r| r.hwm_kib));
         let line = format!(
-            "sync: READY=1 after {:.2}s, peak RSS {:.1} MiB",
+            "sync: READY=1 after {:.2}s (daemon CPU {:.2}s, first list by {}), peak RSS {:.1} MiB",
             ready.as_secs_f64(),
+            cpu_at_ready as f64 / clock_ticks_per_second() as f64,
+            self.options.initial_list.name(),
             self.report.peak_rss_sync_kib as f64 / 1024.0
         );
         self.say(line);
