@@ -5,7 +5,6 @@
 //! its line, in one line (`conf/bad.toml:3: unhealthy_zone_threshold: must be in (0, 1], got 1.5`),
 //! because a daemon that quietly runs with a typo'd setting fails much later and much worse.
 
-mod duration;
 mod fencing;
 mod policies;
 mod raw;
@@ -24,7 +23,12 @@ use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
 use crate::time::Rate;
 
-pub use duration::{format_duration, parse_duration};
+// Settings owned by the layer that uses them; the config file fills them in.
+pub use crate::leader::LeaderElectionConfig;
+pub use crate::logging::LogFormat;
+
+// Durations are written and read the same way everywhere: the text form lives with time.
+pub use crate::time::{format_duration, parse_duration};
 pub use fencing::FencingConfig;
 use raw::{DurationText, Field, RawApi, RawConfig, RawLeaderElection, key_at_line, line_of};
 pub use render::ConfigChange;
@@ -75,14 +79,6 @@ pub struct Config {
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/node-lifecycled/control.sock";
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum LogFormat {
-    /// Text on stderr; under systemd, the journal's native protocol with NODE=, POD=, ZONE=.
-    Text,
-    /// One JSON object per line on stderr, for log shippers.
-    Json,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum DumpFormat {
     Text,
     Json,
@@ -123,46 +119,22 @@ pub enum ApiSource {
     },
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct LeaderElectionConfig {
-    pub enabled: bool,
-    pub namespace: String,
-    pub name: String,
-    pub lease_duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
-    /// `None`: hostname plus a random suffix, chosen at start (`default_identity`).
-    pub identity: Option<String>,
-}
-
-impl LeaderElectionConfig {
-    /// The configured identity, or upstream's shape of default: `<hostname>_<random>`, so two
-    /// instances on one host (or a restart racing its predecessor's lease) never share one.
-    pub fn identity_or_default(&self) -> String {
-        self.identity.clone().unwrap_or_else(default_identity)
+impl ApiSource {
+    /// Where the API server is found, in one phrase (the state dump, `doctor`).
+    pub fn describe(&self) -> String {
+        match self {
+            ApiSource::Kubeconfig {
+                path,
+                context: Some(ctx),
+            } => format!("kubeconfig {} (context {ctx})", path.display()),
+            ApiSource::Kubeconfig {
+                path,
+                context: None,
+            } => format!("kubeconfig {}", path.display()),
+            ApiSource::InCluster => "in-cluster".to_string(),
+            ApiSource::Explicit { server, .. } => server.clone(),
+        }
     }
-}
-
-fn default_identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "node-lifecycled".to_string());
-    let mut random = [0u8; 6];
-    let from_urandom = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))
-        .is_ok();
-    if !from_urandom {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-            ^ u128::from(std::process::id());
-        random.copy_from_slice(&nanos.to_le_bytes()[..6]);
-    }
-    let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{host}_{suffix}")
 }
 
 impl Default for Config {

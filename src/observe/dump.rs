@@ -16,7 +16,6 @@ use super::snapshot::DaemonSnapshot;
 use crate::config::{Config, DumpFormat, format_duration};
 use crate::controller::{LegacyEviction, NodeDump, ZoneDump};
 use crate::model::ConditionStatus;
-use crate::runtime::state_dump::api_source;
 use crate::time::Time;
 
 /// Every text line starts with this, so `journalctl -u node-lifecycled | grep 'state dump'`
@@ -505,7 +504,7 @@ fn text_config(out: &mut TextLines, s: &DaemonSnapshot) {
         "config",
         vec![
             kv("path", s.config_path.display()),
-            kv("api", api_source(&c.api.source)),
+            kv("api", c.api.source.describe()),
             kv("qps", c.api.qps.as_f64()),
             kv("burst", c.api.burst),
             kv("leader_election", leader_election(c)),
@@ -541,7 +540,7 @@ fn text_config(out: &mut TextLines, s: &DaemonSnapshot) {
 fn json_config(c: &Config, s: &DaemonSnapshot) -> Value {
     json!({
         "path": s.config_path.display().to_string(),
-        "api": api_source(&c.api.source),
+        "api": c.api.source.describe(),
         "qps": c.api.qps.as_f64(),
         "burst": c.api.burst,
         "leader_election": leader_election(c),

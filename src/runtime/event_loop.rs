@@ -19,6 +19,7 @@ use mio::event::{Event, Source};
 use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::clock::Clock;
+use crate::observe::{LoopSnapshot, LoopStats};
 use crate::time::Time;
 use crate::time::TimerHeap;
 
@@ -33,17 +34,6 @@ pub trait Handler<S, T> {
 
     /// A timer's deadline has passed; `now` is when the loop noticed.
     fn on_timer(&mut self, lp: &mut LoopControl<S, T>, timer: T, now: Time);
-}
-
-/// Counters for the state dump.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LoopStats {
-    /// Returns from `poll` (events, timeouts, interruptions).
-    pub wakeups: u64,
-    pub io_events: u64,
-    pub timers_fired: u64,
-    /// Events for a token deregistered earlier in the same batch.
-    pub stale_events: u64,
 }
 
 /// Everything a handler may touch: registrations, timers, the clock, the stop flag.
@@ -156,6 +146,17 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
 
     pub fn stats(&self) -> LoopStats {
         self.stats
+    }
+
+    /// The loop's counters and timers as the state dump and `/metrics` show them.
+    pub fn snapshot(&self) -> LoopSnapshot {
+        let now = self.now();
+        LoopSnapshot {
+            stats: self.stats,
+            sources: self.sources(),
+            timers_pending: self.timers().len(),
+            next_timer_in: self.timers().next_deadline().map(|at| at - now),
+        }
     }
 
     /// Ends `run` once the current handler returns.

@@ -36,14 +36,16 @@ use mio::{Interest, Token};
 
 use super::Clock;
 use super::api::{ApiClients, connect};
+use super::control_socket::{ControlEndpoints, ControlLimits, ControlServer};
 use super::event_loop::{EventLoop, Handler, LoopControl};
 use super::executor::Executor;
 use super::fencing::FenceRunner;
 use super::informer::{Informer, InformerConfig, InformerIo, probe_watch_list};
+use super::metrics_server::{Endpoints, Limits, MetricsServer, Readiness};
 use super::sd_notify::{Notifier, watchdog_interval_from_env};
 use super::settings::{controller_settings, executor_settings, informer_config};
 use super::signals::{Signal, Signals};
-use super::state_dump::{api_source, read_rss_bytes};
+use super::state_dump::read_rss_bytes;
 use crate::config::{Config, ConfigChange};
 use crate::controller::pools::selector_label_keys;
 use crate::controller::{Action, Controllers, Input};
@@ -54,13 +56,11 @@ use crate::leader::{Jitter, LeaderElection, Transition};
 use crate::logging::{self, LogControl};
 use crate::model::{ConditionStatus, Kind, Lease, Node, Pod};
 use crate::observe::ask;
-use crate::observe::control::{ControlEndpoints, ControlLimits, ControlServer};
 use crate::observe::decision_log::DecisionLog;
 use crate::observe::explain::Acting;
 use crate::observe::{
-    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, Endpoints, HealthTimings,
-    LeaderSnapshot, Limits, LoopSnapshot, MetricsServer, Readiness, ReflectorSnapshot,
-    RequestCount, StoreMemory,
+    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, HealthTimings, LeaderSnapshot,
+    LoopSnapshot, ReflectorSnapshot, RequestCount, StoreMemory,
 };
 use crate::time::Time;
 
@@ -499,7 +499,7 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                 if let Some(mut server) = self.control.take() {
                     let asked = Asked {
                         daemon: self,
-                        event_loop: LoopSnapshot::of(lp),
+                        event_loop: lp.snapshot(),
                     };
                     server.on_event(lp, token, SourceKind::Control, &asked);
                     self.control = Some(server);
@@ -558,7 +558,7 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
         std::process::id(),
         config_path.display(),
         clients.informers.base_url(),
-        api_source(&config.api.source),
+        config.api.source.describe(),
         if config.leader_election.enabled {
             format!(
                 "{}/{}",
