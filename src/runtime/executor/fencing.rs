@@ -13,7 +13,7 @@ use crate::controller::fencing::FenceTarget;
 use crate::model::{ConditionStatus, Name, Taint};
 use crate::time::Time;
 
-use super::request::k8s_taint;
+use crate::kube::request::k8s_taint;
 use crate::controller::fencing::{ATTEMPT_ANNOTATION, TAINT_ADDED_ANNOTATION, is_out_of_service};
 
 /// The node as fencing needs it (the Lease is read next and filled in by the caller).

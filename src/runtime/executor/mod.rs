@@ -44,7 +44,6 @@ mod live_reads;
 mod outcome;
 mod plan;
 mod queue;
-pub mod request;
 pub mod stats;
 
 use outcome::*;
@@ -61,6 +60,7 @@ use crate::controller::fencing::{FenceOutcome, FenceTargetOutcome};
 use crate::controller::taint_eviction::{EvictionResult, MAX_ATTEMPTS};
 use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome};
 use crate::kube::decode::{Decode, DecodeContext, decode_object};
+use crate::kube::request;
 use crate::kube::{ApiClient, ApiError, Budget, PatchType, Preconditions};
 use crate::model::{Lease, Node, Pod};
 use crate::time::Time;
