@@ -544,7 +544,7 @@ impl Executor {
             return false;
         };
         self.event_seq += 1;
-        let (namespace, body) = request::event_body(&event, now, self.event_seq);
+        let (namespace, body) = request::event_body(&event_record(&event), now, self.event_seq);
         let path = match request::events_path(&namespace) {
             Ok(p) => p,
             Err(e) => {

@@ -2,6 +2,8 @@
 //! real call and the target dry-run reads. Pure functions, no I/O.
 
 use super::*;
+use crate::controller::events::EventObject;
+use crate::kube::request::{EventRecord, InvolvedObject};
 
 /// How far along a multi-call action is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -67,7 +69,7 @@ pub(super) fn plan(job: &Job, now: Time) -> Result<Plan, String> {
             _,
         ) => Plan::Patch(
             request::node_path(node)?,
-            fencing::fencing_patch(resource_version, annotations, taints.as_deref()),
+            request::node_annotations_patch(resource_version, annotations, taints.as_deref()),
         ),
         (Action::ReadFenceTarget { node, .. }, _) => {
             Plan::ReadFenceTarget(request::node_path(node)?, request::lease_path(node)?)
@@ -137,6 +139,28 @@ pub(super) fn plan(job: &Job, now: Time) -> Result<Plan, String> {
         (Action::ReadLease { node, .. }, _) => Plan::ReadLease(request::lease_path(node)?),
         (Action::RecordEvent(_), _) => return Err("events are not queued as actions".into()),
     })
+}
+
+/// An event as the API's request shape takes it.
+pub(super) fn event_record(event: &Event) -> EventRecord<'_> {
+    EventRecord {
+        object: match &event.object {
+            EventObject::Node { name, uid } => InvolvedObject::Node { name, uid },
+            EventObject::Pod {
+                namespace,
+                name,
+                uid,
+            } => InvolvedObject::Pod {
+                namespace,
+                name,
+                uid,
+            },
+        },
+        event_type: event.event_type.as_str(),
+        reason: event.reason,
+        message: &event.message,
+        component: event.component,
+    }
 }
 
 /// What dry-run reads before "writing".
