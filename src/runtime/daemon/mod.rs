@@ -308,7 +308,7 @@ impl Daemon {
             lp.schedule(TimerKind::Watchdog, now);
         }
         self.informers.start(lp);
-        self.rearm(lp);
+        // The loop's before-sleep hook arms the rest before the first wait.
     }
 
     pub fn config(&self) -> &Config {
@@ -416,7 +416,8 @@ impl Daemon {
         }
     }
 
-    /// Keeps the machines' timers at their next deadlines; called after every handler.
+    /// Starts the fences asked for, logs the turn's decisions and keeps the machines' timers at
+    /// their next deadlines: the loop's before-sleep hook, once per turn.
     fn rearm(&mut self, lp: &mut Lp) {
         // Fences first: an answer known at once (dry-run) is a decision logged below.
         self.start_fences(lp);
@@ -507,7 +508,6 @@ impl Handler<SourceKind, TimerKind> for Daemon {
             }
             SourceKind::FenceOutput => self.fencer.on_output(token),
         }
-        self.rearm(lp);
     }
 
     fn on_timer(&mut self, lp: &mut Lp, timer: TimerKind, now: Time) {
@@ -540,6 +540,10 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                 self.feed_all(ended, now);
             }
         }
+    }
+
+    /// Once per loop turn, whatever happened in it: `rearm`.
+    fn before_sleep(&mut self, lp: &mut Lp) {
         self.rearm(lp);
     }
 }
