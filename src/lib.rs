@@ -1,7 +1,31 @@
 //! node-lifecycled: Kubernetes' node lifecycle and NoExecute taint eviction controllers as one
-//! single-threaded daemon. See DESIGN.md in the project's shared notes for the layering:
-//! `main -> runtime -> {kube, controller} -> model -> time`; `controller` never imports `kube` or
-//! `runtime`. Time (instants, the timer heap, the token bucket) is pure data at the bottom.
+//! single-threaded daemon.
+//!
+//! # Layers
+//!
+//! Dependencies point down. A module imports only modules below it; modules on one line know
+//! nothing of each other. `tests/layering.rs` checks every `crate::X` path in `src/` against
+//! this table and fails on one that points up or sideways.
+//!
+//! ```text
+//! main, bin                        CLI, exit codes
+//! doctor                           `node-lifecycled doctor`, built from the runtime's wiring
+//! runtime                          event loop, executor, informers, daemon, endpoints on the loop
+//! observe                          renders snapshots: state dump, metrics, decision log
+//! config                           TOML -> validated settings owned by the layers below
+//! leader                           Lease-based leader election
+//! kube  |  controller  |  logging  speaks the API / decides, sans-IO / writes log lines
+//! model                            compact Node / Pod / Lease, the cluster store
+//! time                             instants, durations, timer heap, token bucket (pure data)
+//! ```
+//!
+//! So the controller never imports `kube` or `runtime`; `kube` knows nothing of node lifecycle
+//! (its request shapes take model and time types); `config` parses into settings types their
+//! layer owns (`leader::LeaderElectionConfig`, `logging::LogFormat`, the controller's pools and
+//! condition taints); `observe` renders plain snapshots and the endpoints that need the loop
+//! live in `runtime`. `sim` (the simulated API server) and `testing` (a seeded random
+//! generator for tests) sit outside: `sim` at the top, never imported, `testing` at the bottom,
+//! importing nothing.
 
 pub mod config;
 pub mod controller;

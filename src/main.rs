@@ -354,7 +354,7 @@ fn ask(config: &std::path::Path, socket: Option<PathBuf>, request: &str) -> Exit
             }
         },
     };
-    match node_lifecycled::observe::control::ask(&socket, request, ASK_TIMEOUT) {
+    match node_lifecycled::runtime::control_socket::ask(&socket, request, ASK_TIMEOUT) {
         Ok(answer) => {
             let refused = answer.starts_with("error:");
             if refused {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use mio::Token;
 use mio::event::Event;
-use node_lifecycled::observe::control::{
+use node_lifecycled::runtime::control_socket::{
     ControlEndpoints, ControlLimits, ControlServer, ControlStats, ask,
 };
 use node_lifecycled::runtime::{Clock, EventLoop, Handler, LoopControl};

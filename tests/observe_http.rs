@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Interest, Token};
 
-use node_lifecycled::observe::{
-    Endpoints, Limits, LoopSnapshot, MetricsServer, Readiness, ServerStats,
+use node_lifecycled::observe::LoopSnapshot;
+use node_lifecycled::runtime::{
+    Clock, Endpoints, EventLoop, Handler, Limits, LoopControl, MetricsServer, Readiness,
+    ServerStats,
 };
-use node_lifecycled::runtime::{Clock, EventLoop, Handler, LoopControl};
 use node_lifecycled::time::Time;
 
 #[derive(Clone, Debug, PartialEq)]

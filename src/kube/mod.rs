@@ -17,6 +17,7 @@ pub mod explicit;
 pub mod in_cluster;
 pub mod kubeconfig;
 pub mod reflector;
+pub mod request;
 pub mod throttle;
 pub mod tls;
 pub mod token;

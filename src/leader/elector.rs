@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use super::jitter::Jitter;
 use super::record::LeaseRecord;
-use crate::config::LeaderElectionConfig;
+use crate::leader::LeaderElectionConfig;
 use crate::time::Time;
 
 /// client-go's release writes this duration so that the lease is free at once for everyone.

@@ -10,8 +10,8 @@ use super::elector::{
 };
 use super::jitter::Jitter;
 use super::record::{LeaseObject, RawLease};
-use crate::config::LeaderElectionConfig;
 use crate::kube::{ApiClient, ApiError};
+use crate::leader::LeaderElectionConfig;
 use crate::time::Time;
 
 /// The most requests one `step` makes: a failed fast-path renew, the read after it, the write

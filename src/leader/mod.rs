@@ -10,6 +10,7 @@ pub mod elector;
 pub mod jitter;
 pub mod lease_lock;
 pub mod record;
+pub mod settings;
 
 #[cfg(test)]
 mod tests;
@@ -20,3 +21,4 @@ pub use elector::{
 pub use jitter::Jitter;
 pub use lease_lock::{LeaderElection, LeaseLock};
 pub use record::{LeaseObject, LeaseRecord};
+pub use settings::LeaderElectionConfig;

@@ -21,7 +21,6 @@ use std::time::SystemTime;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
-use crate::config::LogFormat;
 use crate::time::Time;
 use journal::{JOURNAL_SOCKET, JournalSocket};
 
@@ -31,6 +30,15 @@ pub const JOURNAL_SOCKET_ENV: &str = "NODE_LIFECYCLED_JOURNAL_SOCKET";
 
 /// `SYSLOG_IDENTIFIER=`, what `journalctl -t` selects.
 pub const SYSLOG_IDENTIFIER: &str = "node-lifecycled";
+
+/// How lines are written (the config's `log_format`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Text on stderr; under systemd, the journal's native protocol with NODE=, POD=, ZONE=.
+    Text,
+    /// One JSON object per line on stderr, for log shippers.
+    Json,
+}
 
 /// The structured part of a line (decision lines have some; most lines none).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

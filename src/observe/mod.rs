@@ -12,19 +12,16 @@
 //! controller pass and feeds [`HealthTimings`].
 
 pub mod ask;
-pub mod control;
 pub mod decision_log;
 pub mod dump;
 pub mod explain;
 pub mod histogram;
 pub mod history;
-pub mod http;
 pub mod metrics;
 pub mod snapshot;
 
 pub use histogram::{HealthTimings, Histogram, exponential_buckets};
-pub use http::{Endpoints, Limits, MetricsServer, Readiness, ServerStats};
 pub use snapshot::{
-    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, LeaderSnapshot, LoopSnapshot,
-    ReflectorSnapshot, RequestCount, StoreMemory,
+    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, FencingMetrics, LeaderSnapshot,
+    LoopSnapshot, LoopStats, ReflectorSnapshot, RequestCount, StoreMemory,
 };

@@ -3,7 +3,7 @@
 //! into the small structs below, so this module depends on none of them and a test can build a
 //! snapshot by hand.
 
-use std::hash::Hash;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,10 +12,9 @@ use crate::controller::StateDump;
 use crate::controller::taint_eviction::{EvictionDump, LatencyHistogram};
 use crate::kube::reflector::ReflectorStats;
 use crate::model::{ClusterStore, StoreBytes};
-use crate::runtime::{LoopControl, LoopStats};
 use crate::time::Time;
 
-use super::histogram::HealthTimings;
+use super::histogram::{HealthTimings, Histogram, exponential_buckets};
 
 #[derive(Clone, Debug)]
 pub struct DaemonSnapshot {
@@ -41,7 +40,7 @@ pub struct DaemonSnapshot {
     pub store: StoreMemory,
     pub event_loop: LoopSnapshot,
     /// Fence command attempts and durations; `None` unless `[fencing]` is enabled.
-    pub fencing: Option<crate::runtime::fencing::FencingMetrics>,
+    pub fencing: Option<FencingMetrics>,
 }
 
 /// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).
@@ -183,14 +182,30 @@ pub struct LoopSnapshot {
     pub next_timer_in: Option<Duration>,
 }
 
-impl LoopSnapshot {
-    pub fn of<S: Clone, T: Eq + Hash + Clone>(lp: &LoopControl<S, T>) -> LoopSnapshot {
-        let now = lp.now();
-        LoopSnapshot {
-            stats: lp.stats(),
-            sources: lp.sources(),
-            timers_pending: lp.timers().len(),
-            next_timer_in: lp.timers().next_deadline().map(|at| at - now),
+/// Counters for the state dump.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    /// Returns from `poll` (events, timeouts, interruptions).
+    pub wakeups: u64,
+    pub io_events: u64,
+    pub timers_fired: u64,
+    /// Events for a token deregistered earlier in the same batch.
+    pub stale_events: u64,
+}
+
+/// `node_lifecycled_fencing_attempts_total{result}` and the duration histogram.
+#[derive(Clone, Debug)]
+pub struct FencingMetrics {
+    pub attempts: BTreeMap<&'static str, u64>,
+    pub duration: Histogram,
+}
+
+impl Default for FencingMetrics {
+    fn default() -> FencingMetrics {
+        FencingMetrics {
+            attempts: BTreeMap::new(),
+            // 0.5 s to about 17 min: an IPMI call takes seconds, a timeout minutes.
+            duration: Histogram::new(exponential_buckets(0.5, 2.0, 12)),
         }
     }
 }

@@ -19,6 +19,7 @@ use mio::event::{Event, Source};
 use mio::{Events, Interest, Poll, Registry, Token};
 
 use super::clock::Clock;
+use crate::observe::{LoopSnapshot, LoopStats};
 use crate::time::Time;
 use crate::time::TimerHeap;
 
@@ -33,17 +34,12 @@ pub trait Handler<S, T> {
 
     /// A timer's deadline has passed; `now` is when the loop noticed.
     fn on_timer(&mut self, lp: &mut LoopControl<S, T>, timer: T, now: Time);
-}
 
-/// Counters for the state dump.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LoopStats {
-    /// Returns from `poll` (events, timeouts, interruptions).
-    pub wakeups: u64,
-    pub io_events: u64,
-    pub timers_fired: u64,
-    /// Events for a token deregistered earlier in the same batch.
-    pub stale_events: u64,
+    /// Once per turn, after every handler of the turn and before the wait (Redis `ae.c`'s
+    /// `beforesleep`): the work that follows from whatever happened — re-arming timers at the
+    /// machines' next deadlines, flushing logs — done once, not after each handler. Also
+    /// called before the first wait, and once more before `run` returns on a stop.
+    fn before_sleep(&mut self, _lp: &mut LoopControl<S, T>) {}
 }
 
 /// Everything a handler may touch: registrations, timers, the clock, the stop flag.
@@ -158,6 +154,17 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         self.stats
     }
 
+    /// The loop's counters and timers as the state dump and `/metrics` show them.
+    pub fn snapshot(&self) -> LoopSnapshot {
+        let now = self.now();
+        LoopSnapshot {
+            stats: self.stats,
+            sources: self.sources(),
+            timers_pending: self.timers().len(),
+            next_timer_in: self.timers().next_deadline().map(|at| at - now),
+        }
+    }
+
     /// Ends `run` once the current handler returns.
     pub fn stop(&mut self) {
         self.stop_requested = true;
@@ -207,7 +214,11 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
     /// Waits and dispatches until a handler calls `stop`. Errors only if `poll` itself fails.
     pub fn run<H: Handler<S, T>>(&mut self, handler: &mut H) -> io::Result<()> {
         let lp = &mut self.control;
-        while !lp.stop_requested {
+        loop {
+            handler.before_sleep(lp);
+            if lp.stop_requested {
+                break;
+            }
             let timeout = poll_timeout(lp.clock.now(), lp.timers.next_deadline(), MAX_POLL_WAIT);
             match self.poll.poll(&mut self.events, Some(timeout)) {
                 Ok(()) => {}
@@ -318,6 +329,44 @@ mod tests {
                 lp.stop();
             }
         }
+    }
+
+    /// Redis' `beforesleep`: the hook runs once per turn, after all the turn's handlers (two
+    /// timers due together fire in one turn), and once more when a handler stops the loop.
+    #[test]
+    fn before_sleep_runs_once_per_turn_after_the_turns_handlers() {
+        struct Turns(Vec<&'static str>);
+        impl Handler<Kind, Timer> for Turns {
+            fn on_event(&mut self, _: &mut LoopControl<Kind, Timer>, _: Token, _: Kind, _: &Event) {
+            }
+            fn on_timer(&mut self, lp: &mut LoopControl<Kind, Timer>, timer: Timer, now: Time) {
+                self.0.push(match timer {
+                    Timer::Early => "early",
+                    Timer::Late => "late",
+                    Timer::Rearm => "stop",
+                });
+                match timer {
+                    // Due at once, yet fired on the next turn (collected before dispatch).
+                    Timer::Late => lp.schedule(Timer::Rearm, now),
+                    Timer::Rearm => lp.stop(),
+                    Timer::Early => {}
+                }
+            }
+            fn before_sleep(&mut self, _: &mut LoopControl<Kind, Timer>) {
+                self.0.push("sleep");
+            }
+        }
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        lp.control().schedule(Timer::Early, now);
+        lp.control().schedule(Timer::Late, now);
+        let mut turns = Turns(Vec::new());
+        lp.run(&mut turns).unwrap();
+        let mut first_turn = turns.0[1..3].to_vec();
+        first_turn.sort_unstable();
+        assert_eq!(first_turn, ["early", "late"], "{:?}", turns.0);
+        assert_eq!(turns.0[0], "sleep", "{:?}", turns.0);
+        assert_eq!(turns.0[3..], ["sleep", "stop", "sleep"], "{:?}", turns.0);
     }
 
     #[test]

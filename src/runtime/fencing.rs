@@ -14,7 +14,6 @@
 //! Each end becomes an [`Input::FenceExited`] for the controllers. Dry-run runs nothing: it logs
 //! `would fence NODE (command …)` and answers at once.
 
-use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
@@ -27,31 +26,13 @@ use mio::{Interest, Token};
 use crate::config::{FencingConfig, format_duration};
 use crate::controller::fencing::{FenceCommand, FenceOutcome};
 use crate::controller::{ActionId, Input};
-use crate::observe::Histogram;
-use crate::observe::histogram::exponential_buckets;
+use crate::observe::FencingMetrics;
 use crate::time::Time;
 
 use super::LoopControl;
 
 /// Bytes of each of stdout and stderr kept for the log; the rest is read and counted.
 pub const OUTPUT_KEPT: usize = 4096;
-
-/// `node_lifecycled_fencing_attempts_total{result}` and the duration histogram.
-#[derive(Clone, Debug)]
-pub struct FencingMetrics {
-    pub attempts: BTreeMap<&'static str, u64>,
-    pub duration: Histogram,
-}
-
-impl Default for FencingMetrics {
-    fn default() -> FencingMetrics {
-        FencingMetrics {
-            attempts: BTreeMap::new(),
-            // 0.5 s to about 17 min: an IPMI call takes seconds, a timeout minutes.
-            duration: Histogram::new(exponential_buckets(0.5, 2.0, 12)),
-        }
-    }
-}
 
 struct Output {
     pipe: Option<(Receiver, Token)>,

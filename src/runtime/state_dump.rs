@@ -1,23 +1,5 @@
-//! Small readers for the state dump (`observe::dump` renders it): where the API server is
-//! found, in one phrase, and the process's resident memory.
-
-use crate::config::ApiSource;
-
-/// Where the API server is found, in one phrase (also used by `observe::dump`).
-pub fn api_source(source: &ApiSource) -> String {
-    match source {
-        ApiSource::Kubeconfig {
-            path,
-            context: Some(ctx),
-        } => format!("kubeconfig {} (context {ctx})", path.display()),
-        ApiSource::Kubeconfig {
-            path,
-            context: None,
-        } => format!("kubeconfig {}", path.display()),
-        ApiSource::InCluster => "in-cluster".to_string(),
-        ApiSource::Explicit { server, .. } => server.clone(),
-    }
-}
+//! A small reader for the state dump (`observe::dump` renders it): the process's resident
+//! memory.
 
 /// Resident memory from /proc/self/status, `None` where there is no procfs.
 pub fn read_rss_bytes() -> Option<u64> {

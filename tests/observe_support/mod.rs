@@ -14,9 +14,8 @@ use node_lifecycled::model::{
 };
 use node_lifecycled::observe::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, HealthTimings, LeaderSnapshot,
-    LoopSnapshot, ReflectorSnapshot, RequestCount,
+    LoopSnapshot, LoopStats, ReflectorSnapshot, RequestCount,
 };
-use node_lifecycled::runtime::LoopStats;
 use node_lifecycled::time::Time;
 
 pub fn n(s: &str) -> Name {

@@ -530,7 +530,7 @@ impl Fencing {
                 "fencing: decision=wait node={name} outage_since={} record=\"{}\" reason=\"an earlier run started a fence for this outage: one more full `after` ({}) for a fresh verdict\"",
                 rfc(outage),
                 t.attempt.as_deref().unwrap_or(""),
-                crate::config::format_duration(self.policy.after)
+                crate::time::format_duration(self.policy.after)
             );
             self.timers.schedule(name.clone(), e.not_before);
             return;

@@ -155,7 +155,7 @@ impl Fencing {
                 let message = format!(
                     "Fence command for node {name} failed: {failure} (try {}); next try in {} at the earliest",
                     e.failures,
-                    crate::config::format_duration(wait)
+                    crate::time::format_duration(wait)
                 );
                 decide!(
                     self,
@@ -163,7 +163,7 @@ impl Fencing {
                     "fencing: decision=retry node={name} result={} tries={} backoff={}",
                     failure.result(),
                     e.failures,
-                    crate::config::format_duration(wait)
+                    crate::time::format_duration(wait)
                 );
                 self.timers.schedule(name.clone(), e.not_before);
                 if let Some(node) = lc.store().node(&name) {

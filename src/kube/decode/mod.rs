@@ -441,7 +441,7 @@ fn autonomy(
         return Autonomy::None;
     };
     // The config's parser is Go's grammar without the sign: the same words mean the same here.
-    match crate::config::parse_duration(value) {
+    match crate::time::parse_duration(value) {
         Ok(d) if d.is_zero() => Autonomy::Forever,
         Ok(d) => Autonomy::For(d),
         Err(why) => {

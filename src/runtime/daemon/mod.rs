@@ -19,6 +19,7 @@
 //!   machines' next deadlines.
 
 mod informers;
+mod kinds;
 mod leadership;
 mod reload;
 mod status;
@@ -36,14 +37,17 @@ use mio::{Interest, Token};
 
 use super::Clock;
 use super::api::{ApiClients, connect};
+use super::control_socket::{ControlEndpoints, ControlLimits, ControlServer};
 use super::event_loop::{EventLoop, Handler, LoopControl};
 use super::executor::Executor;
 use super::fencing::FenceRunner;
 use super::informer::{Informer, InformerConfig, InformerIo, probe_watch_list};
+use super::metrics_server::{Endpoints, Limits, MetricsServer, Readiness};
 use super::sd_notify::{Notifier, watchdog_interval_from_env};
 use super::settings::{controller_settings, executor_settings, informer_config};
 use super::signals::{Signal, Signals};
-use super::state_dump::{api_source, read_rss_bytes};
+use super::state_dump::read_rss_bytes;
+
 use crate::config::{Config, ConfigChange};
 use crate::controller::pools::selector_label_keys;
 use crate::controller::{Action, Controllers, Input};
@@ -54,76 +58,14 @@ use crate::leader::{Jitter, LeaderElection, Transition};
 use crate::logging::{self, LogControl};
 use crate::model::{ConditionStatus, Kind, Lease, Node, Pod};
 use crate::observe::ask;
-use crate::observe::control::{ControlEndpoints, ControlLimits, ControlServer};
 use crate::observe::decision_log::DecisionLog;
 use crate::observe::explain::Acting;
 use crate::observe::{
-    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, Endpoints, HealthTimings,
-    LeaderSnapshot, Limits, LoopSnapshot, MetricsServer, Readiness, ReflectorSnapshot,
-    RequestCount, StoreMemory,
+    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, HealthTimings, LeaderSnapshot,
+    LoopSnapshot, ReflectorSnapshot, RequestCount, StoreMemory,
 };
 use crate::time::Time;
-
-/// The three watched kinds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Watch {
-    Nodes,
-    Leases,
-    Pods,
-}
-
-impl Watch {
-    pub const ALL: [Watch; 3] = [Watch::Nodes, Watch::Leases, Watch::Pods];
-
-    pub fn resource(self) -> &'static str {
-        match self {
-            Watch::Nodes => "nodes",
-            Watch::Leases => "leases",
-            Watch::Pods => "pods",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// What a registered loop source is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SourceKind {
-    Signal(Signal),
-    /// An informer's watch socket.
-    Watch(Watch),
-    /// The metrics listener and its connections.
-    Metrics,
-    /// The control socket and its clients (`status`, `explain`).
-    Control,
-    /// A fence command's stdout or stderr.
-    FenceOutput,
-}
-
-/// What a loop timer is for.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum TimerKind {
-    /// Send `WATCHDOG=1`: armed only while the loop turns, so a stuck loop goes silent.
-    Watchdog,
-    /// An informer's next LIST page, watch (re)open, idle check or read budget.
-    Informer(Watch),
-    /// `Controllers::next_deadline`: feed `Input::Tick`.
-    Controller,
-    /// `Executor::next_wakeup`: run queued API calls.
-    Executor,
-    /// `LeaderElection::next_deadline`: renew, retry, or notice the renew deadline.
-    Leader,
-    /// The metrics server's heartbeat and connection deadlines.
-    Metrics,
-    /// The control socket's client deadlines.
-    Control,
-    /// The decision log's folded lines are due to be summarised.
-    Decisions,
-    /// The earliest fence command timeout.
-    Fence,
-}
+pub use kinds::{SourceKind, TimerKind, Watch};
 
 type Lp = LoopControl<SourceKind, TimerKind>;
 
@@ -308,7 +250,7 @@ impl Daemon {
             lp.schedule(TimerKind::Watchdog, now);
         }
         self.informers.start(lp);
-        self.rearm(lp);
+        // The loop's before-sleep hook arms the rest before the first wait.
     }
 
     pub fn config(&self) -> &Config {
@@ -416,7 +358,8 @@ impl Daemon {
         }
     }
 
-    /// Keeps the machines' timers at their next deadlines; called after every handler.
+    /// Starts the fences asked for, logs the turn's decisions and keeps the machines' timers at
+    /// their next deadlines: the loop's before-sleep hook, once per turn.
     fn rearm(&mut self, lp: &mut Lp) {
         // Fences first: an answer known at once (dry-run) is a decision logged below.
         self.start_fences(lp);
@@ -499,7 +442,7 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                 if let Some(mut server) = self.control.take() {
                     let asked = Asked {
                         daemon: self,
-                        event_loop: LoopSnapshot::of(lp),
+                        event_loop: lp.snapshot(),
                     };
                     server.on_event(lp, token, SourceKind::Control, &asked);
                     self.control = Some(server);
@@ -507,7 +450,6 @@ impl Handler<SourceKind, TimerKind> for Daemon {
             }
             SourceKind::FenceOutput => self.fencer.on_output(token),
         }
-        self.rearm(lp);
     }
 
     fn on_timer(&mut self, lp: &mut Lp, timer: TimerKind, now: Time) {
@@ -540,6 +482,10 @@ impl Handler<SourceKind, TimerKind> for Daemon {
                 self.feed_all(ended, now);
             }
         }
+    }
+
+    /// Once per loop turn, whatever happened in it: `rearm`.
+    fn before_sleep(&mut self, lp: &mut Lp) {
         self.rearm(lp);
     }
 }
@@ -558,7 +504,7 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
         std::process::id(),
         config_path.display(),
         clients.informers.base_url(),
-        api_source(&config.api.source),
+        config.api.source.describe(),
         if config.leader_election.enabled {
             format!(
                 "{}/{}",

@@ -31,7 +31,7 @@ impl Daemon {
             }
             Signal::DumpState => {
                 self.refresh_status();
-                let snapshot = self.snapshot(lp.now(), LoopSnapshot::of(lp));
+                let snapshot = self.snapshot(lp.now(), lp.snapshot());
                 for line in snapshot.dump_lines() {
                     info!("{line}");
                 }

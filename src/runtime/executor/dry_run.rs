@@ -69,6 +69,12 @@ pub struct DryRunLog {
 }
 
 impl DryRunLog {
+    /// Nothing recorded (what a daemon that is not in dry-run shows).
+    pub const EMPTY: DryRunLog = DryRunLog {
+        counts: [0; WriteKind::ALL.len()],
+        recent: VecDeque::new(),
+    };
+
     /// Logs `would …` at info, counts it, keeps the line.
     pub fn record(&mut self, kind: WriteKind, line: String) {
         log::info!("{line}");

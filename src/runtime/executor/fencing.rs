@@ -1,19 +1,18 @@
 //! The API side of fencing (issue #17): the live read of a node and its Lease before a fence,
-//! and the one write that carries fencing's annotations (and taints).
+//! decoded for the fencing machine (the patch that carries its annotations is
+//! `kube::request::node_annotations_patch`).
 //!
 //! The read decodes the node with k8s-openapi, not the caches' compact projection: it is rare
 //! (a node dead for `fencing.after`) and needs what the caches drop on purpose (every label,
 //! the addresses, annotations).
 
 use k8s_openapi::api::core::v1 as core;
-use serde_json::{Map, Value};
 
 use crate::controller::LeaseReadOutcome;
 use crate::controller::fencing::FenceTarget;
 use crate::model::{ConditionStatus, Name, Taint};
 use crate::time::Time;
 
-use super::request::k8s_taint;
 use crate::controller::fencing::{ATTEMPT_ANNOTATION, TAINT_ADDED_ANNOTATION, is_out_of_service};
 
 /// The node as fencing needs it (the Lease is read next and filled in by the caller).
@@ -72,29 +71,4 @@ pub fn overlay(target: &mut FenceTarget, shadow: &crate::model::Node) {
     target.ready = ready.map(|c| c.status);
     target.ready_since = ready.and_then(|c| c.last_transition_time);
     target.out_of_service = shadow.taints.iter().any(is_out_of_service);
-}
-
-/// Strategic-merge patch of `metadata.annotations` (`null` removes a key) and, with `taints`,
-/// the FULL `spec.taints`, guarded by the resourceVersion: the taint and the record that we
-/// added it land together or not at all.
-pub fn fencing_patch(
-    resource_version: &str,
-    annotations: &[(&'static str, Option<String>)],
-    taints: Option<&[Taint]>,
-) -> Value {
-    let mut notes = Map::new();
-    for (k, v) in annotations {
-        notes.insert(
-            (*k).to_string(),
-            v.as_ref().map_or(Value::Null, |v| Value::String(v.clone())),
-        );
-    }
-    let mut patch = serde_json::json!({
-        "metadata": {"resourceVersion": resource_version, "annotations": notes},
-    });
-    if let Some(taints) = taints {
-        let taints: Vec<core::Taint> = taints.iter().map(k8s_taint).collect();
-        patch["spec"] = serde_json::json!({ "taints": taints });
-    }
-    patch
 }

@@ -30,6 +30,13 @@
 //! deciding as they would for real. Reads (the live Lease read, the reads dry-run does to check
 //! a write's preconditions) are sent.
 //!
+//! The parts: [`plan`] (pure: the call a job's stage makes, what a failure leads to, the event
+//! queue's room, retry times), [`queue`] (priority classes and budgets), `wire` (one call
+//! through the client with its accounting: throttle wait, backoff, counts), and one
+//! `Transport` that carries out each stage — `Live` sends it, `DryRun` reads, checks and
+//! records what it would have written. The config's `dry_run` picks the transport; nothing
+//! else in the path asks.
+//!
 //! Wiring, per turn of the loop:
 //! ```text
 //! watched object -> executor.overlay(input) -> controllers.handle -> executor.submit(actions)
@@ -38,17 +45,26 @@
 //! ```
 
 pub mod dry_run;
-mod dry_steps;
+mod dry_transport;
 mod fencing;
+mod live;
 mod live_reads;
 mod outcome;
 mod plan;
+#[cfg(test)]
+mod plan_tests;
 mod queue;
-pub mod request;
 pub mod stats;
+mod transport;
+mod wire;
 
+use dry_transport::DryRun;
+use live::Live;
+use live_reads::{read_fence_target, read_lease};
 use outcome::*;
 use plan::*;
+use transport::Transport;
+use wire::Wire;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -61,6 +77,7 @@ use crate::controller::fencing::{FenceOutcome, FenceTargetOutcome};
 use crate::controller::taint_eviction::{EvictionResult, MAX_ATTEMPTS};
 use crate::controller::{Action, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome};
 use crate::kube::decode::{Decode, DecodeContext, decode_object};
+use crate::kube::request;
 use crate::kube::{ApiClient, ApiError, Budget, PatchType, Preconditions};
 use crate::model::{Lease, Node, Pod};
 use crate::time::Time;
@@ -110,75 +127,52 @@ impl Default for ExecutorSettings {
     }
 }
 
-#[derive(Debug, Default)]
-struct Backoff {
-    current: Duration,
-    until: Time,
-}
-
 pub struct Executor {
-    /// Wall time of each node status write (call and re-read on conflict), drained by the
-    /// daemon into `node_collector_update_node_health_duration_seconds`.
-    node_health_writes: Vec<Duration>,
-    client: ApiClient,
-    settings: ExecutorSettings,
+    /// The API calls and their accounting (budgets, backoff, counts), whichever transport.
+    wire: Wire,
+    /// Carries out each job: [`Live`] for real, [`DryRun`] with no write sent.
+    transport: Box<dyn Transport>,
+    max_queued_events: usize,
     queue: ActionQueue,
     /// Jobs waiting for a retry time (label conflicts); few, so a plain list.
     delayed: Vec<Job>,
     events: VecDeque<Event>,
-    event_bucket: TokenBucket,
-    backoff: Backoff,
-    /// Since when the head of the queue has been held by the client throttle.
-    throttled_since: Option<Time>,
-    /// When the last verdict call (live Lease read, status write) was made.
-    last_verdict: Option<Time>,
-    rng: u64,
-    event_seq: u64,
-    stats: ExecutorStats,
-    dry: DryRunLog,
-    shadows: Shadows,
 }
 
 impl Executor {
     pub fn new(client: ApiClient, settings: ExecutorSettings, now: Time) -> Executor {
-        let event_bucket = TokenBucket::new(settings.event_rate, settings.event_burst, now);
         Executor {
-            client,
-            rng: settings.seed | 1,
-            settings,
+            wire: Wire::new(client, &settings, now),
+            transport: transport_for(settings.dry_run),
+            max_queued_events: settings.max_queued_events,
             queue: ActionQueue::default(),
             delayed: Vec::new(),
             events: VecDeque::new(),
-            event_bucket,
-            backoff: Backoff::default(),
-            throttled_since: None,
-            last_verdict: None,
-            event_seq: 0,
-            stats: ExecutorStats::default(),
-            dry: DryRunLog::default(),
-            shadows: Shadows::default(),
-            node_health_writes: Vec::new(),
         }
     }
 
     /// Durations of the node status writes made since the last call (for the per-node health
     /// update histogram: upstream times `tryUpdateNodeHealth`, whose cost is this write).
     pub fn take_node_health_writes(&mut self) -> Vec<Duration> {
-        std::mem::take(&mut self.node_health_writes)
+        std::mem::take(&mut self.wire.node_health_writes)
     }
 
     pub fn is_dry_run(&self) -> bool {
-        self.settings.dry_run
+        self.transport.dry_run().is_some()
     }
 
-    /// Config reload. The owner must also drop what dry-run taught the controllers (it fed them
-    /// objects as the writes would have left them): see the daemon's resync on this change.
+    /// Config reload: the other transport, from the next job on. A new dry-run starts with an
+    /// empty record and no shadows. The owner must also drop what dry-run taught the
+    /// controllers (it fed them objects as the writes would have left them): see the daemon's
+    /// resync on this change.
     pub fn set_dry_run(&mut self, dry_run: bool) {
-        self.settings.dry_run = dry_run;
+        if dry_run != self.is_dry_run() {
+            self.transport = transport_for(dry_run);
+        }
     }
 
     pub fn client(&self) -> &ApiClient {
-        &self.client
+        &self.wire.client
     }
 
     /// Queues the controllers' actions, in order. Events go to their own, droppable queue.
@@ -197,20 +191,21 @@ impl Executor {
     }
 
     fn push_event(&mut self, event: Event) {
-        if self.settings.max_queued_events == 0 {
-            self.stats.events_dropped += 1;
-            return;
-        }
-        while self.events.len() >= self.settings.max_queued_events {
+        let (kept, dropped) = events_to_drop(self.events.len(), self.max_queued_events);
+        for _ in 0..dropped {
             if let Some(old) = self.events.pop_front() {
                 debug!(
                     "dropping event {} {}: too many events waiting",
                     old.reason, old.message
                 );
             }
-            self.stats.events_dropped += 1;
         }
-        self.events.push_back(event);
+        self.wire.stats.events_dropped += dropped as u64;
+        if kept {
+            self.events.push_back(event);
+        } else {
+            self.wire.stats.events_dropped += 1;
+        }
     }
 
     /// Actions waiting (queued or delayed), events not counted.
@@ -226,71 +221,31 @@ impl Executor {
         self.pending_actions() == 0 && self.events.is_empty()
     }
 
-    /// When the next call spending `budget` may be made: the client throttle and our backoff.
-    fn gate(&self, budget: Budget) -> Time {
-        self.client
-            .next_admission_for(self.effective(budget))
-            .max(self.backoff.until)
-    }
-
-    /// Routine calls leave a reserve of the shared budget only while verdicts are being made
-    /// (one in the last [`VERDICT_WINDOW`]): otherwise the whole burst is theirs, as upstream's.
-    fn effective(&self, budget: Budget) -> Budget {
-        let now = self.client.now();
-        match budget {
-            Budget::SharedLeavingReserve
-                if self
-                    .last_verdict
-                    .is_none_or(|at| now.since(at) >= VERDICT_WINDOW) =>
-            {
-                Budget::Shared
-            }
-            other => other,
-        }
-    }
-
-    /// Runs one job's calls on `budget`; the client is left on the shared budget, so nothing
-    /// else spends the live reads' budget by accident.
-    fn with_budget<R>(&mut self, budget: Budget, f: impl FnOnce(&mut Self) -> R) -> R {
-        let budget = self.effective(budget);
-        self.client.set_budget(budget);
-        let result = f(self);
-        self.client.set_budget(Budget::Shared);
-        result
-    }
-
     /// When `run_ready` has something to do next (a time at or before now: at once); `None`
     /// when nothing is waiting.
     pub fn next_wakeup(&self) -> Option<Time> {
-        let mut wake = if let Some(budget) = self.queue.head_budget() {
-            Some(self.gate(budget))
+        let head = if let Some(budget) = self.queue.head_budget() {
+            Some(self.wire.gate(budget))
         } else if self.events.is_empty() {
             None
-        } else if self.settings.dry_run {
-            Some(Time::ZERO)
         } else {
-            let gate = self.gate(Budget::SharedLeavingReserve);
-            Some(self.event_bucket.next_available(gate).unwrap_or(Time::MAX))
+            Some(self.transport.next_event_at(&self.wire))
         };
-        if let Some(retry) = self.delayed.iter().map(|j| j.not_before).min() {
-            wake = Some(wake.map_or(retry, |w| w.min(retry)));
-        }
-        wake
+        let retry = self.delayed.iter().map(|j| j.not_before).min();
+        earliest(head, retry)
     }
 
     fn promote_delayed(&mut self, now: Time) {
-        if self.delayed.is_empty() {
-            return;
+        for job in take_due(&mut self.delayed, now) {
+            // Older than anything queued since: back to the head.
+            self.queue.push_front(job);
         }
-        let mut i = 0;
-        while i < self.delayed.len() {
-            if self.delayed[i].not_before <= now {
-                let job = self.delayed.swap_remove(i);
-                // Older than anything queued since: back to the head.
-                self.queue.push_front(job);
-            } else {
-                i += 1;
-            }
+    }
+
+    /// Events that cost no call go whenever no action waits before them.
+    fn deliver_free_events(&mut self) {
+        if self.queue.is_empty() {
+            self.transport.deliver_free_events(&mut self.events);
         }
     }
 
@@ -308,41 +263,29 @@ impl Executor {
         let mut now = now;
         let mut calls = 0;
         self.promote_delayed(now);
-        if self.settings.dry_run {
-            // Events cost no call in dry-run, and are still only "sent" after the actions
-            // queued before them have been considered below.
-            self.dry_run_events_if_idle();
-        }
+        self.deliver_free_events();
         while calls < max_calls {
             if let Some(budget) = self.queue.head_budget() {
-                if self.backoff.until > now {
+                if self.wire.backoff.until > now {
                     break;
                 }
-                if self.gate(budget) > now {
-                    self.throttled_since.get_or_insert(now);
+                if self.wire.gate(budget) > now {
+                    self.wire.throttled_since.get_or_insert(now);
                     break;
                 }
                 let Some(job) = self.queue.pop_front() else {
                     break;
                 };
                 if budget != Budget::SharedLeavingReserve {
-                    self.last_verdict = Some(now);
+                    self.wire.last_verdict = Some(now);
                 }
                 calls += 1;
-                let health_write = !self.settings.dry_run
-                    && matches!(job.action, Action::UpdateNodeConditions { .. });
-                let started = std::time::Instant::now();
-                let next = if self.settings.dry_run {
-                    self.dry_step(job, now, ctx, &mut out)
-                } else {
-                    self.with_budget(budget, |e| e.step(job, now, ctx, &mut out))
-                };
-                if health_write {
-                    self.node_health_writes.push(started.elapsed());
-                }
-                now = now.max(self.client.now());
+                let next = self
+                    .transport
+                    .step(&mut self.wire, job, budget, now, ctx, &mut out);
+                now = now.max(self.wire.client.now());
                 match next {
-                    Next::Done => self.stats.actions_done += 1,
+                    Next::Done => self.wire.stats.actions_done += 1,
                     Next::Continue(job) => self.queue.push_front(job),
                     Next::Delay(job) => self.delayed.push(job),
                     Next::Hold(job) => {
@@ -351,25 +294,21 @@ impl Executor {
                     }
                 }
                 self.promote_delayed(now);
-            } else if !self.events.is_empty() && !self.settings.dry_run {
-                if self.gate(Budget::SharedLeavingReserve) > now
-                    || !self.event_bucket.has_token(now)
+            } else if !self.events.is_empty() && self.transport.may_deliver_event(&self.wire, now) {
+                calls += 1;
+                if !self
+                    .transport
+                    .deliver_event(&mut self.wire, &mut self.events, now)
                 {
                     break;
                 }
-                calls += 1;
-                if !self.with_budget(Budget::SharedLeavingReserve, |e| e.send_event(now)) {
-                    break;
-                }
-                now = now.max(self.client.now());
+                now = now.max(self.wire.client.now());
                 self.promote_delayed(now);
             } else {
                 break;
             }
         }
-        if self.settings.dry_run {
-            self.dry_run_events_if_idle();
-        }
+        self.deliver_free_events();
         out
     }
 
@@ -377,7 +316,7 @@ impl Executor {
     /// lost: the controllers then know nothing is in flight.
     pub fn abandon(&mut self, reason: &str) -> Vec<Input> {
         let jobs: Vec<Job> = self.queue.drain().chain(self.delayed.drain(..)).collect();
-        self.stats.events_dropped += self.events.len() as u64;
+        self.wire.stats.events_dropped += self.events.len() as u64;
         self.events.clear();
         jobs.into_iter()
             .filter_map(|j| answer(&j.action, Outcome::Failed(reason.to_string())))
@@ -385,308 +324,39 @@ impl Executor {
     }
 
     pub fn stats(&self) -> ExecutorStats {
-        let mut stats = self.stats.clone();
+        let mut stats = self.wire.stats.clone();
         stats.queued_actions = self.pending_actions();
         stats.queued_events = self.events.len();
-        stats.backoff_until = (self.backoff.until > Time::ZERO).then_some(self.backoff.until);
-        if self.settings.dry_run {
-            stats.dry_run_writes = self.dry.counts().map(|(k, n)| (k.as_str(), n)).collect();
-            stats.dry_run_shadows = self.shadows.len();
-        }
+        let until = self.wire.backoff.until;
+        stats.backoff_until = (until > Time::ZERO).then_some(until);
+        self.transport.report(&mut stats);
         stats
     }
 
-    /// What dry-run would have written (counts by kind, latest lines).
+    /// What dry-run would have written (counts by kind, latest lines); empty when not in
+    /// dry-run.
     pub fn dry_run_log(&self) -> &DryRunLog {
-        &self.dry
+        static NOTHING: DryRunLog = DryRunLog::EMPTY;
+        self.transport.dry_run().map_or(&NOTHING, DryRun::log)
     }
 
-    /// In dry-run, every watched node and pod (and their deletions) must pass through here on
-    /// the way to the controllers, so a relist of an unchanged object does not undo what
-    /// dry-run "wrote" to it (see [`dry_run`]). Without dry-run the input is returned as is.
+    /// Every watched node and pod (and their deletions) must pass through here on the way to
+    /// the controllers, so a relist of an unchanged object does not undo what dry-run
+    /// "wrote" to it (see [`dry_run`]). Without dry-run the input is returned as is.
     pub fn overlay(&mut self, input: Input) -> Input {
-        if self.settings.dry_run {
-            self.shadows.overlay(input)
-        } else {
-            input
-        }
+        self.transport.overlay(input)
     }
 
     /// Objects dry-run currently holds a changed copy of.
     pub fn dry_run_shadows(&self) -> usize {
-        self.shadows.len()
+        self.transport.dry_run().map_or(0, DryRun::shadows)
     }
+}
 
-    // ---- one call ---------------------------------------------------------------------------
-
-    /// Runs one request through the client, recording it, the throttle wait and the backoff.
-    fn call<T>(
-        &mut self,
-        verb: Verb,
-        now: Time,
-        request: impl FnOnce(&mut ApiClient) -> Result<T, ApiError>,
-    ) -> Result<T, ApiError> {
-        let result = request(&mut self.client);
-        if let Err(ApiError::Throttled { .. }) = &result {
-            self.throttled_since.get_or_insert(now);
-            return result;
-        }
-        if let Some(since) = self.throttled_since.take() {
-            self.stats.throttle_wait += now.since(since);
-        }
-        let code = match &result {
-            Ok(_) if verb == Verb::Create => 201,
-            Ok(_) => 200,
-            Err(e) => e.code().unwrap_or(NO_ANSWER),
-        };
-        *self
-            .stats
-            .requests
-            .entry((verb.as_str(), code))
-            .or_default() += 1;
-        let after = now.max(self.client.now());
-        match &result {
-            Err(e) if is_server_trouble(e) => {
-                let step = if self.backoff.current.is_zero() {
-                    self.settings.backoff_initial
-                } else {
-                    (self.backoff.current * 2).min(self.settings.backoff_max)
-                };
-                self.backoff = Backoff {
-                    current: step,
-                    until: after + step,
-                };
-                self.stats.backoffs += 1;
-                self.stats.last_error = Some((after, e.to_string()));
-            }
-            // The client throttle now holds every call until Retry-After: that wait starts now.
-            Err(ApiError::TooManyRequests { .. }) => self.throttled_since = Some(after),
-            other => {
-                self.backoff = Backoff::default();
-                if let Err(e) = other
-                    && !matches!(e, ApiError::NotFound(_) | ApiError::Conflict(_))
-                {
-                    self.stats.last_error = Some((after, e.to_string()));
-                }
-            }
-        }
-        result
-    }
-
-    /// PATCH; the answer is the object as written.
-    fn patch(
-        &mut self,
-        now: Time,
-        path: &str,
-        body: &serde_json::Value,
-    ) -> Result<Vec<u8>, ApiError> {
-        let bytes = body.to_string().into_bytes();
-        self.call(Verb::Patch, now, |c| {
-            c.patch_bytes(path, PatchType::StrategicMerge, &bytes)
-        })
-    }
-
-    /// DELETE; the answer is the pod marked for deletion (or a Status if it went at once).
-    fn delete_pod(&mut self, now: Time, path: &str, uid: &str) -> Result<Vec<u8>, ApiError> {
-        let preconditions = Preconditions {
-            uid: Some(uid.to_string()),
-            resource_version: None,
-        };
-        // No grace period override: the pod's own, as upstream's plain DELETE.
-        self.call(Verb::Delete, now, |c| {
-            c.delete_bytes(path, &preconditions, None)
-        })
-    }
-
-    /// A successful write's answer is the object as it now is: it goes to the controllers
-    /// (and so into the store) ahead of the write's result, so the next write of the same
-    /// object carries its new resourceVersion instead of meeting a 409, and a late watch
-    /// event of the old version is recognised as older. An answer that does not decode (a
-    /// Status for a pod deleted at once) is left to the watch.
-    fn absorb_answer(action: &Action, bytes: &[u8], ctx: &mut DecodeContext, out: &mut Vec<Input>) {
-        match action {
-            Action::UpdateNodeConditions { .. }
-            | Action::PatchNodeTaints { .. }
-            | Action::PatchNodeLabels { .. }
-            | Action::PatchNodeFencing { .. } => match decode_object::<Node>(bytes, ctx) {
-                Ok(node) => out.push(Input::NodeUpsert(node)),
-                Err(e) => debug!("{}: answer not absorbed: {e}", describe(action)),
-            },
-            Action::MarkPodNotReady { .. }
-            | Action::SetPodStatusNodeLost { .. }
-            | Action::DeletePod { .. }
-            | Action::EvictPod { .. } => match decode_object::<Pod>(bytes, ctx) {
-                // A pod's answer without a node (never the case for the pods we write) is
-                // not one of the bound pods the store holds.
-                Ok(pod) if pod.node_name.is_some() => out.push(Input::PodUpsert(pod)),
-                Ok(_) => {}
-                Err(e) => debug!("{}: answer not absorbed: {e}", describe(action)),
-            },
-            Action::ReadLease { .. }
-            | Action::ReadFenceTarget { .. }
-            | Action::RunFenceCommand { .. }
-            | Action::RecordEvent(_) => {}
-        }
-    }
-
-    fn get<T: Decode>(
-        &mut self,
-        now: Time,
-        path: &str,
-        ctx: &mut DecodeContext,
-    ) -> Result<T, ApiError> {
-        let bytes = self.call(Verb::Get, now, |c| c.get_bytes(path))?;
-        decode_object::<T>(&bytes, ctx).map_err(|e| ApiError::Decode(format!("GET {path}: {e}")))
-    }
-
-    fn send_event(&mut self, now: Time) -> bool {
-        let Some(event) = self.events.pop_front() else {
-            return false;
-        };
-        self.event_seq += 1;
-        let (namespace, body) = request::event_body(&event, now, self.event_seq);
-        let path = match request::events_path(&namespace) {
-            Ok(p) => p,
-            Err(e) => {
-                debug!("event {} not recorded: {e}", event.reason);
-                self.stats.events_failed += 1;
-                return true;
-            }
-        };
-        let bytes = body.to_string().into_bytes();
-        match self.call(Verb::Create, now, |c| c.post::<IgnoredAny>(&path, &bytes)) {
-            Ok(_) => {
-                self.event_bucket.try_take(now);
-                self.stats.events_sent += 1;
-                true
-            }
-            Err(ApiError::Throttled { .. }) => {
-                self.events.push_front(event);
-                false
-            }
-            Err(e) => {
-                self.event_bucket.try_take(now);
-                debug!("event {} {} not recorded: {e}", event.reason, event.message);
-                self.stats.events_failed += 1;
-                true
-            }
-        }
-    }
-
-    /// Finishes a job with `outcome`, logging what is worth a line.
-    fn finish(&mut self, job: &Job, outcome: Outcome, out: &mut Vec<Input>) -> Next {
-        match &outcome {
-            Outcome::Failed(reason) => warn!(
-                "{} failed: {reason}; {}",
-                describe(&job.action),
-                what_next(&job.action)
-            ),
-            Outcome::NotFound => debug!("{}: not found", describe(&job.action)),
-            Outcome::Conflict => debug!("{}: conflict", describe(&job.action)),
-            Outcome::Ok => {}
-        }
-        out.extend(answer(&job.action, outcome));
-        Next::Done
-    }
-
-    /// The common ending of a failed write.
-    fn fail(&mut self, job: Job, failure: Failure, out: &mut Vec<Input>) -> Next {
-        match failure {
-            Failure::Hold => Next::Hold(job),
-            Failure::NotFound => self.finish(&job, Outcome::NotFound, out),
-            Failure::Conflict => self.finish(&job, Outcome::Conflict, out),
-            Failure::Failed(m) => self.finish(&job, Outcome::Failed(m), out),
-        }
-    }
-
-    fn jittered(&mut self, base: Duration) -> Duration {
-        // xorshift64: the jitter only has to spread retries, not be unpredictable.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        base + base.mul_f64((self.rng % 1000) as f64 / 1000.0)
-    }
-
-    /// One call of a job, for real.
-    fn step(
-        &mut self,
-        mut job: Job,
-        now: Time,
-        ctx: &mut DecodeContext,
-        out: &mut Vec<Input>,
-    ) -> Next {
-        let planned = match plan(&job, now) {
-            Ok(p) => p,
-            Err(e) => return self.finish(&job, Outcome::Failed(e), out),
-        };
-        match planned {
-            Plan::Patch(path, body) => match self.patch(now, &path, &body) {
-                Ok(answer) => match job.action {
-                    Action::EvictPod { .. } => {
-                        Self::absorb_answer(&job.action, &answer, ctx, out);
-                        job.stage = Stage::Delete;
-                        Next::Continue(job)
-                    }
-                    _ => {
-                        Self::absorb_answer(&job.action, &answer, ctx, out);
-                        self.finish(&job, Outcome::Ok, out)
-                    }
-                },
-                Err(e) => match (classify(e), &job.action) {
-                    (
-                        Failure::Conflict,
-                        Action::UpdateNodeConditions { .. }
-                        | Action::PatchNodeTaints { .. }
-                        | Action::PatchNodeFencing { .. },
-                    ) => {
-                        job.stage = Stage::Reread;
-                        Next::Continue(job)
-                    }
-                    (Failure::Conflict, Action::PatchNodeLabels { .. }) => {
-                        job.label_conflicts += 1;
-                        if job.label_conflicts < LABEL_CONFLICT_TRIES {
-                            self.stats.conflict_retries += 1;
-                            job.not_before =
-                                now.max(self.client.now()) + self.jittered(LABEL_RETRY_DELAY);
-                            Next::Delay(job)
-                        } else {
-                            let m = format!("409 Conflict {LABEL_CONFLICT_TRIES} times in a row");
-                            self.finish(&job, Outcome::Failed(m), out)
-                        }
-                    }
-                    (failure, _) => self.fail(job, failure, out),
-                },
-            },
-            Plan::Delete(path, uid) => match self.delete_pod(now, &path, &uid) {
-                Ok(answer) => {
-                    Self::absorb_answer(&job.action, &answer, ctx, out);
-                    self.finish(&job, Outcome::Ok, out)
-                }
-                Err(e) => self.fail(job, classify(e), out),
-            },
-            Plan::RereadNode(path) => match self.get::<Node>(now, &path, ctx) {
-                Ok(node) => {
-                    // The fresh node first: the controller decides again on it.
-                    out.push(Input::NodeUpsert(node));
-                    self.finish(&job, Outcome::Conflict, out)
-                }
-                Err(e) => match classify(e) {
-                    Failure::Hold => Next::Hold(job),
-                    Failure::NotFound => self.finish(&job, Outcome::NotFound, out),
-                    Failure::Conflict => {
-                        let m = "409 Conflict, then 409 re-reading the node".to_string();
-                        self.finish(&job, Outcome::Failed(m), out)
-                    }
-                    Failure::Failed(e) => {
-                        let m = format!("409 Conflict, then re-reading the node failed: {e}");
-                        self.finish(&job, Outcome::Failed(m), out)
-                    }
-                },
-            },
-            Plan::ReadLease(path) => self.read_lease(job, now, &path, ctx, out),
-            Plan::ReadFenceTarget(node, lease) => {
-                self.read_fence_target(job, now, &node, &lease, ctx, out)
-            }
-        }
+fn transport_for(dry_run: bool) -> Box<dyn Transport> {
+    if dry_run {
+        Box::new(DryRun::default())
+    } else {
+        Box::new(Live)
     }
 }

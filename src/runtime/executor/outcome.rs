@@ -4,6 +4,7 @@
 use super::*;
 
 /// How a failed call ends for the action.
+#[derive(Debug, PartialEq)]
 pub(super) enum Failure {
     /// Not sent (throttle) or 429: keep the action queued.
     Hold,
@@ -96,6 +97,32 @@ pub(super) fn answer(action: &Action, outcome: Outcome) -> Option<Input> {
             Some(Input::EvictionResult { id: *id, result })
         }
         Action::RecordEvent(_) => None,
+    }
+}
+
+/// Finishes a job with `outcome`, logging what is worth a line.
+pub(super) fn finish(job: &Job, outcome: Outcome, out: &mut Vec<Input>) -> Next {
+    match &outcome {
+        Outcome::Failed(reason) => warn!(
+            "{} failed: {reason}; {}",
+            describe(&job.action),
+            what_next(&job.action)
+        ),
+        Outcome::NotFound => debug!("{}: not found", describe(&job.action)),
+        Outcome::Conflict => debug!("{}: conflict", describe(&job.action)),
+        Outcome::Ok => {}
+    }
+    out.extend(answer(&job.action, outcome));
+    Next::Done
+}
+
+/// The common ending of a failed call.
+pub(super) fn fail(job: Job, failure: Failure, out: &mut Vec<Input>) -> Next {
+    match failure {
+        Failure::Hold => Next::Hold(job),
+        Failure::NotFound => finish(&job, Outcome::NotFound, out),
+        Failure::Conflict => finish(&job, Outcome::Conflict, out),
+        Failure::Failed(m) => finish(&job, Outcome::Failed(m), out),
     }
 }
 

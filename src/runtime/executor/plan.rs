@@ -2,6 +2,8 @@
 //! real call and the target dry-run reads. Pure functions, no I/O.
 
 use super::*;
+use crate::controller::events::EventObject;
+use crate::kube::request::{EventRecord, InvolvedObject};
 
 /// How far along a multi-call action is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -33,9 +35,92 @@ pub(super) enum Next {
     Hold(Job),
 }
 
+/// Room for one more event when `waiting` wait and at most `max` may: whether it is kept, and
+/// how many of the oldest go to make room (client-go's event cache drops the same way).
+pub(super) fn events_to_drop(waiting: usize, max: usize) -> (bool, usize) {
+    if max == 0 {
+        (false, 0)
+    } else {
+        (true, (waiting + 1).saturating_sub(max))
+    }
+}
+
+/// The earlier of two optional wake-ups.
+pub(super) fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Takes the jobs whose retry time has come out of `delayed`.
+pub(super) fn take_due(delayed: &mut Vec<Job>, now: Time) -> Vec<Job> {
+    let mut due = Vec::new();
+    let mut i = 0;
+    while i < delayed.len() {
+        if delayed[i].not_before <= now {
+            due.push(delayed.swap_remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    due
+}
+
 /// The node's name: the last segment of its path.
 pub(super) fn node_path_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+/// What a failed write leads to.
+#[derive(Debug, PartialEq)]
+pub(super) enum AfterError {
+    /// A node write's 409: re-read the node, so the controller decides again on it.
+    Reread,
+    /// A label patch's 409 (no resourceVersion: nothing to decide again on): retried here,
+    /// after [`LABEL_RETRY_DELAY`] with jitter (upstream `UpdateLabelBackoff`).
+    RetryLabels,
+    /// Anything else ends the job.
+    End(Failure),
+}
+
+/// Upstream's conflict retries: node status, taint and fencing writes re-read the node; a
+/// label patch is tried [`LABEL_CONFLICT_TRIES`] times in all. Counts the label conflict.
+pub(super) fn after_write_error(failure: Failure, job: &mut Job) -> AfterError {
+    match (failure, &job.action) {
+        (
+            Failure::Conflict,
+            Action::UpdateNodeConditions { .. }
+            | Action::PatchNodeTaints { .. }
+            | Action::PatchNodeFencing { .. },
+        ) => AfterError::Reread,
+        (Failure::Conflict, Action::PatchNodeLabels { .. }) => {
+            job.label_conflicts += 1;
+            if job.label_conflicts < LABEL_CONFLICT_TRIES {
+                AfterError::RetryLabels
+            } else {
+                AfterError::End(Failure::Failed(format!(
+                    "409 Conflict {LABEL_CONFLICT_TRIES} times in a row"
+                )))
+            }
+        }
+        (failure, _) => AfterError::End(failure),
+    }
+}
+
+/// How a write that met 409 ends when re-reading the node failed too; `None`: held by the
+/// throttle, read again later.
+pub(super) fn reread_failure(failure: Failure) -> Option<Outcome> {
+    match failure {
+        Failure::Hold => None,
+        Failure::NotFound => Some(Outcome::NotFound),
+        Failure::Conflict => Some(Outcome::Failed(
+            "409 Conflict, then 409 re-reading the node".to_string(),
+        )),
+        Failure::Failed(e) => Some(Outcome::Failed(format!(
+            "409 Conflict, then re-reading the node failed: {e}"
+        ))),
+    }
 }
 
 /// The call a job's current stage makes, for real.
@@ -67,7 +152,7 @@ pub(super) fn plan(job: &Job, now: Time) -> Result<Plan, String> {
             _,
         ) => Plan::Patch(
             request::node_path(node)?,
-            fencing::fencing_patch(resource_version, annotations, taints.as_deref()),
+            request::node_annotations_patch(resource_version, annotations, taints.as_deref()),
         ),
         (Action::ReadFenceTarget { node, .. }, _) => {
             Plan::ReadFenceTarget(request::node_path(node)?, request::lease_path(node)?)
@@ -137,6 +222,28 @@ pub(super) fn plan(job: &Job, now: Time) -> Result<Plan, String> {
         (Action::ReadLease { node, .. }, _) => Plan::ReadLease(request::lease_path(node)?),
         (Action::RecordEvent(_), _) => return Err("events are not queued as actions".into()),
     })
+}
+
+/// An event as the API's request shape takes it.
+pub(super) fn event_record(event: &Event) -> EventRecord<'_> {
+    EventRecord {
+        object: match &event.object {
+            EventObject::Node { name, uid } => InvolvedObject::Node { name, uid },
+            EventObject::Pod {
+                namespace,
+                name,
+                uid,
+            } => InvolvedObject::Pod {
+                namespace,
+                name,
+                uid,
+            },
+        },
+        event_type: event.event_type.as_str(),
+        reason: event.reason,
+        message: &event.message,
+        component: event.component,
+    }
 }
 
 /// What dry-run reads before "writing".

@@ -23,7 +23,7 @@ use log::{debug, warn};
 use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Token};
 
-use crate::runtime::LoopControl;
+use super::LoopControl;
 use crate::time::Time;
 use crate::time::TimerHeap;
 

@@ -23,9 +23,9 @@ use log::{debug, warn};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Token};
 
-use super::metrics::CONTENT_TYPE;
-use super::snapshot::{LeaderSnapshot, LoopSnapshot};
-use crate::runtime::LoopControl;
+use super::LoopControl;
+use crate::observe::metrics::CONTENT_TYPE;
+use crate::observe::{LeaderSnapshot, LoopSnapshot};
 use crate::time::Time;
 use crate::time::TimerHeap;
 
@@ -228,7 +228,7 @@ impl MetricsServer {
         let at = Moment {
             now,
             health,
-            event_loop: LoopSnapshot::of(lp),
+            event_loop: lp.snapshot(),
         };
         let before = conn.phase;
         let next = match conn.phase {

@@ -3,63 +3,113 @@
 
 use super::*;
 
-impl Executor {
-    pub(super) fn dry_run_events_if_idle(&mut self) {
-        if !self.queue.is_empty() {
-            return;
-        }
-        while let Some(event) = self.events.pop_front() {
-            self.dry
-                .record(WriteKind::Event, dry_run::event_line(&event));
-        }
+/// The dry-run transport: what would have been written (counts and latest lines), and the
+/// objects as the writes would have left them (see [`dry_run`]).
+#[derive(Default)]
+pub struct DryRun {
+    log: DryRunLog,
+    shadows: Shadows,
+}
+
+impl DryRun {
+    pub fn log(&self) -> &DryRunLog {
+        &self.log
     }
 
-    /// One job in dry-run: a live read of the object, the write's preconditions checked against
-    /// it, a "would" line, and the object as the write would have left it fed back.
-    pub(super) fn dry_step(
+    /// Objects dry-run currently holds a changed copy of.
+    pub fn shadows(&self) -> usize {
+        self.shadows.len()
+    }
+}
+
+impl Transport for DryRun {
+    /// One job in dry-run: a live read of the object (on the shared budget), the write's
+    /// preconditions checked against it, a "would" line, and the object as the write would
+    /// have left it fed back.
+    fn step(
         &mut self,
+        wire: &mut Wire,
         job: Job,
+        _budget: Budget,
         now: Time,
         ctx: &mut DecodeContext,
         out: &mut Vec<Input>,
     ) -> Next {
         let target = match dry_target(&job.action) {
             Ok(t) => t,
-            Err(e) => return self.finish(&job, Outcome::Failed(e), out),
+            Err(e) => return finish(&job, Outcome::Failed(e), out),
         };
         match target {
-            DryTarget::Lease(path) => self.read_lease(job, now, &path, ctx, out),
+            DryTarget::Lease(path) => read_lease(wire, job, now, &path, ctx, out),
             DryTarget::FenceTarget(node, lease) => {
-                self.read_fence_target(job, now, &node, &lease, ctx, out)
+                read_fence_target(wire, Some(&self.shadows), job, now, &node, &lease, ctx, out)
             }
-            DryTarget::Node(path) => match self.get::<Node>(now, &path, ctx) {
+            DryTarget::Node(path) => match wire.get::<Node>(now, &path, ctx) {
                 Ok(node) => {
                     let node = self.shadows.node(node);
                     self.dry_node_write(job, node, out)
                 }
-                Err(e) => self.fail(job, classify(e), out),
+                Err(e) => fail(job, classify(e), out),
             },
-            DryTarget::Pod(path) => match self.get::<Pod>(now, &path, ctx) {
+            DryTarget::Pod(path) => match wire.get::<Pod>(now, &path, ctx) {
                 Ok(pod) => {
                     let pod = self.shadows.pod(pod);
                     self.dry_pod_write(job, pod, out)
                 }
                 Err(e) => match classify(e) {
-                    Failure::Conflict => {
-                        self.finish(&job, Outcome::Failed("409 on a read".into()), out)
-                    }
-                    failure => self.fail(job, failure, out),
+                    Failure::Conflict => finish(&job, Outcome::Failed("409 on a read".into()), out),
+                    failure => fail(job, failure, out),
                 },
             },
         }
     }
 
-    pub(super) fn dry_node_write(
+    /// Events cost no call in dry-run: never delivered one at a time within a run's budget,
+    /// but all at once whenever no action waits before them.
+    fn may_deliver_event(&self, _wire: &Wire, _now: Time) -> bool {
+        false
+    }
+
+    fn next_event_at(&self, _wire: &Wire) -> Time {
+        Time::ZERO
+    }
+
+    fn deliver_event(
         &mut self,
-        job: Job,
-        mut node: Node,
-        out: &mut Vec<Input>,
-    ) -> Next {
+        _wire: &mut Wire,
+        events: &mut VecDeque<Event>,
+        _now: Time,
+    ) -> bool {
+        self.deliver_free_events(events);
+        true
+    }
+
+    fn deliver_free_events(&mut self, events: &mut VecDeque<Event>) {
+        while let Some(event) = events.pop_front() {
+            self.log
+                .record(WriteKind::Event, dry_run::event_line(&event));
+        }
+    }
+
+    /// Every watched node and pod (and their deletions) passes through here on the way to
+    /// the controllers, so a relist of an unchanged object does not undo what dry-run
+    /// "wrote" to it.
+    fn overlay(&mut self, input: Input) -> Input {
+        self.shadows.overlay(input)
+    }
+
+    fn report(&self, stats: &mut ExecutorStats) {
+        stats.dry_run_writes = self.log.counts().map(|(k, n)| (k.as_str(), n)).collect();
+        stats.dry_run_shadows = self.shadows.len();
+    }
+
+    fn dry_run(&self) -> Option<&DryRun> {
+        Some(self)
+    }
+}
+
+impl DryRun {
+    fn dry_node_write(&mut self, job: Job, mut node: Node, out: &mut Vec<Input>) -> Next {
         match &job.action {
             Action::UpdateNodeConditions {
                 node: name,
@@ -71,10 +121,10 @@ impl Executor {
                 if node.uid != *uid || node.resource_version != *resource_version {
                     // What the server's 409 and our re-read would have given.
                     out.push(Input::NodeUpsert(node));
-                    return self.finish(&job, Outcome::Conflict, out);
+                    return finish(&job, Outcome::Conflict, out);
                 }
                 let line = dry_run::conditions_line(name, &node.conditions, conditions);
-                self.dry.record(WriteKind::NodeStatus, line);
+                self.log.record(WriteKind::NodeStatus, line);
                 dry_run::apply_conditions(&mut node, conditions);
             }
             Action::PatchNodeTaints {
@@ -85,16 +135,16 @@ impl Executor {
             } => {
                 if node.resource_version != *resource_version {
                     out.push(Input::NodeUpsert(node));
-                    return self.finish(&job, Outcome::Conflict, out);
+                    return finish(&job, Outcome::Conflict, out);
                 }
                 let line = dry_run::taints_line(name, &node.taints, taints);
-                self.dry.record(WriteKind::Taints, line);
+                self.log.record(WriteKind::Taints, line);
                 node.taints = taints.clone();
             }
             Action::PatchNodeLabels {
                 node: name, labels, ..
             } => {
-                self.dry
+                self.log
                     .record(WriteKind::Labels, dry_run::labels_line(name, labels));
                 dry_run::apply_labels(&mut node, labels);
             }
@@ -107,19 +157,19 @@ impl Executor {
             } => {
                 if node.resource_version != *resource_version {
                     out.push(Input::NodeUpsert(node));
-                    return self.finish(&job, Outcome::Conflict, out);
+                    return finish(&job, Outcome::Conflict, out);
                 }
                 let notes: Vec<String> = annotations
                     .iter()
                     .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("(removed)")))
                     .collect();
-                self.dry.record(
+                self.log.record(
                     WriteKind::Labels,
                     format!("would annotate node {name}: {}", notes.join(", ")),
                 );
                 if let Some(taints) = taints {
                     let line = dry_run::taints_line(name, &node.taints, taints);
-                    self.dry.record(WriteKind::Taints, line);
+                    self.log.record(WriteKind::Taints, line);
                     node.taints = taints.clone();
                 }
             }
@@ -128,10 +178,10 @@ impl Executor {
         // Before the result, as a real write's answer is fed (see `absorb_answer`).
         self.shadows.remember_node(node.clone());
         out.push(Input::NodeUpsert(node));
-        self.finish(&job, Outcome::Ok, out)
+        finish(&job, Outcome::Ok, out)
     }
 
-    pub(super) fn dry_pod_write(&mut self, job: Job, mut pod: Pod, out: &mut Vec<Input>) -> Next {
+    fn dry_pod_write(&mut self, job: Job, mut pod: Pod, out: &mut Vec<Input>) -> Next {
         let (uid, kind, line) = match &job.action {
             Action::MarkPodNotReady { pod: key, uid, .. } => (
                 uid,
@@ -163,9 +213,9 @@ impl Executor {
         };
         if pod.uid != *uid {
             // The UID precondition would fail: the name belongs to another pod now.
-            return self.finish(&job, Outcome::Conflict, out);
+            return finish(&job, Outcome::Conflict, out);
         }
-        self.dry.record(kind, line);
+        self.log.record(kind, line);
         let changed = match &job.action {
             Action::MarkPodNotReady { .. } => {
                 dry_run::apply_not_ready(&mut pod);
@@ -182,6 +232,6 @@ impl Executor {
             self.shadows.remember_pod(pod.clone());
             out.push(Input::PodUpsert(pod));
         }
-        self.finish(&job, Outcome::Ok, out)
+        finish(&job, Outcome::Ok, out)
     }
 }

@@ -18,16 +18,12 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 pub use crate::kube::body::to_json;
 
-use crate::controller::events::{Event, EventObject};
-use crate::controller::taint_eviction::{
-    DISRUPTION_CONDITION, DISRUPTION_MESSAGE, DISRUPTION_REASON,
-};
 use crate::kube::reflector::Watched;
-use crate::model::{Lease, NodeCondition, PodKey, Taint};
+use crate::model::{Lease, NodeCondition, PodKey, Taint, disruption};
 use crate::time::Time;
 
 /// Where events about cluster-scoped objects (nodes) go, as client-go's recorder does.
@@ -177,6 +173,31 @@ pub fn node_labels_patch(labels: &[(crate::model::Name, crate::model::Name)]) ->
     })
 }
 
+/// Strategic-merge patch of `metadata.annotations` (`null` removes a key) and, with `taints`,
+/// the FULL `spec.taints`, guarded by the resourceVersion: the taint and the record that we
+/// added it land together or not at all.
+pub fn node_annotations_patch(
+    resource_version: &str,
+    annotations: &[(&'static str, Option<String>)],
+    taints: Option<&[Taint]>,
+) -> Value {
+    let mut notes = Map::new();
+    for (k, v) in annotations {
+        notes.insert(
+            (*k).to_string(),
+            v.as_ref().map_or(Value::Null, |v| Value::String(v.clone())),
+        );
+    }
+    let mut patch = serde_json::json!({
+        "metadata": {"resourceVersion": resource_version, "annotations": notes},
+    });
+    if let Some(taints) = taints {
+        let taints: Vec<core::Taint> = taints.iter().map(k8s_taint).collect();
+        patch["spec"] = serde_json::json!({ "taints": taints });
+    }
+    patch
+}
+
 fn pod_status_patch(uid: &str, status: core::PodStatus) -> Value {
     to_json(&PodPatch {
         metadata: meta::ObjectMeta {
@@ -223,10 +244,10 @@ pub fn disruption_target_patch(uid: &str, now: Time) -> Value {
         uid,
         core::PodStatus {
             conditions: Some(vec![core::PodCondition {
-                type_: DISRUPTION_CONDITION.into(),
+                type_: disruption::CONDITION.into(),
                 status: "True".into(),
-                reason: Some(DISRUPTION_REASON.into()),
-                message: Some(DISRUPTION_MESSAGE.into()),
+                reason: Some(disruption::REASON.into()),
+                message: Some(disruption::MESSAGE.into()),
                 last_transition_time: Some(k8s_time(now)),
                 ..Default::default()
             }]),
@@ -235,13 +256,38 @@ pub fn disruption_target_patch(uid: &str, now: Time) -> Value {
     )
 }
 
+/// The object an event is about (`involvedObject`); an empty uid is left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvolvedObject<'a> {
+    Node {
+        name: &'a str,
+        uid: &'a str,
+    },
+    Pod {
+        namespace: &'a str,
+        name: &'a str,
+        uid: &'a str,
+    },
+}
+
+/// What a core/v1 Event says: about what, why (`reason`, `message`), how grave
+/// (`event_type`: `Normal` or `Warning`), and who says it (`component`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRecord<'a> {
+    pub object: InvolvedObject<'a>,
+    pub event_type: &'a str,
+    pub reason: &'a str,
+    pub message: &'a str,
+    pub component: &'a str,
+}
+
 /// A core/v1 Event as client-go's recorder creates it: named `<object>.<hex nanoseconds>`,
 /// in the object's namespace (`default` for nodes), count 1. `unique` keeps two events about
 /// one object in the same millisecond from colliding (client-go uses the nanosecond clock).
-pub fn event_body(event: &Event, now: Time, unique: u64) -> (String, Value) {
+pub fn event_body(event: &EventRecord<'_>, now: Time, unique: u64) -> (String, Value) {
     let non_empty = |uid: &str| (!uid.is_empty()).then(|| uid.to_string());
-    let (namespace, object) = match &event.object {
-        EventObject::Node { name, uid } => (
+    let (namespace, object) = match event.object {
+        InvolvedObject::Node { name, uid } => (
             NODE_EVENT_NAMESPACE.to_string(),
             core::ObjectReference {
                 kind: Some("Node".into()),
@@ -251,7 +297,7 @@ pub fn event_body(event: &Event, now: Time, unique: u64) -> (String, Value) {
                 ..Default::default()
             },
         ),
-        EventObject::Pod {
+        InvolvedObject::Pod {
             namespace,
             name,
             uid,
@@ -278,8 +324,8 @@ pub fn event_body(event: &Event, now: Time, unique: u64) -> (String, Value) {
         },
         involved_object: object,
         reason: Some(event.reason.to_string()),
-        message: Some(event.message.clone()),
-        type_: Some(event.event_type.as_str().to_string()),
+        message: Some(event.message.to_string()),
+        type_: Some(event.event_type.to_string()),
         source: Some(core::EventSource {
             component: Some(event.component.to_string()),
             host: None,
@@ -296,7 +342,6 @@ pub fn event_body(event: &Event, now: Time, unique: u64) -> (String, Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::events::{EventType, NODE_CONTROLLER};
     use crate::model::{ConditionStatus, NodeConditionType, TaintEffect};
     use serde_json::json;
     use std::rc::Rc;
@@ -385,15 +430,15 @@ mod tests {
 
     #[test]
     fn node_events_go_to_default_and_carry_the_uid_pod_events_without_uid_omit_it() {
-        let node = Event {
-            object: EventObject::Node {
-                name: Rc::from("n1"),
-                uid: Rc::from("uid-1"),
+        let node = EventRecord {
+            object: InvolvedObject::Node {
+                name: "n1",
+                uid: "uid-1",
             },
-            event_type: EventType::Normal,
+            event_type: "Normal",
             reason: "RegisteredNode",
-            message: "Node n1 event: Registered Node n1 in Controller".into(),
-            component: NODE_CONTROLLER,
+            message: "Node n1 event: Registered Node n1 in Controller",
+            component: "node-controller",
         };
         let (ns, body) = event_body(&node, T0, 3);
         assert_eq!(ns, "default");
@@ -404,11 +449,11 @@ mod tests {
         assert_eq!(body["involvedObject"]["uid"], "uid-1");
         assert_eq!(body["source"], json!({"component": "node-controller"}));
         assert_eq!(body["count"], 1);
-        let pod = Event {
-            object: EventObject::Pod {
-                namespace: Rc::from("ns"),
-                name: Rc::from("p"),
-                uid: Rc::from(""),
+        let pod = EventRecord {
+            object: InvolvedObject::Pod {
+                namespace: "ns",
+                name: "p",
+                uid: "",
             },
             ..node
         };
@@ -433,8 +478,8 @@ mod tests {
         assert_eq!(
             disruption_target_patch("u1", T0),
             json!({"metadata": {"uid": "u1"}, "status": {"conditions": [{
-                "type": DISRUPTION_CONDITION, "status": "True", "reason": DISRUPTION_REASON,
-                "message": DISRUPTION_MESSAGE, "lastTransitionTime": "2023-11-14T22:13:20Z",
+                "type": disruption::CONDITION, "status": "True", "reason": disruption::REASON,
+                "message": disruption::MESSAGE, "lastTransitionTime": "2023-11-14T22:13:20Z",
             }]}})
         );
         assert_eq!(
@@ -445,16 +490,16 @@ mod tests {
 
     #[test]
     fn an_event_is_a_whole_core_v1_event() {
-        let event = Event {
-            object: EventObject::Pod {
-                namespace: Rc::from("ns"),
-                name: Rc::from("p"),
-                uid: Rc::from("u"),
+        let event = EventRecord {
+            object: InvolvedObject::Pod {
+                namespace: "ns",
+                name: "p",
+                uid: "u",
             },
-            event_type: EventType::Normal,
+            event_type: "Normal",
             reason: "TaintManagerEviction",
-            message: "Marking for deletion Pod ns/p".into(),
-            component: NODE_CONTROLLER,
+            message: "Marking for deletion Pod ns/p",
+            component: "node-controller",
         };
         let (_, body) = event_body(&event, T0, 0);
         assert_eq!(
