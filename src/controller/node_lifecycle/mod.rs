@@ -14,9 +14,12 @@
 mod changes;
 mod disruption;
 mod health;
+mod legacy_eviction;
 mod pods;
 mod results;
 mod tainting;
+
+pub use legacy_eviction::NODE_LOST_REASON;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;

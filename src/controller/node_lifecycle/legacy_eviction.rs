@@ -6,10 +6,10 @@
 use crate::model::{ConditionStatus, Name, PodKey};
 use crate::time::Time;
 
-use super::actions::{Action, ActionId};
-use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
-use super::inputs::Outcome;
-use super::node_lifecycle::{EvictionJob, LegacyEviction, NodeLifecycle, Pending};
+use super::{EvictionJob, LegacyEviction, NodeLifecycle, Pending};
+use crate::controller::actions::{Action, ActionId};
+use crate::controller::events::{Event, EventObject, EventType, NODE_CONTROLLER};
+use crate::controller::inputs::Outcome;
 
 /// `NodeUnreachablePodReason`.
 pub const NODE_LOST_REASON: &str = "NodeLost";
