@@ -25,7 +25,7 @@ use super::fencing::Fencing;
 use super::inputs::{Input, Observed};
 use super::node_lifecycle::NodeLifecycle;
 use super::settings::Settings;
-use super::taint_eviction::{EvictionAction, EvictionDump, TaintEviction};
+use super::taint_eviction::{EvictionDump, TaintEviction};
 
 pub struct Controllers {
     lifecycle: NodeLifecycle,
@@ -123,22 +123,7 @@ impl Controllers {
                 }
             }
         }
-        actions.extend(evictions.into_iter().map(|e| match e {
-            EvictionAction::RecordEvent(event) => Action::RecordEvent(event),
-            EvictionAction::EvictPod {
-                id,
-                pod,
-                uid,
-                attempt,
-                condition_present,
-            } => Action::EvictPod {
-                id,
-                pod,
-                uid,
-                attempt,
-                condition_present,
-            },
-        }));
+        actions.append(&mut evictions);
         actions
     }
 
@@ -155,7 +140,10 @@ impl Controllers {
         decisions
     }
 
-    /// When the shell must call `handle(Input::Tick, now)` next.
+    /// The one deadline name of the machine API: when the shell must call
+    /// `handle(Input::Tick, now)` next (its poll timeout), the earliest of the three machines'
+    /// (taint eviction and fencing count only once synced). Any `handle`, `apply_settings` or
+    /// `into_follower` can move it, earlier or later: ask again after each; `None` = no timer.
     pub fn next_deadline(&self) -> Option<Time> {
         let eviction = self.eviction.as_ref().filter(|_| self.synced);
         let fencing = self.fencing.as_ref().filter(|_| self.synced);

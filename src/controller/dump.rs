@@ -133,7 +133,7 @@ impl NodeLifecycle {
             next_deadline: self.timers.next_deadline(),
             zones,
             nodes,
-            writes_in_flight: self.pending.len(),
+            writes_in_flight: self.in_flight.len(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod events;
 pub mod explain;
 pub mod fencing;
 pub mod health;
+pub mod in_flight;
 pub mod inputs;
 pub mod labels;
 pub mod no_schedule;

@@ -21,7 +21,7 @@ mod tainting;
 
 pub use legacy_eviction::NODE_LOST_REASON;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -37,6 +37,7 @@ use super::condition_taints::{ConditionTaint, missing_no_execute, retire_conditi
 use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
+use super::in_flight::{InFlight, NODE_LIFECYCLE_IDS};
 use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 use super::labels::labels_to_update;
 use super::rate_limited_queue::RateLimitedTimedQueue;
@@ -171,7 +172,6 @@ pub struct NodeLifecycle {
     /// Fixed at start: switching eviction modes needs a restart.
     pub(super) taint_based: bool,
     pub(super) synced: bool,
-    pub(super) next_id: u64,
     /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
     /// too, through [`super::Controllers`]).
     pub(super) store: ClusterStore,
@@ -181,7 +181,8 @@ pub struct NodeLifecycle {
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
     pub(super) past_evictions: BTreeMap<Name, u64>,
     pub(super) timers: TimerHeap<Timer>,
-    pub(super) pending: HashMap<ActionId, Pending>,
+    /// Writes and live reads sent and not answered yet, with what each is about.
+    pub(super) in_flight: InFlight<Pending>,
     pub(super) pods_marking: HashSet<PodKey>,
     /// Legacy: pods whose status already says NodeLost.
     pub(super) node_lost: HashSet<PodKey>,
@@ -233,13 +234,12 @@ impl NodeLifecycle {
             taint_based: settings.taint_based_eviction,
             settings,
             synced: false,
-            next_id: 0,
             store: ClusterStore::new(),
             nodes: BTreeMap::new(),
             zones: BTreeMap::new(),
             past_evictions: BTreeMap::new(),
             timers: TimerHeap::new(),
-            pending: HashMap::new(),
+            in_flight: InFlight::starting_after(NODE_LIFECYCLE_IDS),
             pods_marking: HashSet::new(),
             node_lost: HashSet::new(),
             disruption_dirty: false,
@@ -258,7 +258,9 @@ impl NodeLifecycle {
         &self.settings
     }
 
-    /// When the shell must call `handle(Input::Tick, now)` next.
+    /// When this machine must be ticked next: the earliest of its timers (the periodic pass,
+    /// each node's grace, the zone queues' pass, retries). Changed by every input that arms or
+    /// disarms one (node and lease changes, answers, ticks) and by `apply_settings`.
     pub fn next_deadline(&self) -> Option<Time> {
         self.timers.next_deadline()
     }

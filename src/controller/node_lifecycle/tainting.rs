@@ -64,7 +64,7 @@ impl NodeLifecycle {
     }
 
     pub(super) fn verdicts_in_flight(&self) -> bool {
-        self.pending
+        self.in_flight
             .values()
             .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }))
     }
@@ -165,28 +165,28 @@ impl NodeLifecycle {
             let decision = taint_decision(name, &e.zone, node, &desired, &ops);
             self.decisions.extend(decision);
         }
-        self.next_id += 1;
-        let id = ActionId(self.next_id);
+        let about = Pending::NodeTaints {
+            node: name.clone(),
+            uid: node.uid.clone(),
+        };
+        let taints = desired.clone();
+        let id = self.in_flight.send(
+            about,
+            |id| Action::PatchNodeTaints {
+                id,
+                node: name.clone(),
+                uid: node.uid.clone(),
+                resource_version: node.resource_version.clone(),
+                taints,
+            },
+            out,
+        );
         let e = self.nodes.get_mut(name).expect("looked up above");
         e.taint_write = Some(TaintWrite {
             id,
             resource_version: node.resource_version.clone(),
-            taints: desired.clone(),
-            ops,
-        });
-        self.pending.insert(
-            id,
-            Pending::NodeTaints {
-                node: name.clone(),
-                uid: node.uid.clone(),
-            },
-        );
-        out.push(Action::PatchNodeTaints {
-            id,
-            node: name.clone(),
-            uid: node.uid.clone(),
-            resource_version: node.resource_version.clone(),
             taints: desired,
+            ops,
         });
     }
 
@@ -225,24 +225,23 @@ impl NodeLifecycle {
         if labels.is_empty() {
             return;
         }
-        self.next_id += 1;
-        let id = ActionId(self.next_id);
-        let e = self.nodes.get_mut(name).expect("looked up above");
-        e.label_write = Some(id);
-        self.pending.insert(
-            id,
-            Pending::NodeLabels {
-                node: name.clone(),
-                uid: node.uid.clone(),
-                labels: labels.clone(),
-            },
-        );
-        out.push(Action::PatchNodeLabels {
-            id,
+        let about = Pending::NodeLabels {
             node: name.clone(),
             uid: node.uid.clone(),
-            labels,
-        });
+            labels: labels.clone(),
+        };
+        let id = self.in_flight.send(
+            about,
+            |id| Action::PatchNodeLabels {
+                id,
+                node: name.clone(),
+                uid: node.uid.clone(),
+                labels,
+            },
+            out,
+        );
+        let e = self.nodes.get_mut(name).expect("looked up above");
+        e.label_write = Some(id);
     }
 
     /// The zone queues' pass, every 100 ms while some queue has work.

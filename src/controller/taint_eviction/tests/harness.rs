@@ -3,9 +3,10 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::super::{EvictionAction, EvictionId, EvictionResult, TaintEviction};
+use super::super::{EvictionResult, TaintEviction};
 use crate::controller::Observed;
 use crate::controller::events::Event;
+use crate::controller::{Action, ActionId};
 use crate::model::{
     ClusterStore, Name, Node, Pod, PodKey, PodUpsert, Taint, TaintEffect, Toleration,
     TolerationOperator, Upserted, taint_keys,
@@ -116,10 +117,10 @@ pub fn tolerating(mut p: Pod, tolerations: Vec<Toleration>) -> Pod {
 pub type ApiAnswer = dyn FnMut(&PodKey, u32) -> Option<EvictionResult>;
 
 /// Every action with the virtual time it was emitted at.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Logged {
     pub at: Time,
-    pub action: EvictionAction,
+    pub action: Action,
 }
 
 pub struct Harness {
@@ -132,7 +133,7 @@ pub struct Harness {
     pub log: Vec<Logged>,
     /// How the fake API server answers each `EvictPod` (at once, same instant).
     pub answer: Box<ApiAnswer>,
-    out: Vec<EvictionAction>,
+    out: Vec<Action>,
 }
 
 impl Harness {
@@ -185,7 +186,7 @@ impl Harness {
         self.settle();
     }
 
-    pub fn result(&mut self, id: EvictionId, result: EvictionResult) {
+    pub fn result(&mut self, id: ActionId, result: EvictionResult) {
         self.te
             .eviction_result(&self.store, id, result, self.now, &mut self.out);
         self.settle();
@@ -224,7 +225,7 @@ impl Harness {
         while !self.out.is_empty() {
             let batch = std::mem::take(&mut self.out);
             for action in batch {
-                if let EvictionAction::EvictPod {
+                if let Action::EvictPod {
                     id, pod, attempt, ..
                 } = &action
                 {
@@ -250,8 +251,8 @@ impl Harness {
         self.take()
             .into_iter()
             .filter_map(|l| match l.action {
-                EvictionAction::EvictPod { pod, .. } => Some((l.at, pod.name.to_string())),
-                EvictionAction::RecordEvent(_) => None,
+                Action::EvictPod { pod, .. } => Some((l.at, pod.name.to_string())),
+                _ => None,
             })
             .collect()
     }
@@ -261,8 +262,8 @@ impl Harness {
         self.take()
             .into_iter()
             .filter_map(|l| match l.action {
-                EvictionAction::RecordEvent(Event { message, .. }) => Some(message),
-                EvictionAction::EvictPod { .. } => None,
+                Action::RecordEvent(Event { message, .. }) => Some(message),
+                _ => None,
             })
             .collect()
     }
