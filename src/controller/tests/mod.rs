@@ -4,6 +4,7 @@
 
 pub(crate) mod harness;
 mod improvements;
+mod lifecycle_with_eviction;
 mod policies;
 mod upstream_monitor;
 mod upstream_review;
