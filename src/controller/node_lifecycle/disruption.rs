@@ -236,3 +236,20 @@ impl NodeLifecycle {
 
     // ---- pods (SPEC §7) ----------------------------------------------------------------------
 }
+
+impl NodeLifecycle {
+    /// A pool's rate override may change a zone's rate when a node joins, leaves or changes
+    /// pools; nothing to do without such overrides, or while every zone is down.
+    pub(super) fn refresh_zone_rate(&mut self, zone: &Name, now: Time) {
+        if self
+            .settings
+            .pools
+            .iter()
+            .all(|p| p.node_eviction_rate.is_none() && p.secondary_node_eviction_rate.is_none())
+            || self.all_zones_fully_disrupted()
+        {
+            return;
+        }
+        self.set_limiter_in_zone(zone, now);
+    }
+}

@@ -13,6 +13,7 @@
 
 mod changes;
 mod disruption;
+mod dump;
 mod health;
 mod legacy_eviction;
 mod pods;

@@ -363,3 +363,35 @@ impl NodeLifecycle {
 
     // ---- zones (SPEC §4) ---------------------------------------------------------------------
 }
+
+impl NodeLifecycle {
+    /// A node lacking a custom NoExecute condition taint waits in its zone's queue for it (see
+    /// `condition_taints.rs`); one already queued keeps its place.
+    pub(super) fn queue_condition_taints(&mut self, name: &Name, now: Time) {
+        if self.settings.condition_taints.is_empty() {
+            return;
+        }
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        if missing_no_execute(&self.settings.condition_taints, node)
+            .next()
+            .is_none()
+            || self.taint_op_pending(name, |o| matches!(o, TaintOp::ConditionTaints { .. }))
+        {
+            return;
+        }
+        let uid = node.uid.clone();
+        let Some(e) = self.nodes.get(name).filter(|e| e.registered) else {
+            return;
+        };
+        let Some(zone) = self.zones.get_mut(&e.zone) else {
+            return;
+        };
+        if !zone.queue.contains(name) {
+            // Processed earlier (for another taint): it must go through the queue again.
+            zone.queue.remove(name);
+            zone.queue.add(name, &uid, now);
+        }
+    }
+}
