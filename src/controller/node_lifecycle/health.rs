@@ -37,12 +37,7 @@ impl NodeLifecycle {
 
     /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute
     /// (or legacy eviction) decision and pod readiness from the Ready observed before it.
-    pub(in crate::controller) fn evaluate(
-        &mut self,
-        name: &Name,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
+    pub(super) fn evaluate(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
         let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
         let Some(e) = self.nodes.get_mut(name) else {
             return;

@@ -50,7 +50,7 @@ use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
 use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Timer {
+enum Timer {
     /// The periodic full pass.
     MonitorPass,
     /// The zone queues' pass (NoExecute tainting, or legacy pod eviction).
@@ -67,7 +67,7 @@ pub(super) enum Timer {
 
 /// Where a node's health verdict stands.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Verdict {
+enum Verdict {
     Idle,
     /// The node looks overdue; its Lease is being read live before deciding.
     ReadingLease(ActionId),
@@ -89,7 +89,7 @@ pub enum LegacyEviction {
 }
 
 #[derive(Debug)]
-pub(super) struct EvictionJob {
+struct EvictionJob {
     pub outstanding: usize,
     pub failed: bool,
     /// Started by the zone queue (its outcome is reported back) or directly.
@@ -97,7 +97,7 @@ pub(super) struct EvictionJob {
 }
 
 #[derive(Debug)]
-pub(super) struct TaintWrite {
+struct TaintWrite {
     pub id: ActionId,
     pub resource_version: Name,
     pub taints: Vec<crate::model::Taint>,
@@ -105,7 +105,7 @@ pub(super) struct TaintWrite {
 }
 
 #[derive(Debug)]
-pub(super) struct NodeEntry {
+struct NodeEntry {
     /// The node's uid: the node itself is in the store; results for another node of the same
     /// name are ignored.
     pub uid: Name,
@@ -134,7 +134,7 @@ pub(super) struct NodeEntry {
 }
 
 #[derive(Debug)]
-pub(super) enum Pending {
+enum Pending {
     NodeStatus {
         node: Name,
         uid: Name,
@@ -169,32 +169,32 @@ pub(super) enum Pending {
 }
 
 pub struct NodeLifecycle {
-    pub(super) settings: Settings,
+    settings: Settings,
     /// Fixed at start: switching eviction modes needs a restart.
-    pub(super) taint_based: bool,
-    pub(super) synced: bool,
+    taint_based: bool,
+    synced: bool,
     /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
     /// too, through [`super::Controllers`]).
-    pub(super) store: ClusterStore,
+    store: ClusterStore,
     /// What the controller keeps per node beside the node itself.
-    pub(super) nodes: BTreeMap<Name, NodeEntry>,
-    pub(super) zones: BTreeMap<Name, Zone>,
+    nodes: BTreeMap<Name, NodeEntry>,
+    zones: BTreeMap<Name, Zone>,
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
-    pub(super) past_evictions: BTreeMap<Name, u64>,
-    pub(super) timers: TimerHeap<Timer>,
+    past_evictions: BTreeMap<Name, u64>,
+    timers: TimerHeap<Timer>,
     /// Writes and live reads sent and not answered yet, with what each is about.
-    pub(super) in_flight: InFlight<Pending>,
-    pub(super) pods_marking: HashSet<PodKey>,
+    in_flight: InFlight<Pending>,
+    pods_marking: HashSet<PodKey>,
     /// Legacy: pods whose status already says NodeLost.
-    pub(super) node_lost: HashSet<PodKey>,
-    pub(super) disruption_dirty: bool,
+    node_lost: HashSet<PodKey>,
+    disruption_dirty: bool,
     /// Since when the zone queues' pass has been held back for health verdicts in flight.
-    pub(super) eviction_pass_held_since: Option<Time>,
+    eviction_pass_held_since: Option<Time>,
     /// What was decided and why since the shell last took them (see [`Decision`]).
-    pub(super) decisions: Vec<Decision>,
+    decisions: Vec<Decision>,
     /// Custom condition taints a reload dropped from the config: still ours, so they are
     /// removed from every node rather than left behind.
-    pub(super) retired_condition_taints: Vec<ConditionTaint>,
+    retired_condition_taints: Vec<ConditionTaint>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -285,6 +285,17 @@ impl NodeLifecycle {
     pub fn zone_state_of(&self, node: &str) -> Option<ZoneState> {
         let e = self.nodes.get(node).filter(|e| e.registered)?;
         self.zones.get(&e.zone)?.state
+    }
+
+    /// The node's health record (its probe time and the Ready condition last saved).
+    pub fn health(&self, node: &str) -> Option<&NodeHealth> {
+        self.nodes.get(node).map(|e| &e.health)
+    }
+
+    /// The rate-limited queue of the node's zone (for `explain`: its place and ETA).
+    pub fn zone_queue_of(&self, node: &str) -> Option<&RateLimitedTimedQueue> {
+        let entry = self.nodes.get(node)?;
+        Some(&self.zones.get(&entry.zone)?.queue)
     }
 
     /// Every zone is fully disrupted: most likely our own view of the cluster is broken.
@@ -462,6 +473,6 @@ fn taint_jitter(node: &str, tries: u32) -> Duration {
 }
 
 /// Time elapsed, for the dump (`Duration::ZERO` when `then` is in the future).
-pub(super) fn age(now: Time, then: Time) -> Duration {
+fn age(now: Time, then: Time) -> Duration {
     now.since(then)
 }

@@ -69,11 +69,7 @@ impl NodeLifecycle {
             .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }))
     }
 
-    pub(in crate::controller) fn taint_op_pending(
-        &self,
-        name: &str,
-        f: impl Fn(&TaintOp) -> bool,
-    ) -> bool {
+    pub(super) fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
         self.nodes.get(name).is_some_and(|e| {
             e.taint_ops.iter().any(&f)
                 || e.taint_write.as_ref().is_some_and(|w| w.ops.iter().any(&f))
@@ -326,7 +322,7 @@ impl NodeLifecycle {
 
     /// Arms the zone queues' pass: every 100 ms while a queue has work and a non-zero rate,
     /// sooner when a due head only waits for its zone's next token.
-    pub(in crate::controller) fn arm_eviction_pass(&mut self, now: Time) {
+    pub(super) fn arm_eviction_pass(&mut self, now: Time) {
         let mut at: Option<Time> = None;
         for z in self.zones.values() {
             if z.queue.is_empty() || z.queue.rate().is_never() {
