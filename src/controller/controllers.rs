@@ -94,17 +94,12 @@ impl Controllers {
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
-        let mut actions = self.lifecycle.decide(observed, now);
+        let mut actions = Vec::new();
+        self.lifecycle.decide(observed, now, &mut actions);
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
-                let store = self.lifecycle.store();
-                // Pods of untainted nodes have nothing to judge.
-                for node in store.nodes() {
-                    if node.no_execute_taints().next().is_some() {
-                        eviction.node_changed(store, &node.name, None, now, &mut evictions);
-                    }
-                }
+                eviction.initial_sync(self.lifecycle.store(), now, &mut evictions);
             }
         }
         if let Some(f) = self.fencing.as_mut() {

@@ -318,7 +318,9 @@ impl NodeLifecycle {
     /// Applies one input: watched objects go into the store first, then the decision.
     pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
         let observed = self.observe(input);
-        self.decide(observed, now)
+        let mut out = Vec::new();
+        self.decide(observed, now, &mut out);
+        out
     }
 
     /// Puts a watched object (or its deletion, or a full state's start or end) into the store
@@ -371,33 +373,33 @@ impl NodeLifecycle {
         }
     }
 
-    /// Decides on what [`NodeLifecycle::observe`] reported.
-    pub fn decide(&mut self, observed: Observed, now: Time) -> Vec<Action> {
-        let mut out = Vec::new();
+    /// The machine API (the same shape as `TaintEviction::decide`): decides on what
+    /// [`NodeLifecycle::observe`] reported at `now` and pushes its actions to `out`.
+    pub fn decide(&mut self, observed: Observed, now: Time, out: &mut Vec<Action>) {
         let mut changed_node = None;
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
-                self.on_node_changed(&name, before.as_ref(), now, &mut out);
+                self.on_node_changed(&name, before.as_ref(), now, out);
                 changed_node = Some(name);
             }
             Observed::NodesGone(nodes) => {
                 for node in &nodes {
-                    self.forget_node(node, &mut out);
+                    self.forget_node(node, out);
                 }
             }
             Observed::Lease(name) => self.on_lease_changed(&name, now),
-            Observed::Pod(change) => self.on_pod_changed(&change, now, &mut out),
+            Observed::Pod(change) => self.on_pod_changed(&change, now, out),
             Observed::PodsGone(pods) => {
                 for (key, _) in &pods {
                     self.node_lost.remove(key);
                 }
             }
             Observed::Input(input) => match input {
-                Input::InitialSyncDone => self.on_initial_sync(now, &mut out),
-                Input::Tick => self.on_tick(now, &mut out),
-                Input::Result { id, outcome } => self.on_result(id, outcome, now, &mut out),
-                Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, &mut out),
+                Input::InitialSyncDone => self.on_initial_sync(now, out),
+                Input::Tick => self.on_tick(now, out),
+                Input::Result { id, outcome } => self.on_result(id, outcome, now, out),
+                Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, out),
                 // Watched objects went through `observe`; eviction results are routed to the
                 // taint eviction machine by `Controllers`.
                 _ => {}
@@ -405,14 +407,13 @@ impl NodeLifecycle {
         }
         if self.synced {
             if self.disruption_dirty {
-                self.handle_disruption(now, &mut out);
+                self.handle_disruption(now, out);
             }
             if let Some(name) = changed_node {
-                self.taint_due_now(&name, now, &mut out);
+                self.taint_due_now(&name, now, out);
             }
             self.arm_eviction_pass(now);
         }
-        out
     }
 
     /// Applies new settings (config reload): rates, thresholds, graces and the period take

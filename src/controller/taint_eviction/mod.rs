@@ -112,7 +112,8 @@ impl TaintEviction {
         }
     }
 
-    /// Decides on what the store reported (see [`Observed`]).
+    /// The machine API: decides on what the store reported (see [`Observed`]) at `now`,
+    /// reading nodes and pods from `store`, and pushes its actions to `out`.
     pub fn decide(
         &mut self,
         store: &ClusterStore,
@@ -145,11 +146,21 @@ impl TaintEviction {
         }
     }
 
+    /// The initial sync (of a new leadership): the pods of every node with NoExecute taints are
+    /// judged (pods of untainted nodes have nothing to judge).
+    pub fn initial_sync(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
+        for node in store.nodes() {
+            if node.no_execute_taints().next().is_some() {
+                self.node_changed(store, &node.name, None, now, out);
+            }
+        }
+    }
+
     /// A node was added or changed (`before`: the version it replaced). Only its NoExecute
     /// taints matter; an update that leaves them unchanged (including `timeAdded`) is ignored,
     /// as upstream's `NodeUpdated`. Pods are judged in `namespace/name` order: same inputs,
     /// same actions.
-    pub fn node_changed(
+    fn node_changed(
         &mut self,
         store: &ClusterStore,
         name: &str,
@@ -190,7 +201,7 @@ impl TaintEviction {
 
     /// A pod was added or changed. Reacts only to what can change its fate: a new pod (or a
     /// new UID under the same name), its node, its tolerations, or its deletion starting.
-    pub fn pod_changed(
+    fn pod_changed(
         &mut self,
         store: &ClusterStore,
         change: &PodChange,
@@ -239,19 +250,19 @@ impl TaintEviction {
 
     /// A pod was deleted: cancel its eviction (with the "Cancelling" event if one was pending)
     /// and stop any retries.
-    pub fn pod_deleted(&mut self, key: &PodKey, _now: Time, out: &mut Vec<Action>) {
+    fn pod_deleted(&mut self, key: &PodKey, _now: Time, out: &mut Vec<Action>) {
         self.forget_with_event(key, out);
     }
 
     /// Fires every deadline due at `now`.
-    pub fn tick(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
+    fn tick(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         self.fire_due(store, now, out);
     }
 
     /// The shell's report on an [`Action::EvictPod`]. A result for a pod deleted or
     /// replaced meanwhile still counts in the metrics but never causes a retry; an id never
     /// handed out (or already reported) is ignored.
-    pub fn eviction_result(
+    fn eviction_result(
         &mut self,
         store: &ClusterStore,
         id: ActionId,

@@ -4,9 +4,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::super::{EvictionResult, TaintEviction};
-use crate::controller::Observed;
 use crate::controller::events::Event;
 use crate::controller::{Action, ActionId};
+use crate::controller::{Input, Observed};
 use crate::model::{
     ClusterStore, Name, Node, Pod, PodKey, PodUpsert, Taint, TaintEffect, Toleration,
     TolerationOperator, Upserted, taint_keys,
@@ -155,8 +155,9 @@ impl Harness {
         let mut node = node.clone();
         node.resource_version = self.next_rv();
         if let Upserted::Changed { before } = self.store.upsert_node(node) {
+            let changed = Observed::Node { name, before };
             self.te
-                .node_changed(&self.store, &name, before.as_ref(), self.now, &mut self.out);
+                .decide(&self.store, &changed, self.now, &mut self.out);
         }
         self.settle();
     }
@@ -174,21 +175,24 @@ impl Harness {
         let mut pod = pod.clone();
         pod.resource_version = self.next_rv();
         if let PodUpsert::Changed(change) = self.store.upsert_pod(pod) {
+            let changed = Observed::Pod(change);
             self.te
-                .pod_changed(&self.store, &change, self.now, &mut self.out);
+                .decide(&self.store, &changed, self.now, &mut self.out);
         }
         self.settle();
     }
 
     pub fn delete_pod(&mut self, name: &str) {
-        self.store.remove_pod(&key(name));
-        self.te.pod_deleted(&key(name), self.now, &mut self.out);
+        let node = self.store.remove_pod(&key(name)).flatten();
+        let gone = Observed::PodsGone(vec![(key(name), node)]);
+        self.te.decide(&self.store, &gone, self.now, &mut self.out);
         self.settle();
     }
 
     pub fn result(&mut self, id: ActionId, result: EvictionResult) {
+        let answer = Observed::Input(Input::EvictionResult { id, result });
         self.te
-            .eviction_result(&self.store, id, result, self.now, &mut self.out);
+            .decide(&self.store, &answer, self.now, &mut self.out);
         self.settle();
     }
 
@@ -214,7 +218,8 @@ impl Harness {
             }
             assert!(at >= self.now, "deadline {at} in the past of {}", self.now);
             self.now = at;
-            self.te.tick(&self.store, self.now, &mut self.out);
+            let tick = Observed::Input(Input::Tick);
+            self.te.decide(&self.store, &tick, self.now, &mut self.out);
             self.settle();
         }
         self.now = target;
@@ -230,8 +235,9 @@ impl Harness {
                 } = &action
                 {
                     if let Some(result) = (self.answer)(pod, *attempt) {
+                        let answer = Observed::Input(Input::EvictionResult { id: *id, result });
                         self.te
-                            .eviction_result(&self.store, *id, result, self.now, &mut self.out);
+                            .decide(&self.store, &answer, self.now, &mut self.out);
                     }
                 }
                 self.log.push(Logged {
