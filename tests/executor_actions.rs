@@ -11,7 +11,7 @@ use executor_support::{Harness, key, mark, n, node_event};
 use node_lifecycled::controller::events::{
     Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER,
 };
-use node_lifecycled::controller::taint_eviction::{EvictionId, EvictionResult};
+use node_lifecycled::controller::taint_eviction::EvictionResult;
 use node_lifecycled::controller::{Action, ActionId, Input, LeaseReadOutcome, Outcome};
 use node_lifecycled::model::{
     ConditionStatus, Node, NodeCondition, NodeConditionType, Taint, TaintEffect,
@@ -371,7 +371,7 @@ fn evict_pod_adds_the_disruption_target_condition_then_deletes_with_a_uid_precon
     let pod = h.add_pod("ns", "p", "n1");
     let now = h.now();
     h.submit([Action::EvictPod {
-        id: EvictionId(7),
+        id: ActionId(7),
         pod: pod.key.clone(),
         uid: pod.uid.clone(),
         attempt: 1,
@@ -387,7 +387,7 @@ fn evict_pod_adds_the_disruption_target_condition_then_deletes_with_a_uid_precon
                 Input::PodUpsert(conditioned),
                 Input::PodUpsert(deleting),
                 Input::EvictionResult {
-                    id: EvictionId(7),
+                    id: ActionId(7),
                     result: EvictionResult::Deleted
                 }
             ] if !conditioned.deleting && deleting.deleting
@@ -436,7 +436,7 @@ fn evicting_a_pod_replaced_under_the_same_name_conflicts_and_deletes_nothing() {
     let new = h.add_pod("ns", "p", "n1");
     assert_ne!(old.uid, new.uid);
     h.submit([Action::EvictPod {
-        id: EvictionId(1),
+        id: ActionId(1),
         pod: old.key.clone(),
         uid: old.uid.clone(),
         attempt: 1,
@@ -469,7 +469,7 @@ fn evicting_a_pod_replaced_under_the_same_name_conflicts_and_deletes_nothing() {
     assert_eq!(writes[0].code, 409);
 
     h.submit([Action::EvictPod {
-        id: EvictionId(2),
+        id: ActionId(2),
         pod: key("ns", "never-existed"),
         uid: n("u"),
         attempt: 1,
@@ -478,7 +478,7 @@ fn evicting_a_pod_replaced_under_the_same_name_conflicts_and_deletes_nothing() {
     assert!(matches!(
         &h.run_until_idle()[..],
         [Input::EvictionResult {
-            id: EvictionId(2),
+            id: ActionId(2),
             result: EvictionResult::NotFound
         }]
     ));
@@ -599,7 +599,7 @@ fn evict_pod_whose_condition_is_present_sends_only_the_delete() {
     let mut h = Harness::real();
     let pod = h.add_pod("ns", "p", "n1");
     h.submit([Action::EvictPod {
-        id: EvictionId(9),
+        id: ActionId(9),
         pod: pod.key.clone(),
         uid: pod.uid.clone(),
         attempt: 2,
@@ -610,7 +610,7 @@ fn evict_pod_whose_condition_is_present_sends_only_the_delete() {
         matches!(
             inputs.last(),
             Some(Input::EvictionResult {
-                id: EvictionId(9),
+                id: ActionId(9),
                 result: EvictionResult::Deleted
             })
         ),

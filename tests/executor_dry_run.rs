@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use executor_support::{Harness, key, mark, n, node_event};
-use node_lifecycled::controller::taint_eviction::{EvictionId, EvictionResult};
+use node_lifecycled::controller::taint_eviction::EvictionResult;
 use node_lifecycled::controller::{
     Action, ActionId, Controllers, Input, LeaseReadOutcome, Outcome, Settings,
 };
@@ -71,7 +71,7 @@ fn dry_run_sends_no_write_and_answers_each_action_as_its_write_would_have() {
             uid: pod.uid.clone(),
         },
         Action::EvictPod {
-            id: EvictionId(6),
+            id: ActionId(6),
             pod: evicted.key.clone(),
             uid: evicted.uid.clone(),
             attempt: 1,
@@ -139,7 +139,7 @@ fn dry_run_sends_no_write_and_answers_each_action_as_its_write_would_have() {
     assert!(matches!(
         next(),
         Input::EvictionResult {
-            id: EvictionId(6),
+            id: ActionId(6),
             result: EvictionResult::Deleted
         }
     ));
@@ -217,7 +217,7 @@ fn dry_run_checks_a_writes_preconditions_as_the_server_would() {
             conditions: node.conditions.clone(),
         },
         Action::EvictPod {
-            id: EvictionId(2),
+            id: ActionId(2),
             pod: old.key.clone(),
             uid: old.uid.clone(),
             attempt: 1,

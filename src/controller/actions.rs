@@ -1,11 +1,11 @@
-//! What the controller asks the shell to do: plain data. Writes carry an [`ActionId`]; the shell
-//! answers each with an [`super::Input::Result`] (or `LeaseRead`) carrying the same id.
+//! What the controllers ask the shell to do: plain data, one type for every machine. Requests
+//! carry an [`ActionId`] (from `in_flight.rs`); the shell answers each with an input carrying
+//! the same id (`Result`, `LeaseRead`, `EvictionResult`, `FenceTargetRead`, `FenceExited`).
 
 use crate::model::{Name, NodeCondition, PodKey, Taint};
 
 use super::events::Event;
 use super::fencing::FenceCommand;
-use super::taint_eviction::EvictionId;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ActionId(pub u64);
@@ -59,17 +59,19 @@ pub enum Action {
     },
     /// Best effort: never answered.
     RecordEvent(Event),
-    /// Taint eviction (emitted by [`super::Controllers`], never by `NodeLifecycle`): strategic-merge
-    /// PATCH of `pods/NAME/status` adding the `DisruptionTarget` condition with a `metadata.uid`
-    /// precondition, then a graceful DELETE with `preconditions.uid`. Report the outcome as
-    /// [`super::Input::EvictionResult`].
+    /// Taint eviction (upstream's `addConditionAndDeletePod`, emitted by `TaintEviction` only):
+    /// strategic-merge PATCH of `pods/NAME/status` adding the condition `DisruptionTarget`=True
+    /// (reason and message in `taint_eviction::DISRUPTION_*`) with `metadata.uid` = `uid` as
+    /// precondition, then DELETE with `preconditions.uid` = `uid` and no grace period override
+    /// (the pod's own). Report the outcome as [`super::Input::EvictionResult`].
     EvictPod {
-        id: EvictionId,
+        id: ActionId,
         pod: PodKey,
         uid: Name,
-        /// 1 for the first try.
+        /// 1 for the first try, up to `taint_eviction::MAX_ATTEMPTS`.
         attempt: u32,
-        /// The pod carries the `DisruptionTarget` condition already: only the DELETE is sent.
+        /// The pod carries the condition already: only the DELETE is sent (upstream's
+        /// `UpdatePodCondition` reports no change, and no status update is made).
         condition_present: bool,
     },
     /// Read `kube-node-lease/<node>` live from the API server (not from a cache).
@@ -102,11 +104,12 @@ impl Action {
             | Action::MarkPodNotReady { id, .. }
             | Action::SetPodStatusNodeLost { id, .. }
             | Action::DeletePod { id, .. }
+            | Action::EvictPod { id, .. }
             | Action::ReadLease { id, .. }
             | Action::ReadFenceTarget { id, .. }
             | Action::PatchNodeFencing { id, .. }
             | Action::RunFenceCommand { id, .. } => Some(*id),
-            Action::RecordEvent(_) | Action::EvictPod { .. } => None,
+            Action::RecordEvent(_) => None,
         }
     }
 }

@@ -16,9 +16,6 @@
 use crate::model::{ConditionStatus, Name, Node, Taint, TaintEffect};
 use crate::time::Time;
 
-use super::node_lifecycle::NodeLifecycle;
-use super::taint_ops::TaintOp;
-
 /// One `[[condition_taint]]` of the config.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConditionTaint {
@@ -107,38 +104,6 @@ pub fn retire_condition_taints(
     for o in old {
         if !new.iter().any(|n| same(n, o)) && !retired.iter().any(|r| same(r, o)) {
             retired.push(o.clone());
-        }
-    }
-}
-
-impl NodeLifecycle {
-    /// A node lacking a custom NoExecute condition taint waits in its zone's queue for it (see
-    /// `condition_taints.rs`); one already queued keeps its place.
-    pub(super) fn queue_condition_taints(&mut self, name: &Name, now: Time) {
-        if self.settings.condition_taints.is_empty() {
-            return;
-        }
-        let Some(node) = self.store.node(name) else {
-            return;
-        };
-        if missing_no_execute(&self.settings.condition_taints, node)
-            .next()
-            .is_none()
-            || self.taint_op_pending(name, |o| matches!(o, TaintOp::ConditionTaints { .. }))
-        {
-            return;
-        }
-        let uid = node.uid.clone();
-        let Some(e) = self.nodes.get(name).filter(|e| e.registered) else {
-            return;
-        };
-        let Some(zone) = self.zones.get_mut(&e.zone) else {
-            return;
-        };
-        if !zone.queue.contains(name) {
-            // Processed earlier (for another taint): it must go through the queue again.
-            zone.queue.remove(name);
-            zone.queue.add(name, &uid, now);
         }
     }
 }

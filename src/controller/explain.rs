@@ -37,12 +37,10 @@ pub enum PodEviction {
 impl Controllers {
     /// The node's place in its zone's queue, if it is queued.
     pub fn queued_taint(&self, node: &str, now: Time) -> Option<QueuedTaint> {
-        let lifecycle = self.lifecycle();
-        let entry = lifecycle.nodes.get(node)?;
-        let zone = lifecycle.zones.get(&entry.zone)?;
-        let position = zone.queue.queued().position(|n| &**n == node)?;
-        let rate = zone.queue.rate();
-        let eta = zone.queue.next_token(now).map(|first| {
+        let queue = self.lifecycle().zone_queue_of(node)?;
+        let position = queue.queued().position(|n| &**n == node)?;
+        let rate = queue.rate();
+        let eta = queue.next_token(now).map(|first| {
             let per_token = 1e6 / rate.micro_per_second().max(1) as f64;
             first + Duration::from_secs_f64(per_token * position as f64)
         });

@@ -4,7 +4,7 @@ use crate::model::{Kind, Lease, Name, Node, Pod, PodChange, PodKey};
 
 use super::actions::ActionId;
 use super::fencing::{FenceOutcome, FenceTargetOutcome};
-use super::taint_eviction::{EvictionId, EvictionResult};
+use super::taint_eviction::EvictionResult;
 
 #[derive(Clone, Debug)]
 pub enum Input {
@@ -47,7 +47,7 @@ pub enum Input {
     },
     /// The result of an [`super::Action::EvictPod`] (handled by the taint eviction machine).
     EvictionResult {
-        id: EvictionId,
+        id: ActionId,
         result: EvictionResult,
     },
 }

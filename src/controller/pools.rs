@@ -10,9 +10,6 @@ use std::time::Duration;
 
 use crate::model::{Name, Node};
 use crate::time::Rate;
-use crate::time::Time;
-
-use super::node_lifecycle::NodeLifecycle;
 
 use super::settings::Settings;
 
@@ -166,22 +163,5 @@ impl Settings {
             });
         }
         rates.unwrap_or(global)
-    }
-}
-
-impl NodeLifecycle {
-    /// A pool's rate override may change a zone's rate when a node joins, leaves or changes
-    /// pools; nothing to do without such overrides, or while every zone is down.
-    pub(super) fn refresh_zone_rate(&mut self, zone: &Name, now: Time) {
-        if self
-            .settings
-            .pools
-            .iter()
-            .all(|p| p.node_eviction_rate.is_none() && p.secondary_node_eviction_rate.is_none())
-            || self.all_zones_fully_disrupted()
-        {
-            return;
-        }
-        self.set_limiter_in_zone(zone, now);
     }
 }

@@ -21,9 +21,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use node_lifecycled::controller::taint_eviction::{EvictionId, EvictionResult};
+use node_lifecycled::controller::taint_eviction::EvictionResult;
 use node_lifecycled::controller::{
-    Action, Controllers, Input, LeaseReadOutcome, Outcome, Settings,
+    Action, ActionId, Controllers, Input, LeaseReadOutcome, Outcome, Settings,
 };
 use node_lifecycled::kube::decode::{DecodeContext, decode_object};
 use node_lifecycled::model::{Lease, Node, Pod, PodKey};
@@ -98,7 +98,7 @@ struct FakePod {
 enum Pending {
     Write(Action),
     Evict {
-        id: EvictionId,
+        id: ActionId,
         pod: PodKey,
         uid: String,
     },

@@ -11,6 +11,7 @@ use crate::time::TimerHeap;
 use super::super::actions::{Action, ActionId};
 use super::super::decisions::Decision;
 use super::super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
+use super::super::in_flight::ActionIds;
 use super::super::inputs::LeaseReadOutcome;
 use super::super::node_lifecycle::NodeLifecycle;
 use super::super::settings::Settings;
@@ -22,7 +23,7 @@ use super::{
 
 /// Fencing's action ids live apart from the node lifecycle's (which count up from 1), so the
 /// shell's answers can be routed by id alone.
-pub const FENCE_ID_BASE: u64 = 1 << 62;
+pub const FENCE_ID_BASE: u64 = crate::controller::in_flight::FENCING_IDS;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Phase {
@@ -128,7 +129,7 @@ pub struct Fencing {
     pub(super) grace: Duration,
     /// How soon a blocked or failed check is tried again.
     pub(super) recheck: Duration,
-    pub(super) next_id: u64,
+    pub(super) ids: ActionIds,
     pub(super) nodes: BTreeMap<Name, NodeFence>,
     pub(super) timers: TimerHeap<Name>,
     /// Steps decided since the shell last took them (its decision log renders them).
@@ -169,7 +170,7 @@ impl Fencing {
             policy,
             grace: settings.node_monitor_grace_period,
             recheck: settings.node_monitor_period,
-            next_id: FENCE_ID_BASE,
+            ids: ActionIds::starting_after(FENCE_ID_BASE),
             nodes: BTreeMap::new(),
             timers: TimerHeap::new(),
             decisions: Vec::new(),
@@ -191,6 +192,9 @@ impl Fencing {
         id.0 > FENCE_ID_BASE
     }
 
+    /// When this machine must be ticked next: the earliest per-node wake-up (an outage's
+    /// `after` running out, a blocked or failed node's recheck, a backoff). Changed by node
+    /// changes, its answers and ticks.
     pub fn next_deadline(&self) -> Option<Time> {
         self.timers.next_deadline()
     }
@@ -201,8 +205,7 @@ impl Fencing {
     }
 
     pub(super) fn id(&mut self) -> ActionId {
-        self.next_id += 1;
-        ActionId(self.next_id)
+        self.ids.allocate()
     }
 
     /// The initial sync (of a new leadership): every node is judged.

@@ -89,7 +89,7 @@ impl NodeLifecycle {
         self.disruption_dirty = true;
     }
 
-    pub(in crate::controller) fn all_zones_fully_disrupted(&self) -> bool {
+    pub(super) fn all_zones_fully_disrupted(&self) -> bool {
         let mut any = false;
         for z in self.zones.values() {
             if let Some(state) = z.state {
@@ -102,7 +102,7 @@ impl NodeLifecycle {
         any
     }
 
-    pub(in crate::controller) fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+    pub(super) fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
         let rates = self.settings.zone_rates(
             self.nodes
                 .iter()
@@ -121,7 +121,7 @@ impl NodeLifecycle {
     }
 
     /// Upstream `handleDisruption`.
-    pub(in crate::controller) fn handle_disruption(&mut self, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn handle_disruption(&mut self, now: Time, out: &mut Vec<Action>) {
         self.disruption_dirty = false;
         let threshold = self.settings.unhealthy_zone_threshold;
         let mut new_states: BTreeMap<Name, ZoneState> = BTreeMap::new();
@@ -235,4 +235,21 @@ impl NodeLifecycle {
     }
 
     // ---- pods (SPEC §7) ----------------------------------------------------------------------
+}
+
+impl NodeLifecycle {
+    /// A pool's rate override may change a zone's rate when a node joins, leaves or changes
+    /// pools; nothing to do without such overrides, or while every zone is down.
+    pub(super) fn refresh_zone_rate(&mut self, zone: &Name, now: Time) {
+        if self
+            .settings
+            .pools
+            .iter()
+            .all(|p| p.node_eviction_rate.is_none() && p.secondary_node_eviction_rate.is_none())
+            || self.all_zones_fully_disrupted()
+        {
+            return;
+        }
+        self.set_limiter_in_zone(zone, now);
+    }
 }

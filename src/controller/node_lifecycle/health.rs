@@ -37,14 +37,8 @@ impl NodeLifecycle {
 
     /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute
     /// (or legacy eviction) decision and pod readiness from the Ready observed before it.
-    pub(in crate::controller) fn evaluate(
-        &mut self,
-        name: &Name,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
+    pub(super) fn evaluate(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
         let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
-        let id = ActionId(self.next_id + 1);
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
@@ -68,24 +62,18 @@ impl NodeLifecycle {
             if e.health.lease_renew.is_some() && e.lease_confirmed_for != Some(e.health.probe_time)
             {
                 if !retry_pending {
-                    self.next_id += 1;
-                    e.verdict = Verdict::ReadingLease(id);
-                    let uid = node.uid.clone();
-                    self.pending.insert(
-                        id,
-                        Pending::LeaseRead {
-                            node: name.clone(),
-                            uid,
-                        },
-                    );
-                    out.push(Action::ReadLease {
+                    let about = Pending::LeaseRead {
+                        node: name.clone(),
+                        uid: node.uid.clone(),
+                    };
+                    let read = |id| Action::ReadLease {
                         id,
                         node: name.clone(),
-                    });
+                    };
+                    e.verdict = Verdict::ReadingLease(self.in_flight.send(about, read, out));
                 }
                 return;
             }
-            self.next_id += 1;
             if e.verdict_tries == 0 {
                 let heartbeat = match e.health.lease_renew {
                     Some(renew) => Heartbeat::Lease {
@@ -110,26 +98,24 @@ impl NodeLifecycle {
             }
             // The saved Ready condition changes only once the write succeeded (upstream keeps
             // the old one when its update fails): see `on_status_result`.
-            e.verdict = Verdict::Writing {
-                id,
-                observed,
-                resource_version: node.resource_version.clone(),
-                conditions: conditions.clone(),
+            let about = Pending::NodeStatus {
+                node: name.clone(),
+                uid: node.uid.clone(),
             };
-            self.pending.insert(
-                id,
-                Pending::NodeStatus {
-                    node: name.clone(),
-                    uid: node.uid.clone(),
-                },
-            );
-            out.push(Action::UpdateNodeConditions {
+            let written = conditions.clone();
+            let write = |id| Action::UpdateNodeConditions {
                 id,
                 node: name.clone(),
                 uid: node.uid.clone(),
                 resource_version: node.resource_version.clone(),
+                conditions: written,
+            };
+            e.verdict = Verdict::Writing {
+                id: self.in_flight.send(about, write, out),
+                observed,
+                resource_version: node.resource_version.clone(),
                 conditions,
-            });
+            };
             return;
         }
         let current = node.ready().map(|c| c.status);

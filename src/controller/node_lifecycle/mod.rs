@@ -13,12 +13,16 @@
 
 mod changes;
 mod disruption;
+mod dump;
 mod health;
+mod legacy_eviction;
 mod pods;
 mod results;
 mod tainting;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+pub use legacy_eviction::NODE_LOST_REASON;
+
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -34,6 +38,7 @@ use super::condition_taints::{ConditionTaint, missing_no_execute, retire_conditi
 use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
+use super::in_flight::{InFlight, NODE_LIFECYCLE_IDS};
 use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 use super::labels::labels_to_update;
 use super::rate_limited_queue::RateLimitedTimedQueue;
@@ -45,7 +50,7 @@ use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
 use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Timer {
+enum Timer {
     /// The periodic full pass.
     MonitorPass,
     /// The zone queues' pass (NoExecute tainting, or legacy pod eviction).
@@ -62,7 +67,7 @@ pub(super) enum Timer {
 
 /// Where a node's health verdict stands.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Verdict {
+enum Verdict {
     Idle,
     /// The node looks overdue; its Lease is being read live before deciding.
     ReadingLease(ActionId),
@@ -84,7 +89,7 @@ pub enum LegacyEviction {
 }
 
 #[derive(Debug)]
-pub(super) struct EvictionJob {
+struct EvictionJob {
     pub outstanding: usize,
     pub failed: bool,
     /// Started by the zone queue (its outcome is reported back) or directly.
@@ -92,7 +97,7 @@ pub(super) struct EvictionJob {
 }
 
 #[derive(Debug)]
-pub(super) struct TaintWrite {
+struct TaintWrite {
     pub id: ActionId,
     pub resource_version: Name,
     pub taints: Vec<crate::model::Taint>,
@@ -100,7 +105,7 @@ pub(super) struct TaintWrite {
 }
 
 #[derive(Debug)]
-pub(super) struct NodeEntry {
+struct NodeEntry {
     /// The node's uid: the node itself is in the store; results for another node of the same
     /// name are ignored.
     pub uid: Name,
@@ -129,7 +134,7 @@ pub(super) struct NodeEntry {
 }
 
 #[derive(Debug)]
-pub(super) enum Pending {
+enum Pending {
     NodeStatus {
         node: Name,
         uid: Name,
@@ -164,32 +169,32 @@ pub(super) enum Pending {
 }
 
 pub struct NodeLifecycle {
-    pub(super) settings: Settings,
+    settings: Settings,
     /// Fixed at start: switching eviction modes needs a restart.
-    pub(super) taint_based: bool,
-    pub(super) synced: bool,
-    pub(super) next_id: u64,
+    taint_based: bool,
+    synced: bool,
     /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
     /// too, through [`super::Controllers`]).
-    pub(super) store: ClusterStore,
+    store: ClusterStore,
     /// What the controller keeps per node beside the node itself.
-    pub(super) nodes: BTreeMap<Name, NodeEntry>,
-    pub(super) zones: BTreeMap<Name, Zone>,
+    nodes: BTreeMap<Name, NodeEntry>,
+    zones: BTreeMap<Name, Zone>,
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
-    pub(super) past_evictions: BTreeMap<Name, u64>,
-    pub(super) timers: TimerHeap<Timer>,
-    pub(super) pending: HashMap<ActionId, Pending>,
-    pub(super) pods_marking: HashSet<PodKey>,
+    past_evictions: BTreeMap<Name, u64>,
+    timers: TimerHeap<Timer>,
+    /// Writes and live reads sent and not answered yet, with what each is about.
+    in_flight: InFlight<Pending>,
+    pods_marking: HashSet<PodKey>,
     /// Legacy: pods whose status already says NodeLost.
-    pub(super) node_lost: HashSet<PodKey>,
-    pub(super) disruption_dirty: bool,
+    node_lost: HashSet<PodKey>,
+    disruption_dirty: bool,
     /// Since when the zone queues' pass has been held back for health verdicts in flight.
-    pub(super) eviction_pass_held_since: Option<Time>,
+    eviction_pass_held_since: Option<Time>,
     /// What was decided and why since the shell last took them (see [`Decision`]).
-    pub(super) decisions: Vec<Decision>,
+    decisions: Vec<Decision>,
     /// Custom condition taints a reload dropped from the config: still ours, so they are
     /// removed from every node rather than left behind.
-    pub(super) retired_condition_taints: Vec<ConditionTaint>,
+    retired_condition_taints: Vec<ConditionTaint>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -230,13 +235,12 @@ impl NodeLifecycle {
             taint_based: settings.taint_based_eviction,
             settings,
             synced: false,
-            next_id: 0,
             store: ClusterStore::new(),
             nodes: BTreeMap::new(),
             zones: BTreeMap::new(),
             past_evictions: BTreeMap::new(),
             timers: TimerHeap::new(),
-            pending: HashMap::new(),
+            in_flight: InFlight::starting_after(NODE_LIFECYCLE_IDS),
             pods_marking: HashSet::new(),
             node_lost: HashSet::new(),
             disruption_dirty: false,
@@ -255,7 +259,9 @@ impl NodeLifecycle {
         &self.settings
     }
 
-    /// When the shell must call `handle(Input::Tick, now)` next.
+    /// When this machine must be ticked next: the earliest of its timers (the periodic pass,
+    /// each node's grace, the zone queues' pass, retries). Changed by every input that arms or
+    /// disarms one (node and lease changes, answers, ticks) and by `apply_settings`.
     pub fn next_deadline(&self) -> Option<Time> {
         self.timers.next_deadline()
     }
@@ -281,6 +287,17 @@ impl NodeLifecycle {
         self.zones.get(&e.zone)?.state
     }
 
+    /// The node's health record (its probe time and the Ready condition last saved).
+    pub fn health(&self, node: &str) -> Option<&NodeHealth> {
+        self.nodes.get(node).map(|e| &e.health)
+    }
+
+    /// The rate-limited queue of the node's zone (for `explain`: its place and ETA).
+    pub fn zone_queue_of(&self, node: &str) -> Option<&RateLimitedTimedQueue> {
+        let entry = self.nodes.get(node)?;
+        Some(&self.zones.get(&entry.zone)?.queue)
+    }
+
     /// Every zone is fully disrupted: most likely our own view of the cluster is broken.
     pub fn all_zones_down(&self) -> bool {
         self.all_zones_fully_disrupted()
@@ -301,7 +318,9 @@ impl NodeLifecycle {
     /// Applies one input: watched objects go into the store first, then the decision.
     pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
         let observed = self.observe(input);
-        self.decide(observed, now)
+        let mut out = Vec::new();
+        self.decide(observed, now, &mut out);
+        out
     }
 
     /// Puts a watched object (or its deletion, or a full state's start or end) into the store
@@ -354,33 +373,33 @@ impl NodeLifecycle {
         }
     }
 
-    /// Decides on what [`NodeLifecycle::observe`] reported.
-    pub fn decide(&mut self, observed: Observed, now: Time) -> Vec<Action> {
-        let mut out = Vec::new();
+    /// The machine API (the same shape as `TaintEviction::decide`): decides on what
+    /// [`NodeLifecycle::observe`] reported at `now` and pushes its actions to `out`.
+    pub fn decide(&mut self, observed: Observed, now: Time, out: &mut Vec<Action>) {
         let mut changed_node = None;
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
-                self.on_node_changed(&name, before.as_ref(), now, &mut out);
+                self.on_node_changed(&name, before.as_ref(), now, out);
                 changed_node = Some(name);
             }
             Observed::NodesGone(nodes) => {
                 for node in &nodes {
-                    self.forget_node(node, &mut out);
+                    self.forget_node(node, out);
                 }
             }
             Observed::Lease(name) => self.on_lease_changed(&name, now),
-            Observed::Pod(change) => self.on_pod_changed(&change, now, &mut out),
+            Observed::Pod(change) => self.on_pod_changed(&change, now, out),
             Observed::PodsGone(pods) => {
                 for (key, _) in &pods {
                     self.node_lost.remove(key);
                 }
             }
             Observed::Input(input) => match input {
-                Input::InitialSyncDone => self.on_initial_sync(now, &mut out),
-                Input::Tick => self.on_tick(now, &mut out),
-                Input::Result { id, outcome } => self.on_result(id, outcome, now, &mut out),
-                Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, &mut out),
+                Input::InitialSyncDone => self.on_initial_sync(now, out),
+                Input::Tick => self.on_tick(now, out),
+                Input::Result { id, outcome } => self.on_result(id, outcome, now, out),
+                Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, out),
                 // Watched objects went through `observe`; eviction results are routed to the
                 // taint eviction machine by `Controllers`.
                 _ => {}
@@ -388,14 +407,13 @@ impl NodeLifecycle {
         }
         if self.synced {
             if self.disruption_dirty {
-                self.handle_disruption(now, &mut out);
+                self.handle_disruption(now, out);
             }
             if let Some(name) = changed_node {
-                self.taint_due_now(&name, now, &mut out);
+                self.taint_due_now(&name, now, out);
             }
             self.arm_eviction_pass(now);
         }
-        out
     }
 
     /// Applies new settings (config reload): rates, thresholds, graces and the period take
@@ -456,6 +474,6 @@ fn taint_jitter(node: &str, tries: u32) -> Duration {
 }
 
 /// Time elapsed, for the dump (`Duration::ZERO` when `then` is in the future).
-pub(super) fn age(now: Time, then: Time) -> Duration {
+fn age(now: Time, then: Time) -> Duration {
     now.since(then)
 }

@@ -45,23 +45,22 @@ impl NodeLifecycle {
                 continue;
             }
             let uid = pod.uid();
-            self.next_id += 1;
-            let id = ActionId(self.next_id);
             self.pods_marking.insert(key.clone());
-            self.pending.insert(
-                id,
-                Pending::PodNotReady {
-                    pod: key.clone(),
+            marked.push(key.clone());
+            let about = Pending::PodNotReady {
+                pod: key.clone(),
+                node: node.clone(),
+            };
+            self.in_flight.send(
+                about,
+                |id| Action::MarkPodNotReady {
+                    id,
+                    pod: key,
+                    uid,
                     node: node.clone(),
                 },
+                out,
             );
-            marked.push(key.clone());
-            out.push(Action::MarkPodNotReady {
-                id,
-                pod: key,
-                uid,
-                node: node.clone(),
-            });
         }
         if !marked.is_empty() {
             let zone = self

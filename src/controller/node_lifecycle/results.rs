@@ -14,7 +14,7 @@ impl NodeLifecycle {
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(pending) = self.pending.remove(&id) else {
+        let Some(pending) = self.in_flight.answered(id) else {
             return;
         };
         match pending {
@@ -240,7 +240,7 @@ impl NodeLifecycle {
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(Pending::LeaseRead { node, uid }) = self.pending.remove(&id) else {
+        let Some(Pending::LeaseRead { node, uid }) = self.in_flight.answered(id) else {
             return;
         };
         let period = self.settings.node_monitor_period;

@@ -64,16 +64,12 @@ impl NodeLifecycle {
     }
 
     pub(super) fn verdicts_in_flight(&self) -> bool {
-        self.pending
+        self.in_flight
             .values()
             .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }))
     }
 
-    pub(in crate::controller) fn taint_op_pending(
-        &self,
-        name: &str,
-        f: impl Fn(&TaintOp) -> bool,
-    ) -> bool {
+    pub(super) fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
         self.nodes.get(name).is_some_and(|e| {
             e.taint_ops.iter().any(&f)
                 || e.taint_write.as_ref().is_some_and(|w| w.ops.iter().any(&f))
@@ -165,28 +161,28 @@ impl NodeLifecycle {
             let decision = taint_decision(name, &e.zone, node, &desired, &ops);
             self.decisions.extend(decision);
         }
-        self.next_id += 1;
-        let id = ActionId(self.next_id);
+        let about = Pending::NodeTaints {
+            node: name.clone(),
+            uid: node.uid.clone(),
+        };
+        let taints = desired.clone();
+        let id = self.in_flight.send(
+            about,
+            |id| Action::PatchNodeTaints {
+                id,
+                node: name.clone(),
+                uid: node.uid.clone(),
+                resource_version: node.resource_version.clone(),
+                taints,
+            },
+            out,
+        );
         let e = self.nodes.get_mut(name).expect("looked up above");
         e.taint_write = Some(TaintWrite {
             id,
             resource_version: node.resource_version.clone(),
-            taints: desired.clone(),
-            ops,
-        });
-        self.pending.insert(
-            id,
-            Pending::NodeTaints {
-                node: name.clone(),
-                uid: node.uid.clone(),
-            },
-        );
-        out.push(Action::PatchNodeTaints {
-            id,
-            node: name.clone(),
-            uid: node.uid.clone(),
-            resource_version: node.resource_version.clone(),
             taints: desired,
+            ops,
         });
     }
 
@@ -225,24 +221,23 @@ impl NodeLifecycle {
         if labels.is_empty() {
             return;
         }
-        self.next_id += 1;
-        let id = ActionId(self.next_id);
-        let e = self.nodes.get_mut(name).expect("looked up above");
-        e.label_write = Some(id);
-        self.pending.insert(
-            id,
-            Pending::NodeLabels {
-                node: name.clone(),
-                uid: node.uid.clone(),
-                labels: labels.clone(),
-            },
-        );
-        out.push(Action::PatchNodeLabels {
-            id,
+        let about = Pending::NodeLabels {
             node: name.clone(),
             uid: node.uid.clone(),
-            labels,
-        });
+            labels: labels.clone(),
+        };
+        let id = self.in_flight.send(
+            about,
+            |id| Action::PatchNodeLabels {
+                id,
+                node: name.clone(),
+                uid: node.uid.clone(),
+                labels,
+            },
+            out,
+        );
+        let e = self.nodes.get_mut(name).expect("looked up above");
+        e.label_write = Some(id);
     }
 
     /// The zone queues' pass, every 100 ms while some queue has work.
@@ -327,7 +322,7 @@ impl NodeLifecycle {
 
     /// Arms the zone queues' pass: every 100 ms while a queue has work and a non-zero rate,
     /// sooner when a due head only waits for its zone's next token.
-    pub(in crate::controller) fn arm_eviction_pass(&mut self, now: Time) {
+    pub(super) fn arm_eviction_pass(&mut self, now: Time) {
         let mut at: Option<Time> = None;
         for z in self.zones.values() {
             if z.queue.is_empty() || z.queue.rate().is_never() {
@@ -363,4 +358,36 @@ impl NodeLifecycle {
     }
 
     // ---- zones (SPEC §4) ---------------------------------------------------------------------
+}
+
+impl NodeLifecycle {
+    /// A node lacking a custom NoExecute condition taint waits in its zone's queue for it (see
+    /// `condition_taints.rs`); one already queued keeps its place.
+    pub(super) fn queue_condition_taints(&mut self, name: &Name, now: Time) {
+        if self.settings.condition_taints.is_empty() {
+            return;
+        }
+        let Some(node) = self.store.node(name) else {
+            return;
+        };
+        if missing_no_execute(&self.settings.condition_taints, node)
+            .next()
+            .is_none()
+            || self.taint_op_pending(name, |o| matches!(o, TaintOp::ConditionTaints { .. }))
+        {
+            return;
+        }
+        let uid = node.uid.clone();
+        let Some(e) = self.nodes.get(name).filter(|e| e.registered) else {
+            return;
+        };
+        let Some(zone) = self.zones.get_mut(&e.zone) else {
+            return;
+        };
+        if !zone.queue.contains(name) {
+            // Processed earlier (for another taint): it must go through the queue again.
+            zone.queue.remove(name);
+            zone.queue.add(name, &uid, now);
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! Fed node and pod changes and the time, it keeps one eviction deadline per pod on a node with
 //! NoExecute taints (any key: a user's `CustomTaint:NoExecute` evicts as well as ours) and hands
-//! out [`EvictionAction`]s when they come due. The countdown starts when this machine first sees
+//! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. The countdown starts when this machine first sees
 //! the taint (not at the taint's `timeAdded`) and lives in memory, as upstream's.
 //!
 //! Upstream drains node updates before pod updates so a pod update never judges a pod against
@@ -26,7 +26,7 @@ mod tests;
 
 pub use action::{
     DISRUPTION_CONDITION, DISRUPTION_MESSAGE, DISRUPTION_REASON, EVICTION_EVENT_REASON,
-    EvictionAction, EvictionId, EvictionResult,
+    EvictionResult,
 };
 pub use dump::{EvictionDump, PendingEviction};
 pub use metrics::{
@@ -37,9 +37,11 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::controller::actions::{Action, ActionId};
 use crate::controller::autonomy::autonomous_verdict;
 use crate::controller::decisions::Decision;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
+use crate::controller::in_flight::{InFlight, TAINT_EVICTION_IDS};
 use crate::controller::inputs::{Input, Observed};
 use crate::controller::tolerations::{Verdict, verdict};
 use crate::model::{
@@ -56,7 +58,7 @@ pub const MAX_ATTEMPTS: u32 = 5;
 pub const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TaintEviction {
     /// The NoExecute taints last judged, of the nodes that have some (none: untainted). Nodes
     /// are compared against this, not against the store's previous version: a write of ours
@@ -64,8 +66,7 @@ pub struct TaintEviction {
     tainted: HashMap<Name, Rc<[Taint]>>,
     evictions: TimedEvictions,
     /// Attempts handed to the shell and not yet reported back.
-    in_flight: HashMap<EvictionId, PodKey>,
-    next_id: u64,
+    in_flight: InFlight<PodKey>,
     /// One shared empty string for the uid of pod events (upstream's carry none).
     no_uid: Name,
     pub metrics: EvictionMetrics,
@@ -78,9 +79,24 @@ pub struct TaintEviction {
     autonomy: bool,
 }
 
+impl Default for TaintEviction {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TaintEviction {
     pub fn new() -> Self {
-        Self::default()
+        TaintEviction {
+            tainted: HashMap::new(),
+            evictions: TimedEvictions::default(),
+            in_flight: InFlight::starting_after(TAINT_EVICTION_IDS),
+            no_uid: Name::default(),
+            metrics: EvictionMetrics::default(),
+            pods_examined: 0,
+            decisions: Vec::new(),
+            autonomy: false,
+        }
     }
 
     /// Whether edge autonomy stretches the not-ready/unreachable deadlines (config `autonomy`).
@@ -96,13 +112,14 @@ impl TaintEviction {
         }
     }
 
-    /// Decides on what the store reported (see [`Observed`]).
+    /// The machine API: decides on what the store reported (see [`Observed`]) at `now`,
+    /// reading nodes and pods from `store`, and pushes its actions to `out`.
     pub fn decide(
         &mut self,
         store: &ClusterStore,
         observed: &Observed,
         now: Time,
-        out: &mut Vec<EvictionAction>,
+        out: &mut Vec<Action>,
     ) {
         match observed {
             Observed::Node { name, before } => {
@@ -129,17 +146,27 @@ impl TaintEviction {
         }
     }
 
+    /// The initial sync (of a new leadership): the pods of every node with NoExecute taints are
+    /// judged (pods of untainted nodes have nothing to judge).
+    pub fn initial_sync(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
+        for node in store.nodes() {
+            if node.no_execute_taints().next().is_some() {
+                self.node_changed(store, &node.name, None, now, out);
+            }
+        }
+    }
+
     /// A node was added or changed (`before`: the version it replaced). Only its NoExecute
     /// taints matter; an update that leaves them unchanged (including `timeAdded`) is ignored,
     /// as upstream's `NodeUpdated`. Pods are judged in `namespace/name` order: same inputs,
     /// same actions.
-    pub fn node_changed(
+    fn node_changed(
         &mut self,
         store: &ClusterStore,
         name: &str,
         before: Option<&Node>,
         now: Time,
-        out: &mut Vec<EvictionAction>,
+        out: &mut Vec<Action>,
     ) {
         let Some(node) = store.node(name) else {
             return;
@@ -174,12 +201,12 @@ impl TaintEviction {
 
     /// A pod was added or changed. Reacts only to what can change its fate: a new pod (or a
     /// new UID under the same name), its node, its tolerations, or its deletion starting.
-    pub fn pod_changed(
+    fn pod_changed(
         &mut self,
         store: &ClusterStore,
         change: &PodChange,
         now: Time,
-        out: &mut Vec<EvictionAction>,
+        out: &mut Vec<Action>,
     ) {
         let pod = store.pods().view(change.id);
         let key = &change.key;
@@ -223,27 +250,27 @@ impl TaintEviction {
 
     /// A pod was deleted: cancel its eviction (with the "Cancelling" event if one was pending)
     /// and stop any retries.
-    pub fn pod_deleted(&mut self, key: &PodKey, _now: Time, out: &mut Vec<EvictionAction>) {
+    fn pod_deleted(&mut self, key: &PodKey, _now: Time, out: &mut Vec<Action>) {
         self.forget_with_event(key, out);
     }
 
     /// Fires every deadline due at `now`.
-    pub fn tick(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<EvictionAction>) {
+    fn tick(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         self.fire_due(store, now, out);
     }
 
-    /// The shell's report on an [`EvictionAction::EvictPod`]. A result for a pod deleted or
+    /// The shell's report on an [`Action::EvictPod`]. A result for a pod deleted or
     /// replaced meanwhile still counts in the metrics but never causes a retry; an id never
     /// handed out (or already reported) is ignored.
-    pub fn eviction_result(
+    fn eviction_result(
         &mut self,
         store: &ClusterStore,
-        id: EvictionId,
+        id: ActionId,
         result: EvictionResult,
         now: Time,
-        out: &mut Vec<EvictionAction>,
+        out: &mut Vec<Action>,
     ) {
-        let Some(key) = self.in_flight.remove(&id) else {
+        let Some(key) = self.in_flight.answered(id) else {
             return;
         };
         let current = match self.evictions.get(&key) {
@@ -288,7 +315,9 @@ impl TaintEviction {
         }
     }
 
-    /// The earliest deadline (eviction or retry): the event loop's timeout for this machine.
+    /// When this machine must be ticked next: the earliest eviction deadline or retry. Changed
+    /// by node taint and pod changes (countdowns start or stop), eviction results (retries)
+    /// and ticks (deadlines fired).
     pub fn next_deadline(&self) -> Option<Time> {
         self.evictions.next_deadline()
     }
@@ -324,7 +353,7 @@ impl TaintEviction {
         taints: &[Taint],
         autonomy: Autonomy,
         now: Time,
-        out: &mut Vec<EvictionAction>,
+        out: &mut Vec<Action>,
     ) {
         self.pods_examined += 1;
         let judged = match autonomy {
@@ -362,7 +391,7 @@ impl TaintEviction {
         }
     }
 
-    fn fire_due(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<EvictionAction>) {
+    fn fire_due(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         while let Some((key, due)) = self.evictions.pop_due(now) {
             let Some(pod) = store.pods().get(&key) else {
                 // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.
@@ -372,7 +401,7 @@ impl TaintEviction {
             let (fire_at, attempt) = match due {
                 Due::Fire { fire_at } => {
                     self.decisions.push(deletion_evidence(store, &key, fire_at));
-                    out.push(EvictionAction::RecordEvent(
+                    out.push(Action::RecordEvent(
                         self.pod_event(&key, format!("Marking for deletion Pod {key}")),
                     ));
                     (fire_at, 1)
@@ -393,23 +422,23 @@ impl TaintEviction {
             };
             let uid = pod.uid();
             let condition_present = pod.disruption_target();
-            let id = EvictionId(self.next_id);
-            self.next_id += 1;
-            self.evictions
-                .start_attempt(key.clone(), fire_at, attempt, id);
-            self.in_flight.insert(id, key.clone());
-            out.push(EvictionAction::EvictPod {
-                id,
-                pod: key,
-                uid,
-                attempt,
-                condition_present,
-            });
+            let id = self.in_flight.send(
+                key.clone(),
+                |id| Action::EvictPod {
+                    id,
+                    pod: key.clone(),
+                    uid,
+                    attempt,
+                    condition_present,
+                },
+                out,
+            );
+            self.evictions.start_attempt(key, fire_at, attempt, id);
         }
     }
 
     /// Upstream's `cancelWorkWithEvent`: the event only when a pending deadline was stopped.
-    fn cancel_with_event(&mut self, key: &PodKey, out: &mut Vec<EvictionAction>) {
+    fn cancel_with_event(&mut self, key: &PodKey, out: &mut Vec<Action>) {
         if self.evictions.cancel(key) {
             self.decisions
                 .push(Decision::DeletionCancelled { pod: key.clone() });
@@ -417,7 +446,7 @@ impl TaintEviction {
         }
     }
 
-    fn forget_with_event(&mut self, key: &PodKey, out: &mut Vec<EvictionAction>) {
+    fn forget_with_event(&mut self, key: &PodKey, out: &mut Vec<Action>) {
         if self.evictions.forget(key) {
             self.decisions
                 .push(Decision::DeletionCancelled { pod: key.clone() });
@@ -425,10 +454,8 @@ impl TaintEviction {
         }
     }
 
-    fn cancel_event(&self, key: &PodKey) -> EvictionAction {
-        EvictionAction::RecordEvent(
-            self.pod_event(key, format!("Cancelling deletion of Pod {key}")),
-        )
+    fn cancel_event(&self, key: &PodKey) -> Action {
+        Action::RecordEvent(self.pod_event(key, format!("Cancelling deletion of Pod {key}")))
     }
 
     fn pod_event(&self, key: &PodKey, message: String) -> Event {

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::action::EvictionId;
+use crate::controller::actions::ActionId;
 use crate::model::PodKey;
 use crate::time::Time;
 use crate::time::timer_heap::TimerHeap;
@@ -23,7 +23,7 @@ pub enum Work {
     Running {
         fire_at: Time,
         attempt: u32,
-        in_flight: Option<EvictionId>,
+        in_flight: Option<ActionId>,
     },
 }
 
@@ -119,7 +119,7 @@ impl TimedEvictions {
     }
 
     /// Marks `key` as executing attempt `attempt` of an eviction that fired at `fire_at`.
-    pub fn start_attempt(&mut self, key: PodKey, fire_at: Time, attempt: u32, id: EvictionId) {
+    pub fn start_attempt(&mut self, key: PodKey, fire_at: Time, attempt: u32, id: ActionId) {
         self.timers.cancel(&key);
         if let Some(Work::Scheduled { .. }) = self.work.get(&key) {
             self.scheduled -= 1;
@@ -259,7 +259,7 @@ mod tests {
         q.add(key("p"), now(), now());
         let (k, due) = q.pop_due(now()).expect("due");
         assert_eq!(due, Due::Fire { fire_at: now() });
-        q.start_attempt(k.clone(), now(), 1, EvictionId(1));
+        q.start_attempt(k.clone(), now(), 1, ActionId(1));
         assert!(!q.cancel(&k));
         assert!(!q.add(k.clone(), now(), now() + Duration::from_secs(10)));
         assert_eq!(q.running_len(), 1);
@@ -274,7 +274,7 @@ mod tests {
         let mut q = TimedEvictions::default();
         q.add(key("p"), now(), now());
         let (k, _) = q.pop_due(now()).expect("due");
-        q.start_attempt(k.clone(), now(), 1, EvictionId(1));
+        q.start_attempt(k.clone(), now(), 1, ActionId(1));
         q.retry_at(&k, now() + Duration::from_millis(100));
         assert_eq!(q.next_deadline(), Some(now() + Duration::from_millis(100)));
         assert_eq!(

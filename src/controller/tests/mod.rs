@@ -1,9 +1,10 @@
 //! Scenario tests of the node lifecycle core, driven by a virtual clock and a fake API.
-//! `upstream_*` files port upstream's test cases (named after them); `improvements` proves
-//! where we deliberately differ.
+//! `upstream_*` files port upstream's test cases (named after them); `beyond_upstream`
+//! proves where we deliberately differ.
 
+mod beyond_upstream;
 pub(crate) mod harness;
-mod improvements;
+mod lifecycle_with_eviction;
 mod policies;
 mod upstream_monitor;
 mod upstream_review;

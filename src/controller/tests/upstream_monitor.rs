@@ -626,8 +626,8 @@ fn test_try_update_node_health_current_equals_saved() {
         let mut h = Harness::started(test_settings(), created, vec![b.build()], vec![], vec![]);
         h.jump(fresh - created);
         h.tick();
-        let entry = &h.ctl.nodes["node0"];
-        let saved = entry.health.saved_ready.as_ref().map(|r| r.status);
+        let health = h.ctl.health("node0").expect("node0 tracked");
+        let saved = health.saved_ready.as_ref().map(|r| r.status);
         let current = h.ctl.node("node0").unwrap().ready().map(|c| c.status);
         assert_eq!(current, saved, "{name}");
         let expected = if created == stale {

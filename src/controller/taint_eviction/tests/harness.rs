@@ -3,9 +3,10 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::super::{EvictionAction, EvictionId, EvictionResult, TaintEviction};
-use crate::controller::Observed;
+use super::super::{EvictionResult, TaintEviction};
 use crate::controller::events::Event;
+use crate::controller::{Action, ActionId};
+use crate::controller::{Input, Observed};
 use crate::model::{
     ClusterStore, Name, Node, Pod, PodKey, PodUpsert, Taint, TaintEffect, Toleration,
     TolerationOperator, Upserted, taint_keys,
@@ -116,10 +117,10 @@ pub fn tolerating(mut p: Pod, tolerations: Vec<Toleration>) -> Pod {
 pub type ApiAnswer = dyn FnMut(&PodKey, u32) -> Option<EvictionResult>;
 
 /// Every action with the virtual time it was emitted at.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Logged {
     pub at: Time,
-    pub action: EvictionAction,
+    pub action: Action,
 }
 
 pub struct Harness {
@@ -132,7 +133,7 @@ pub struct Harness {
     pub log: Vec<Logged>,
     /// How the fake API server answers each `EvictPod` (at once, same instant).
     pub answer: Box<ApiAnswer>,
-    out: Vec<EvictionAction>,
+    out: Vec<Action>,
 }
 
 impl Harness {
@@ -154,8 +155,9 @@ impl Harness {
         let mut node = node.clone();
         node.resource_version = self.next_rv();
         if let Upserted::Changed { before } = self.store.upsert_node(node) {
+            let changed = Observed::Node { name, before };
             self.te
-                .node_changed(&self.store, &name, before.as_ref(), self.now, &mut self.out);
+                .decide(&self.store, &changed, self.now, &mut self.out);
         }
         self.settle();
     }
@@ -173,21 +175,24 @@ impl Harness {
         let mut pod = pod.clone();
         pod.resource_version = self.next_rv();
         if let PodUpsert::Changed(change) = self.store.upsert_pod(pod) {
+            let changed = Observed::Pod(change);
             self.te
-                .pod_changed(&self.store, &change, self.now, &mut self.out);
+                .decide(&self.store, &changed, self.now, &mut self.out);
         }
         self.settle();
     }
 
     pub fn delete_pod(&mut self, name: &str) {
-        self.store.remove_pod(&key(name));
-        self.te.pod_deleted(&key(name), self.now, &mut self.out);
+        let node = self.store.remove_pod(&key(name)).flatten();
+        let gone = Observed::PodsGone(vec![(key(name), node)]);
+        self.te.decide(&self.store, &gone, self.now, &mut self.out);
         self.settle();
     }
 
-    pub fn result(&mut self, id: EvictionId, result: EvictionResult) {
+    pub fn result(&mut self, id: ActionId, result: EvictionResult) {
+        let answer = Observed::Input(Input::EvictionResult { id, result });
         self.te
-            .eviction_result(&self.store, id, result, self.now, &mut self.out);
+            .decide(&self.store, &answer, self.now, &mut self.out);
         self.settle();
     }
 
@@ -213,7 +218,8 @@ impl Harness {
             }
             assert!(at >= self.now, "deadline {at} in the past of {}", self.now);
             self.now = at;
-            self.te.tick(&self.store, self.now, &mut self.out);
+            let tick = Observed::Input(Input::Tick);
+            self.te.decide(&self.store, &tick, self.now, &mut self.out);
             self.settle();
         }
         self.now = target;
@@ -224,13 +230,14 @@ impl Harness {
         while !self.out.is_empty() {
             let batch = std::mem::take(&mut self.out);
             for action in batch {
-                if let EvictionAction::EvictPod {
+                if let Action::EvictPod {
                     id, pod, attempt, ..
                 } = &action
                 {
                     if let Some(result) = (self.answer)(pod, *attempt) {
+                        let answer = Observed::Input(Input::EvictionResult { id: *id, result });
                         self.te
-                            .eviction_result(&self.store, *id, result, self.now, &mut self.out);
+                            .decide(&self.store, &answer, self.now, &mut self.out);
                     }
                 }
                 self.log.push(Logged {
@@ -250,8 +257,8 @@ impl Harness {
         self.take()
             .into_iter()
             .filter_map(|l| match l.action {
-                EvictionAction::EvictPod { pod, .. } => Some((l.at, pod.name.to_string())),
-                EvictionAction::RecordEvent(_) => None,
+                Action::EvictPod { pod, .. } => Some((l.at, pod.name.to_string())),
+                _ => None,
             })
             .collect()
     }
@@ -261,8 +268,8 @@ impl Harness {
         self.take()
             .into_iter()
             .filter_map(|l| match l.action {
-                EvictionAction::RecordEvent(Event { message, .. }) => Some(message),
-                EvictionAction::EvictPod { .. } => None,
+                Action::RecordEvent(Event { message, .. }) => Some(message),
+                _ => None,
             })
             .collect()
     }

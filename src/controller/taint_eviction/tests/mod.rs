@@ -1,6 +1,6 @@
 mod autonomy;
-mod behaviour;
+mod beyond_upstream;
 mod harness;
-mod integration;
 mod scale;
 mod upstream;
+mod upstream_integration;

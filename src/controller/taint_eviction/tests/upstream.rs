@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::harness::*;
+use crate::controller::Action;
 use crate::controller::events::{EventObject, EventType, TAINT_EVICTION_CONTROLLER};
-use crate::controller::taint_eviction::{EVICTION_EVENT_REASON, EvictionAction};
+use crate::controller::taint_eviction::EVICTION_EVENT_REASON;
 use crate::model::TaintEffect;
 
 #[test]
@@ -136,8 +137,9 @@ fn test_update_pod_removing_toleration() {
     let messages: Vec<_> = log
         .iter()
         .map(|l| match &l.action {
-            EvictionAction::RecordEvent(e) => e.message.clone(),
-            EvictionAction::EvictPod { pod, .. } => format!("evict {pod}"),
+            Action::RecordEvent(e) => e.message.clone(),
+            Action::EvictPod { pod, .. } => format!("evict {pod}"),
+            other => format!("{other:?}"),
         })
         .collect();
     // Upstream cancels the countdown (with its event) and evicts at once.
@@ -413,8 +415,8 @@ fn test_pod_deletion_event() {
         .take()
         .into_iter()
         .filter_map(|l| match l.action {
-            EvictionAction::RecordEvent(e) => Some(e),
-            EvictionAction::EvictPod { .. } => None,
+            Action::RecordEvent(e) => Some(e),
+            _ => None,
         })
         .collect();
     let messages = [

@@ -2,7 +2,7 @@
 //! this machine: the node lifecycle core's taints arrive as node updates.
 
 use super::harness::*;
-use crate::controller::taint_eviction::EvictionAction;
+use crate::controller::Action;
 use crate::model::{Taint, labels, taint_keys};
 
 fn with_exclusion(mut node: crate::model::Node) -> crate::model::Node {
@@ -129,7 +129,7 @@ fn full_disruption_cancels_pending_evictions_but_user_taints_still_evict() {
     let cancelled = log
         .iter()
         .filter(|l| {
-            matches!(&l.action, EvictionAction::RecordEvent(e)
+            matches!(&l.action, Action::RecordEvent(e)
                 if e.message.starts_with("Cancelling"))
         })
         .count();
@@ -140,7 +140,7 @@ fn full_disruption_cancels_pending_evictions_but_user_taints_still_evict() {
     let evicted: Vec<_> = log
         .iter()
         .filter_map(|l| match &l.action {
-            EvictionAction::EvictPod { pod, .. } => Some((l.at, pod.name.to_string())),
+            Action::EvictPod { pod, .. } => Some((l.at, pod.name.to_string())),
             _ => None,
         })
         .collect();

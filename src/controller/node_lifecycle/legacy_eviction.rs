@@ -6,10 +6,10 @@
 use crate::model::{ConditionStatus, Name, PodKey};
 use crate::time::Time;
 
-use super::actions::{Action, ActionId};
-use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
-use super::inputs::Outcome;
-use super::node_lifecycle::{EvictionJob, LegacyEviction, NodeLifecycle, Pending};
+use super::{EvictionJob, LegacyEviction, NodeLifecycle, Pending};
+use crate::controller::actions::Action;
+use crate::controller::events::{Event, EventObject, EventType, NODE_CONTROLLER};
+use crate::controller::inputs::Outcome;
 
 /// `NodeUnreachablePodReason`.
 pub const NODE_LOST_REASON: &str = "NodeLost";
@@ -134,24 +134,22 @@ impl NodeLifecycle {
                 job.outstanding += usize::from(self.delete_step(&key, name, &mut steps));
                 continue;
             }
-            let id = self.next_action_id();
-            self.pending.insert(
-                id,
-                Pending::PodNodeLost {
-                    pod: key.clone(),
-                    node: name.clone(),
-                    uid: node.uid.clone(),
-                },
+            let about = Pending::PodNodeLost {
+                pod: key.clone(),
+                node: name.clone(),
+                uid: node.uid.clone(),
+            };
+            let message = format!(
+                "Node {} which was running pod {} is unresponsive",
+                name, key.name
             );
-            steps.push(Action::SetPodStatusNodeLost {
+            let write = |id| Action::SetPodStatusNodeLost {
                 id,
-                message: format!(
-                    "Node {} which was running pod {} is unresponsive",
-                    name, key.name
-                ),
+                message,
                 pod: key,
                 uid,
-            });
+            };
+            self.in_flight.send(about, write, &mut steps);
             job.outstanding += 1;
         }
         if job.outstanding > 0 {
@@ -161,11 +159,6 @@ impl NodeLifecycle {
         if let Some(e) = self.nodes.get_mut(name) {
             e.legacy_job = Some(job);
         }
-    }
-
-    fn next_action_id(&mut self) -> ActionId {
-        self.next_id += 1;
-        ActionId(self.next_id)
     }
 
     /// Deletes the pod unless it is a DaemonSet's or already being deleted. True if a delete
@@ -194,20 +187,17 @@ impl NodeLifecycle {
             message: format!("Marking for deletion Pod {} from Node {}", key.name, node),
             component: NODE_CONTROLLER,
         }));
-        let id = self.next_action_id();
-        self.pending.insert(
-            id,
-            Pending::DeletePod {
-                pod: key.clone(),
-                node: node.clone(),
-                uid: node_uid,
-            },
-        );
-        out.push(Action::DeletePod {
+        let about = Pending::DeletePod {
+            pod: key.clone(),
+            node: node.clone(),
+            uid: node_uid,
+        };
+        let delete = |id| Action::DeletePod {
             id,
             pod: key.clone(),
             uid,
-        });
+        };
+        self.in_flight.send(about, delete, out);
         true
     }
 

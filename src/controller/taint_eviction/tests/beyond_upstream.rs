@@ -6,16 +6,15 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::harness::*;
-use crate::controller::taint_eviction::{
-    EvictionAction, EvictionId, EvictionResult, GAVE_UP_KEPT, MAX_ATTEMPTS,
-};
+use crate::controller::taint_eviction::{EvictionResult, GAVE_UP_KEPT, MAX_ATTEMPTS};
+use crate::controller::{Action, ActionId};
 use crate::model::TaintEffect;
 
-fn evict_ids(log: &[Logged]) -> Vec<EvictionId> {
+fn evict_ids(log: &[Logged]) -> Vec<ActionId> {
     log.iter()
         .filter_map(|l| match &l.action {
-            EvictionAction::EvictPod { id, .. } => Some(*id),
-            EvictionAction::RecordEvent(_) => None,
+            Action::EvictPod { id, .. } => Some(*id),
+            _ => None,
         })
         .collect()
 }
@@ -56,13 +55,13 @@ fn eviction_is_an_event_then_one_evict_pod_carrying_the_uid() {
     let log = h.take();
     assert_eq!(log.len(), 2);
     match &log[0].action {
-        EvictionAction::RecordEvent(e) => {
+        Action::RecordEvent(e) => {
             assert_eq!(e.message, "Marking for deletion Pod default/pod1")
         }
         other => panic!("expected the event first, got {other:?}"),
     }
     match &log[1].action {
-        EvictionAction::EvictPod {
+        Action::EvictPod {
             pod, uid, attempt, ..
         } => {
             assert_eq!(pod, &key("pod1"));
@@ -109,8 +108,8 @@ fn errors_are_retried_with_backoff_then_given_up_after_five_attempts() {
     let attempts: Vec<_> = log
         .iter()
         .filter_map(|l| match &l.action {
-            EvictionAction::EvictPod { attempt, .. } => Some((l.at - t0, *attempt)),
-            EvictionAction::RecordEvent(_) => None,
+            Action::EvictPod { attempt, .. } => Some((l.at - t0, *attempt)),
+            _ => None,
         })
         .collect();
     assert_eq!(
@@ -125,7 +124,7 @@ fn errors_are_retried_with_backoff_then_given_up_after_five_attempts() {
     );
     let events = log
         .iter()
-        .filter(|l| matches!(l.action, EvictionAction::RecordEvent(_)))
+        .filter(|l| matches!(l.action, Action::RecordEvent(_)))
         .count();
     assert_eq!(events, 1);
     let m = &h.te.metrics;
@@ -241,7 +240,7 @@ fn a_result_for_a_pod_deleted_meanwhile_counts_but_never_retries() {
     h.delete_pod("pod1");
     h.result(ids[0], EvictionResult::Deleted);
     assert_eq!(h.te.metrics.pod_deletions_total, 1);
-    h.result(EvictionId(999), EvictionResult::Error("unknown id".into()));
+    h.result(ActionId(999), EvictionResult::Error("unknown id".into()));
     h.advance(60 * SEC);
     assert!(h.take().is_empty());
 }
@@ -346,8 +345,8 @@ fn same_name_with_a_new_uid_is_a_new_pod() {
     let uids: Vec<_> = log
         .iter()
         .filter_map(|l| match &l.action {
-            EvictionAction::EvictPod { uid, .. } => Some(uid.to_string()),
-            EvictionAction::RecordEvent(_) => None,
+            Action::EvictPod { uid, .. } => Some(uid.to_string()),
+            _ => None,
         })
         .collect();
     assert_eq!(uids, vec!["uid-web-0-second"]);
@@ -460,8 +459,8 @@ fn same_inputs_give_the_same_actions_in_pod_order() {
     let order: Vec<_> = first
         .iter()
         .filter_map(|l| match &l.action {
-            EvictionAction::EvictPod { pod, .. } => Some(pod.name.to_string()),
-            EvictionAction::RecordEvent(_) => None,
+            Action::EvictPod { pod, .. } => Some(pod.name.to_string()),
+            _ => None,
         })
         .collect();
     let expected: Vec<_> = (0..50).map(|i| format!("pod{i:02}")).collect();
@@ -482,12 +481,12 @@ fn an_eviction_knows_the_pod_carries_its_condition_already() {
         .take()
         .into_iter()
         .filter_map(|l| match l.action {
-            EvictionAction::EvictPod {
+            Action::EvictPod {
                 pod,
                 condition_present,
                 ..
             } => Some((pod.name.to_string(), condition_present)),
-            EvictionAction::RecordEvent(_) => None,
+            _ => None,
         })
         .collect();
     assert_eq!(
