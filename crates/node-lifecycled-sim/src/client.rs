@@ -1,8 +1,6 @@
-//! Clients for the simulator tests: a ureq agent for unary calls (statuses as values, bodies as
-//! JSON) and a raw-socket watch reader that sees exactly what the server sends (chunks, the end
-//! chunk, an abrupt close).
-
-#![allow(dead_code)]
+//! Clients for the simulator tests (this crate's and the product's): a ureq agent for unary calls
+//! (statuses as values, bodies as JSON) and a raw-socket watch reader that sees exactly what the
+//! server sends (chunks, the end chunk, an abrupt close).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -18,7 +18,7 @@ use super::selector::Filter;
 use super::shared::Shared;
 use super::status::ApiError;
 use super::write_log::{Identity, WriteRecord};
-use crate::time::Time;
+use node_lifecycled::time::Time;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ChangeType {

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::time::Time;
+use node_lifecycled::time::Time;
 
 /// A node whose kubelet posted Ready=True (and no pressure) at `heartbeat`, in `zone` if given.
 pub fn ready_node(name: &str, zone: Option<&str>, heartbeat: Time) -> Value {

@@ -25,8 +25,8 @@ use serde_json::{Map, Value, json};
 use super::cluster::{Cluster, kubelet_reason};
 use super::resource::Resource;
 use crate::testing::Rng;
-use crate::time::Time;
-use crate::time::TimerHeap;
+use node_lifecycled::time::Time;
+use node_lifecycled::time::TimerHeap;
 
 /// The conditions a kubelet owns and posts, with their healthy status.
 const KUBELET_CONDITIONS: [(&str, &str); 4] = [

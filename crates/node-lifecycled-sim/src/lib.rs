@@ -1,5 +1,9 @@
 //! A simulated Kubernetes API server for tests, the demo and the benchmark.
 //!
+//! Its own crate (node-lifecycled's workspace): a dev-dependency of the product's tests and the
+//! `node-lifecycled-sim` binary, never linked into the daemon. It uses the product's library
+//! only for the daemon config (scenario files carry one), durations and `Time`.
+//!
 //! Served over loopback HTTP or TLS: nodes (+`/status`), pods (+`/status`), leases and core/v1
 //! events, with a global resourceVersion counter, paginated LIST, WATCH (bookmarks, watch-list,
 //! 410 for expired versions, chunked lines), PUT with conflict detection, strategic-merge /
@@ -12,7 +16,7 @@
 //! once per version and shared by the store, the watch history and every response.
 //!
 //! ```no_run
-//! use node_lifecycled::sim::{SimConfig, SimServer, Resource, fixtures};
+//! use node_lifecycled_sim::{SimConfig, SimServer, Resource, fixtures};
 //! let sim = SimServer::start(SimConfig::default()).unwrap();
 //! let cluster = sim.cluster();
 //! cluster.create(Resource::Nodes, fixtures::ready_node("n1", Some("z1"), cluster.now())).unwrap();
@@ -21,6 +25,7 @@
 
 mod api;
 pub mod bench;
+pub mod client;
 mod cluster;
 mod diff;
 mod faults;
@@ -38,6 +43,11 @@ mod server;
 mod shared;
 pub mod soak;
 mod status;
+/// The seeded test generator (kubelet jitter, the soak's plan; the product's fuzz support): the
+/// product's own file, compiled here too so it is written once and the daemon's library does not
+/// ship it (there it exists only under `cfg(test)`).
+#[path = "../../../src/testing.rs"]
+pub mod testing;
 pub mod timeline;
 mod tls;
 mod watch;

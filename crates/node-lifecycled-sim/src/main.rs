@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use node_lifecycled::config::parse_duration;
-use node_lifecycled::sim::bench::{self, BenchOptions, BenchSize};
-use node_lifecycled::sim::kubelets::{KubeletConfig, Kubelets};
-use node_lifecycled::sim::population::Population;
-use node_lifecycled::sim::scenario::{self, BUILTIN, RunOptions, Scenario};
-use node_lifecycled::sim::soak;
-use node_lifecycled::sim::timeline::{FactReader, Timeline};
-use node_lifecycled::sim::{SimConfig, SimServer};
+use node_lifecycled_sim::bench::{self, BenchOptions, BenchSize};
+use node_lifecycled_sim::kubelets::{KubeletConfig, Kubelets};
+use node_lifecycled_sim::population::Population;
+use node_lifecycled_sim::scenario::{self, BUILTIN, RunOptions, Scenario};
+use node_lifecycled_sim::soak;
+use node_lifecycled_sim::timeline::{FactReader, Timeline};
+use node_lifecycled_sim::{SimConfig, SimServer};
 
 const EXIT_FAILED: u8 = 1;
 const EXIT_ERROR: u8 = 2;
@@ -572,10 +572,17 @@ fn build_daemon(cargo: &Path, manifest_dir: &Path, exe: &Path) -> Result<(), Str
         .and_then(Path::file_name)
         .and_then(|p| p.to_str())
         .unwrap_or("debug");
+    // `-p`: under `cargo run` the directory is this crate's, and the daemon is another package of
+    // the workspace (the product at its root).
     let mut command = std::process::Command::new(cargo);
-    command
-        .current_dir(manifest_dir)
-        .args(["build", "--quiet", "--bin", "node-lifecycled"]);
+    command.current_dir(manifest_dir).args([
+        "build",
+        "--quiet",
+        "-p",
+        "node-lifecycled",
+        "--bin",
+        "node-lifecycled",
+    ]);
     match profile {
         "debug" => {}
         "release" => {
@@ -586,7 +593,7 @@ fn build_daemon(cargo: &Path, manifest_dir: &Path, exe: &Path) -> Result<(), Str
         }
     }
     eprintln!(
-        "node-lifecycled-sim: building the daemon (cargo build{} --bin node-lifecycled)…",
+        "node-lifecycled-sim: building the daemon (cargo build{} -p node-lifecycled --bin node-lifecycled)…",
         if profile == "debug" {
             String::new()
         } else {

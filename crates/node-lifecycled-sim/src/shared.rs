@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::cluster::State;
 use super::write_log::{WriteLog, WriteRecord};
-use crate::time::Time;
+use node_lifecycled::time::Time;
 
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {

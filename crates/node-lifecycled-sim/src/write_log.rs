@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::resource::{Resource, Verb};
-use crate::time::Time;
+use node_lifecycled::time::Time;
 
 /// Who made a request.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]

@@ -1,17 +1,15 @@
 //! Every fault the simulator can inject, seen from a client.
 
-mod sim_support;
-
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use node_lifecycled::sim::{RequestMatch, Resource, SimConfig, SimServer, Verb, fixtures};
+use node_lifecycled_sim::client::{Api, RawWatch, WatchItem, event_type, name_of};
+use node_lifecycled_sim::{RequestMatch, Resource, SimConfig, SimServer, Verb, fixtures};
 use serde_json::json;
-use sim_support::{Api, RawWatch, WatchItem, event_type, name_of};
 
 const WAIT: Duration = Duration::from_secs(5);
 
-fn watch_nodes(sim: &node_lifecycled::sim::SimHandle) -> RawWatch {
+fn watch_nodes(sim: &node_lifecycled_sim::SimHandle) -> RawWatch {
     let rv = sim.cluster().resource_version();
     RawWatch::open(
         sim.addr(),
@@ -19,7 +17,7 @@ fn watch_nodes(sim: &node_lifecycled::sim::SimHandle) -> RawWatch {
     )
 }
 
-fn add_node(sim: &node_lifecycled::sim::SimHandle, name: &str) {
+fn add_node(sim: &node_lifecycled_sim::SimHandle, name: &str) {
     let cluster = sim.cluster();
     cluster
         .create(

@@ -1,16 +1,17 @@
 //! Simulated kubelets: heartbeats at scale, stop/resume/reboot, status posts as a kubelet makes
 //! them, and graceful pod deletions finished only where a kubelet is alive.
 
+// The product's wall-clock helper for busy machines, shared rather than copied.
+#[path = "../../../tests/load_support/mod.rs"]
 mod load_support;
-mod sim_support;
 
 use std::time::{Duration, Instant};
 
 use load_support::runqueue_wait_of;
-use node_lifecycled::sim::kubelets::{Fleet, KubeletConfig, Kubelets};
-use node_lifecycled::sim::population::Population;
-use node_lifecycled::sim::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimServer};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::kubelets::{Fleet, KubeletConfig, Kubelets};
+use node_lifecycled_sim::population::Population;
+use node_lifecycled_sim::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimServer};
 use serde_json::{Value, json};
 
 fn renew_time(cluster: &Cluster, node: &str) -> Time {
@@ -40,7 +41,7 @@ fn rv(cluster: &Cluster, node: &str) -> String {
 }
 
 /// A cluster of `nodes` (1 zone, no pods) and a fleet for it, on a virtual clock from `t0`.
-fn fleet_of(nodes: usize, config: KubeletConfig) -> (node_lifecycled::sim::SimHandle, Fleet, Time) {
+fn fleet_of(nodes: usize, config: KubeletConfig) -> (node_lifecycled_sim::SimHandle, Fleet, Time) {
     let sim = SimServer::start(SimConfig::default()).unwrap();
     let population = Population {
         nodes,
@@ -275,7 +276,7 @@ fn graceful_deletions_are_finished_only_on_nodes_whose_kubelet_is_alive() {
     fleet.stop_heartbeat("z1-n002").unwrap();
 
     // What the taint eviction controller does: a graceful DELETE over the API.
-    let api = sim_support::Api::new(sim.url());
+    let api = node_lifecycled_sim::client::Api::new(sim.url());
     for pod in ["web-0", "web-1"] {
         let reply = api.delete(&format!("/api/v1/namespaces/default/pods/{pod}"), None);
         assert_eq!(reply.code, 200);

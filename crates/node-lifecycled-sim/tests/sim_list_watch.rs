@@ -1,13 +1,11 @@
 //! LIST pagination and WATCH semantics of the simulated API server, as a reflector sees them.
 
-mod sim_support;
-
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use node_lifecycled::sim::{Resource, SimConfig, SimServer, fixtures};
+use node_lifecycled_sim::client::{Api, RawWatch, WatchItem, event_type, name_of, rv_of};
+use node_lifecycled_sim::{Resource, SimConfig, SimServer, fixtures};
 use serde_json::json;
-use sim_support::{Api, RawWatch, WatchItem, event_type, name_of, rv_of};
 
 const WAIT: Duration = Duration::from_secs(5);
 

@@ -2,15 +2,13 @@
 //! benchmark-sized pod population. Numbers are printed (`--nocapture`); the assertions only
 //! guard against a collapse, since this runs in debug builds on shared machines.
 
-mod sim_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use node_lifecycled::sim::{Resource, SimConfig, SimServer, fixtures};
+use node_lifecycled_sim::client::{Api, RawWatch, WatchItem};
+use node_lifecycled_sim::{Resource, SimConfig, SimServer, fixtures};
 use serde_json::json;
-use sim_support::{Api, RawWatch, WatchItem};
 
 #[test]
 fn sustained_writes_per_second_with_a_watch_open() {

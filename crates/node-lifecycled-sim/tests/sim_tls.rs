@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
-use node_lifecycled::sim::{Resource, SimConfig, SimServer, SimTls, Verb, fixtures};
+use node_lifecycled_sim::{Resource, SimConfig, SimServer, SimTls, Verb, fixtures};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
 struct Pki {

@@ -2,13 +2,11 @@
 //! status subresources, DELETE preconditions and graceful pod deletion, and the write log that
 //! records who wrote what.
 
-mod sim_support;
-
-use node_lifecycled::sim::{Resource, SimConfig, SimServer, Verb, fixtures};
+use node_lifecycled_sim::client::{Api, rv_of};
+use node_lifecycled_sim::{Resource, SimConfig, SimServer, Verb, fixtures};
 use serde_json::json;
-use sim_support::{Api, rv_of};
 
-fn sim_with_node() -> (node_lifecycled::sim::SimHandle, Api) {
+fn sim_with_node() -> (node_lifecycled_sim::SimHandle, Api) {
     let sim = SimServer::start(SimConfig::default()).unwrap();
     let cluster = sim.cluster();
     cluster

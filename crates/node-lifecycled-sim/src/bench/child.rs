@@ -186,7 +186,7 @@ impl DaemonChild {
             Ok(Some(status)) => Err(format!(
                 "node-lifecycled exited ({status}); last lines of {}:\n{}",
                 self.log_path.display(),
-                crate::sim::log_tail(&self.log_path, 10)
+                crate::log_tail(&self.log_path, 10)
             )),
             _ => Ok(()),
         }

@@ -41,8 +41,8 @@ use super::population::{PodKind, PodPlan, Population, Toleration, WEB_NAMESPACE,
 use super::scenario::kubeconfig_yaml;
 use super::timeline::{FactKind, FactReader};
 use super::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimHandle, SimServer, Verb};
-use crate::config::{Config, format_duration};
-use crate::time::Time;
+use node_lifecycled::config::{Config, format_duration};
+use node_lifecycled::time::Time;
 
 /// The node that carries a foreign NoExecute taint and only ever runs marker pods.
 pub const SINK_NODE: &str = "bench-sink";

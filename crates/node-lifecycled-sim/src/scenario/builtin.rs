@@ -4,44 +4,47 @@
 pub const BUILTIN: &[(&str, &str)] = &[
     (
         "default",
-        include_str!("../../../conf/scenarios/default.toml"),
+        include_str!("../../../../conf/scenarios/default.toml"),
     ),
     (
         "node-failure",
-        include_str!("../../../conf/scenarios/node-failure.toml"),
+        include_str!("../../../../conf/scenarios/node-failure.toml"),
     ),
     (
         "zone-outage",
-        include_str!("../../../conf/scenarios/zone-outage.toml"),
+        include_str!("../../../../conf/scenarios/zone-outage.toml"),
     ),
     (
         "control-plane-partition",
-        include_str!("../../../conf/scenarios/control-plane-partition.toml"),
+        include_str!("../../../../conf/scenarios/control-plane-partition.toml"),
     ),
     (
         "flapping-node",
-        include_str!("../../../conf/scenarios/flapping-node.toml"),
+        include_str!("../../../../conf/scenarios/flapping-node.toml"),
     ),
     (
         "rolling-reboot",
-        include_str!("../../../conf/scenarios/rolling-reboot.toml"),
+        include_str!("../../../../conf/scenarios/rolling-reboot.toml"),
     ),
     (
         "edge-autonomy",
-        include_str!("../../../conf/scenarios/edge-autonomy.toml"),
+        include_str!("../../../../conf/scenarios/edge-autonomy.toml"),
     ),
-    ("pools", include_str!("../../../conf/scenarios/pools.toml")),
+    (
+        "pools",
+        include_str!("../../../../conf/scenarios/pools.toml"),
+    ),
     (
         "custom-condition",
-        include_str!("../../../conf/scenarios/custom-condition.toml"),
+        include_str!("../../../../conf/scenarios/custom-condition.toml"),
     ),
     (
         "control-plane-recovery",
-        include_str!("../../../conf/scenarios/control-plane-recovery.toml"),
+        include_str!("../../../../conf/scenarios/control-plane-recovery.toml"),
     ),
     (
         "fencing",
-        include_str!("../../../conf/scenarios/fencing.toml"),
+        include_str!("../../../../conf/scenarios/fencing.toml"),
     ),
 ];
 

@@ -5,8 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::{Check, Expect, Quantity, Subject, short_list};
-use crate::sim::population::PodPlan;
-use crate::sim::timeline::{Fact, FactKind};
+use crate::population::PodPlan;
+use crate::timeline::{Fact, FactKind};
 
 /// One expectation, judged.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -121,7 +121,7 @@ impl Action {
             Action::Reboot { nodes, down } => format!(
                 "reboot {} (silent {})",
                 list(nodes),
-                crate::config::format_duration(*down)
+                node_lifecycled::config::format_duration(*down)
             ),
             Action::SetCondition {
                 nodes,
@@ -166,10 +166,13 @@ impl Action {
             Action::DropWatches => "cut every watch connection".to_string(),
             Action::StallWatches(d) => format!(
                 "stall every watch for {}",
-                crate::config::format_duration(*d)
+                node_lifecycled::config::format_duration(*d)
             ),
             Action::RestartApi(d) => {
-                format!("API server down for {}", crate::config::format_duration(*d))
+                format!(
+                    "API server down for {}",
+                    node_lifecycled::config::format_duration(*d)
+                )
             }
             Action::Note(text) => text.clone(),
         }

@@ -8,9 +8,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{Action, Check, Expect, Quantity, Scenario, Step, Subject};
-use crate::config::parse_duration;
-use crate::sim::kubelets::KubeletConfig;
-use crate::sim::population::{PodKind, Population, Toleration};
+use crate::kubelets::KubeletConfig;
+use crate::population::{PodKind, Population, Toleration};
+use node_lifecycled::config::parse_duration;
 
 /// `source:line: message`, one line.
 #[derive(Clone, Debug, PartialEq, Eq)]

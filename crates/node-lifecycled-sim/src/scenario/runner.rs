@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{Action, Outcome, Scenario, evaluate, zone_summary};
-use crate::config::Config;
-use crate::sim::kubelets::Kubelets;
-use crate::sim::population::{PodKind, PodPlan, WEB_NAMESPACE};
-use crate::sim::timeline::{Fact, FactKind, FactReader, Timeline};
-use crate::sim::{Cluster, Resource, SimConfig, SimHandle, SimServer};
+use crate::kubelets::Kubelets;
+use crate::population::{PodKind, PodPlan, WEB_NAMESPACE};
+use crate::timeline::{Fact, FactKind, FactReader, Timeline};
+use crate::{Cluster, Resource, SimConfig, SimHandle, SimServer};
+use node_lifecycled::config::Config;
 
 /// The daemon settings of every demo run, under the scenario's `[daemon]` and the user's
 /// `--config`: fast enough that a node failure plays out in seconds, consistent with the
@@ -222,10 +222,10 @@ pub fn run(
         scenario.description,
         populated.nodes.len(),
         scenario.population.zone_count(),
-        crate::config::format_duration(scenario.kubelet.renew_interval),
+        node_lifecycled::config::format_duration(scenario.kubelet.renew_interval),
         sim.url(),
         options.daemon.display(),
-        crate::config::format_duration(checked.node_monitor_grace_period),
+        node_lifecycled::config::format_duration(checked.node_monitor_grace_period),
         checked.node_eviction_rate.as_f64(),
         config_path.display(),
         log_path.display(),
@@ -268,7 +268,7 @@ pub fn run(
             "node-lifecycled exited early ({status}) at t={:.1}s; last lines of {}:\n{}",
             play.start.elapsed().as_secs_f64(),
             log_path.display(),
-            crate::sim::log_tail(&log_path, 10)
+            crate::log_tail(&log_path, 10)
         ));
     }
     let daemon_exit = stop_daemon(&mut child);

@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::sim::population::{PodPlan, zone_of};
-use crate::sim::timeline::{Fact, FactKind};
+use crate::population::{PodPlan, zone_of};
+use crate::timeline::{Fact, FactKind};
 
 #[derive(Default)]
 struct ZoneCounts {

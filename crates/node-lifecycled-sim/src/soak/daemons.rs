@@ -125,7 +125,7 @@ impl Daemon {
         if let Some(child) = self.child.as_mut() {
             if let Ok(Some(status)) = child.try_wait() {
                 self.child = None;
-                let tail = crate::sim::log_tail(&self.log, 10);
+                let tail = crate::log_tail(&self.log, 10);
                 // Started again so the soak goes on; the exit is a finding.
                 self.restart_at = Some(Instant::now());
                 return Err(format!(

@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::invariants::{Checker, KUBELET, Limits, Violation};
-use crate::sim::resource::{Resource, Verb};
-use crate::sim::write_log::{Identity, WriteRecord};
-use crate::time::Time;
+use crate::resource::{Resource, Verb};
+use crate::write_log::{Identity, WriteRecord};
+use node_lifecycled::time::Time;
 
 const A: &str = "token-a";
 const B: &str = "token-b";

@@ -32,11 +32,11 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
-use crate::sim::population::zone_of;
-use crate::sim::resource::{Resource, Verb};
-use crate::sim::timeline::{FactKind, FactReader, ready_from_diff};
-use crate::sim::write_log::WriteRecord;
-use crate::time::Time;
+use crate::population::zone_of;
+use crate::resource::{Resource, Verb};
+use crate::timeline::{FactKind, FactReader, ready_from_diff};
+use crate::write_log::WriteRecord;
+use node_lifecycled::time::Time;
 
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable:NoExecute";
 pub const NOT_READY: &str = "node.kubernetes.io/not-ready:NoExecute";

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::invariants::{Checker, UNREACHABLE};
-use crate::time::Time;
+use node_lifecycled::time::Time;
 
 impl Checker {
     /// Judges the liveness obligations due at `now`.

@@ -26,10 +26,10 @@ use daemons::Daemon;
 use invariants::{Checker, DRIVER, KUBELET, Limits};
 use schedule::{BurstTarget, Fault, PlanShape, Step};
 
-use crate::sim::kubelets::{KubeletConfig, Kubelets};
-use crate::sim::population::{PodKind, PodPlan, Population, Toleration, WEB_NAMESPACE, zone_of};
-use crate::sim::scenario::kubeconfig_yaml;
-use crate::sim::{Identity, RequestMatch, Resource, SimConfig, SimServer, Verb};
+use crate::kubelets::{KubeletConfig, Kubelets};
+use crate::population::{PodKind, PodPlan, Population, Toleration, WEB_NAMESPACE, zone_of};
+use crate::scenario::kubeconfig_yaml;
+use crate::{Identity, RequestMatch, Resource, SimConfig, SimServer, Verb};
 
 pub use report::SoakReport;
 
@@ -300,8 +300,8 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
 }
 
 struct Run<'a> {
-    sim: &'a crate::sim::SimHandle,
-    cluster: &'a crate::sim::Cluster,
+    sim: &'a crate::SimHandle,
+    cluster: &'a crate::Cluster,
     kubelets: &'a Kubelets,
     checker: Checker,
     daemons: Vec<(Daemon, PathBuf)>,
@@ -498,7 +498,7 @@ impl Run<'_> {
         let now = self.cluster.now();
         for (daemon, _) in &self.daemons {
             let Some(pid) = daemon.pid() else { continue };
-            if let Some(reading) = crate::sim::bench::ProcReading::of(pid) {
+            if let Some(reading) = crate::bench::ProcReading::of(pid) {
                 self.checker.rss(&daemon.name, pid, reading.rss_kib, now);
             }
         }

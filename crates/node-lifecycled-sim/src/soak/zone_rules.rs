@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::invariants::Checker;
-use crate::time::Time;
+use node_lifecycled::time::Time;
 
 impl Checker {
     pub(super) fn set_ready(&mut self, node: &str, status: &str, at: Time) {
