@@ -23,9 +23,12 @@
 //! (its request shapes take model and time types); `config` parses into settings types their
 //! layer owns (`leader::LeaderElectionConfig`, `logging::LogFormat`, the controller's pools and
 //! condition taints); `observe` renders plain snapshots and the endpoints that need the loop
-//! live in `runtime`. `sim` (the simulated API server) and `testing` (a seeded random
-//! generator for tests) sit outside: `sim` at the top, never imported, `testing` at the bottom,
-//! importing nothing.
+//! live in `runtime`. `testing` (a seeded random generator, compiled for unit tests only) sits
+//! at the bottom, importing nothing.
+//!
+//! The simulated cluster the tests, the demo and the benchmark run against is not here: it is the
+//! workspace crate `crates/node-lifecycled-sim` (library and the `node-lifecycled-sim` binary), a
+//! dev-dependency of this package's tests that depends on this library, never the other way.
 
 pub mod config;
 pub mod controller;
@@ -36,8 +39,9 @@ pub mod logging;
 pub mod model;
 pub mod observe;
 pub mod runtime;
-pub mod sim;
 pub mod time;
 
-#[doc(hidden)]
-pub mod testing;
+/// The seeded test generator, for unit tests only: the daemon's library does not ship it. The
+/// simulator crate compiles the same file for itself and for the integration tests' fuzz support.
+#[cfg(test)]
+mod testing;

@@ -11,7 +11,7 @@ mod e2e_support;
 use std::time::Duration;
 
 use e2e_support::{Daemon, Kubelets, Sim, Timing, config_text, holds_for, wait_until};
-use node_lifecycled::sim::{RequestMatch, Resource, Verb};
+use node_lifecycled_sim::{RequestMatch, Resource, Verb};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "daemon-a";

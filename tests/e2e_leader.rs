@@ -10,8 +10,8 @@ mod e2e_support;
 use std::time::{Duration, Instant};
 
 use e2e_support::{Daemon, Kubelets, Sim, Timing, config_text, wait_until};
-use node_lifecycled::sim::{RequestMatch, Resource, Verb, WriteRecord};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{RequestMatch, Resource, Verb, WriteRecord};
 use serde_json::json;
 
 const A: &str = "daemon-a";

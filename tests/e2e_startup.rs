@@ -9,7 +9,7 @@ use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
 
 use e2e_support::{Daemon, Kubelets, Sim, TempDir, Timing, config_text};
-use node_lifecycled::sim::{RequestMatch, Verb};
+use node_lifecycled_sim::{RequestMatch, Verb};
 
 const TOKEN: &str = "daemon-a";
 

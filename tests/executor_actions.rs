@@ -17,8 +17,8 @@ use node_lifecycled::model::{
     ConditionStatus, Node, NodeCondition, NodeConditionType, Taint, TaintEffect,
 };
 use node_lifecycled::runtime::executor::LABEL_CONFLICT_TRIES;
-use node_lifecycled::sim::{RequestMatch, Resource, Verb, fixtures};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{RequestMatch, Resource, Verb, fixtures};
 use serde_json::json;
 
 fn result(inputs: &[Input]) -> Vec<(ActionId, Outcome)> {

@@ -15,8 +15,8 @@ use node_lifecycled::controller::{
 };
 use node_lifecycled::model::{ConditionStatus, Lease, Node, Pod, Taint, TaintEffect};
 use node_lifecycled::runtime::executor::WriteKind;
-use node_lifecycled::sim::{Resource, fixtures};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{Resource, fixtures};
 
 fn unreachable_taint(at: Time) -> Taint {
     Taint {

@@ -13,8 +13,8 @@ use load_support::runqueue_wait;
 use node_lifecycled::controller::{Action, ActionId, Input, LeaseReadOutcome, Outcome};
 use node_lifecycled::kube::ClientSettings;
 use node_lifecycled::runtime::executor::{ExecutorSettings, NO_ANSWER};
-use node_lifecycled::sim::{RequestMatch, Verb};
 use node_lifecycled::time::Rate;
+use node_lifecycled_sim::{RequestMatch, Verb};
 
 fn outcomes(inputs: &[Input]) -> Vec<Outcome> {
     inputs
@@ -350,8 +350,8 @@ fn a_verdict_does_not_wait_behind_pod_writes_that_spent_the_client_budget() {
     h.sim
         .cluster()
         .create(
-            node_lifecycled::sim::Resource::Leases,
-            node_lifecycled::sim::fixtures::node_lease("dead", lease_time),
+            node_lifecycled_sim::Resource::Leases,
+            node_lifecycled_sim::fixtures::node_lease("dead", lease_time),
         )
         .unwrap();
     let pods: Vec<_> = (0..100)

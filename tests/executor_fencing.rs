@@ -10,8 +10,8 @@ use node_lifecycled::controller::fencing::{
 };
 use node_lifecycled::controller::{Action, ActionId, Input, LeaseReadOutcome, Outcome};
 use node_lifecycled::model::{ConditionStatus, NodeCondition};
-use node_lifecycled::sim::{Resource, fixtures};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{Resource, fixtures};
 use serde_json::json;
 
 fn read(h: &mut Harness, id: u64, node: &str) -> FenceTargetOutcome {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use informer_support::{Harness, Id, Tracked, list_watch, plain_connection, unthrottled};
 use node_lifecycled::kube::Credentials;
 use node_lifecycled::runtime::{Clock, EventLoop};
-use node_lifecycled::sim::{Resource, SimConfig, SimServer, fixtures};
+use node_lifecycled_sim::{Resource, SimConfig, SimServer, fixtures};
 
 const NODES: usize = 200;
 const COALESCE: Duration = Duration::from_millis(100);

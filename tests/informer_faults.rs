@@ -19,11 +19,11 @@ use node_lifecycled::kube::{ClientSettings, Credentials};
 use node_lifecycled::model::{Lease, Node, Pod};
 use node_lifecycled::runtime::informer::{InformerConfig, probe_watch_list};
 use node_lifecycled::runtime::{Clock, EventLoop};
-use node_lifecycled::sim::{
-    RequestMatch, Resource, SimConfig, SimHandle, SimServer, Verb, fixtures,
-};
 use node_lifecycled::time::Rate;
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{
+    RequestMatch, Resource, SimConfig, SimHandle, SimServer, Verb, fixtures,
+};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use informer_support::{Harness, Id, Tracked, list_watch, plain_connection, unthrottled};
 use node_lifecycled::kube::Credentials;
 use node_lifecycled::runtime::{Clock, EventLoop};
-use node_lifecycled::sim::{Resource, SimConfig, SimServer, fixtures};
+use node_lifecycled_sim::{Resource, SimConfig, SimServer, fixtures};
 use serde_json::json;
 
 const PODS: usize = 100;

@@ -16,7 +16,7 @@ use node_lifecycled::kube::Credentials;
 use node_lifecycled::kube::decode::DecodeContext;
 use node_lifecycled::model::{Pod, PodKey};
 use node_lifecycled::runtime::{Clock, EventLoop};
-use node_lifecycled::sim::{Cluster, Resource, SimConfig, SimServer, fixtures};
+use node_lifecycled_sim::{Cluster, Resource, SimConfig, SimServer, fixtures};
 use serde_json::{Value, json};
 
 const BOUND: usize = 10_000;

@@ -8,8 +8,8 @@ use std::time::Duration;
 use node_lifecycled::kube::{ApiClient, ClientSettings, Connection, Credentials, Scheme};
 use node_lifecycled::leader::{ElectionSettings, LeaderElection, LeaseLock, Transition};
 use node_lifecycled::runtime::Clock;
-use node_lifecycled::sim::{RequestMatch, SimConfig, SimHandle, SimServer, Verb, WriteRecord};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{RequestMatch, SimConfig, SimHandle, SimServer, Verb, WriteRecord};
 
 const LEASE: Duration = Duration::from_secs(2);
 const RENEW_DEADLINE: Duration = Duration::from_secs(1);
@@ -148,7 +148,7 @@ fn only_one_of_two_candidates_holds_the_lease_and_only_it_writes_the_lease() {
     let lease = sim
         .cluster()
         .get(
-            node_lifecycled::sim::Resource::Leases,
+            node_lifecycled_sim::Resource::Leases,
             Some("kube-system"),
             "node-lifecycled",
         )
@@ -247,7 +247,7 @@ fn released_lease_is_taken_over_within_one_retry_period() {
     let lease = sim
         .cluster()
         .get(
-            node_lifecycled::sim::Resource::Leases,
+            node_lifecycled_sim::Resource::Leases,
             Some("kube-system"),
             "node-lifecycled",
         )
@@ -298,7 +298,7 @@ fn a_lease_that_cannot_be_decoded_is_an_error_not_a_takeover() {
     let clock = Clock::start();
     sim.cluster()
         .create(
-            node_lifecycled::sim::Resource::Leases,
+            node_lifecycled_sim::Resource::Leases,
             serde_json::json!({
                 "metadata": {"name": "node-lifecycled", "namespace": "kube-system"},
                 "spec": {"holderIdentity": "someone", "leaseDurationSeconds": "forever"}

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use node_lifecycled::sim::bench::{self, BenchOptions, BenchSize};
+use node_lifecycled_sim::bench::{self, BenchOptions, BenchSize};
 
 fn tiny_options(dir: PathBuf) -> BenchOptions {
     BenchOptions {

@@ -3,21 +3,19 @@
 //! config the run writes, and — once the daemon is wired (issue #6) — every built-in scenario
 //! played end to end against the real `node-lifecycled` binary.
 
-mod sim_support;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
 use node_lifecycled::config::Config;
 use node_lifecycled::kube::Connection;
-use node_lifecycled::sim::population::Population;
-use node_lifecycled::sim::scenario::{
+use node_lifecycled_sim::client::Api;
+use node_lifecycled_sim::population::Population;
+use node_lifecycled_sim::scenario::{
     self, BUILTIN, RunOptions, Scenario, daemon_config, evaluate, kubeconfig_yaml, zone_summary,
 };
-use node_lifecycled::sim::timeline::{Fact, FactKind, FactReader, Timeline};
-use node_lifecycled::sim::{Identity, Resource, SimConfig, SimServer, Verb, WriteRecord};
+use node_lifecycled_sim::timeline::{Fact, FactKind, FactReader, Timeline};
+use node_lifecycled_sim::{Identity, Resource, SimConfig, SimServer, Verb, WriteRecord};
 use serde_json::json;
-use sim_support::Api;
 
 #[test]
 fn every_builtin_scenario_parses_names_real_nodes_and_fits_in_a_minute() {
@@ -139,7 +137,7 @@ const DAEMON_TOKEN: &str = "daemon-token";
 /// The writes a node lifecycle controller makes when node z1-n001 dies, in the shapes the
 /// executor sends them (strategic-merge PATCHes with preconditions, a graceful DELETE with a UID
 /// precondition, core/v1 events, a leader Lease), plus a refused write and kubelet noise.
-fn stand_in_daemon_writes(sim: &node_lifecycled::sim::SimHandle) {
+fn stand_in_daemon_writes(sim: &node_lifecycled_sim::SimHandle) {
     let api = Api::with_token(sim.url(), DAEMON_TOKEN);
     let cluster = sim.cluster();
     let now = cluster.now().to_rfc3339();
@@ -242,7 +240,7 @@ fn stand_in_daemon_writes(sim: &node_lifecycled::sim::SimHandle) {
     assert_eq!(reply.code, 200);
 }
 
-fn small_cluster() -> (node_lifecycled::sim::SimHandle, Population) {
+fn small_cluster() -> (node_lifecycled_sim::SimHandle, Population) {
     let sim = SimServer::start(SimConfig {
         log_direct_writes: true,
         ..SimConfig::default()

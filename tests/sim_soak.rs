@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use node_lifecycled::sim::soak::{self, SoakOptions};
+use node_lifecycled_sim::soak::{self, SoakOptions};
 
 #[test]
 fn a_one_minute_soak_with_faults_of_every_family_breaks_no_invariant() {

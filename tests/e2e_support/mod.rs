@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use node_lifecycled::sim::{Cluster, Resource, SimConfig, SimHandle, SimServer, fixtures};
+use node_lifecycled_sim::{Cluster, Resource, SimConfig, SimHandle, SimServer, fixtures};
 use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_node-lifecycled");

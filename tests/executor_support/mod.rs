@@ -14,8 +14,8 @@ use node_lifecycled::kube::decode::{Decode, DecodeContext, decode_object};
 use node_lifecycled::kube::{ApiClient, ClientSettings, Connection, Credentials, Scheme};
 use node_lifecycled::model::{Name, Node, Pod, PodKey};
 use node_lifecycled::runtime::executor::{Executor, ExecutorSettings};
-use node_lifecycled::sim::{Resource, SimConfig, SimHandle, SimServer, WriteRecord, fixtures};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{Resource, SimConfig, SimHandle, SimServer, WriteRecord, fixtures};
 
 /// The bearer token the executor's client presents (the write log's identity).
 pub const TOKEN: &str = "node-lifecycled";

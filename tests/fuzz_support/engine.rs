@@ -12,7 +12,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use node_lifecycled::testing::Rng;
+use node_lifecycled_sim::testing::Rng;
 
 /// Inputs never grow beyond this (the largest seed, a 21 KB pod, fits with room to mutate).
 pub const MAX_INPUT: usize = 96 * 1024;

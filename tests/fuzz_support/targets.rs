@@ -13,7 +13,7 @@ use node_lifecycled::kube::watch::http_head::{HeadParser, MAX_HEAD_BYTES};
 use node_lifecycled::kube::watch::lines::{LineError, LineSplitter};
 use node_lifecycled::kube::watch::{ResponseDecoder, WatchItem};
 use node_lifecycled::model::{Lease, Node, Pod};
-use node_lifecycled::testing::Rng;
+use node_lifecycled_sim::testing::Rng;
 
 use super::engine::{ALLOC_PER_INPUT_BYTE, Target, input_hash};
 

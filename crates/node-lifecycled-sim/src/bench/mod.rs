@@ -1,0 +1,991 @@
+//! `node-lifecycled-sim bench`: the scale benchmark (issue #7).
+//!
+//! For each cluster size: the simulated API server and kubelets run in this process (threads),
+//! populated directly in the store; the release `node-lifecycled` runs as a child process against
+//! it over loopback, so everything read from `/proc/PID` is the daemon's alone. Phases, in order:
+//!
+//! 1. sync: spawn → `READY=1` on our sd_notify socket; RSS sampled every 100 ms meanwhile.
+//! 2. steady: after settling, a window with every kubelet renewing (500 renewals/s at 5,000
+//!    nodes): CPU from utime+stime, median RSS, loop wake-ups (SIGUSR1 dumps at both ends).
+//! 3. idle: every kubelet silent for a window well inside the grace period, so nothing changes
+//!    in the cluster; wake-ups, CPU and context switches of a daemon with nothing to do. Then the
+//!    kubelets resume, spread over one renew interval as they were.
+//! 4. absorb: a burst of pod status updates written as fast as the simulator can, then a marker
+//!    pod on a node carrying a foreign NoExecute taint: the daemon's DELETE of the marker says it
+//!    has read every event before it.
+//! 5. detection: `victims` nodes' kubelets stop at once; for each, the simulator's last heartbeat
+//!    (Lease renewTime, or the status heartbeat if later) + grace against the daemon's
+//!    Ready=Unknown write, then its NoExecute taint and the first DELETE of a pod that tolerates
+//!    nothing.
+
+mod child;
+mod process;
+mod report;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub use child::{DaemonChild, LoopCounters};
+pub use process::{ProcReading, RssSampler, clock_ticks_per_second};
+pub use report::{
+    AbsorbFigures, CallsPerVerdict, IdleFigures, Latencies, SizeReport, median, percentile, table,
+};
+
+use super::fixtures;
+use super::kubelets::{KubeletConfig, Kubelets};
+use super::population::{PodKind, PodPlan, Population, Toleration, WEB_NAMESPACE, zone_of};
+use super::scenario::kubeconfig_yaml;
+use super::timeline::{FactKind, FactReader};
+use super::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimHandle, SimServer, Verb};
+use node_lifecycled::config::{Config, format_duration};
+use node_lifecycled::time::Time;
+
+/// The node that carries a foreign NoExecute taint and only ever runs marker pods.
+pub const SINK_NODE: &str = "bench-sink";
+pub const SINK_TAINT: &str = "bench.node-lifecycled.io/sink";
+/// `default/bench-evict-<node>`: one pod per victim node that tolerates nothing.
+pub const EVICT_POD_PREFIX: &str = "bench-evict-";
+const MARKER_POD_PREFIX: &str = "bench-marker-";
+/// The daemon's client throttle when the config does not set one (its own default).
+const DEFAULT_QPS: f64 = 20.0;
+/// RSS sampling period.
+const RSS_PERIOD: Duration = Duration::from_millis(100);
+/// How often the write log is read while waiting for the daemon.
+const POLL: Duration = Duration::from_millis(5);
+
+/// How the daemon fetches its first full state, chosen by the version the simulator reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitialList {
+    /// Watch-list streaming (`sendInitialEvents`): the simulator reports 1.32.
+    WatchList,
+    /// One `resourceVersion=0` LIST per kind, read as a stream (what runs against servers
+    /// before 1.32): the simulator reports 1.31.
+    WatchCache,
+}
+
+impl InitialList {
+    pub fn parse(s: &str) -> Option<InitialList> {
+        match s {
+            "watch-list" => Some(InitialList::WatchList),
+            "watch-cache" => Some(InitialList::WatchCache),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            InitialList::WatchList => "watch-list",
+            InitialList::WatchCache => "watch-cache",
+        }
+    }
+
+    fn minor_version(self) -> u32 {
+        match self {
+            InitialList::WatchList => 32,
+            InitialList::WatchCache => 31,
+        }
+    }
+}
+
+/// One cluster shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchSize {
+    pub nodes: usize,
+    /// Pods per node, the DaemonSet pod included.
+    pub pods_per_node: usize,
+    pub zones: usize,
+}
+
+impl BenchSize {
+    pub const SMALL: BenchSize = BenchSize {
+        nodes: 500,
+        pods_per_node: 30,
+        zones: 3,
+    };
+    pub const LARGE: BenchSize = BenchSize {
+        nodes: 5000,
+        pods_per_node: 30,
+        zones: 3,
+    };
+}
+
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub daemon: PathBuf,
+    pub sizes: Vec<BenchSize>,
+    /// Nodes killed at once in the detection phase.
+    pub victims: usize,
+    /// Pod status updates in the absorb burst.
+    pub burst_events: usize,
+    pub renew_interval: Duration,
+    /// The daemon's node_monitor_grace_period.
+    pub grace: Duration,
+    pub monitor_period: Duration,
+    /// The daemon's node_eviction_rate (nodes/s per zone).
+    pub eviction_rate: f64,
+    /// The daemon's api.qps / api.burst; `None`: its defaults (upstream 20 / 30).
+    pub qps: Option<f64>,
+    pub burst: Option<u32>,
+    /// After READY=1, and after the kubelets resume, before measuring.
+    pub settle: Duration,
+    pub steady_window: Duration,
+    pub idle_window: Duration,
+    pub sync_timeout: Duration,
+    /// How long the detection phase may take beyond grace + one renew interval.
+    pub detection_timeout: Duration,
+    pub work_dir: Option<PathBuf>,
+    pub seed: u64,
+    pub initial_list: InitialList,
+}
+
+impl BenchOptions {
+    /// The documented benchmark: both sizes, upstream timings, a minute of steady state.
+    pub fn standard(daemon: PathBuf) -> BenchOptions {
+        BenchOptions {
+            daemon,
+            sizes: vec![BenchSize::SMALL, BenchSize::LARGE],
+            victims: 100,
+            burst_events: 50_000,
+            renew_interval: Duration::from_secs(10),
+            grace: Duration::from_secs(50),
+            monitor_period: Duration::from_secs(5),
+            eviction_rate: 1.0,
+            qps: None,
+            burst: None,
+            settle: Duration::from_secs(10),
+            steady_window: Duration::from_secs(60),
+            idle_window: Duration::from_secs(15),
+            sync_timeout: Duration::from_secs(180),
+            detection_timeout: Duration::from_secs(300),
+            work_dir: None,
+            seed: 7,
+            initial_list: InitialList::WatchList,
+        }
+    }
+
+    /// Shorter windows and a smaller burst (figures extrapolated from 15 s of steady state).
+    pub fn quick(daemon: PathBuf) -> BenchOptions {
+        BenchOptions {
+            burst_events: 10_000,
+            settle: Duration::from_secs(5),
+            steady_window: Duration::from_secs(15),
+            idle_window: Duration::from_secs(10),
+            ..BenchOptions::standard(daemon)
+        }
+    }
+
+    /// The longest any node is silent in the idle phase; must stay well under grace.
+    fn idle_silence(&self) -> Duration {
+        self.renew_interval.mul_f64(1.05)
+            + Duration::from_secs(1)
+            + self.idle_window
+            + self.renew_interval
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.sizes.is_empty() {
+            return Err("no cluster size to measure".into());
+        }
+        for s in &self.sizes {
+            if s.nodes < 2 || s.pods_per_node == 0 || s.zones == 0 {
+                return Err(format!(
+                    "size {} nodes / {} pods per node / {} zones: need ≥ 2 nodes, ≥ 1 pod per \
+                     node, ≥ 1 zone",
+                    s.nodes, s.pods_per_node, s.zones
+                ));
+            }
+            if self.victims == 0 || self.victims * 2 > s.nodes {
+                return Err(format!(
+                    "{} victims out of {} nodes: must be at least 1 and at most half, so no zone \
+                     counts as disrupted",
+                    self.victims, s.nodes
+                ));
+            }
+        }
+        if self.idle_silence() * 10 >= self.grace * 9 {
+            return Err(format!(
+                "the idle window ({}) leaves nodes silent for up to {}: too close to the grace \
+                 period ({})",
+                format_duration(self.idle_window),
+                format_duration(self.idle_silence()),
+                format_duration(self.grace)
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Runs every size in turn, printing progress and each size's table to `out`; returns the
+/// figures. `Err` when a run could not happen (the daemon missing or exiting, a timeout).
+pub fn run(options: &BenchOptions, out: &mut dyn Write) -> Result<Vec<SizeReport>, String> {
+    options.validate()?;
+    let root = match &options.work_dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("node-lifecycled-bench-{}", std::process::id())),
+    };
+    let mut reports = Vec::new();
+    for size in &options.sizes {
+        let dir = root.join(format!("{}-nodes", size.nodes));
+        fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let report = SizeRun::new(options, size, &dir, out)?.run()?;
+        let _ = writeln!(out, "\n{}", table(std::slice::from_ref(&report)));
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+/// One size's run: the simulator, the kubelets, the daemon, and what has been measured so far.
+struct SizeRun<'a> {
+    options: &'a BenchOptions,
+    out: &'a mut dyn Write,
+    dir: PathBuf,
+    token: String,
+    sim: SimHandle,
+    cluster: Cluster,
+    kubelets: Kubelets,
+    /// Every node with a kubelet, the sink included.
+    nodes: Vec<String>,
+    victims: Vec<String>,
+    pods: Vec<PodPlan>,
+    report: SizeReport,
+    started: Instant,
+}
+
+impl<'a> SizeRun<'a> {
+    fn new(
+        options: &'a BenchOptions,
+        size: &BenchSize,
+        dir: &Path,
+        out: &'a mut dyn Write,
+    ) -> Result<SizeRun<'a>, String> {
+        let started = Instant::now();
+        let token = format!("node-lifecycled-bench-{:08x}", std::process::id());
+        let sim = SimServer::start(SimConfig {
+            tokens: Some(vec![token.clone()]),
+            // As a real API server; the daemon's idle deadline, not bookmarks, detects dead
+            // watches (DESIGN field notes).
+            bookmark_interval: Duration::from_secs(60),
+            // The burst must not push a watch out of the history (that would measure a relist).
+            history_size: (options.burst_events * 2).max(100_000),
+            minor_version: options.initial_list.minor_version(),
+            ..SimConfig::default()
+        })
+        .map_err(|e| format!("cannot start the simulated API server: {e}"))?;
+        let cluster = sim.cluster();
+        let population = Population {
+            nodes: size.nodes,
+            zones: size.zones,
+            pods_per_node: size.pods_per_node - 1,
+            daemonset: true,
+            ..Population::default()
+        };
+        let _ = writeln!(
+            out,
+            "== {} nodes, {} pods per node, {} zones ==",
+            size.nodes, size.pods_per_node, size.zones
+        );
+        let populated = population
+            .populate(&cluster)
+            .map_err(|e| format!("cannot populate the simulated cluster: {}", e.message))?;
+        let victims = pick_victims(&populated.nodes, options.victims);
+        let mut pods = populated.pods;
+        for victim in &victims {
+            let pod = PodPlan {
+                namespace: WEB_NAMESPACE.into(),
+                name: format!("{EVICT_POD_PREFIX}{victim}"),
+                node: victim.clone(),
+                kind: PodKind::Added,
+                toleration: Toleration::None,
+            };
+            cluster
+                .create(Resource::Pods, pod.object())
+                .map_err(|e| format!("cannot create {}: {}", pod.key(), e.message))?;
+            pods.push(pod);
+        }
+        let mut sink =
+            fixtures::ready_node(SINK_NODE, Some(zone_of(&populated.nodes[0])), cluster.now());
+        sink["spec"]["taints"] = json!([{"key": SINK_TAINT, "effect": "NoExecute"}]);
+        cluster
+            .create(Resource::Nodes, sink)
+            .and_then(|_| cluster.renew_lease(SINK_NODE, cluster.now()))
+            .map_err(|e| format!("cannot create {SINK_NODE}: {}", e.message))?;
+        let mut nodes = populated.nodes;
+        nodes.push(SINK_NODE.to_string());
+        let kubelets = Kubelets::start(
+            cluster.clone(),
+            KubeletConfig {
+                renew_interval: options.renew_interval,
+                seed: options.seed,
+                ..KubeletConfig::default()
+            },
+        )
+        .map_err(|e| format!("cannot start the simulated kubelets: {e}"))?;
+        for node in &nodes {
+            kubelets.add_node(node);
+        }
+        let report = SizeReport {
+            label: format!("{} nodes", size.nodes),
+            nodes: size.nodes,
+            pods: pods.len(),
+            zones: population.zone_count(),
+            populate: started.elapsed(),
+            victims: victims.len(),
+            grace: options.grace,
+            qps: options.qps.unwrap_or(DEFAULT_QPS),
+            ..SizeReport::default()
+        };
+        let _ = writeln!(
+            out,
+            "populated {} nodes (+ {SINK_NODE}) and {} pods in {:.1}s; kubelets renew every {}",
+            size.nodes,
+            pods.len(),
+            report.populate.as_secs_f64(),
+            format_duration(options.renew_interval)
+        );
+        Ok(SizeRun {
+            options,
+            out,
+            dir: dir.to_path_buf(),
+            token,
+            sim,
+            cluster,
+            kubelets,
+            nodes,
+            victims,
+            pods,
+            report,
+            started,
+        })
+    }
+
+    fn say(&mut self, line: impl AsRef<str>) {
+        let _ = writeln!(self.out, "  {}", line.as_ref());
+        let _ = self.out.flush();
+    }
+
+    fn run(mut self) -> Result<SizeReport, String> {
+        let config = self.write_config()?;
+        let mut daemon = DaemonChild::spawn(&self.options.daemon, &config, &self.dir)?;
+        self.say(format!(
+            "daemon {} (pid {}), log {}",
+            self.options.daemon.display(),
+            daemon.pid,
+            daemon.log_path.display()
+        ));
+        let mut sampler = RssSampler::start(daemon.pid, RSS_PERIOD)
+            .map_err(|e| format!("cannot start the RSS sampler: {e}"))?;
+        let result = self.measure(&mut daemon, &sampler);
+        sampler.stop();
+        daemon.stop();
+        // For a look afterwards: every write the daemon made, with its time.
+        let writes = self.dir.join("writes.log");
+        if let Err(e) = fs::write(&writes, self.sim.write_log_text()) {
+            self.say(format!("cannot write {}: {e}", writes.display()));
+        }
+        self.kubelets.shutdown();
+        self.sim.shutdown();
+        result?;
+        self.report.wall = self.started.elapsed();
+        Ok(self.report)
+    }
+
+    fn measure(&mut self, daemon: &mut DaemonChild, sampler: &RssSampler) -> Result<(), String> {
+        self.sync(daemon, sampler)?;
+        std::thread::sleep(self.options.settle);
+        self.steady(daemon, sampler)?;
+        self.idle(daemon)?;
+        self.absorb(daemon)?;
+        self.detection(daemon)?;
+        self.report.hwm_end_kib = ProcReading::of(daemon.pid).map_or(0, |r| r.hwm_kib);
+        Ok(())
+    }
+
+    fn write_config(&self) -> Result<PathBuf, String> {
+        let kubeconfig = self.dir.join("kubeconfig");
+        fs::write(&kubeconfig, kubeconfig_yaml(self.sim.url(), &self.token))
+            .map_err(|e| format!("cannot write {}: {e}", kubeconfig.display()))?;
+        let o = self.options;
+        let mut api = format!("kubeconfig = {:?}\n", kubeconfig.display().to_string());
+        if let Some(qps) = o.qps {
+            api.push_str(&format!("qps = {qps:?}\n"));
+        }
+        if let Some(burst) = o.burst {
+            api.push_str(&format!("burst = {burst}\n"));
+        }
+        // The daemon insists a dead watch is noticed well before nodes are judged.
+        if o.grace <= Duration::from_secs(30) {
+            api.push_str(&format!(
+                "watch_idle_timeout = {:?}\n",
+                format_duration(o.grace / 2)
+            ));
+        }
+        let text = format!(
+            "# written by node-lifecycled-sim bench; every other key: the daemon's default\n\
+             node_monitor_period = {:?}\n\
+             node_monitor_grace_period = {:?}\n\
+             node_startup_grace_period = {:?}\n\
+             # upstream 0.1/s would take 5.5 min to taint 100 nodes in 3 zones\n\
+             node_eviction_rate = {:?}\n\
+             log_level = \"info\"\n\
+             dump_format = \"json\"\n\n\
+             [api]\n{api}\n\
+             [leader_election]\nenabled = false\n",
+            format_duration(o.monitor_period),
+            format_duration(o.grace),
+            format_duration(o.grace.max(Duration::from_secs(60))),
+            o.eviction_rate,
+        );
+        let path = self.dir.join("config.toml");
+        fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Config::load(&path).map_err(|e| format!("the bench's daemon config is invalid: {e}"))?;
+        Ok(path)
+    }
+
+    fn sync(&mut self, daemon: &mut DaemonChild, sampler: &RssSampler) -> Result<(), String> {
+        let ready = daemon.wait_ready(self.options.sync_timeout)?;
+        // The daemon's own share of the sync (the simulator shares the machine's cores).
+        let cpu_at_ready = ProcReading::of(daemon.pid).map_or(0, |r| r.cpu_ticks);
+        // The first pass after READY (every node examined, tolerations indexed) belongs to it.
+        std::thread::sleep(Duration::from_secs(1));
+        self.report.sync = ready;
+        self.report.peak_rss_sync_kib = sampler
+            .between(Duration::ZERO, ready + Duration::from_secs(1))
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            .max(ProcReading::of(daemon.pid).map_or(0, |r| r.hwm_kib));
+        let line = format!(
+            "sync: READY=1 after {:.2}s (daemon CPU {:.2}s, first list by {}), peak RSS {:.1} MiB",
+            ready.as_secs_f64(),
+            cpu_at_ready as f64 / clock_ticks_per_second() as f64,
+            self.options.initial_list.name(),
+            self.report.peak_rss_sync_kib as f64 / 1024.0
+        );
+        self.say(line);
+        Ok(())
+    }
+
+    fn steady(&mut self, daemon: &mut DaemonChild, sampler: &RssSampler) -> Result<(), String> {
+        let hz = clock_ticks_per_second() as f64;
+        let c0 = daemon.loop_counters()?;
+        let r0 = read(daemon)?;
+        let k0 = self.kubelets.stats();
+        let log_from = self.sim.writes().len();
+        let from = daemon.started.elapsed();
+        let t0 = Instant::now();
+        std::thread::sleep(self.options.steady_window);
+        let window = t0.elapsed();
+        let r1 = read(daemon)?;
+        let k1 = self.kubelets.stats();
+        let c1 = daemon.loop_counters()?;
+        let (_, events) = daemon_writes(&self.sim, &self.token, log_from);
+        let w = window.as_secs_f64();
+        let report = &mut self.report;
+        report.steady_event_posts_per_s = events as f64 / w;
+        report.steady_window = window;
+        report.steady_cpu_percent = cpu_percent(r0, r1, hz, window);
+        report.steady_rss_kib =
+            median(sampler.between(from, daemon.started.elapsed())).unwrap_or(r1.rss_kib);
+        report.steady_renewals_per_s = (k1.lease_renewals - k0.lease_renewals) as f64 / w;
+        report.steady_wakeups_per_s = c1.since(&c0).wakeups.saturating_sub(1) as f64 / w;
+        report.store_bytes_per_node = c1.store_bytes_per_node;
+        report.store_bytes_per_pod = c1.store_bytes_per_pod;
+        let line = format!(
+            "steady ({:.0}s): {:.0} renewals/s, CPU {:.2} % of one core, RSS {:.1} MiB (store: \
+             {} B/node, {} B/pod), {:.1} wake-ups/s, {:.1} event POSTs/s",
+            w,
+            report.steady_renewals_per_s,
+            report.steady_cpu_percent,
+            report.steady_rss_kib as f64 / 1024.0,
+            report.store_bytes_per_node,
+            report.store_bytes_per_pod,
+            report.steady_wakeups_per_s,
+            report.steady_event_posts_per_s
+        );
+        self.say(line);
+        Ok(())
+    }
+
+    /// Nothing changes in the cluster: every kubelet silent, for less than grace.
+    fn idle(&mut self, daemon: &mut DaemonChild) -> Result<(), String> {
+        let hz = clock_ticks_per_second() as f64;
+        let written_before = self.sim.writes().len();
+        for node in &self.nodes {
+            self.kubelets
+                .stop_heartbeat(node)
+                .map_err(|e| e.to_string())?;
+        }
+        // Renewals already on the wire reach the daemon first.
+        std::thread::sleep(Duration::from_secs(1));
+        let c0 = daemon.loop_counters()?;
+        let r0 = read(daemon)?;
+        let log_from = self.sim.writes().len();
+        let t0 = Instant::now();
+        std::thread::sleep(self.options.idle_window);
+        let window = t0.elapsed();
+        let r1 = read(daemon)?;
+        let c1 = daemon.loop_counters()?;
+        let (_, events) = daemon_writes(&self.sim, &self.token, log_from);
+        self.resume_spread()?;
+        let writes = self.sim.writes();
+        let mut reader = FactReader::new(Some(&self.token), Duration::ZERO);
+        let unknown = reader
+            .read(&writes[written_before.min(writes.len())..])
+            .into_iter()
+            .filter(
+                |f| matches!(&f.kind, FactKind::NodeReady { status, .. } if status == "Unknown"),
+            )
+            .count();
+        let w = window.as_secs_f64();
+        // The closing dump's own wake-up (a signal: one I/O event) is not idleness.
+        let d = c1.since(&c0);
+        let idle = IdleFigures {
+            window,
+            wakeups_per_s: d.wakeups.saturating_sub(1) as f64 / w,
+            timers_per_s: d.timers_fired as f64 / w,
+            io_per_s: d.io_events.saturating_sub(1) as f64 / w,
+            context_switches_per_s: r1.context_switches().saturating_sub(r0.context_switches())
+                as f64
+                / w,
+            cpu_percent: cpu_percent(r0, r1, hz, window),
+            periodic_pass_per_s: 1.0 / self.options.monitor_period.as_secs_f64(),
+            event_posts_per_s: events as f64 / w,
+            watch_reconnects: d.watch_reconnects,
+            unknown_writes: unknown,
+        };
+        let line = format!(
+            "idle ({:.0}s, every kubelet silent): {:.2} wake-ups/s (timers {:.2}/s, I/O {:.2}/s; \
+             {:.2} event POSTs/s), {:.2} context switches/s, CPU {:.3} %, {} watch reconnects, {} \
+             Unknown writes",
+            w,
+            idle.wakeups_per_s,
+            idle.timers_per_s,
+            idle.io_per_s,
+            idle.event_posts_per_s,
+            idle.context_switches_per_s,
+            idle.cpu_percent,
+            idle.watch_reconnects,
+            idle.unknown_writes
+        );
+        self.report.idle = idle;
+        self.say(line);
+        std::thread::sleep(self.options.settle);
+        Ok(())
+    }
+
+    /// Resumes every kubelet, spread evenly over one renew interval, so renewals keep the spread
+    /// they had (all at once, they would beat in step from then on).
+    fn resume_spread(&self) -> Result<(), String> {
+        let start = Instant::now();
+        let n = self.nodes.len().max(1) as f64;
+        for (i, node) in self.nodes.iter().enumerate() {
+            let due = self.options.renew_interval.mul_f64(i as f64 / n);
+            if let Some(wait) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+            self.kubelets
+                .resume_heartbeat(node)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Creates a pod on the sink node that tolerates nothing; returns when it was created
+    /// (simulator time since start).
+    fn create_marker(&self, index: usize) -> Result<(String, Duration), String> {
+        let pod = PodPlan {
+            namespace: WEB_NAMESPACE.into(),
+            name: format!("{MARKER_POD_PREFIX}{index}"),
+            node: SINK_NODE.into(),
+            kind: PodKind::Added,
+            toleration: Toleration::None,
+        };
+        let at = self.cluster.elapsed();
+        self.cluster
+            .create(Resource::Pods, pod.object())
+            .map_err(|e| format!("cannot create {}: {}", pod.key(), e.message))?;
+        Ok((pod.name, at))
+    }
+
+    /// When the daemon's DELETE of `default/name` reached the simulator (time since start).
+    fn wait_for_delete(&self, name: &str, timeout: Duration) -> Result<Duration, String> {
+        let deadline = Instant::now() + timeout;
+        let mut seen = 0;
+        loop {
+            let writes = self.sim.writes();
+            for w in &writes[seen.min(writes.len())..] {
+                if w.verb == Verb::Delete
+                    && w.resource == Resource::Pods
+                    && w.name == name
+                    && w.succeeded()
+                    && w.identity.token.as_deref() == Some(&self.token)
+                {
+                    return Ok(w.elapsed);
+                }
+            }
+            seen = writes.len();
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the daemon did not delete pod default/{name} (on {SINK_NODE}, tainted \
+                     {SINK_TAINT}:NoExecute) within {}s",
+                    timeout.as_secs()
+                ));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn absorb(&mut self, daemon: &mut DaemonChild) -> Result<(), String> {
+        let hz = clock_ticks_per_second() as f64;
+        let timeout = Duration::from_secs(120);
+        let (name, created) = self.create_marker(0)?;
+        let baseline = self
+            .wait_for_delete(&name, timeout)?
+            .saturating_sub(created);
+        let c0 = daemon.loop_counters()?;
+        let r0 = read(daemon)?;
+        let events = self.options.burst_events;
+        let start = self.cluster.elapsed();
+        for i in 0..events {
+            let pod = &self.pods[i % self.pods.len()];
+            let message = json!(format!("bench burst {i}"));
+            self.cluster
+                .update(Resource::Pods, Some(&pod.namespace), &pod.name, |p| {
+                    if let Some(c) = p.pointer_mut("/status/conditions/0") {
+                        c["message"] = message;
+                    }
+                })
+                .map_err(|e| format!("burst: cannot update {}: {}", pod.key(), e.message))?;
+        }
+        let written = self.cluster.elapsed();
+        let (name, _) = self.create_marker(1)?;
+        let done = self.wait_for_delete(&name, timeout)?;
+        let r1 = read(daemon)?;
+        let c1 = daemon.loop_counters()?;
+        let sim_write = written.saturating_sub(start);
+        let daemon_absorb = done.saturating_sub(start).saturating_sub(baseline);
+        let after_last_write = done.saturating_sub(written).saturating_sub(baseline);
+        // The daemon kept up when it was done within a tenth of the burst's duration after the
+        // simulator stopped writing: the simulator set the pace.
+        let limit = if after_last_write * 10 <= sim_write {
+            "simulator"
+        } else {
+            "daemon"
+        };
+        let cpu_s = r1.cpu_ticks.saturating_sub(r0.cpu_ticks) as f64 / hz;
+        let per_s = |d: Duration| {
+            if d.is_zero() {
+                0.0
+            } else {
+                events as f64 / d.as_secs_f64()
+            }
+        };
+        let figures = AbsorbFigures {
+            events,
+            sim_write,
+            daemon_absorb,
+            marker_baseline: baseline,
+            events_per_s: per_s(daemon_absorb),
+            sim_events_per_s: per_s(sim_write),
+            limit,
+            cpu_us_per_event: cpu_s * 1e6 / events.max(1) as f64,
+            pod_relists: c1.since(&c0).pod_relists,
+        };
+        let line = format!(
+            "absorb: {} pod MODIFIED events written in {:.2}s ({:.0}/s), read by the daemon in \
+             {:.2}s ({:.0}/s; marker baseline {} ms; limit: {}), {:.1} µs CPU per event, {} relists",
+            events,
+            sim_write.as_secs_f64(),
+            figures.sim_events_per_s,
+            daemon_absorb.as_secs_f64(),
+            figures.events_per_s,
+            baseline.as_millis(),
+            limit,
+            figures.cpu_us_per_event,
+            figures.pod_relists
+        );
+        self.report.absorb = figures;
+        self.say(line);
+        Ok(())
+    }
+
+    /// The simulator's last heartbeat of `node`: its Lease renewTime, or the Ready condition's
+    /// lastHeartbeatTime when that is later (a status post after the last renewal).
+    fn last_heartbeat(&self, node: &str) -> Result<Time, String> {
+        let lease = self
+            .cluster
+            .get(Resource::Leases, Some(NODE_LEASE_NAMESPACE), node)
+            .and_then(|l| time_at(&l, "/spec/renewTime"))
+            .ok_or_else(|| format!("no Lease renewTime for {node}"))?;
+        let status = self
+            .cluster
+            .get(Resource::Nodes, None, node)
+            .and_then(|n| {
+                n.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                    .and_then(|c| time_at(c, "/lastHeartbeatTime"))
+            })
+            .unwrap_or(Time::ZERO);
+        Ok(lease.max(status))
+    }
+
+    fn detection(&mut self, daemon: &mut DaemonChild) -> Result<(), String> {
+        let counters_before = daemon.loop_counters()?;
+        let written_before = self.sim.writes().len();
+        for node in &self.victims {
+            self.kubelets
+                .stop_heartbeat(node)
+                .map_err(|e| e.to_string())?;
+        }
+        let mut probes = Vec::with_capacity(self.victims.len());
+        for node in &self.victims {
+            probes.push(self.last_heartbeat(node)?);
+        }
+        let victims = self.victims.len();
+        let index: std::collections::HashMap<String, usize> = self
+            .victims
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let mut verdict: Vec<Option<Time>> = vec![None; victims];
+        let mut taint: Vec<Option<Time>> = vec![None; victims];
+        let mut delete: Vec<Option<Time>> = vec![None; victims];
+        let mut reader = FactReader::new(Some(&self.token), Duration::ZERO);
+        let mut seen = written_before;
+        let deadline = Instant::now()
+            + self.options.grace
+            + self.options.renew_interval.mul_f64(1.05)
+            + self.options.detection_timeout;
+        self.say(format!(
+            "detection: {victims} nodes' kubelets stopped; waiting for grace ({}) and the daemon",
+            format_duration(self.options.grace)
+        ));
+        while delete.iter().any(Option::is_none) && Instant::now() < deadline {
+            daemon.exited_early()?;
+            std::thread::sleep(Duration::from_millis(50));
+            let writes = self.sim.writes();
+            for record in &writes[seen.min(writes.len())..] {
+                for fact in reader.read(std::slice::from_ref(record)) {
+                    match fact.kind {
+                        FactKind::NodeReady { node, status, .. } if status == "Unknown" => {
+                            if let Some(&i) = index.get(node.as_str()) {
+                                verdict[i].get_or_insert(record.wall);
+                            }
+                        }
+                        FactKind::TaintAdded { node, taint: t } if t.ends_with(":NoExecute") => {
+                            if let Some(&i) = index.get(node.as_str()) {
+                                taint[i].get_or_insert(record.wall);
+                            }
+                        }
+                        FactKind::PodDeleted { pod, .. } => {
+                            let node = pod
+                                .strip_prefix(WEB_NAMESPACE)
+                                .and_then(|p| p.strip_prefix('/'))
+                                .and_then(|p| p.strip_prefix(EVICT_POD_PREFIX));
+                            if let Some(&i) = node.and_then(|n| index.get(n)) {
+                                delete[i].get_or_insert(record.wall);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            seen = writes.len();
+        }
+        let millis = |t: Time| t.as_unix_millis() as i64;
+        let grace = self.options.grace.as_millis() as i64;
+        let mut detect = Vec::new();
+        let mut to_taint = Vec::new();
+        let mut to_delete = Vec::new();
+        for i in 0..victims {
+            if let Some(v) = verdict[i] {
+                detect.push(millis(v) - (millis(probes[i]) + grace));
+                if let Some(t) = taint[i] {
+                    to_taint.push(millis(t) - millis(v));
+                }
+            }
+            if let (Some(t), Some(d)) = (taint[i], delete[i]) {
+                to_delete.push(millis(d) - millis(t));
+            }
+        }
+        let mut detail = String::from("node\tlast_heartbeat\tverdict\ttaint\tfirst_delete\n");
+        let stamp =
+            |t: Option<Time>| t.map_or_else(|| "-".into(), |t| t.as_unix_millis().to_string());
+        for i in 0..victims {
+            detail.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\n",
+                self.victims[i],
+                probes[i].as_unix_millis(),
+                stamp(verdict[i]),
+                stamp(taint[i]),
+                stamp(delete[i])
+            ));
+        }
+        let path = self.dir.join("detection.tsv");
+        if let Err(e) = fs::write(&path, detail) {
+            self.say(format!("cannot write {}: {e}", path.display()));
+        }
+        let missing = |v: &[i64]| victims - v.len();
+        self.report.detection = Latencies::of(detect.clone(), missing(&detect));
+        self.report.verdict_to_taint = Latencies::of(to_taint.clone(), missing(&to_taint));
+        self.report.taint_to_delete = Latencies::of(to_delete.clone(), missing(&to_delete));
+        // The daemon's API writes from its first verdict to the last first-DELETE: how busy
+        // its client was.
+        let first = verdict.iter().flatten().min().copied();
+        let last = delete.iter().flatten().max().copied();
+        if let (Some(first), Some(last)) = (first, last) {
+            let writes = self.sim.writes();
+            let n = writes[written_before.min(writes.len())..]
+                .iter()
+                .filter(|w| w.identity.token.as_deref() == Some(self.token.as_str()))
+                .filter(|w| w.wall >= first && w.wall <= last)
+                .count();
+            self.report.detection_writes = n;
+            self.report.detection_write_span = last.since(first);
+        }
+        // API calls per verdict, and the conflicts among them: with no other writer of these
+        // nodes, every 409 would be a conflict with our own earlier write.
+        let calls = daemon.loop_counters()?.since(&counters_before);
+        let writes = self.sim.writes();
+        let mine: Vec<_> = writes[written_before.min(writes.len())..]
+            .iter()
+            .filter(|w| w.identity.token.as_deref() == Some(self.token.as_str()))
+            .filter(|w| w.resource == Resource::Nodes && w.verb == Verb::Patch)
+            .collect();
+        let status = mine.iter().filter(|w| w.subresource.is_some()).count();
+        let taints = mine.len() - status;
+        let conflicts = writes[written_before.min(writes.len())..]
+            .iter()
+            .filter(|w| w.identity.token.as_deref() == Some(self.token.as_str()))
+            .filter(|w| w.code == 409)
+            .count();
+        let per = |n: usize| n as f64 / victims.max(1) as f64;
+        self.report.calls_per_verdict = CallsPerVerdict {
+            lease_reads: calls.gets as f64 / victims.max(1) as f64,
+            status_writes: per(status),
+            node_writes: per(taints),
+            conflicts,
+        };
+        let r = &self.report;
+        let line = format!(
+            "detection API calls per node: {:.2} GETs (live Lease reads), {:.2} status writes, \
+             {:.2} taint/label writes; {} answered 409",
+            r.calls_per_verdict.lease_reads,
+            r.calls_per_verdict.status_writes,
+            r.calls_per_verdict.node_writes,
+            r.calls_per_verdict.conflicts
+        );
+        self.say(line);
+        let r = &self.report;
+        let line = format!(
+            "detection over {victims} nodes: Unknown − (probe + grace) p50/p99/max {} / {} / {} ms; \
+             verdict → taint p50/max {} / {} ms; taint → first DELETE p50/max {} / {} ms; {} \
+             daemon writes in {:.1}s",
+            show(r.detection.p50_ms),
+            show(r.detection.p99_ms),
+            show(r.detection.max_ms),
+            show(r.verdict_to_taint.p50_ms),
+            show(r.verdict_to_taint.max_ms),
+            show(r.taint_to_delete.p50_ms),
+            show(r.taint_to_delete.max_ms),
+            r.detection_writes,
+            r.detection_write_span.as_secs_f64()
+        );
+        self.say(line);
+        Ok(())
+    }
+}
+
+/// The daemon's writes (all, and event POSTs) among the records after `from`.
+fn daemon_writes(sim: &SimHandle, token: &str, from: usize) -> (usize, usize) {
+    let writes = sim.writes();
+    let mine: Vec<_> = writes[from.min(writes.len())..]
+        .iter()
+        .filter(|w| w.identity.token.as_deref() == Some(token))
+        .collect();
+    let events = mine
+        .iter()
+        .filter(|w| w.resource == Resource::Events)
+        .count();
+    (mine.len(), events)
+}
+
+fn show(v: Option<i64>) -> String {
+    v.map_or_else(|| "—".into(), |v| v.to_string())
+}
+
+fn read(daemon: &mut DaemonChild) -> Result<ProcReading, String> {
+    daemon.exited_early()?;
+    ProcReading::of(daemon.pid).ok_or_else(|| format!("cannot read /proc/{}", daemon.pid))
+}
+
+fn cpu_percent(r0: ProcReading, r1: ProcReading, hz: f64, window: Duration) -> f64 {
+    let cpu = r1.cpu_ticks.saturating_sub(r0.cpu_ticks) as f64 / hz;
+    100.0 * cpu / window.as_secs_f64().max(1e-9)
+}
+
+fn time_at(v: &Value, pointer: &str) -> Option<Time> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .and_then(Time::parse_rfc3339)
+}
+
+/// `count` nodes spread evenly over the list (so over the zones, which are contiguous in it).
+pub fn pick_victims(nodes: &[String], count: usize) -> Vec<String> {
+    let count = count.min(nodes.len());
+    (0..count)
+        .map(|i| nodes[i * nodes.len() / count.max(1)].clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn victims_are_spread_over_every_zone() {
+        let nodes = Population {
+            nodes: 300,
+            zones: 3,
+            ..Population::default()
+        }
+        .node_names();
+        let v = pick_victims(&nodes, 30);
+        assert_eq!(v.len(), 30);
+        for zone in ["z1", "z2", "z3"] {
+            assert_eq!(
+                v.iter().filter(|n| zone_of(n) == zone).count(),
+                10,
+                "{zone}"
+            );
+        }
+        let unique: std::collections::HashSet<_> = v.iter().collect();
+        assert_eq!(unique.len(), 30);
+    }
+
+    #[test]
+    fn options_refuse_an_idle_window_that_reaches_grace_and_too_many_victims() {
+        let o = BenchOptions::standard(PathBuf::from("x"));
+        assert_eq!(o.validate(), Ok(()));
+        let long_idle = BenchOptions {
+            idle_window: Duration::from_secs(40),
+            ..o.clone()
+        };
+        assert!(long_idle.validate().is_err());
+        let tiny = BenchOptions {
+            sizes: vec![BenchSize {
+                nodes: 100,
+                pods_per_node: 3,
+                zones: 3,
+            }],
+            ..o
+        };
+        assert!(tiny.validate().unwrap_err().contains("victims"));
+    }
+}

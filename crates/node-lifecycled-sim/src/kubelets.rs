@@ -1,0 +1,567 @@
+//! Simulated kubelets: every node's heartbeat, acting inside the simulator process on its store
+//! (no HTTP), so thousands of nodes cost one thread and a few hundred store writes a second.
+//!
+//! What a kubelet does that the node lifecycle controller can see:
+//! - renews its Lease in `kube-node-lease` every `renew_interval` (kubelet: 10 s, a quarter of
+//!   the 40 s lease, with 4 % jitter);
+//! - computes its node status every `status_update_interval` (kubelet's
+//!   nodeStatusUpdateFrequency, 10 s) and posts it when a condition differs from what the server
+//!   holds (after the controller set it Unknown, say) or when the last post is
+//!   `status_report_interval` old (nodeStatusReportFrequency, 5 min);
+//! - finishes the graceful deletion of its pods (removes pods with a deletionTimestamp). Pods
+//!   terminating on a silent node stay, as they do in a real cluster.
+//!
+//! [`Fleet`] is the sans-IO part (per-node state and a timer heap; time passed in), so tests drive
+//! it with a virtual clock; [`Kubelets`] runs a fleet on one thread against the real clock.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::cluster::{Cluster, kubelet_reason};
+use super::resource::Resource;
+use crate::testing::Rng;
+use node_lifecycled::time::Time;
+use node_lifecycled::time::TimerHeap;
+
+/// The conditions a kubelet owns and posts, with their healthy status.
+const KUBELET_CONDITIONS: [(&str, &str); 4] = [
+    ("MemoryPressure", "False"),
+    ("DiskPressure", "False"),
+    ("PIDPressure", "False"),
+    ("Ready", "True"),
+];
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubeletConfig {
+    pub renew_interval: Duration,
+    pub status_update_interval: Duration,
+    pub status_report_interval: Duration,
+    /// Each wait is `interval * (1 + jitter * u)`, u uniform in [0, 1) (kubelet: 0.04).
+    pub jitter: f64,
+    /// How often graceful pod deletions on live nodes are finished.
+    pub finalize_interval: Duration,
+    pub seed: u64,
+}
+
+impl Default for KubeletConfig {
+    fn default() -> KubeletConfig {
+        KubeletConfig {
+            renew_interval: Duration::from_secs(10),
+            status_update_interval: Duration::from_secs(10),
+            status_report_interval: Duration::from_secs(300),
+            jitter: 0.04,
+            finalize_interval: Duration::from_secs(1),
+            seed: 1,
+        }
+    }
+}
+
+/// Counters since start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KubeletStats {
+    pub nodes: usize,
+    /// Nodes whose kubelet is heartbeating now.
+    pub alive: usize,
+    pub lease_renewals: u64,
+    pub status_posts: u64,
+    pub pods_finalized: u64,
+    /// Store writes that failed (node or lease deleted under the kubelet, say).
+    pub write_errors: u64,
+    /// The latest a renewal ran after its due time (how far the driver fell behind).
+    pub max_renew_lag: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownNode(pub String);
+
+impl fmt::Display for UnknownNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no simulated kubelet runs node {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownNode {}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Heartbeat {
+    Alive,
+    /// Silent until resumed (a dead machine, a cut network).
+    Stopped,
+    /// Silent until the reboot ends, then alive again.
+    Rebooting,
+}
+
+#[derive(Debug)]
+struct Agent {
+    name: String,
+    heartbeat: Heartbeat,
+    /// Conditions the kubelet reports differently from healthy (type -> status).
+    reported: Vec<(String, String)>,
+    last_report: Option<Time>,
+}
+
+impl Agent {
+    fn desired(&self) -> Vec<(String, String)> {
+        let mut conditions: Vec<(String, String)> = KUBELET_CONDITIONS
+            .iter()
+            .map(|(t, s)| (t.to_string(), s.to_string()))
+            .collect();
+        for (t, s) in &self.reported {
+            match conditions.iter_mut().find(|(ct, _)| ct == t) {
+                Some(c) => c.1 = s.clone(),
+                None => conditions.push((t.clone(), s.clone())),
+            }
+        }
+        conditions
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+enum Chore {
+    RenewLease(usize),
+    SyncStatus(usize),
+    RebootDone(usize),
+    FinalizePods,
+}
+
+/// The kubelets of many nodes, sans-IO: call [`Fleet::run_due`] with the time, sleep until
+/// [`Fleet::next_deadline`].
+#[derive(Debug)]
+pub struct Fleet {
+    config: KubeletConfig,
+    agents: Vec<Agent>,
+    index: HashMap<String, usize>,
+    timers: TimerHeap<Chore>,
+    rng: Rng,
+    stats: KubeletStats,
+}
+
+impl Fleet {
+    pub fn new(config: KubeletConfig) -> Fleet {
+        let rng = Rng::new(config.seed);
+        Fleet {
+            config,
+            agents: Vec::new(),
+            index: HashMap::new(),
+            timers: TimerHeap::new(),
+            rng,
+            stats: KubeletStats::default(),
+        }
+    }
+
+    /// Starts the kubelet of `node` (already in the store). First renewal and status check fall
+    /// at a random point of their interval, so a fleet started at once does not beat in step.
+    pub fn add_node(&mut self, node: &str, now: Time) {
+        if self.index.contains_key(node) {
+            return;
+        }
+        let i = self.agents.len();
+        self.agents.push(Agent {
+            name: node.to_string(),
+            heartbeat: Heartbeat::Alive,
+            reported: Vec::new(),
+            last_report: Some(now),
+        });
+        self.index.insert(node.to_string(), i);
+        let renew = self.fraction_of(self.config.renew_interval);
+        let status = self.fraction_of(self.config.status_update_interval);
+        self.timers.schedule(Chore::RenewLease(i), now + renew);
+        self.timers.schedule(Chore::SyncStatus(i), now + status);
+        if !self.timers.contains(&Chore::FinalizePods) {
+            self.timers
+                .schedule(Chore::FinalizePods, now + self.config.finalize_interval);
+        }
+    }
+
+    pub fn contains(&self, node: &str) -> bool {
+        self.index.contains_key(node)
+    }
+
+    pub fn is_alive(&self, node: &str) -> bool {
+        self.index
+            .get(node)
+            .is_some_and(|&i| self.agents[i].heartbeat == Heartbeat::Alive)
+    }
+
+    /// The kubelet goes silent: no Lease renewal, no status post, until `resume_heartbeat`.
+    pub fn stop_heartbeat(&mut self, node: &str) -> Result<(), UnknownNode> {
+        let i = self.agent(node)?;
+        self.agents[i].heartbeat = Heartbeat::Stopped;
+        self.silence(i);
+        Ok(())
+    }
+
+    /// The kubelet is back: it renews its Lease and checks its status at once.
+    pub fn resume_heartbeat(&mut self, node: &str, now: Time) -> Result<(), UnknownNode> {
+        let i = self.agent(node)?;
+        self.wake(i, now);
+        Ok(())
+    }
+
+    /// Silent for `down`, then alive again (as after a reboot).
+    pub fn reboot(&mut self, node: &str, down: Duration, now: Time) -> Result<(), UnknownNode> {
+        let i = self.agent(node)?;
+        self.agents[i].heartbeat = Heartbeat::Rebooting;
+        self.silence(i);
+        self.timers.schedule(Chore::RebootDone(i), now + down);
+        Ok(())
+    }
+
+    /// From now on the kubelet reports `condition` with `status` ("Ready" "False", "DiskPressure"
+    /// "True", …); reporting the healthy status again ends the override. Posted at once if alive.
+    pub fn set_condition(
+        &mut self,
+        node: &str,
+        condition: &str,
+        status: &str,
+        now: Time,
+    ) -> Result<(), UnknownNode> {
+        let i = self.agent(node)?;
+        let agent = &mut self.agents[i];
+        agent.reported.retain(|(t, _)| t != condition);
+        let healthy = KUBELET_CONDITIONS
+            .iter()
+            .any(|(t, s)| *t == condition && *s == status);
+        if !healthy {
+            agent
+                .reported
+                .push((condition.to_string(), status.to_string()));
+        }
+        if agent.heartbeat == Heartbeat::Alive {
+            self.timers.schedule(Chore::SyncStatus(i), now);
+        }
+        Ok(())
+    }
+
+    pub fn stats(&self) -> KubeletStats {
+        KubeletStats {
+            nodes: self.agents.len(),
+            alive: self
+                .agents
+                .iter()
+                .filter(|a| a.heartbeat == Heartbeat::Alive)
+                .count(),
+            ..self.stats.clone()
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.timers.next_deadline()
+    }
+
+    /// Does every chore due at `now`; returns how many ran.
+    pub fn run_due(&mut self, cluster: &Cluster, now: Time) -> usize {
+        let mut ran = 0;
+        while let Some((chore, due)) = self.timers.pop_due(now) {
+            ran += 1;
+            match chore {
+                Chore::RenewLease(i) => self.renew(cluster, i, due, now),
+                Chore::SyncStatus(i) => self.sync_status(cluster, i, now),
+                Chore::RebootDone(i) => self.wake(i, now),
+                Chore::FinalizePods => self.finalize_pods(cluster, now),
+            }
+        }
+        ran
+    }
+
+    fn agent(&self, node: &str) -> Result<usize, UnknownNode> {
+        self.index
+            .get(node)
+            .copied()
+            .ok_or_else(|| UnknownNode(node.to_string()))
+    }
+
+    fn silence(&mut self, i: usize) {
+        self.timers.cancel(&Chore::RenewLease(i));
+        self.timers.cancel(&Chore::SyncStatus(i));
+        self.timers.cancel(&Chore::RebootDone(i));
+    }
+
+    fn wake(&mut self, i: usize, now: Time) {
+        self.agents[i].heartbeat = Heartbeat::Alive;
+        self.timers.cancel(&Chore::RebootDone(i));
+        self.timers.schedule(Chore::RenewLease(i), now);
+        self.timers.schedule(Chore::SyncStatus(i), now);
+    }
+
+    /// `interval` stretched by the jitter (kubelet's wait.JitterUntil).
+    fn jittered(&mut self, interval: Duration) -> Duration {
+        let u = (self.rng.below(1_000_000) as f64) / 1_000_000.0;
+        interval.mul_f64(1.0 + self.config.jitter.max(0.0) * u)
+    }
+
+    fn fraction_of(&mut self, interval: Duration) -> Duration {
+        let u = (self.rng.below(1_000_000) as f64) / 1_000_000.0;
+        interval.mul_f64(u)
+    }
+
+    fn renew(&mut self, cluster: &Cluster, i: usize, due: Time, now: Time) {
+        let lag = now.since(due);
+        self.stats.max_renew_lag = self.stats.max_renew_lag.max(lag);
+        match cluster.renew_lease(&self.agents[i].name, now) {
+            Ok(()) => self.stats.lease_renewals += 1,
+            Err(e) => {
+                self.stats.write_errors += 1;
+                log::debug!("kubelet {}: lease renewal failed: {e}", self.agents[i].name);
+            }
+        }
+        // Sliding, as the kubelet's lease controller: the next wait starts after this renewal.
+        let next = self.jittered(self.config.renew_interval);
+        self.timers.schedule(Chore::RenewLease(i), now + next);
+    }
+
+    fn sync_status(&mut self, cluster: &Cluster, i: usize, now: Time) {
+        let agent = &self.agents[i];
+        let desired = agent.desired();
+        let report_due = agent
+            .last_report
+            .is_none_or(|t| now.since(t) >= self.config.status_report_interval);
+        let mut posted = false;
+        let result = cluster.update(Resource::Nodes, None, &agent.name, |node| {
+            posted = post_status(node, &desired, report_due, now);
+        });
+        match result {
+            Ok(_) if posted => {
+                self.stats.status_posts += 1;
+                self.agents[i].last_report = Some(now);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.stats.write_errors += 1;
+                log::debug!("kubelet {}: status update failed: {e}", self.agents[i].name);
+            }
+        }
+        let next = self.jittered(self.config.status_update_interval);
+        self.timers.schedule(Chore::SyncStatus(i), now + next);
+    }
+
+    /// Removes the terminating pods whose node's kubelet is alive: its containers have stopped.
+    fn finalize_pods(&mut self, cluster: &Cluster, now: Time) {
+        for (namespace, name) in cluster.terminating_pods() {
+            let Some(pod) = cluster.get(Resource::Pods, Some(&namespace), &name) else {
+                continue;
+            };
+            let node = pod
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if self.is_alive(node) {
+                match cluster.remove(Resource::Pods, Some(&namespace), &name) {
+                    Ok(_) => self.stats.pods_finalized += 1,
+                    Err(_) => self.stats.write_errors += 1,
+                }
+            }
+        }
+        self.timers
+            .schedule(Chore::FinalizePods, now + self.config.finalize_interval);
+    }
+}
+
+/// A kubelet status update of `node` in place: posts every kubelet condition with a fresh
+/// heartbeat when one differs from `desired` or `report_due`; returns whether it posted.
+fn post_status(
+    node: &mut Value,
+    desired: &[(String, String)],
+    report_due: bool,
+    now: Time,
+) -> bool {
+    let Some(status) = node
+        .as_object_mut()
+        .map(|o| o.entry("status").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+    else {
+        return false;
+    };
+    let conditions = status
+        .entry("conditions")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !conditions.is_array() {
+        *conditions = Value::Array(Vec::new());
+    }
+    let Some(list) = conditions.as_array_mut() else {
+        return false;
+    };
+    let stored = |t: &str| -> Option<&Value> { list.iter().find(|c| c["type"] == t) };
+    let changed = desired
+        .iter()
+        .any(|(t, s)| stored(t).is_none_or(|c| c["status"] != s.as_str()));
+    if !changed && !report_due {
+        return false;
+    }
+    let stamp = Value::from(now.to_rfc3339());
+    for (t, s) in desired {
+        let (reason, message) = kubelet_reason(t, s);
+        let mut entry = Map::new();
+        entry.insert("type".into(), Value::from(t.as_str()));
+        entry.insert("status".into(), Value::from(s.as_str()));
+        entry.insert("lastHeartbeatTime".into(), stamp.clone());
+        entry.insert("lastTransitionTime".into(), stamp.clone());
+        entry.insert("reason".into(), Value::from(reason));
+        entry.insert("message".into(), Value::from(message));
+        match list.iter_mut().find(|c| c["type"] == t.as_str()) {
+            Some(existing) => {
+                if existing["status"] == s.as_str() {
+                    entry.insert(
+                        "lastTransitionTime".into(),
+                        existing["lastTransitionTime"].clone(),
+                    );
+                }
+                *existing = Value::Object(entry);
+            }
+            None => list.push(Value::Object(entry)),
+        }
+    }
+    true
+}
+
+struct Driver {
+    fleet: Fleet,
+    stop: bool,
+}
+
+struct Control {
+    driver: Mutex<Driver>,
+    wake: Condvar,
+}
+
+/// A [`Fleet`] on its own thread, on the simulator's clock. Dropping it stops the kubelets.
+pub struct Kubelets {
+    control: Arc<Control>,
+    cluster: Cluster,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Kubelets {
+    pub fn start(cluster: Cluster, config: KubeletConfig) -> std::io::Result<Kubelets> {
+        let control = Arc::new(Control {
+            driver: Mutex::new(Driver {
+                fleet: Fleet::new(config),
+                stop: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let thread = {
+            let control = control.clone();
+            let cluster = cluster.clone();
+            std::thread::Builder::new()
+                .name("sim-kubelets".into())
+                .spawn(move || drive(&control, &cluster))?
+        };
+        Ok(Kubelets {
+            control,
+            cluster,
+            thread: Some(thread),
+        })
+    }
+
+    fn driver(&self) -> MutexGuard<'_, Driver> {
+        self.control
+            .driver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn command<R>(&self, f: impl FnOnce(&mut Fleet, Time) -> R) -> R {
+        let now = self.cluster.now();
+        let result = f(&mut self.driver().fleet, now);
+        self.control.wake.notify_all();
+        result
+    }
+
+    pub fn add_node(&self, node: &str) {
+        self.command(|fleet, now| fleet.add_node(node, now));
+    }
+
+    /// Starts a kubelet for every node in the store; returns how many were added.
+    pub fn adopt_all_nodes(&self) -> usize {
+        let names: Vec<String> = self
+            .cluster
+            .list(Resource::Nodes, None)
+            .iter()
+            .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        self.command(|fleet, now| {
+            let before = fleet.stats().nodes;
+            for name in &names {
+                fleet.add_node(name, now);
+            }
+            fleet.stats().nodes - before
+        })
+    }
+
+    pub fn stop_heartbeat(&self, node: &str) -> Result<(), UnknownNode> {
+        self.command(|fleet, _| fleet.stop_heartbeat(node))
+    }
+
+    pub fn resume_heartbeat(&self, node: &str) -> Result<(), UnknownNode> {
+        self.command(|fleet, now| fleet.resume_heartbeat(node, now))
+    }
+
+    pub fn reboot(&self, node: &str, down: Duration) -> Result<(), UnknownNode> {
+        self.command(|fleet, now| fleet.reboot(node, down, now))
+    }
+
+    pub fn set_condition(
+        &self,
+        node: &str,
+        condition: &str,
+        status: &str,
+    ) -> Result<(), UnknownNode> {
+        self.command(|fleet, now| fleet.set_condition(node, condition, status, now))
+    }
+
+    pub fn is_alive(&self, node: &str) -> bool {
+        self.driver().fleet.is_alive(node)
+    }
+
+    pub fn stats(&self) -> KubeletStats {
+        self.driver().fleet.stats()
+    }
+
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.driver().stop = true;
+        self.control.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Kubelets {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Holds the fleet while its due chores run (a few store writes); commands wait that long.
+fn drive(control: &Control, cluster: &Cluster) {
+    let mut driver = control.driver.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if driver.stop {
+            return;
+        }
+        let now = cluster.now();
+        driver.fleet.run_due(cluster, now);
+        let wait = driver
+            .fleet
+            .next_deadline()
+            .map_or(Duration::from_secs(1), |at| {
+                at.since(cluster.now()).min(Duration::from_secs(1))
+            });
+        driver = control
+            .wake
+            .wait_timeout(driver, wait.max(Duration::from_millis(1)))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}

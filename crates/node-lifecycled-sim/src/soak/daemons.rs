@@ -1,0 +1,182 @@
+//! The two daemons of a soak: `node-lifecycled` child processes with leader election on, each
+//! with its own bearer token (the write log tells them apart by it), config file and log (kept
+//! across restarts). The soak kills the leader with SIGKILL and starts it again, and reloads
+//! both with SIGHUP.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SIGKILL: i32 = 9;
+const SIGHUP: i32 = 1;
+const SIGTERM: i32 = 15;
+/// How long a daemon gets to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// The daemon settings of the soak: a node failure plays out in seconds (kubelets beat every
+/// second), leader election with short stand-ins (upstream 15 s / 10 s / 2 s).
+pub const GRACE: Duration = Duration::from_secs(5);
+pub const EVICTION_RATE: f64 = 1.0;
+pub const LEASE_DURATION: Duration = Duration::from_secs(3);
+
+pub fn config_text(kubeconfig: &Path, identity: &str, log_level: &str) -> String {
+    format!(
+        "node_monitor_period = \"1s\"\n\
+         node_monitor_grace_period = \"{}s\"\n\
+         node_startup_grace_period = \"10s\"\n\
+         node_eviction_rate = {EVICTION_RATE:?}\n\
+         secondary_node_eviction_rate = 0.1\n\
+         large_cluster_size_threshold = 50\n\
+         unhealthy_zone_threshold = 0.55\n\
+         log_level = \"{log_level}\"\n\
+         [api]\n\
+         kubeconfig = \"{}\"\n\
+         qps = 200.0\n\
+         burst = 400\n\
+         request_timeout = \"1s\"\n\
+         watch_idle_timeout = \"2s\"\n\
+         [leader_election]\n\
+         enabled = true\n\
+         identity = \"{identity}\"\n\
+         lease_duration = \"{}s\"\n\
+         renew_deadline = \"2s\"\n\
+         retry_period = \"500ms\"\n",
+        GRACE.as_secs(),
+        kubeconfig.display(),
+        LEASE_DURATION.as_secs(),
+    )
+}
+
+pub struct Daemon {
+    pub name: String,
+    binary: PathBuf,
+    pub config: PathBuf,
+    pub log: PathBuf,
+    child: Option<Child>,
+    restart_at: Option<Instant>,
+    pub starts: u32,
+}
+
+impl Daemon {
+    pub fn new(name: &str, binary: &Path, dir: &Path) -> Daemon {
+        Daemon {
+            name: name.to_string(),
+            binary: binary.to_path_buf(),
+            config: dir.join(format!("{name}.toml")),
+            log: dir.join(format!("{name}.log")),
+            child: None,
+            restart_at: None,
+            starts: 0,
+        }
+    }
+
+    pub fn start(&mut self) -> Result<(), String> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
+        let child = Command::new(&self.binary)
+            .arg("run")
+            .arg("--config")
+            .arg(&self.config)
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("JOURNAL_STREAM")
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
+        self.child = Some(child);
+        self.restart_at = None;
+        self.starts += 1;
+        Ok(())
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// SIGKILL, and start again `restart_after` from now (at a later `poll`).
+    pub fn kill(&mut self, restart_after: Duration) {
+        if let Some(mut child) = self.child.take() {
+            signal(child.id(), SIGKILL);
+            let _ = child.wait();
+        }
+        self.restart_at = Some(Instant::now() + restart_after);
+    }
+
+    pub fn reload(&self) {
+        if let Some(pid) = self.pid() {
+            signal(pid, SIGHUP);
+        }
+    }
+
+    pub fn write_config(&self, text: &str) -> Result<(), String> {
+        fs::write(&self.config, text)
+            .map_err(|e| format!("cannot write {}: {e}", self.config.display()))
+    }
+
+    /// Restarts a killed daemon when due; `Err` names an exit the soak did not cause.
+    pub fn poll(&mut self) -> Result<(), String> {
+        if let Some(child) = self.child.as_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                let tail = crate::log_tail(&self.log, 10);
+                // Started again so the soak goes on; the exit is a finding.
+                self.restart_at = Some(Instant::now());
+                return Err(format!(
+                    "{} exited by itself ({status}); log:\n{tail}",
+                    self.name
+                ));
+            }
+        }
+        if self.restart_at.is_some_and(|at| Instant::now() >= at) {
+            self.start()?;
+        }
+        Ok(())
+    }
+
+    /// SIGTERM, then SIGKILL after a grace; true when it stopped by itself.
+    pub fn stop(&mut self) -> bool {
+        self.restart_at = None;
+        let Some(mut child) = self.child.take() else {
+            return true;
+        };
+        signal(child.id(), SIGTERM);
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    unsafe extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    if let Ok(pid) = i32::try_from(pid) {
+        // SAFETY: kill(2) has no memory effects; the pid is our own child's.
+        unsafe {
+            kill(pid, sig);
+        }
+    }
+}

@@ -1,0 +1,584 @@
+//! The soak's invariants, checked as the run goes: a sans-IO checker fed the simulator's write
+//! log (every write, in order, naming its writer: the daemons by bearer token, the kubelets and
+//! the soak driver by their in-process identity), the kubelets' ground truth (which are alive)
+//! and the time. Unit tests drive it with synthetic write logs.
+//!
+//! Safety (judged at each daemon write):
+//! - `unknown-while-renewing`: Ready=Unknown for a node whose kubelet renewed its Lease or posted
+//!   status within the grace period. The daemon reads the Lease live before that verdict; a
+//!   renewal that lands between that read and the write cannot be seen, so renewals in the
+//!   last `evidence_allowance` before the write are excused (see [`Limits::for_soak`]).
+//! - `taint-forbidden-by-zone`: a new NoExecute taint while every zone is fully disrupted
+//!   (master disruption mode) or while the node's zone is partially disrupted and small (rate
+//!   0), both judged on the Ready conditions in the store, held for `zone_allowance`.
+//! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
+//!   first NoExecute taint of an unbroken run (or the pod's creation, if later); or deleted
+//!   with no NoExecute taint on its node (beyond a running eviction's retry window); or a pod
+//!   that tolerates forever deleted.
+//! - `two-writers`: writes by two daemons less than `handover_gap` apart.
+//!
+//! Liveness (judged by [`Checker::check_liveness`], each obligation once when it falls due):
+//! - `dead-node-not-tainted`: a node silent for grace + its place in the zone's rate queue
+//!   (+ allowance) carries `node.kubernetes.io/unreachable:NoExecute`, unless the zone rules
+//!   forbid it;
+//! - `pod-not-evicted`: a pod whose toleration ran out (+ allowance) is deleted;
+//! - `recovered-node-tainted`: a node alive again for the kubelet's status interval (+ allowance)
+//!   is neither Unknown nor NoExecute-tainted;
+//! - `rss`: each daemon's resident memory stays under a limit and does not keep growing.
+//!
+//! Faults that stop every daemon from acting (leader killed, API down, watches stalled) push
+//! liveness deadlines back with [`Checker::quiet_until`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::Duration;
+
+use crate::population::zone_of;
+use crate::resource::{Resource, Verb};
+use crate::timeline::{FactKind, FactReader, ready_from_diff};
+use crate::write_log::WriteRecord;
+use node_lifecycled::time::Time;
+
+pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable:NoExecute";
+pub const NOT_READY: &str = "node.kubernetes.io/not-ready:NoExecute";
+/// Writes of this identity are the kubelets' (ground truth of heartbeats).
+pub const KUBELET: &str = "kubelet";
+/// Writes of this identity are the soak driver's (pods created).
+pub const DRIVER: &str = "soak";
+
+/// The daemon settings and allowances the invariants are judged with.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub grace: Duration,
+    /// 1 / node_eviction_rate: one node tainted per interval per zone.
+    pub taint_interval: Duration,
+    pub large_cluster_size_threshold: usize,
+    pub unhealthy_zone_threshold: f64,
+    /// Renewals this close before an Unknown write are excused (read-to-write window).
+    pub evidence_allowance: Duration,
+    /// A zone state must have held this long before a taint it forbids counts.
+    pub zone_allowance: Duration,
+    /// A running eviction may still delete this long after its taint went away.
+    pub eviction_retry_window: Duration,
+    /// Slack on "toleration ran out": the daemon stamps a taint (`timeAdded`, and its own
+    /// countdown) when it decides, the checker knows when the write landed, up to the injected
+    /// delay later (+ 100 ms for timers and scheduling; a run saw a pod deleted 2.946 s after
+    /// its 3 s toleration's taint landed).
+    pub toleration_slack: Duration,
+    /// How much earlier than it landed a heartbeat may count in the daemon's clock.
+    pub evidence_stamp_slack: Duration,
+    /// Added to every liveness deadline.
+    pub liveness_allowance: Duration,
+    /// How often a live kubelet posts status (it posts at once after a resume).
+    pub status_interval: Duration,
+    pub handover_gap: Duration,
+    pub rss_limit_kib: u64,
+}
+
+impl Limits {
+    /// The soak's allowances for its daemon settings (`grace`, `rate`) and the largest injected
+    /// response delay:
+    /// - evidence: the injected delay (the Unknown write can wait that long at the server after
+    ///   the live read) + 1.6 s for the daemon's loop and the simulator's threads to be
+    ///   scheduled on a busy 2-core machine;
+    /// - zone: the same (a taint decided just before the zone state changed may land late);
+    /// - eviction retries: 100+200+400+800 ms of backoff + the same 2 s;
+    /// - evidence time stamps: 250 ms. The daemon stamps what it reads with the time its loop
+    ///   iteration began, so a renewal read later in the same iteration counts from slightly
+    ///   before it landed (a soak saw an Unknown 4.947 s after a renewal with a 5 s grace, in a
+    ///   debug build on a loaded machine);
+    /// - liveness: 35 s beyond the deadline. The daemon's watches back off after failures
+    ///   (0.5 s doubling up to 30 s, reset after 60 s without one, as client-go's reflector) and
+    ///   with a fault every 2 s the backoff climbs: the daemon is then blind for up to 30 s,
+    ///   and a node dies, a pod falls due or a node recovers unseen. The allowance is that cap
+    ///   plus 5 s for a relist, error-burst retries and a busy machine.
+    pub fn for_soak(grace: Duration, rate: f64, max_delay: Duration) -> Limits {
+        let scheduling = Duration::from_millis(1600);
+        Limits {
+            grace,
+            taint_interval: Duration::from_secs_f64(1.0 / rate.max(1e-3)),
+            large_cluster_size_threshold: 50,
+            unhealthy_zone_threshold: 0.55,
+            evidence_allowance: max_delay + scheduling,
+            zone_allowance: max_delay + scheduling,
+            eviction_retry_window: Duration::from_millis(1500) + max_delay + scheduling,
+            toleration_slack: max_delay + Duration::from_millis(100),
+            liveness_allowance: Duration::from_secs(35),
+            evidence_stamp_slack: Duration::from_millis(250),
+            status_interval: Duration::from_secs(1),
+            handover_gap: Duration::from_millis(250),
+            rss_limit_kib: 128 * 1024,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub at: Time,
+    pub rule: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug)]
+pub(super) struct NodeTruth {
+    pub(super) zone: String,
+    /// Kubelet heartbeats (Lease renewals, status posts), the last minute or so.
+    pub(super) evidence: VecDeque<Time>,
+    pub(super) ready: String,
+    pub(super) alive: bool,
+    /// When the kubelet last changed between alive and silent.
+    pub(super) kubelet_since: Time,
+    /// The episode (kubelet_since) whose liveness obligation was judged.
+    pub(super) judged: Option<Time>,
+    /// Controller taints after the last daemon write.
+    pub(super) taints: Vec<String>,
+    /// Start of the current unbroken run of NoExecute controller taints.
+    pub(super) noexec_since: Option<Time>,
+    pub(super) noexec_ended: Option<Time>,
+}
+
+impl NodeTruth {
+    pub(super) fn noexec(&self) -> bool {
+        self.taints
+            .iter()
+            .any(|t| t == UNREACHABLE || t == NOT_READY)
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct PodTruth {
+    pub(super) node: String,
+    /// `None`: tolerates the node taints forever.
+    pub(super) toleration: Option<Duration>,
+    pub(super) created: Time,
+    pub(super) deleted: Option<Time>,
+    /// (created, taint run start) of the obligation already judged.
+    pub(super) judged: Option<(Time, Time)>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct RssTrack {
+    pub(super) started: Option<Time>,
+    pub(super) baseline_kib: Option<u64>,
+    pub(super) last_kib: u64,
+    pub(super) peak_kib: u64,
+    pub(super) reported: bool,
+}
+
+/// Counts of liveness obligations judged (and met).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Obligations {
+    pub dead_nodes_tainted: u64,
+    pub pods_evicted: u64,
+    pub recovered_untainted: u64,
+    pub unknown_verdicts_checked: u64,
+    pub taints_checked: u64,
+    pub deletions_checked: u64,
+}
+
+pub struct Checker {
+    pub(super) limits: Limits,
+    pub(super) reader: FactReader,
+    /// Bearer token -> daemon name.
+    pub(super) daemons: HashMap<String, String>,
+    pub(super) nodes: BTreeMap<String, NodeTruth>,
+    pub(super) pods: BTreeMap<String, PodTruth>,
+    /// Per zone: since when the zone rules forbid new NoExecute taints (None: allowed).
+    pub(super) forbidden_since: BTreeMap<String, Option<Time>>,
+    /// Per zone: since when taints have been allowed without a break.
+    pub(super) allowed_since: BTreeMap<String, Time>,
+    pub(super) all_full_since: Option<Time>,
+    /// Leaving master disruption mode restarts every node's grace period.
+    pub(super) all_full_exit: Time,
+    pub(super) last_write: HashMap<String, Time>,
+    pub(super) quiet_until: Time,
+    pub(super) rss: BTreeMap<(String, u32), RssTrack>,
+    /// Per daemon: (end of a sampling period, run-queue wait in it), the last two minutes.
+    pub(super) cpu_waits: HashMap<String, VecDeque<(Time, Duration)>>,
+    pub decisions: BTreeMap<String, u64>,
+    pub obligations: Obligations,
+    pub violations: Vec<Violation>,
+    pub(super) last_seq: u64,
+    /// Records the log dropped before they were read (must stay 0).
+    pub missed_records: u64,
+}
+
+impl Checker {
+    /// `nodes`: every node, Ready and alive at `start`; zones from their names (`z2-n007`).
+    pub fn new(limits: Limits, daemons: &[(&str, &str)], nodes: &[String], start: Time) -> Self {
+        let mut checker = Checker {
+            limits,
+            reader: FactReader::new(None, Duration::ZERO),
+            daemons: daemons
+                .iter()
+                .map(|(token, name)| (token.to_string(), name.to_string()))
+                .collect(),
+            nodes: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            forbidden_since: BTreeMap::new(),
+            allowed_since: BTreeMap::new(),
+            all_full_since: None,
+            all_full_exit: Time::ZERO,
+            last_write: HashMap::new(),
+            quiet_until: start,
+            rss: BTreeMap::new(),
+            cpu_waits: HashMap::new(),
+            decisions: BTreeMap::new(),
+            obligations: Obligations::default(),
+            violations: Vec::new(),
+            last_seq: 0,
+            missed_records: 0,
+        };
+        for node in nodes {
+            let zone = zone_of(node).to_string();
+            checker.allowed_since.insert(zone.clone(), start);
+            checker.forbidden_since.insert(zone.clone(), None);
+            checker.nodes.insert(
+                node.clone(),
+                NodeTruth {
+                    zone,
+                    evidence: VecDeque::from([start]),
+                    ready: "True".into(),
+                    alive: true,
+                    kubelet_since: start,
+                    judged: Some(start),
+                    taints: Vec::new(),
+                    noexec_since: None,
+                    noexec_ended: None,
+                },
+            );
+        }
+        checker
+    }
+
+    /// `daemon` waited `delta` for a CPU (ready to run, every core taken) in the sampling
+    /// period ending at `at` (from /proc/PID/schedstat).
+    pub fn cpu_wait(&mut self, daemon: &str, at: Time, delta: Duration) {
+        if delta.is_zero() {
+            return;
+        }
+        let series = self.cpu_waits.entry(daemon.to_string()).or_default();
+        series.push_back((at, delta));
+        while series
+            .front()
+            .is_some_and(|&(t, _)| at.since(t) > Duration::from_secs(120))
+        {
+            series.pop_front();
+        }
+    }
+
+    /// How long `daemon` waited for a CPU in the periods ending in `(from, to]` (`from` as a
+    /// time since the epoch).
+    pub(super) fn waited(&self, daemon: &str, from: Duration, to: Time) -> Duration {
+        self.cpu_waits
+            .get(daemon)
+            .map(|series| {
+                series
+                    .iter()
+                    .filter(|&&(t, _)| t.since(Time::ZERO) > from && t <= to)
+                    .map(|&(_, d)| d)
+                    .sum()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A pod the soak runs (`namespace/name`), with its NoExecute toleration (`None`: forever).
+    pub fn add_pod(&mut self, key: &str, node: &str, toleration: Option<Duration>, at: Time) {
+        self.pods.insert(
+            key.to_string(),
+            PodTruth {
+                node: node.to_string(),
+                toleration,
+                created: at,
+                deleted: None,
+                judged: None,
+            },
+        );
+    }
+
+    /// Liveness deadlines start no earlier than `until` (a fault stopped every daemon).
+    pub fn quiet_until(&mut self, until: Time) {
+        self.quiet_until = self.quiet_until.max(until);
+    }
+
+    /// The kubelets' ground truth: `node`'s kubelet became alive (or silent) at `at`.
+    pub fn kubelet(&mut self, node: &str, alive: bool, at: Time) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            if n.alive != alive {
+                n.alive = alive;
+                n.kubelet_since = at;
+            }
+        }
+    }
+
+    /// The last write log record read.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Feeds write records in log order (records already read are skipped).
+    pub fn on_writes(&mut self, records: &[WriteRecord]) {
+        for record in records {
+            if record.seq <= self.last_seq {
+                continue;
+            }
+            if record.seq > self.last_seq + 1 && self.last_seq > 0 {
+                self.missed_records += record.seq - self.last_seq - 1;
+            }
+            self.last_seq = record.seq;
+            self.on_write(record);
+        }
+    }
+
+    fn on_write(&mut self, r: &WriteRecord) {
+        let label = r.identity.label().to_string();
+        if label == KUBELET {
+            return self.on_kubelet_write(r);
+        }
+        if label == DRIVER {
+            if r.resource == Resource::Pods && r.verb == Verb::Create && r.succeeded() {
+                let key = format!("{}/{}", r.namespace.as_deref().unwrap_or(""), r.name);
+                if let Some(pod) = self.pods.get_mut(&key) {
+                    pod.created = r.wall;
+                    pod.deleted = None;
+                }
+            }
+            return;
+        }
+        let Some(daemon) = r.identity.token.as_ref().and_then(|t| self.daemons.get(t)) else {
+            return;
+        };
+        let daemon = daemon.clone();
+        let leader_lease =
+            r.resource == Resource::Leases && r.namespace.as_deref() != Some("kube-node-lease");
+        if !leader_lease {
+            self.check_writer(&daemon, r.wall);
+        }
+        let facts = self.reader.read(std::slice::from_ref(r));
+        let kinds: Vec<FactKind> = facts.into_iter().map(|f| f.kind).collect();
+        for kind in &kinds {
+            self.count(kind);
+            match kind {
+                FactKind::NodeReady { node, status, .. } => {
+                    if status == "Unknown" {
+                        self.check_unknown(&daemon, node, r.wall);
+                    }
+                    self.set_ready(node, status, r.wall);
+                }
+                FactKind::PodDeleted { pod, .. } => self.check_deletion(&daemon, pod, r.wall),
+                _ => {}
+            }
+        }
+        // Taints last: a swap (one key for the other in one write) is not a new taint.
+        let added: Vec<&String> = kinds
+            .iter()
+            .filter_map(|k| match k {
+                FactKind::TaintAdded { node, taint } => Some((node, taint)),
+                _ => None,
+            })
+            .filter(|(_, t)| *t == UNREACHABLE || *t == NOT_READY)
+            .map(|(n, _)| n)
+            .collect();
+        for node in added {
+            let had = self.nodes.get(node).is_some_and(NodeTruth::noexec);
+            if !had {
+                self.check_taint(node, r.wall);
+            }
+        }
+        let touched: Vec<String> = kinds
+            .iter()
+            .filter_map(|k| match k {
+                FactKind::TaintAdded { node, .. } | FactKind::TaintRemoved { node, .. } => {
+                    Some(node.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        for node in touched {
+            let taints = self
+                .reader
+                .controller_taints()
+                .get(&node)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(n) = self.nodes.get_mut(&node) {
+                let before = n.noexec();
+                n.taints = taints;
+                match (before, n.noexec()) {
+                    (false, true) => n.noexec_since = Some(r.wall),
+                    (true, false) => {
+                        n.noexec_since = None;
+                        n.noexec_ended = Some(r.wall);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn on_kubelet_write(&mut self, r: &WriteRecord) {
+        let node = match (r.resource, r.namespace.as_deref()) {
+            (Resource::Leases, Some("kube-node-lease")) => &r.name,
+            (Resource::Nodes, _) => &r.name,
+            _ => return,
+        };
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        n.evidence.push_back(r.wall);
+        let keep = self.limits.grace * 4;
+        while n.evidence.len() > 2 && n.evidence.front().is_some_and(|&t| r.wall - t > keep) {
+            n.evidence.pop_front();
+        }
+        if r.resource == Resource::Nodes {
+            // A kubelet posts every condition at once; the soak's kubelets always report
+            // Ready=True, so a post without a readable Ready change (the summary is cut at
+            // 1200 characters, Ready comes last) is Ready=True.
+            let status = ready_from_diff(&r.summary).map_or_else(|| "True".to_string(), |s| s.0);
+            let node = node.clone();
+            self.set_ready(&node, &status, r.wall);
+        }
+    }
+
+    pub(super) fn violation(&mut self, at: Time, rule: &'static str, detail: String) {
+        self.violations.push(Violation { at, rule, detail });
+    }
+
+    fn count(&mut self, kind: &FactKind) {
+        let key = match kind {
+            FactKind::NodeReady { status, .. } => format!("node Ready={status}"),
+            FactKind::TaintAdded { taint, .. } => format!("taint +{taint}"),
+            FactKind::TaintRemoved { taint, .. } => format!("taint -{taint}"),
+            FactKind::PodNotReady { .. } => "pod Ready=False".into(),
+            FactKind::PodDisruptionTarget { .. } => "pod DisruptionTarget".into(),
+            FactKind::PodDeleted { .. } => "pod deleted".into(),
+            FactKind::Event { reason, .. } => format!("event {reason}"),
+            FactKind::LeaderLease { .. } => "leader lease taken or released".into(),
+            FactKind::Failed { code, .. } => format!("write refused {code}"),
+            FactKind::NodeLabels { .. } => "node labels".into(),
+            FactKind::PodNodeLost { .. } => "pod NodeLost".into(),
+            FactKind::FenceRun { .. } => "fence command run".into(),
+            FactKind::Other { what } => format!(
+                "other {}",
+                what.split(' ').take(2).collect::<Vec<_>>().join(" ")
+            ),
+            FactKind::Step(_) => return,
+        };
+        *self.decisions.entry(key).or_default() += 1;
+    }
+
+    fn check_writer(&mut self, daemon: &str, at: Time) {
+        let clash = self
+            .last_write
+            .iter()
+            .filter(|(other, _)| other.as_str() != daemon)
+            .find(|(_, t)| at.since(**t) < self.limits.handover_gap)
+            .map(|(other, &t)| (other.clone(), t));
+        if let Some((other, t)) = clash {
+            self.violation(
+                at,
+                "two-writers",
+                format!(
+                    "{daemon} wrote {} ms after {other}'s write (both acting as leader)",
+                    at.since(t).as_millis()
+                ),
+            );
+        }
+        self.last_write.insert(daemon.to_string(), at);
+    }
+
+    fn check_unknown(&mut self, daemon: &str, node: &str, at: Time) {
+        self.obligations.unknown_verdicts_checked += 1;
+        // Time the daemon waited for a CPU is not its doing: a live read followed by a wait on
+        // the run queue lands its write that much later.
+        let starved = self.waited(
+            daemon,
+            at.since(Time::ZERO).saturating_sub(self.limits.grace),
+            at,
+        );
+        let Some(n) = self.nodes.get(node) else {
+            return;
+        };
+        let window_start = at.since(Time::ZERO).saturating_sub(self.limits.grace);
+        let window_end = at
+            .since(Time::ZERO)
+            .saturating_sub(self.limits.evidence_allowance + starved);
+        let fresh = n.evidence.iter().rev().find(|&&e| {
+            let e = e.since(Time::ZERO);
+            e > window_start + self.limits.evidence_stamp_slack && e <= window_end
+        });
+        if let Some(&e) = fresh {
+            self.violation(
+                at,
+                "unknown-while-renewing",
+                format!(
+                    "{node} declared Ready=Unknown although its kubelet heartbeat {:.3}s before \
+                     (grace {:.1}s)",
+                    at.since(e).as_secs_f64(),
+                    self.limits.grace.as_secs_f64()
+                ),
+            );
+        }
+    }
+
+    fn check_deletion(&mut self, daemon: &str, pod: &str, at: Time) {
+        self.obligations.deletions_checked += 1;
+        let Some(p) = self.pods.get(pod) else {
+            return;
+        };
+        let node = p.node.clone();
+        let (toleration, created) = (p.toleration, p.created);
+        let first = p.deleted.is_none();
+        if let Some(p) = self.pods.get_mut(pod) {
+            p.deleted.get_or_insert(at);
+        }
+        if !first {
+            return;
+        }
+        let Some(toleration) = toleration else {
+            self.violation(
+                at,
+                "eviction-before-toleration",
+                format!("{pod} deleted although it tolerates the node taints forever"),
+            );
+            return;
+        };
+        let Some(n) = self.nodes.get(&node) else {
+            return;
+        };
+        let start = match (n.noexec_since, n.noexec_ended) {
+            (Some(since), _) => since,
+            (None, Some(ended)) if at.since(ended) <= self.limits.eviction_retry_window => {
+                // A running eviction goes on after its taint went (as upstream's worker).
+                return;
+            }
+            _ => {
+                self.violation(
+                    at,
+                    "eviction-before-toleration",
+                    format!("{pod} deleted while {node} has no NoExecute taint"),
+                );
+                return;
+            }
+        };
+        let start = start.max(created);
+        // Time the daemon waited for a CPU just before the taint landed delayed its landing.
+        let starved = self.waited(
+            daemon,
+            start
+                .since(Time::ZERO)
+                .saturating_sub(Duration::from_secs(2)),
+            start,
+        );
+        if at + self.limits.toleration_slack + starved < start + toleration {
+            self.violation(
+                at,
+                "eviction-before-toleration",
+                format!(
+                    "{pod} deleted {:.3}s after {node}'s NoExecute taint, tolerating {}s",
+                    at.since(start).as_secs_f64(),
+                    toleration.as_secs()
+                ),
+            );
+        }
+    }
+}

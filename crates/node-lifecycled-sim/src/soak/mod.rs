@@ -1,0 +1,516 @@
+//! `node-lifecycled-sim soak`: the real daemon, two instances with leader election, against the
+//! simulator for a long time while a seeded random plan injects faults (`schedule`), with
+//! safety and liveness invariants checked all along (`invariants`) and a report at the end
+//! (`report`).
+//!
+//! The cluster is small and fast (24 nodes in 3 zones, kubelets beating every second, a 5 s
+//! grace period, one taint per second per zone) so that 30 minutes see hundreds of faults. Pods
+//! deleted by the daemon are created again (same name, same node) once their kubelet has
+//! finished them, as a ReplicaSet would, so evictions keep happening.
+
+mod daemons;
+#[cfg(test)]
+mod invariant_tests;
+pub mod invariants;
+mod liveness;
+pub mod report;
+pub mod schedule;
+mod zone_rules;
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use daemons::Daemon;
+use invariants::{Checker, DRIVER, KUBELET, Limits};
+use schedule::{BurstTarget, Fault, PlanShape, Step};
+
+use crate::kubelets::{KubeletConfig, Kubelets};
+use crate::population::{PodKind, PodPlan, Population, Toleration, WEB_NAMESPACE, zone_of};
+use crate::scenario::kubeconfig_yaml;
+use crate::{Identity, RequestMatch, Resource, SimConfig, SimServer, Verb};
+
+pub use report::SoakReport;
+
+#[derive(Clone, Debug)]
+pub struct SoakOptions {
+    pub duration: Duration,
+    pub seed: u64,
+    /// The `node-lifecycled` binary.
+    pub daemon: PathBuf,
+    /// Where configs and logs go (default: a new directory under the system temp dir).
+    pub dir: Option<PathBuf>,
+    pub nodes: usize,
+    pub zones: usize,
+}
+
+impl SoakOptions {
+    pub fn new(duration: Duration, seed: u64, daemon: PathBuf) -> SoakOptions {
+        SoakOptions {
+            duration,
+            seed,
+            daemon,
+            dir: None,
+            nodes: 24,
+            zones: 3,
+        }
+    }
+}
+
+/// Web pods' NoExecute tolerations, in turn node by node: none (evicted at once) to 20 s.
+const TOLERATIONS: [Toleration; 5] = [
+    Toleration::None,
+    Toleration::Seconds(3),
+    Toleration::Seconds(6),
+    Toleration::Seconds(10),
+    Toleration::Seconds(20),
+];
+const WEB_PODS_PER_NODE: usize = 2;
+/// The driver's loop period: faults applied, write log read, pods re-created.
+const TICK: Duration = Duration::from_millis(100);
+const DAEMON_NAMES: [&str; 2] = ["daemon-a", "daemon-b"];
+
+/// Runs the soak; `Err` when it could not run (simulator, daemon binary, files).
+pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, String> {
+    let dir = match &options.dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!(
+            "node-lifecycled-soak-{}-seed{}",
+            std::process::id(),
+            options.seed
+        )),
+    };
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tokens: Vec<String> = DAEMON_NAMES
+        .iter()
+        .map(|n| format!("soak-{n}-{:x}", options.seed))
+        .collect();
+    let sim = SimServer::start(SimConfig {
+        tokens: Some(tokens.clone()),
+        bookmark_interval: Duration::from_secs(1),
+        log_direct_writes: true,
+        ..SimConfig::default()
+    })
+    .map_err(|e| format!("cannot start the simulated API server: {e}"))?;
+    let cluster = sim.cluster().with_identity(Identity::direct(DRIVER));
+    let population = Population {
+        nodes: options.nodes,
+        zones: options.zones,
+        pods_per_node: 0,
+        daemonset: true,
+        ..Population::default()
+    };
+    let populated = population
+        .populate(&cluster)
+        .map_err(|e| format!("cannot populate the simulated cluster: {}", e.message))?;
+    let mut pods = populated.pods.clone();
+    for (i, node) in populated.nodes.iter().enumerate() {
+        for j in 0..WEB_PODS_PER_NODE {
+            let index = i * WEB_PODS_PER_NODE + j;
+            pods.push(PodPlan {
+                namespace: WEB_NAMESPACE.into(),
+                name: format!("web-{index}"),
+                node: node.clone(),
+                kind: PodKind::Web,
+                toleration: TOLERATIONS[index % TOLERATIONS.len()],
+            });
+        }
+    }
+    for pod in pods.iter().filter(|p| p.kind == PodKind::Web) {
+        cluster
+            .create(Resource::Pods, pod.object())
+            .map_err(|e| format!("cannot create pod {}: {}", pod.key(), e.message))?;
+    }
+    let kubelets = Kubelets::start(
+        sim.cluster().with_identity(Identity::direct(KUBELET)),
+        KubeletConfig {
+            renew_interval: Duration::from_secs(1),
+            status_update_interval: Duration::from_secs(1),
+            status_report_interval: Duration::from_secs(60),
+            jitter: 0.04,
+            finalize_interval: Duration::from_millis(500),
+            seed: options.seed,
+        },
+    )
+    .map_err(|e| format!("cannot start the simulated kubelets: {e}"))?;
+    for node in &populated.nodes {
+        kubelets.add_node(node);
+    }
+
+    let max_delay = Duration::from_millis(schedule::MAX_INJECTED_DELAY_MS);
+    let limits = Limits::for_soak(daemons::GRACE, daemons::EVICTION_RATE, max_delay);
+    let start = cluster.now();
+    let pairs: Vec<(&str, &str)> = tokens
+        .iter()
+        .map(String::as_str)
+        .zip(DAEMON_NAMES)
+        .collect();
+    let mut checker = Checker::new(limits, &pairs, &populated.nodes, start);
+    for pod in &pods {
+        let toleration = match pod.toleration {
+            Toleration::None => Some(Duration::ZERO),
+            Toleration::Seconds(s) => Some(Duration::from_secs(s)),
+            Toleration::Forever => None,
+        };
+        checker.add_pod(&pod.key(), &pod.node, toleration, start);
+    }
+
+    let mut daemons = Vec::new();
+    for (name, token) in DAEMON_NAMES.iter().zip(&tokens) {
+        let kubeconfig = dir.join(format!("{name}.kubeconfig"));
+        fs::write(&kubeconfig, kubeconfig_yaml(sim.url(), token))
+            .map_err(|e| format!("cannot write {}: {e}", kubeconfig.display()))?;
+        let mut daemon = Daemon::new(name, &options.daemon, &dir);
+        daemon.write_config(&daemons::config_text(&kubeconfig, name, "info"))?;
+        let _ = fs::remove_file(&daemon.log);
+        daemon.start()?;
+        daemons.push((daemon, kubeconfig));
+    }
+
+    let mut zones: Vec<Vec<String>> = Vec::new();
+    for node in &populated.nodes {
+        match zones.last_mut() {
+            Some(z) if zone_of(&z[0]) == zone_of(node) => z.push(node.clone()),
+            _ => zones.push(vec![node.clone()]),
+        }
+    }
+    let shape = PlanShape {
+        zones,
+        duration: options.duration,
+        warmup: Duration::from_secs(10).min(options.duration / 4),
+        cooldown: Duration::from_secs(40).min(options.duration / 3),
+        max_single_down: (options.nodes / 4).max(1),
+    };
+    let steps = schedule::plan(options.seed, &shape);
+    let _ = writeln!(
+        out,
+        "soak seed {}: {} nodes in {} zones, {} pods, 2 daemons ({}), {} planned steps over {}s\n  dir {}",
+        options.seed,
+        populated.nodes.len(),
+        shape.zones.len(),
+        pods.len(),
+        options.daemon.display(),
+        steps.len(),
+        options.duration.as_secs(),
+        dir.display()
+    );
+
+    let mut run = Run {
+        sim: &sim,
+        cluster: &cluster,
+        kubelets: &kubelets,
+        checker,
+        daemons,
+        faults: Default::default(),
+        alive: populated.nodes.iter().map(|n| (n.clone(), true)).collect(),
+        pods,
+        recreated: 0,
+        daemon_exits: Vec::new(),
+        slow_until: None,
+        reload_restore: None,
+        log_level_debug: false,
+        fault_log: String::new(),
+        cpu_wait_seen: Default::default(),
+    };
+    let began = Instant::now();
+    let mut next = 0;
+    let mut last_liveness = Instant::now();
+    let mut last_rss = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut printed = 0;
+    while began.elapsed() < options.duration {
+        while let Some(step) = steps.get(next) {
+            if step.at > began.elapsed() {
+                break;
+            }
+            run.apply(step)?;
+            next += 1;
+        }
+        run.tick()?;
+        run.sample_cpu_wait();
+        if last_liveness.elapsed() >= Duration::from_secs(1) {
+            last_liveness = Instant::now();
+            run.checker.check_liveness(cluster.now());
+        }
+        if last_rss.elapsed() >= Duration::from_secs(5) {
+            last_rss = Instant::now();
+            run.sample_rss();
+        }
+        // Violations as they happen, so a long run can be looked into while it goes on.
+        for v in run.checker.violations.iter().skip(printed) {
+            let _ = writeln!(out, "  VIOLATION {} {}: {}", v.at, v.rule, v.detail);
+        }
+        printed = run.checker.violations.len();
+        if last_progress.elapsed() >= Duration::from_secs(60) {
+            last_progress = Instant::now();
+            let _ = writeln!(
+                out,
+                "  {:>5}s  {} faults, {} violations",
+                began.elapsed().as_secs(),
+                run.faults.values().sum::<u64>(),
+                run.checker.violations.len()
+            );
+        }
+        std::thread::sleep(TICK);
+    }
+    run.tick()?;
+    let end = cluster.now();
+    run.checker.check_liveness(end);
+    run.checker.finish(end);
+    let mut clean_stops = 0;
+    for (daemon, _) in &mut run.daemons {
+        if daemon.stop() {
+            clean_stops += 1;
+        }
+    }
+    let report = SoakReport {
+        seed: options.seed,
+        duration: options.duration,
+        nodes: populated.nodes.len(),
+        zones: shape.zones.len(),
+        pods: run.pods.len(),
+        faults: run.faults.clone(),
+        decisions: run.checker.decisions.clone(),
+        obligations: run.checker.obligations.clone(),
+        violations: run.checker.violations.clone(),
+        rss: run.checker.rss_summary(),
+        daemon_exits: run.daemon_exits.clone(),
+        pods_recreated: run.recreated,
+        daemon_starts: run
+            .daemons
+            .iter()
+            .map(|(d, _)| (d.name.clone(), d.starts))
+            .collect(),
+        clean_stops,
+        dir,
+    };
+    // Every write of the run, the kubelets' included, for reading a violation's story.
+    let writes = report.dir.join("writes.log");
+    if let Err(e) = fs::write(&writes, sim.write_log_text()) {
+        let _ = writeln!(out, "cannot write {}: {e}", writes.display());
+    }
+    let faults = report.dir.join("faults.log");
+    if let Err(e) = fs::write(&faults, &run.fault_log) {
+        let _ = writeln!(out, "cannot write {}: {e}", faults.display());
+    }
+    kubelets.shutdown();
+    sim.shutdown();
+    Ok(report)
+}
+
+struct Run<'a> {
+    sim: &'a crate::SimHandle,
+    cluster: &'a crate::Cluster,
+    kubelets: &'a Kubelets,
+    checker: Checker,
+    daemons: Vec<(Daemon, PathBuf)>,
+    faults: std::collections::BTreeMap<String, u64>,
+    /// The kubelets' state as last told to the checker.
+    alive: std::collections::BTreeMap<String, bool>,
+    pods: Vec<PodPlan>,
+    recreated: u64,
+    daemon_exits: Vec<String>,
+    slow_until: Option<Instant>,
+    /// A bad config to replace with the good one at this time.
+    reload_restore: Option<Instant>,
+    log_level_debug: bool,
+    /// Per daemon pid: run-queue wait read at the last tick.
+    cpu_wait_seen: std::collections::HashMap<u32, Duration>,
+    /// Each fault as applied, with the write log's clock (for reading a violation's story).
+    fault_log: String,
+}
+
+impl Run<'_> {
+    fn apply(&mut self, step: &Step) -> Result<(), String> {
+        if !step.kind.is_empty() {
+            *self.faults.entry(step.kind.to_string()).or_default() += 1;
+        }
+        self.fault_log.push_str(&format!(
+            "{:>9.3}s {:?}\n",
+            self.cluster.elapsed().as_secs_f64(),
+            step.fault
+        ));
+        let faults = self.sim.faults();
+        let now = self.cluster.now();
+        let secs = |d: Duration| now + d;
+        match &step.fault {
+            Fault::KubeletStop(node) => {
+                let _ = self.kubelets.stop_heartbeat(node);
+            }
+            Fault::KubeletResume(node) => {
+                let _ = self.kubelets.resume_heartbeat(node);
+            }
+            Fault::KubeletReboot(node, down) => {
+                let _ = self.kubelets.reboot(node, *down);
+            }
+            Fault::DropWatches => faults.drop_watches(),
+            Fault::StallWatches(d) => {
+                faults.stall_watches(Some(*d));
+                self.checker.quiet_until(secs(*d));
+            }
+            Fault::ExpireWatches(n) => faults.fail_next(RequestMatch::verb(Verb::Watch), *n, 410),
+            Fault::CorruptLines => faults.corrupt_watches(),
+            Fault::ApiRestart(d) => {
+                faults.restart(*d);
+                self.checker.quiet_until(secs(*d));
+            }
+            Fault::ErrorBurst {
+                code,
+                count,
+                target,
+            } => {
+                let matchers = match target {
+                    BurstTarget::Any => vec![RequestMatch::any()],
+                    BurstTarget::NodeWrites => vec![
+                        RequestMatch::on(Verb::Update, "nodes"),
+                        RequestMatch::on(Verb::Patch, "nodes"),
+                    ],
+                    BurstTarget::Leases => vec![RequestMatch::resource("leases")],
+                };
+                for m in matchers {
+                    if *code == 429 {
+                        faults.throttle_next(m, *count, 1);
+                        self.checker.quiet_until(secs(Duration::from_secs(1)));
+                    } else {
+                        faults.fail_next(m, *count, *code);
+                    }
+                }
+            }
+            Fault::SlowResponses(delay, length) => {
+                faults.delay_responses(RequestMatch::any(), *delay);
+                self.slow_until = Some(Instant::now() + *length);
+            }
+            Fault::KillLeader(restart) => {
+                let holder = self
+                    .cluster
+                    .get(Resource::Leases, Some("kube-system"), "node-lifecycled")
+                    .and_then(|l| {
+                        l.pointer("/spec/holderIdentity")?
+                            .as_str()
+                            .map(str::to_string)
+                    });
+                let victim = self
+                    .daemons
+                    .iter_mut()
+                    .find(|(d, _)| Some(&d.name) == holder.as_ref())
+                    .map(|(d, _)| d);
+                if let Some(daemon) = victim {
+                    daemon.kill(*restart);
+                    // The other takes over after the Lease expires, then syncs.
+                    self.checker
+                        .quiet_until(secs(daemons::LEASE_DURATION + Duration::from_secs(5)));
+                }
+            }
+            Fault::Reload { valid } => {
+                for (daemon, kubeconfig) in &self.daemons {
+                    let text = if *valid {
+                        let level = if self.log_level_debug {
+                            "info"
+                        } else {
+                            "debug"
+                        };
+                        daemons::config_text(kubeconfig, &daemon.name, level)
+                    } else {
+                        format!(
+                            "{}node_monitor_grace_period_typo = \"5s\"\n",
+                            daemons::config_text(kubeconfig, &daemon.name, "info")
+                        )
+                    };
+                    daemon.write_config(&text)?;
+                    daemon.reload();
+                }
+                if *valid {
+                    self.log_level_debug = !self.log_level_debug;
+                } else {
+                    self.reload_restore = Some(Instant::now() + Duration::from_secs(2));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self) -> Result<(), String> {
+        if self.slow_until.is_some_and(|t| Instant::now() >= t) {
+            self.sim.faults().clear_delays();
+            self.slow_until = None;
+        }
+        if self.reload_restore.is_some_and(|t| Instant::now() >= t) {
+            self.reload_restore = None;
+            let level = if self.log_level_debug {
+                "debug"
+            } else {
+                "info"
+            };
+            for (daemon, kubeconfig) in &self.daemons {
+                daemon.write_config(&daemons::config_text(kubeconfig, &daemon.name, level))?;
+            }
+        }
+        for (daemon, _) in &mut self.daemons {
+            if let Err(e) = daemon.poll() {
+                self.daemon_exits.push(e);
+            }
+        }
+        let now = self.cluster.now();
+        for (node, alive) in self.alive.iter_mut() {
+            let now_alive = self.kubelets.is_alive(node);
+            if now_alive != *alive {
+                *alive = now_alive;
+                self.checker.kubelet(node, now_alive, now);
+            }
+        }
+        let seq = self.checker_seq();
+        let records = self.sim.writes_after(seq);
+        self.checker.on_writes(&records);
+        // A ReplicaSet's work: a pod that is gone comes back on its (live) node.
+        for pod in &self.pods {
+            if !self.alive.get(&pod.node).copied().unwrap_or(false) {
+                continue;
+            }
+            let exists = self
+                .cluster
+                .get(Resource::Pods, Some(&pod.namespace), &pod.name)
+                .is_some();
+            if !exists && self.cluster.create(Resource::Pods, pod.object()).is_ok() {
+                self.recreated += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn checker_seq(&self) -> u64 {
+        self.checker.last_seq()
+    }
+
+    /// Each daemon's run-queue wait since the last tick, for the checker.
+    fn sample_cpu_wait(&mut self) {
+        let now = self.cluster.now();
+        for (daemon, _) in &self.daemons {
+            let Some(pid) = daemon.pid() else { continue };
+            let total = runqueue_wait(pid);
+            let last = self.cpu_wait_seen.insert(pid, total).unwrap_or(total);
+            self.checker
+                .cpu_wait(&daemon.name, now, total.saturating_sub(last));
+        }
+    }
+
+    fn sample_rss(&mut self) {
+        let now = self.cluster.now();
+        for (daemon, _) in &self.daemons {
+            let Some(pid) = daemon.pid() else { continue };
+            if let Some(reading) = crate::bench::ProcReading::of(pid) {
+                self.checker.rss(&daemon.name, pid, reading.rss_kib, now);
+            }
+        }
+    }
+}
+
+/// Nanoseconds the process's threads spent ready to run but waiting for a CPU (the second field
+/// of /proc/PID/schedstat: the daemon is single-threaded); zero when unreadable.
+fn runqueue_wait(pid: u32) -> Duration {
+    fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
+}
