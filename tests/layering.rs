@@ -30,8 +30,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("runtime", 7),
     // `node-lifecycled doctor`: a command beside the daemon, built from the runtime's wiring.
     ("doctor", 8),
-    // The simulated API server (on its way to a crate of its own), at the top: never imported.
-    ("sim", 9),
 ];
 
 fn rank(module: &str) -> Option<u8> {
@@ -177,7 +175,7 @@ fn no_module_imports_a_module_above_it() {
     // The table names real modules (a renamed module must not leave a stale row behind).
     for (module, _) in LAYERS {
         assert!(
-            layers_seen.contains(*module) || *module == "sim",
+            layers_seen.contains(*module),
             "tests/layering.rs names `{module}`, which is not a module of src/"
         );
     }
