@@ -187,6 +187,9 @@ pub struct NodeLifecycle {
     pub(super) eviction_pass_held_since: Option<Time>,
     /// What was decided and why since the shell last took them (see [`Decision`]).
     pub(super) decisions: Vec<Decision>,
+    /// False while the informers' caches may be stale: the zone queues' pass (new NoExecute
+    /// taints, legacy pod eviction) waits (`cache_currency.rs`).
+    pub(super) caches_current: bool,
     /// Custom condition taints a reload dropped from the config: still ours, so they are
     /// removed from every node rather than left behind.
     pub(super) retired_condition_taints: Vec<ConditionTaint>,
@@ -243,6 +246,7 @@ impl NodeLifecycle {
             eviction_pass_held_since: None,
             decisions: Vec::new(),
             retired_condition_taints: Vec::new(),
+            caches_current: true,
         }
     }
 
@@ -258,6 +262,11 @@ impl NodeLifecycle {
     /// When the shell must call `handle(Input::Tick, now)` next.
     pub fn next_deadline(&self) -> Option<Time> {
         self.timers.next_deadline()
+    }
+
+    /// Whether the zone queues' pass may act (see `Controllers`, `cache_currency.rs`).
+    pub(super) fn set_caches_current(&mut self, current: bool) {
+        self.caches_current = current;
     }
 
     /// The cluster as the controller knows it.

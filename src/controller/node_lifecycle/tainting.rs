@@ -55,7 +55,7 @@ impl NodeLifecycle {
             .filter(|z| !z.in_cooldown(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
-        if !due || self.verdicts_in_flight() {
+        if !due || !self.caches_current || self.verdicts_in_flight() {
             return;
         }
         while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
@@ -247,7 +247,9 @@ impl NodeLifecycle {
 
     /// The zone queues' pass, every 100 ms while some queue has work.
     pub(super) fn eviction_pass(&mut self, now: Time, out: &mut Vec<Action>) {
-        if self.hold_eviction_pass(now) {
+        // On a stale cache a zone's recovery may be unseen: no new taint (nor legacy
+        // eviction) until the caches are current; the queues keep their order and tokens.
+        if !self.caches_current || self.hold_eviction_pass(now) {
             return;
         }
         let keys: Vec<Name> = self.zones.keys().cloned().collect();

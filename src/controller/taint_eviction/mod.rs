@@ -76,6 +76,9 @@ pub struct TaintEviction {
     decisions: Vec<Decision>,
     /// Honour the nodes' edge autonomy annotations (`controller/autonomy.rs`).
     autonomy: bool,
+    /// The caches may be stale: no deletion starts (countdowns keep their deadlines and fire
+    /// when released; `controller/cache_currency.rs`).
+    held: bool,
 }
 
 impl TaintEviction {
@@ -86,6 +89,11 @@ impl TaintEviction {
     /// Whether edge autonomy stretches the not-ready/unreachable deadlines (config `autonomy`).
     pub fn set_autonomy(&mut self, on: bool) {
         self.autonomy = on;
+    }
+
+    /// Holds (or releases) deletions while the caches may be stale.
+    pub fn set_held(&mut self, held: bool) {
+        self.held = held;
     }
 
     fn autonomy_of(&self, node: &Node) -> Autonomy {
@@ -363,6 +371,9 @@ impl TaintEviction {
     }
 
     fn fire_due(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<EvictionAction>) {
+        if self.held {
+            return;
+        }
         while let Some((key, due)) = self.evictions.pop_due(now) {
             let Some(pod) = store.pods().get(&key) else {
                 // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.
