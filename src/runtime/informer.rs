@@ -124,6 +124,9 @@ pub struct Informer<T: Watched, S, K> {
     throttled_lists: u64,
     idle_timeouts: u64,
     broken_watches: u64,
+    /// A watch failed (idle timeout, broken, refused, an error event) and no watch has been
+    /// answered since: events may have been missed.
+    interrupted: bool,
 }
 
 impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
@@ -149,6 +152,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             throttled_lists: 0,
             idle_timeouts: 0,
             broken_watches: 0,
+            interrupted: false,
         }
     }
 
@@ -173,6 +177,13 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// A full state has been delivered at least once.
     pub fn is_synced(&self) -> bool {
         self.reflector.is_synced()
+    }
+
+    /// The cache follows the server: it holds a full state, no relist is due, and no watch has
+    /// failed since the server last answered one (a watch the server ended in time resumes
+    /// from its version and misses nothing). See `controller/cache_currency.rs`.
+    pub fn is_streaming(&self) -> bool {
+        self.reflector.is_synced() && !self.reflector.needs_full_state() && !self.interrupted
     }
 
     pub fn timer(&self) -> &K {
@@ -236,6 +247,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let mut items = std::mem::take(&mut self.items);
         self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
+        if stream.bytes_received() > 0 {
+            // The server answered this watch (an end read with it sets the flag again).
+            self.interrupted = false;
+        }
         let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
@@ -301,6 +316,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                         }
                     };
                     if flow == WatchFlow::Close {
+                        self.interrupted = true;
                         debug!(
                             "{} watch: closed ({})",
                             T::KIND,
@@ -326,6 +342,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     }
 
     fn count_end(&mut self, end: &StreamEnd) {
+        if !matches!(end, StreamEnd::Clean) {
+            self.interrupted = true;
+        }
         match end {
             StreamEnd::Clean => debug!("{} watch: {end}", T::KIND),
             StreamEnd::IdleTimeout => {
