@@ -76,7 +76,9 @@ fn a_soak_stopped_by_a_signal_leaves_no_daemon_running() {
     let result = soak::run(&options, &mut out);
     let seen = watcher.join().expect("the watcher thread");
     assert_eq!(seen, 2, "both daemons ran before the stop");
-    let error = result.err().expect("a stopped soak is an error");
+    let Err(error) = result else {
+        panic!("a stopped soak is an error");
+    };
     assert!(error.contains("stopped by a signal"), "{error}");
     assert_eq!(daemons_running(&dir), 0, "a daemon outlived its soak");
     let _ = std::fs::remove_dir_all(&dir);
