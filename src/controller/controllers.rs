@@ -19,6 +19,7 @@ use crate::model::ClusterStore;
 use crate::time::Time;
 
 use super::actions::Action;
+use super::cache_currency::CacheCurrency;
 use super::decisions::Decision;
 use super::dump::StateDump;
 use super::fencing::Fencing;
@@ -34,6 +35,10 @@ pub struct Controllers {
     /// `None` unless `[fencing]` is enabled.
     fencing: Option<Fencing>,
     synced: bool,
+    /// Whether the informers' caches may be acted on (`cache_currency.rs`).
+    caches: CacheCurrency,
+    /// Zone NoExecute tainting and pod deletions wait for current caches (as of the last input).
+    held: bool,
 }
 
 impl Controllers {
@@ -52,11 +57,28 @@ impl Controllers {
             eviction,
             fencing,
             synced: false,
+            caches: CacheCurrency::default(),
+            held: false,
+        }
+    }
+
+    /// Holds or releases the work that must not run on a stale cache; called before every
+    /// input, so a settle ending is noticed at the tick `next_deadline` asks for.
+    fn apply_cache_currency(&mut self, now: Time) {
+        let current = self.caches.is_current(now);
+        self.held = !current;
+        self.lifecycle.set_caches_current(current);
+        if let Some(eviction) = self.eviction.as_mut() {
+            eviction.set_held(!current);
         }
     }
 
     pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
         let became_synced = matches!(input, Input::InitialSyncDone) && !self.synced;
+        if let Input::InformersWatching(all) = input {
+            self.caches.watching(all, now);
+        }
+        self.apply_cache_currency(now);
         // Fencing's own answers go to it alone; it decides nothing before the initial sync.
         let input = match input {
             Input::FenceTargetRead { id, outcome } => {
@@ -142,10 +164,21 @@ impl Controllers {
     pub fn next_deadline(&self) -> Option<Time> {
         let eviction = self.eviction.as_ref().filter(|_| self.synced);
         let fencing = self.fencing.as_ref().filter(|_| self.synced);
+        // Held deletions are not due before the caches are current (no wake-up loop on a
+        // deadline that cannot be acted on); the settle's end is a deadline of its own.
+        let (eviction_due, current_at) = match (eviction.and_then(|e| e.next_deadline()), self.held)
+        {
+            (due, false) => (due, None),
+            (due, true) => {
+                let at = self.caches.current_at();
+                (due.and_then(|d| at.map(|at| d.max(at))), at)
+            }
+        };
         [
             self.lifecycle.next_deadline(),
-            eviction.and_then(|e| e.next_deadline()),
+            eviction_due,
             fencing.and_then(|f| f.next_deadline()),
+            current_at.filter(|_| self.synced),
         ]
         .into_iter()
         .flatten()
@@ -183,9 +216,12 @@ impl Controllers {
         settings.taint_based_eviction = self.eviction.is_some();
         settings.fencing = self.fencing.as_ref().map(|f| f.policy().clone());
         let mut follower = Controllers::new(settings, now);
+        // The informers go on as they were: a follower's caches are as current as the leader's.
+        follower.caches = self.caches;
         follower
             .lifecycle
             .adopt_store(self.lifecycle.into_store(), now);
+        follower.apply_cache_currency(now);
         follower
     }
 

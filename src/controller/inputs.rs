@@ -21,6 +21,10 @@ pub enum Input {
     FullStateEnd(Kind),
     /// Nodes, Leases and Pods are listed: decisions may start. Nothing is decided before it.
     InitialSyncDone,
+    /// Whether every informer (nodes, Leases, pods) has a watch open and streaming (`false`:
+    /// one is backing off, relisting, or waiting for its watch's answer). Zone NoExecute
+    /// tainting and pod deletions wait for the caches to be current (`cache_currency.rs`).
+    InformersWatching(bool),
     /// `now >= next_deadline()`.
     Tick,
     /// The result of an earlier write. On `Conflict` the shell first re-reads the object and

@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod autonomy;
+pub mod cache_currency;
 pub mod condition_taints;
 pub mod controllers;
 pub mod decisions;

@@ -124,6 +124,10 @@ pub struct Informer<T: Watched, S, K> {
     throttled_lists: u64,
     idle_timeouts: u64,
     broken_watches: u64,
+    /// A watch failed (idle timeout, broken, refused, an error event) and since then no watch
+    /// line has arrived, no watch ended in time and no full state was delivered: events may
+    /// have been missed.
+    interrupted: bool,
 }
 
 impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
@@ -149,6 +153,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             throttled_lists: 0,
             idle_timeouts: 0,
             broken_watches: 0,
+            interrupted: false,
         }
     }
 
@@ -173,6 +178,15 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// A full state has been delivered at least once.
     pub fn is_synced(&self) -> bool {
         self.reflector.is_synced()
+    }
+
+    /// The cache follows the server: it holds a full state, no relist is due, and no watch has
+    /// failed since the server last sent a watch line or ended a watch in time (a watch the
+    /// server ends at its `timeoutSeconds` resumes from its version and misses nothing). A
+    /// response head alone is not enough: a frozen server answers and then sends nothing
+    /// (the soak's `watch-freeze`). See `controller/cache_currency.rs`.
+    pub fn is_streaming(&self) -> bool {
+        self.reflector.is_synced() && !self.reflector.needs_full_state() && !self.interrupted
     }
 
     pub fn timer(&self) -> &K {
@@ -209,6 +223,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             self.read(io, out);
         }
         self.step(io, out);
+        self.note_full_state(out);
         self.rearm(io.lp);
     }
 
@@ -225,6 +240,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             self.items = items;
         }
         self.step(io, out);
+        self.note_full_state(out);
         self.rearm(io.lp);
     }
 
@@ -291,6 +307,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         for item in items.drain(..) {
             match item {
                 WatchItem::Event(line) => {
+                    // The server streams again, in order from our version (a line that closes
+                    // the watch sets the flag again below).
+                    self.interrupted = false;
                     self.watch_events += 1;
                     let flow = match decode_watch_event::<T>(&line, io.decode) {
                         Ok(event) => self.reflector.watch_event(now, event, out),
@@ -301,6 +320,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                         }
                     };
                     if flow == WatchFlow::Close {
+                        self.interrupted = true;
                         debug!(
                             "{} watch: closed ({})",
                             T::KIND,
@@ -325,7 +345,15 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
     }
 
+    /// A full state just delivered is as current as it gets.
+    fn note_full_state(&mut self, out: &[Delta<T>]) {
+        if out.iter().any(|d| matches!(d, Delta::Synced)) {
+            self.interrupted = false;
+        }
+    }
+
     fn count_end(&mut self, end: &StreamEnd) {
+        self.interrupted = !matches!(end, StreamEnd::Clean);
         match end {
             StreamEnd::Clean => debug!("{} watch: {end}", T::KIND),
             StreamEnd::IdleTimeout => {

@@ -66,13 +66,16 @@ pub fn client_settings(api: &ApiConfig) -> ClientSettings {
 
 /// The informers' reflector and watch settings. `watch_list` comes from probing the server.
 /// Watches ask the server to end them at 50–80 % of the idle timeout (see `ReflectorConfig`).
-pub fn informer_config(api: &ApiConfig, watch_list: bool) -> InformerConfig {
+/// The reconnect backoff is bounded by the grace period (`watch_backoff_max`).
+pub fn informer_config(api: &ApiConfig, grace: Duration, watch_list: bool) -> InformerConfig {
+    let defaults = ReflectorConfig::default();
     InformerConfig {
         reflector: ReflectorConfig {
             idle_timeout: api.watch_idle_timeout,
             watch_list,
             initial_list_from_cache: true,
-            ..ReflectorConfig::default()
+            backoff_max: watch_backoff_max(grace, &defaults),
+            ..defaults
         },
         watch: WatchOptions {
             idle_timeout: api.watch_idle_timeout,
@@ -80,6 +83,16 @@ pub fn informer_config(api: &ApiConfig, watch_list: bool) -> InformerConfig {
         },
         watch_coalesce: WATCH_COALESCE,
     }
+}
+
+/// client-go's reflector backs off up to 30 s between failed watches; a daemon that deferred
+/// to a watch that long would be blind for most of a 50 s grace period (and for six grace
+/// periods of 5 s), and while a watch is down zone tainting and evictions wait
+/// (`controller/cache_currency.rs`). So the backoff stops at a fifth of the grace period
+/// (10 s at the default 50 s), never below its first step nor above client-go's 30 s. The
+/// value is taken at start: a reload of the grace period applies from the next restart.
+pub fn watch_backoff_max(grace: Duration, defaults: &ReflectorConfig) -> Duration {
+    (grace / 5).clamp(defaults.backoff_initial, defaults.backoff_max)
 }
 
 /// Watch events arriving within this of each other are read in one wake-up (at 2,000 nodes,
@@ -110,10 +123,25 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_secs(2));
         assert_eq!(c.qps.map(|q| q.as_f64()), Some(7.0));
         assert_eq!(c.burst, 9);
-        let i = informer_config(&config.api, true);
+        let i = informer_config(&config.api, s.node_monitor_grace_period, true);
         assert_eq!(i.reflector.idle_timeout, Duration::from_secs(2));
         assert_eq!(i.watch.idle_timeout, Duration::from_secs(2));
         assert!(i.reflector.watch_list);
+        assert_eq!(i.reflector.backoff_max, Duration::from_millis(600));
+    }
+
+    #[test]
+    fn the_watch_backoff_stops_at_a_fifth_of_the_grace_period() {
+        let d = ReflectorConfig::default();
+        let max = |s| watch_backoff_max(Duration::from_secs(s), &d);
+        assert_eq!(max(50), Duration::from_secs(10));
+        assert_eq!(max(5), Duration::from_secs(1));
+        assert_eq!(
+            max(1),
+            Duration::from_millis(500),
+            "never below the first step"
+        );
+        assert_eq!(max(600), Duration::from_secs(30), "never above client-go's");
     }
 
     #[test]

@@ -487,6 +487,15 @@ fn run_soak(args: SoakArgs) -> ExitCode {
     options.nodes = args.nodes;
     options.zones = args.zones;
     options.dir = args.dir;
+    // Interrupted, the soak stops its daemons before it exits (none is left running).
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(signal, stop.clone()) {
+            eprintln!("node-lifecycled-sim soak: cannot handle signal {signal}: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    }
+    options.stop = Some(stop);
     let mut out = std::io::stdout();
     match soak::run(&options, &mut out) {
         Ok(report) => {

@@ -192,6 +192,9 @@ pub struct NodeLifecycle {
     eviction_pass_held_since: Option<Time>,
     /// What was decided and why since the shell last took them (see [`Decision`]).
     decisions: Vec<Decision>,
+    /// False while the informers' caches may be stale: the zone queues' pass (new NoExecute
+    /// taints, legacy pod eviction) waits (`cache_currency.rs`).
+    caches_current: bool,
     /// Custom condition taints a reload dropped from the config: still ours, so they are
     /// removed from every node rather than left behind.
     retired_condition_taints: Vec<ConditionTaint>,
@@ -247,6 +250,7 @@ impl NodeLifecycle {
             eviction_pass_held_since: None,
             decisions: Vec::new(),
             retired_condition_taints: Vec::new(),
+            caches_current: true,
         }
     }
 
@@ -264,6 +268,11 @@ impl NodeLifecycle {
     /// disarms one (node and lease changes, answers, ticks) and by `apply_settings`.
     pub fn next_deadline(&self) -> Option<Time> {
         self.timers.next_deadline()
+    }
+
+    /// Whether the zone queues' pass may act (see `Controllers`, `cache_currency.rs`).
+    pub(super) fn set_caches_current(&mut self, current: bool) {
+        self.caches_current = current;
     }
 
     /// The cluster as the controller knows it.

@@ -55,7 +55,7 @@ impl NodeLifecycle {
             .filter(|z| !z.in_cooldown(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
-        if !due || self.verdicts_in_flight() {
+        if !due || !self.caches_current || self.verdicts_in_flight() {
             return;
         }
         while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
@@ -138,6 +138,13 @@ impl NodeLifecycle {
     /// Writes the node's desired taints (NoSchedule reconciliation + pending ops) unless a
     /// write is already in flight.
     pub(super) fn pump_taints(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        if self
+            .nodes
+            .get(name)
+            .is_some_and(|e| e.taint_write.is_none())
+        {
+            self.requeue_forbidden_ops(name, now);
+        }
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
@@ -184,6 +191,41 @@ impl NodeLifecycle {
             taints: desired,
             ops,
         });
+    }
+
+    /// A NoExecute taint the zone queue gave out may wait here behind a write of the same node
+    /// in flight (a slow or failing API server). If its zone has stopped tainting meanwhile
+    /// (partially disrupted and small, every zone down, a cooldown), it goes back to the queue
+    /// instead of out: the zone rules are judged when the taint is written, not only when it
+    /// was queued (soak seed 31: a taint given out in a Normal zone landed 2.7 s after the zone
+    /// became partially disrupted).
+    fn requeue_forbidden_ops(&mut self, name: &Name, now: Time) {
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        let zones = &self.zones;
+        let mut requeue = Vec::new();
+        e.taint_ops.retain(|op| {
+            let (TaintOp::Apply {
+                zone: Some(zone), ..
+            }
+            | TaintOp::ConditionTaints { zone: Some(zone) }) = op
+            else {
+                return true;
+            };
+            let stopped = zones
+                .get(zone)
+                .is_some_and(|z| z.queue.rate().is_never() || z.in_cooldown(now));
+            if stopped {
+                requeue.push(zone.clone());
+            }
+            !stopped
+        });
+        for zone in requeue {
+            if let Some(z) = self.zones.get_mut(&zone) {
+                z.queue.retry_at(name, now);
+            }
+        }
     }
 
     /// Reports the outcome of taint ops to the zone queues they came from.
@@ -242,7 +284,9 @@ impl NodeLifecycle {
 
     /// The zone queues' pass, every 100 ms while some queue has work.
     pub(super) fn eviction_pass(&mut self, now: Time, out: &mut Vec<Action>) {
-        if self.hold_eviction_pass(now) {
+        // On a stale cache a zone's recovery may be unseen: no new taint (nor legacy
+        // eviction) until the caches are current; the queues keep their order and tokens.
+        if !self.caches_current || self.hold_eviction_pass(now) {
             return;
         }
         let keys: Vec<Name> = self.zones.keys().cloned().collect();

@@ -77,6 +77,9 @@ pub struct TaintEviction {
     decisions: Vec<Decision>,
     /// Honour the nodes' edge autonomy annotations (`controller/autonomy.rs`).
     autonomy: bool,
+    /// The caches may be stale: no deletion starts (countdowns keep their deadlines and fire
+    /// when released; `controller/cache_currency.rs`).
+    held: bool,
 }
 
 impl Default for TaintEviction {
@@ -96,12 +99,18 @@ impl TaintEviction {
             pods_examined: 0,
             decisions: Vec::new(),
             autonomy: false,
+            held: false,
         }
     }
 
     /// Whether edge autonomy stretches the not-ready/unreachable deadlines (config `autonomy`).
     pub fn set_autonomy(&mut self, on: bool) {
         self.autonomy = on;
+    }
+
+    /// Holds (or releases) deletions while the caches may be stale.
+    pub fn set_held(&mut self, held: bool) {
+        self.held = held;
     }
 
     fn autonomy_of(&self, node: &Node) -> Autonomy {
@@ -392,6 +401,9 @@ impl TaintEviction {
     }
 
     fn fire_due(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
+        if self.held {
+            return;
+        }
         while let Some((key, due)) = self.evictions.pop_due(now) {
             let Some(pod) = store.pods().get(&key) else {
                 // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.

@@ -695,3 +695,107 @@ fn a_failed_untaint_of_a_recovered_node_is_retried_on_the_next_pass() {
         h.taints("node0")
     );
 }
+
+/// Soak seed 31 (SOAK.md finding 5): the zone queue gives out n1's NoExecute taint while the
+/// zone is Normal, but the taint waits behind another write of n1 still in flight; meanwhile
+/// two more nodes report NotReady and the small zone is partially disrupted (rate 0). When
+/// the write in flight comes back, the waiting taint goes back to the queue instead of out;
+/// once the zone is Normal again it is written (nothing lost).
+#[test]
+fn a_queued_taint_waiting_behind_a_write_is_not_sent_after_its_zone_stops_tainting() {
+    use crate::controller::{Input, NodeLifecycle, Outcome};
+    use crate::model::Node;
+    let t0 = date(2026, 1, 1, 12, 0, 0);
+    let mut ctl = NodeLifecycle::new(test_settings(), t0);
+    let mut rv = 1u64;
+    let mut put = |ctl: &mut NodeLifecycle, mut node: Node, now: Time| {
+        rv += 1;
+        node.resource_version = n(&rv.to_string());
+        let mut actions = ctl.handle(Input::NodeUpsert(node.clone()), now);
+        actions.extend(ctl.handle(Input::Tick, now));
+        (node, actions)
+    };
+    let healthy = |name: &str| node(name).ready(True, t0, t0).build();
+    for name in ["n1", "n2", "n3", "n4"] {
+        put(&mut ctl, healthy(name), t0);
+    }
+    ctl.handle(Input::InitialSyncDone, t0);
+    let n1_taints = |actions: &[Action]| {
+        actions.iter().find_map(|a| match a {
+            Action::PatchNodeTaints {
+                id, node, taints, ..
+            } if &**node == "n1" => Some((*id, taints.clone())),
+            _ => None,
+        })
+    };
+    let no_execute = |taints: &[crate::model::Taint]| taints.iter().any(|t| t.effect == NoExecute);
+
+    // A taint write of n1 in flight (cordoned: unschedulable NoSchedule), left unanswered.
+    let t1 = t0 + secs(1);
+    let mut n1 = healthy("n1");
+    n1.unschedulable = true;
+    let (_, actions) = put(&mut ctl, n1.clone(), t1);
+    let (held_id, held_taints) = n1_taints(&actions).expect("n1's cordon taint written");
+    // n1 reports NotReady: the zone (1 of 4) is Normal and gives out n1's NoExecute taint,
+    // which waits behind the write in flight.
+    let t2 = t0 + secs(2);
+    n1.conditions = node("n1").ready(False, t2, t2).build().conditions;
+    let (n1, actions) = put(&mut ctl, n1, t2);
+    assert_eq!(
+        n1_taints(&actions),
+        None,
+        "one taint write per node in flight"
+    );
+    // n2 and n3 report NotReady too: 3 of 4, the small zone is partially disrupted.
+    for name in ["n2", "n3"] {
+        put(&mut ctl, node(name).ready(False, t2, t2).build(), t2);
+    }
+    assert_eq!(ctl.zone_state_of("n1"), Some(ZoneState::PartialDisruption));
+    // The write in flight comes back: its answer, then its result.
+    let mut written = n1.clone();
+    written.taints = held_taints;
+    let (_, mut actions) = put(&mut ctl, written.clone(), t2 + secs(1));
+    actions.extend(ctl.handle(
+        Input::Result {
+            id: held_id,
+            outcome: Outcome::Ok,
+        },
+        t2 + secs(1),
+    ));
+    for s in 2..20 {
+        actions.extend(ctl.handle(Input::Tick, t2 + secs(s)));
+    }
+    // The not-ready NoSchedule taint that waited too is written: answer it.
+    let (id, taints) = n1_taints(&actions).expect("n1's not-ready NoSchedule taint written");
+    assert!(
+        !no_execute(&taints),
+        "n1 NoExecute-tainted in a partially disrupted zone: {actions:?}"
+    );
+    written.taints = taints;
+    let (_, more) = put(&mut ctl, written, t2 + secs(20));
+    actions.extend(more);
+    actions.extend(ctl.handle(
+        Input::Result {
+            id,
+            outcome: Outcome::Ok,
+        },
+        t2 + secs(20),
+    ));
+    assert!(
+        !n1_taints(&actions).is_some_and(|(_, t)| no_execute(&t)),
+        "n1 NoExecute-tainted in a partially disrupted zone: {actions:?}"
+    );
+    // n2 and n3 recover: the zone is Normal again and n1's taint goes out from the queue.
+    let t3 = t2 + secs(20);
+    for name in ["n2", "n3"] {
+        put(&mut ctl, node(name).ready(True, t3, t3).build(), t3);
+    }
+    let mut actions = Vec::new();
+    for ms in (0..3000).step_by(100) {
+        actions.extend(ctl.handle(Input::Tick, t3 + Duration::from_millis(ms)));
+    }
+    assert!(
+        n1_taints(&actions).is_some_and(|(_, t)| no_execute(&t)),
+        "n1's taint was lost: {actions:?}"
+    );
+}

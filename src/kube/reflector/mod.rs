@@ -196,6 +196,11 @@ impl<T: Watched> Reflector<T> {
         self.full_states > 0
     }
 
+    /// A full state is due (after a `410 Gone`) or being delivered: the cache may be behind.
+    pub fn needs_full_state(&self) -> bool {
+        self.needs_full_state
+    }
+
     /// A full state is being delivered (LIST pages, or a watch-list's initial events).
     pub fn delivering_full_state(&self) -> bool {
         matches!(

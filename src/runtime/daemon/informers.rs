@@ -44,6 +44,11 @@ impl Informers {
         self.pods.enable_watch_list();
     }
 
+    /// Every informer's cache follows the server (see `Informer::is_streaming`).
+    pub(super) fn all_streaming(&self) -> bool {
+        self.nodes.is_streaming() && self.leases.is_streaming() && self.pods.is_streaming()
+    }
+
     pub(super) fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
         [
             (Watch::Nodes, self.nodes.stats().reflector),
@@ -160,6 +165,7 @@ impl Daemon {
                 Input::PodDeleted,
             ),
         };
+        self.report_informers_watching(lp.now());
         if synced && !self.synced[watch.index()] {
             self.synced[watch.index()] = true;
             // What we wait for changed: say so now.
@@ -169,6 +175,36 @@ impl Daemon {
         // Before the initial sync no controller timer runs: the informers' own wake-ups
         // (events, retries after errors) keep STATUS current.
         self.maybe_refresh_status(lp.now());
+    }
+
+    /// Tells the controllers when the informers stop or start following the server: zone
+    /// tainting and pod deletions wait for current caches (`controller/cache_currency.rs`).
+    pub(super) fn report_informers_watching(&mut self, now: Time) {
+        let all = self.informers.all_streaming();
+        if all == self.informers_watching {
+            return;
+        }
+        self.informers_watching = all;
+        if self.all_synced() {
+            let stale: Vec<&str> = [
+                (Watch::Nodes, self.informers.nodes.is_streaming()),
+                (Watch::Leases, self.informers.leases.is_streaming()),
+                (Watch::Pods, self.informers.pods.is_streaming()),
+            ]
+            .into_iter()
+            .filter(|(_, streaming)| !streaming)
+            .map(|(w, _)| w.resource())
+            .collect();
+            if all {
+                debug!("informers watching again: tainting and evictions resume once caught up");
+            } else {
+                debug!(
+                    "not watching {}: new NoExecute taints and pod deletions held",
+                    stale.join(", ")
+                );
+            }
+        }
+        self.feed(Input::InformersWatching(all), now);
     }
 
     /// An informer finished its first full state.

@@ -127,6 +127,9 @@ pub struct Daemon {
     informers: Informers,
     /// Each informer delivered a full state at least once (since the last resync).
     synced: [bool; 3],
+    /// What the controllers were last told by `Input::InformersWatching` (they start out
+    /// treating their caches as current).
+    informers_watching: bool,
     controllers: Controllers,
     executor: Executor,
     /// Fence commands (issue #17): started for the controllers, answered as inputs.
@@ -201,7 +204,11 @@ impl Daemon {
         });
         let clock = lp.clock().clone();
         let seed = Jitter::seed_from_entropy();
-        let informer_config = informer_config(&config.api, watch_list == Some(true));
+        let informer_config = informer_config(
+            &config.api,
+            config.node_monitor_grace_period,
+            watch_list == Some(true),
+        );
         let informers = Informers::new(&informer_config, seed);
         let leader_clock = clock.clone();
         let leader = LeaderElection::from_config(
@@ -231,6 +238,7 @@ impl Daemon {
             clock,
             informers,
             synced: [false; 3],
+            informers_watching: true,
             leader,
             acting: false,
             ready_sent: false,

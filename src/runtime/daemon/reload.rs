@@ -122,6 +122,9 @@ impl Daemon {
         self.informers.stop(lp);
         self.informers = Informers::new(&self.shared.config, Jitter::seed_from_entropy());
         self.synced = [false; 3];
+        // New controllers count their caches as current until told: tell them at once.
+        self.informers_watching = true;
+        self.report_informers_watching(now);
         self.informers.start(lp);
         warn!(
             "dry_run is now {dry_run}: {} queued writes dropped; relisting nodes, leases and pods \

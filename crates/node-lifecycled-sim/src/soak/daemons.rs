@@ -77,7 +77,8 @@ impl Daemon {
             .append(true)
             .open(&self.log)
             .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        command
             .arg("run")
             .arg("--config")
             .arg(&self.config)
@@ -87,7 +88,9 @@ impl Daemon {
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log)
+            .stderr(log);
+        die_with_parent(&mut command);
+        let child = command
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
         self.child = Some(child);
@@ -166,6 +169,34 @@ impl Drop for Daemon {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// The daemon gets SIGKILL when the soak dies, however it dies (SIGKILL, abort, a panic that
+/// does not unwind): the Drop guard and the signal handling cover the rest, this covers them.
+/// Linux `prctl(PR_SET_PDEATHSIG)`; a parent already gone before it took effect is checked.
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    const PR_SET_PDEATHSIG: i32 = 1;
+    unsafe extern "C" {
+        fn prctl(option: i32, arg2: u64, arg3: u64, arg4: u64, arg5: u64) -> i32;
+        fn getppid() -> i32;
+    }
+    let parent = std::process::id() as i32;
+    // SAFETY: runs in the child between fork and exec; prctl and getppid are
+    // async-signal-safe system calls that allocate nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if prctl(PR_SET_PDEATHSIG, SIGKILL as u64, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if getppid() != parent {
+                return Err(std::io::Error::other(
+                    "the soak exited before its daemon started",
+                ));
+            }
+            Ok(())
+        });
     }
 }
 

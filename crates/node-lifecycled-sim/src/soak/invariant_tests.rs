@@ -334,10 +334,10 @@ fn a_node_dead_long_enough_but_never_tainted_is_a_liveness_violation() {
     log.taints(7.0, A, "z2-n001", &["unreachable"]);
     log.checker.check_liveness(at(10.0));
     assert_eq!(log.rules(), Vec::<&str>::new(), "not due yet");
-    // Due at 1 + 5 (grace) + 1 (rate interval) + 35 (allowance) = 42 s.
-    log.checker.check_liveness(at(41.0));
+    // Due at 1 + 5 (grace) + 1 (rate interval) + 10 (allowance) = 17 s.
+    log.checker.check_liveness(at(16.0));
     assert_eq!(log.rules(), Vec::<&str>::new(), "not due yet");
-    log.checker.check_liveness(at(43.0));
+    log.checker.check_liveness(at(18.0));
     assert_eq!(log.rules(), ["dead-node-not-tainted"]);
     assert!(log.violations()[0].detail.contains("z1-n001"));
     assert_eq!(log.checker.obligations.dead_nodes_tainted, 1);
@@ -363,10 +363,10 @@ fn a_pod_left_running_after_its_toleration_is_a_liveness_violation() {
     log.unknown(6.5, A, "z1-n001");
     log.taints(7.0, A, "z1-n001", &["unreachable"]);
     log.delete_pod(7.2, "default/web-0");
-    // web-1 tolerates 6 s: due at 7 + 6 + 35 = 48 s (the dead node's taint at 42 s is met).
-    log.checker.check_liveness(at(47.0));
+    // web-1 tolerates 6 s: due at 7 + 6 + 10 = 23 s (the dead node's taint at 17 s is met).
+    log.checker.check_liveness(at(22.0));
     assert_eq!(log.rules(), Vec::<&str>::new());
-    log.checker.check_liveness(at(49.0));
+    log.checker.check_liveness(at(24.0));
     assert_eq!(log.rules(), ["pod-not-evicted"]);
     assert!(log.violations()[0].detail.contains("web-1"));
     assert_eq!(log.checker.obligations.pods_evicted, 1);
@@ -396,10 +396,10 @@ fn a_recovered_node_still_unknown_or_tainted_is_a_liveness_violation() {
         "status.conditions[Ready].status: \"Unknown\" -> \"True\"".into(),
     );
     log.taints(11.0, A, "z1-n002", &[]);
-    // Due at 10 + 1 (status interval) + 35 = 46 s.
-    log.checker.check_liveness(at(45.0));
+    // Due at 10 + 1 (status interval) + 10 = 21 s.
+    log.checker.check_liveness(at(20.0));
     assert_eq!(log.rules(), Vec::<&str>::new());
-    log.checker.check_liveness(at(47.0));
+    log.checker.check_liveness(at(22.0));
     assert_eq!(log.rules(), ["recovered-node-tainted"]);
     assert!(log.violations()[0].detail.contains("z1-n001"));
     assert_eq!(log.checker.obligations.recovered_untainted, 1);
@@ -410,10 +410,10 @@ fn quiet_periods_push_liveness_deadlines_back() {
     let mut log = Log::new();
     log.checker.kubelet("z1-n001", false, at(1.0));
     log.checker.quiet_until(at(30.0));
-    // Due at 30 + 1 (rate interval) + 35 = 66 s.
-    log.checker.check_liveness(at(65.0));
+    // Due at 30 + 1 (rate interval) + 10 = 41 s.
+    log.checker.check_liveness(at(40.0));
     assert_eq!(log.rules(), Vec::<&str>::new());
-    log.checker.check_liveness(at(67.0));
+    log.checker.check_liveness(at(42.0));
     assert_eq!(log.rules(), ["dead-node-not-tainted"]);
 }
 

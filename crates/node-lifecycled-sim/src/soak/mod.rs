@@ -20,6 +20,8 @@ mod zone_rules;
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use daemons::Daemon;
@@ -43,6 +45,9 @@ pub struct SoakOptions {
     pub dir: Option<PathBuf>,
     pub nodes: usize,
     pub zones: usize,
+    /// Set (by a SIGINT/SIGTERM handler) to end the run early: the daemons are stopped and
+    /// the run reports an error. `None`: the run goes to its end.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl SoakOptions {
@@ -54,6 +59,7 @@ impl SoakOptions {
             dir: None,
             nodes: 24,
             zones: 3,
+            stop: None,
         }
     }
 }
@@ -220,6 +226,18 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     let mut last_progress = Instant::now();
     let mut printed = 0;
     while began.elapsed() < options.duration {
+        if options
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            // Returning drops the daemons, which kills them: no daemon outlives its soak.
+            return Err(format!(
+                "stopped by a signal after {}s (both daemons killed; run directory {})",
+                began.elapsed().as_secs(),
+                dir.display()
+            ));
+        }
         while let Some(step) = steps.get(next) {
             if step.at > began.elapsed() {
                 break;
