@@ -16,6 +16,9 @@ use super::compact::{parse_resource_version, parse_uuid, render_uuid};
 use super::ref_table::RefTable;
 use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
 
+mod view;
+pub use view::PodView;
+
 const NO_NODE: u32 = u32::MAX;
 
 const LIVE: u16 = 1;
@@ -575,106 +578,6 @@ pub fn malloc_size(n: usize) -> usize {
         return 0;
     }
     (n + 8).div_ceil(16).max(2) * 16
-}
-
-/// A pod in the table, read through its slot.
-#[derive(Copy, Clone)]
-pub struct PodView<'a> {
-    table: &'a PodTable,
-    slot: u32,
-}
-
-impl<'a> PodView<'a> {
-    fn record(&self) -> &'a Record {
-        &self.table.records[self.slot as usize]
-    }
-
-    pub fn namespace(&self) -> &'a Name {
-        self.table
-            .namespaces
-            .get(self.record().namespace)
-            .expect("a live pod's namespace is held")
-    }
-
-    pub fn name(&self) -> &'a str {
-        &self.record().name
-    }
-
-    /// The key as the API names it (allocates the name: for actions and events).
-    pub fn key(&self) -> PodKey {
-        PodKey {
-            namespace: self.namespace().clone(),
-            name: Rc::from(self.name()),
-        }
-    }
-
-    /// The uid (rendered: for preconditions and events).
-    pub fn uid(&self) -> Name {
-        let r = self.record();
-        if r.has(TEXT_UID) {
-            if let Some(uid) = self.table.text.get(&self.slot).and_then(|t| t.uid.clone()) {
-                return uid;
-            }
-        }
-        Rc::from(render_uuid(&r.uid))
-    }
-
-    pub fn resource_version(&self) -> Name {
-        let r = self.record();
-        if r.has(TEXT_RV) {
-            if let Some(rv) = self
-                .table
-                .text
-                .get(&self.slot)
-                .and_then(|t| t.resource_version.clone())
-            {
-                return rv;
-            }
-        }
-        Rc::from(r.resource_version.to_string())
-    }
-
-    pub fn node_name(&self) -> Option<&'a Name> {
-        self.table.nodes.get(self.record().node)
-    }
-
-    pub fn ready(&self) -> Option<ConditionStatus> {
-        self.record().ready()
-    }
-
-    pub fn tolerations(&self) -> &'a Rc<[Toleration]> {
-        self.table
-            .tolerations
-            .get(self.record().tolerations)
-            .expect("a live pod's tolerations are held")
-    }
-
-    pub fn deleting(&self) -> bool {
-        self.record().has(DELETING)
-    }
-
-    pub fn daemonset_owned(&self) -> bool {
-        self.record().has(DAEMONSET)
-    }
-
-    pub fn disruption_target(&self) -> bool {
-        self.record().has(DISRUPTION)
-    }
-
-    /// The pod as a model value (for replays and tests).
-    pub fn to_pod(&self) -> Pod {
-        Pod {
-            key: self.key(),
-            uid: self.uid(),
-            resource_version: self.resource_version(),
-            node_name: self.node_name().cloned(),
-            ready: self.ready(),
-            tolerations: self.tolerations().clone(),
-            deleting: self.deleting(),
-            daemonset_owned: self.daemonset_owned(),
-            disruption_target: self.disruption_target(),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ use crate::kube::watch::{Drain, StreamEnd, WatchItem, WatchOptions, WatchStream}
 use crate::kube::{ApiClient, ApiError, Connection, TokenSource};
 use crate::time::Time;
 
+mod listing;
+use listing::CacheList;
+
 /// How many reflector steps one call may take: a watch that cannot even be opened is reported
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
 const MAX_STEPS_PER_CALL: usize = 4;
@@ -44,17 +47,6 @@ const MAX_STEPS_PER_CALL: usize = 4;
 /// to being read on each arrival (each read then carries many events anyway), so a burst is
 /// never held back by the coalescing pause.
 const COALESCE_MAX_EVENTS: usize = 64;
-
-/// Limit on a whole `resourceVersion=0` LIST, body included (the client's per-call timeout is
-/// for small answers). Only the first full state is such a list, before anything is decided;
-/// one that takes longer falls back to consistent pages.
-const CACHE_LIST_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A `resourceVersion=0` LIST being read, a page's worth of items per loop turn.
-struct CacheList {
-    path: String,
-    stream: ListStream<Box<dyn Read>>,
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct InformerConfig {
@@ -408,154 +400,6 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                 Step::Wait { .. } | Step::InFlight => return,
             }
         }
-    }
-
-    fn list_page(
-        &mut self,
-        io: &mut InformerIo<'_, S, K>,
-        request: ListRequest,
-        out: &mut Vec<Delta<T>>,
-    ) {
-        if request.from_watch_cache {
-            self.open_cache_list(io, request, out);
-            return;
-        }
-        let path = request.path_and_query::<T>();
-        let result = io.client.get_bytes(&path);
-        let now = io.lp.now();
-        let failure = match result {
-            Ok(bytes) => {
-                self.list_pages += 1;
-                self.list_bytes += bytes.len() as u64;
-                match decode_list::<T>(&bytes, io.decode) {
-                    Ok(page) => {
-                        for skipped in &page.skipped {
-                            warn!("{} list: skipping an object: {skipped}", T::KIND);
-                        }
-                        let last = page.continue_token.is_none();
-                        self.reflector.list_page_received(now, page, out);
-                        if last {
-                            info!(
-                                "{} list complete: {} objects",
-                                T::KIND,
-                                self.reflector.stats().objects
-                            );
-                        }
-                        return;
-                    }
-                    Err(e) => ListFailure {
-                        gone: false,
-                        message: format!("GET {path}: {e}"),
-                    },
-                }
-            }
-            Err(ApiError::Throttled { until }) => {
-                self.throttled_lists += 1;
-                self.postponed_list = Some((request, until));
-                return;
-            }
-            Err(ApiError::TooManyRequests { .. }) => {
-                // The client now holds every call back until the server's Retry-After.
-                self.throttled_lists += 1;
-                self.postponed_list = Some((request, io.client.next_admission()));
-                return;
-            }
-            Err(ApiError::Gone(status)) => ListFailure {
-                gone: true,
-                message: status.to_string(),
-            },
-            Err(e) => ListFailure {
-                gone: false,
-                message: e.to_string(),
-            },
-        };
-        warn!("{} list failed: {}", T::KIND, failure.message);
-        self.reflector.list_failed(now, failure);
-    }
-
-    /// Sends a `resourceVersion=0` LIST and reads its first items.
-    fn open_cache_list(
-        &mut self,
-        io: &mut InformerIo<'_, S, K>,
-        request: ListRequest,
-        out: &mut Vec<Delta<T>>,
-    ) {
-        let path = request.path_and_query::<T>();
-        match io.client.get_streamed(&path, CACHE_LIST_TIMEOUT) {
-            Ok(body) => {
-                let body: Box<dyn Read> = Box::new(body);
-                self.cache_list = Some(CacheList {
-                    path,
-                    stream: ListStream::new(body),
-                });
-                self.read_cache_list(io, out);
-            }
-            Err(ApiError::Throttled { until }) => {
-                self.throttled_lists += 1;
-                self.postponed_list = Some((request, until));
-            }
-            Err(ApiError::TooManyRequests { .. }) => {
-                self.throttled_lists += 1;
-                self.postponed_list = Some((request, io.client.next_admission()));
-            }
-            Err(e) => self.cache_list_failed(io, format!("{e}")),
-        }
-    }
-
-    /// Hands on the next page's worth of items of the streamed LIST (blocking only while they
-    /// arrive; the timer brings the loop back for the rest).
-    fn read_cache_list(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
-        let Some(list) = &mut self.cache_list else {
-            return;
-        };
-        let before = list.stream.bytes();
-        let result = list.stream.next_batch::<T>(self.batch, io.decode);
-        self.list_bytes += list.stream.bytes() - before;
-        let page = match result {
-            Ok(page) => page,
-            Err(e) => {
-                let message = format!("GET {}: {e}", list.path);
-                self.cache_list = None;
-                self.cache_list_failed(io, message);
-                return;
-            }
-        };
-        for skipped in &page.skipped {
-            warn!("{} list: skipping an object: {skipped}", T::KIND);
-        }
-        if page.continue_token.is_some() {
-            self.reflector.list_items_received(page, out);
-            return;
-        }
-        let Some(list) = self.cache_list.take() else {
-            return;
-        };
-        let bytes = list.stream.bytes();
-        // The rest is at most whitespace; reading it keeps the connection reusable.
-        let _ = std::io::copy(&mut list.stream.into_reader(), &mut std::io::sink());
-        self.list_pages += 1;
-        self.reflector.list_page_received(io.lp.now(), page, out);
-        info!(
-            "{} list complete: {} objects ({} KiB from the watch cache)",
-            T::KIND,
-            self.reflector.stats().objects,
-            bytes / 1024
-        );
-    }
-
-    fn cache_list_failed(&mut self, io: &mut InformerIo<'_, S, K>, message: String) {
-        warn!(
-            "{} list from the watch cache failed: {message}; listing in consistent pages",
-            T::KIND
-        );
-        let now = io.lp.now();
-        self.reflector.list_failed(
-            now,
-            ListFailure {
-                gone: false,
-                message,
-            },
-        );
     }
 
     /// Opens the watch; a watch that cannot even start is reported to the reflector as broken
