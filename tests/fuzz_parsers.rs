@@ -516,3 +516,16 @@ fn a_rate_the_printed_config_cannot_carry_is_refused() {
         Ok(())
     );
 }
+
+/// A controller script of 5 KB (long run, seed 3) whose decisions the harness never took piled
+/// up into one 4.5 MiB Vec. The shell takes them every loop turn; the harness now does too, as
+/// the daemon does, and the script stays within the allocation bound.
+#[test]
+fn a_long_controller_script_stays_within_the_allocation_bound_when_decisions_are_taken() {
+    let input = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/fuzz/controller-decisions-pile-up.bin"),
+    )
+    .expect("fixture");
+    assert_eq!(replay("controller", &input), Ok(()));
+}

@@ -262,6 +262,10 @@ impl World {
             eprintln!("{:?} <- {input:?}", self.now);
         }
         let actions = self.ctl.handle(input, self.now);
+        // The shell takes the decisions (the journal's lines) after every turn; a harness that
+        // never did let them pile up into one multi-megabyte Vec, which the allocation check
+        // reported (fuzz-findings controller-seed3-40066 and -345618).
+        drop(self.ctl.take_decisions());
         for action in actions {
             if self.trace {
                 eprintln!("{:?} -> {action:?}", self.now);
