@@ -175,7 +175,9 @@ pub fn node_labels_patch(labels: &[(crate::model::Name, crate::model::Name)]) ->
 
 /// Strategic-merge patch of `metadata.annotations` (`null` removes a key) and, with `taints`,
 /// the FULL `spec.taints`, guarded by the resourceVersion: the taint and the record that we
-/// added it land together or not at all.
+/// added it land together or not at all. Built as a JSON value rather than from k8s-openapi's
+/// `ObjectMeta`: its annotations are a `BTreeMap<String, String>`, which cannot carry the `null`
+/// that tells the server to remove a key (the taints inside are k8s-openapi types).
 pub fn node_annotations_patch(
     resource_version: &str,
     annotations: &[(&'static str, Option<String>)],
