@@ -10,7 +10,8 @@ renewed every 10 s, every node's status patched every 60 s) for the whole run. T
 
 - the API server's own floor: the daemon's three LISTs fetched with curl to /dev/null, both as
   resourceVersion=0 (served from the watch cache, one response) and as consistent pages of 500
-  (from etcd), one kind after the other, as the daemon does;
+  (from etcd), one kind after the other, as the daemon does, with the CPU each way cost
+  kube-apiserver and etcd (utime+stime of their pids; the same for the daemon's own sync);
 - the release daemon (leader election off, the user of conf/rbac.yaml) from spawn to READY=1 on an
   sd_notify socket this script listens on (initial sync), RSS sampled every 100 ms (peak up to 1 s
   after READY), then after 10 s of settling a steady window: utime+stime from /proc/PID/stat as %
@@ -206,16 +207,43 @@ class Daemon:
         self.notify.close()
 
 
+def server_ticks(v):
+    """CPU ticks (utime+stime) of kube-apiserver and of etcd, from the pid files up.sh wrote."""
+    ticks = {}
+    for name in ('kube-apiserver', 'etcd'):
+        try:
+            pid = int(open(os.path.join(v['STATE'], 'run', f'{name}.pid')).read().split()[0])
+            ticks[name] = proc_stat(pid)[0]
+        except (OSError, ValueError):
+            ticks[name] = None
+    return ticks
+
+
+def server_cpu_since(v, before):
+    """Seconds of CPU kube-apiserver and etcd spent since `before` (None where unreadable)."""
+    after = server_ticks(v)
+    return {name: (None if before[name] is None or after[name] is None else round((after[name] - before[name]) / TICK, 2))
+            for name in before}
+
+
 def curl_floor(v):
+    """Wall time of each kind's LIST both ways, and what each way cost the API server and etcd
+    in CPU (the kubelets' load runs meanwhile, so the server's figures include its share of it:
+    compare the two ways, which run back to back)."""
     res = {}
     for rv0 in (True, False):
+        way = "rv0" if rv0 else "pages"
         total = 0.0
+        before = server_ticks(v)
         for kind, path in KINDS:
             t, pages, nbytes = curl_list(v, path, rv0)
-            res[f'curl_{"rv0" if rv0 else "pages"}_{kind}_s'] = round(t, 2)
+            res[f'curl_{way}_{kind}_s'] = round(t, 2)
             res[f'list_{kind}_mib'] = round(nbytes / 2**20, 1)
             total += t
-        res[f'curl_{"rv0" if rv0 else "pages"}_total_s'] = round(total, 2)
+        res[f'curl_{way}_total_s'] = round(total, 2)
+        cpu = server_cpu_since(v, before)
+        res[f'curl_{way}_apiserver_cpu_s'] = cpu['kube-apiserver']
+        res[f'curl_{way}_etcd_cpu_s'] = cpu['etcd']
     return res
 
 
@@ -227,10 +255,14 @@ def measure(a, v, hb, workdir):
     daemons = []
     try:
         for prefix, binary in binaries:
+            before = server_ticks(v)
             d = Daemon(binary, v, os.path.join(workdir, prefix + 'daemon'))
             daemons.append((prefix, d))
             sync, samples = d.wait_ready(a.sync_timeout)
+            cpu = server_cpu_since(v, before)
             res[prefix + 'sync_s'] = round(sync, 2)
+            res[prefix + 'sync_apiserver_cpu_s'] = cpu['kube-apiserver']
+            res[prefix + 'sync_etcd_cpu_s'] = cpu['etcd']
             res[prefix + 'peak_rss_sync_mib'] = round(max(samples) / 1024, 1)
         time.sleep(a.settle)
         start = {prefix: (d.dump(), proc_stat(d.pid)[0]) for prefix, d in daemons}
@@ -298,7 +330,9 @@ def main():
             res = dict(nodes=a.nodes, pods=a.nodes * a.pods, run=run + 1, **measure(a, v, hb, workdir))
             print(json.dumps(res), flush=True)
             log(f"run {run + 1}: sync {res['sync_s']} s (curl floor: RV=0 {res['curl_rv0_total_s']} s, pages of 500 "
-                f"{res['curl_pages_total_s']} s), peak RSS {res['peak_rss_sync_mib']} MiB, steady RSS {res['steady_rss_mib']} MiB, "
+                f"{res['curl_pages_total_s']} s; API server / etcd CPU: RV=0 {res['curl_rv0_apiserver_cpu_s']} / "
+                f"{res['curl_rv0_etcd_cpu_s']} s, pages {res['curl_pages_apiserver_cpu_s']} / {res['curl_pages_etcd_cpu_s']} s, "
+                f"the daemon's sync {res['sync_apiserver_cpu_s']} / {res['sync_etcd_cpu_s']} s), peak RSS {res['peak_rss_sync_mib']} MiB, steady RSS {res['steady_rss_mib']} MiB, "
                 f"steady CPU {res['steady_cpu_pct']} % of a core, {res['events_per_s']} events/s, "
                 f"{res['us_per_event']} us per event, {res['wakeups_per_s']} wake-ups/s; load average {' '.join(res['loadavg'])}")
             if a.baseline:
