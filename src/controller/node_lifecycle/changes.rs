@@ -72,7 +72,14 @@ impl NodeLifecycle {
         let new_ready = node.ready().map(|c| c.status);
         let new_no_execute = no_execute(Some(node));
         let labels_changed = before.is_some_and(|b| b.labels != node.labels);
-        let zone: Name = Rc::from(node.zone_key());
+        // The zone key is built only when it changed (issue #14: two allocations per status
+        // event otherwise).
+        let zone_moved = !node.has_zone_key(&e.zone);
+        let zone: Name = if zone_moved {
+            Rc::from(node.zone_key())
+        } else {
+            e.zone.clone()
+        };
         if before.is_some() && new_ready == Some(ConditionStatus::True) && old_ready != new_ready {
             self.decisions.push(Decision::NodeReady {
                 node: name.clone(),
@@ -80,7 +87,7 @@ impl NodeLifecycle {
                 was: old_ready,
             });
         }
-        if zone != e.zone {
+        if zone_moved {
             self.move_zone(name, zone, now);
         }
         self.arm_grace(name, now);
