@@ -34,6 +34,9 @@ impl NodeLifecycle {
                     uid,
                     registered: false,
                     health,
+                    grace_due: None,
+                    grace_armed: Armed::default(),
+                    grace_in_heap: false,
                     zone,
                     counted: None,
                     needs_pod_retry: false,
@@ -168,7 +171,7 @@ impl NodeLifecycle {
         if !self.synced {
             return;
         }
-        while let Some((timer, _)) = self.timers.pop_due(now) {
+        while let Some(timer) = self.pop_due(now) {
             match timer {
                 Timer::MonitorPass => {
                     self.monitor_pass(now, out);
@@ -242,7 +245,10 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.remove(name) else {
             return;
         };
-        self.timers.cancel(&Timer::NodeGrace(name.clone()));
+        self.graces.disarm(&e.grace_armed);
+        if e.grace_in_heap {
+            self.timers.cancel(&Timer::NodeGrace(name.clone()));
+        }
         self.timers.cancel(&Timer::LeaseReadRetry(name.clone()));
         self.timers.cancel(&Timer::StatusRetry(name.clone()));
         self.timers.cancel(&Timer::TaintRetry(name.clone()));

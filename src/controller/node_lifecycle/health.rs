@@ -5,7 +5,7 @@ use super::*;
 
 impl NodeLifecycle {
     pub(super) fn arm_grace(&mut self, name: &Name, now: Time) {
-        let Some(e) = self.nodes.get(name) else {
+        let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
         let Some(node) = self.store.node(name) else {
@@ -17,12 +17,48 @@ impl NodeLifecycle {
         let (monitor, startup) = self.settings.graces(node);
         let grace = NodeHealth::grace(node, monitor, startup);
         let at = e.health.verdict_at(grace);
-        let key = Timer::NodeGrace(name.clone());
-        if at > now {
-            self.timers.schedule(key, at);
-        } else {
-            self.timers.cancel(&key);
+        // The number is taken whether the deadline goes to its lane or to the heap, so that
+        // deadlines fire in the order they were armed, as from one heap.
+        let seq = self.timers.take_seq();
+        let in_lane = at > now
+            && self
+                .graces
+                .push(grace, at, seq, name.clone(), &e.grace_armed);
+        if !in_lane {
+            self.graces.disarm(&e.grace_armed);
         }
+        let in_heap = at > now && !in_lane;
+        if in_heap {
+            self.timers.schedule(Timer::NodeGrace(name.clone()), at);
+        } else if e.grace_in_heap {
+            self.timers.cancel(&Timer::NodeGrace(name.clone()));
+        }
+        e.grace_in_heap = in_heap;
+        e.grace_due = (at > now).then_some(at);
+    }
+
+    /// The next timer due at `now`, from the heap or the grace lanes, in the order one heap
+    /// holding both would give (deadline, then when it was armed).
+    pub(super) fn pop_due(&mut self, now: Time) -> Option<Timer> {
+        let lane = self.graces.head().filter(|(at, _)| *at <= now);
+        let heap = self.timers.head().filter(|(at, _)| *at <= now);
+        let from_lane = match (lane, heap) {
+            (None, None) => return None,
+            (Some(l), Some(h)) => l < h,
+            (lane, _) => lane.is_some(),
+        };
+        let timer = if from_lane {
+            Timer::NodeGrace(self.graces.pop_head()?.0)
+        } else {
+            self.timers.pop_due(now)?.0
+        };
+        if let Timer::NodeGrace(name) = &timer
+            && let Some(e) = self.nodes.get_mut(name)
+        {
+            e.grace_due = None;
+            e.grace_in_heap = false;
+        }
+        Some(timer)
     }
 
     pub(super) fn monitor_pass(&mut self, now: Time, out: &mut Vec<Action>) {
