@@ -117,8 +117,12 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        if e.registered && e.health.observe_lease(renew, now) {
-            self.arm_grace(name, now);
+        if e.registered
+            && e.health.observe_lease(renew, now)
+            && let Some(node) = self.store.node(name)
+        {
+            let deadlines = (&mut self.graces, &mut self.timers);
+            health::arm_grace_of(name, e, node, &self.settings, deadlines, now);
         }
     }
 

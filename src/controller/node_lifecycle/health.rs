@@ -11,30 +11,8 @@ impl NodeLifecycle {
         let Some(node) = self.store.node(name) else {
             return;
         };
-        if !e.registered {
-            return;
-        }
-        let (monitor, startup) = self.settings.graces(node);
-        let grace = NodeHealth::grace(node, monitor, startup);
-        let at = e.health.verdict_at(grace);
-        // The number is taken whether the deadline goes to its lane or to the heap, so that
-        // deadlines fire in the order they were armed, as from one heap.
-        let seq = self.timers.take_seq();
-        let in_lane = at > now
-            && self
-                .graces
-                .push(grace, at, seq, name.clone(), &e.grace_armed);
-        if !in_lane {
-            self.graces.disarm(&e.grace_armed);
-        }
-        let in_heap = at > now && !in_lane;
-        if in_heap {
-            self.timers.schedule(Timer::NodeGrace(name.clone()), at);
-        } else if e.grace_in_heap {
-            self.timers.cancel(&Timer::NodeGrace(name.clone()));
-        }
-        e.grace_in_heap = in_heap;
-        e.grace_due = (at > now).then_some(at);
+        let deadlines = (&mut self.graces, &mut self.timers);
+        arm_grace_of(name, e, node, &self.settings, deadlines, now);
     }
 
     /// The next timer due at `now`, from the heap or the grace lanes, in the order one heap
@@ -198,4 +176,37 @@ impl NodeLifecycle {
     }
 
     // ---- NoExecute tainting (SPEC §5) --------------------------------------------------------
+}
+
+/// [`NodeLifecycle::arm_grace`] on an entry already looked up (a Lease renewal: one lookup of
+/// the node's entry, not two).
+pub(super) fn arm_grace_of(
+    name: &Name,
+    e: &mut NodeEntry,
+    node: &Node,
+    settings: &Settings,
+    (graces, timers): (&mut DeadlineLanes<Name>, &mut TimerHeap<Timer>),
+    now: Time,
+) {
+    if !e.registered {
+        return;
+    }
+    let (monitor, startup) = settings.graces(node);
+    let grace = NodeHealth::grace(node, monitor, startup);
+    let at = e.health.verdict_at(grace);
+    // The number is taken whether the deadline goes to its lane or to the heap, so that
+    // deadlines fire in the order they were armed, as from one heap.
+    let seq = timers.take_seq();
+    let in_lane = at > now && graces.push(grace, at, seq, name.clone(), &e.grace_armed);
+    if !in_lane {
+        graces.disarm(&e.grace_armed);
+    }
+    let in_heap = at > now && !in_lane;
+    if in_heap {
+        timers.schedule(Timer::NodeGrace(name.clone()), at);
+    } else if e.grace_in_heap {
+        timers.cancel(&Timer::NodeGrace(name.clone()));
+    }
+    e.grace_in_heap = in_heap;
+    e.grace_due = (at > now).then_some(at);
 }
