@@ -208,6 +208,9 @@ pub struct NodeLifecycle {
     /// Custom condition taints a reload dropped from the config: still ours, so they are
     /// removed from every node rather than left behind.
     retired_condition_taints: Vec<ConditionTaint>,
+    /// Test switch: the monitor pass evaluates every node, settled or not (the reference the
+    /// differential test compares the pass with).
+    full_monitor_pass: bool,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -262,6 +265,7 @@ impl NodeLifecycle {
             decisions: Vec::new(),
             retired_condition_taints: Vec::new(),
             caches_current: true,
+            full_monitor_pass: false,
         }
     }
 
@@ -283,6 +287,12 @@ impl NodeLifecycle {
             .into_iter()
             .flatten()
             .min()
+    }
+
+    /// Test switch: the monitor pass evaluates every node (see `monitor_pass`).
+    #[doc(hidden)]
+    pub fn use_full_monitor_pass(&mut self, full: bool) {
+        self.full_monitor_pass = full;
     }
 
     /// Whether the zone queues' pass may act (see `Controllers`, `cache_currency.rs`).
