@@ -203,6 +203,13 @@ impl Controllers {
         actions
     }
 
+    /// Test switch: the monitor pass evaluates every node, settled or not; the reference of
+    /// the differential test (`tests/controller_monitor_pass.rs`).
+    #[doc(hidden)]
+    pub fn use_full_monitor_pass(&mut self, full: bool) {
+        self.lifecycle.use_full_monitor_pass(full);
+    }
+
     pub fn fencing(&self) -> Option<&Fencing> {
         self.fencing.as_ref()
     }

@@ -265,18 +265,36 @@ impl Node {
     /// label wins over the topology one whenever its key is present, even with an empty value;
     /// `region + ":\x00:" + zone`; empty when both are empty.
     pub fn zone_key(&self) -> String {
+        let (region, zone) = self.region_and_zone();
+        if region.is_empty() && zone.is_empty() {
+            return String::new();
+        }
+        format!("{region}:\x00:{zone}")
+    }
+
+    /// Whether [`Node::zone_key`] is `key`, without building it (the controller asks on every
+    /// node status event; issue #14).
+    pub fn has_zone_key(&self, key: &str) -> bool {
+        let (region, zone) = self.region_and_zone();
+        if region.is_empty() && zone.is_empty() {
+            return key.is_empty();
+        }
+        key.strip_prefix(region)
+            .and_then(|rest| rest.strip_prefix(":\x00:"))
+            .is_some_and(|rest| rest == zone)
+    }
+
+    fn region_and_zone(&self) -> (&str, &str) {
         let pick = |beta: &str, ga: &str| -> &str {
             match self.label(beta) {
                 Some(v) => v,
                 None => self.label(ga).map(|v| &**v).unwrap_or(""),
             }
         };
-        let region = pick(labels::REGION_BETA, labels::REGION);
-        let zone = pick(labels::ZONE_BETA, labels::ZONE);
-        if region.is_empty() && zone.is_empty() {
-            return String::new();
-        }
-        format!("{region}:\x00:{zone}")
+        (
+            pick(labels::REGION_BETA, labels::REGION),
+            pick(labels::ZONE_BETA, labels::ZONE),
+        )
     }
 
     /// `node.kubernetes.io/exclude-disruption` present with any value.
@@ -364,4 +382,55 @@ pub mod disruption {
     pub const CONDITION: &str = "DisruptionTarget";
     pub const REASON: &str = "DeletionByTaintManager";
     pub const MESSAGE: &str = "Taint manager: deleting due to NoExecute taint";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `has_zone_key` answers what comparing with `zone_key` would, for every mix of beta and
+    /// topology labels (present, empty, absent) and for keys that are near misses.
+    #[test]
+    fn a_node_has_the_zone_key_it_would_build_and_no_other() {
+        let values = [None, Some(""), Some("a"), Some("b:\x00:c")];
+        let keys = [
+            labels::REGION_BETA,
+            labels::REGION,
+            labels::ZONE_BETA,
+            labels::ZONE,
+        ];
+        let mut others = vec![
+            String::new(),
+            ":\x00:".into(),
+            "a:\x00:".into(),
+            ":\x00:a".into(),
+        ];
+        others.push("a:\x00:a".into());
+        for mix in 0..values.len().pow(keys.len() as u32) {
+            let mut node = Node {
+                name: Rc::from("n"),
+                uid: Rc::from("u"),
+                resource_version: Rc::from("1"),
+                creation_timestamp: Time::ZERO,
+                labels: Vec::new(),
+                taints: Vec::new(),
+                unschedulable: false,
+                conditions: Vec::new(),
+                other_conditions: Vec::new(),
+                autonomy: Default::default(),
+            };
+            let mut m = mix;
+            for key in keys {
+                if let Some(v) = values[m % values.len()] {
+                    node.labels.push((Rc::from(key), Rc::from(v)));
+                }
+                m /= values.len();
+            }
+            let own = node.zone_key();
+            assert!(node.has_zone_key(&own), "{:?}", node.labels);
+            for other in others.iter().filter(|o| **o != own) {
+                assert!(!node.has_zone_key(other), "{:?} {other:?}", node.labels);
+            }
+        }
+    }
 }

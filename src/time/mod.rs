@@ -5,10 +5,12 @@
 //! the daemon runs, yet converts to the RFC 3339 stamps the API wants without a second clock.
 //! Tests drive it by hand (a virtual clock): the core never reads a clock itself.
 
+pub mod deadline_lanes;
 pub mod duration_text;
 pub mod timer_heap;
 pub mod token_bucket;
 
+pub use deadline_lanes::{Armed, DeadlineLanes};
 pub use duration_text::{format_duration, parse_duration};
 pub use timer_heap::TimerHeap;
 pub use token_bucket::{Rate, TokenBucket};

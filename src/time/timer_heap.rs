@@ -29,7 +29,8 @@ impl<K> Default for TimerHeap<K> {
         TimerHeap {
             heap: Vec::new(),
             slot: HashMap::new(),
-            next_seq: 0,
+            // 0 is left free: `DeadlineLanes` reads it as "disarmed".
+            next_seq: 1,
         }
     }
 }
@@ -90,6 +91,20 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
     /// The earliest deadline: the event loop's poll timeout.
     pub fn next_deadline(&self) -> Option<Time> {
         self.heap.first().map(|e| e.at)
+    }
+
+    /// The earliest entry's deadline and sequence number: entries of another queue that took
+    /// their numbers from [`TimerHeap::take_seq`] are merged with this one by comparing these.
+    pub fn head(&self) -> Option<(Time, u64)> {
+        self.heap.first().map(|e| (e.at, e.seq))
+    }
+
+    /// A sequence number in this heap's order, for an entry kept elsewhere (`DeadlineLanes`):
+    /// equal deadlines fire in the order they were armed, wherever they are kept.
+    pub fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
     }
 
     /// Removes and returns the earliest entry if it is due at `now` (deadline <= now).

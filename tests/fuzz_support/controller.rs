@@ -119,6 +119,8 @@ struct World {
     seen: Coverage,
     /// `NODE_LIFECYCLED_FUZZ_TRACE=1`: print every input and action (replaying a finding).
     trace: bool,
+    /// Every action and decision with its instant, when recorded (the differential test).
+    record: Option<Vec<String>>,
 }
 
 /// What a script made the controller do (so a test can show the invariants are not vacuous).
@@ -265,7 +267,13 @@ impl World {
         // The shell takes the decisions (the journal's lines) after every turn; a harness that
         // never did let them pile up into one multi-megabyte Vec, which the allocation check
         // reported (fuzz-findings controller-seed3-40066 and -345618).
-        drop(self.ctl.take_decisions());
+        let decisions = self.ctl.take_decisions();
+        if let Some(record) = self.record.as_mut() {
+            let now = self.now;
+            record.extend(decisions.iter().map(|d| format!("{now:?} {d:?}")));
+            record.extend(actions.iter().map(|a| format!("{now:?} {a:?}")));
+        }
+        drop(decisions);
         for action in actions {
             if self.trace {
                 eprintln!("{:?} -> {action:?}", self.now);
@@ -697,9 +705,28 @@ pub fn run_controller(input: &[u8]) -> Result<(), String> {
 
 /// [`run_controller`], returning what the controller did.
 pub fn run_controller_counting(input: &[u8]) -> Result<Coverage, String> {
+    run(input, false, false).map(|(coverage, _)| coverage)
+}
+
+/// [`run_controller`], returning every action and decision with its instant, in order; with
+/// `full_monitor_pass`, the monitor pass evaluates every node (the reference).
+pub fn run_controller_recording(
+    input: &[u8],
+    full_monitor_pass: bool,
+) -> Result<(Coverage, Vec<String>), String> {
+    run(input, full_monitor_pass, true)
+}
+
+fn run(
+    input: &[u8],
+    full_monitor_pass: bool,
+    record: bool,
+) -> Result<(Coverage, Vec<String>), String> {
     let t0 = Time::from_unix_millis(1_700_000_000_000);
+    let mut ctl = Controllers::new(settings(), t0);
+    ctl.use_full_monitor_pass(full_monitor_pass);
     let mut w = World {
-        ctl: Controllers::new(settings(), t0),
+        ctl,
         ctx: DecodeContext::new(),
         now: t0,
         rv: 1,
@@ -712,6 +739,7 @@ pub fn run_controller_counting(input: &[u8]) -> Result<Coverage, String> {
         uid_counter: 0,
         seen: Coverage::default(),
         trace: std::env::var_os("NODE_LIFECYCLED_FUZZ_TRACE").is_some(),
+        record: record.then(Vec::new),
     };
     let mut s = Script {
         bytes: input,
@@ -817,7 +845,7 @@ pub fn run_controller_counting(input: &[u8]) -> Result<Coverage, String> {
             }
         }
     }
-    Ok(w.seen)
+    Ok((w.seen, w.record.unwrap_or_default()))
 }
 
 /// Seed scripts: a node dying and coming back, a zone going dark, flapping, lease reads failing.

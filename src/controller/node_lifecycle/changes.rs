@@ -34,6 +34,9 @@ impl NodeLifecycle {
                     uid,
                     registered: false,
                     health,
+                    grace_due: None,
+                    grace_armed: Armed::default(),
+                    grace_in_heap: false,
                     zone,
                     counted: None,
                     needs_pod_retry: false,
@@ -72,7 +75,14 @@ impl NodeLifecycle {
         let new_ready = node.ready().map(|c| c.status);
         let new_no_execute = no_execute(Some(node));
         let labels_changed = before.is_some_and(|b| b.labels != node.labels);
-        let zone: Name = Rc::from(node.zone_key());
+        // The zone key is built only when it changed (issue #14: two allocations per status
+        // event otherwise).
+        let zone_moved = !node.has_zone_key(&e.zone);
+        let zone: Name = if zone_moved {
+            Rc::from(node.zone_key())
+        } else {
+            e.zone.clone()
+        };
         if before.is_some() && new_ready == Some(ConditionStatus::True) && old_ready != new_ready {
             self.decisions.push(Decision::NodeReady {
                 node: name.clone(),
@@ -80,7 +90,7 @@ impl NodeLifecycle {
                 was: old_ready,
             });
         }
-        if zone != e.zone {
+        if zone_moved {
             self.move_zone(name, zone, now);
         }
         self.arm_grace(name, now);
@@ -107,8 +117,12 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        if e.registered && e.health.observe_lease(renew, now) {
-            self.arm_grace(name, now);
+        if e.registered
+            && e.health.observe_lease(renew, now)
+            && let Some(node) = self.store.node(name)
+        {
+            let deadlines = (&mut self.graces, &mut self.timers);
+            health::arm_grace_of(name, e, node, &self.settings, deadlines, now);
         }
     }
 
@@ -161,7 +175,7 @@ impl NodeLifecycle {
         if !self.synced {
             return;
         }
-        while let Some((timer, _)) = self.timers.pop_due(now) {
+        while let Some(timer) = self.pop_due(now) {
             match timer {
                 Timer::MonitorPass => {
                     self.monitor_pass(now, out);
@@ -235,7 +249,10 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.remove(name) else {
             return;
         };
-        self.timers.cancel(&Timer::NodeGrace(name.clone()));
+        self.graces.disarm(&e.grace_armed);
+        if e.grace_in_heap {
+            self.timers.cancel(&Timer::NodeGrace(name.clone()));
+        }
         self.timers.cancel(&Timer::LeaseReadRetry(name.clone()));
         self.timers.cancel(&Timer::StatusRetry(name.clone()));
         self.timers.cancel(&Timer::TaintRetry(name.clone()));

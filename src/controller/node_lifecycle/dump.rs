@@ -52,7 +52,7 @@ impl NodeLifecycle {
                         format!("{}:{}", t.key, effect)
                     })
                     .collect(),
-                pending_deadline: self.timers.deadline(&Timer::NodeGrace(node.name.clone())),
+                pending_deadline: e.grace_due,
                 verdict: match e.verdict {
                     Verdict::Idle => "idle",
                     Verdict::ReadingLease(_) => "reading-lease",

@@ -31,7 +31,7 @@ use crate::model::{
     Upserted,
 };
 use crate::time::Time;
-use crate::time::{Rate, TimerHeap};
+use crate::time::{Armed, DeadlineLanes, Rate, TimerHeap};
 
 use super::actions::{Action, ActionId};
 use super::condition_taints::{ConditionTaint, missing_no_execute, retire_condition_taints};
@@ -55,7 +55,8 @@ enum Timer {
     MonitorPass,
     /// The zone queues' pass (NoExecute tainting, or legacy pod eviction).
     EvictionPass,
-    /// `probe_time + grace` of a node.
+    /// `probe_time + grace` of a node, when it cannot join its lane in `graces` (see
+    /// `arm_grace`).
     NodeGrace(Name),
     /// A failed live Lease read, tried again.
     LeaseReadRetry(Name),
@@ -112,6 +113,12 @@ struct NodeEntry {
     /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
     pub registered: bool,
     pub health: NodeHealth,
+    /// The grace deadline armed (`probe_time + grace`), in `graces` or in the heap.
+    pub grace_due: Option<Time>,
+    /// Its entry in `graces`, if it is kept there.
+    pub grace_armed: Armed,
+    /// The deadline is a `Timer::NodeGrace` in the heap instead.
+    pub grace_in_heap: bool,
     pub zone: Name,
     /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
     pub counted: Option<bool>,
@@ -182,6 +189,9 @@ pub struct NodeLifecycle {
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
     past_evictions: BTreeMap<Name, u64>,
     timers: TimerHeap<Timer>,
+    /// The nodes' grace deadlines, a FIFO per grace (issue #14: a renewal appends, no heap
+    /// move); merged with `timers` in their sequence order.
+    graces: DeadlineLanes<Name>,
     /// Writes and live reads sent and not answered yet, with what each is about.
     in_flight: InFlight<Pending>,
     pods_marking: HashSet<PodKey>,
@@ -198,6 +208,9 @@ pub struct NodeLifecycle {
     /// Custom condition taints a reload dropped from the config: still ours, so they are
     /// removed from every node rather than left behind.
     retired_condition_taints: Vec<ConditionTaint>,
+    /// Test switch: the monitor pass evaluates every node, settled or not (the reference the
+    /// differential test compares the pass with).
+    full_monitor_pass: bool,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -243,6 +256,7 @@ impl NodeLifecycle {
             zones: BTreeMap::new(),
             past_evictions: BTreeMap::new(),
             timers: TimerHeap::new(),
+            graces: DeadlineLanes::default(),
             in_flight: InFlight::starting_after(NODE_LIFECYCLE_IDS),
             pods_marking: HashSet::new(),
             node_lost: HashSet::new(),
@@ -251,6 +265,7 @@ impl NodeLifecycle {
             decisions: Vec::new(),
             retired_condition_taints: Vec::new(),
             caches_current: true,
+            full_monitor_pass: false,
         }
     }
 
@@ -267,7 +282,17 @@ impl NodeLifecycle {
     /// each node's grace, the zone queues' pass, retries). Changed by every input that arms or
     /// disarms one (node and lease changes, answers, ticks) and by `apply_settings`.
     pub fn next_deadline(&self) -> Option<Time> {
-        self.timers.next_deadline()
+        let graces = self.graces.head().map(|(at, _)| at);
+        [self.timers.next_deadline(), graces]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Test switch: the monitor pass evaluates every node (see `monitor_pass`).
+    #[doc(hidden)]
+    pub fn use_full_monitor_pass(&mut self, full: bool) {
+        self.full_monitor_pass = full;
     }
 
     /// Whether the zone queues' pass may act (see `Controllers`, `cache_currency.rs`).

@@ -5,6 +5,7 @@
 mod beyond_upstream;
 pub(crate) mod harness;
 mod lifecycle_with_eviction;
+mod monitor_pass;
 mod policies;
 mod upstream_monitor;
 mod upstream_review;
