@@ -160,6 +160,11 @@ impl SimHandle {
         self.shared.open_connections()
     }
 
+    /// TCP connections accepted since the start: what a client's reconnects cost is counted here.
+    pub fn accepted_connections(&self) -> u64 {
+        self.shared.accepted_connections()
+    }
+
     pub fn shutdown(mut self) {
         self.stop();
     }
