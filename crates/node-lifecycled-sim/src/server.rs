@@ -348,6 +348,11 @@ fn serve_requests(shared: &Shared, transport: &mut Transport) {
                     return;
                 }
             }
+            Reply::List(body) => {
+                if body.write_to(transport, close).is_err() {
+                    return;
+                }
+            }
             Reply::Watch(watch_request) => match watch::serve(shared, transport, *watch_request) {
                 Ok(WatchEnd::Clean) => {}
                 Ok(WatchEnd::Closed) | Err(_) => return,
