@@ -23,21 +23,22 @@ use std::time::Duration;
 
 use log::{debug, info, warn};
 use mio::Token;
-use serde::Deserialize;
 
 use super::event_loop::LoopControl;
 use crate::kube::decode::list_stream::ListStream;
 use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
 use crate::kube::reflector::{
     Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
-    WatchRequest, Watched, supports_watch_list,
+    WatchRequest, Watched,
 };
 use crate::kube::watch::{Drain, StreamEnd, WatchItem, WatchOptions, WatchStream};
 use crate::kube::{ApiClient, ApiError, Connection, TokenSource};
 use crate::time::Time;
 
 mod listing;
+mod server_version;
 use listing::CacheList;
+pub use server_version::probe_watch_list;
 
 /// How many reflector steps one call may take: a watch that cannot even be opened is reported
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
@@ -566,44 +567,6 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 fn coalesced_read_at(now: Time, coalesce: Duration) -> Time {
     let period = crate::time::duration_millis(coalesce).max(1);
     Time::from_unix_millis((now.as_unix_millis() / period + 1) * period)
-}
-
-#[derive(Deserialize)]
-struct ServerVersion {
-    #[serde(default)]
-    major: String,
-    #[serde(default)]
-    minor: String,
-    #[serde(rename = "gitVersion", default)]
-    git_version: String,
-}
-
-/// Asks `GET /version` whether the server streams watch-lists (1.32 and later): `None` when
-/// the version cannot be read (the caller uses list+watch, which works against every server —
-/// a watch-list against an older one would look like an empty cluster — and asks again once
-/// the server answers).
-pub fn probe_watch_list(client: &mut ApiClient) -> Option<bool> {
-    match client.get_json::<ServerVersion>("/version") {
-        Ok(v) => {
-            let supported = supports_watch_list(&v.major, &v.minor);
-            info!(
-                "API server {} ({}.{}): {}",
-                v.git_version,
-                v.major,
-                v.minor,
-                if supported {
-                    "watch-list streaming"
-                } else {
-                    "list+watch"
-                }
-            );
-            Some(supported)
-        }
-        Err(e) => {
-            warn!("cannot read the API server version ({e}); using list+watch for now");
-            None
-        }
-    }
 }
 
 #[cfg(test)]
