@@ -25,6 +25,7 @@ fn tiny_options(dir: PathBuf) -> BenchOptions {
         settle: Duration::from_secs(1),
         steady_window: Duration::from_secs(2),
         idle_window: Duration::from_millis(1500),
+        idle_rounds: 1,
         sync_timeout: Duration::from_secs(60),
         detection_timeout: Duration::from_secs(60),
         work_dir: Some(dir),

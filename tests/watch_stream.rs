@@ -361,6 +361,103 @@ mod tls {
         );
     }
 
+    /// Issue #14: the next watch goes out on the connection the last one left idle, without a
+    /// new TCP connection or TLS handshake; a kept connection the server closed as the request
+    /// went out is reported as such (the informer then opens a new one at once).
+    #[test]
+    fn the_next_watch_rides_the_kept_tls_connection_and_a_closed_one_is_recognised() {
+        let (server_config, client_config) = configs();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            let conn = rustls::ServerConnection::new(server_config).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, tcp);
+            let mut requests = Vec::new();
+            for rv in [1, 2] {
+                requests.push(read_request(&mut tls));
+                tls.write_all(HEAD.as_bytes()).unwrap();
+                tls.write_all(&chunk(&lease_event("MODIFIED", "a", rv)))
+                    .unwrap();
+                tls.write_all(b"0\r\n\r\n").unwrap();
+                tls.flush().unwrap();
+            }
+            // The third request: the server closes the idle connection instead of answering.
+            requests.push(read_request(&mut tls));
+            tls.conn.send_close_notify();
+            tls.flush().unwrap();
+            drop(tls);
+            listener.set_nonblocking(true).unwrap();
+            (requests, listener.accept().is_ok())
+        });
+        let clock = Clock::new();
+        let mut poll = Poll::new().unwrap();
+        let connection = https(port, client_config);
+        let mut stream = WatchStream::open(
+            &connection,
+            "/w?resourceVersion=0",
+            None,
+            poll.registry(),
+            TOKEN,
+            clock.now(),
+            &WatchOptions::default(),
+        )
+        .unwrap();
+        let first = drive(&mut poll, &mut stream, &clock);
+        assert_eq!(first.last(), Some(&WatchItem::Ended(StreamEnd::Clean)));
+        assert!(stream.is_reusable());
+        let options = WatchOptions::default();
+        stream
+            .rewatch(
+                &connection,
+                "/w?resourceVersion=1",
+                None,
+                poll.registry(),
+                clock.now(),
+                &options,
+            )
+            .unwrap();
+        let second = drive(&mut poll, &mut stream, &clock);
+        assert_eq!(
+            event_lines(&second),
+            vec![lease_event("MODIFIED", "a", 2)],
+            "the second watch's events, on the same connection"
+        );
+        assert_eq!(second.last(), Some(&WatchItem::Ended(StreamEnd::Clean)));
+        assert!(!stream.lost_kept_connection());
+        stream
+            .rewatch(
+                &connection,
+                "/w?resourceVersion=2",
+                None,
+                poll.registry(),
+                clock.now(),
+                &options,
+            )
+            .unwrap();
+        let third = drive(&mut poll, &mut stream, &clock);
+        assert!(
+            matches!(&third[..], [WatchItem::Ended(StreamEnd::Broken(_))]),
+            "{third:?}"
+        );
+        assert!(stream.lost_kept_connection());
+        assert!(!stream.is_reusable());
+        stream.close(poll.registry());
+        let (requests, reconnected) = server.join().unwrap();
+        assert_eq!(
+            requests,
+            [
+                "GET /w?resourceVersion=0 HTTP/1.1",
+                "GET /w?resourceVersion=1 HTTP/1.1",
+                "GET /w?resourceVersion=2 HTTP/1.1"
+            ]
+        );
+        assert!(
+            !reconnected,
+            "one TCP connection (and handshake) for all three"
+        );
+    }
+
     #[test]
     fn tls_shutdown_without_close_notify_is_a_broken_stream_after_its_events() {
         let events = vec![

@@ -99,7 +99,7 @@ pub struct ApiConfig {
     /// cost the lease.
     pub request_timeout: Duration,
     /// A watch stream silent for this long is presumed dead and reopened. Each watch asks the
-    /// server to end it (`timeoutSeconds`) at 50–80 % of this, so a healthy one always speaks
+    /// server to end it (`timeoutSeconds`) at 70–90 % of this, so a healthy one always speaks
     /// in time.
     pub watch_idle_timeout: Duration,
 }

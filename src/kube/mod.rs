@@ -18,6 +18,7 @@ pub mod in_cluster;
 pub mod kubeconfig;
 pub mod reflector;
 pub mod request;
+mod resolve;
 pub mod throttle;
 pub mod tls;
 pub mod token;

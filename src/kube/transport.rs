@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
-use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::time::{Duration as UreqDuration, Instant as UreqInstant};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, TcpConnector,
@@ -21,6 +20,7 @@ use ureq::unversioned::transport::{
 };
 
 use super::connection::{Connection, Scheme};
+use super::resolve::ApiServerResolver;
 use super::tls;
 
 /// Sent with every request, as client-go sends `<binary>/<version> (…)`.
@@ -43,7 +43,7 @@ pub(crate) fn agent(connection: &Connection, timeout: Duration) -> ureq::Agent {
     let connector = ().chain(TcpConnector::default()).chain(ConnectionTls {
         config: connection.tls.clone(),
     });
-    ureq::Agent::with_parts(config, connector, DefaultResolver::default())
+    ureq::Agent::with_parts(config, connector, ApiServerResolver::default())
 }
 
 /// Wraps the TCP transport in TLS with the connection's rustls configuration.

@@ -65,7 +65,7 @@ pub fn client_settings(api: &ApiConfig) -> ClientSettings {
 }
 
 /// The informers' reflector and watch settings. `watch_list` comes from probing the server.
-/// Watches ask the server to end them at 50–80 % of the idle timeout (see `ReflectorConfig`).
+/// Watches ask the server to end them at 70–90 % of the idle timeout (see `ReflectorConfig`).
 /// The reconnect backoff is bounded by the grace period (`watch_backoff_max`).
 pub fn informer_config(api: &ApiConfig, grace: Duration, watch_list: bool) -> InformerConfig {
     let defaults = ReflectorConfig::default();

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::cluster::{DeleteOptions, Scope, WatchFrom};
 use super::diff;
 use super::http::{Request, Response};
+use super::list_body::ListBody;
 use super::object::{ObjectKey, StoredObject};
 use super::patch::PatchType;
 use super::resource::{Resource, Verb};
@@ -21,6 +22,8 @@ use super::write_log::{Identity, WriteRecord};
 
 pub(crate) enum Reply {
     Unary(Response),
+    /// A LIST, written as it is serialized.
+    List(ListBody),
     Watch(Box<WatchRequest>),
 }
 
@@ -172,7 +175,12 @@ pub(crate) fn handle(shared: &Shared, request: &Request, identity: &Identity) ->
         Verb::Get => shared
             .get_object(route.resource, &route.key())
             .map(|o| Response::json(200, o.json.clone().into_bytes())),
-        Verb::List => list(shared, request, &route),
+        Verb::List => {
+            return match list(shared, request, &route) {
+                Ok(body) => Reply::List(body),
+                Err(e) => Reply::Unary(Response::error(&e)),
+            };
+        }
         Verb::Watch => {
             return match watch_request(request, &route) {
                 Ok(w) => Reply::Watch(Box::new(w)),
@@ -186,7 +194,7 @@ pub(crate) fn handle(shared: &Shared, request: &Request, identity: &Identity) ->
     Reply::Unary(result.unwrap_or_else(|e| Response::error(&e)))
 }
 
-fn list(shared: &Shared, request: &Request, route: &Route) -> Result<Response, ApiError> {
+fn list(shared: &Shared, request: &Request, route: &Route) -> Result<ListBody, ApiError> {
     let filter = Filter::parse(
         route.resource,
         route.namespace.as_deref(),
@@ -215,24 +223,15 @@ fn list(shared: &Shared, request: &Request, route: &Route) -> Result<Response, A
     if let (Some(n), true) = (page.remaining, filter.selects_all()) {
         metadata["remainingItemCount"] = json!(n);
     }
-    let size: usize = page.items.iter().map(|o| o.json.len() + 1).sum();
-    let mut body = Vec::with_capacity(size + 200);
-    body.extend_from_slice(
-        format!(
-            "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{metadata},\"items\":[",
-            route.resource.list_kind(),
-            route.resource.api_version()
-        )
-        .as_bytes(),
+    let prefix = format!(
+        "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{metadata},\"items\":[",
+        route.resource.list_kind(),
+        route.resource.api_version()
     );
-    for (i, item) in page.items.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(item.json.as_bytes());
-    }
-    body.extend_from_slice(b"]}");
-    Ok(Response::json(200, body))
+    Ok(ListBody {
+        prefix: prefix.into_bytes(),
+        items: page.items,
+    })
 }
 
 fn watch_request(request: &Request, route: &Route) -> Result<WatchRequest, ApiError> {

@@ -32,6 +32,7 @@ mod faults;
 pub mod fixtures;
 mod http;
 pub mod kubelets;
+mod list_body;
 mod object;
 mod patch;
 pub mod population;

@@ -160,6 +160,11 @@ impl SimHandle {
         self.shared.open_connections()
     }
 
+    /// TCP connections accepted since the start: what a client's reconnects cost is counted here.
+    pub fn accepted_connections(&self) -> u64 {
+        self.shared.accepted_connections()
+    }
+
     pub fn shutdown(mut self) {
         self.stop();
     }
@@ -340,6 +345,11 @@ fn serve_requests(shared: &Shared, transport: &mut Transport) {
         match api::handle(shared, &request, &identity) {
             Reply::Unary(response) => {
                 if response.write_to(transport, close).is_err() {
+                    return;
+                }
+            }
+            Reply::List(body) => {
+                if body.write_to(transport, close).is_err() {
                     return;
                 }
             }

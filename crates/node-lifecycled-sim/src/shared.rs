@@ -180,4 +180,8 @@ impl Shared {
     pub fn open_connections(&self) -> usize {
         lock(&self.connections).open.len()
     }
+
+    pub fn accepted_connections(&self) -> u64 {
+        lock(&self.connections).next_id
+    }
 }

@@ -542,10 +542,14 @@ impl<T: Watched> Reflector<T> {
         (base * jitter_permille as u32 / 1000).min(self.config.backoff_max)
     }
 
-    /// 50–80 % of the idle timeout, at least one second.
+    /// 70–90 % of the idle timeout (whole seconds, rounded down), at least one second. Each
+    /// rotation of a quiet watch costs wake-ups (issue #14: two on a kept connection), so it
+    /// asks for as much as leaves the server a tenth of the idle timeout (3 s at 30 s) to send
+    /// the end before the idle deadline; the jitter keeps the three watches from rotating
+    /// together forever. A frozen watch is still caught by the idle deadline itself.
     fn watch_timeout_seconds(&mut self) -> u64 {
         let idle_ms = crate::time::duration_millis(self.config.idle_timeout);
-        let ms = idle_ms / 2 + (idle_ms * 3 / 10) * self.random_below(1001) / 1000;
+        let ms = idle_ms * 7 / 10 + (idle_ms * 2 / 10) * self.random_below(1001) / 1000;
         (ms / 1000).max(1)
     }
 

@@ -70,7 +70,7 @@ pub struct ReflectorConfig {
     /// LIST page size (client-go's and kube-rs' default).
     pub page_size: u32,
     /// A watch on which no byte arrived for this long is presumed dead and resumed. Watches
-    /// ask the server to end them (`timeoutSeconds`) at 50–80 % of this, so a healthy server
+    /// ask the server to end them (`timeoutSeconds`) at 70–90 % of this, so a healthy server
     /// always sends something in time — at least the end of the body.
     pub idle_timeout: Duration,
     pub backoff_initial: Duration,

@@ -25,6 +25,9 @@ pub enum BodyFraming {
 pub struct ResponseHead {
     pub status: u16,
     pub framing: BodyFraming,
+    /// HTTP/1.1 without `Connection: close`: the connection may carry the next request once
+    /// this body has ended (the next watch reuses it instead of a new TCP and TLS handshake).
+    pub keep_alive: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,8 +109,17 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
         .ok_or_else(|| HeadError::Malformed("no status code".into()))?;
     let mut chunked = false;
     let mut length: Option<u64> = None;
+    let mut keep_alive = response.version == Some(1);
     for h in response.headers.iter() {
-        if h.name.eq_ignore_ascii_case("transfer-encoding") {
+        if h.name.eq_ignore_ascii_case("connection") {
+            let value = String::from_utf8_lossy(h.value);
+            if value
+                .split(',')
+                .any(|option| option.trim().eq_ignore_ascii_case("close"))
+            {
+                keep_alive = false;
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             let value = String::from_utf8_lossy(h.value);
             for coding in value.split(',').map(str::trim).filter(|c| !c.is_empty()) {
                 if coding.eq_ignore_ascii_case("chunked") {
@@ -139,7 +151,11 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
     } else {
         BodyFraming::UntilClose
     };
-    Ok(ResponseHead { status, framing })
+    Ok(ResponseHead {
+        status,
+        framing,
+        keep_alive,
+    })
 }
 
 #[cfg(test)]
@@ -166,6 +182,7 @@ Transfer-Encoding: chunked\r\n\r\n";
             };
             assert_eq!(head.status, 200);
             assert_eq!(head.framing, BodyFraming::Chunked);
+            assert!(head.keep_alive);
             assert_eq!(rest, b"5\r\nhello", "split at {split}");
         }
     }
@@ -211,6 +228,18 @@ Transfer-Encoding: chunked\r\n\r\n";
             result = p.feed(line);
         }
         assert_eq!(result, Err(HeadError::TooLarge));
+    }
+
+    #[test]
+    fn a_connection_is_kept_for_the_next_watch_only_in_http_1_1_without_connection_close() {
+        let keep = |head: &[u8]| HeadParser::new().feed(head).unwrap().unwrap().0.keep_alive;
+        assert!(keep(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ));
+        assert!(!keep(
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ));
+        assert!(!keep(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"));
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub struct ResponseDecoder {
     state: State,
     max_line: usize,
     scratch: Vec<u8>,
+    /// The body ended where its framing said, nothing followed it, and the head allowed
+    /// keep-alive: the connection can carry the next request.
+    reusable: bool,
 }
 
 impl ResponseDecoder {
@@ -81,11 +84,23 @@ impl ResponseDecoder {
             state: State::Head(HeadParser::new()),
             max_line,
             scratch: Vec::new(),
+            reusable: false,
         }
     }
 
     pub fn is_ended(&self) -> bool {
         matches!(self.state, State::Ended)
+    }
+
+    /// The response is over and the connection may carry the next request (see `reusable`).
+    pub fn connection_reusable(&self) -> bool {
+        self.is_ended() && self.reusable
+    }
+
+    /// Ready for the next response on the same connection (its buffers kept).
+    pub fn reset(&mut self) {
+        self.state = State::Head(HeadParser::new());
+        self.reusable = false;
     }
 
     /// The status line has been read (for logs).
@@ -146,9 +161,13 @@ impl ResponseDecoder {
         };
         let mut data = std::mem::take(&mut self.scratch);
         data.clear();
+        let mut trailing = false;
         let finished = match body {
             Body::Chunked(decoder) => match decoder.feed(bytes, &mut data) {
-                Ok(_) => decoder.is_done(),
+                Ok(consumed) => {
+                    trailing = consumed < bytes.len();
+                    decoder.is_done()
+                }
                 Err(e) => {
                     // Lines completed before the bad byte count, as they would had they
                     // arrived in an earlier read.
@@ -162,6 +181,7 @@ impl ResponseDecoder {
                     .unwrap_or(usize::MAX)
                     .min(bytes.len());
                 data.extend_from_slice(&bytes[..take]);
+                trailing = take < bytes.len();
                 *remaining -= take as u64;
                 *remaining == 0
             }
@@ -173,7 +193,10 @@ impl ResponseDecoder {
         self.deliver(&data, out);
         self.scratch = data;
         if finished {
+            // Bytes after the end were not asked for: the connection is not in a known state.
+            let keep_alive = matches!(&self.state, State::Body { head, .. } if head.keep_alive);
             self.finish_body(out);
+            self.reusable = keep_alive && !trailing;
         }
     }
 
@@ -317,6 +340,40 @@ mod tests {
             .collect();
         expected.push(WatchItem::Ended(StreamEnd::Clean));
         assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn a_watch_ended_at_timeout_seconds_leaves_the_connection_for_the_next_watch() {
+        let mut d = ResponseDecoder::new(1 << 20);
+        let mut out = Vec::new();
+        d.feed(&watch_response(&[event(1)], false), &mut out);
+        assert!(!d.connection_reusable(), "not before the end");
+        d.feed(b"0\r\n\r\n", &mut out);
+        assert!(d.connection_reusable());
+        d.reset();
+        out.clear();
+        d.feed(&watch_response(&[event(2)], true), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                WatchItem::Event(event(2).into_bytes()),
+                WatchItem::Ended(StreamEnd::Clean)
+            ]
+        );
+        assert!(d.connection_reusable());
+
+        // Bytes after the end, or a head that says close: the connection is not reused.
+        let mut d = ResponseDecoder::new(1 << 20);
+        let mut extra = watch_response(&[event(1)], true);
+        extra.extend_from_slice(b"HTTP/1.1");
+        d.feed(&extra, &mut Vec::new());
+        assert!(d.is_ended() && !d.connection_reusable());
+        let mut d = ResponseDecoder::new(1 << 20);
+        d.feed(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            &mut Vec::new(),
+        );
+        assert!(d.is_ended() && !d.connection_reusable());
     }
 
     #[test]

@@ -9,6 +9,11 @@
 //! Liveness: an idle deadline, pushed back by every byte received, and TCP keepalive. The
 //! reflector asks the server to end each watch well inside the idle timeout, so a deadline that
 //! passes means the connection is dead, not quiet.
+//!
+//! Rotation: a watch the server ended at its `timeoutSeconds` leaves an idle keep-alive
+//! connection, and the next watch is sent on it in the same turn ([`WatchStream::rewatch`]):
+//! no TCP connect, no TLS handshake, and one wake-up (the response head) besides the one that
+//! read the end (issue #14: a new connection cost 3–4 wake-ups and a handshake per rotation).
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -81,6 +86,11 @@ pub struct WatchStream {
     bytes_received: u64,
     read_budget: usize,
     buf: Vec<u8>,
+    /// Readiness events are off ([`WatchStream::pause`]).
+    paused: bool,
+    /// This watch was sent on the previous watch's connection, and no byte of its answer has
+    /// arrived yet: the server may have closed that connection as we sent it.
+    awaiting_reused: bool,
 }
 
 impl WatchStream {
@@ -141,7 +151,61 @@ impl WatchStream {
             bytes_received: 0,
             read_budget: options.read_budget.max(1),
             buf: vec![0; READ_CHUNK],
+            paused: false,
+            awaiting_reused: false,
         })
+    }
+
+    /// The last response ended where its framing said, with nothing after it, on a keep-alive
+    /// connection: [`WatchStream::rewatch`] may send the next watch on it.
+    pub fn is_reusable(&self) -> bool {
+        self.ended && self.decoder.connection_reusable()
+    }
+
+    /// Sends the next watch on this stream's connection, which the last response left idle
+    /// (see [`WatchStream::is_reusable`]); the token stays the same and readiness events are
+    /// on again. `Err` leaves the stream unusable: close it and [`WatchStream::open`] anew.
+    pub fn rewatch(
+        &mut self,
+        conn: &Connection,
+        path_and_query: &str,
+        authorization: Option<&str>,
+        registry: &Registry,
+        now: Time,
+        options: &WatchOptions,
+    ) -> Result<(), OpenError> {
+        if !self.is_reusable() {
+            return Err(OpenError("the connection is not idle".into()));
+        }
+        let request = request_bytes(conn, path_and_query, authorization);
+        match &mut self.tls {
+            Some(tls) => tls
+                .writer()
+                .write_all(&request)
+                .map_err(|e| OpenError(format!("TLS: {e}")))?,
+            None => self.pending = request,
+        }
+        self.decoder.reset();
+        self.ended = false;
+        self.awaiting_reused = true;
+        self.idle_timeout = options.idle_timeout;
+        self.last_activity = now;
+        // The socket is writable (it was idle): send now rather than wait for an event that
+        // edge-triggered readiness will not repeat.
+        self.flush()
+            .map_err(|e| OpenError(format!("write on the kept connection: {e}")))?;
+        if self.paused {
+            self.resume(registry)
+                .map_err(|e| OpenError(format!("register with the poll: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// A watch sent on a kept connection ended before any byte of its answer: the server
+    /// closed the idle connection as the request went out (a race every keep-alive client
+    /// meets). Nothing was missed; open a new connection at once rather than back off.
+    pub fn lost_kept_connection(&self) -> bool {
+        self.ended && self.awaiting_reused
     }
 
     pub fn token(&self) -> Token {
@@ -212,17 +276,32 @@ impl WatchStream {
     /// Stops readiness events for this stream (see [`WatchStream::resume`]): the owner reads it
     /// on a timer instead, so events that arrive close together are read in one wake-up.
     pub fn pause(&mut self, registry: &Registry) -> io::Result<()> {
-        registry.deregister(&mut self.socket)
+        registry.deregister(&mut self.socket)?;
+        self.paused = true;
+        Ok(())
     }
 
     /// Readiness events again, with the stream's token; bytes already waiting are reported at
     /// once by the next poll.
     pub fn resume(&mut self, registry: &Registry) -> io::Result<()> {
-        registry.register(
-            &mut self.socket,
-            self.token,
-            Interest::READABLE | Interest::WRITABLE,
-        )
+        let interest = self.interest();
+        registry.register(&mut self.socket, self.token, interest)?;
+        self.paused = false;
+        Ok(())
+    }
+
+    /// What to be woken for. Registering reports the current readiness at once, and a
+    /// connected socket with nothing to send is writable: asking for writability then would
+    /// cost a wake-up that reads nothing (issue #14).
+    fn interest(&self) -> Interest {
+        let unsent = !self.connected
+            || !self.pending.is_empty()
+            || self.tls.as_ref().is_some_and(|t| t.wants_write());
+        if unsent {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        }
     }
 
     /// Deregisters; the socket closes when the stream is dropped.
@@ -285,6 +364,7 @@ impl WatchStream {
                 Ok(n) => {
                     self.last_activity = now;
                     self.bytes_received += n as u64;
+                    self.awaiting_reused = false;
                     self.decoder.feed(&self.buf[..n], out);
                     if self.decoder.is_ended() {
                         return Ok(Drain::Done);
@@ -318,6 +398,7 @@ impl WatchStream {
                         return Ok(Drain::Done);
                     }
                     Ok(n) => {
+                        self.awaiting_reused = false;
                         self.decoder.feed(&self.buf[..n], out);
                         if self.decoder.is_ended() {
                             return Ok(Drain::Done);

@@ -23,21 +23,22 @@ use std::time::Duration;
 
 use log::{debug, info, warn};
 use mio::Token;
-use serde::Deserialize;
 
 use super::event_loop::LoopControl;
 use crate::kube::decode::list_stream::ListStream;
 use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
 use crate::kube::reflector::{
     Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
-    WatchRequest, Watched, supports_watch_list,
+    WatchRequest, Watched,
 };
 use crate::kube::watch::{Drain, StreamEnd, WatchItem, WatchOptions, WatchStream};
 use crate::kube::{ApiClient, ApiError, Connection, TokenSource};
 use crate::time::Time;
 
 mod listing;
+mod server_version;
 use listing::CacheList;
+pub use server_version::probe_watch_list;
 
 /// How many reflector steps one call may take: a watch that cannot even be opened is reported
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
@@ -87,6 +88,8 @@ pub struct InformerStats {
     pub idle_timeouts: u64,
     /// Watches that broke (reset, closed mid-body, TLS failure) or could not be opened.
     pub broken_watches: u64,
+    /// Watches sent on the connection the previous watch left idle (no connect, no handshake).
+    pub kept_connections: u64,
     pub watching: bool,
 }
 
@@ -98,6 +101,12 @@ pub struct Informer<T: Watched, S, K> {
     timer: K,
     watch_options: WatchOptions,
     stream: Option<WatchStream>,
+    /// The connection of a watch the server ended cleanly, kept for the next watch of the same
+    /// turn (closed at the end of the turn if no watch is due).
+    kept: Option<WatchStream>,
+    /// The watch last sent: sent again on a new connection if the kept one turns out closed.
+    last_watch: Option<WatchRequest>,
+    kept_connections: u64,
     /// The stream stopped at its read budget with bytes left: read on again soon.
     more_to_read: bool,
     watch_coalesce: Duration,
@@ -133,6 +142,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             timer,
             watch_options: config.watch,
             stream: None,
+            kept: None,
+            last_watch: None,
+            kept_connections: 0,
             more_to_read: false,
             watch_coalesce: config.watch_coalesce,
             paused_until: None,
@@ -159,6 +171,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     pub fn stop(&mut self, lp: &mut LoopControl<S, K>) {
         self.cache_list = None;
         self.close_stream(lp);
+        self.close_kept(lp);
         lp.cancel(&self.timer);
     }
 
@@ -197,6 +210,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             throttled_lists: self.throttled_lists,
             idle_timeouts: self.idle_timeouts,
             broken_watches: self.broken_watches,
+            kept_connections: self.kept_connections,
             watching: self.stream.is_some(),
         }
     }
@@ -328,9 +342,24 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     self.reflector.event_skipped(now, reason);
                 }
                 WatchItem::Ended(end) => {
+                    let lost = matches!(end, StreamEnd::Broken(_))
+                        && self
+                            .stream
+                            .as_ref()
+                            .is_some_and(WatchStream::lost_kept_connection);
+                    if lost {
+                        debug!("{} watch: the kept connection was closed ({end})", T::KIND);
+                        self.close_stream(io.lp);
+                        self.resend_on_new_connection(io);
+                        break;
+                    }
                     self.count_end(&end);
                     self.reflector.watch_ended(now, &end);
-                    self.close_stream(io.lp);
+                    if end == StreamEnd::Clean {
+                        self.keep_connection(io.lp);
+                    } else {
+                        self.close_stream(io.lp);
+                    }
                     break;
                 }
             }
@@ -360,6 +389,38 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
     }
 
+    /// Keeps the ended stream's connection for the next watch when it is reusable (see
+    /// `WatchStream::rewatch`), else closes it.
+    fn keep_connection(&mut self, lp: &mut LoopControl<S, K>) {
+        if !self.stream.as_ref().is_some_and(WatchStream::is_reusable) {
+            return self.close_stream(lp);
+        }
+        self.more_to_read = false;
+        self.paused_until = None;
+        if let Some(stream) = self.stream.take() {
+            self.closed_watch_bytes += stream.bytes_received();
+            self.kept = Some(stream);
+        }
+    }
+
+    /// Closes a kept connection no watch of this turn took.
+    fn close_kept(&mut self, lp: &mut LoopControl<S, K>) {
+        if let Some(stream) = self.kept.take() {
+            let token = stream.token();
+            lp.deregister_with(token, |registry| stream.close(registry));
+        }
+    }
+
+    /// The last watch again, on a new connection; the reflector knows it as still open.
+    fn resend_on_new_connection(&mut self, io: &mut InformerIo<'_, S, K>) {
+        let Some(request) = self.last_watch.take() else {
+            return;
+        };
+        if !self.open_watch(io, &request) {
+            debug!("{} watch: not sent again", T::KIND);
+        }
+    }
+
     fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
         self.more_to_read = false;
         self.paused_until = None;
@@ -370,8 +431,14 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
     }
 
-    /// Does what the reflector asks, at most one LIST page per call.
+    /// Does what the reflector asks, at most one LIST page per call; a kept connection that
+    /// no watch took is closed.
     fn step(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
+        self.step_once(io, out);
+        self.close_kept(io.lp);
+    }
+
+    fn step_once(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
         if self.cache_list.is_some() {
             self.read_cache_list(io, out);
             return;
@@ -402,8 +469,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
     }
 
-    /// Opens the watch; a watch that cannot even start is reported to the reflector as broken
-    /// (it backs off) and `false` returned.
+    /// Opens the watch, on the kept connection if there is one; a watch that cannot even
+    /// start is reported to the reflector as broken (it backs off) and `false` returned.
     fn open_watch(&mut self, io: &mut InformerIo<'_, S, K>, request: &WatchRequest) -> bool {
         let now = io.lp.now();
         let path = request.path_and_query::<T>();
@@ -413,6 +480,31 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             ..self.watch_options.clone()
         };
         let connection = io.connection;
+        self.last_watch = Some(request.clone());
+        if let Some(mut kept) = self.kept.take() {
+            let sent = kept.rewatch(
+                connection,
+                &path,
+                authorization.as_deref(),
+                io.lp.registry(),
+                now,
+                &options,
+            );
+            match sent {
+                Ok(()) => {
+                    debug!("{} watch: GET {path} (kept connection)", T::KIND);
+                    self.kept_connections += 1;
+                    self.stream = Some(kept);
+                    self.reflector.watch_opened(now);
+                    return true;
+                }
+                Err(e) => {
+                    debug!("{} watch: {e}; new connection", T::KIND);
+                    self.kept = Some(kept);
+                    self.close_kept(io.lp);
+                }
+            }
+        }
         let opened = io.lp.register_with(self.source.clone(), |registry, token| {
             WatchStream::open(
                 connection,
@@ -475,44 +567,6 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 fn coalesced_read_at(now: Time, coalesce: Duration) -> Time {
     let period = crate::time::duration_millis(coalesce).max(1);
     Time::from_unix_millis((now.as_unix_millis() / period + 1) * period)
-}
-
-#[derive(Deserialize)]
-struct ServerVersion {
-    #[serde(default)]
-    major: String,
-    #[serde(default)]
-    minor: String,
-    #[serde(rename = "gitVersion", default)]
-    git_version: String,
-}
-
-/// Asks `GET /version` whether the server streams watch-lists (1.32 and later): `None` when
-/// the version cannot be read (the caller uses list+watch, which works against every server —
-/// a watch-list against an older one would look like an empty cluster — and asks again once
-/// the server answers).
-pub fn probe_watch_list(client: &mut ApiClient) -> Option<bool> {
-    match client.get_json::<ServerVersion>("/version") {
-        Ok(v) => {
-            let supported = supports_watch_list(&v.major, &v.minor);
-            info!(
-                "API server {} ({}.{}): {}",
-                v.git_version,
-                v.major,
-                v.minor,
-                if supported {
-                    "watch-list streaming"
-                } else {
-                    "list+watch"
-                }
-            );
-            Some(supported)
-        }
-        Err(e) => {
-            warn!("cannot read the API server version ({e}); using list+watch for now");
-            None
-        }
-    }
 }
 
 #[cfg(test)]

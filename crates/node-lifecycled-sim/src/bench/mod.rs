@@ -134,6 +134,10 @@ pub struct BenchOptions {
     pub settle: Duration,
     pub steady_window: Duration,
     pub idle_window: Duration,
+    /// Idle windows measured one after another (the kubelets renew in between): the figures
+    /// add up over all of them, so watch rotations (every 21–27 s per watch at the default
+    /// idle timeout) are in the average rather than in it by luck.
+    pub idle_rounds: u32,
     pub sync_timeout: Duration,
     /// How long the detection phase may take beyond grace + one renew interval.
     pub detection_timeout: Duration,
@@ -158,7 +162,8 @@ impl BenchOptions {
             burst: None,
             settle: Duration::from_secs(10),
             steady_window: Duration::from_secs(60),
-            idle_window: Duration::from_secs(15),
+            idle_window: Duration::from_secs(20),
+            idle_rounds: 3,
             sync_timeout: Duration::from_secs(180),
             detection_timeout: Duration::from_secs(300),
             work_dir: None,
@@ -173,7 +178,8 @@ impl BenchOptions {
             burst_events: 10_000,
             settle: Duration::from_secs(5),
             steady_window: Duration::from_secs(15),
-            idle_window: Duration::from_secs(10),
+            idle_window: Duration::from_secs(20),
+            idle_rounds: 2,
             ..BenchOptions::standard(daemon)
         }
     }
@@ -510,27 +516,46 @@ impl<'a> SizeRun<'a> {
         Ok(())
     }
 
-    /// Nothing changes in the cluster: every kubelet silent, for less than grace.
+    /// Nothing changes in the cluster: every kubelet silent, for less than grace, in
+    /// `idle_rounds` windows (the kubelets renew between them); the figures are their sum.
     fn idle(&mut self, daemon: &mut DaemonChild) -> Result<(), String> {
         let hz = clock_ticks_per_second() as f64;
         let written_before = self.sim.writes().len();
-        for node in &self.nodes {
-            self.kubelets
-                .stop_heartbeat(node)
-                .map_err(|e| e.to_string())?;
+        let mut window = Duration::ZERO;
+        let mut d = LoopCounters::default();
+        let mut switches = 0;
+        let mut ticks = 0;
+        let mut events = 0;
+        let rounds = self.options.idle_rounds.max(1);
+        for _ in 0..rounds {
+            for node in &self.nodes {
+                self.kubelets
+                    .stop_heartbeat(node)
+                    .map_err(|e| e.to_string())?;
+            }
+            // Renewals already on the wire reach the daemon first.
+            std::thread::sleep(Duration::from_secs(1));
+            let c0 = daemon.loop_counters()?;
+            let r0 = read(daemon)?;
+            let log_from = self.sim.writes().len();
+            let t0 = Instant::now();
+            std::thread::sleep(self.options.idle_window);
+            window += t0.elapsed();
+            let r1 = read(daemon)?;
+            let c1 = daemon.loop_counters()?;
+            events += daemon_writes(&self.sim, &self.token, log_from).1;
+            self.resume_spread()?;
+            // The closing dump's own wake-up (a signal: one I/O event) is not idleness.
+            let mut round = c1.since(&c0);
+            round.wakeups = round.wakeups.saturating_sub(1);
+            round.io_events = round.io_events.saturating_sub(1);
+            d.wakeups += round.wakeups;
+            d.io_events += round.io_events;
+            d.timers_fired += round.timers_fired;
+            d.watch_reconnects += round.watch_reconnects;
+            switches += r1.context_switches().saturating_sub(r0.context_switches());
+            ticks += r1.cpu_ticks.saturating_sub(r0.cpu_ticks);
         }
-        // Renewals already on the wire reach the daemon first.
-        std::thread::sleep(Duration::from_secs(1));
-        let c0 = daemon.loop_counters()?;
-        let r0 = read(daemon)?;
-        let log_from = self.sim.writes().len();
-        let t0 = Instant::now();
-        std::thread::sleep(self.options.idle_window);
-        let window = t0.elapsed();
-        let r1 = read(daemon)?;
-        let c1 = daemon.loop_counters()?;
-        let (_, events) = daemon_writes(&self.sim, &self.token, log_from);
-        self.resume_spread()?;
         let writes = self.sim.writes();
         let mut reader = FactReader::new(Some(&self.token), Duration::ZERO);
         let unknown = reader
@@ -541,27 +566,28 @@ impl<'a> SizeRun<'a> {
             )
             .count();
         let w = window.as_secs_f64();
-        // The closing dump's own wake-up (a signal: one I/O event) is not idleness.
-        let d = c1.since(&c0);
         let idle = IdleFigures {
             window,
-            wakeups_per_s: d.wakeups.saturating_sub(1) as f64 / w,
+            wakeups_per_s: d.wakeups as f64 / w,
             timers_per_s: d.timers_fired as f64 / w,
-            io_per_s: d.io_events.saturating_sub(1) as f64 / w,
-            context_switches_per_s: r1.context_switches().saturating_sub(r0.context_switches())
-                as f64
-                / w,
-            cpu_percent: cpu_percent(r0, r1, hz, window),
+            io_per_s: d.io_events as f64 / w,
+            context_switches_per_s: switches as f64 / w,
+            cpu_percent: ticks as f64 / hz / w * 100.0,
             periodic_pass_per_s: 1.0 / self.options.monitor_period.as_secs_f64(),
             event_posts_per_s: events as f64 / w,
             watch_reconnects: d.watch_reconnects,
+            io_per_rotation: (d.watch_reconnects > 0)
+                .then(|| d.io_events as f64 / d.watch_reconnects as f64),
             unknown_writes: unknown,
         };
+        let per_rotation = idle.io_per_rotation.map_or("no rotation".to_string(), |n| {
+            format!("{n:.1} I/O wake-ups per rotation")
+        });
         let line = format!(
-            "idle ({:.0}s, every kubelet silent): {:.2} wake-ups/s (timers {:.2}/s, I/O {:.2}/s; \
-             {:.2} event POSTs/s), {:.2} context switches/s, CPU {:.3} %, {} watch reconnects, {} \
-             Unknown writes",
-            w,
+            "idle ({rounds} × {:.0}s, every kubelet silent): {:.2} wake-ups/s (timers {:.2}/s, I/O \
+             {:.2}/s; {:.2} event POSTs/s), {:.2} context switches/s, CPU {:.3} %, {} watch \
+             reconnects ({per_rotation}), {} Unknown writes",
+            self.options.idle_window.as_secs_f64(),
             idle.wakeups_per_s,
             idle.timers_per_s,
             idle.io_per_s,
