@@ -336,8 +336,8 @@ impl<R: Read> ListStream<R> {
         loop {
             match self.splitter.next_item().map_err(StreamError::Decode)? {
                 Next::Item(json) => {
-                    let decoded = super::wire_of::<T>(json)
-                        .map_err(|e| DecodeError::new(T::KIND, e))
+                    let decoded = serde_json::from_slice::<T::Wire<'_>>(json)
+                        .map_err(|e| DecodeError::new(T::KIND, e.to_string()))
                         .and_then(|w| T::from_wire(w, ctx));
                     match decoded {
                         Ok(item) => page.items.push(item),

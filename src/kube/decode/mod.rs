@@ -6,8 +6,6 @@
 //! identical tolerations share one `Rc<[Toleration]>`.
 
 pub mod list_stream;
-mod scan;
-mod selective;
 mod wire;
 
 use std::collections::HashSet;
@@ -15,8 +13,6 @@ use std::fmt;
 use std::rc::Rc;
 
 use serde::Deserialize;
-
-use scan::Scanner;
 
 use crate::model::{
     Autonomy, ConditionStatus, Interner, Lease, Node, NodeCondition, NodeConditionType, Pod,
@@ -158,21 +154,6 @@ pub trait Decode: Sized {
     const KIND: &'static str;
     type Wire<'de>: Deserialize<'de>;
     fn from_wire(wire: Self::Wire<'_>, ctx: &mut DecodeContext) -> Result<Self, DecodeError>;
-
-    /// The wire shape of the value at the scanner, the scanner after it. By default serde reads
-    /// the value's bytes; kinds re-sent whole on every heartbeat read only their members.
-    fn wire_at<'a>(s: &mut Scanner<'a>) -> Result<Self::Wire<'a>, selective::WireError> {
-        let bytes = s.value().map_err(|e| e.to_string())?;
-        serde_json::from_slice(bytes).map_err(|e| e.to_string())
-    }
-}
-
-/// The wire shape of a whole document holding one `T`.
-fn wire_of<T: Decode>(json: &[u8]) -> Result<T::Wire<'_>, selective::WireError> {
-    let mut s = Scanner::new(json);
-    let wire = T::wire_at(&mut s)?;
-    s.end().map_err(|e| e.to_string())?;
-    Ok(wire)
 }
 
 /// A decoded watch event.
@@ -206,7 +187,8 @@ pub struct ListPage<T> {
 
 /// One object (e.g. a live GET of a Lease).
 pub fn decode_object<T: Decode>(json: &[u8], ctx: &mut DecodeContext) -> Result<T, DecodeError> {
-    let wire = wire_of::<T>(json).map_err(|e| DecodeError::new(T::KIND, e))?;
+    let wire: T::Wire<'_> =
+        serde_json::from_slice(json).map_err(|e| DecodeError::new(T::KIND, e.to_string()))?;
     T::from_wire(wire, ctx)
 }
 
@@ -236,64 +218,23 @@ pub fn decode_list<T: Decode>(
     Ok(page)
 }
 
-/// One line of a watch stream: `{"type": ..., "object": ...}`, members in any order.
+/// One line of a watch stream.
 pub fn decode_watch_event<T: Decode>(
     line: &[u8],
     ctx: &mut DecodeContext,
 ) -> Result<WatchEvent<T>, DecodeError> {
-    let bad = |reason: String| DecodeError::new("watch event", reason);
-    let scan = |e: scan::ScanError| bad(e.to_string());
-    let mut s = Scanner::new(line);
-    let mut members = s.object().map_err(scan)?;
-    let mut kind = None;
-    let mut event = None;
-    let mut object_first = None;
-    while let Some(key) = s.next_key(&mut members).map_err(scan)? {
-        match &*key {
-            "type" => kind = Some(s.string().map_err(|e| bad(format!("type: {e}")))?),
-            "object" => match kind.as_deref() {
-                Some(kind) => event = Some(event_at::<T>(kind, &mut s).map_err(bad)?),
-                // Not how the API server writes events: read it once the type is known.
-                None => object_first = Some(s.value().map_err(scan)?),
-            },
-            _ => s.skip_value().map_err(scan)?,
+    match serde_json::from_slice::<wire::Event<'_, T::Wire<'_>>>(line) {
+        Ok(wire::Event::ObjectBeforeType) => {
+            // Not how the API server writes events; parse again the slow way.
+            let loose: wire::LooseEvent<'_> = serde_json::from_slice(line)
+                .map_err(|e| DecodeError::new("watch event", e.to_string()))?;
+            let event = wire::Event::<T::Wire<'_>>::from_loose(&loose)
+                .map_err(|e| DecodeError::new("watch event", e.to_string()))?;
+            convert_event(event, ctx)
         }
+        Ok(event) => convert_event(event, ctx),
+        Err(e) => Err(DecodeError::new("watch event", e.to_string())),
     }
-    s.end().map_err(scan)?;
-    let event = match (event, object_first, kind.as_deref()) {
-        (Some(event), _, _) => event,
-        (None, Some(object), Some(kind)) => {
-            let mut s = Scanner::new(object);
-            event_at::<T>(kind, &mut s).map_err(bad)?
-        }
-        _ => return Err(bad("no type or no object".into())),
-    };
-    convert_event(event, ctx)
-}
-
-/// The wire shape of an event's object, by the event's type.
-fn event_at<'a, T: Decode>(
-    kind: &str,
-    s: &mut Scanner<'a>,
-) -> Result<wire::Event<'a, T::Wire<'a>>, selective::WireError> {
-    let serde_value = |s: &mut Scanner<'a>| -> Result<&'a [u8], selective::WireError> {
-        s.value().map_err(|e| e.to_string())
-    };
-    Ok(match kind {
-        "ADDED" => wire::Event::Added(T::wire_at(s)?),
-        "MODIFIED" => wire::Event::Modified(T::wire_at(s)?),
-        "DELETED" => wire::Event::Deleted(T::wire_at(s)?),
-        "BOOKMARK" => wire::Event::Bookmark(
-            serde_json::from_slice(serde_value(s)?).map_err(|e| e.to_string())?,
-        ),
-        "ERROR" => {
-            wire::Event::Error(serde_json::from_slice(serde_value(s)?).map_err(|e| e.to_string())?)
-        }
-        other => {
-            s.skip_value().map_err(|e| e.to_string())?;
-            wire::Event::Unknown(other.to_string())
-        }
-    })
 }
 
 fn convert_event<T: Decode>(
@@ -317,6 +258,9 @@ fn convert_event<T: Decode>(
                 "watch event",
                 format!("unknown event type {kind:?}"),
             ));
+        }
+        wire::Event::ObjectBeforeType | wire::Event::Missing => {
+            return Err(DecodeError::new("watch event", "no type or no object"));
         }
     })
 }
@@ -383,10 +327,6 @@ fn opt_interned(ctx: &mut DecodeContext, v: &Option<wire::Str<'_>>) -> Option<Rc
 impl Decode for Node {
     const KIND: &'static str = "Node";
     type Wire<'de> = wire::Node<'de>;
-
-    fn wire_at<'a>(s: &mut Scanner<'a>) -> Result<wire::Node<'a>, selective::WireError> {
-        selective::node(s)
-    }
 
     fn from_wire(w: wire::Node<'_>, ctx: &mut DecodeContext) -> Result<Node, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
@@ -514,10 +454,6 @@ fn autonomy(
 impl Decode for Lease {
     const KIND: &'static str = "Lease";
     type Wire<'de> = wire::Lease<'de>;
-
-    fn wire_at<'a>(s: &mut Scanner<'a>) -> Result<wire::Lease<'a>, selective::WireError> {
-        selective::lease(s)
-    }
 
     fn from_wire(w: wire::Lease<'_>, ctx: &mut DecodeContext) -> Result<Lease, DecodeError> {
         let meta = w.metadata.unwrap_or_default();

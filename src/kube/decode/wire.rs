@@ -334,4 +334,107 @@ pub enum Event<'a, W> {
     Bookmark(BookmarkObject<'a>),
     Error(Status),
     Unknown(String),
+    /// `object` came before `type`: the caller re-parses with [`LooseEvent`].
+    ObjectBeforeType,
+    /// No `type` or no `object`.
+    Missing,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+    Unknown,
+}
+
+fn kind_of(s: &str) -> Kind {
+    match s {
+        "ADDED" => Kind::Added,
+        "MODIFIED" => Kind::Modified,
+        "DELETED" => Kind::Deleted,
+        "BOOKMARK" => Kind::Bookmark,
+        "ERROR" => Kind::Error,
+        _ => Kind::Unknown,
+    }
+}
+
+impl<'de, W: Deserialize<'de>> Deserialize<'de> for Event<'de, W> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<W>(PhantomData<W>);
+        impl<'de, W: Deserialize<'de>> Visitor<'de> for V<W> {
+            type Value = Event<'de, W>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a watch event {\"type\": ..., \"object\": ...}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut kind: Option<(Kind, Str<'de>)> = None;
+                let mut event: Option<Event<'de, W>> = None;
+                let mut object_first = false;
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    match &*key.0 {
+                        "type" => {
+                            let t: Str<'de> = map.next_value()?;
+                            kind = Some((kind_of(&t.0), t));
+                        }
+                        "object" => {
+                            event = match &kind {
+                                None => {
+                                    map.next_value::<IgnoredAny>()?;
+                                    object_first = true;
+                                    None
+                                }
+                                Some((k, t)) => Some(match k {
+                                    Kind::Added => Event::Added(map.next_value()?),
+                                    Kind::Modified => Event::Modified(map.next_value()?),
+                                    Kind::Deleted => Event::Deleted(map.next_value()?),
+                                    Kind::Bookmark => Event::Bookmark(map.next_value()?),
+                                    Kind::Error => Event::Error(map.next_value()?),
+                                    Kind::Unknown => {
+                                        map.next_value::<IgnoredAny>()?;
+                                        Event::Unknown(t.0.to_string())
+                                    }
+                                }),
+                            }
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(match (event, object_first, kind) {
+                    (Some(e), _, _) => e,
+                    (None, true, Some(_)) => Event::ObjectBeforeType,
+                    _ => Event::Missing,
+                })
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+/// The slow path for an event whose `object` precedes its `type`.
+#[derive(Deserialize)]
+pub struct LooseEvent<'a> {
+    #[serde(borrow, rename = "type")]
+    pub kind: Option<Str<'a>>,
+    pub object: Option<serde_json::Value>,
+}
+
+impl<'a, W: Deserialize<'a>> Event<'a, W> {
+    pub fn from_loose(loose: &'a LooseEvent<'_>) -> Result<Event<'a, W>, serde_json::Error> {
+        let (Some(t), Some(object)) = (&loose.kind, &loose.object) else {
+            return Ok(Event::Missing);
+        };
+        Ok(match kind_of(&t.0) {
+            Kind::Added => Event::Added(W::deserialize(object)?),
+            Kind::Modified => Event::Modified(W::deserialize(object)?),
+            Kind::Deleted => Event::Deleted(W::deserialize(object)?),
+            Kind::Bookmark => Event::Bookmark(BookmarkObject::deserialize(object)?),
+            Kind::Error => Event::Error(Status::deserialize(object)?),
+            Kind::Unknown => Event::Unknown(t.0.to_string()),
+        })
+    }
 }
