@@ -575,3 +575,31 @@ fn edge_node_keeps_pool_labels_autonomy_and_other_conditions() {
     decode(&mut ctx, r#""node.openyurt.io/autonomy-duration":"soon""#);
     assert_eq!(ctx.bad_fields_logged(), warned_before + 1);
 }
+
+/// Real watch lines from kube-apiserver 1.20 (2,000 nodes loaded by `load.py create`), the
+/// micro-benchmark's input (`examples/decode_cost.rs`): a Node after a kubelet status patch
+/// (6 KB, mostly managedFields and images) and a Lease after a renewal.
+const NODE_HEARTBEAT_EVENT: &str = include_str!("fixtures/watch_node_status_heartbeat.json");
+const LEASE_RENEWAL_EVENT: &str = include_str!("fixtures/watch_lease_renewal.json");
+
+#[test]
+fn real_status_heartbeat_and_lease_renewal_lines_decode_to_the_projections() {
+    let mut ctx = DecodeContext::new();
+    let e = decode_watch_event::<Node>(NODE_HEARTBEAT_EVENT.trim_end().as_bytes(), &mut ctx);
+    let Ok(WatchEvent::Modified(node)) = e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(&*node.name, "node-00007");
+    assert_eq!(&*node.resource_version, "126214");
+    assert_eq!(node.conditions.len(), 4);
+    let ready = node.ready().unwrap();
+    assert_eq!(ready.status, ConditionStatus::True);
+    assert_eq!(ready.last_heartbeat_time, Some(t("2026-11-23T18:23:11Z")));
+    let e = decode_watch_event::<Lease>(LEASE_RENEWAL_EVENT.trim_end().as_bytes(), &mut ctx);
+    let Ok(WatchEvent::Modified(lease)) = e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(&*lease.name, "node-00007");
+    assert_eq!(&*lease.resource_version, "126215");
+    assert_eq!(lease.renew_time, Some(t("2026-11-23T18:23:11.364Z")));
+}
