@@ -27,6 +27,7 @@ use serde::Deserialize;
 
 use super::event_loop::LoopControl;
 use crate::kube::decode::list_stream::ListStream;
+use crate::kube::decode::proto::{self, ContentType};
 use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
 use crate::kube::reflector::{
     Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
@@ -56,6 +57,8 @@ pub struct InformerConfig {
     /// After a read that found events, read the watch again this much later instead of on
     /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
     pub watch_coalesce: Duration,
+    /// What the streamed LIST and the watches ask for.
+    pub content_type: ContentType,
 }
 
 /// What an informer borrows from its owner for one call: the loop (to register its watch socket
@@ -101,6 +104,7 @@ pub struct Informer<T: Watched, S, K> {
     /// The stream stopped at its read budget with bytes left: read on again soon.
     more_to_read: bool,
     watch_coalesce: Duration,
+    content_type: ContentType,
     /// The stream's readiness events are paused: read it on the timer at this time.
     paused_until: Option<Time>,
     /// A LIST page the throttle postponed, and when the client will admit it.
@@ -135,6 +139,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             stream: None,
             more_to_read: false,
             watch_coalesce: config.watch_coalesce,
+            content_type: config.content_type,
             paused_until: None,
             postponed_list: None,
             items: Vec::new(),

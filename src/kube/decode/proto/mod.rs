@@ -8,7 +8,7 @@
 //! by what the peer claims.
 
 pub mod fields;
-// pub mod list;
+pub mod list;
 mod objects;
 
 use std::fmt;
@@ -22,6 +22,34 @@ pub const MAGIC: &[u8; 4] = b"k8s\0";
 
 /// The media type to ask for and the one answers carry (a watch adds `;stream=watch`).
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+/// What the daemon asks the API server for (upstream `--kube-api-content-type`). Either way a
+/// JSON answer is read as JSON: only the LIST from the watch cache and the watch streams are
+/// asked in protobuf; paginated LISTs and unary calls stay JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContentType {
+    #[default]
+    Protobuf,
+    Json,
+}
+
+impl ContentType {
+    /// The Accept header: protobuf first, JSON as the fallback (as client-go asks).
+    pub fn accept(self) -> &'static str {
+        match self {
+            ContentType::Protobuf => "application/vnd.kubernetes.protobuf, application/json",
+            ContentType::Json => "application/json",
+        }
+    }
+
+    /// As written in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContentType::Protobuf => "protobuf",
+            ContentType::Json => "json",
+        }
+    }
+}
 
 /// Whether a Content-Type header names the protobuf media type (parameters ignored).
 pub fn is_protobuf(content_type: &str) -> bool {
