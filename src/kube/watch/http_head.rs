@@ -25,6 +25,8 @@ pub enum BodyFraming {
 pub struct ResponseHead {
     pub status: u16,
     pub framing: BodyFraming,
+    /// `Content-Type: application/vnd.kubernetes.protobuf…`: length-prefixed frames, not lines.
+    pub protobuf: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +107,7 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
         .code
         .ok_or_else(|| HeadError::Malformed("no status code".into()))?;
     let mut chunked = false;
+    let mut protobuf = false;
     let mut length: Option<u64> = None;
     for h in response.headers.iter() {
         if h.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -116,6 +119,9 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
                     return Err(HeadError::UnsupportedTransferEncoding(coding.to_string()));
                 }
             }
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            protobuf =
+                std::str::from_utf8(h.value).is_ok_and(crate::kube::decode::proto::is_protobuf);
         } else if h.name.eq_ignore_ascii_case("content-length") {
             let n = std::str::from_utf8(h.value)
                 .ok()
@@ -139,7 +145,11 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
     } else {
         BodyFraming::UntilClose
     };
-    Ok(ResponseHead { status, framing })
+    Ok(ResponseHead {
+        status,
+        framing,
+        protobuf,
+    })
 }
 
 #[cfg(test)]

@@ -135,7 +135,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             reflector: Reflector::new(config.reflector, seed),
             source,
             timer,
-            watch_options: config.watch,
+            watch_options: WatchOptions {
+                accept: config.content_type.accept(),
+                ..config.watch
+            },
             stream: None,
             more_to_read: false,
             watch_coalesce: config.watch_coalesce,
@@ -303,12 +306,17 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let now = io.lp.now();
         for item in items.drain(..) {
             match item {
-                WatchItem::Event(line) => {
+                WatchItem::Event(_) | WatchItem::Frame(_) => {
                     // The server streams again, in order from our version (a line that closes
                     // the watch sets the flag again below).
                     self.interrupted = false;
                     self.watch_events += 1;
-                    let flow = match decode_watch_event::<T>(&line, io.decode) {
+                    let decoded = match &item {
+                        WatchItem::Frame(frame) => proto::decode_watch_event::<T>(frame, io.decode),
+                        WatchItem::Event(line) => decode_watch_event::<T>(line, io.decode),
+                        _ => continue,
+                    };
+                    let flow = match decoded {
                         Ok(event) => self.reflector.watch_event(now, event, out),
                         Err(e) => {
                             warn!("{} watch: skipping an event: {e}", T::KIND);

@@ -349,6 +349,13 @@ pub fn decode_item<T: ProtoWire>(
     T::from_wire(wire, ctx)
 }
 
+/// A metav1.Status body (a refused request's answer, in protobuf).
+pub fn decode_status(body: &[u8]) -> Result<super::Status, DecodeError> {
+    let bad = |e: ProtoError| DecodeError::new("Status", e.to_string());
+    let (_, raw) = unwrap_envelope(body).map_err(bad)?;
+    objects::status(raw).map_err(bad)
+}
+
 /// One frame of a protobuf watch stream (the 4-byte length already taken off): a
 /// metav1.WatchEvent whose object is a RawExtension holding an enveloped object.
 pub fn decode_watch_event<T: ProtoWire>(
