@@ -92,6 +92,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             Ok((content_type, body)) => {
                 let body: Box<dyn Read> = Box::new(body);
                 let stream = if proto::is_protobuf(&content_type) {
+                    self.protobuf_lists += 1;
                     ListStream::protobuf(body)
                 } else {
                     ListStream::new(body)

@@ -82,6 +82,10 @@ pub struct InformerStats {
     pub watch_bytes: u64,
     /// Watch event lines received (decoded or not).
     pub watch_events: u64,
+    /// Of those, protobuf frames (the server answered the watch in protobuf).
+    pub protobuf_watch_events: u64,
+    /// Watch-cache LISTs the server answered in protobuf.
+    pub protobuf_lists: u64,
     pub list_pages: u64,
     pub list_bytes: u64,
     /// LIST pages postponed by the client throttle or a server's 429.
@@ -115,6 +119,8 @@ pub struct Informer<T: Watched, S, K> {
     batch: usize,
     closed_watch_bytes: u64,
     watch_events: u64,
+    protobuf_watch_events: u64,
+    protobuf_lists: u64,
     list_pages: u64,
     list_bytes: u64,
     throttled_lists: u64,
@@ -148,6 +154,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             items: Vec::new(),
             closed_watch_bytes: 0,
             watch_events: 0,
+            protobuf_watch_events: 0,
+            protobuf_lists: 0,
             list_pages: 0,
             list_bytes: 0,
             throttled_lists: 0,
@@ -200,6 +208,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             reflector: self.reflector.stats(),
             watch_bytes: self.closed_watch_bytes + open_bytes,
             watch_events: self.watch_events,
+            protobuf_watch_events: self.protobuf_watch_events,
+            protobuf_lists: self.protobuf_lists,
             list_pages: self.list_pages,
             list_bytes: self.list_bytes,
             throttled_lists: self.throttled_lists,
@@ -312,7 +322,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     self.interrupted = false;
                     self.watch_events += 1;
                     let decoded = match &item {
-                        WatchItem::Frame(frame) => proto::decode_watch_event::<T>(frame, io.decode),
+                        WatchItem::Frame(frame) => {
+                            self.protobuf_watch_events += 1;
+                            proto::decode_watch_event::<T>(frame, io.decode)
+                        }
                         WatchItem::Event(line) => decode_watch_event::<T>(line, io.decode),
                         _ => continue,
                     };
