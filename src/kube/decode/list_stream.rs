@@ -4,7 +4,8 @@
 //! no pages: hundreds of megabytes for a large cluster's pods. [`ListSplitter`] cuts
 //! `{"kind":…,"metadata":{…},"items":[{…},{…},…]}` into its items as bytes come in, so what is
 //! held is the item being read (plus one read's worth of bytes), never the response; each item
-//! is decoded with the same wire types as a page's (borrowing from the buffer).
+//! is decoded with the same wire types as a page's (borrowing from the buffer). A protobuf
+//! answer is cut the same way by [`super::proto::list::ProtoListSplitter`].
 
 use std::io::Read;
 

@@ -1,4 +1,5 @@
-//! JSON → compact model projections ([`crate::model`]), without ever building a full API object.
+//! JSON or protobuf ([`proto`]) → compact model projections ([`crate::model`]), without ever
+//! building a full API object. Both fill the same wire shapes, so one `from_wire` decides.
 //!
 //! The wire structs mirror only the fields SPEC.md needs; serde skips the rest (no
 //! `deny_unknown_fields`: newer servers add fields). Strings are borrowed from the input where
