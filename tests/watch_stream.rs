@@ -600,6 +600,7 @@ fn stalled_stream_is_caught_by_the_idle_timeout_and_resumed_from_the_last_resour
                     Err(e) => reflector.event_skipped(now, e.to_string()),
                 },
                 WatchItem::Skipped(reason) => reflector.event_skipped(now, reason),
+                WatchItem::Frame(_) => panic!("the simulator answers JSON"),
                 WatchItem::Ended(end) => {
                     ended_at.push((end.clone(), last_byte_at.map(|t| t.elapsed())));
                     reflector.watch_ended(now, &end);

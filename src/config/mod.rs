@@ -10,6 +10,7 @@ mod policies;
 mod raw;
 mod render;
 mod validate;
+use crate::kube::decode::proto::ContentType;
 pub use validate::parse_level;
 use validate::{Validator, flag, is_dns_subdomain};
 mod validate_api;
@@ -102,6 +103,8 @@ pub struct ApiConfig {
     /// server to end it (`timeoutSeconds`) at 70–90 % of this, so a healthy one always speaks
     /// in time.
     pub watch_idle_timeout: Duration,
+    /// What the watch-cache LIST and the watches ask for (upstream `--kube-api-content-type`).
+    pub content_type: ContentType,
 }
 
 /// The three mutually exclusive ways of finding the API server.

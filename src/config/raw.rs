@@ -106,6 +106,7 @@ pub(super) struct RawApi {
     pub burst: Field<i64>,
     pub request_timeout: Field<DurationText>,
     pub watch_idle_timeout: Field<DurationText>,
+    pub content_type: Field<String>,
 }
 
 #[derive(Deserialize, Default)]

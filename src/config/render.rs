@@ -175,6 +175,7 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(api, "burst", Some(a.burst.to_string()));
     put(api, "request_timeout", Some(dur(a.request_timeout)));
     put(api, "watch_idle_timeout", Some(dur(a.watch_idle_timeout)));
+    put(api, "content_type", Some(string(a.content_type.as_str())));
 
     let le = Some("leader_election");
     let l = &c.leader_election;

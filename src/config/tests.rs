@@ -1,3 +1,4 @@
+use crate::kube::decode::proto::ContentType;
 use std::path::Path;
 use std::time::Duration;
 
@@ -48,6 +49,7 @@ fn empty_file_gives_upstream_defaults() {
     assert_eq!(c.api.qps, Rate::per_second(20));
     assert_eq!(c.api.burst, 30);
     assert_eq!(c.api.request_timeout, Duration::from_secs(5));
+    assert_eq!(c.api.content_type, ContentType::Protobuf);
     let le = &c.leader_election;
     assert!(le.enabled);
     assert_eq!(
@@ -185,6 +187,10 @@ fn value_ranges_are_checked() {
         ("[api]\nqps = 0.0", "api.qps: must be greater than 0"),
         ("[api]\nqps = -3.0", "api.qps: must be a finite number >= 0"),
         ("[api]\nburst = 0", "api.burst: must be in 1..=1000000"),
+        (
+            "[api]\ncontent_type = \"yaml\"",
+            "api.content_type: must be \"protobuf\" or \"json\", got \"yaml\"",
+        ),
         (
             "[api]\nserver = \"ftp://x\"",
             "api.server: must be an https://",
@@ -618,4 +624,13 @@ fn fencing_is_off_by_default_and_its_keys_are_validated() {
     assert!(printed.contains("[fencing]\nenabled = true\n"), "{printed}");
     let back = Config::from_str(&printed, Path::new("<printed>")).unwrap();
     assert_eq!(back, c, "{printed}");
+}
+
+/// kube-controller-manager's `--kube-api-content-type`: protobuf unless JSON is asked for.
+#[test]
+fn api_content_type_asks_protobuf_by_default_and_json_on_request() {
+    let c = parse("[api]\ncontent_type = \"json\"\n").unwrap();
+    assert_eq!(c.api.content_type, ContentType::Json);
+    let c = parse("[api]\ncontent_type = \"protobuf\"\n").unwrap();
+    assert_eq!(c.api.content_type, ContentType::Protobuf);
 }

@@ -3,6 +3,7 @@
 
 use super::validate::*;
 use super::*;
+use crate::kube::decode::proto::ContentType;
 
 impl Validator<'_> {
     pub(super) fn api(&self, raw: &RawApi) -> Result<ApiConfig, ConfigError> {
@@ -152,7 +153,22 @@ impl Validator<'_> {
                 }
             },
         };
+        let content_type = match &raw.content_type {
+            None => ContentType::Protobuf,
+            Some(v) => match v.get_ref().as_str() {
+                "protobuf" => ContentType::Protobuf,
+                "json" => ContentType::Json,
+                other => {
+                    return Err(self.error(
+                        Some(v.span()),
+                        "api.content_type",
+                        format!("must be \"protobuf\" or \"json\", got {other:?}"),
+                    ));
+                }
+            },
+        };
         Ok(ApiConfig {
+            content_type,
             source,
             allow_insecure_skip_tls_verify,
             qps,

@@ -356,17 +356,27 @@ impl ApiClient {
     /// `decode::list_stream`). `timeout` bounds the whole call, body included, in place of the
     /// client's per-call timeout: such a body can take seconds to arrive. No size limit: the
     /// caller holds one item at a time and limits that.
+    /// `accept` is sent as the Accept header; the answer's Content-Type comes back with the body
+    /// (a server may answer JSON whatever was asked).
     pub fn get_streamed(
         &mut self,
         path: &str,
         timeout: Duration,
-    ) -> Result<impl Read + use<>, ApiError> {
-        let response = self.call_with(Method::GET, path, None, Some(timeout))?;
-        Ok(response
+        accept: &str,
+    ) -> Result<(String, impl Read + use<>), ApiError> {
+        let response = self.call_with(Method::GET, path, None, Some(timeout), Some(accept))?;
+        let content_type = response
+            .headers()
+            .get("Content-Type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let body = response
             .into_body()
             .into_with_config()
             .limit(u64::MAX)
-            .reader())
+            .reader();
+        Ok((content_type, body))
     }
 
     /// Admits, sends, and turns any non-2xx answer into a typed error.
@@ -376,7 +386,7 @@ impl ApiClient {
         path: &str,
         body: Option<(&str, &[u8])>,
     ) -> Result<Response<Body>, ApiError> {
-        self.call_with(method, path, body, None)
+        self.call_with(method, path, body, None, None)
     }
 
     /// [`ApiClient::call`], with the call's timeout overridden when `timeout` is given.
@@ -386,6 +396,7 @@ impl ApiClient {
         path: &str,
         body: Option<(&str, &[u8])>,
         timeout: Option<Duration>,
+        accept: Option<&str>,
     ) -> Result<Response<Body>, ApiError> {
         let now = (self.clock)();
         let admitted = match self.budget {
@@ -397,6 +408,9 @@ impl ApiClient {
         let label = format!("{method} {path}");
         let url = format!("{}{path}", self.base_url);
         let mut request = Request::builder().method(method).uri(&url);
+        if let Some(accept) = accept {
+            request = request.header("Accept", accept);
+        }
         if let Some(authorization) = self.token.authorization(now) {
             request = request.header("Authorization", authorization);
         }

@@ -82,6 +82,7 @@ pub fn informer_config(api: &ApiConfig, grace: Duration, watch_list: bool) -> In
             ..WatchOptions::default()
         },
         watch_coalesce: WATCH_COALESCE,
+        content_type: api.content_type,
     }
 }
 

@@ -4,11 +4,13 @@
 //! no pages: hundreds of megabytes for a large cluster's pods. [`ListSplitter`] cuts
 //! `{"kind":…,"metadata":{…},"items":[{…},{…},…]}` into its items as bytes come in, so what is
 //! held is the item being read (plus one read's worth of bytes), never the response; each item
-//! is decoded with the same wire types as a page's (borrowing from the buffer).
+//! is decoded with the same wire types as a page's (borrowing from the buffer). A protobuf
+//! answer is cut the same way by [`super::proto::list::ProtoListSplitter`].
 
 use std::io::Read;
 
-use super::{Decode, DecodeContext, DecodeError, ListPage, wire};
+use super::proto::{self, ProtoWire, list::ProtoListSplitter};
+use super::{DecodeContext, DecodeError, ListPage, wire};
 
 /// Largest single item accepted (a Node or Pod is a few KiB; the API server's own limit on an
 /// object is about 1.5 MiB in etcd). Past this the response is refused, not buffered.
@@ -291,21 +293,46 @@ impl std::fmt::Display for StreamError {
     }
 }
 
+/// How the body is encoded, per its Content-Type.
+#[derive(Debug)]
+enum Splitter {
+    Json(ListSplitter),
+    Protobuf(ProtoListSplitter),
+}
+
 /// A LIST body being read from `reader`, a batch of items at a time.
 pub struct ListStream<R> {
     reader: R,
-    splitter: ListSplitter,
+    splitter: Splitter,
     chunk: Vec<u8>,
     bytes: u64,
 }
 
 impl<R: Read> ListStream<R> {
+    /// A JSON body.
     pub fn new(reader: R) -> ListStream<R> {
+        ListStream::with(reader, Splitter::Json(ListSplitter::new()))
+    }
+
+    /// A protobuf body (`application/vnd.kubernetes.protobuf`).
+    pub fn protobuf(reader: R) -> ListStream<R> {
+        ListStream::with(reader, Splitter::Protobuf(ProtoListSplitter::new()))
+    }
+
+    fn with(reader: R, splitter: Splitter) -> ListStream<R> {
         ListStream {
             reader,
-            splitter: ListSplitter::new(),
+            splitter,
             chunk: vec![0; READ_CHUNK],
             bytes: 0,
+        }
+    }
+
+    /// Bytes buffered and not yet consumed.
+    pub fn pending(&self) -> usize {
+        match &self.splitter {
+            Splitter::Json(s) => s.pending(),
+            Splitter::Protobuf(s) => s.pending(),
         }
     }
 
@@ -322,7 +349,7 @@ impl<R: Read> ListStream<R> {
     /// Up to `max` items, reading as needed. The page's `continue_token` is `None` when the list
     /// is complete (its `resource_version` then set), `Some("")` when more items follow in this
     /// same body. Items that cannot be decoded are skipped and reported, as in a page.
-    pub fn next_batch<T: Decode>(
+    pub fn next_batch<T: ProtoWire>(
         &mut self,
         max: usize,
         ctx: &mut DecodeContext,
@@ -334,11 +361,20 @@ impl<R: Read> ListStream<R> {
             skipped: Vec::new(),
         };
         loop {
-            match self.splitter.next_item().map_err(StreamError::Decode)? {
-                Next::Item(json) => {
-                    let decoded = serde_json::from_slice::<T::Wire<'_>>(json)
-                        .map_err(|e| DecodeError::new(T::KIND, e.to_string()))
-                        .and_then(|w| T::from_wire(w, ctx));
+            let is_protobuf = matches!(self.splitter, Splitter::Protobuf(_));
+            let next = match &mut self.splitter {
+                Splitter::Json(s) => s.next_item(),
+                Splitter::Protobuf(s) => s.next_item(),
+            };
+            match next.map_err(StreamError::Decode)? {
+                Next::Item(item) => {
+                    let decoded = if is_protobuf {
+                        proto::decode_item(proto::Reader::new(item, T::KIND), ctx)
+                    } else {
+                        serde_json::from_slice::<T::Wire<'_>>(item)
+                            .map_err(|e| DecodeError::new(T::KIND, e.to_string()))
+                            .and_then(|w| T::from_wire(w, ctx))
+                    };
                     match decoded {
                         Ok(item) => page.items.push(item),
                         Err(e) => page.skipped.push(e),
@@ -348,7 +384,10 @@ impl<R: Read> ListStream<R> {
                     }
                 }
                 Next::End => {
-                    page.resource_version = self.splitter.resource_version().to_string();
+                    page.resource_version = match &self.splitter {
+                        Splitter::Json(s) => s.resource_version().to_string(),
+                        Splitter::Protobuf(s) => s.resource_version().to_string(),
+                    };
                     page.continue_token = None;
                     return Ok(page);
                 }
@@ -360,13 +399,23 @@ impl<R: Read> ListStream<R> {
                         }
                     };
                     if n == 0 {
+                        if let Splitter::Protobuf(s) = &self.splitter {
+                            // A protobuf list has no closing bracket: the body's end is its end.
+                            s.finish().map_err(StreamError::Decode)?;
+                            page.resource_version = s.resource_version().to_string();
+                            page.continue_token = None;
+                            return Ok(page);
+                        }
                         return Err(StreamError::Decode(bad(format!(
                             "the body ended after {} bytes, inside the list",
                             self.bytes
                         ))));
                     }
                     self.bytes += n as u64;
-                    self.splitter.push(&self.chunk[..n]);
+                    match &mut self.splitter {
+                        Splitter::Json(s) => s.push(&self.chunk[..n]),
+                        Splitter::Protobuf(s) => s.push(&self.chunk[..n]),
+                    }
                 }
             }
         }
@@ -465,7 +514,7 @@ mod tests {
         let mut most = 0;
         loop {
             let page = stream.next_batch::<Lease>(1, &mut ctx).unwrap();
-            most = most.max(stream.splitter.pending());
+            most = most.max(stream.pending());
             if page.continue_token.is_none() {
                 break;
             }

@@ -1,4 +1,5 @@
-//! JSON → compact model projections ([`crate::model`]), without ever building a full API object.
+//! JSON or protobuf ([`proto`]) → compact model projections ([`crate::model`]), without ever
+//! building a full API object. Both fill the same wire shapes, so one `from_wire` decides.
 //!
 //! The wire structs mirror only the fields SPEC.md needs; serde skips the rest (no
 //! `deny_unknown_fields`: newer servers add fields). Strings are borrowed from the input where
@@ -6,6 +7,7 @@
 //! identical tolerations share one `Rc<[Toleration]>`.
 
 pub mod list_stream;
+pub mod proto;
 mod wire;
 
 use std::collections::HashSet;
@@ -279,13 +281,13 @@ fn required<'a>(
 fn timestamp(
     what: &'static str,
     field: &'static str,
-    v: &Option<wire::Str<'_>>,
+    v: &Option<wire::Stamp<'_>>,
 ) -> Result<Option<Time>, DecodeError> {
-    match v.as_ref().map(|s| &*s.0) {
-        None | Some("") => Ok(None),
-        Some(s) => Time::parse_rfc3339(s)
-            .map(Some)
-            .ok_or_else(|| DecodeError::new(what, format!("{field}: bad timestamp {s:?}"))),
+    match v {
+        None => Ok(None),
+        Some(s) => s
+            .time()
+            .map_err(|s| DecodeError::new(what, format!("{field}: bad timestamp {s:?}"))),
     }
 }
 
@@ -303,14 +305,15 @@ fn lenient_timestamp(
     what: &'static str,
     name: &str,
     field: &'static str,
-    v: &Option<wire::Str<'_>>,
+    v: &Option<wire::Stamp<'_>>,
 ) -> Option<Time> {
-    match v.as_ref().map(|s| &*s.0) {
-        None | Some("") => None,
-        Some(s) => Time::parse_rfc3339(s).or_else(|| {
-            ctx.bad_field(what, name, field, s);
+    match v.as_ref().map(wire::Stamp::time) {
+        None | Some(Ok(None)) => None,
+        Some(Ok(t)) => t,
+        Some(Err(s)) => {
+            ctx.bad_field(what, name, field, &s);
             None
-        }),
+        }
     }
 }
 
@@ -518,7 +521,7 @@ impl Decode for Pod {
             node_name: opt_interned(ctx, &spec.node_name),
             ready,
             tolerations: ctx.share_tolerations(tolerations),
-            deleting: meta.deletion_timestamp.is_some_and(|d| !d.0.is_empty()),
+            deleting: meta.deletion_timestamp.is_some_and(|d| d.is_set()),
             daemonset_owned,
             disruption_target,
         })

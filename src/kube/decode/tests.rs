@@ -577,7 +577,7 @@ fn edge_node_keeps_pool_labels_autonomy_and_other_conditions() {
 }
 
 /// Real watch lines from kube-apiserver 1.20 (2,000 nodes loaded by `load.py create`), the
-/// micro-benchmark's input (`examples/decode_cost.rs`): a Node after a kubelet status patch
+/// micro-benchmark's input (`examples/decode_floor.rs`): a Node after a kubelet status patch
 /// (6 KB, mostly managedFields and images) and a Lease after a renewal.
 const NODE_HEARTBEAT_EVENT: &str = include_str!("fixtures/watch_node_status_heartbeat.json");
 const LEASE_RENEWAL_EVENT: &str = include_str!("fixtures/watch_lease_renewal.json");

@@ -9,11 +9,53 @@ use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::model::labels;
+use crate::time::Time;
 
 /// A JSON string, borrowed from the input unless it holds escapes.
 #[derive(Deserialize, Debug, Clone, Default, PartialEq, Eq)]
 #[serde(transparent)]
 pub struct Str<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+/// A `metav1.Time` or `MicroTime`: RFC 3339 text in JSON, seconds and nanoseconds in protobuf.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stamp<'a> {
+    Text(Cow<'a, str>),
+    Unix { seconds: i64, nanos: i32 },
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Stamp<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Str::deserialize(d).map(|s| Stamp::Text(s.0))
+    }
+}
+
+impl Stamp<'_> {
+    /// The time, `Ok(None)` when empty, `Err` with the value as shown in logs when unreadable.
+    /// Times before 1970 clamp to the epoch, as [`Time::parse_rfc3339`] does.
+    pub fn time(&self) -> Result<Option<Time>, String> {
+        match self {
+            Stamp::Text(s) if s.is_empty() => Ok(None),
+            Stamp::Text(s) => Time::parse_rfc3339(s)
+                .map(Some)
+                .ok_or_else(|| s.to_string()),
+            Stamp::Unix { seconds, nanos } => {
+                if !(0..1_000_000_000).contains(nanos) {
+                    return Err(format!("{seconds}s {nanos}ns"));
+                }
+                let ms = seconds
+                    .max(&0)
+                    .saturating_mul(1000)
+                    .saturating_add(i64::from(*nanos / 1_000_000));
+                Ok(Some(Time::from_unix_millis(ms as u64)))
+            }
+        }
+    }
+
+    /// Whether a value is present (JSON `""` reads as absent).
+    pub fn is_set(&self) -> bool {
+        !matches!(self, Stamp::Text(s) if s.is_empty())
+    }
+}
 
 pub fn text<'a>(s: &'a Option<Str<'_>>) -> &'a str {
     s.as_ref().map(|s| &*s.0).unwrap_or("")
@@ -31,9 +73,9 @@ pub struct Meta<'a> {
     #[serde(borrow)]
     pub resource_version: Option<Str<'a>>,
     #[serde(borrow)]
-    pub creation_timestamp: Option<Str<'a>>,
+    pub creation_timestamp: Option<Stamp<'a>>,
     #[serde(borrow)]
-    pub deletion_timestamp: Option<Str<'a>>,
+    pub deletion_timestamp: Option<Stamp<'a>>,
     #[serde(borrow)]
     pub labels: Option<KeptLabels<'a>>,
     #[serde(borrow)]
@@ -76,6 +118,12 @@ impl KeyFilter for AutonomyKeys {
 
 /// The entries of a string map whose keys `F` keeps.
 pub struct KeptMap<'a, F>(pub Vec<(Cow<'a, str>, Cow<'a, str>)>, PhantomData<F>);
+
+impl<'a, F> KeptMap<'a, F> {
+    pub fn new(kept: Vec<(Cow<'a, str>, Cow<'a, str>)>) -> Self {
+        KeptMap(kept, PhantomData)
+    }
+}
 
 impl<F> Default for KeptMap<'_, F> {
     fn default() -> Self {
@@ -121,7 +169,7 @@ pub struct NodeMeta<'a> {
     #[serde(borrow)]
     pub resource_version: Option<Str<'a>>,
     #[serde(borrow)]
-    pub creation_timestamp: Option<Str<'a>>,
+    pub creation_timestamp: Option<Stamp<'a>>,
     #[serde(borrow)]
     pub labels: Option<KeptMap<'a, AllLabelKeys>>,
     #[serde(borrow)]
@@ -162,7 +210,7 @@ pub struct Taint<'a> {
     #[serde(borrow)]
     pub effect: Option<Str<'a>>,
     #[serde(borrow)]
-    pub time_added: Option<Str<'a>>,
+    pub time_added: Option<Stamp<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -179,9 +227,9 @@ pub struct NodeCondition<'a> {
     #[serde(borrow)]
     pub status: Option<Str<'a>>,
     #[serde(borrow)]
-    pub last_heartbeat_time: Option<Str<'a>>,
+    pub last_heartbeat_time: Option<Stamp<'a>>,
     #[serde(borrow)]
-    pub last_transition_time: Option<Str<'a>>,
+    pub last_transition_time: Option<Stamp<'a>>,
     #[serde(borrow)]
     pub reason: Option<Str<'a>>,
     #[serde(borrow)]
@@ -200,7 +248,7 @@ pub struct Lease<'a> {
 #[serde(rename_all = "camelCase")]
 pub struct LeaseSpec<'a> {
     #[serde(borrow)]
-    pub renew_time: Option<Str<'a>>,
+    pub renew_time: Option<Stamp<'a>>,
 }
 
 #[derive(Deserialize)]

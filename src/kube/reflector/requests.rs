@@ -5,11 +5,11 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::time::Duration;
 
-use crate::kube::decode::Decode;
+use crate::kube::decode::proto::ProtoWire;
 use crate::model::{Lease, Name, Node, Pod, PodKey};
 
 /// A watched kind: where it lives and how its objects are keyed.
-pub trait Watched: Decode {
+pub trait Watched: ProtoWire {
     type Key: Clone + Eq + Hash + Debug;
     /// Collection path, e.g. `/api/v1/nodes`.
     const COLLECTION: &'static str;

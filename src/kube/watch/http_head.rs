@@ -28,6 +28,8 @@ pub struct ResponseHead {
     /// HTTP/1.1 without `Connection: close`: the connection may carry the next request once
     /// this body has ended (the next watch reuses it instead of a new TCP and TLS handshake).
     pub keep_alive: bool,
+    /// `Content-Type: application/vnd.kubernetes.protobuf…`: length-prefixed frames, not lines.
+    pub protobuf: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,6 +110,7 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
         .code
         .ok_or_else(|| HeadError::Malformed("no status code".into()))?;
     let mut chunked = false;
+    let mut protobuf = false;
     let mut length: Option<u64> = None;
     let mut keep_alive = response.version == Some(1);
     for h in response.headers.iter() {
@@ -128,6 +131,9 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
                     return Err(HeadError::UnsupportedTransferEncoding(coding.to_string()));
                 }
             }
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            protobuf =
+                std::str::from_utf8(h.value).is_ok_and(crate::kube::decode::proto::is_protobuf);
         } else if h.name.eq_ignore_ascii_case("content-length") {
             let n = std::str::from_utf8(h.value)
                 .ok()
@@ -155,6 +161,7 @@ fn parse_head(bytes: &[u8]) -> Result<ResponseHead, HeadError> {
         status,
         framing,
         keep_alive,
+        protobuf,
     })
 }
 

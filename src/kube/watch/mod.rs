@@ -1,10 +1,12 @@
 //! Watch streams polled by the mio loop, never blocking it.
 //!
 //! Layers, each a pure state machine with its own tests: [`http_head`] (status and body framing)
-//! → [`chunked`] (transfer decoding) → [`lines`] (newline-delimited events), joined by
+//! → [`chunked`] (transfer decoding) → [`lines`] (newline-delimited JSON events) or [`frames`]
+//! (length-prefixed protobuf events, per the Content-Type), joined by
 //! [`response`]; [`stream`] is the only part that touches a socket.
 
 pub mod chunked;
+pub mod frames;
 pub mod http_head;
 pub mod lines;
 pub mod response;

@@ -7,6 +7,7 @@
 use std::fmt;
 
 use super::chunked::{ChunkedDecoder, ChunkedError};
+use super::frames::FrameSplitter;
 use super::http_head::{BodyFraming, HeadError, HeadParser, ResponseHead};
 use super::lines::{LineError, LineSplitter};
 
@@ -18,6 +19,8 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 pub enum WatchItem {
     /// One JSON watch event line (`{"type":"ADDED","object":{...}}`), undecoded.
     Event(Vec<u8>),
+    /// One protobuf watch event (a `metav1.WatchEvent`, its length prefix removed), undecoded.
+    Frame(Vec<u8>),
     /// A line that could not be delivered (too long); later events are unaffected.
     Skipped(String),
     /// The stream is over; nothing follows.
@@ -55,14 +58,21 @@ enum Body {
     UntilClose,
 }
 
+/// How a 200 response's body is cut into events, per its Content-Type.
+#[derive(Debug)]
+enum Events {
+    Lines(LineSplitter),
+    Frames(FrameSplitter),
+}
+
 #[derive(Debug)]
 enum State {
     Head(HeadParser),
     Body {
         head: ResponseHead,
         body: Body,
-        /// Lines of a 200 response, or the collected error body otherwise.
-        lines: LineSplitter,
+        /// Events of a 200 response, or the collected error body otherwise.
+        lines: Events,
         error_body: Vec<u8>,
     },
     Ended,
@@ -123,10 +133,15 @@ impl ResponseDecoder {
                     BodyFraming::Length(n) => Body::Length { remaining: n },
                     BodyFraming::UntilClose => Body::UntilClose,
                 };
+                let lines = if head.protobuf {
+                    Events::Frames(FrameSplitter::new(self.max_line))
+                } else {
+                    Events::Lines(LineSplitter::new(self.max_line))
+                };
                 self.state = State::Body {
                     head,
                     body,
-                    lines: LineSplitter::new(self.max_line),
+                    lines,
                     error_body: Vec::new(),
                 };
                 // Even with no byte after the head: a Content-Length of 0 ends the response.
@@ -215,8 +230,16 @@ impl ResponseDecoder {
         }
         if head.status == 200 {
             let mut split = Vec::new();
-            lines.push(data, &mut split);
-            out.extend(split.into_iter().map(line_item));
+            match lines {
+                Events::Lines(lines) => {
+                    lines.push(data, &mut split);
+                    out.extend(split.into_iter().map(line_item));
+                }
+                Events::Frames(frames) => {
+                    frames.push(data, &mut split);
+                    out.extend(split.into_iter().map(frame_item));
+                }
+            }
         } else {
             let room = MAX_ERROR_BODY.saturating_sub(error_body.len());
             error_body.extend_from_slice(&data[..data.len().min(room)]);
@@ -234,10 +257,21 @@ impl ResponseDecoder {
             return;
         };
         let end = if head.status == 200 {
-            if let Some(last) = lines.finish() {
-                out.push(WatchItem::Event(last));
+            match lines {
+                Events::Lines(lines) => {
+                    if let Some(last) = lines.finish() {
+                        out.push(WatchItem::Event(last));
+                    }
+                    StreamEnd::Clean
+                }
+                Events::Frames(frames) => {
+                    if frames.finish() {
+                        StreamEnd::Broken("the watch body ended inside an event".into())
+                    } else {
+                        StreamEnd::Clean
+                    }
+                }
             }
-            StreamEnd::Clean
         } else {
             StreamEnd::Rejected {
                 status: head.status,
@@ -250,6 +284,13 @@ impl ResponseDecoder {
     fn end(&mut self, out: &mut Vec<WatchItem>, end: StreamEnd) {
         self.state = State::Ended;
         out.push(WatchItem::Ended(end));
+    }
+}
+
+fn frame_item(frame: Result<Vec<u8>, LineError>) -> WatchItem {
+    match frame {
+        Ok(f) => WatchItem::Frame(f),
+        Err(e) => WatchItem::Skipped(e.to_string()),
     }
 }
 
@@ -270,6 +311,13 @@ fn chunked_error(e: ChunkedError) -> String {
 
 /// The `message` of a metav1.Status body, else the start of the body as text.
 fn status_message(body: &[u8]) -> String {
+    if body.starts_with(crate::kube::decode::proto::MAGIC) {
+        return match crate::kube::decode::proto::decode_status(body) {
+            Ok(s) if !s.message.is_empty() => s.message,
+            Ok(_) => "(a Status without a message)".into(),
+            Err(e) => e.to_string(),
+        };
+    }
     #[derive(serde::Deserialize)]
     struct Status {
         #[serde(default)]
@@ -298,6 +346,65 @@ mod tests {
 
     const HEAD: &[u8] =
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+    /// kube-apiserver v1.20.2's answer to a protobuf watch from a compacted version: one
+    /// frame, an ERROR event with a 410 Status.
+    const EXPIRED_FRAME: &[u8] = include_bytes!("../decode/fixtures/proto_watch_expired.bin");
+
+    #[test]
+    fn a_protobuf_watch_body_is_cut_into_frames_as_the_content_type_says() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.kubernetes.protobuf;stream=watch\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut body = EXPIRED_FRAME.to_vec();
+        body.extend_from_slice(EXPIRED_FRAME);
+        let mut wire = head.to_vec();
+        encode_chunks(&body, 7, &mut wire);
+        wire.extend_from_slice(b"0\r\n\r\n");
+        let mut d = ResponseDecoder::new(1 << 20);
+        let mut out = Vec::new();
+        for piece in wire.chunks(5) {
+            d.feed(piece, &mut out);
+        }
+        let frame = WatchItem::Frame(EXPIRED_FRAME[4..].to_vec());
+        assert_eq!(
+            out,
+            vec![frame.clone(), frame, WatchItem::Ended(StreamEnd::Clean)]
+        );
+    }
+
+    #[test]
+    fn a_protobuf_watch_body_ending_inside_a_frame_is_broken() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.kubernetes.protobuf;stream=watch\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut wire = head.to_vec();
+        encode_chunks(&EXPIRED_FRAME[..20], 7, &mut wire);
+        wire.extend_from_slice(b"0\r\n\r\n");
+        let mut d = ResponseDecoder::new(1 << 20);
+        let mut out = Vec::new();
+        d.feed(&wire, &mut out);
+        assert!(
+            matches!(&out[..], [WatchItem::Ended(StreamEnd::Broken(_))]),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_in_protobuf_gives_the_status_message() {
+        // The Status envelope inside the frame (after its type and RawExtension headers).
+        let status = &EXPIRED_FRAME[15..];
+        let wire = format!(
+            "HTTP/1.1 410 Gone\r\nContent-Type: application/vnd.kubernetes.protobuf\r\nContent-Length: {}\r\n\r\n",
+            status.len()
+        );
+        let mut wire = wire.into_bytes();
+        wire.extend_from_slice(status);
+        let mut d = ResponseDecoder::new(1 << 20);
+        let mut out = Vec::new();
+        d.feed(&wire, &mut out);
+        let [WatchItem::Ended(StreamEnd::Rejected { status, message })] = &out[..] else {
+            panic!("{out:?}");
+        };
+        assert_eq!(*status, 410);
+        assert!(message.starts_with("too old resource version"), "{message}");
+    }
 
     fn event(i: usize) -> String {
         format!(

@@ -59,6 +59,8 @@ pub struct WatchOptions {
     pub keepalive: Option<Duration>,
     /// Decoded bytes per `on_ready` call before yielding to the loop.
     pub read_budget: usize,
+    /// The Accept header (the response's Content-Type decides how it is read).
+    pub accept: &'static str,
 }
 
 impl Default for WatchOptions {
@@ -68,6 +70,7 @@ impl Default for WatchOptions {
             max_line: DEFAULT_MAX_LINE,
             keepalive: Some(Duration::from_secs(15)),
             read_budget: 256 * 1024,
+            accept: "application/json",
         }
     }
 }
@@ -117,7 +120,7 @@ impl WatchStream {
                 log::debug!("TCP keepalive not enabled on the watch to {addr}: {e}");
             }
         }
-        let request = request_bytes(conn, path_and_query, authorization);
+        let request = request_bytes(conn, path_and_query, authorization, options.accept);
         let (tls, pending) = match conn.scheme {
             Scheme::Http => (None, request),
             Scheme::Https => {
@@ -177,7 +180,7 @@ impl WatchStream {
         if !self.is_reusable() {
             return Err(OpenError("the connection is not idle".into()));
         }
-        let request = request_bytes(conn, path_and_query, authorization);
+        let request = request_bytes(conn, path_and_query, authorization, options.accept);
         match &mut self.tls {
             Some(tls) => tls
                 .writer()
@@ -469,7 +472,12 @@ fn http1_only(config: Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
     Arc::new(own)
 }
 
-fn request_bytes(conn: &Connection, path_and_query: &str, authorization: Option<&str>) -> Vec<u8> {
+fn request_bytes(
+    conn: &Connection,
+    path_and_query: &str,
+    authorization: Option<&str>,
+    accept: &str,
+) -> Vec<u8> {
     let host = if conn.host.contains(':') {
         format!("[{}]", conn.host)
     } else {
@@ -485,11 +493,12 @@ fn request_bytes(conn: &Connection, path_and_query: &str, authorization: Option<
         format!("{host}:{}", conn.port)
     };
     let mut req = format!(
-        "GET {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: node-lifecycled/{}\r\nAccept: application/json\r\n",
+        "GET {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: node-lifecycled/{}\r\nAccept: {}\r\n",
         conn.base_path,
         path_and_query,
         host_header,
-        env!("CARGO_PKG_VERSION")
+        env!("CARGO_PKG_VERSION"),
+        accept.replace(['\r', '\n'], ""),
     );
     if let Some(auth) = authorization {
         // A header value may not span lines: drop anything that would.
@@ -587,6 +596,7 @@ mod tests {
             &c,
             "/api/v1/nodes?watch=true",
             Some("Bearer abc\r\nX: y"),
+            "application/json",
         ))
         .unwrap();
         assert_eq!(
@@ -597,7 +607,7 @@ mod tests {
             )
         );
         let v6 = conn(Scheme::Https, "::1", 443, "");
-        let req = String::from_utf8(request_bytes(&v6, "/x", None)).unwrap();
+        let req = String::from_utf8(request_bytes(&v6, "/x", None, "application/json")).unwrap();
         assert!(req.contains("\r\nHost: [::1]\r\n"), "{req}");
     }
 

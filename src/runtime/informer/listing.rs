@@ -87,13 +87,17 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         out: &mut Vec<Delta<T>>,
     ) {
         let path = request.path_and_query::<T>();
-        match io.client.get_streamed(&path, CACHE_LIST_TIMEOUT) {
-            Ok(body) => {
+        let accept = self.content_type.accept();
+        match io.client.get_streamed(&path, CACHE_LIST_TIMEOUT, accept) {
+            Ok((content_type, body)) => {
                 let body: Box<dyn Read> = Box::new(body);
-                self.cache_list = Some(CacheList {
-                    path,
-                    stream: ListStream::new(body),
-                });
+                let stream = if proto::is_protobuf(&content_type) {
+                    self.protobuf_lists += 1;
+                    ListStream::protobuf(body)
+                } else {
+                    ListStream::new(body)
+                };
+                self.cache_list = Some(CacheList { path, stream });
                 self.read_cache_list(io, out);
             }
             Err(ApiError::Throttled { until }) => {
@@ -141,7 +145,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             return;
         };
         let bytes = list.stream.bytes();
-        // The rest is at most whitespace; reading it keeps the connection reusable.
+        // The rest is at most whitespace (JSON) or nothing (protobuf, read to its end); reading
+        // it keeps the connection reusable.
         let _ = std::io::copy(&mut list.stream.into_reader(), &mut std::io::sink());
         self.list_pages += 1;
         self.reflector.list_page_received(io.lp.now(), page, out);

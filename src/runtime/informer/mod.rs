@@ -26,6 +26,7 @@ use mio::Token;
 
 use super::event_loop::LoopControl;
 use crate::kube::decode::list_stream::ListStream;
+use crate::kube::decode::proto::{self, ContentType};
 use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
 use crate::kube::reflector::{
     Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
@@ -57,6 +58,8 @@ pub struct InformerConfig {
     /// After a read that found events, read the watch again this much later instead of on
     /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
     pub watch_coalesce: Duration,
+    /// What the streamed LIST and the watches ask for.
+    pub content_type: ContentType,
 }
 
 /// What an informer borrows from its owner for one call: the loop (to register its watch socket
@@ -80,6 +83,10 @@ pub struct InformerStats {
     pub watch_bytes: u64,
     /// Watch event lines received (decoded or not).
     pub watch_events: u64,
+    /// Of those, protobuf frames (the server answered the watch in protobuf).
+    pub protobuf_watch_events: u64,
+    /// Watch-cache LISTs the server answered in protobuf.
+    pub protobuf_lists: u64,
     pub list_pages: u64,
     pub list_bytes: u64,
     /// LIST pages postponed by the client throttle or a server's 429.
@@ -110,6 +117,7 @@ pub struct Informer<T: Watched, S, K> {
     /// The stream stopped at its read budget with bytes left: read on again soon.
     more_to_read: bool,
     watch_coalesce: Duration,
+    content_type: ContentType,
     /// The stream's readiness events are paused: read it on the timer at this time.
     paused_until: Option<Time>,
     /// A LIST page the throttle postponed, and when the client will admit it.
@@ -120,6 +128,8 @@ pub struct Informer<T: Watched, S, K> {
     batch: usize,
     closed_watch_bytes: u64,
     watch_events: u64,
+    protobuf_watch_events: u64,
+    protobuf_lists: u64,
     list_pages: u64,
     list_bytes: u64,
     throttled_lists: u64,
@@ -140,18 +150,24 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             reflector: Reflector::new(config.reflector, seed),
             source,
             timer,
-            watch_options: config.watch,
+            watch_options: WatchOptions {
+                accept: config.content_type.accept(),
+                ..config.watch
+            },
             stream: None,
             kept: None,
             last_watch: None,
             kept_connections: 0,
             more_to_read: false,
             watch_coalesce: config.watch_coalesce,
+            content_type: config.content_type,
             paused_until: None,
             postponed_list: None,
             items: Vec::new(),
             closed_watch_bytes: 0,
             watch_events: 0,
+            protobuf_watch_events: 0,
+            protobuf_lists: 0,
             list_pages: 0,
             list_bytes: 0,
             throttled_lists: 0,
@@ -205,6 +221,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             reflector: self.reflector.stats(),
             watch_bytes: self.closed_watch_bytes + open_bytes,
             watch_events: self.watch_events,
+            protobuf_watch_events: self.protobuf_watch_events,
+            protobuf_lists: self.protobuf_lists,
             list_pages: self.list_pages,
             list_bytes: self.list_bytes,
             throttled_lists: self.throttled_lists,
@@ -312,12 +330,20 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let now = io.lp.now();
         for item in items.drain(..) {
             match item {
-                WatchItem::Event(line) => {
+                WatchItem::Event(_) | WatchItem::Frame(_) => {
                     // The server streams again, in order from our version (a line that closes
                     // the watch sets the flag again below).
                     self.interrupted = false;
                     self.watch_events += 1;
-                    let flow = match decode_watch_event::<T>(&line, io.decode) {
+                    let decoded = match &item {
+                        WatchItem::Frame(frame) => {
+                            self.protobuf_watch_events += 1;
+                            proto::decode_watch_event::<T>(frame, io.decode)
+                        }
+                        WatchItem::Event(line) => decode_watch_event::<T>(line, io.decode),
+                        _ => continue,
+                    };
+                    let flow = match decoded {
                         Ok(event) => self.reflector.watch_event(now, event, out),
                         Err(e) => {
                             warn!("{} watch: skipping an event: {e}", T::KIND);

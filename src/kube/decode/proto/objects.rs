@@ -1,0 +1,386 @@
+//! Protobuf messages read into the same wire shapes the JSON path fills, so one conversion
+//! (`Decode::from_wire`) turns both into the model, with the same required and lenient fields.
+//! A repeated occurrence of a singular field replaces the earlier one (the API server never
+//! writes one twice).
+
+use std::borrow::Cow;
+
+use super::fields::*;
+use super::{Field, ProtoError, Reader};
+use crate::kube::decode::wire::{self, KeptMap, KeyFilter, Stamp, Str};
+use crate::kube::decode::{Bookmark, Decode, INITIAL_EVENTS_END};
+use crate::model::{Lease, Node, Pod};
+
+/// A kind readable from protobuf: its message (the bytes inside the envelope or a list item)
+/// into the wire shape.
+pub trait ProtoWire: Decode {
+    fn wire_from_proto(object: Reader<'_>) -> Result<Self::Wire<'_>, ProtoError>;
+}
+
+fn str<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<Str<'a>>, ProtoError> {
+    Ok(Some(Str(Cow::Borrowed(f.str(field)?))))
+}
+
+/// A metav1.Time or MicroTime; an empty message is Go's zero time, which JSON writes as null.
+fn stamp<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<Stamp<'a>>, ProtoError> {
+    let mut r = f.message(field)?;
+    let (mut seconds, mut nanos, mut any) = (0, 0, false);
+    while let Some(t) = r.next_field()? {
+        match t.number {
+            TIME_SECONDS => seconds = t.int64(field)?,
+            TIME_NANOS => nanos = t.int32(field)?,
+            _ => continue,
+        }
+        any = true;
+    }
+    Ok(any.then_some(Stamp::Unix { seconds, nanos }))
+}
+
+/// The entries of a map<string, string> whose keys `F` keeps (the others are not even
+/// checked for UTF-8, as JSON skips them unread).
+fn kept_map<'a, F: KeyFilter>(
+    f: &Field<'a>,
+    field: &'static str,
+    map: &mut Vec<(Cow<'a, str>, Cow<'a, str>)>,
+) -> Result<(), ProtoError> {
+    let mut entry = f.message(field)?;
+    let (mut key, mut value) = ("", "");
+    while let Some(e) = entry.next_field()? {
+        match e.number {
+            MAP_KEY => key = e.str(field)?,
+            MAP_VALUE => value = e.str(field)?,
+            _ => {}
+        }
+    }
+    if F::keep(key) {
+        map.push((Cow::Borrowed(key), Cow::Borrowed(value)));
+    }
+    Ok(())
+}
+
+fn meta(mut r: Reader<'_>) -> Result<wire::Meta<'_>, ProtoError> {
+    let mut m = wire::Meta::default();
+    let mut owners = Vec::new();
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            META_NAME => m.name = str(&f, "metadata.name")?,
+            META_NAMESPACE => m.namespace = str(&f, "metadata.namespace")?,
+            META_UID => m.uid = str(&f, "metadata.uid")?,
+            META_RESOURCE_VERSION => m.resource_version = str(&f, "metadata.resourceVersion")?,
+            META_CREATION_TIMESTAMP => {
+                m.creation_timestamp = stamp(&f, "metadata.creationTimestamp")?
+            }
+            META_DELETION_TIMESTAMP => {
+                m.deletion_timestamp = stamp(&f, "metadata.deletionTimestamp")?
+            }
+            META_OWNER_REFERENCES => {
+                let mut o = f.message("metadata.ownerReferences")?;
+                let mut owner = wire::OwnerReference {
+                    kind: None,
+                    controller: None,
+                };
+                while let Some(g) = o.next_field()? {
+                    match g.number {
+                        OWNER_KIND => owner.kind = str(&g, "metadata.ownerReferences.kind")?,
+                        OWNER_CONTROLLER => {
+                            owner.controller = Some(g.bool("metadata.ownerReferences.controller")?)
+                        }
+                        _ => {}
+                    }
+                }
+                owners.push(owner);
+            }
+            // Labels of pods and leases are not read (the model keeps none of theirs).
+            _ => {}
+        }
+    }
+    m.owner_references = Some(owners);
+    Ok(m)
+}
+
+fn node_meta(mut r: Reader<'_>) -> Result<wire::NodeMeta<'_>, ProtoError> {
+    let mut m = wire::NodeMeta::default();
+    let (mut labels, mut annotations) = (Vec::new(), Vec::new());
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            META_NAME => m.name = str(&f, "metadata.name")?,
+            META_UID => m.uid = str(&f, "metadata.uid")?,
+            META_RESOURCE_VERSION => m.resource_version = str(&f, "metadata.resourceVersion")?,
+            META_CREATION_TIMESTAMP => {
+                m.creation_timestamp = stamp(&f, "metadata.creationTimestamp")?
+            }
+            META_LABELS => kept_map::<wire::AllLabelKeys>(&f, "metadata.labels", &mut labels)?,
+            META_ANNOTATIONS => {
+                kept_map::<wire::AutonomyKeys>(&f, "metadata.annotations", &mut annotations)?
+            }
+            _ => {}
+        }
+    }
+    m.labels = Some(KeptMap::new(labels));
+    m.annotations = Some(KeptMap::new(annotations));
+    Ok(m)
+}
+
+fn node(mut r: Reader<'_>) -> Result<wire::Node<'_>, ProtoError> {
+    let mut n = wire::Node {
+        metadata: None,
+        spec: None,
+        status: None,
+    };
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            OBJECT_METADATA => n.metadata = Some(node_meta(f.message("metadata")?)?),
+            OBJECT_SPEC => n.spec = Some(node_spec(f.message("spec")?)?),
+            OBJECT_STATUS => n.status = Some(node_status(f.message("status")?)?),
+            _ => {}
+        }
+    }
+    Ok(n)
+}
+
+fn node_spec(mut r: Reader<'_>) -> Result<wire::NodeSpec<'_>, ProtoError> {
+    let mut spec = wire::NodeSpec::default();
+    let mut taints = Vec::new();
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            NODE_SPEC_UNSCHEDULABLE => spec.unschedulable = Some(f.bool("spec.unschedulable")?),
+            NODE_SPEC_TAINTS => {
+                let mut t = f.message("spec.taints")?;
+                let mut taint = wire::Taint {
+                    key: None,
+                    value: None,
+                    effect: None,
+                    time_added: None,
+                };
+                while let Some(g) = t.next_field()? {
+                    match g.number {
+                        TAINT_KEY => taint.key = str(&g, "spec.taints.key")?,
+                        TAINT_VALUE => taint.value = str(&g, "spec.taints.value")?,
+                        TAINT_EFFECT => taint.effect = str(&g, "spec.taints.effect")?,
+                        TAINT_TIME_ADDED => taint.time_added = stamp(&g, "spec.taints.timeAdded")?,
+                        _ => {}
+                    }
+                }
+                taints.push(taint);
+            }
+            _ => {}
+        }
+    }
+    spec.taints = Some(taints);
+    Ok(spec)
+}
+
+fn node_status(mut r: Reader<'_>) -> Result<wire::NodeStatus<'_>, ProtoError> {
+    let mut conditions = Vec::new();
+    while let Some(f) = r.next_field()? {
+        if f.number != NODE_STATUS_CONDITIONS {
+            continue;
+        }
+        let mut c = f.message("status.conditions")?;
+        let mut cond = wire::NodeCondition {
+            kind: None,
+            status: None,
+            last_heartbeat_time: None,
+            last_transition_time: None,
+            reason: None,
+            message: None,
+        };
+        while let Some(g) = c.next_field()? {
+            match g.number {
+                CONDITION_TYPE => cond.kind = str(&g, "status.conditions.type")?,
+                CONDITION_STATUS => cond.status = str(&g, "status.conditions.status")?,
+                NODE_CONDITION_LAST_HEARTBEAT_TIME => {
+                    cond.last_heartbeat_time = stamp(&g, "status.conditions.lastHeartbeatTime")?
+                }
+                NODE_CONDITION_LAST_TRANSITION_TIME => {
+                    cond.last_transition_time = stamp(&g, "status.conditions.lastTransitionTime")?
+                }
+                CONDITION_REASON => cond.reason = str(&g, "status.conditions.reason")?,
+                CONDITION_MESSAGE => cond.message = str(&g, "status.conditions.message")?,
+                _ => {}
+            }
+        }
+        conditions.push(cond);
+    }
+    Ok(wire::NodeStatus {
+        conditions: Some(conditions),
+    })
+}
+
+fn lease(mut r: Reader<'_>) -> Result<wire::Lease<'_>, ProtoError> {
+    let mut l = wire::Lease {
+        metadata: None,
+        spec: None,
+    };
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            OBJECT_METADATA => l.metadata = Some(meta(f.message("metadata")?)?),
+            OBJECT_SPEC => {
+                let mut s = f.message("spec")?;
+                let mut spec = wire::LeaseSpec { renew_time: None };
+                while let Some(g) = s.next_field()? {
+                    if g.number == LEASE_SPEC_RENEW_TIME {
+                        spec.renew_time = stamp(&g, "spec.renewTime")?;
+                    }
+                }
+                l.spec = Some(spec);
+            }
+            _ => {}
+        }
+    }
+    Ok(l)
+}
+
+fn pod(mut r: Reader<'_>) -> Result<wire::Pod<'_>, ProtoError> {
+    let mut p = wire::Pod {
+        metadata: None,
+        spec: None,
+        status: None,
+    };
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            OBJECT_METADATA => p.metadata = Some(meta(f.message("metadata")?)?),
+            OBJECT_SPEC => p.spec = Some(pod_spec(f.message("spec")?)?),
+            OBJECT_STATUS => p.status = Some(pod_status(f.message("status")?)?),
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+fn pod_spec(mut r: Reader<'_>) -> Result<wire::PodSpec<'_>, ProtoError> {
+    let mut spec = wire::PodSpec::default();
+    let mut tolerations = Vec::new();
+    while let Some(f) = r.next_field()? {
+        match f.number {
+            POD_SPEC_NODE_NAME => spec.node_name = str(&f, "spec.nodeName")?,
+            POD_SPEC_TOLERATIONS => {
+                let mut t = f.message("spec.tolerations")?;
+                let mut tol = wire::Toleration {
+                    key: None,
+                    operator: None,
+                    value: None,
+                    effect: None,
+                    toleration_seconds: None,
+                };
+                while let Some(g) = t.next_field()? {
+                    match g.number {
+                        TOLERATION_KEY => tol.key = str(&g, "spec.tolerations.key")?,
+                        TOLERATION_OPERATOR => tol.operator = str(&g, "spec.tolerations.operator")?,
+                        TOLERATION_VALUE => tol.value = str(&g, "spec.tolerations.value")?,
+                        TOLERATION_EFFECT => tol.effect = str(&g, "spec.tolerations.effect")?,
+                        TOLERATION_SECONDS => {
+                            tol.toleration_seconds =
+                                Some(g.int64("spec.tolerations.tolerationSeconds")?)
+                        }
+                        _ => {}
+                    }
+                }
+                tolerations.push(tol);
+            }
+            _ => {}
+        }
+    }
+    spec.tolerations = Some(tolerations);
+    Ok(spec)
+}
+
+fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus<'_>, ProtoError> {
+    let mut conditions = Vec::new();
+    while let Some(f) = r.next_field()? {
+        if f.number != POD_STATUS_CONDITIONS {
+            continue;
+        }
+        let mut c = f.message("status.conditions")?;
+        let mut cond = wire::PodCondition {
+            kind: None,
+            status: None,
+            reason: None,
+            message: None,
+        };
+        while let Some(g) = c.next_field()? {
+            match g.number {
+                CONDITION_TYPE => cond.kind = str(&g, "status.conditions.type")?,
+                CONDITION_STATUS => cond.status = str(&g, "status.conditions.status")?,
+                CONDITION_REASON => cond.reason = str(&g, "status.conditions.reason")?,
+                CONDITION_MESSAGE => cond.message = str(&g, "status.conditions.message")?,
+                _ => {}
+            }
+        }
+        conditions.push(cond);
+    }
+    Ok(wire::PodStatus {
+        conditions: Some(conditions),
+    })
+}
+
+impl ProtoWire for Node {
+    fn wire_from_proto(object: Reader<'_>) -> Result<wire::Node<'_>, ProtoError> {
+        node(object)
+    }
+}
+
+impl ProtoWire for Lease {
+    fn wire_from_proto(object: Reader<'_>) -> Result<wire::Lease<'_>, ProtoError> {
+        lease(object)
+    }
+}
+
+impl ProtoWire for Pod {
+    fn wire_from_proto(object: Reader<'_>) -> Result<wire::Pod<'_>, ProtoError> {
+        pod(object)
+    }
+}
+
+/// A BOOKMARK event's object: any kind whose metadata carries only the resourceVersion and
+/// perhaps the initial-events-end annotation.
+pub fn bookmark(mut object: Reader<'_>) -> Result<Bookmark, ProtoError> {
+    let mut b = Bookmark {
+        resource_version: String::new(),
+        initial_events_end: false,
+    };
+    while let Some(f) = object.next_field()? {
+        if f.number != OBJECT_METADATA {
+            continue;
+        }
+        let mut m = f.message("metadata")?;
+        while let Some(g) = m.next_field()? {
+            match g.number {
+                META_RESOURCE_VERSION => {
+                    b.resource_version = g.str("metadata.resourceVersion")?.to_string()
+                }
+                META_ANNOTATIONS => {
+                    let mut kept = Vec::new();
+                    kept_map::<InitialEventsEnd>(&g, "metadata.annotations", &mut kept)?;
+                    if let Some((_, v)) = kept.first() {
+                        b.initial_events_end = v == "true";
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(b)
+}
+
+struct InitialEventsEnd;
+impl KeyFilter for InitialEventsEnd {
+    const EXPECTING: &'static str = "a map of annotations";
+    fn keep(key: &str) -> bool {
+        key == INITIAL_EVENTS_END
+    }
+}
+
+/// An ERROR event's object (metav1.Status).
+pub fn status(mut object: Reader<'_>) -> Result<wire::Status, ProtoError> {
+    let mut s = wire::Status::default();
+    while let Some(f) = object.next_field()? {
+        match f.number {
+            STATUS_CODE => s.code = f.int32("Status.code")?,
+            STATUS_REASON => s.reason = f.str("Status.reason")?.to_string(),
+            STATUS_MESSAGE => s.message = f.str("Status.message")?.to_string(),
+            _ => {}
+        }
+    }
+    Ok(s)
+}

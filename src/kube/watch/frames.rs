@@ -1,0 +1,173 @@
+//! Splits a protobuf watch body (`application/vnd.kubernetes.protobuf;stream=watch`) into its
+//! events: each a 4-byte big-endian length, then that many bytes of `metav1.WatchEvent`.
+//!
+//! The twin of [`super::lines::LineSplitter`] with the same bound: a frame longer than the
+//! limit is reported once and its bytes skipped as they stream past (its length says where the
+//! next one starts), so one bad event costs that event and not the stream.
+
+use super::lines::LineError;
+
+const LENGTH_BYTES: usize = 4;
+
+#[derive(Debug)]
+pub struct FrameSplitter {
+    /// An unfinished frame (its length prefix included) or length prefix.
+    buf: Vec<u8>,
+    max: usize,
+    /// Bytes of an over-long frame still to drop.
+    discarding: u64,
+}
+
+impl FrameSplitter {
+    pub fn new(max_frame: usize) -> FrameSplitter {
+        FrameSplitter {
+            buf: Vec::new(),
+            max: max_frame.max(1),
+            discarding: 0,
+        }
+    }
+
+    /// Appends body bytes; pushes every completed frame (without its length) to `out`. Frames
+    /// that arrive whole are copied once, straight from `bytes`.
+    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Result<Vec<u8>, LineError>>) {
+        loop {
+            if self.discarding > 0 {
+                let n = self.discarding.min(bytes.len() as u64);
+                self.discarding -= n;
+                bytes = &bytes[n as usize..];
+            }
+            if bytes.is_empty() {
+                return;
+            }
+            if self.buf.is_empty() && bytes.len() >= LENGTH_BYTES {
+                // Fast path: whole frames straight from the read.
+                let len = frame_len(&bytes[..LENGTH_BYTES]);
+                if len > self.max as u64 {
+                    out.push(Err(LineError::TooLong { limit: self.max }));
+                    self.discarding = len;
+                    bytes = &bytes[LENGTH_BYTES..];
+                    continue;
+                }
+                let end = LENGTH_BYTES + len as usize;
+                if bytes.len() >= end {
+                    out.push(Ok(bytes[LENGTH_BYTES..end].to_vec()));
+                    bytes = &bytes[end..];
+                    continue;
+                }
+            }
+            // Only an unfinished frame is held back: first its length, then its bytes.
+            if self.buf.len() < LENGTH_BYTES {
+                let take = (LENGTH_BYTES - self.buf.len()).min(bytes.len());
+                self.buf.extend_from_slice(&bytes[..take]);
+                bytes = &bytes[take..];
+                if self.buf.len() < LENGTH_BYTES {
+                    return;
+                }
+                let len = frame_len(&self.buf);
+                if len > self.max as u64 {
+                    out.push(Err(LineError::TooLong { limit: self.max }));
+                    self.discarding = len;
+                    self.buf.clear();
+                    continue;
+                }
+            }
+            let end = LENGTH_BYTES + frame_len(&self.buf) as usize;
+            let take = (end - self.buf.len()).min(bytes.len());
+            self.buf.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.buf.len() < end {
+                return;
+            }
+            out.push(Ok(self.buf[LENGTH_BYTES..].to_vec()));
+            self.buf.clear();
+        }
+    }
+
+    /// At the end of the body: whether it ended inside a frame (which is then lost).
+    pub fn finish(&mut self) -> bool {
+        let inside = !self.buf.is_empty() || self.discarding > 0;
+        self.buf = Vec::new();
+        self.discarding = 0;
+        inside
+    }
+
+    /// Bytes held for an unfinished frame (memory accounting): at most the limit plus 4.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+fn frame_len(prefix: &[u8]) -> u64 {
+    u64::from(u32::from_be_bytes([
+        prefix[0], prefix[1], prefix[2], prefix[3],
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Rng;
+
+    fn framed(events: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for e in events {
+            out.extend((e.len() as u32).to_be_bytes());
+            out.extend_from_slice(e);
+        }
+        out
+    }
+
+    #[test]
+    fn frames_split_at_any_read_boundary_come_out_whole_and_in_order() {
+        let events: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; usize::from(i) * 7]).collect();
+        let refs: Vec<&[u8]> = events.iter().map(Vec::as_slice).collect();
+        let body = framed(&refs);
+        let mut rng = Rng::new(7);
+        for _ in 0..200 {
+            let mut s = FrameSplitter::new(1 << 20);
+            let mut out = Vec::new();
+            let mut at = 0;
+            while at < body.len() {
+                let n = (rng.below(40) as usize + 1).min(body.len() - at);
+                s.push(&body[at..at + n], &mut out);
+                at += n;
+            }
+            let got: Vec<Vec<u8>> = out.into_iter().map(Result::unwrap).collect();
+            assert_eq!(got, events);
+            assert!(!s.finish());
+        }
+    }
+
+    #[test]
+    fn an_over_long_frame_is_reported_once_and_the_next_one_still_arrives() {
+        let big = vec![9u8; 100];
+        let body = framed(&[b"a", &big, b"b"]);
+        for step in [1, 3, 1000] {
+            let mut s = FrameSplitter::new(10);
+            let mut out = Vec::new();
+            for piece in body.chunks(step) {
+                s.push(piece, &mut out);
+                assert!(s.buffered() <= 14);
+            }
+            assert_eq!(
+                out,
+                vec![
+                    Ok(b"a".to_vec()),
+                    Err(LineError::TooLong { limit: 10 }),
+                    Ok(b"b".to_vec())
+                ],
+                "step {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_body_ending_inside_a_frame_says_so() {
+        let body = framed(&[b"abcdef"]);
+        let mut s = FrameSplitter::new(100);
+        let mut out = Vec::new();
+        s.push(&body[..7], &mut out);
+        assert!(out.is_empty());
+        assert!(s.finish());
+    }
+}
