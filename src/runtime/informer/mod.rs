@@ -16,6 +16,12 @@
 //! edge-triggered, so no new readiness event will come for bytes already received, and reading
 //! them all at once would starve the timers; one budget per call, then the timer runs the next
 //! budget after every other due timer has fired.
+//!
+//! A rotated watch (the next watch sent on the connection the last one left idle) is read
+//! lazily: its response head comes a millisecond after the request, and reading it on its own
+//! readiness event would be a wake-up for nothing but the head. Instead the stream is paused
+//! and read at the loop's next wake-up, whatever causes it, at the latest
+//! `rotated_watch_read_within` later (`read_rotated_watch_lazily`).
 
 use std::hash::Hash;
 use std::io::Read;
@@ -57,6 +63,10 @@ pub struct InformerConfig {
     /// After a read that found events, read the watch again this much later instead of on
     /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
     pub watch_coalesce: Duration,
+    /// A watch sent on a kept connection is first read at the loop's next wake-up, or at the
+    /// latest this much later (zero: on its own readiness event, as a new watch). See
+    /// `Informer::read_rotated_watch_lazily`.
+    pub rotated_watch_read_within: Duration,
 }
 
 /// What an informer borrows from its owner for one call: the loop (to register its watch socket
@@ -112,6 +122,10 @@ pub struct Informer<T: Watched, S, K> {
     watch_coalesce: Duration,
     /// The stream's readiness events are paused: read it on the timer at this time.
     paused_until: Option<Time>,
+    rotated_watch_read_within: Duration,
+    /// The pause is a rotated watch's lazy read: `paused_until` is its soft deadline (any
+    /// wake-up after it reads), this its hard one.
+    lazy_read_by: Option<Time>,
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
@@ -148,6 +162,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             more_to_read: false,
             watch_coalesce: config.watch_coalesce,
             paused_until: None,
+            rotated_watch_read_within: config.rotated_watch_read_within,
+            lazy_read_by: None,
             postponed_list: None,
             items: Vec::new(),
             closed_watch_bytes: 0,
@@ -258,6 +274,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let mut items = std::mem::take(&mut self.items);
         self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
+        // The lazy read happened; what follows is the coalescing pause's rule (resumed once
+        // a read finds the socket drained and no trickle).
+        self.lazy_read_by = None;
         let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
@@ -273,12 +292,15 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
         let Some(stream) = &mut self.stream else {
             self.paused_until = None;
+            self.lazy_read_by = None;
             return;
         };
-        if self.watch_coalesce.is_zero() || self.more_to_read {
+        // Without coalescing, a pause is only a rotated watch's lazy read: resumed below.
+        if self.more_to_read || (self.watch_coalesce.is_zero() && self.paused_until.is_none()) {
             return;
         }
-        let trickle = (1..COALESCE_MAX_EVENTS).contains(&found)
+        let trickle = !self.watch_coalesce.is_zero()
+            && (1..COALESCE_MAX_EVENTS).contains(&found)
             && self.reflector.is_synced()
             && !self.reflector.delivering_full_state();
         let next = coalesced_read_at(lp.now(), self.watch_coalesce);
@@ -397,6 +419,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
         self.more_to_read = false;
         self.paused_until = None;
+        self.lazy_read_by = None;
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             self.kept = Some(stream);
@@ -424,6 +447,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
         self.more_to_read = false;
         self.paused_until = None;
+        self.lazy_read_by = None;
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             let token = stream.token();
@@ -496,6 +520,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     self.kept_connections += 1;
                     self.stream = Some(kept);
                     self.reflector.watch_opened(now);
+                    self.read_rotated_watch_lazily(io.lp);
                     return true;
                 }
                 Err(e) => {
@@ -532,6 +557,36 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
     }
 
+    /// A rotation costs one wake-up, the one that read the old watch's end (issue #14): the
+    /// new watch's response head, a millisecond behind its request, is read at the loop's
+    /// next wake-up, whatever causes it, instead of on its own readiness event. The stream is
+    /// paused (deregistered, as the coalescing pause does) and its read is a lazy deadline:
+    /// soft just after this turn, hard `rotated_watch_read_within` later. In a busy daemon the
+    /// next wake-up is a coalesced read at most 50 ms away; in an idle one it is the
+    /// controller's pass. Events that arrive meanwhile wait in the socket and are delivered
+    /// at that read, in order; the stream's idle deadline still runs from the rewatch (a
+    /// frozen server is still caught), and `is_streaming` is unchanged (nothing failed). The
+    /// read drains the socket before re-registering it (`coalesce_after_read`), so the
+    /// registration reports nothing and costs no wake-up. A kept connection the server closed
+    /// is noticed at that read too, and the watch then resent at once.
+    fn read_rotated_watch_lazily(&mut self, lp: &mut LoopControl<S, K>) {
+        if self.rotated_watch_read_within.is_zero() || self.paused_until.is_some() {
+            return;
+        }
+        let Some(stream) = &mut self.stream else {
+            return;
+        };
+        let now = lp.now();
+        match stream.pause(lp.registry()) {
+            Ok(()) => {
+                // Later than this turn's wake-up, so the read is not in this very turn.
+                self.paused_until = Some(now + Duration::from_millis(1));
+                self.lazy_read_by = Some(now + self.rotated_watch_read_within);
+            }
+            Err(e) => debug!("{} watch: read on its readiness events ({e})", T::KIND),
+        }
+    }
+
     /// Arms the timer for the earliest thing the informer waits for.
     fn rearm(&mut self, lp: &mut LoopControl<S, K>) {
         let mut at = (self.more_to_read || self.cache_list.is_some()).then(|| lp.now());
@@ -539,9 +594,17 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         if let Some(stream) = &self.stream {
             earliest(stream.idle_deadline());
         }
-        if let Some(read_at) = self.paused_until {
-            earliest(read_at);
-        }
+        let lazy_read_after = match (self.paused_until, self.lazy_read_by) {
+            (Some(soft), Some(hard)) => {
+                earliest(hard);
+                Some(soft)
+            }
+            (Some(read_at), None) => {
+                earliest(read_at);
+                None
+            }
+            (None, _) => None,
+        };
         match &self.postponed_list {
             Some((_, until)) => earliest(*until),
             None => {
@@ -550,11 +613,10 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                 }
             }
         }
-        match at {
-            Some(at) => {
-                lp.schedule(self.timer.clone(), at);
-            }
-            None => {
+        match (at, lazy_read_after) {
+            (Some(at), Some(soft)) => lp.schedule_lazy(self.timer.clone(), soft, at),
+            (Some(at), None) => lp.schedule(self.timer.clone(), at),
+            (None, _) => {
                 lp.cancel(&self.timer);
             }
         }
