@@ -130,6 +130,8 @@ pub struct Informer<T: Watched, S, K> {
     batch: usize,
     closed_watch_bytes: u64,
     watch_events: u64,
+    /// `watch_events` when the current watch was sent.
+    watch_events_at_open: u64,
     list_pages: u64,
     list_bytes: u64,
     throttled_lists: u64,
@@ -164,6 +166,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             items: Vec::new(),
             closed_watch_bytes: 0,
             watch_events: 0,
+            watch_events_at_open: 0,
             list_pages: 0,
             list_bytes: 0,
             throttled_lists: 0,
@@ -462,6 +465,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let connection = io.connection;
         self.last_watch = Some(request.clone());
+        let predecessor_carried_events = self.watch_events > self.watch_events_at_open;
+        self.watch_events_at_open = self.watch_events;
         if let Some(mut kept) = self.kept.take() {
             let sent = kept.rewatch(
                 connection,
@@ -477,7 +482,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     self.kept_connections += 1;
                     self.stream = Some(kept);
                     self.reflector.watch_opened(now);
-                    self.read_rotated_watch_lazily(io.lp);
+                    self.read_rotated_watch_lazily(io.lp, predecessor_carried_events);
                     return true;
                 }
                 Err(e) => {

@@ -62,27 +62,41 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// new watch's response head, a millisecond behind its request, is read at the loop's
     /// next wake-up, whatever causes it, instead of on its own readiness event. The stream is
     /// paused (deregistered, as the coalescing pause does) and its read is a lazy deadline:
-    /// soft just after this turn, hard `rotated_watch_read_within` later. In a busy daemon the
-    /// next wake-up is a coalesced read at most 50 ms away; in an idle one it is the
-    /// controller's pass. Events that arrive meanwhile wait in the socket and are delivered
-    /// at that read, in order; the stream's idle deadline still runs from the rewatch (a
-    /// frozen server is still caught), and `is_streaming` is unchanged (nothing failed). The
-    /// read drains the socket before re-registering it (`coalesce_after_read`), so the
-    /// registration reports nothing and costs no wake-up. A kept connection the server closed
-    /// is noticed at that read too, and the watch then resent at once.
-    pub(super) fn read_rotated_watch_lazily(&mut self, lp: &mut LoopControl<S, K>) {
+    /// soft just after this turn, hard `rotated_watch_read_within` later (an idle daemon's
+    /// next wake-up is the controller's pass). That is for a quiet watch, whose predecessor
+    /// carried no event in its whole life (21–27 s): one that carried events is read on the
+    /// coalescing grid at the latest (≤ 50 ms, the delay any of its events has anyway), since
+    /// a busy watch's own reads are what wakes the loop (the bench's Lease watch, 500 events/s,
+    /// would otherwise wait for the next executor timer, up to 200 ms away, and its renewals
+    /// be seen that much later). Events that arrive meanwhile wait in the socket and are
+    /// delivered at that read, in order; the stream's idle deadline still runs from the
+    /// rewatch (a frozen server is still caught), and `is_streaming` is unchanged (nothing
+    /// failed). The read drains the socket before re-registering it (`coalesce_after_read`),
+    /// so the registration reports nothing and costs no wake-up. A kept connection the server
+    /// closed is noticed at that read too, and the watch then resent at once.
+    pub(super) fn read_rotated_watch_lazily(
+        &mut self,
+        lp: &mut LoopControl<S, K>,
+        predecessor_carried_events: bool,
+    ) {
         if self.rotated_watch_read_within.is_zero() || self.paused_until.is_some() {
             return;
         }
+        let now = lp.now();
+        let read_by = match predecessor_carried_events {
+            false => now + self.rotated_watch_read_within,
+            // Without coalescing, events are read as they arrive: so is this watch.
+            true if self.watch_coalesce.is_zero() => return,
+            true => coalesced_read_at(now, self.watch_coalesce),
+        };
         let Some(stream) = &mut self.stream else {
             return;
         };
-        let now = lp.now();
         match stream.pause(lp.registry()) {
             Ok(()) => {
                 // Later than this turn's wake-up, so the read is not in this very turn.
                 self.paused_until = Some(now + Duration::from_millis(1));
-                self.lazy_read_by = Some(now + self.rotated_watch_read_within);
+                self.lazy_read_by = Some(read_by);
             }
             Err(e) => debug!("{} watch: read on its readiness events ({e})", T::KIND),
         }
