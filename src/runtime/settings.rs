@@ -95,10 +95,12 @@ pub fn informer_config(
 /// How late a rotated watch's first read may be (see `Informer::read_rotated_watch_lazily`):
 /// the controller's pass fires every `node_monitor_period` and wakes the loop anyway, so an
 /// idle daemon reads the new watch's head then; the margin keeps the informer's own deadline
-/// behind the pass's, so the two do not become a wake-up each. What it delays is at most the
-/// events that arrive right after a rotation of an otherwise silent watch, by one pass: the
-/// controller judges Leases at its passes, so it sees them at the same pass as before or the
-/// next. Taken at start: a reloaded period applies from the next restart.
+/// behind the pass's, so the two do not become a wake-up each. What it delays is only the
+/// events that arrive right after a rotation of a watch that carried none for its whole life
+/// (a busy watch's successor is read on the coalescing grid), by up to one pass: a heartbeat
+/// seen that much later moves its node's deadline as much later, nothing against a grace
+/// period of tens of seconds, and every verdict reads the Lease live first anyway. Taken at
+/// start: a reloaded period applies from the next restart.
 pub fn rotated_watch_read_within(monitor_period: Duration) -> Duration {
     monitor_period + ROTATED_WATCH_READ_MARGIN
 }

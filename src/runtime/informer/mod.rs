@@ -21,7 +21,8 @@
 //! lazily: its response head comes a millisecond after the request, and reading it on its own
 //! readiness event would be a wake-up for nothing but the head. Instead the stream is paused
 //! and read at the loop's next wake-up, whatever causes it, at the latest
-//! `rotated_watch_read_within` later (`read_rotated_watch_lazily`).
+//! `rotated_watch_read_within` later for a quiet watch, on the coalescing grid for one that
+//! carried events (`watch_pause.rs`).
 
 use std::hash::Hash;
 use std::io::Read;
@@ -59,8 +60,9 @@ pub struct InformerConfig {
     /// After a read that found events, read the watch again this much later instead of on
     /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
     pub watch_coalesce: Duration,
-    /// A watch sent on a kept connection is first read at the loop's next wake-up, or at the
-    /// latest this much later (zero: on its own readiness event, as a new watch). See
+    /// A watch sent on a kept connection after a quiet one is first read at the loop's next
+    /// wake-up, or at the latest this much later (zero: on its own readiness event, as a new
+    /// watch). See
     /// `Informer::read_rotated_watch_lazily`.
     pub rotated_watch_read_within: Duration,
 }
