@@ -22,7 +22,7 @@
 //! readiness event would be a wake-up for nothing but the head. Instead the stream is paused
 //! and read at the loop's next wake-up, whatever causes it, at the latest
 //! `rotated_watch_read_within` later for a quiet watch, on the coalescing grid for one that
-//! carried events (`watch_pause.rs`).
+//! had events that recently (`watch_pause.rs`).
 
 use std::hash::Hash;
 use std::io::Read;
@@ -60,9 +60,9 @@ pub struct InformerConfig {
     /// After a read that found events, read the watch again this much later instead of on
     /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
     pub watch_coalesce: Duration,
-    /// A watch sent on a kept connection after a quiet one is first read at the loop's next
-    /// wake-up, or at the latest this much later (zero: on its own readiness event, as a new
-    /// watch). See
+    /// A watch sent on a kept connection, when no event arrived for this long, is first read
+    /// at the loop's next wake-up, or at the latest this much later (zero: on its own
+    /// readiness event, as a new watch). See
     /// `Informer::read_rotated_watch_lazily`.
     pub rotated_watch_read_within: Duration,
 }
@@ -132,8 +132,8 @@ pub struct Informer<T: Watched, S, K> {
     batch: usize,
     closed_watch_bytes: u64,
     watch_events: u64,
-    /// `watch_events` when the current watch was sent.
-    watch_events_at_open: u64,
+    /// When the last watch event line arrived.
+    last_event_at: Option<Time>,
     list_pages: u64,
     list_bytes: u64,
     throttled_lists: u64,
@@ -168,7 +168,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             items: Vec::new(),
             closed_watch_bytes: 0,
             watch_events: 0,
-            watch_events_at_open: 0,
+            last_event_at: None,
             list_pages: 0,
             list_bytes: 0,
             throttled_lists: 0,
@@ -301,6 +301,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     // the watch sets the flag again below).
                     self.interrupted = false;
                     self.watch_events += 1;
+                    self.last_event_at = Some(now);
                     let flow = match decode_watch_event::<T>(&line, io.decode) {
                         Ok(event) => self.reflector.watch_event(now, event, out),
                         Err(e) => {
@@ -467,8 +468,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let connection = io.connection;
         self.last_watch = Some(request.clone());
-        let predecessor_carried_events = self.watch_events > self.watch_events_at_open;
-        self.watch_events_at_open = self.watch_events;
+        let recent_events = self
+            .last_event_at
+            .is_some_and(|at| now.since(at) < self.rotated_watch_read_within);
         if let Some(mut kept) = self.kept.take() {
             let sent = kept.rewatch(
                 connection,
@@ -484,7 +486,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     self.kept_connections += 1;
                     self.stream = Some(kept);
                     self.reflector.watch_opened(now);
-                    self.read_rotated_watch_lazily(io.lp, predecessor_carried_events);
+                    self.read_rotated_watch_lazily(io.lp, recent_events);
                     return true;
                 }
                 Err(e) => {

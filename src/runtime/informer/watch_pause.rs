@@ -63,12 +63,13 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// next wake-up, whatever causes it, instead of on its own readiness event. The stream is
     /// paused (deregistered, as the coalescing pause does) and its read is a lazy deadline:
     /// soft just after this turn, hard `rotated_watch_read_within` later (an idle daemon's
-    /// next wake-up is the controller's pass). That is for a quiet watch, whose predecessor
-    /// carried no event in its whole life (21–27 s): one that carried events is read on the
-    /// coalescing grid at the latest (≤ 50 ms, the delay any of its events has anyway), since
-    /// a busy watch's own reads are what wakes the loop (the bench's Lease watch, 500 events/s,
-    /// would otherwise wait for the next executor timer, up to 200 ms away, and its renewals
-    /// be seen that much later). Events that arrive meanwhile wait in the socket and are
+    /// next wake-up is the controller's pass). That is for a quiet watch, with no event for
+    /// that long: one with events more recent is read on the coalescing grid at the latest
+    /// (≤ 50 ms, the delay any of its events has anyway), since a busy watch's own reads are
+    /// what wakes the loop (the bench's Lease watch, 500 events/s, would otherwise wait for
+    /// the next executor timer, up to 200 ms away, and its renewals be seen that much later).
+    /// "Recent", not "any in the last watch's life": a watch that fell silent (the bench's
+    /// idle phase, a cluster at night) is quiet from the next pass on. Events that arrive meanwhile wait in the socket and are
     /// delivered at that read, in order; the stream's idle deadline still runs from the
     /// rewatch (a frozen server is still caught), and `is_streaming` is unchanged (nothing
     /// failed). The read drains the socket before re-registering it (`coalesce_after_read`),
@@ -77,13 +78,13 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     pub(super) fn read_rotated_watch_lazily(
         &mut self,
         lp: &mut LoopControl<S, K>,
-        predecessor_carried_events: bool,
+        recent_events: bool,
     ) {
         if self.rotated_watch_read_within.is_zero() || self.paused_until.is_some() {
             return;
         }
         let now = lp.now();
-        let read_by = match predecessor_carried_events {
+        let read_by = match recent_events {
             false => now + self.rotated_watch_read_within,
             // Without coalescing, events are read as they arrive: so is this watch.
             true if self.watch_coalesce.is_zero() => return,
