@@ -9,6 +9,15 @@
 //!
 //! Handlers run to completion: a stop request (SIGTERM) is honoured between two handler calls,
 //! which is what "finish the action in hand, then exit" means in a single-threaded loop.
+//!
+//! Lazy timers (`schedule_lazy`, systemd's `AccuracySec`, the kernel's timer slack): a timer
+//! with a soft and a hard deadline fires at the first wake-up at or after `soft`, whatever
+//! woke the loop, and wakes the loop itself only at `hard`; the poll timeout comes from hard
+//! deadlines only. Work that may wait a little but need not be alone in a wake-up of its own
+//! rides one that happens anyway (issue #14: a rotated watch's response head, read at the
+//! next wake-up instead of waking the loop a millisecond after the rotation). "At or after
+//! `soft`" is judged against the time the loop woke, so a lazy timer armed during a turn with
+//! `soft` later than that turn's wake-up never fires in the same turn.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -48,6 +57,8 @@ pub struct LoopControl<S, T> {
     sources: HashMap<Token, S>,
     next_token: usize,
     timers: TimerHeap<T>,
+    /// The soft deadlines of lazy timers; their hard deadline is their entry in `timers`.
+    lazy: TimerHeap<T>,
     clock: Clock,
     stats: LoopStats,
     stop_requested: bool,
@@ -123,21 +134,41 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         self.sources.len()
     }
 
-    /// Arms `timer` for `at`, replacing its previous deadline.
+    /// Arms `timer` for `at`, replacing its previous deadline (a lazy one too).
     pub fn schedule(&mut self, timer: T, at: Time) {
+        self.lazy.cancel(&timer);
         self.timers.schedule(timer, at);
     }
 
     /// Arms `timer` for `after` from now.
     pub fn schedule_in(&mut self, timer: T, after: Duration) {
         let at = self.clock.now() + after;
-        self.timers.schedule(timer, at);
+        self.schedule(timer, at);
     }
 
+    /// Arms `timer` lazily (see the module doc): it fires at the first wake-up at or after
+    /// `soft`, and wakes the loop itself at `hard`. Replaces its previous deadline; a `soft`
+    /// at or after `hard` is a plain deadline at `hard`.
+    pub fn schedule_lazy(&mut self, timer: T, soft: Time, hard: Time) {
+        if soft >= hard {
+            return self.schedule(timer, hard);
+        }
+        self.lazy.schedule(timer.clone(), soft);
+        self.timers.schedule(timer, hard);
+    }
+
+    /// Disarms `timer`; returns its (hard) deadline.
     pub fn cancel(&mut self, timer: &T) -> Option<Time> {
+        self.lazy.cancel(timer);
         self.timers.cancel(timer)
     }
 
+    /// The soft deadline of a lazy timer.
+    pub fn soft_deadline(&self, timer: &T) -> Option<Time> {
+        self.lazy.deadline(timer)
+    }
+
+    /// Every armed timer at its hard deadline.
     pub fn timers(&self) -> &TimerHeap<T> {
         &self.timers
     }
@@ -199,6 +230,7 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
                 sources: HashMap::new(),
                 next_token: 0,
                 timers: TimerHeap::new(),
+                lazy: TimerHeap::new(),
                 clock,
                 stats: LoopStats::default(),
                 stop_requested: false,
@@ -227,6 +259,7 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
                 Err(e) => return Err(e),
             }
             lp.stats.wakeups += 1;
+            let woke_at = lp.clock.now();
             for event in self.events.iter() {
                 if lp.stop_requested {
                     break;
@@ -240,12 +273,23 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
             }
             let now = lp.clock.now();
             // Collected first: a handler re-arming its own timer at `now` runs next turn, not
-            // in an endless loop here.
+            // in an endless loop here. Lazy timers whose soft deadline the wake-up reached go
+            // first: what they read (a watch's events) is then there for the turn's other
+            // timers (the controller's pass).
+            let mut due = lp.lazy.drain_due(woke_at);
+            for (timer, _) in &due {
+                lp.timers.cancel(timer);
+            }
             for (timer, at) in lp.timers.drain_due(now) {
+                lp.lazy.cancel(&timer);
+                due.push((timer, at));
+            }
+            for (timer, at) in due {
                 if lp.stop_requested {
                     // Not fired, so still due: a later `run` (after `resume`) fires it. Dropping
                     // it would silence its owner for good (an informer that never reopens its
                     // watch). A handler that re-armed the key meanwhile keeps its own deadline.
+                    // A lazy one comes back at its soft deadline, passed: it fires at once.
                     lp.timers.schedule_if_absent(timer, at);
                     continue;
                 }
@@ -464,5 +508,122 @@ mod tests {
         lp.run(&mut rec).unwrap();
         assert_eq!(rec.log, ["Pipe(\"loud\")"]);
         assert_eq!(lp.control().stats().io_events, 1);
+    }
+
+    /// Records each timer with the wake-up it fired in and when.
+    #[derive(Default)]
+    struct Fired {
+        log: Vec<(Timer, u64, Time)>,
+        stop_on: Option<Timer>,
+    }
+
+    impl Handler<Kind, Timer> for Fired {
+        fn on_event(&mut self, _: &mut LoopControl<Kind, Timer>, _: Token, _: Kind, _: &Event) {}
+        fn on_timer(&mut self, lp: &mut LoopControl<Kind, Timer>, timer: Timer, now: Time) {
+            self.log.push((timer.clone(), lp.stats().wakeups, now));
+            if self.stop_on.as_ref() == Some(&timer) {
+                lp.stop();
+            }
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// The rotated watch's read (`Lazy`) rides the next wake-up after its soft deadline that
+    /// something else (`Late`, the controller's pass) causes, not a wake-up of its own.
+    #[test]
+    fn a_lazy_timer_fires_on_an_unrelated_wakeup_after_its_soft_deadline() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        let ctl = lp.control();
+        ctl.schedule_lazy(Timer::Rearm, now + ms(20), now + Duration::from_secs(60));
+        ctl.schedule(Timer::Late, now + ms(100));
+        assert_eq!(ctl.timers().next_deadline(), Some(now + ms(100)));
+        let mut fired = Fired {
+            stop_on: Some(Timer::Late),
+            ..Fired::default()
+        };
+        lp.run(&mut fired).unwrap();
+        let order: Vec<(Timer, u64)> = fired.log.iter().map(|(t, w, _)| (t.clone(), *w)).collect();
+        assert_eq!(
+            order,
+            [(Timer::Rearm, 1), (Timer::Late, 1)],
+            "one wake-up, lazy first"
+        );
+        assert!(lp.control().timers().is_empty());
+    }
+
+    #[test]
+    fn a_lazy_timer_never_fires_before_its_soft_deadline() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        let ctl = lp.control();
+        ctl.schedule_lazy(Timer::Rearm, now + ms(150), now + Duration::from_secs(60));
+        ctl.schedule(Timer::Early, now);
+        ctl.schedule(Timer::Late, now + ms(200));
+        let mut fired = Fired {
+            stop_on: Some(Timer::Late),
+            ..Fired::default()
+        };
+        lp.run(&mut fired).unwrap();
+        let timers: Vec<&Timer> = fired.log.iter().map(|(t, _, _)| t).collect();
+        assert_eq!(timers, [&Timer::Early, &Timer::Rearm, &Timer::Late]);
+        let (_, early_wakeup, _) = fired.log[0];
+        let (_, lazy_wakeup, lazy_at) = fired.log[1];
+        assert!(
+            lazy_wakeup > early_wakeup,
+            "not in the wake-up before its soft deadline"
+        );
+        assert!(lazy_at >= now + ms(150), "fired at {lazy_at:?}");
+    }
+
+    #[test]
+    fn a_lazy_timer_alone_wakes_the_loop_only_at_its_hard_deadline() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        lp.control()
+            .schedule_lazy(Timer::Rearm, now + ms(1), now + ms(80));
+        assert_eq!(lp.control().timers().next_deadline(), Some(now + ms(80)));
+        let mut fired = Fired {
+            stop_on: Some(Timer::Rearm),
+            ..Fired::default()
+        };
+        lp.run(&mut fired).unwrap();
+        let (_, wakeup, at) = fired.log[0];
+        assert_eq!(fired.log.len(), 1);
+        assert_eq!(wakeup, 1, "the poll slept until the hard deadline");
+        assert!(at >= now + ms(80), "fired at {at:?}");
+    }
+
+    #[test]
+    fn a_plain_schedule_or_a_cancel_replaces_a_lazy_timer() {
+        let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+        let now = lp.control().now();
+        let ctl = lp.control();
+        ctl.schedule_lazy(Timer::Early, now + ms(1), now + ms(50));
+        assert_eq!(ctl.cancel(&Timer::Early), Some(now + ms(50)));
+        assert!(ctl.timers().is_empty());
+        assert_eq!(ctl.soft_deadline(&Timer::Early), None);
+        // Replaced by a plain deadline: not fired at the wake-up past the old soft deadline.
+        ctl.schedule_lazy(Timer::Rearm, now + ms(1), now + Duration::from_secs(60));
+        ctl.schedule(Timer::Rearm, now + ms(150));
+        assert_eq!(ctl.soft_deadline(&Timer::Rearm), None);
+        ctl.schedule(Timer::Late, now + ms(50));
+        // A lazy deadline replaces a plain one as well; a soft one past the hard is plain.
+        ctl.schedule_lazy(Timer::Early, now + ms(500), now + ms(100));
+        assert_eq!(ctl.soft_deadline(&Timer::Early), None);
+        let mut fired = Fired {
+            stop_on: Some(Timer::Rearm),
+            ..Fired::default()
+        };
+        lp.run(&mut fired).unwrap();
+        let order: Vec<(Timer, u64)> = fired.log.iter().map(|(t, w, _)| (t.clone(), *w)).collect();
+        assert_eq!(
+            order,
+            [(Timer::Late, 1), (Timer::Early, 2), (Timer::Rearm, 3)]
+        );
+        assert!(fired.log[2].2 >= now + ms(150));
     }
 }

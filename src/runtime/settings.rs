@@ -66,8 +66,14 @@ pub fn client_settings(api: &ApiConfig) -> ClientSettings {
 
 /// The informers' reflector and watch settings. `watch_list` comes from probing the server.
 /// Watches ask the server to end them at 70–90 % of the idle timeout (see `ReflectorConfig`).
-/// The reconnect backoff is bounded by the grace period (`watch_backoff_max`).
-pub fn informer_config(api: &ApiConfig, grace: Duration, watch_list: bool) -> InformerConfig {
+/// The reconnect backoff is bounded by the grace period (`watch_backoff_max`); a rotated watch
+/// is read by the next controller pass at the latest (`rotated_watch_read_within`).
+pub fn informer_config(
+    api: &ApiConfig,
+    grace: Duration,
+    monitor_period: Duration,
+    watch_list: bool,
+) -> InformerConfig {
     let defaults = ReflectorConfig::default();
     InformerConfig {
         reflector: ReflectorConfig {
@@ -83,8 +89,25 @@ pub fn informer_config(api: &ApiConfig, grace: Duration, watch_list: bool) -> In
         },
         watch_coalesce: WATCH_COALESCE,
         content_type: api.content_type,
+        rotated_watch_read_within: rotated_watch_read_within(monitor_period),
     }
 }
+
+/// How late a rotated watch's first read may be (see `Informer::read_rotated_watch_lazily`):
+/// the controller's pass fires every `node_monitor_period` and wakes the loop anyway, so an
+/// idle daemon reads the new watch's head then; the margin keeps the informer's own deadline
+/// behind the pass's, so the two do not become a wake-up each. What it delays is only the
+/// events that arrive right after a rotation of a watch that carried none for its whole life
+/// (a busy watch's successor is read on the coalescing grid), by up to one pass: a heartbeat
+/// seen that much later moves its node's deadline as much later, nothing against a grace
+/// period of tens of seconds, and every verdict reads the Lease live first anyway. Taken at
+/// start: a reloaded period applies from the next restart.
+pub fn rotated_watch_read_within(monitor_period: Duration) -> Duration {
+    monitor_period + ROTATED_WATCH_READ_MARGIN
+}
+
+/// See `rotated_watch_read_within`.
+pub const ROTATED_WATCH_READ_MARGIN: Duration = Duration::from_secs(1);
 
 /// client-go's reflector backs off up to 30 s between failed watches; a daemon that deferred
 /// to a watch that long would be blind for most of a 50 s grace period (and for six grace
@@ -124,11 +147,21 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_secs(2));
         assert_eq!(c.qps.map(|q| q.as_f64()), Some(7.0));
         assert_eq!(c.burst, 9);
-        let i = informer_config(&config.api, s.node_monitor_grace_period, true);
+        let i = informer_config(
+            &config.api,
+            s.node_monitor_grace_period,
+            s.node_monitor_period,
+            true,
+        );
         assert_eq!(i.reflector.idle_timeout, Duration::from_secs(2));
         assert_eq!(i.watch.idle_timeout, Duration::from_secs(2));
         assert!(i.reflector.watch_list);
         assert_eq!(i.reflector.backoff_max, Duration::from_millis(600));
+        assert_eq!(
+            i.rotated_watch_read_within,
+            s.node_monitor_period + ROTATED_WATCH_READ_MARGIN,
+            "a rotated watch is read by the next pass"
+        );
     }
 
     #[test]

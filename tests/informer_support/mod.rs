@@ -243,25 +243,68 @@ impl Harness {
         what: &str,
         done: impl FnMut(&mut Harness) -> bool,
     ) -> Duration {
+        self.run(lp, limit, what, Some(Duration::from_millis(10)), done)
+    }
+
+    /// Turns the loop for `window` with no timer of the harness's own but the one that ends
+    /// it: the loop wakes only for the informers and the probe.
+    pub fn run_quietly_for(&mut self, lp: &mut EventLoop<Id, Id>, window: Duration) {
+        self.turn(lp, window, None, |_| false);
+    }
+
+    /// `run_until` without the 10 ms check timer: `done` is evaluated after every handler
+    /// call, and the only timer of the harness's own is the one at `limit`. So the loop wakes
+    /// only for the informers (and the probe): what a test counts wake-ups with.
+    pub fn run_quietly_until(
+        &mut self,
+        lp: &mut EventLoop<Id, Id>,
+        limit: Duration,
+        what: &str,
+        done: impl FnMut(&mut Harness) -> bool,
+    ) -> Duration {
+        self.run(lp, limit, what, None, done)
+    }
+
+    fn run(
+        &mut self,
+        lp: &mut EventLoop<Id, Id>,
+        limit: Duration,
+        what: &str,
+        check_every: Option<Duration>,
+        done: impl FnMut(&mut Harness) -> bool,
+    ) -> Duration {
+        let started = Instant::now();
+        let met = self.turn(lp, limit, check_every, done);
+        assert!(met, "{what}: not within {limit:?}\n{}", self.stats());
+        started.elapsed()
+    }
+
+    /// Turns the loop until `done` holds or `limit` passed; says whether `done` held.
+    fn turn(
+        &mut self,
+        lp: &mut EventLoop<Id, Id>,
+        limit: Duration,
+        check_every: Option<Duration>,
+        done: impl FnMut(&mut Harness) -> bool,
+    ) -> bool {
         let started = Instant::now();
         // This run must not see the stop request that ended the previous one.
         lp.control().resume();
-        let check = lp.control().now();
+        let check = match check_every {
+            Some(_) => lp.control().now(),
+            None => lp.control().now() + limit,
+        };
         lp.control().schedule(Id::Check, check);
         let mut until = Until {
             harness: self,
             done,
             deadline: started + limit,
+            check_every,
             met: false,
         };
         lp.run(&mut until).expect("loop");
         lp.control().cancel(&Id::Check);
-        assert!(
-            until.met,
-            "{what}: not within {limit:?}\n{}",
-            until.harness.stats()
-        );
-        started.elapsed()
+        until.met
     }
 
     fn dispatch_event(&mut self, lp: &mut LoopControl<Id, Id>, token: Token, source: Id) {
@@ -376,6 +419,8 @@ struct Until<'a, F> {
     harness: &'a mut Harness,
     done: F,
     deadline: Instant,
+    /// How often `done` is evaluated besides after each handler call (`None`: only then).
+    check_every: Option<Duration>,
     met: bool,
 }
 
@@ -398,8 +443,13 @@ impl<F: FnMut(&mut Harness) -> bool> Handler<Id, Id> for Until<'_, F> {
 
     fn on_timer(&mut self, lp: &mut LoopControl<Id, Id>, timer: Id, _now: Time) {
         if timer == Id::Check {
-            let next = lp.now() + Duration::from_millis(10);
-            lp.schedule(Id::Check, next);
+            if let Some(every) = self.check_every {
+                let next = lp.now() + every;
+                lp.schedule(Id::Check, next);
+            } else {
+                // The limit: stop even if the clock's milliseconds beat `Instant`'s.
+                lp.stop();
+            }
         } else {
             self.harness.dispatch_timer(lp, timer);
         }

@@ -207,6 +207,7 @@ impl Daemon {
         let informer_config = informer_config(
             &config.api,
             config.node_monitor_grace_period,
+            config.node_monitor_period,
             watch_list == Some(true),
         );
         let informers = Informers::new(&informer_config, seed);

@@ -16,6 +16,13 @@
 //! edge-triggered, so no new readiness event will come for bytes already received, and reading
 //! them all at once would starve the timers; one budget per call, then the timer runs the next
 //! budget after every other due timer has fired.
+//!
+//! A rotated watch (the next watch sent on the connection the last one left idle) is read
+//! lazily: its response head comes a millisecond after the request, and reading it on its own
+//! readiness event would be a wake-up for nothing but the head. Instead the stream is paused
+//! and read at the loop's next wake-up, whatever causes it, at the latest
+//! `rotated_watch_read_within` later for a quiet watch, on the coalescing grid for one that
+//! had events that recently (`watch_pause.rs`).
 
 use std::hash::Hash;
 use std::io::Read;
@@ -38,17 +45,13 @@ use crate::time::Time;
 
 mod listing;
 mod server_version;
+mod watch_pause;
 use listing::CacheList;
 pub use server_version::probe_watch_list;
 
 /// How many reflector steps one call may take: a watch that cannot even be opened is reported
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
 const MAX_STEPS_PER_CALL: usize = 4;
-
-/// A read that found this many events or more is a burst, not a trickle: the watch goes back
-/// to being read on each arrival (each read then carries many events anyway), so a burst is
-/// never held back by the coalescing pause.
-const COALESCE_MAX_EVENTS: usize = 64;
 
 #[derive(Clone, Debug, Default)]
 pub struct InformerConfig {
@@ -60,6 +63,11 @@ pub struct InformerConfig {
     pub watch_coalesce: Duration,
     /// What the streamed LIST and the watches ask for.
     pub content_type: ContentType,
+    /// A watch sent on a kept connection, when no event arrived for this long, is first read
+    /// at the loop's next wake-up, or at the latest this much later (zero: on its own
+    /// readiness event, as a new watch). See
+    /// `Informer::read_rotated_watch_lazily`.
+    pub rotated_watch_read_within: Duration,
 }
 
 /// What an informer borrows from its owner for one call: the loop (to register its watch socket
@@ -120,6 +128,10 @@ pub struct Informer<T: Watched, S, K> {
     content_type: ContentType,
     /// The stream's readiness events are paused: read it on the timer at this time.
     paused_until: Option<Time>,
+    rotated_watch_read_within: Duration,
+    /// The pause is a rotated watch's lazy read: `paused_until` is its soft deadline (any
+    /// wake-up after it reads), this its hard one.
+    lazy_read_by: Option<Time>,
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
@@ -130,6 +142,8 @@ pub struct Informer<T: Watched, S, K> {
     watch_events: u64,
     protobuf_watch_events: u64,
     protobuf_lists: u64,
+    /// When the last watch event (line or frame) arrived.
+    last_event_at: Option<Time>,
     list_pages: u64,
     list_bytes: u64,
     throttled_lists: u64,
@@ -162,12 +176,15 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             watch_coalesce: config.watch_coalesce,
             content_type: config.content_type,
             paused_until: None,
+            rotated_watch_read_within: config.rotated_watch_read_within,
+            lazy_read_by: None,
             postponed_list: None,
             items: Vec::new(),
             closed_watch_bytes: 0,
             watch_events: 0,
             protobuf_watch_events: 0,
             protobuf_lists: 0,
+            last_event_at: None,
             list_pages: 0,
             list_bytes: 0,
             throttled_lists: 0,
@@ -276,46 +293,13 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let mut items = std::mem::take(&mut self.items);
         self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
+        // The lazy read happened; what follows is the coalescing pause's rule (resumed once
+        // a read finds the socket drained and no trickle).
+        self.lazy_read_by = None;
         let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
         self.coalesce_after_read(io.lp, found);
-    }
-
-    /// Reads events that arrive close together in one wake-up (issue #14: a wake-up per Lease
-    /// renewal cost more than the renewal). After a read that found a few events, the stream's
-    /// readiness events are paused and it is read again `watch_coalesce` later; a read that
-    /// finds nothing, or a burst, resumes them, so a quiet watch costs no timer, its first
-    /// event is read at once, and a burst or a full state flows at the socket's pace. An event
-    /// is seen at most `watch_coalesce` late. Paused watches share the same read times.
-    fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
-        let Some(stream) = &mut self.stream else {
-            self.paused_until = None;
-            return;
-        };
-        if self.watch_coalesce.is_zero() || self.more_to_read {
-            return;
-        }
-        let trickle = (1..COALESCE_MAX_EVENTS).contains(&found)
-            && self.reflector.is_synced()
-            && !self.reflector.delivering_full_state();
-        let next = coalesced_read_at(lp.now(), self.watch_coalesce);
-        match (trickle, self.paused_until.is_some()) {
-            (true, false) => match stream.pause(lp.registry()) {
-                Ok(()) => self.paused_until = Some(next),
-                Err(e) => debug!("{} watch: not paused ({e})", T::KIND),
-            },
-            (true, true) => self.paused_until = Some(next),
-            (false, true) => match stream.resume(lp.registry()) {
-                Ok(()) => self.paused_until = None,
-                Err(e) => {
-                    // No readiness events for it: keep reading it on the timer.
-                    debug!("{} watch: not resumed ({e})", T::KIND);
-                    self.paused_until = Some(next);
-                }
-            },
-            (false, false) => {}
-        }
     }
 
     /// Feeds the stream's items to the reflector; closes the stream when it ended or the
@@ -335,6 +319,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     // the watch sets the flag again below).
                     self.interrupted = false;
                     self.watch_events += 1;
+                    self.last_event_at = Some(now);
                     let decoded = match &item {
                         WatchItem::Frame(frame) => {
                             self.protobuf_watch_events += 1;
@@ -423,6 +408,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
         self.more_to_read = false;
         self.paused_until = None;
+        self.lazy_read_by = None;
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             self.kept = Some(stream);
@@ -450,6 +436,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
         self.more_to_read = false;
         self.paused_until = None;
+        self.lazy_read_by = None;
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             let token = stream.token();
@@ -507,6 +494,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let connection = io.connection;
         self.last_watch = Some(request.clone());
+        let recent_events = self
+            .last_event_at
+            .is_some_and(|at| now.since(at) < self.rotated_watch_read_within);
         if let Some(mut kept) = self.kept.take() {
             let sent = kept.rewatch(
                 connection,
@@ -522,6 +512,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     self.kept_connections += 1;
                     self.stream = Some(kept);
                     self.reflector.watch_opened(now);
+                    self.read_rotated_watch_lazily(io.lp, recent_events);
                     return true;
                 }
                 Err(e) => {
@@ -565,9 +556,17 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         if let Some(stream) = &self.stream {
             earliest(stream.idle_deadline());
         }
-        if let Some(read_at) = self.paused_until {
-            earliest(read_at);
-        }
+        let lazy_read_after = match (self.paused_until, self.lazy_read_by) {
+            (Some(soft), Some(hard)) => {
+                earliest(hard);
+                Some(soft)
+            }
+            (Some(read_at), None) => {
+                earliest(read_at);
+                None
+            }
+            (None, _) => None,
+        };
         match &self.postponed_list {
             Some((_, until)) => earliest(*until),
             None => {
@@ -576,38 +575,12 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                 }
             }
         }
-        match at {
-            Some(at) => {
-                lp.schedule(self.timer.clone(), at);
-            }
-            None => {
+        match (at, lazy_read_after) {
+            (Some(at), Some(soft)) => lp.schedule_lazy(self.timer.clone(), soft, at),
+            (Some(at), None) => lp.schedule(self.timer.clone(), at),
+            (None, _) => {
                 lp.cancel(&self.timer);
             }
         }
-    }
-}
-
-/// When a paused watch is read again: the next multiple of `coalesce` since the epoch, so
-/// within `coalesce` of `now` and the same instant for every informer — the Lease and Node
-/// watches, both paused, are read in one wake-up instead of two (issue #14).
-fn coalesced_read_at(now: Time, coalesce: Duration) -> Time {
-    let period = crate::time::duration_millis(coalesce).max(1);
-    Time::from_unix_millis((now.as_unix_millis() / period + 1) * period)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paused_watches_are_read_on_one_shared_grid_never_later_than_the_coalescing_period() {
-        let period = Duration::from_millis(50);
-        for now_ms in [1_000_000u64, 1_000_001, 1_000_037, 1_000_049] {
-            let at = coalesced_read_at(Time::from_unix_millis(now_ms), period);
-            assert_eq!(at, Time::from_unix_millis(1_000_050), "now {now_ms}");
-        }
-        // Exactly on the grid: the next point, not now (the read just happened).
-        let at = coalesced_read_at(Time::from_unix_millis(1_000_050), period);
-        assert_eq!(at, Time::from_unix_millis(1_000_100));
     }
 }
