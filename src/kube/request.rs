@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use crate::kube::body::to_json;
 
@@ -175,29 +175,42 @@ pub fn node_labels_patch(labels: &[(crate::model::Name, crate::model::Name)]) ->
 
 /// Strategic-merge patch of `metadata.annotations` (`null` removes a key) and, with `taints`,
 /// the FULL `spec.taints`, guarded by the resourceVersion: the taint and the record that we
-/// added it land together or not at all. Built as a JSON value rather than from k8s-openapi's
-/// `ObjectMeta`: its annotations are a `BTreeMap<String, String>`, which cannot carry the `null`
-/// that tells the server to remove a key (the taints inside are k8s-openapi types).
+/// added it land together or not at all. Its own typed body rather than k8s-openapi's
+/// `ObjectMeta`: those annotations are a `BTreeMap<String, String>`, which cannot carry the
+/// `null` that tells the server to remove a key (the taints inside are k8s-openapi types).
 pub fn node_annotations_patch(
     resource_version: &str,
     annotations: &[(&'static str, Option<String>)],
     taints: Option<&[Taint]>,
 ) -> Value {
-    let mut notes = Map::new();
-    for (k, v) in annotations {
-        notes.insert(
-            (*k).to_string(),
-            v.as_ref().map_or(Value::Null, |v| Value::String(v.clone())),
-        );
+    #[derive(Serialize)]
+    struct Patch<'a> {
+        metadata: Metadata<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        spec: Option<Spec>,
     }
-    let mut patch = serde_json::json!({
-        "metadata": {"resourceVersion": resource_version, "annotations": notes},
-    });
-    if let Some(taints) = taints {
-        let taints: Vec<core::Taint> = taints.iter().map(k8s_taint).collect();
-        patch["spec"] = serde_json::json!({ "taints": taints });
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Metadata<'a> {
+        resource_version: &'a str,
+        annotations: BTreeMap<&'static str, Option<&'a str>>,
     }
-    patch
+    #[derive(Serialize)]
+    struct Spec {
+        taints: Vec<core::Taint>,
+    }
+    to_json(&Patch {
+        metadata: Metadata {
+            resource_version,
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| (*k, v.as_deref()))
+                .collect(),
+        },
+        spec: taints.map(|taints| Spec {
+            taints: taints.iter().map(k8s_taint).collect(),
+        }),
+    })
 }
 
 fn pod_status_patch(uid: &str, status: core::PodStatus) -> Value {
