@@ -458,6 +458,86 @@ mod tls {
         );
     }
 
+    /// Issue #14: a wake-up's worth of small TLS records (the API server writes each event as
+    /// its own record) is taken from the socket in one large read and handed to rustls from
+    /// memory, not in rustls' own 4 KiB socket reads: 60 renewals of 0.8 KB, about 48 KB with
+    /// the TLS framing (before: 12 reads and more, then the one that would block).
+    #[test]
+    fn a_burst_of_small_tls_records_is_read_from_the_socket_in_one_large_read() {
+        let (server_config, client_config) = configs();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (go_tx, go) = mpsc::channel::<()>();
+        let burst: Vec<String> = (0..60)
+            .map(|rv| {
+                let pad = "x".repeat(250);
+                lease_event("MODIFIED", &format!("node-{rv:03}-{pad}"), rv + 2)
+            })
+            .collect();
+        let sent = burst.clone();
+        let server = thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            let conn = rustls::ServerConnection::new(server_config).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, tcp);
+            read_request(&mut tls);
+            tls.write_all(HEAD.as_bytes()).unwrap();
+            tls.write_all(&chunk(&lease_event("ADDED", "a", 1)))
+                .unwrap();
+            tls.flush().unwrap();
+            go.recv().unwrap();
+            for e in &sent {
+                // One record per event, as the API server's writes come.
+                tls.write_all(&chunk(e)).unwrap();
+                tls.flush().unwrap();
+            }
+            tls.write_all(b"0\r\n\r\n").unwrap();
+            tls.conn.send_close_notify();
+            tls.flush().unwrap();
+            // The FIN follows every byte: once the client sees it, all of them are there.
+            tls.sock.shutdown(std::net::Shutdown::Write).unwrap();
+            tls.sock
+        });
+        let clock = Clock::new();
+        let mut poll = Poll::new().unwrap();
+        let mut stream = WatchStream::open(
+            &https(port, client_config),
+            "/w",
+            None,
+            poll.registry(),
+            TOKEN,
+            clock.now(),
+            &WatchOptions::default(),
+        )
+        .unwrap();
+        // The handshake, the head and the first event, read as they come.
+        let mut events = Events::with_capacity(16);
+        let mut out = Vec::new();
+        let started = Instant::now();
+        while event_lines(&out).is_empty() {
+            assert!(started.elapsed() < SAFETY, "no first event");
+            poll.poll(&mut events, Some(Duration::from_millis(100)))
+                .unwrap();
+            while stream.on_ready(clock.now(), &mut out) == Drain::MoreToRead {}
+        }
+        let reads_before = stream.socket_reads();
+        go_tx.send(()).unwrap();
+        // Not read until every byte of the burst has arrived.
+        let mut closed = false;
+        while !closed {
+            assert!(started.elapsed() < SAFETY, "the burst never arrived");
+            poll.poll(&mut events, Some(Duration::from_millis(100)))
+                .unwrap();
+            closed = events.iter().any(|e| e.is_read_closed());
+        }
+        let mut burst_out = Vec::new();
+        assert_eq!(stream.on_ready(clock.now(), &mut burst_out), Drain::Done);
+        assert_eq!(event_lines(&burst_out), burst);
+        assert_eq!(burst_out.last(), Some(&WatchItem::Ended(StreamEnd::Clean)));
+        let reads = stream.socket_reads() - reads_before;
+        assert_eq!(reads, 1, "48 KB of records in one socket read");
+        drop(server.join().unwrap());
+    }
+
     #[test]
     fn tls_shutdown_without_close_notify_is_a_broken_stream_after_its_events() {
         let events = vec![

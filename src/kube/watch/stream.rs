@@ -15,7 +15,7 @@
 //! no TCP connect, no TLS handshake, and one wake-up (the response head) besides the one that
 //! read the end (issue #14: a new connection cost 3–4 wake-ups and a handshake per rotation).
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,7 +88,16 @@ pub struct WatchStream {
     ended: bool,
     bytes_received: u64,
     read_budget: usize,
+    /// What a socket read fills. Over TLS, ciphertext not yet handed to rustls is
+    /// `buf[wire_at..wire_end]`: rustls reads at most 4 KiB per `read_tls` from a socket, so
+    /// the socket is read here in large reads and rustls fed from memory (a copy, not a
+    /// syscall); the plaintext is decoded where rustls holds it.
     buf: Vec<u8>,
+    wire_at: usize,
+    wire_end: usize,
+    /// `read` calls on the socket, `WouldBlock` answers included (the mechanism tests count
+    /// them).
+    socket_reads: u64,
     /// Readiness events are off ([`WatchStream::pause`]).
     paused: bool,
     /// This watch was sent on the previous watch's connection, and no byte of its answer has
@@ -154,6 +163,9 @@ impl WatchStream {
             bytes_received: 0,
             read_budget: options.read_budget.max(1),
             buf: vec![0; READ_CHUNK],
+            wire_at: 0,
+            wire_end: 0,
+            socket_reads: 0,
             paused: false,
             awaiting_reused: false,
         })
@@ -221,6 +233,11 @@ impl WatchStream {
 
     pub fn bytes_received(&self) -> u64 {
         self.bytes_received
+    }
+
+    /// `read` calls made on the socket so far, those answered `WouldBlock` included.
+    pub fn socket_reads(&self) -> u64 {
+        self.socket_reads
     }
 
     /// When the stream is presumed dead if no byte arrives before.
@@ -359,6 +376,7 @@ impl WatchStream {
     fn read_plain(&mut self, now: Time, out: &mut Vec<WatchItem>) -> Result<Drain, StreamEnd> {
         let mut delivered = 0;
         loop {
+            self.socket_reads += 1;
             match self.socket.read(&mut self.buf) {
                 Ok(0) => {
                     self.decoder.eof(out);
@@ -393,16 +411,20 @@ impl WatchStream {
         loop {
             // Drain every plaintext byte rustls holds first: edge-triggered, nothing will
             // remind us, and rustls refuses more TLS records while its plaintext buffer is full.
+            // Decoded where rustls holds it (`fill_buf`), without a copy.
             loop {
-                match tls.reader().read(&mut self.buf) {
-                    Ok(0) => {
+                let mut reader = tls.reader();
+                match reader.fill_buf() {
+                    Ok([]) => {
                         // close_notify: the server closed the connection properly.
                         self.decoder.eof(out);
                         return Ok(Drain::Done);
                     }
-                    Ok(n) => {
+                    Ok(plaintext) => {
+                        let n = plaintext.len();
                         self.awaiting_reused = false;
-                        self.decoder.feed(&self.buf[..n], out);
+                        self.decoder.feed(plaintext, out);
+                        reader.consume(n);
                         if self.decoder.is_ended() {
                             return Ok(Drain::Done);
                         }
@@ -435,15 +457,30 @@ impl WatchStream {
                     "connection closed without TLS close_notify".into(),
                 ));
             }
-            match tls.read_tls(&mut self.socket) {
-                Ok(0) => tcp_eof = true,
-                Ok(n) => {
-                    self.last_activity = now;
-                    self.bytes_received += n as u64;
+            if self.wire_at == self.wire_end {
+                // One large read instead of one per 4 KiB (issue #14), until it would block.
+                self.socket_reads += 1;
+                match self.socket.read(&mut self.buf) {
+                    Ok(0) => {
+                        tcp_eof = true;
+                        continue;
+                    }
+                    Ok(n) => {
+                        (self.wire_at, self.wire_end) = (0, n);
+                        self.last_activity = now;
+                        self.bytes_received += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drain::Done),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(StreamEnd::Broken(format!("read: {e}"))),
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drain::Done),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(StreamEnd::Broken(format!("read: {e}"))),
+            }
+            // From memory: rustls takes what its deframer has room for; the rest waits here
+            // for the next round of this loop (or the next call, after a full budget).
+            let mut wire = &self.buf[self.wire_at..self.wire_end];
+            match tls.read_tls(&mut wire) {
+                Ok(n) => self.wire_at += n,
+                Err(e) => return Err(StreamEnd::Broken(format!("TLS read: {e}"))),
             }
             if let Err(e) = tls.process_new_packets() {
                 // Send the alert rustls queued, best effort.
