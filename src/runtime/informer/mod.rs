@@ -48,6 +48,7 @@ mod server_version;
 mod watch_pause;
 use listing::CacheList;
 pub use server_version::probe_watch_list;
+use watch_pause::CoalescePeriod;
 
 /// How many reflector steps one call may take: a watch that cannot even be opened is reported
 /// as ended and the reflector is asked again (it then answers with a backoff wait).
@@ -125,6 +126,9 @@ pub struct Informer<T: Watched, S, K> {
     /// The stream stopped at its read budget with bytes left: read on again soon.
     more_to_read: bool,
     watch_coalesce: Duration,
+    /// The coalescing period in use: `watch_coalesce` times a power of two, by how many
+    /// events a read finds (see `watch_pause.rs`).
+    coalesce: CoalescePeriod,
     content_type: ContentType,
     /// The stream's readiness events are paused: read it on the timer at this time.
     paused_until: Option<Time>,
@@ -174,6 +178,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             kept_connections: 0,
             more_to_read: false,
             watch_coalesce: config.watch_coalesce,
+            coalesce: CoalescePeriod::default(),
             content_type: config.content_type,
             paused_until: None,
             rotated_watch_read_within: config.rotated_watch_read_within,

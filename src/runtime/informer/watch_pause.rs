@@ -18,13 +18,65 @@ use crate::time::Time;
 /// never held back by the coalescing pause.
 const COALESCE_MAX_EVENTS: usize = 64;
 
+/// The coalescing period widens (doubles) while reads find fewer events than this on
+/// average: each read is a wake-up with a fixed cost (epoll, timers, TLS records, cold
+/// caches: about half of the daemon's CPU per event at 2,000 nodes, issue #14), so a trickle
+/// is read less often, up to `MAX_WIDENING` times the configured period.
+const FEW_EVENTS_PER_READ: f32 = 12.0;
+/// … and narrows (halves) back towards the configured period while reads find more than this:
+/// a busy watch pays its wake-ups with many events each and is read on the configured grid.
+/// More than twice `FEW_EVENTS_PER_READ`, so a doubling lands between the two and stays.
+const MANY_EVENTS_PER_READ: f32 = 30.0;
+/// The widest period, as a power of two times the configured one (50 ms → 200 ms).
+const MAX_WIDENING: u32 = 2;
+
+/// The coalescing period of one informer: the configured period times 2^`widening`, chosen by
+/// a moving average of the events per read (each read counts a quarter).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct CoalescePeriod {
+    widening: u32,
+    /// `None` until the first read of a pause.
+    events_per_read: Option<f32>,
+}
+
+impl CoalescePeriod {
+    /// After a read on the grid that found `found` events (1 to 63: the stream stays paused).
+    pub(super) fn after_read(&mut self, found: usize) {
+        let found = found as f32;
+        let avg = self
+            .events_per_read
+            .map_or(found, |avg| avg + (found - avg) / 4.0);
+        if avg < FEW_EVENTS_PER_READ && self.widening < MAX_WIDENING {
+            self.widening += 1;
+            // The next reads find twice as many: start the average there.
+            self.events_per_read = Some(avg * 2.0);
+        } else if avg > MANY_EVENTS_PER_READ && self.widening > 0 {
+            self.widening -= 1;
+            self.events_per_read = Some(avg / 2.0);
+        } else {
+            self.events_per_read = Some(avg);
+        }
+    }
+
+    /// The stream is read on its readiness events again: the next pause starts afresh.
+    pub(super) fn reset(&mut self) {
+        *self = CoalescePeriod::default();
+    }
+
+    pub(super) fn period(&self, configured: Duration) -> Duration {
+        configured * (1 << self.widening)
+    }
+}
+
 impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// Reads events that arrive close together in one wake-up (issue #14: a wake-up per Lease
     /// renewal cost more than the renewal). After a read that found a few events, the stream's
     /// readiness events are paused and it is read again `watch_coalesce` later; a read that
     /// finds nothing, or a burst, resumes them, so a quiet watch costs no timer, its first
     /// event is read at once, and a burst or a full state flows at the socket's pace. An event
-    /// is seen at most `watch_coalesce` late. Paused watches share the same read times.
+    /// is seen at most the coalescing period late: `watch_coalesce`, widened up to four times
+    /// while reads find few events (`CoalescePeriod`). Paused watches share the same read
+    /// times (the periods are powers of two times one period, so their grids nest).
     pub(super) fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
         let Some(stream) = &mut self.stream else {
             self.paused_until = None;
@@ -39,11 +91,21 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             && (1..COALESCE_MAX_EVENTS).contains(&found)
             && self.reflector.is_synced()
             && !self.reflector.delivering_full_state();
-        let next = coalesced_read_at(lp.now(), self.watch_coalesce);
+        // Only reads on the grid count: the one that pauses the stream read what one arrival
+        // brought.
+        match (trickle, self.paused_until.is_some()) {
+            (true, true) => self.coalesce.after_read(found),
+            (true, false) => {}
+            (false, _) => self.coalesce.reset(),
+        }
+        let next = coalesced_read_at(lp.now(), self.coalesce.period(self.watch_coalesce));
         match (trickle, self.paused_until.is_some()) {
             (true, false) => match stream.pause(lp.registry()) {
                 Ok(()) => self.paused_until = Some(next),
-                Err(e) => debug!("{} watch: not paused ({e})", T::KIND),
+                Err(e) => {
+                    debug!("{} watch: not paused ({e})", T::KIND);
+                    self.coalesce.reset();
+                }
             },
             (true, true) => self.paused_until = Some(next),
             (false, true) => match stream.resume(lp.registry()) {
@@ -88,7 +150,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             false => now + self.rotated_watch_read_within,
             // Without coalescing, events are read as they arrive: so is this watch.
             true if self.watch_coalesce.is_zero() => return,
-            true => coalesced_read_at(now, self.watch_coalesce),
+            true => coalesced_read_at(now, self.coalesce.period(self.watch_coalesce)),
         };
         let Some(stream) = &mut self.stream else {
             return;
@@ -115,6 +177,35 @@ fn coalesced_read_at(now: Time, coalesce: Duration) -> Time {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads on the grid at a steady rate: `per_second` events, the period in use each time.
+    fn settle(period: &mut CoalescePeriod, per_second: f32, reads: usize) -> Duration {
+        let base = Duration::from_millis(50);
+        for _ in 0..reads {
+            let found = per_second * period.period(base).as_secs_f32();
+            period.after_read(found.round() as usize);
+        }
+        period.period(base)
+    }
+
+    /// Issue #14: 200 Lease renewals a second (2,000 nodes) are read every 100 ms, 20 a read,
+    /// not every 50 ms; 33 node status patches a second every 200 ms (the widest); 500
+    /// renewals a second (5,000 nodes) stay on the configured 50 ms; a watch that gets busier
+    /// narrows back, and a resumed one starts again from the configured period.
+    #[test]
+    fn a_trickle_is_read_on_a_wider_grid_and_a_busy_watch_on_the_configured_one() {
+        let ms = Duration::from_millis;
+        let mut leases = CoalescePeriod::default();
+        assert_eq!(settle(&mut leases, 200.0, 40), ms(100));
+        let mut nodes = CoalescePeriod::default();
+        assert_eq!(settle(&mut nodes, 33.0, 40), ms(200));
+        let mut busy = CoalescePeriod::default();
+        assert_eq!(settle(&mut busy, 500.0, 400), ms(50));
+        assert_eq!(settle(&mut nodes, 500.0, 40), ms(50), "busier: narrowed");
+        assert_eq!(settle(&mut leases, 5.0, 40), ms(200), "quieter: widened");
+        leases.reset();
+        assert_eq!(leases.period(ms(50)), ms(50));
+    }
 
     #[test]
     fn paused_watches_are_read_on_one_shared_grid_never_later_than_the_coalescing_period() {
