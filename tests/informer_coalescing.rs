@@ -101,3 +101,63 @@ fn lease_renewals_arriving_together_are_read_in_a_few_wakeups_and_a_quiet_watch_
     });
     assert_eq!(h.leases().stats().reflector.relists, 0);
 }
+
+/// Issue #14: a steady trickle (100 renewals a second, as 1,000 kubelets make) is read on a
+/// grid that widens while reads find few events: from the configured 50 ms (5 renewals a
+/// read, 20 wake-ups a second) to 200 ms (20 a read, 5 a second). 300 renewals 10 ms apart
+/// take about 3 s: 60 reads on a fixed 50 ms grid, about 20 here.
+#[test]
+fn a_steady_trickle_of_renewals_is_read_on_a_wider_grid_in_fewer_wakeups() {
+    let base = Duration::from_millis(50);
+    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let cluster = sim.cluster();
+    for i in 0..NODES {
+        cluster
+            .create(
+                Resource::Leases,
+                fixtures::node_lease(&format!("node-{i}"), cluster.now()),
+            )
+            .unwrap();
+    }
+    let clock = Clock::start();
+    let mut lp: EventLoop<Id, Id> = EventLoop::new(clock.clone()).unwrap();
+    let mut h = Harness::new(
+        plain_connection(sim.url(), Credentials::None),
+        &clock,
+        unthrottled(),
+    );
+    let mut config = list_watch(Duration::from_secs(60));
+    config.watch_coalesce = base;
+    h.leases = Some(Tracked::new(config, Id::Leases));
+    h.start(lp.control());
+    h.run_until(&mut lp, LIMIT, "sync", |h| h.leases().informer.is_synced());
+
+    let calls_before = h.call_cpu.len();
+    let events_before = h.leases().stats().watch_events;
+    let renewals = 300;
+    let later = cluster.now() + Duration::from_secs(10);
+    std::thread::scope(|s| {
+        let writer = cluster.clone();
+        s.spawn(move || {
+            for i in 0..renewals {
+                writer
+                    .renew_lease(
+                        &format!("node-{}", i % NODES),
+                        later + Duration::from_millis(i as u64),
+                    )
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        h.run_until(&mut lp, LIMIT, "every renewal", |h| {
+            h.leases().stats().watch_events - events_before >= renewals as u64
+        });
+    });
+    let calls = h.call_cpu.len() - calls_before;
+    println!("{renewals} renewals in {calls} informer calls");
+    assert!(
+        calls <= 36,
+        "{renewals} renewals 10 ms apart took {calls} informer calls (a fixed 50 ms grid: about 60)"
+    );
+    assert_eq!(h.leases().stats().reflector.relists, 0);
+}
