@@ -185,6 +185,91 @@ fn plain_watch_split_into_tiny_writes_delivers_every_event_then_ends_cleanly() {
     );
 }
 
+/// Issue #14: a paused (coalesced) stream read on its timer stops at a short read, which
+/// left the socket empty: one `recv` per read, not a second one that would block. A stream on
+/// readiness events still reads until `WouldBlock` (mio's edge-triggered rule).
+#[test]
+fn a_paused_stream_stops_at_a_short_read_and_a_registered_one_reads_until_it_would_block() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (next_tx, next) = mpsc::channel::<u64>();
+    let server = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        read_request(&mut s);
+        s.write_all(HEAD.as_bytes()).unwrap();
+        s.write_all(&chunk(&lease_event("ADDED", "a", 1))).unwrap();
+        // Each batch in one write: it arrives whole.
+        for rv in next {
+            let mut batch = Vec::new();
+            for i in 0..3 {
+                batch.extend(chunk(&lease_event("MODIFIED", "a", rv + i)));
+            }
+            s.write_all(&batch).unwrap();
+        }
+    });
+    let clock = Clock::new();
+    let mut poll = Poll::new().unwrap();
+    let mut stream = WatchStream::open(
+        &plain(port),
+        "/w",
+        None,
+        poll.registry(),
+        TOKEN,
+        clock.now(),
+        &WatchOptions::default(),
+    )
+    .unwrap();
+    let mut events = Events::with_capacity(16);
+    let mut out = Vec::new();
+    let started = Instant::now();
+    while event_lines(&out).is_empty() {
+        assert!(started.elapsed() < SAFETY, "no first event");
+        poll.poll(&mut events, Some(Duration::from_millis(100)))
+            .unwrap();
+        while stream.on_ready(clock.now(), &mut out) == Drain::MoreToRead {}
+    }
+    // Paused: read on a "timer" until the batch is there.
+    stream.pause(poll.registry()).unwrap();
+    next_tx.send(10).unwrap();
+    let paused_reads = loop {
+        assert!(started.elapsed() < SAFETY, "the paused batch never arrived");
+        let before = stream.socket_reads();
+        let mut batch = Vec::new();
+        assert_eq!(stream.on_ready(clock.now(), &mut batch), Drain::Done);
+        if !batch.is_empty() {
+            assert_eq!(event_lines(&batch).len(), 3);
+            break stream.socket_reads() - before;
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(paused_reads, 1, "a short read on a paused stream drains it");
+    // Registered again: woken by the next batch, read until the socket would block.
+    stream.resume(poll.registry()).unwrap();
+    next_tx.send(20).unwrap();
+    let registered_reads = loop {
+        assert!(
+            started.elapsed() < SAFETY,
+            "the registered batch never arrived"
+        );
+        poll.poll(&mut events, Some(Duration::from_millis(100)))
+            .unwrap();
+        if events.is_empty() {
+            continue;
+        }
+        let before = stream.socket_reads();
+        let mut batch = Vec::new();
+        assert_eq!(stream.on_ready(clock.now(), &mut batch), Drain::Done);
+        if !batch.is_empty() {
+            break stream.socket_reads() - before;
+        }
+    };
+    assert!(registered_reads >= 2, "{registered_reads} reads");
+    drop(next_tx);
+    stream.close(poll.registry());
+    server.join().unwrap();
+}
+
 #[test]
 fn forbidden_watch_is_rejected_with_the_status_message() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -375,7 +375,16 @@ impl WatchStream {
 
     fn read_plain(&mut self, now: Time, out: &mut Vec<WatchItem>) -> Result<Drain, StreamEnd> {
         let mut delivered = 0;
+        // A short read on a paused stream left the socket empty: reading on until
+        // `WouldBlock` would cost a syscall for nothing. Not on readiness events (mio's
+        // edge-triggered rule is to read until `WouldBlock`); a paused stream is read again
+        // on its timer, and registering it again reports bytes that arrived meanwhile
+        // (issue #14: one `recv` per coalesced read instead of two).
+        let mut drained = false;
         loop {
+            if drained {
+                return Ok(Drain::Done);
+            }
             self.socket_reads += 1;
             match self.socket.read(&mut self.buf) {
                 Ok(0) => {
@@ -383,6 +392,7 @@ impl WatchStream {
                     return Ok(Drain::Done);
                 }
                 Ok(n) => {
+                    drained = self.paused && n < self.buf.len();
                     self.last_activity = now;
                     self.bytes_received += n as u64;
                     self.awaiting_reused = false;
@@ -408,6 +418,8 @@ impl WatchStream {
         };
         let mut delivered = 0;
         let mut tcp_eof = false;
+        // As in `read_plain`: a short read on a paused stream left the socket empty.
+        let mut drained = false;
         loop {
             // Drain every plaintext byte rustls holds first: edge-triggered, nothing will
             // remind us, and rustls refuses more TLS records while its plaintext buffer is full.
@@ -458,6 +470,9 @@ impl WatchStream {
                 ));
             }
             if self.wire_at == self.wire_end {
+                if drained {
+                    return Ok(Drain::Done);
+                }
                 // One large read instead of one per 4 KiB (issue #14), until it would block.
                 self.socket_reads += 1;
                 match self.socket.read(&mut self.buf) {
@@ -466,6 +481,7 @@ impl WatchStream {
                         continue;
                     }
                     Ok(n) => {
+                        drained = self.paused && n < self.buf.len();
                         (self.wire_at, self.wire_end) = (0, n);
                         self.last_activity = now;
                         self.bytes_received += n as u64;
