@@ -120,9 +120,12 @@ pub fn watch_backoff_max(grace: Duration, defaults: &ReflectorConfig) -> Duratio
 }
 
 /// Watch events arriving within this of each other are read in one wake-up (at 2,000 nodes,
-/// 200 Lease renewals a second would otherwise be 200 wake-ups). A heartbeat seen this much
-/// later moves its node's deadline as much later: nothing against a grace period of tens of
-/// seconds, and every verdict reads the Lease live first anyway.
+/// 200 Lease renewals a second would otherwise be 200 wake-ups). A watch whose reads find few
+/// events is read up to four times less often (`informer/watch_pause.rs`: 200 renewals a
+/// second every 100 ms, node status patches every 200 ms; 500 renewals a second stay on this
+/// period). A heartbeat seen that much later moves its node's deadline as much later: nothing
+/// against a grace period of tens of seconds, and every verdict reads the Lease live first
+/// anyway.
 pub const WATCH_COALESCE: Duration = Duration::from_millis(50);
 
 #[cfg(test)]

@@ -60,7 +60,8 @@ pub struct InformerConfig {
     /// Options of each watch stream; its idle timeout is the reflector's.
     pub watch: WatchOptions,
     /// After a read that found events, read the watch again this much later instead of on
-    /// each arrival (zero: on each arrival). See `Informer::coalesce_after_read`.
+    /// each arrival, or up to four times that while reads find few events (zero: on each
+    /// arrival). See `Informer::coalesce_after_read`.
     pub watch_coalesce: Duration,
     /// What the streamed LIST and the watches ask for.
     pub content_type: ContentType,
