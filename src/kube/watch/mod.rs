@@ -8,6 +8,7 @@
 pub mod chunked;
 pub mod frames;
 pub mod http_head;
+mod keepalive;
 pub mod lines;
 pub mod response;
 pub mod stream;
