@@ -254,7 +254,28 @@ fn ten_thousand_pods_listed_in_pages_then_watched_stay_equal_to_the_server_throu
 /// items per loop turn: the store equals the server, and the loop turned between the parts.
 #[test]
 fn the_first_list_is_one_watch_cache_response_streamed_into_the_store_a_page_per_loop_turn() {
-    let sim = SimServer::start(SimConfig::default()).unwrap();
+    first_list_streamed(Wire::Json);
+}
+
+/// The same in protobuf, as kube-apiserver answers the daemon's default `Accept`.
+#[test]
+fn the_first_list_in_protobuf_is_one_watch_cache_response_streamed_into_the_store_a_page_per_loop_turn()
+ {
+    first_list_streamed(Wire::Protobuf);
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Wire {
+    Json,
+    Protobuf,
+}
+
+fn first_list_streamed(wire: Wire) {
+    let sim = SimServer::start(SimConfig {
+        protobuf: wire == Wire::Protobuf,
+        ..SimConfig::default()
+    })
+    .unwrap();
     let cluster = sim.cluster();
     for i in 0..BOUND + UNBOUND {
         let node = (i < BOUND).then(|| format!("node-{}", i % 50));
@@ -281,7 +302,16 @@ fn the_first_list_is_one_watch_cache_response_streamed_into_the_store_a_page_per
     });
     let stats = h.pods().stats();
     assert_eq!(stats.list_pages, 1, "one response, not pages");
-    assert!(stats.list_bytes > 5_000_000, "{} bytes", stats.list_bytes);
+    match wire {
+        Wire::Json => {
+            assert_eq!(stats.protobuf_lists, 0);
+            assert!(stats.list_bytes > 5_000_000, "{} bytes", stats.list_bytes);
+        }
+        Wire::Protobuf => {
+            assert_eq!(stats.protobuf_lists, 1);
+            assert!(stats.list_bytes > 3_000_000, "{} bytes", stats.list_bytes);
+        }
+    }
     assert!(
         h.call_cpu.len() >= BOUND / 500,
         "the loop turned between the parts: {} informer calls",

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use super::cluster::{DeleteOptions, Scope, WatchFrom};
 use super::diff;
 use super::http::{Request, Response};
-use super::list_body::ListBody;
+use super::list_body::{Format, ListBody};
 use super::object::{ObjectKey, StoredObject};
 use super::patch::PatchType;
+use super::proto::{self, ListFrame};
 use super::resource::{Resource, Verb};
 use super::schema::{self, Body};
 use super::selector::Filter;
@@ -150,7 +151,7 @@ pub(crate) fn handle(shared: &Shared, request: &Request, identity: &Identity) ->
         }
         if verb == Verb::Watch && code == 410 {
             // The real server reports an expired watch inside a 200 stream.
-            return match watch_request(request, &route) {
+            return match watch_request(shared, request, &route) {
                 Ok(mut w) => {
                     w.forced_error = Some(error);
                     Reply::Watch(Box::new(w))
@@ -182,7 +183,7 @@ pub(crate) fn handle(shared: &Shared, request: &Request, identity: &Identity) ->
             };
         }
         Verb::Watch => {
-            return match watch_request(request, &route) {
+            return match watch_request(shared, request, &route) {
                 Ok(w) => Reply::Watch(Box::new(w)),
                 Err(e) => Reply::Unary(Response::error(&e)),
             };
@@ -216,12 +217,32 @@ fn list(shared: &Shared, request: &Request, route: &Route) -> Result<ListBody, A
         _ => limit,
     };
     let page = shared.list_objects(route.resource, &filter, limit, continue_token)?;
+    let protobuf =
+        shared.settings.protobuf && proto::wanted(request.header("accept"), route.resource);
     let mut metadata = json!({"resourceVersion": page.resource_version.to_string()});
     if let Some(token) = &page.continue_token {
         metadata["continue"] = json!(token);
     }
     if let (Some(n), true) = (page.remaining, filter.selects_all()) {
         metadata["remainingItemCount"] = json!(n);
+    }
+    if protobuf {
+        let items: Vec<&[u8]> = page
+            .items
+            .iter()
+            .map(|o| o.proto.as_deref().unwrap_or_default())
+            .collect();
+        let frame = ListFrame::new(
+            route.resource.list_kind(),
+            route.resource.api_version(),
+            &metadata,
+            &items,
+        );
+        return Ok(ListBody {
+            prefix: frame.prefix,
+            items: page.items,
+            format: Format::Protobuf,
+        });
     }
     let prefix = format!(
         "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{metadata},\"items\":[",
@@ -231,10 +252,15 @@ fn list(shared: &Shared, request: &Request, route: &Route) -> Result<ListBody, A
     Ok(ListBody {
         prefix: prefix.into_bytes(),
         items: page.items,
+        format: Format::Json,
     })
 }
 
-fn watch_request(request: &Request, route: &Route) -> Result<WatchRequest, ApiError> {
+fn watch_request(
+    shared: &Shared,
+    request: &Request,
+    route: &Route,
+) -> Result<WatchRequest, ApiError> {
     let filter = Filter::parse(
         route.resource,
         route.namespace.as_deref(),
@@ -269,6 +295,8 @@ fn watch_request(request: &Request, route: &Route) -> Result<WatchRequest, ApiEr
         bookmarks: request.flag("allowWatchBookmarks"),
         timeout,
         forced_error: None,
+        protobuf: shared.settings.protobuf
+            && proto::wanted(request.header("accept"), route.resource),
     })
 }
 

@@ -318,9 +318,9 @@ impl Response {
     }
 }
 
-pub(crate) fn write_chunked_head(out: &mut impl Write) -> io::Result<()> {
+pub(crate) fn write_chunked_head(out: &mut impl Write, content_type: &str) -> io::Result<()> {
     out.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n\r\n",
+        format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nCache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n\r\n").as_bytes(),
     )?;
     out.flush()
 }

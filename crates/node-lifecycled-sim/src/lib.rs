@@ -6,14 +6,17 @@
 //!
 //! Served over loopback HTTP or TLS: nodes (+`/status`), pods (+`/status`), leases and core/v1
 //! events, with a global resourceVersion counter, paginated LIST, WATCH (bookmarks, watch-list,
-//! 410 for expired versions, chunked lines), PUT with conflict detection, strategic-merge /
+//! 410 for expired versions, chunked lines), nodes, pods and leases in protobuf to a client that
+//! asks for it first in `Accept` (LISTs and watches, as kube-apiserver answers kube-controller-
+//! manager; `SimConfig::protobuf = false` answers JSON only), PUT with conflict detection, strategic-merge /
 //! merge / JSON PATCH with resourceVersion and uid preconditions, graceful pod DELETE, a write
 //! log recording who wrote what, and fault injection (drop/stall/corrupt watches, injected
 //! statuses, delays, refused connections).
 //!
 //! Threads are fine here (this is not the daemon): one per connection, blocking std::net, one
-//! mutex over the store and a condvar waking watches. Objects are kept as compact JSON, encoded
-//! once per version and shared by the store, the watch history and every response.
+//! mutex over the store and a condvar waking watches. Objects are kept as compact JSON (and, for
+//! nodes, pods and leases, protobuf), encoded once per version and shared by the store, the
+//! watch history and every response.
 //!
 //! ```no_run
 //! use node_lifecycled_sim::{SimConfig, SimServer, Resource, fixtures};
@@ -36,6 +39,7 @@ mod list_body;
 mod object;
 mod patch;
 pub mod population;
+mod proto;
 mod resource;
 pub mod scenario;
 mod schema;
@@ -56,6 +60,7 @@ mod write_log;
 
 pub use cluster::{Cluster, DeleteOptions, NODE_LEASE_NAMESPACE};
 pub use faults::{Faults, RequestMatch};
+pub use proto::{encode_object as protobuf_message, field_numbers as protobuf_field_numbers};
 pub use resource::{Resource, Verb};
 pub use server::{SimConfig, SimHandle, SimServer};
 pub use shared::SimClock;

@@ -8,22 +8,37 @@ use std::sync::Arc;
 
 use super::http::{LAST_CHUNK, push_chunk};
 use super::object::StoredObject;
+use super::proto::{self, ListFrame};
+
+/// How the list is encoded (the `Accept` the client sent; see [`proto::wanted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Json,
+    /// `k8s\0` + runtime.Unknown around `{metadata, items}`; `prefix` holds everything before
+    /// the first item (the envelope carries the list's length, computed from the items).
+    Protobuf,
+}
 
 /// Bytes of JSON per chunk: a few TCP segments, small enough that the client starts at once.
 const CHUNK_BYTES: usize = 64 * 1024;
 
-/// `{"kind":…,"metadata":{…},"items":[` + the items + `]}`.
+/// `{"kind":…,"metadata":{…},"items":[` + the items + `]}`, or its protobuf equivalent.
 pub(crate) struct ListBody {
     /// Everything before the first item.
     pub prefix: Vec<u8>,
     pub items: Vec<Arc<StoredObject>>,
+    pub format: Format,
 }
 
 impl ListBody {
     /// A 200 response with a chunked body; `close` adds `Connection: close`.
     pub fn write_to(&self, out: &mut impl Write, close: bool) -> io::Result<()> {
-        let mut head = String::from(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n",
+        let content_type = match self.format {
+            Format::Json => "application/json",
+            Format::Protobuf => proto::MEDIA_TYPE,
+        };
+        let mut head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nCache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n",
         );
         if close {
             head.push_str("Connection: close\r\n");
@@ -34,15 +49,25 @@ impl ListBody {
         let mut framed = Vec::with_capacity(CHUNK_BYTES * 2 + 16);
         data.extend_from_slice(&self.prefix);
         for (i, item) in self.items.iter().enumerate() {
-            if i > 0 {
-                data.push(b',');
+            match self.format {
+                Format::Json => {
+                    if i > 0 {
+                        data.push(b',');
+                    }
+                    data.extend_from_slice(item.json.as_bytes());
+                }
+                Format::Protobuf => {
+                    ListFrame::push_item(item.proto.as_deref().unwrap_or_default(), &mut data)
+                }
             }
-            data.extend_from_slice(item.json.as_bytes());
             if data.len() >= CHUNK_BYTES {
                 send(out, &mut framed, &mut data)?;
             }
         }
-        data.extend_from_slice(b"]}");
+        data.extend_from_slice(match self.format {
+            Format::Json => b"]}",
+            Format::Protobuf => ListFrame::suffix(),
+        });
         send(out, &mut framed, &mut data)?;
         out.write_all(LAST_CHUNK)?;
         out.flush()
@@ -84,6 +109,7 @@ mod tests {
                 r#"{{"metadata":{{"name":"p{i}","pad":"{}"}}}}"#,
                 "x".repeat(300)
             ),
+            proto: None,
             labels: Vec::new(),
             node_name: None,
             terminating: false,
@@ -117,6 +143,7 @@ mod tests {
                 prefix: br#"{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":["#
                     .to_vec(),
                 items: (0..n).map(object).collect(),
+                format: Format::Json,
             };
             let mut out = Vec::new();
             list.write_to(&mut out, false).unwrap();
@@ -132,6 +159,57 @@ mod tests {
             if n == 1000 {
                 assert!(chunks >= 5, "{chunks} chunks");
             }
+        }
+    }
+
+    #[test]
+    fn a_protobuf_list_is_one_envelope_whose_items_the_daemon_cuts_out_as_they_arrive() {
+        use node_lifecycled::kube::decode::DecodeContext;
+        use node_lifecycled::kube::decode::list_stream::Next;
+        use node_lifecycled::kube::decode::proto::{Reader, decode_item, list::ProtoListSplitter};
+        use node_lifecycled::model::Pod;
+
+        use crate::resource::Resource;
+
+        for n in [0, 1, 700] {
+            let items: Vec<Arc<StoredObject>> = (0..n)
+                .map(|i| {
+                    let pod = crate::fixtures::running_pod("default", &format!("p{i}"), Some("n1"));
+                    Arc::new(StoredObject::seal(Resource::Pods, pod, 10 + i as u64).unwrap())
+                })
+                .collect();
+            let raws: Vec<&[u8]> = items.iter().map(|o| o.proto.as_deref().unwrap()).collect();
+            let metadata = serde_json::json!({"resourceVersion": "99"});
+            let frame = ListFrame::new("PodList", "v1", &metadata, &raws);
+            let list = ListBody {
+                prefix: frame.prefix,
+                items,
+                format: Format::Protobuf,
+            };
+            let mut out = Vec::new();
+            list.write_to(&mut out, false).unwrap();
+            let head_end = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            let head = std::str::from_utf8(&out[..head_end]).unwrap();
+            assert!(
+                head.contains("Content-Type: application/vnd.kubernetes.protobuf\r\n"),
+                "{head}"
+            );
+            let (data, _) = dechunk(&out[head_end..]);
+            // Fed 1,000 bytes at a time, as reads arrive.
+            let mut splitter = ProtoListSplitter::new();
+            let mut names = Vec::new();
+            for piece in data.chunks(1000) {
+                splitter.push(piece);
+                while let Next::Item(item) = splitter.next_item().unwrap() {
+                    let pod: Pod =
+                        decode_item(Reader::new(item, "Pod"), &mut DecodeContext::new()).unwrap();
+                    names.push(pod.key.to_string());
+                }
+            }
+            splitter.finish().unwrap();
+            assert_eq!(splitter.resource_version(), "99");
+            let expected: Vec<String> = (0..n).map(|i| format!("default/p{i}")).collect();
+            assert_eq!(names, expected);
         }
     }
 }

@@ -47,7 +47,8 @@ usage:
   node-lifecycled-sim check FILE      parse a scenario file and report its first error
   node-lifecycled-sim bench [--sizes small,large] [--quick] [--nodes N] [--pods-per-node P]
                             [--zones Z] [--victims N] [--burst-events N] [--qps Q] [--burst B]
-                            [--initial-list watch-list|watch-cache] [--daemon PATH] [--dir DIR]
+                            [--initial-list watch-list|watch-cache] [--wire protobuf|json]
+                            [--daemon PATH] [--dir DIR]
       The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, 30 pods per
       node, 3 zones; or one size from --nodes/--pods-per-node/--zones) the simulated cluster runs
       in this process and the release daemon as a child: initial sync time, RSS, CPU at 500 lease
@@ -58,6 +59,9 @@ usage:
         --initial-list how the daemon fetches its first full state: watch-list (default; the
                        simulator reports 1.32) or watch-cache (one resourceVersion=0 LIST per
                        kind, read as a stream; the simulator reports 1.31)
+        --wire         what the simulator answers the daemon's protobuf requests (watches, the
+                       watch-cache LIST) in: protobuf (default, as kube-apiserver does for
+                       nodes, pods and leases) or json (the daemon then reads JSON)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
                            [--dir DIR]
       The randomized fault soak: two daemons with leader election against the simulated
@@ -98,6 +102,8 @@ struct BenchArgs {
     qps: Option<f64>,
     burst: Option<u32>,
     initial_list: Option<InitialList>,
+    /// `--wire json`: the simulator answers JSON only.
+    json_only: bool,
     daemon: Option<PathBuf>,
     dir: Option<PathBuf>,
 }
@@ -272,9 +278,15 @@ fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
             })
         })
         .transpose()?;
+    let json_only = match options.value("--wire")?.as_deref() {
+        None | Some("protobuf") => false,
+        Some("json") => true,
+        Some(other) => return Err(format!("--wire: {other:?} is neither protobuf nor json")),
+    };
     Ok(BenchArgs {
         sizes,
         quick,
+        json_only,
         victims: options.number("--victims")?,
         burst_events: options.number("--burst-events")?,
         qps,
@@ -443,6 +455,7 @@ fn run_bench(args: BenchArgs) -> ExitCode {
     options.qps = args.qps;
     options.burst = args.burst;
     options.initial_list = args.initial_list.unwrap_or(options.initial_list);
+    options.protobuf = !args.json_only;
     options.work_dir = args.dir;
     let mut out = std::io::stdout();
     let _ = writeln!(

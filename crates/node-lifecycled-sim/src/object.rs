@@ -44,6 +44,9 @@ pub struct StoredObject {
     pub resource_version: u64,
     /// Compact JSON with `kind`, `apiVersion` and `metadata.resourceVersion` filled in.
     pub json: String,
+    /// The same version's protobuf message (no envelope), for a kind the real server serves in
+    /// protobuf (nodes, pods, leases): encoded here, once, like `json`.
+    pub proto: Option<Box<[u8]>>,
     pub labels: Vec<(String, String)>,
     /// Pods only: `spec.nodeName` (selected by `fieldSelector=spec.nodeName=...`).
     pub node_name: Option<String>,
@@ -120,11 +123,13 @@ impl StoredObject {
         };
         let json = serde_json::to_string(&value)
             .map_err(|e| ApiError::internal(format!("encoding {}: {e}", resource.kind())))?;
+        let proto = super::proto::encode_object(resource, &value).map(Vec::into_boxed_slice);
         Ok(StoredObject {
             key: ObjectKey { namespace, name },
             uid,
             resource_version,
             json,
+            proto,
             labels,
             node_name,
             terminating,

@@ -44,6 +44,9 @@ pub struct SimConfig {
     /// The minor version `GET /version` reports (major 1). From 32 on the daemon uses
     /// watch-list; below, a `resourceVersion=0` LIST (the bench measures both).
     pub minor_version: u32,
+    /// Answer nodes, pods and leases in protobuf when a client asks for it first in `Accept`,
+    /// as the real server does (default); `false` answers JSON to every client.
+    pub protobuf: bool,
 }
 
 impl Default for SimConfig {
@@ -58,6 +61,7 @@ impl Default for SimConfig {
             log_direct_writes: false,
             max_body_bytes: 8 * 1024 * 1024,
             minor_version: 32,
+            protobuf: true,
         }
     }
 }
@@ -78,6 +82,7 @@ impl SimServer {
             tokens: config.tokens.clone(),
             max_body_bytes: config.max_body_bytes,
             minor_version: config.minor_version,
+            protobuf: config.protobuf,
         };
         let shared = Arc::new(Shared::new(settings, addr));
         let scheme = if tls_config.is_some() {

@@ -21,6 +21,7 @@ pub(crate) struct Settings {
     pub tokens: Option<Vec<String>>,
     pub max_body_bytes: usize,
     pub minor_version: u32,
+    pub protobuf: bool,
 }
 
 /// The server's clock: wall time at start plus monotonic time since, so timestamps it writes

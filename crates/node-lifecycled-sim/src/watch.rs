@@ -1,4 +1,5 @@
-//! WATCH: a chunked 200 response carrying one JSON event per line, fed from the resource's
+//! WATCH: a chunked 200 response carrying one JSON event per line (or, when the client asks
+//! protobuf, one length-prefixed `WatchEvent` frame per event), fed from the resource's
 //! history. The stream starts after a resourceVersion (or with the current state), sends
 //! BOOKMARKs when asked, ends cleanly at `timeoutSeconds` (the connection stays open for the
 //! next request), reports an expired version as the real server does (one ERROR event with a
@@ -14,6 +15,7 @@ use serde_json::json;
 use super::cluster::{Change, ChangeType, WatchFrom, WatchStart};
 use super::http::{LAST_CHUNK, Transport, push_chunk, write_chunked_head};
 use super::object::StoredObject;
+use super::proto;
 use super::resource::Resource;
 use super::selector::Filter;
 use super::shared::Shared;
@@ -35,6 +37,8 @@ pub(crate) struct WatchRequest {
     pub timeout: Duration,
     /// An injected error to report in-stream instead of watching.
     pub forced_error: Option<ApiError>,
+    /// Answer in protobuf frames (the client asked for it; see [`proto::wanted`]).
+    pub protobuf: bool,
 }
 
 pub(crate) enum WatchEnd {
@@ -58,27 +62,38 @@ pub(crate) fn serve(
             state.seen_faults(),
         )
     };
-    write_chunked_head(out)?;
+    let encoding = Encoding {
+        resource,
+        protobuf: request.protobuf,
+    };
+    write_chunked_head(
+        out,
+        if encoding.protobuf {
+            proto::WATCH_MEDIA_TYPE
+        } else {
+            "application/json"
+        },
+    )?;
     if let Some(error) = &request.forced_error {
-        return finish_with_error(out, error);
+        return finish_with_error(out, encoding, error);
     }
     let mut cursor = match start {
         WatchStart::Expired { requested, oldest } => {
             let error =
                 ApiError::expired(format!("too old resource version: {requested} ({oldest})"));
-            return finish_with_error(out, &error);
+            return finish_with_error(out, encoding, &error);
         }
         WatchStart::Started { initial, cursor } => {
             for batch in initial.chunks(INITIAL_BATCH) {
                 let mut buf = Vec::new();
                 for object in batch {
-                    push_chunk(&mut buf, &event_line("ADDED", &object.json));
+                    push_chunk(&mut buf, &encoding.event("ADDED", object));
                 }
                 out.write_all(&buf)?;
             }
             if request.initial_events_end {
                 let mut buf = Vec::new();
-                push_chunk(&mut buf, &bookmark_line(resource, cursor, true));
+                push_chunk(&mut buf, &encoding.bookmark(cursor, true));
                 out.write_all(&buf)?;
             }
             out.flush()?;
@@ -101,10 +116,15 @@ pub(crate) fn serve(
         }
         if wakeup.corrupt {
             let mut buf = Vec::new();
-            push_chunk(
-                &mut buf,
-                b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\x00corrupt\n",
-            );
+            if encoding.protobuf {
+                // A frame whose event is not a message (field 1 claims 100 bytes of 3).
+                push_chunk(&mut buf, &[0, 0, 0, 3, 0x0a, 100, 0]);
+            } else {
+                push_chunk(
+                    &mut buf,
+                    b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\x00corrupt\n",
+                );
+            }
             out.write_all(&buf)?;
             out.flush()?;
             continue;
@@ -112,18 +132,18 @@ pub(crate) fn serve(
         if let Some((requested, oldest)) = wakeup.expired {
             let error =
                 ApiError::expired(format!("too old resource version: {requested} ({oldest})"));
-            return finish_with_error(out, &error);
+            return finish_with_error(out, encoding, &error);
         }
         let mut buf = Vec::new();
         for change in &wakeup.changes {
-            if let Some(line) = change_line(resource, &request.filter, change) {
+            if let Some(line) = change_line(encoding, &request.filter, change) {
                 push_chunk(&mut buf, &line);
             }
         }
         let now = Instant::now();
         if request.bookmarks && now >= next_bookmark {
             if let Some(rv) = wakeup.bookmark_version {
-                push_chunk(&mut buf, &bookmark_line(resource, rv, false));
+                push_chunk(&mut buf, &encoding.bookmark(rv, false));
                 next_bookmark = now + interval;
             }
         }
@@ -142,13 +162,22 @@ pub(crate) fn serve(
     }
 }
 
-fn finish_with_error(out: &mut Transport, error: &ApiError) -> io::Result<WatchEnd> {
-    let line = format!(
-        "{}\n",
-        json!({"type": "ERROR", "object": error.to_status()})
-    );
+fn finish_with_error(
+    out: &mut Transport,
+    encoding: Encoding,
+    error: &ApiError,
+) -> io::Result<WatchEnd> {
+    let event = if encoding.protobuf {
+        proto::watch_frame("ERROR", &proto::status(&error.to_status()))
+    } else {
+        format!(
+            "{}\n",
+            json!({"type": "ERROR", "object": error.to_status()})
+        )
+        .into_bytes()
+    };
     let mut buf = Vec::new();
-    push_chunk(&mut buf, line.as_bytes());
+    push_chunk(&mut buf, &event);
     buf.extend_from_slice(LAST_CHUNK);
     out.write_all(&buf)?;
     out.flush()?;
@@ -165,19 +194,44 @@ fn event_line(event_type: &str, object_json: &str) -> Vec<u8> {
     line
 }
 
-fn bookmark_line(resource: Resource, rv: u64, initial_events_end: bool) -> Vec<u8> {
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if initial_events_end {
-        metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+/// How a watch writes its events: JSON lines or protobuf frames, for one resource.
+#[derive(Clone, Copy)]
+struct Encoding {
+    resource: Resource,
+    protobuf: bool,
+}
+
+impl Encoding {
+    fn event(self, event_type: &str, object: &StoredObject) -> Vec<u8> {
+        match (self.protobuf, &object.proto) {
+            (true, Some(raw)) => {
+                proto::watch_frame(event_type, &proto::enveloped_object(self.resource, raw))
+            }
+            _ => event_line(event_type, &object.json),
+        }
     }
-    let event = json!({"type": "BOOKMARK", "object": {
-        "kind": resource.kind(), "apiVersion": resource.api_version(), "metadata": metadata}});
-    format!("{event}\n").into_bytes()
+
+    fn bookmark(self, rv: u64, initial_events_end: bool) -> Vec<u8> {
+        let mut metadata = json!({"resourceVersion": rv.to_string()});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let resource = self.resource;
+        if self.protobuf {
+            if let Some(object) = proto::bookmark_object(resource, &json!({"metadata": metadata})) {
+                return proto::watch_frame("BOOKMARK", &object);
+            }
+        }
+        let event = json!({"type": "BOOKMARK", "object": {
+            "kind": resource.kind(), "apiVersion": resource.api_version(), "metadata": metadata}});
+        format!("{event}\n").into_bytes()
+    }
 }
 
 /// The event a filtered watch sees for a change: objects entering the selection are ADDED,
 /// leaving it DELETED (stamped with the change's version, as the real watch cache does).
-fn change_line(resource: Resource, filter: &Filter, change: &Change) -> Option<Vec<u8>> {
+fn change_line(encoding: Encoding, filter: &Filter, change: &Change) -> Option<Vec<u8>> {
+    let resource = encoding.resource;
     let now = filter.matches(&change.object);
     let before = change.previous.as_ref().is_some_and(|p| filter.matches(p));
     let (event_type, object): (&str, Arc<StoredObject>) = match (change.change, before, now) {
@@ -192,7 +246,7 @@ fn change_line(resource: Resource, filter: &Filter, change: &Change) -> Option<V
         (ChangeType::Deleted, _, true) => ("DELETED", change.object.clone()),
         _ => return None,
     };
-    Some(event_line(event_type, &object.json))
+    Some(encoding.event(event_type, &object))
 }
 
 /// A watch client sends nothing; readable data or end-of-stream means it has gone away.

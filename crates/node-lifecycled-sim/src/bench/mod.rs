@@ -144,6 +144,9 @@ pub struct BenchOptions {
     pub work_dir: Option<PathBuf>,
     pub seed: u64,
     pub initial_list: InitialList,
+    /// The simulator answers the daemon's protobuf requests in protobuf (as the real server
+    /// does); `false`: JSON to everything (`--wire json`, the figures before protobuf).
+    pub protobuf: bool,
 }
 
 impl BenchOptions {
@@ -169,6 +172,7 @@ impl BenchOptions {
             work_dir: None,
             seed: 7,
             initial_list: InitialList::WatchList,
+            protobuf: true,
         }
     }
 
@@ -278,6 +282,7 @@ impl<'a> SizeRun<'a> {
             // The burst must not push a watch out of the history (that would measure a relist).
             history_size: (options.burst_events * 2).max(100_000),
             minor_version: options.initial_list.minor_version(),
+            protobuf: options.protobuf,
             ..SimConfig::default()
         })
         .map_err(|e| format!("cannot start the simulated API server: {e}"))?;
@@ -465,10 +470,15 @@ impl<'a> SizeRun<'a> {
             .unwrap_or(0)
             .max(ProcReading::of(daemon.pid).map_or(0, |r| r.hwm_kib));
         let line = format!(
-            "sync: READY=1 after {:.2}s (daemon CPU {:.2}s, first list by {}), peak RSS {:.1} MiB",
+            "sync: READY=1 after {:.2}s (daemon CPU {:.2}s, first list by {} in {}), peak RSS {:.1} MiB",
             ready.as_secs_f64(),
             cpu_at_ready as f64 / clock_ticks_per_second() as f64,
             self.options.initial_list.name(),
+            if self.options.protobuf {
+                "protobuf"
+            } else {
+                "JSON"
+            },
             self.report.peak_rss_sync_kib as f64 / 1024.0
         );
         self.say(line);
