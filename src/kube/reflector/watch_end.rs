@@ -72,7 +72,7 @@ pub(super) fn choose_timeout_seconds(
         for want_free in [true, false] {
             let fits: Vec<u64> = landing
                 .iter()
-                .filter(|(_, taken)| !taken == want_free)
+                .filter(|(_, taken)| *taken != want_free)
                 .map(|(s, _)| *s)
                 .collect();
             if !fits.is_empty() {
