@@ -251,6 +251,35 @@ fn sigusr1_dumps_one_json_line_when_asked() {
     assert_eq!(v["config"]["api"], "http://127.0.0.1:9");
 }
 
+/// The loop's wake-up count in a JSON dump line.
+fn dumped_wakeups(line: &str) -> u64 {
+    let v: serde_json::Value = serde_json::from_str(&line[line.find('{').unwrap()..]).unwrap();
+    v["loop"]["wakeups"].as_u64().unwrap()
+}
+
+/// Issue #14: a signal interrupts the loop's wait (EINTR) and its handler writes a byte to the
+/// signal's pipe; both are one wake-up, not an empty one and then the pipe's. Dumps are asked
+/// for in pairs, the second shortly after the first is out (once the loop is back in its
+/// wait, where the signal interrupts it): the wake-ups between two dumps are the second
+/// signal's own, plus whatever timer happened to fall between them (a retry of the
+/// unreachable API), hence the fewest over several pairs. It was 2 before the fix.
+#[test]
+fn a_signal_costs_the_idle_loop_one_wakeup() {
+    let text = format!("dump_format = \"json\"\n{UNREACHABLE_API}");
+    let mut d = Daemon::start("dump-wakeups", &text, &[]);
+    let mut fewest = u64::MAX;
+    for _ in 0..6 {
+        d.signal("USR1");
+        let first = dumped_wakeups(&d.wait_for("\"dump\":\"node-lifecycled\""));
+        // Not a timing assertion: lets the loop finish the dump's turn and wait again.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        d.signal("USR1");
+        let second = dumped_wakeups(&d.wait_for("\"dump\":\"node-lifecycled\""));
+        fewest = fewest.min(second - first);
+    }
+    assert_eq!(fewest, 1, "wake-ups per SIGUSR1 dump");
+}
+
 #[test]
 fn sighup_applies_a_changed_log_level() {
     let mut d = Daemon::start("reload-level", UNREACHABLE_API, &[]);

@@ -185,6 +185,21 @@ impl Controllers {
         .min()
     }
 
+    /// The periodic pass's window, `(opens, tick)`: a `handle(Input::Tick, now)` with `now`
+    /// from `opens` on runs the pass (`Settings::monitor_pass_early`); the shell may wait for
+    /// a wake-up it makes anyway until `tick`, and aims its own (a watch's end) into it.
+    pub fn monitor_pass_window(&self) -> Option<(Time, Time)> {
+        self.lifecycle.monitor_pass_window()
+    }
+
+    /// When `next_deadline` is the pass's tick: the instant its window opens, from which the
+    /// tick may come early (a lazy deadline for the shell). `None` when something else is
+    /// due first, or the window is empty.
+    pub fn next_soft_deadline(&self) -> Option<Time> {
+        let (opens, tick) = self.monitor_pass_window()?;
+        (opens < tick && self.next_deadline() == Some(tick)).then_some(opens)
+    }
+
     /// Config reload: rates, thresholds and grace periods apply now; fencing turned on starts
     /// judging the nodes, turned off forgets its work (commands already running finish).
     pub fn apply_settings(&mut self, settings: Settings, now: Time) -> Vec<Action> {

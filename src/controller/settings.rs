@@ -12,6 +12,12 @@ use super::pools::Pool;
 pub struct Settings {
     /// Period of the full reconcile pass (a safety net: health verdicts have their own timers).
     pub node_monitor_period: Duration,
+    /// How much before its tick the pass may run when the shell ticks the machine anyway
+    /// (`monitor_pass_window`): the shell's wake-up for something else then runs it too, and
+    /// the next tick is counted from this one's nominal instant, so passes stay on their grid
+    /// and never run later than their tick (issue #14). Zero: only at or after its tick, the
+    /// next one a period after it ran (as upstream's `wait.Until`).
+    pub monitor_pass_early: Duration,
     /// Silence allowed before Ready becomes Unknown.
     pub node_monitor_grace_period: Duration,
     /// Same, for a node that never posted a Ready condition.
@@ -45,6 +51,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             node_monitor_period: Duration::from_secs(5),
+            monitor_pass_early: Duration::ZERO,
             node_monitor_grace_period: Duration::from_secs(50),
             node_startup_grace_period: Duration::from_secs(60),
             node_eviction_rate: Rate::from_micro_per_second(100_000),

@@ -18,6 +18,7 @@ use super::informer::InformerConfig;
 pub fn controller_settings(config: &Config) -> Settings {
     Settings {
         node_monitor_period: config.node_monitor_period,
+        monitor_pass_early: monitor_pass_early(config.node_monitor_period),
         node_monitor_grace_period: config.node_monitor_grace_period,
         node_startup_grace_period: config.node_startup_grace_period,
         node_eviction_rate: config.node_eviction_rate,
@@ -91,6 +92,25 @@ pub fn informer_config(
         content_type: api.content_type,
         rotated_watch_read_within: rotated_watch_read_within(monitor_period),
     }
+}
+
+/// How long before its tick the periodic pass may run, riding a wake-up the loop makes
+/// anyway (`Settings::monitor_pass_early`): 2 s at the default 5 s period, never more than
+/// two fifths of it. The pass is a safety net (every verdict has its own deadline, which fires
+/// on its own), so running it up to that much early changes no verdict's time; it never runs
+/// later than its tick, and its grid stays a period apart.
+pub fn monitor_pass_early(monitor_period: Duration) -> Duration {
+    (monitor_period * 2 / 5).min(MONITOR_PASS_EARLY_MAX)
+}
+
+const MONITOR_PASS_EARLY_MAX: Duration = Duration::from_secs(2);
+
+/// Where a quiet watch's end is aimed in the pass's window `early` long (see
+/// `kube/reflector/watch_end.rs`): between `early / 8` and `7 · early / 8` before the tick, so
+/// an end a quarter of a second late (at 2 s) still arrives before the tick, and the target
+/// (1.5 s wide at 2 s) holds one of the whole seconds `timeoutSeconds` can be.
+pub fn watch_end_leads(early: Duration) -> (Duration, Duration) {
+    (early / 8, early * 7 / 8)
 }
 
 /// How late a rotated watch's first read may be (see `Informer::read_rotated_watch_lazily`):
@@ -183,6 +203,29 @@ mod tests {
 
     #[test]
     fn defaults_are_the_controllers_defaults() {
-        assert_eq!(controller_settings(&Config::default()), Settings::default());
+        // But one: the daemon lets the pass ride a wake-up up to 2 s before its tick.
+        let daemon = controller_settings(&Config::default());
+        assert_eq!(daemon.monitor_pass_early, Duration::from_secs(2));
+        assert_eq!(
+            daemon,
+            Settings {
+                monitor_pass_early: Duration::from_secs(2),
+                ..Settings::default()
+            }
+        );
+    }
+
+    #[test]
+    fn the_pass_runs_at_most_two_fifths_of_a_period_and_two_seconds_early() {
+        let early = |ms| monitor_pass_early(Duration::from_millis(ms));
+        assert_eq!(early(5_000), Duration::from_secs(2));
+        assert_eq!(early(60_000), Duration::from_secs(2));
+        assert_eq!(early(1_000), Duration::from_millis(400));
+        let (min, max) = watch_end_leads(Duration::from_secs(2));
+        assert_eq!(
+            (min, max),
+            (Duration::from_millis(250), Duration::from_millis(1_750))
+        );
+        assert!(max - min >= Duration::from_secs(1), "one whole second fits");
     }
 }

@@ -120,6 +120,9 @@ pub struct Probe {
     pub period: Duration,
     pub due: Time,
     pub lateness: Vec<Duration>,
+    /// A lazy probe (the daemon's pass): it may fire this much before `due`, on a wake-up
+    /// something else makes, and its next `due` is a period after the last one.
+    pub early: Duration,
 }
 
 pub struct Harness {
@@ -201,6 +204,24 @@ impl Harness {
             period,
             due,
             lateness: Vec::new(),
+            early: Duration::ZERO,
+        });
+    }
+
+    /// A probe as the daemon's pass: lazy from `early` before each tick, ticks a period apart.
+    pub fn start_lazy_probe(
+        &mut self,
+        lp: &mut LoopControl<Id, Id>,
+        period: Duration,
+        early: Duration,
+    ) {
+        let due = lp.now() + period;
+        lp.schedule_lazy(Id::Probe, before(due, early), due);
+        self.probe = Some(Probe {
+            period,
+            due,
+            lateness: Vec::new(),
+            early,
         });
     }
 
@@ -382,8 +403,13 @@ impl Harness {
             if let Some(p) = &mut self.probe {
                 let now = lp.now();
                 p.lateness.push(now.since(p.due));
-                p.due = now + p.period;
-                lp.schedule(Id::Probe, p.due);
+                if p.early.is_zero() {
+                    p.due = now + p.period;
+                    lp.schedule(Id::Probe, p.due);
+                } else {
+                    p.due = (p.due + p.period).max(now + p.early);
+                    lp.schedule_lazy(Id::Probe, before(p.due, p.early), p.due);
+                }
             }
             return;
         }
@@ -531,4 +557,9 @@ pub fn assert_same<T: Watched + PartialEq + std::fmt::Debug>(
         ours.len(),
         server.len()
     );
+}
+
+/// `at` less `d`.
+pub fn before(at: Time, d: Duration) -> Time {
+    Time::from_unix_millis(at.as_unix_millis() - d.as_millis() as u64)
 }

@@ -175,12 +175,13 @@ impl NodeLifecycle {
         if !self.synced {
             return;
         }
+        let pass_tick = self.timers.deadline(&Timer::MonitorPass).unwrap_or(now);
+        let mut pass_ran = false;
         while let Some(timer) = self.pop_due(now) {
             match timer {
                 Timer::MonitorPass => {
-                    self.monitor_pass(now, out);
-                    self.timers
-                        .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
+                    self.run_monitor_pass(now, pass_tick, out);
+                    pass_ran = true;
                 }
                 Timer::EvictionPass => self.eviction_pass(now, out),
                 Timer::TaintRetry(name) => {
@@ -197,6 +198,31 @@ impl NodeLifecycle {
                 }
             }
         }
+        // A tick inside the pass's window (the shell woke for something else just before
+        // the pass was due): the pass runs now, after what was due before it.
+        let window = self
+            .monitor_pass_window()
+            .filter(|w| w.0 <= now && !pass_ran);
+        if let Some((_, tick)) = window {
+            self.run_monitor_pass(now, tick, out);
+        }
+    }
+
+    /// The periodic pass, and its next tick: a period after this one's nominal tick when it
+    /// runs early, on time or a little late with `monitor_pass_early` set (the grid the shell
+    /// aims other wake-ups at), a period after `now` otherwise, and after a pass so late that
+    /// the next window would be open already (a new grid rather than two passes in a row).
+    fn run_monitor_pass(&mut self, now: Time, nominal: Time, out: &mut Vec<Action>) {
+        self.monitor_pass(now, out);
+        let period = self.settings.node_monitor_period;
+        let early = self.settings.monitor_pass_early.min(period);
+        let on_grid = nominal + period;
+        let next = if !early.is_zero() && now + early < on_grid {
+            on_grid
+        } else {
+            now + period
+        };
+        self.timers.schedule(Timer::MonitorPass, next);
     }
 
     // ---- node lifecycle ----------------------------------------------------------------------

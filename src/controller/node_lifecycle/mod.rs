@@ -289,6 +289,20 @@ impl NodeLifecycle {
             .min()
     }
 
+    /// The periodic pass's window while it is pending: from `monitor_pass_early` before its
+    /// tick (a tick from then on runs it) to its tick. `None` when no pass is pending (before
+    /// the initial sync).
+    pub fn monitor_pass_window(&self) -> Option<(Time, Time)> {
+        let tick = self.timers.deadline(&Timer::MonitorPass)?;
+        let early = self
+            .settings
+            .monitor_pass_early
+            .min(self.settings.node_monitor_period);
+        let early_ms = crate::time::duration_millis(early);
+        let opens = Time::from_unix_millis(tick.as_unix_millis().saturating_sub(early_ms));
+        Some((opens, tick))
+    }
+
     /// Test switch: the monitor pass evaluates every node (see `monitor_pass`).
     #[doc(hidden)]
     pub fn use_full_monitor_pass(&mut self, full: bool) {

@@ -69,3 +69,87 @@ fn a_recovered_node_whose_untaint_failed_is_untainted_by_the_next_monitor_pass()
         "the failed write, then the pass's"
     );
 }
+
+fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
+}
+
+/// Issue #14: the shell ticks the machine on a wake-up it makes anyway (a watch's end) up to
+/// `monitor_pass_early` before the pass's tick: the pass runs then, does its work (here the
+/// retried untaint), and the next tick is a period after the nominal one, so the grid the
+/// shell aims at stays put. Before the window opens a tick runs nothing; a late tick keeps the
+/// grid too.
+#[test]
+fn a_tick_in_the_window_before_the_pass_runs_it_and_the_next_tick_stays_on_the_grid() {
+    let mut h = Harness::new(
+        crate::controller::Settings {
+            monitor_pass_early: secs(2),
+            ..test_settings()
+        },
+        t0(),
+    );
+    h.faults.fail_taint_writes = 1;
+    h.put_lease(lease("n1", t0()));
+    h.put_node(
+        node("n1")
+            .zone("r", "z")
+            .ready(True, t0(), t0())
+            .taint(taint_keys::UNREACHABLE, NoExecute)
+            .build(),
+    );
+    h.feed(crate::controller::Input::InitialSyncDone);
+    assert_eq!(
+        h.ctl.monitor_pass_window(),
+        Some((t0() + secs(3), t0() + secs(5)))
+    );
+    h.now = t0() + ms(2_900);
+    h.feed(crate::controller::Input::Tick);
+    assert!(h.has_taint("n1", taint_keys::UNREACHABLE, NoExecute));
+    assert_eq!(
+        h.ctl.monitor_pass_window().map(|w| w.1),
+        Some(t0() + secs(5))
+    );
+
+    h.now = t0() + ms(3_500);
+    h.feed(crate::controller::Input::Tick);
+    assert!(
+        !h.has_taint("n1", taint_keys::UNREACHABLE, NoExecute),
+        "the pass ran"
+    );
+    assert_eq!(
+        h.ctl.monitor_pass_window(),
+        Some((t0() + secs(8), t0() + secs(10))),
+        "the next tick a period after the nominal one, not after 3.5 s"
+    );
+    h.now = t0() + ms(10_300);
+    h.feed(crate::controller::Input::Tick);
+    assert_eq!(
+        h.ctl.monitor_pass_window().map(|w| w.1),
+        Some(t0() + secs(15))
+    );
+    // So late (3.5 s) that the next window would be open already: a period from now.
+    h.now = t0() + ms(18_500);
+    h.feed(crate::controller::Input::Tick);
+    assert_eq!(
+        h.ctl.monitor_pass_window().map(|w| w.1),
+        Some(t0() + ms(23_500))
+    );
+}
+
+/// Without `monitor_pass_early` (the machine's default, upstream's `wait.Until`): no window,
+/// and the next pass is a period after the one that ran, late or not.
+#[test]
+fn without_an_early_window_the_pass_runs_at_its_tick_and_the_next_is_a_period_later() {
+    let mut h = Harness::new(test_settings(), t0());
+    h.put_lease(lease("n1", t0()));
+    h.put_node(node("n1").zone("r", "z").ready(True, t0(), t0()).build());
+    h.feed(crate::controller::Input::InitialSyncDone);
+    let tick = t0() + secs(5);
+    assert_eq!(h.ctl.monitor_pass_window(), Some((tick, tick)));
+    h.now = t0() + ms(4_990);
+    h.feed(crate::controller::Input::Tick);
+    assert_eq!(h.ctl.next_deadline(), Some(tick));
+    h.now = t0() + ms(5_300);
+    h.feed(crate::controller::Input::Tick);
+    assert_eq!(h.ctl.next_deadline(), Some(t0() + ms(10_300)));
+}

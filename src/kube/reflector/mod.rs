@@ -24,8 +24,10 @@ use crate::kube::watch::StreamEnd;
 use crate::time::Time;
 
 mod requests;
+mod watch_end;
 
 pub use requests::{ListRequest, ReflectorConfig, WatchRequest, Watched, supports_watch_list};
+pub use watch_end::EndTarget;
 
 /// What the shell should do now.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +141,10 @@ pub struct Reflector<T: Watched> {
     last_error: Option<String>,
     watching_since: Option<Time>,
     rng: u64,
+    /// Where the next watch's end should land (`watch_end.rs`), and when the last watch sent
+    /// is expected to end.
+    end_target: Option<EndTarget>,
+    expected_end: Option<Time>,
     kind: PhantomData<fn() -> T>,
 }
 
@@ -169,6 +175,8 @@ impl<T: Watched> Reflector<T> {
             last_error: None,
             watching_since: None,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            end_target: None,
+            expected_end: None,
             kind: PhantomData,
         }
     }
@@ -262,7 +270,7 @@ impl<T: Watched> Reflector<T> {
                     initial: full.then(InitialEvents::default),
                 };
                 self.watches_opened += 1;
-                let timeout_seconds = self.watch_timeout_seconds();
+                let timeout_seconds = self.watch_timeout_seconds(now);
                 Step::Watch(WatchRequest {
                     resource_version: if full {
                         None
@@ -547,10 +555,27 @@ impl<T: Watched> Reflector<T> {
     /// asks for as much as leaves the server a tenth of the idle timeout (3 s at 30 s) to send
     /// the end before the idle deadline; the jitter keeps the three watches from rotating
     /// together forever. A frozen watch is still caught by the idle deadline itself.
-    fn watch_timeout_seconds(&mut self) -> u64 {
+    /// 70–90 % of the idle timeout in whole seconds, aimed at `end_target` when one fits.
+    fn watch_timeout_seconds(&mut self, now: Time) -> u64 {
         let idle_ms = crate::time::duration_millis(self.config.idle_timeout);
-        let ms = idle_ms * 7 / 10 + (idle_ms * 2 / 10) * self.random_below(1001) / 1000;
-        (ms / 1000).max(1)
+        let lo = (idle_ms * 7 / 10 / 1000).max(1);
+        let hi = (idle_ms * 9 / 10 / 1000).max(1);
+        let target = self.end_target;
+        let s = watch_end::choose_timeout_seconds(now, lo, hi, target.as_ref(), |n| {
+            self.random_below(n)
+        });
+        self.expected_end = Some(now + std::time::Duration::from_secs(s));
+        s
+    }
+
+    /// Where later watches' ends should land (`None`: anywhere in the range).
+    pub fn set_end_target(&mut self, target: Option<EndTarget>) {
+        self.end_target = target;
+    }
+
+    /// When the server is expected to end the watch last asked for (sent, not yet ended).
+    pub fn expected_watch_end(&self) -> Option<Time> {
+        self.expected_end
     }
 
     fn random_below(&mut self, n: u64) -> u64 {

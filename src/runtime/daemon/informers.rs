@@ -44,6 +44,30 @@ impl Informers {
         self.pods.enable_watch_list();
     }
 
+    /// Aims each watch's end into the pass's window before a tick (`window`: `(opens,
+    /// tick)`), away from the windows the other two watches' ends hold (issue #14).
+    pub(super) fn aim_watch_ends(&mut self, window: Option<(Time, Time)>, period: Duration) {
+        let ends = [
+            self.nodes.expected_watch_end(),
+            self.leases.expected_watch_end(),
+            self.pods.expected_watch_end(),
+        ];
+        let target = |others: [Option<Time>; 2]| {
+            let (opens, tick) = window.filter(|(opens, tick)| opens < tick)?;
+            let (lead_min, lead_max) = watch_end_leads(tick - opens);
+            Some(EndTarget {
+                grid: tick,
+                period,
+                lead_min,
+                lead_max,
+                taken: others,
+            })
+        };
+        self.nodes.set_end_target(target([ends[1], ends[2]]));
+        self.leases.set_end_target(target([ends[0], ends[2]]));
+        self.pods.set_end_target(target([ends[0], ends[1]]));
+    }
+
     /// Every informer's cache follows the server (see `Informer::is_streaming`).
     pub(super) fn all_streaming(&self) -> bool {
         self.nodes.is_streaming() && self.leases.is_streaming() && self.pods.is_streaming()

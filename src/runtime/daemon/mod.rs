@@ -44,7 +44,7 @@ use super::fencing::FenceRunner;
 use super::informer::{Informer, InformerConfig, InformerIo, probe_watch_list};
 use super::metrics_server::{Endpoints, Limits, MetricsServer, Readiness};
 use super::sd_notify::{Notifier, watchdog_interval_from_env};
-use super::settings::{controller_settings, executor_settings, informer_config};
+use super::settings::{controller_settings, executor_settings, informer_config, watch_end_leads};
 use super::signals::{Signal, Signals};
 use super::state_dump::read_rss_bytes;
 
@@ -52,7 +52,7 @@ use crate::config::{Config, ConfigChange};
 use crate::controller::pools::selector_label_keys;
 use crate::controller::{Action, Controllers, Input};
 use crate::kube::decode::DecodeContext;
-use crate::kube::reflector::{Delta, ReflectorStats, Watched};
+use crate::kube::reflector::{Delta, EndTarget, ReflectorStats, Watched};
 use crate::kube::{ApiClient, Connection, TokenSource};
 use crate::leader::{Jitter, LeaderElection, Transition};
 use crate::logging::{self, LogControl};
@@ -388,12 +388,21 @@ impl Daemon {
                 lp.cancel(&TimerKind::Fence);
             }
         }
-        match self.controllers.next_deadline() {
-            Some(at) => lp.schedule(TimerKind::Controller, at),
-            None => {
+        // The pass may ride a wake-up in the window before its tick (a watch's end aimed
+        // there: `aim_watch_ends`); alone, it wakes the loop at its tick.
+        match (
+            self.controllers.next_deadline(),
+            self.controllers.next_soft_deadline(),
+        ) {
+            (Some(at), Some(soft)) => lp.schedule_lazy(TimerKind::Controller, soft, at),
+            (Some(at), None) => lp.schedule(TimerKind::Controller, at),
+            (None, _) => {
                 lp.cancel(&TimerKind::Controller);
             }
         }
+        let period = self.config.node_monitor_period;
+        let window = self.controllers.monitor_pass_window();
+        self.informers.aim_watch_ends(window, period);
         match self.executor.next_wakeup().filter(|_| self.acting) {
             Some(at) => lp.schedule(TimerKind::Executor, at),
             None => {

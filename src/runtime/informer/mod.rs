@@ -36,8 +36,8 @@ use crate::kube::decode::list_stream::ListStream;
 use crate::kube::decode::proto::{self, ContentType};
 use crate::kube::decode::{DecodeContext, decode_list, decode_watch_event};
 use crate::kube::reflector::{
-    Delta, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step, WatchFlow,
-    WatchRequest, Watched,
+    Delta, EndTarget, ListFailure, ListRequest, Reflector, ReflectorConfig, ReflectorStats, Step,
+    WatchFlow, WatchRequest, Watched,
 };
 use crate::kube::watch::{Drain, StreamEnd, WatchItem, WatchOptions, WatchStream};
 use crate::kube::{ApiClient, ApiError, Connection, TokenSource};
@@ -231,6 +231,16 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// (the soak's `watch-freeze`). See `controller/cache_currency.rs`.
     pub fn is_streaming(&self) -> bool {
         self.reflector.is_synced() && !self.reflector.needs_full_state() && !self.interrupted
+    }
+
+    /// Where the ends of later watches should land (`kube/reflector/watch_end.rs`).
+    pub fn set_end_target(&mut self, target: Option<EndTarget>) {
+        self.reflector.set_end_target(target);
+    }
+
+    /// When the server should end the watch last sent.
+    pub fn expected_watch_end(&self) -> Option<Time> {
+        self.reflector.expected_watch_end()
     }
 
     pub fn timer(&self) -> &K {
