@@ -144,12 +144,14 @@ class Heartbeat:
 
 
 class Daemon:
-    def __init__(self, binary, v, workdir):
+    """The release daemon against the kept server; `dry_run` for side-by-side probes (no writes)."""
+    def __init__(self, binary, v, workdir, dry_run=False):
         self.dir = workdir
         os.makedirs(workdir, exist_ok=True)
         cfg = os.path.join(workdir, 'config.toml')
         with open(cfg, 'w') as f:
-            f.write('# written by scripts/bench-real-apiserver.py\nlog_level = "info"\ndump_format = "json"\n\n'
+            f.write('# written by scripts/bench-real-apiserver.py\nlog_level = "info"\ndump_format = "json"\n'
+                    + ('dry_run = true\n' if dry_run else '') + '\n'
                     f'[api]\nkubeconfig = "{v["DAEMON_KUBECONFIG"]}"\n\n[leader_election]\nenabled = false\n')
         self.notify_path = os.path.join(workdir, 'notify.sock')
         if os.path.exists(self.notify_path):

@@ -7,31 +7,9 @@ look for A/B/C while working (issue #14); the figures to report are bench-real-a
 
   scripts/probe-real-apiserver.py --state DIR [--window 60] [--windows 3] NAME=BINARY ...
 """
-import argparse, importlib.util, os, socket, subprocess, tempfile, time
+import argparse, importlib.util, os, tempfile, time
 spec = importlib.util.spec_from_file_location('bench', os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bench-real-apiserver.py'))
 b = importlib.util.module_from_spec(spec); spec.loader.exec_module(b)
-
-class DryDaemon(b.Daemon):
-    """The bench's daemon with `dry_run = true`."""
-    def __init__(self, binary, v, workdir):
-        self.dir = workdir
-        os.makedirs(workdir, exist_ok=True)
-        cfg = os.path.join(workdir, 'config.toml')
-        with open(cfg, 'w') as f:
-            f.write('log_level = "info"\ndump_format = "json"\ndry_run = true\n\n'
-                    f'[api]\nkubeconfig = "{v["DAEMON_KUBECONFIG"]}"\n\n[leader_election]\nenabled = false\n')
-        self.notify_path = os.path.join(workdir, 'notify.sock')
-        if os.path.exists(self.notify_path):
-            os.unlink(self.notify_path)
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind(self.notify_path)
-        self.log_path = os.path.join(workdir, 'node-lifecycled.log')
-        env = {k: val for k, val in os.environ.items() if k not in ('RUST_LOG', 'WATCHDOG_USEC', 'WATCHDOG_PID')}
-        env['NOTIFY_SOCKET'] = self.notify_path
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen([binary, '--config', cfg], stdin=subprocess.DEVNULL,
-                                     stdout=open(self.log_path, 'w'), stderr=subprocess.STDOUT, env=env)
-        self.pid = self.proc.pid
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--state', required=True)
@@ -49,7 +27,7 @@ try:
     time.sleep(12)
     for spec_ in a.bins:
         name, path = spec_.split('=', 1)
-        d = DryDaemon(path, v, os.path.join(work, name))
+        d = b.Daemon(path, v, os.path.join(work, name), dry_run=True)
         sync, _ = d.wait_ready(120)
         print(f'{name}: sync {sync:.2f} s', flush=True)
         ds.append((name, d))
