@@ -16,44 +16,15 @@ use std::process::Command;
 use node_lifecycled::kube::decode::DecodeContext;
 use node_lifecycled::kube::decode::proto::{ProtoWire, Reader, decode_item};
 use node_lifecycled::model::{Lease, Node, Pod};
-use node_lifecycled_sim::{Resource, fixtures, protobuf_field_numbers, protobuf_message};
+use node_lifecycled_sim::{
+    Resource, fixtures, protobuf_field_numbers, protobuf_fields, protobuf_message,
+};
 use real_apiserver_support::RealApiserver;
 use serde_json::Value;
 
-/// The fields of one protobuf message by number, the bytes of each occurrence.
-fn fields(mut b: &[u8]) -> BTreeMap<u32, Vec<Vec<u8>>> {
-    fn varint(b: &mut &[u8]) -> u64 {
-        let (mut v, mut shift) = (0u64, 0);
-        loop {
-            let byte = b[0];
-            *b = &b[1..];
-            v |= u64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                return v;
-            }
-        }
-    }
-    let mut out: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
-    while !b.is_empty() {
-        let key = varint(&mut b);
-        let value = match key & 7 {
-            0 => {
-                let start = b;
-                varint(&mut b);
-                start[..start.len() - b.len()].to_vec()
-            }
-            2 => {
-                let len = varint(&mut b) as usize;
-                let (v, rest) = b.split_at(len);
-                b = rest;
-                v.to_vec()
-            }
-            t => panic!("wire type {t}"),
-        };
-        out.entry((key >> 3) as u32).or_default().push(value);
-    }
-    out
+/// The fields of one protobuf message by number (see `message_fields`).
+fn fields(b: &[u8]) -> BTreeMap<u32, Vec<Vec<u8>>> {
+    protobuf_fields(b).expect("a well-formed protobuf message")
 }
 
 /// The occurrences of the field at `numbers` (one level of nesting at most under the top).

@@ -60,7 +60,10 @@ mod write_log;
 
 pub use cluster::{Cluster, DeleteOptions, NODE_LEASE_NAMESPACE};
 pub use faults::{Faults, RequestMatch};
-pub use proto::{encode_object as protobuf_message, field_numbers as protobuf_field_numbers};
+pub use proto::{
+    encode_object as protobuf_message, field_numbers as protobuf_field_numbers,
+    message_fields as protobuf_fields,
+};
 pub use resource::{Resource, Verb};
 pub use server::{SimConfig, SimHandle, SimServer};
 pub use shared::SimClock;

@@ -13,6 +13,8 @@ mod schema;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::resource::Resource;
@@ -457,4 +459,44 @@ fn encode_noting(resource: Resource, object: &Value) -> (Vec<u8>, Vec<String>) {
     let mut out = Vec::new();
     message(schema_of(resource).unwrap(), object, &mut out, &mut skipped);
     (out, skipped.paths)
+}
+
+/// A message's fields by number, the bytes of each occurrence (a varint's own bytes, a
+/// length-delimited field's content), for comparing two encodings field by field; `None` for
+/// a malformed message or a wire type the API's messages do not use (fixed 32/64 bits).
+pub fn message_fields(mut b: &[u8]) -> Option<BTreeMap<u32, Vec<Vec<u8>>>> {
+    fn read_varint(b: &mut &[u8]) -> Option<u64> {
+        let (mut v, mut shift) = (0u64, 0u32);
+        loop {
+            let (&byte, rest) = b.split_first()?;
+            *b = rest;
+            v |= u64::from(byte & 0x7f).checked_shl(shift)?;
+            shift += 7;
+            if byte < 0x80 {
+                return Some(v);
+            }
+        }
+    }
+    let mut out: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
+    while !b.is_empty() {
+        let key = read_varint(&mut b)?;
+        let value = match key & 7 {
+            0 => {
+                let start = b;
+                read_varint(&mut b)?;
+                start[..start.len() - b.len()].to_vec()
+            }
+            2 => {
+                let len = usize::try_from(read_varint(&mut b)?).ok()?;
+                let v = b.get(..len)?;
+                b = &b[len..];
+                v.to_vec()
+            }
+            _ => return None,
+        };
+        out.entry(u32::try_from(key >> 3).ok()?)
+            .or_default()
+            .push(value);
+    }
+    Some(out)
 }

@@ -15,40 +15,9 @@ macro_rules! fixture {
     };
 }
 
-/// The fields of a message, by number, each with the bytes of every occurrence.
-fn fields(mut b: &[u8]) -> BTreeMap<u32, Vec<Vec<u8>>> {
-    fn varint(b: &mut &[u8]) -> u64 {
-        let (mut v, mut shift) = (0u64, 0);
-        loop {
-            let byte = b[0];
-            *b = &b[1..];
-            v |= u64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                return v;
-            }
-        }
-    }
-    let mut out: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
-    while !b.is_empty() {
-        let key = varint(&mut b);
-        let value = match key & 7 {
-            0 => {
-                let start = b;
-                varint(&mut b);
-                start[..start.len() - b.len()].to_vec()
-            }
-            2 => {
-                let len = varint(&mut b) as usize;
-                let (v, rest) = b.split_at(len);
-                b = rest;
-                v.to_vec()
-            }
-            t => panic!("wire type {t}"),
-        };
-        out.entry((key >> 3) as u32).or_default().push(value);
-    }
-    out
+/// The fields of one protobuf message by number (see `message_fields`).
+fn fields(b: &[u8]) -> BTreeMap<u32, Vec<Vec<u8>>> {
+    message_fields(b).expect("a well-formed protobuf message")
 }
 
 /// The real server's object message inside its envelope.
@@ -281,4 +250,27 @@ fn only_protobuf_first_in_accept_gets_protobuf_and_only_for_nodes_pods_and_lease
         Resource::Nodes
     ));
     assert!(!wanted(None, Resource::Nodes));
+}
+
+#[test]
+fn a_message_cut_anywhere_is_read_as_malformed_or_as_its_whole_fields_never_a_panic() {
+    let ours = encode_object(
+        Resource::Leases,
+        &serde_json::from_slice(fixture!("proto_lease.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(message_fields(&ours).is_some_and(|f| f.contains_key(&1) && f.contains_key(&2)));
+    for cut in 0..ours.len() {
+        if let Some(f) = message_fields(&ours[..cut]) {
+            assert!(
+                f.values().flatten().map(Vec::len).sum::<usize>() < ours.len(),
+                "cut {cut}"
+            );
+        }
+    }
+    assert_eq!(
+        message_fields(&[0x0d, 0, 0, 0, 0]),
+        None,
+        "fixed32: not an API wire type"
+    );
 }
