@@ -110,6 +110,20 @@ fn drive(poll: &mut Poll, stream: &mut WatchStream, clock: &Clock) -> Vec<WatchI
     out
 }
 
+/// Reads one stream on its readiness events until its first watch event (the set-up of the
+/// tests that count socket reads afterwards).
+fn until_first_event(poll: &mut Poll, stream: &mut WatchStream, clock: &Clock) {
+    let mut events = Events::with_capacity(16);
+    let mut out = Vec::new();
+    let started = Instant::now();
+    while event_lines(&out).is_empty() {
+        assert!(started.elapsed() < SAFETY, "no first event");
+        poll.poll(&mut events, Some(Duration::from_millis(100)))
+            .unwrap();
+        while stream.on_ready(clock.now(), &mut out) == Drain::MoreToRead {}
+    }
+}
+
 fn event_lines(items: &[WatchItem]) -> Vec<String> {
     items
         .iter()
@@ -220,15 +234,8 @@ fn a_paused_stream_stops_at_a_short_read_and_a_registered_one_reads_until_it_wou
         &WatchOptions::default(),
     )
     .unwrap();
-    let mut events = Events::with_capacity(16);
-    let mut out = Vec::new();
-    let started = Instant::now();
-    while event_lines(&out).is_empty() {
-        assert!(started.elapsed() < SAFETY, "no first event");
-        poll.poll(&mut events, Some(Duration::from_millis(100)))
-            .unwrap();
-        while stream.on_ready(clock.now(), &mut out) == Drain::MoreToRead {}
-    }
+    until_first_event(&mut poll, &mut stream, &clock);
+    let (mut events, started) = (Events::with_capacity(16), Instant::now());
     // Paused: read on a "timer" until the batch is there.
     stream.pause(poll.registry()).unwrap();
     next_tx.send(10).unwrap();
@@ -595,15 +602,8 @@ mod tls {
         )
         .unwrap();
         // The handshake, the head and the first event, read as they come.
-        let mut events = Events::with_capacity(16);
-        let mut out = Vec::new();
-        let started = Instant::now();
-        while event_lines(&out).is_empty() {
-            assert!(started.elapsed() < SAFETY, "no first event");
-            poll.poll(&mut events, Some(Duration::from_millis(100)))
-                .unwrap();
-            while stream.on_ready(clock.now(), &mut out) == Drain::MoreToRead {}
-        }
+        until_first_event(&mut poll, &mut stream, &clock);
+        let (mut events, started) = (Events::with_capacity(16), Instant::now());
         let reads_before = stream.socket_reads();
         go_tx.send(()).unwrap();
         // Not read until every byte of the burst has arrived.
