@@ -10,14 +10,15 @@ use std::time::Duration;
 use informer_support::{Harness, Id, Tracked, list_watch, plain_connection, unthrottled};
 use node_lifecycled::kube::Credentials;
 use node_lifecycled::runtime::{Clock, EventLoop};
-use node_lifecycled_sim::{Resource, SimConfig, SimServer, fixtures};
+use node_lifecycled_sim::{Resource, SimConfig, SimHandle, SimServer, fixtures};
 
 const NODES: usize = 200;
 const COALESCE: Duration = Duration::from_millis(100);
 const LIMIT: Duration = Duration::from_secs(30);
 
-#[test]
-fn lease_renewals_arriving_together_are_read_in_a_few_wakeups_and_a_quiet_watch_costs_no_timer() {
+/// A simulated cluster of `NODES` Leases and a Lease informer on it, synced, coalescing its
+/// reads by `coalesce`.
+fn synced_lease_informer(coalesce: Duration) -> (SimHandle, EventLoop<Id, Id>, Harness) {
     let sim = SimServer::start(SimConfig::default()).unwrap();
     let cluster = sim.cluster();
     for i in 0..NODES {
@@ -36,10 +37,17 @@ fn lease_renewals_arriving_together_are_read_in_a_few_wakeups_and_a_quiet_watch_
         unthrottled(),
     );
     let mut config = list_watch(Duration::from_secs(60));
-    config.watch_coalesce = COALESCE;
+    config.watch_coalesce = coalesce;
     h.leases = Some(Tracked::new(config, Id::Leases));
     h.start(lp.control());
     h.run_until(&mut lp, LIMIT, "sync", |h| h.leases().informer.is_synced());
+    (sim, lp, h)
+}
+
+#[test]
+fn lease_renewals_arriving_together_are_read_in_a_few_wakeups_and_a_quiet_watch_costs_no_timer() {
+    let (sim, mut lp, mut h) = synced_lease_informer(COALESCE);
+    let cluster = sim.cluster();
     let renewed = cluster.now() + Duration::from_secs(1);
     cluster.renew_lease("node-0", renewed).unwrap();
     h.run_until(&mut lp, LIMIT, "a first renewal", |h| {
@@ -109,28 +117,8 @@ fn lease_renewals_arriving_together_are_read_in_a_few_wakeups_and_a_quiet_watch_
 #[test]
 fn a_steady_trickle_of_renewals_is_read_on_a_wider_grid_in_fewer_wakeups() {
     let base = Duration::from_millis(50);
-    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let (sim, mut lp, mut h) = synced_lease_informer(base);
     let cluster = sim.cluster();
-    for i in 0..NODES {
-        cluster
-            .create(
-                Resource::Leases,
-                fixtures::node_lease(&format!("node-{i}"), cluster.now()),
-            )
-            .unwrap();
-    }
-    let clock = Clock::start();
-    let mut lp: EventLoop<Id, Id> = EventLoop::new(clock.clone()).unwrap();
-    let mut h = Harness::new(
-        plain_connection(sim.url(), Credentials::None),
-        &clock,
-        unthrottled(),
-    );
-    let mut config = list_watch(Duration::from_secs(60));
-    config.watch_coalesce = base;
-    h.leases = Some(Tracked::new(config, Id::Leases));
-    h.start(lp.control());
-    h.run_until(&mut lp, LIMIT, "sync", |h| h.leases().informer.is_synced());
 
     let calls_before = h.call_cpu.len();
     let events_before = h.leases().stats().watch_events;
