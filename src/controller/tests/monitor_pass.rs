@@ -32,24 +32,36 @@ fn both_ways(story: impl Fn(bool) -> Harness) -> Harness {
     settled
 }
 
+/// A node listed Ready but still tainted unreachable (it recovered while we were away), whose
+/// first untaint write fails; `prepare` runs on the harness before the node is fed.
+fn recovered_node_whose_untaint_fails_once(
+    settings: crate::controller::Settings,
+    prepare: impl FnOnce(&mut Harness),
+) -> Harness {
+    let mut h = Harness::new(settings, t0());
+    prepare(&mut h);
+    h.faults.fail_taint_writes = 1;
+    h.put_lease(lease("n1", t0()));
+    h.put_node(
+        node("n1")
+            .zone("r", "z")
+            .ready(True, t0(), t0())
+            .taint(taint_keys::UNREACHABLE, NoExecute)
+            .build(),
+    );
+    h.feed(crate::controller::Input::InitialSyncDone);
+    h
+}
+
 /// A node listed Ready but still tainted unreachable (it recovered while we were away): its
 /// untaint write fails, and nothing about the node changes afterwards. Only the next monitor
 /// pass tries again, so a tainted node is never left out of the pass.
 #[test]
 fn a_recovered_node_whose_untaint_failed_is_untainted_by_the_next_monitor_pass() {
     let h = both_ways(|full| {
-        let mut h = Harness::new(test_settings(), t0());
-        h.ctl.use_full_monitor_pass(full);
-        h.faults.fail_taint_writes = 1;
-        h.put_lease(lease("n1", t0()));
-        h.put_node(
-            node("n1")
-                .zone("r", "z")
-                .ready(True, t0(), t0())
-                .taint(taint_keys::UNREACHABLE, NoExecute)
-                .build(),
-        );
-        h.feed(crate::controller::Input::InitialSyncDone);
+        let mut h = recovered_node_whose_untaint_fails_once(test_settings(), |h| {
+            h.ctl.use_full_monitor_pass(full)
+        });
         for rv in ["2", "3"] {
             h.run_for(secs(10));
             h.put_lease(renewal("n1", h.now, rv));
@@ -81,23 +93,11 @@ fn ms(n: u64) -> std::time::Duration {
 /// grid too.
 #[test]
 fn a_tick_in_the_window_before_the_pass_runs_it_and_the_next_tick_stays_on_the_grid() {
-    let mut h = Harness::new(
-        crate::controller::Settings {
-            monitor_pass_early: secs(2),
-            ..test_settings()
-        },
-        t0(),
-    );
-    h.faults.fail_taint_writes = 1;
-    h.put_lease(lease("n1", t0()));
-    h.put_node(
-        node("n1")
-            .zone("r", "z")
-            .ready(True, t0(), t0())
-            .taint(taint_keys::UNREACHABLE, NoExecute)
-            .build(),
-    );
-    h.feed(crate::controller::Input::InitialSyncDone);
+    let settings = crate::controller::Settings {
+        monitor_pass_early: secs(2),
+        ..test_settings()
+    };
+    let mut h = recovered_node_whose_untaint_fails_once(settings, |_| {});
     assert_eq!(
         h.ctl.monitor_pass_window(),
         Some((t0() + secs(3), t0() + secs(5)))
