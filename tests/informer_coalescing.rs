@@ -7,10 +7,9 @@ mod informer_support;
 
 use std::time::Duration;
 
-use informer_support::{Harness, Id, Tracked, list_watch, plain_connection, unthrottled};
-use node_lifecycled::kube::Credentials;
-use node_lifecycled::runtime::{Clock, EventLoop};
-use node_lifecycled_sim::{Resource, SimConfig, SimHandle, SimServer, fixtures};
+use informer_support::{Harness, Id, list_watch, synced_leases};
+use node_lifecycled::runtime::EventLoop;
+use node_lifecycled_sim::{SimConfig, SimHandle, SimServer};
 
 const NODES: usize = 200;
 const COALESCE: Duration = Duration::from_millis(100);
@@ -20,27 +19,9 @@ const LIMIT: Duration = Duration::from_secs(30);
 /// reads by `coalesce`.
 fn synced_lease_informer(coalesce: Duration) -> (SimHandle, EventLoop<Id, Id>, Harness) {
     let sim = SimServer::start(SimConfig::default()).unwrap();
-    let cluster = sim.cluster();
-    for i in 0..NODES {
-        cluster
-            .create(
-                Resource::Leases,
-                fixtures::node_lease(&format!("node-{i}"), cluster.now()),
-            )
-            .unwrap();
-    }
-    let clock = Clock::start();
-    let mut lp: EventLoop<Id, Id> = EventLoop::new(clock.clone()).unwrap();
-    let mut h = Harness::new(
-        plain_connection(sim.url(), Credentials::None),
-        &clock,
-        unthrottled(),
-    );
     let mut config = list_watch(Duration::from_secs(60));
     config.watch_coalesce = coalesce;
-    h.leases = Some(Tracked::new(config, Id::Leases));
-    h.start(lp.control());
-    h.run_until(&mut lp, LIMIT, "sync", |h| h.leases().informer.is_synced());
+    let (lp, h) = synced_leases(&sim, NODES, config, LIMIT);
     (sim, lp, h)
 }
 

@@ -12,13 +12,12 @@ mod informer_support;
 
 use std::time::{Duration, Instant};
 
-use informer_support::{Harness, Id, Tracked, list_watch, plain_connection, unthrottled};
-use node_lifecycled::kube::Credentials;
+use informer_support::{Harness, Id, list_watch, synced_leases};
 use node_lifecycled::kube::reflector::EndTarget;
+use node_lifecycled::runtime::EventLoop;
 use node_lifecycled::runtime::informer::InformerConfig;
-use node_lifecycled::runtime::{Clock, EventLoop};
 use node_lifecycled::time::Time;
-use node_lifecycled_sim::{Cluster, Resource, SimConfig, SimHandle, SimServer, fixtures};
+use node_lifecycled_sim::{Cluster, SimConfig, SimHandle, SimServer};
 
 const ROTATIONS: u64 = 5;
 const LIMIT: Duration = Duration::from_secs(30);
@@ -33,28 +32,7 @@ fn lazy_rotation(idle_timeout: Duration, read_within: Duration) -> InformerConfi
 
 /// A simulator with three Leases and a harness whose Lease informer is synced and watching.
 fn synced(sim: &SimHandle, config: InformerConfig) -> (EventLoop<Id, Id>, Harness) {
-    let cluster = sim.cluster();
-    for i in 0..3 {
-        cluster
-            .create(
-                Resource::Leases,
-                fixtures::node_lease(&format!("node-{i}"), cluster.now()),
-            )
-            .unwrap();
-    }
-    let clock = Clock::start();
-    let mut lp: EventLoop<Id, Id> = EventLoop::new(clock.clone()).unwrap();
-    let mut h = Harness::new(
-        plain_connection(sim.url(), Credentials::None),
-        &clock,
-        unthrottled(),
-    );
-    h.leases = Some(Tracked::new(config, Id::Leases));
-    h.start(lp.control());
-    h.run_until(&mut lp, LIMIT, "sync", |h| {
-        h.leases().informer.is_synced() && h.leases().stats().watching
-    });
-    (lp, h)
+    synced_leases(sim, 3, config, LIMIT)
 }
 
 fn rotations(h: &Harness) -> u64 {

@@ -18,6 +18,7 @@ use node_lifecycled::model::{Lease, Node, Pod};
 use node_lifecycled::runtime::informer::{Informer, InformerConfig, InformerIo, InformerStats};
 use node_lifecycled::runtime::{Clock, EventLoop, Handler, LoopControl};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::{Resource, SimHandle, fixtures};
 use serde_json::Value;
 
 /// Loop sources and timers of the test owner.
@@ -562,4 +563,36 @@ pub fn assert_same<T: Watched + PartialEq + std::fmt::Debug>(
 /// `at` less `d`.
 pub fn before(at: Time, d: Duration) -> Time {
     Time::from_unix_millis(at.as_unix_millis() - d.as_millis() as u64)
+}
+
+/// `leases` node Leases in the simulator, and a harness whose Lease informer (`config`) has
+/// synced and is watching.
+pub fn synced_leases(
+    sim: &SimHandle,
+    leases: usize,
+    config: InformerConfig,
+    limit: Duration,
+) -> (EventLoop<Id, Id>, Harness) {
+    let cluster = sim.cluster();
+    for i in 0..leases {
+        cluster
+            .create(
+                Resource::Leases,
+                fixtures::node_lease(&format!("node-{i}"), cluster.now()),
+            )
+            .unwrap();
+    }
+    let clock = Clock::start();
+    let mut lp: EventLoop<Id, Id> = EventLoop::new(clock.clone()).unwrap();
+    let mut h = Harness::new(
+        plain_connection(sim.url(), Credentials::None),
+        &clock,
+        unthrottled(),
+    );
+    h.leases = Some(Tracked::new(config, Id::Leases));
+    h.start(lp.control());
+    h.run_until(&mut lp, limit, "sync", |h| {
+        h.leases().informer.is_synced() && h.leases().stats().watching
+    });
+    (lp, h)
 }
