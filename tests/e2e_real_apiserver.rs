@@ -9,188 +9,18 @@
 mod e2e_support;
 mod real_apiserver_support;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use e2e_support::{Daemon, TempDir, Timing, config_text, wait_until};
-use node_lifecycled::kube::{ApiClient, ClientSettings, Connection, PatchType};
-use node_lifecycled::runtime::Clock;
+use node_lifecycled::kube::PatchType;
 use real_apiserver_support::RealApiserver;
+use real_apiserver_support::fleet::{
+    Kubelets, admin_client, event_reasons, node_json, pod_deleting, pod_manifest, post_ready,
+    ready_of, taints_of,
+};
 use serde::de::IgnoredAny;
-use serde_json::{Value, json};
-
-/// An API client as the admin (the kubelets' thread builds its own: clients stay on a thread).
-fn admin_client(server: &RealApiserver) -> ApiClient {
-    client_from(Path::new(server.var("ADMIN_KUBECONFIG")))
-}
-
-fn client_from(kubeconfig: &Path) -> ApiClient {
-    let connection = Connection::from_kubeconfig(kubeconfig, None, false).unwrap();
-    let clock = Clock::start();
-    let settings = ClientSettings {
-        qps: None,
-        timeout: Duration::from_secs(5),
-        ..ClientSettings::default()
-    };
-    ApiClient::new(&connection, &settings, Box::new(move || clock.now())).unwrap()
-}
-
-fn ready_condition(kind: &str, status: &str, reason: &str, stamp: &str) -> Value {
-    json!({"type": kind, "status": status, "reason": reason, "message": "posted by the test kubelet",
-           "lastHeartbeatTime": stamp, "lastTransitionTime": stamp})
-}
-
-/// Node status as a kubelet posts it.
-fn post_ready(client: &mut ApiClient, node: &str, stamp: &str) {
-    let body = json!({"status": {"conditions": [
-        ready_condition("MemoryPressure", "False", "KubeletHasSufficientMemory", stamp),
-        ready_condition("DiskPressure", "False", "KubeletHasNoDiskPressure", stamp),
-        ready_condition("PIDPressure", "False", "KubeletHasSufficientPID", stamp),
-        ready_condition("Ready", "True", "KubeletReady", stamp),
-    ]}});
-    client
-        .patch::<IgnoredAny>(
-            &format!("/api/v1/nodes/{node}/status"),
-            PatchType::StrategicMerge,
-            body.to_string().as_bytes(),
-        )
-        .unwrap();
-}
-
-fn node_json(client: &mut ApiClient, node: &str) -> Value {
-    client.get_json(&format!("/api/v1/nodes/{node}")).unwrap()
-}
-
-fn ready_of(node: &Value) -> (String, String, String) {
-    node["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-        .map(|c| {
-            (
-                c["status"].as_str().unwrap_or("").to_string(),
-                c["reason"].as_str().unwrap_or("").to_string(),
-                c["message"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .unwrap_or_default()
-}
-
-fn taints_of(node: &Value) -> BTreeSet<String> {
-    node["spec"]["taints"]
-        .as_array()
-        .map(|ts| {
-            ts.iter()
-                .map(|t| {
-                    format!(
-                        "{}:{}",
-                        t["key"].as_str().unwrap(),
-                        t["effect"].as_str().unwrap()
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The test's kubelets: renew Leases every 500 ms for the nodes alive, and post Ready=True
-/// again when the controller changed it.
-struct Kubelets {
-    alive: Arc<Mutex<BTreeSet<String>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Kubelets {
-    fn start(kubeconfig: PathBuf, nodes: &[&str]) -> Kubelets {
-        let alive = Arc::new(Mutex::new(
-            nodes.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>(),
-        ));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (alive, stop) = (alive.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut client = client_from(&kubeconfig);
-                while !stop.load(Ordering::Relaxed) {
-                    let names: Vec<String> = alive.lock().unwrap().iter().cloned().collect();
-                    for name in names {
-                        let now = client.now();
-                        let renew = json!({"spec": {"renewTime": now.to_rfc3339_micros()}});
-                        let _ = client.patch::<IgnoredAny>(
-                            &format!("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}"),
-                            PatchType::Merge,
-                            renew.to_string().as_bytes(),
-                        );
-                        if let Ok(node) = client.get_json::<Value>(&format!("/api/v1/nodes/{name}"))
-                        {
-                            if ready_of(&node).0 != "True" {
-                                post_ready(&mut client, &name, &now.to_rfc3339());
-                            }
-                        }
-                    }
-                    // The kubelets' heartbeat period.
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-            })
-        };
-        Kubelets {
-            alive,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn set_alive(&self, node: &str, alive: bool) {
-        let mut set = self.alive.lock().unwrap();
-        if alive {
-            set.insert(node.to_string());
-        } else {
-            set.remove(node);
-        }
-    }
-}
-
-impl Drop for Kubelets {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn pod_manifest(name: &str, node: &str, toleration_seconds: Option<i64>) -> String {
-    let mut toleration = json!({"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"});
-    if let Some(s) = toleration_seconds {
-        toleration["tolerationSeconds"] = json!(s);
-    }
-    json!({"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": "e2e"},
-           "spec": {"nodeName": node, "tolerations": [toleration],
-                    "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}})
-    .to_string()
-}
-
-fn pod_deleting(server: &RealApiserver, name: &str) -> bool {
-    server.get(&["pod", "-n", "e2e", name])["metadata"]["deletionTimestamp"].is_string()
-}
-
-fn event_reasons(server: &RealApiserver, object: &str) -> Vec<(String, String)> {
-    server.get(&["events", "-A"])["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["involvedObject"]["name"] == object)
-        .map(|e| {
-            (
-                e["reason"].as_str().unwrap_or("").to_string(),
-                e["message"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
-}
+use serde_json::json;
 
 #[test]
 fn node_failure_against_a_real_apiserver_with_the_rbac_of_conf() {
@@ -254,7 +84,14 @@ fn node_failure_against_a_real_apiserver_with_the_rbac_of_conf() {
             )
             .unwrap();
     }
-    let kubelets = Kubelets::start(PathBuf::from(server.var("ADMIN_KUBECONFIG")), &nodes);
+    let names: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+    // The kubelets renew every 500 ms, all at the same instant.
+    let kubelets = Kubelets::start(
+        PathBuf::from(server.var("ADMIN_KUBECONFIG")),
+        &names,
+        Duration::from_millis(500),
+        false,
+    );
 
     let dir = TempDir::new("real-apiserver");
     let timing = Timing {
@@ -306,13 +143,13 @@ fn node_failure_against_a_real_apiserver_with_the_rbac_of_conf() {
     wait_until(
         "at-once evicted",
         Duration::from_secs(10),
-        || pod_deleting(&server, "at-once"),
+        || pod_deleting(&mut admin_client(&server), "at-once"),
         || d.log(),
     );
     let two = wait_until(
         "two-seconds evicted",
         Duration::from_secs(10),
-        || pod_deleting(&server, "two-seconds"),
+        || pod_deleting(&mut admin_client(&server), "two-seconds"),
         || d.log(),
     );
     assert!(
@@ -320,8 +157,8 @@ fn node_failure_against_a_real_apiserver_with_the_rbac_of_conf() {
         "two-seconds evicted after {two:?}"
     );
     let started = Instant::now();
-    assert!(!pod_deleting(&server, "long") && !pod_deleting(&server, "forever"));
-    assert!(!pod_deleting(&server, "elsewhere"));
+    assert!(!pod_deleting(&mut admin, "long") && !pod_deleting(&mut admin, "forever"));
+    assert!(!pod_deleting(&mut admin, "elsewhere"));
     let events = event_reasons(&server, "forever");
     assert!(
         events.iter().any(|(r, _)| r == "NodeNotReady"),
@@ -355,7 +192,7 @@ fn node_failure_against_a_real_apiserver_with_the_rbac_of_conf() {
         },
         || d.log(),
     );
-    assert!(!pod_deleting(&server, "long"));
+    assert!(!pod_deleting(&mut admin, "long"));
     // Nothing was refused by RBAC on the way. (An API error reads `<request>: 403 Forbidden`;
     // a bare "403" also matches random digits in the daemon's temporary paths.)
     assert!(!d.has_line(": 403 "), "{}", d.log());

@@ -306,6 +306,8 @@ pub struct Timing {
     pub leader: Option<String>,
     pub dry_run: bool,
     pub dump_format: &'static str,
+    /// `api.watch_idle_timeout` (the installed default is 30 s).
+    pub watch_idle_timeout: &'static str,
 }
 
 impl Default for Timing {
@@ -320,6 +322,7 @@ impl Default for Timing {
             leader: None,
             dry_run: false,
             dump_format: "text",
+            watch_idle_timeout: "2s",
         }
     }
 }
@@ -339,7 +342,7 @@ pub fn config_text(kubeconfig: &Path, timing: &Timing) -> String {
          secondary_node_eviction_rate = {:?}\nlarge_cluster_size_threshold = {}\n\
          dry_run = {}\ndump_format = \"{}\"\n\
          [api]\nkubeconfig = \"{}\"\nqps = 500.0\nburst = 500\nrequest_timeout = \"1s\"\n\
-         watch_idle_timeout = \"2s\"\n[leader_election]\n{leader}",
+         watch_idle_timeout = \"{}\"\n[leader_election]\n{leader}",
         timing.monitor_period,
         timing.grace,
         timing.startup_grace,
@@ -349,6 +352,7 @@ pub fn config_text(kubeconfig: &Path, timing: &Timing) -> String {
         timing.dry_run,
         timing.dump_format,
         kubeconfig.display(),
+        timing.watch_idle_timeout,
     )
 }
 

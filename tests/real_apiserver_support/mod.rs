@@ -4,6 +4,8 @@
 //! it may be skipped.
 #![allow(dead_code)] // each test binary uses its own part
 
+pub mod fleet;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};

