@@ -709,6 +709,7 @@ fn stalled_stream_is_caught_by_the_idle_timeout_and_resumed_from_the_last_resour
                     items: vec![Lease {
                         name: "a".into(),
                         renew_time: None,
+                        duration_seconds: None,
                         resource_version: "2".into(),
                     }],
                     resource_version: "3".into(),

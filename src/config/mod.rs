@@ -73,6 +73,8 @@ pub struct Config {
     pub autonomy: bool,
     /// No NoExecute taint for this long after a full disruption ends (zero: upstream).
     pub disruption_cooldown: Duration,
+    /// Count nodes that missed two Lease renewals as suspects in the zone rules (beyond upstream).
+    pub early_suspects: bool,
     /// `[[pool]]`, in file order (first match wins).
     pub pools: Vec<Pool>,
     /// `[[condition_taint]]`, in file order.

@@ -29,6 +29,7 @@ pub(super) struct RawConfig {
     pub control_socket: Field<String>,
     pub autonomy: Field<bool>,
     pub disruption_cooldown: Field<DurationText>,
+    pub early_suspects: Field<bool>,
     #[serde(default)]
     pub api: RawApi,
     #[serde(default)]

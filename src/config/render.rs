@@ -131,6 +131,7 @@ fn entries(c: &Config) -> Vec<Entry> {
     );
     put(top, "autonomy", Some(c.autonomy.to_string()));
     put(top, "disruption_cooldown", Some(dur(c.disruption_cooldown)));
+    put(top, "early_suspects", Some(c.early_suspects.to_string()));
 
     let api = Some("api");
     let a = &c.api;

@@ -408,6 +408,7 @@ fn default_identity_is_hostname_and_random_suffix() {
 
 const POLICIES: &str = r#"autonomy = false
 disruption_cooldown = "2m"
+early_suspects = false
 
 [[pool]]
 name = "control-plane"
@@ -436,6 +437,7 @@ fn policies_are_read_printed_and_read_back_the_same() {
     let c = parse(POLICIES).unwrap();
     assert!(!c.autonomy);
     assert_eq!(c.disruption_cooldown, Duration::from_secs(120));
+    assert!(!c.early_suspects);
     assert_eq!(c.pools.len(), 2);
     assert_eq!(&*c.pools[1].name, "flaky-rack");
     assert_eq!(c.pools[1].mark_pods_not_ready, Some(false));
@@ -452,13 +454,19 @@ fn policies_are_read_printed_and_read_back_the_same() {
     assert_eq!(back, c, "{printed}");
     // Defaults: autonomy on, no cooldown, no pools, no custom taints.
     let d = Config::default();
-    assert!(d.autonomy && d.disruption_cooldown.is_zero());
+    assert!(d.autonomy && d.disruption_cooldown.is_zero() && d.early_suspects);
     assert!(d.pools.is_empty() && d.condition_taints.is_empty());
     // A reload names what changed.
     let keys: Vec<String> = c.changes_since(&d).into_iter().map(|ch| ch.key).collect();
     assert_eq!(
         keys,
-        ["autonomy", "disruption_cooldown", "pool", "condition_taint"]
+        [
+            "autonomy",
+            "disruption_cooldown",
+            "early_suspects",
+            "pool",
+            "condition_taint"
+        ]
     );
 }
 

@@ -204,6 +204,7 @@ impl Validator<'_> {
             leader_election,
             autonomy: flag(&raw.autonomy, true),
             disruption_cooldown,
+            early_suspects: flag(&raw.early_suspects, true),
             pools,
             condition_taints,
             fencing,

@@ -84,6 +84,14 @@ pub enum Decision {
     /// Every zone is fully disrupted (`entered`): all tainting stops and NoExecute taints come
     /// off; or that ended.
     AllZonesDown { entered: bool, zones: usize },
+    /// A zone's NoExecute decisions wait for its suspects (`node_lifecycle/suspects.rs`):
+    /// counted not ready, they would make the zone `would_be` (or every zone fully disrupted).
+    ZoneWaits {
+        zone: Name,
+        suspects: usize,
+        would_be: ZoneState,
+        all_down: bool,
+    },
     /// A node's taints are written.
     Taints {
         node: Name,
@@ -124,6 +132,7 @@ impl Decision {
             Decision::NodeReady { .. } => "node-ready",
             Decision::ZoneState { .. } => "zone-state",
             Decision::AllZonesDown { .. } => "all-zones-down",
+            Decision::ZoneWaits { .. } => "zone-waits",
             Decision::Taints { .. } => "taints",
             Decision::PodsNotReady { .. } => "pods-not-ready",
             Decision::PodDeletion { .. } => "pod-deletion",
@@ -143,6 +152,7 @@ impl Decision {
             Decision::PodDeletion { node, .. } => node.as_ref(),
             Decision::ZoneState { .. }
             | Decision::AllZonesDown { .. }
+            | Decision::ZoneWaits { .. }
             | Decision::DeletionCancelled { .. } => None,
         }
     }
@@ -153,6 +163,7 @@ impl Decision {
             Decision::NodeUnknown { zone, .. }
             | Decision::NodeReady { zone, .. }
             | Decision::ZoneState { zone, .. }
+            | Decision::ZoneWaits { zone, .. }
             | Decision::Taints { zone, .. }
             | Decision::PodsNotReady { zone, .. } => Some(zone),
             _ => None,

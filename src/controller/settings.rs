@@ -39,6 +39,9 @@ pub struct Settings {
     /// After the cluster leaves the all-zones-down stop, or a zone leaves full disruption, no
     /// NoExecute taint is added in it for this long (zero: upstream behaviour).
     pub disruption_cooldown: Duration,
+    /// Beyond upstream: a node that has missed two Lease renewals counts as a suspect in the
+    /// zone rules for NoExecute tainting and fencing (`node_lifecycle/suspects.rs`).
+    pub early_suspects: bool,
     /// Node pools, first match wins (`pools.rs`).
     pub pools: Vec<Pool>,
     /// Custom condition taints (`condition_taints.rs`).
@@ -62,6 +65,7 @@ impl Default for Settings {
             pod_eviction_timeout: Duration::from_secs(300),
             autonomy: true,
             disruption_cooldown: Duration::ZERO,
+            early_suspects: true,
             pools: Vec::new(),
             condition_taints: Vec::new(),
             fencing: None,

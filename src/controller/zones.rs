@@ -92,6 +92,9 @@ pub struct Zone {
     pub evictions_total: u64,
     /// End of the disruption cooldown: no NoExecute taint is added here before it.
     pub cooldown_until: Option<Time>,
+    /// Its NoExecute decisions wait for suspects (`node_lifecycle/suspects.rs`): the wait's
+    /// start is logged once.
+    pub waiting_for_suspects: bool,
 }
 
 impl Zone {

@@ -320,6 +320,8 @@ impl Node {
 pub struct Lease {
     pub name: Name,
     pub renew_time: Option<Time>,
+    /// `spec.leaseDurationSeconds`: the kubelet renews at a quarter of it.
+    pub duration_seconds: Option<u32>,
     pub resource_version: Name,
 }
 

@@ -469,6 +469,22 @@ pub fn render(d: &Decision) -> LogLine {
         } => format!(
             "all {zones} zones fully disrupted: our view of the cluster is likely broken; tainting stops and NoExecute taints come off"
         ),
+        Decision::ZoneWaits {
+            zone,
+            suspects,
+            would_be,
+            all_down,
+        } => {
+            let would = if *all_down {
+                "every zone would be fully disrupted".to_string()
+            } else {
+                format!("the zone would be {}", would_be.as_str())
+            };
+            format!(
+                "zone {}: NoExecute tainting waits for {suspects} suspect node(s) about to be judged (deadline within the next pass, or two Lease renewals missed): counted not ready, {would}",
+                display_zone(zone)
+            )
+        }
         Decision::AllZonesDown { entered: false, .. } => {
             "zones no longer all down: tainting resumes; every node gets a fresh grace period"
                 .to_string()

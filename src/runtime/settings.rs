@@ -29,6 +29,7 @@ pub fn controller_settings(config: &Config) -> Settings {
         pod_eviction_timeout: config.pod_eviction_timeout,
         autonomy: config.autonomy,
         disruption_cooldown: config.disruption_cooldown,
+        early_suspects: config.early_suspects,
         pools: config.pools.clone(),
         condition_taints: config.condition_taints.clone(),
         fencing: config.fencing.enabled.then(|| FencingPolicy {

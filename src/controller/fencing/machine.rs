@@ -276,12 +276,13 @@ impl Fencing {
         }
     }
 
-    /// Why no node may be fenced in this node's zone now, if so.
-    fn gate(&self, lc: &NodeLifecycle, name: &str) -> Option<String> {
-        if lc.all_zones_down() {
+    /// Why no node may be fenced in this node's zone now, if so. The zone is seen whole: its
+    /// nodes about to be judged count as not ready (`node_lifecycle/suspects.rs`).
+    fn gate(&self, lc: &NodeLifecycle, name: &str, now: Time) -> Option<String> {
+        if lc.all_zones_down_with_suspects(now) {
             return Some("every zone is fully disrupted: the control plane may be cut off".into());
         }
-        match lc.zone_state_of(name) {
+        match lc.zone_state_with_suspects(name, now) {
             Some(ZoneState::Normal) => None,
             Some(state) => Some(format!("zone state is {state:?}")),
             None => Some("zone state not known yet".into()),
@@ -393,7 +394,7 @@ impl Fencing {
             self.timers.schedule(name.clone(), due);
             return;
         }
-        if let Some(why) = self.gate(lc, name) {
+        if let Some(why) = self.gate(lc, name, now) {
             self.block(name, why, now + self.recheck);
             return;
         }
@@ -538,7 +539,7 @@ impl Fencing {
             self.timers.schedule(name.clone(), e.not_before);
             return;
         }
-        if let Some(why) = self.gate(lc, name) {
+        if let Some(why) = self.gate(lc, name, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

@@ -33,6 +33,7 @@ impl NodeLifecycle {
                 NodeEntry {
                     uid,
                     registered: false,
+                    joined_live_at: self.synced.then_some(now),
                     health,
                     grace_due: None,
                     grace_armed: Armed::default(),
@@ -94,7 +95,7 @@ impl NodeLifecycle {
             self.move_zone(name, zone, now);
         }
         self.arm_grace(name, now);
-        self.update_contribution(name, new_ready);
+        self.update_contribution(name, new_ready, now);
         if labels_changed {
             // The node may have changed pools, and its zone's rate with it.
             let zone = self.nodes.get(name).map(|e| e.zone.clone());
@@ -256,7 +257,7 @@ impl NodeLifecycle {
         let zone = e.zone.clone();
         let ready = node.ready().map(|c| c.status);
         self.join_zone(zone.clone(), eviction_rate, now);
-        self.update_contribution(name, ready);
+        self.update_contribution(name, ready, now);
         self.refresh_zone_rate(&zone, now);
         if self.taint_based {
             self.mark_node_as_reachable(name, now, out);

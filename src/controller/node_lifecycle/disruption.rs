@@ -48,6 +48,7 @@ impl NodeLifecycle {
             .or_insert_with(|| Zone {
                 evictions_total: past_evictions.remove(&zone).unwrap_or(0),
                 cooldown_until: None,
+                waiting_for_suspects: false,
                 key: zone,
                 members: 0,
                 size: 0,
@@ -59,14 +60,30 @@ impl NodeLifecycle {
     }
 
     /// Keeps the zone's counts in line with the node's current Ready and exclusion label.
-    pub(super) fn update_contribution(&mut self, name: &str, current: Option<ConditionStatus>) {
+    ///
+    /// A node that joined less than a pass ago without a Ready condition is not counted yet: a
+    /// kubelet registers its node and posts its status milliseconds apart, a transient
+    /// upstream's pass practically never sees. Counted at once, it turned a new one-node zone
+    /// fully disrupted and back, and that swap drained the zone's new limiter (a later
+    /// `Ready=False` was tainted 3.9 s after the report, where upstream took 1.2 s). The
+    /// periodic pass counts it once it is older (nodes without Ready are always evaluated).
+    /// The nodes of the initial sync are counted at once, as upstream's first pass sees them.
+    pub(super) fn update_contribution(
+        &mut self,
+        name: &str,
+        current: Option<ConditionStatus>,
+        now: Time,
+    ) {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
         let Some(node) = self.store.node(name) else {
             return;
         };
-        let new = if node.excluded_from_disruption() {
+        let newborn = current.is_none()
+            && e.joined_live_at
+                .is_some_and(|at| now < at + self.settings.node_monitor_period);
+        let new = if node.excluded_from_disruption() || newborn {
             None
         } else {
             Some(current == Some(ConditionStatus::True))

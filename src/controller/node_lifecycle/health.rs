@@ -190,7 +190,7 @@ impl NodeLifecycle {
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        self.update_contribution(name, current);
+        self.update_contribution(name, current, now);
         let Some(current) = current else {
             return;
         };

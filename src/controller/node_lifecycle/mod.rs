@@ -18,6 +18,7 @@ mod health;
 mod legacy_eviction;
 mod pods;
 mod results;
+mod suspects;
 mod tainting;
 
 pub use legacy_eviction::NODE_LOST_REASON;
@@ -112,6 +113,9 @@ struct NodeEntry {
     pub uid: Name,
     /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
     pub registered: bool,
+    /// When a node created while the controller runs was first seen (`None` for the nodes of
+    /// the initial sync): see `update_contribution`.
+    pub joined_live_at: Option<Time>,
     pub health: NodeHealth,
     /// The grace deadline armed (`probe_time + grace`), in `graces` or in the heap.
     pub grace_due: Option<Time>,

@@ -58,6 +58,10 @@ impl NodeLifecycle {
         if !due || !self.caches_current || self.verdicts_in_flight() {
             return;
         }
+        let view = self.suspect_view(now);
+        if !self.zone_may_act(&view, &zone) {
+            return;
+        }
         while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
             self.taint_from_queue(&zone, &value.value, now, out);
         }
@@ -290,9 +294,24 @@ impl NodeLifecycle {
             return;
         }
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
+        // Built once, and only when some zone has work due: the zones' counts with their
+        // suspects (`suspects.rs`).
+        let mut view = None;
         for zone in keys {
             if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
                 continue;
+            }
+            let due = self
+                .zones
+                .get(&zone)
+                .and_then(|z| z.queue.head())
+                .is_some_and(|(_, at)| at <= now);
+            // A head not due yet still takes a token below, as upstream's `Try` does.
+            if due {
+                let view = view.get_or_insert_with(|| self.suspect_view(now));
+                if !self.zone_may_act(view, &zone) {
+                    continue;
+                }
             }
             while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
                 if self.taint_based {

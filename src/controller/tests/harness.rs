@@ -142,6 +142,7 @@ pub fn lease(node: &str, renew: Time) -> Lease {
     Lease {
         name: n(node),
         renew_time: Some(renew),
+        duration_seconds: None,
         resource_version: n("1"),
     }
 }

@@ -530,23 +530,25 @@ fn a_taint_removed_by_disruption_mode_and_added_again_restarts_the_countdown() {
         )];
         c.put_node(n2);
     };
-    // n1 silent from t0 (Unknown and tainted at 50 s); n2 beats until 5 s (Unknown at 55 s:
-    // every zone down, taints removed); n2 back at 58 s (n1 tainted again).
-    c.run_until(t0 + secs(5));
-    beat(&mut c, t0 + secs(5));
-    c.run_until(t0 + secs(53));
+    // n1 silent from t0 (Unknown and tainted at 50 s); n2 beats until 8 s (Unknown at 58 s:
+    // every zone down, taints removed before p's 10 s run out); n2 back at 61 s (n1 tainted
+    // again). n2's deadline lies beyond the pass after n1's verdict, so n1 is judged alone
+    // (were it within, both would be seen down together and n1 never tainted: `suspects.rs`).
+    c.run_until(t0 + secs(8));
+    beat(&mut c, t0 + secs(8));
+    c.run_until(t0 + secs(56));
     assert!(c.nodes[&n("n1")].has_taint(taint_keys::UNREACHABLE, &TaintEffect::NoExecute));
-    c.run_until(t0 + secs(57));
+    c.run_until(t0 + secs(59));
     assert!(
         c.nodes[&n("n1")]
             .taints
             .iter()
             .all(|t| t.effect != TaintEffect::NoExecute)
     );
-    c.run_until(t0 + secs(58));
-    beat(&mut c, t0 + secs(58));
+    c.run_until(t0 + secs(61));
+    beat(&mut c, t0 + secs(61));
     let mut retainted = None;
-    for s in 59..200 {
+    for s in 62..200 {
         c.run_until(t0 + secs(s));
         retainted = c.nodes[&n("n1")]
             .taints

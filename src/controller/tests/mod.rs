@@ -10,3 +10,4 @@ mod policies;
 mod upstream_monitor;
 mod upstream_review;
 mod upstream_taints;
+mod zone_suspects;

@@ -461,10 +461,16 @@ impl Decode for Lease {
     fn from_wire(w: wire::Lease<'_>, ctx: &mut DecodeContext) -> Result<Lease, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
         let name = ctx.intern(required("Lease", "metadata.name", &meta.name)?);
-        let renew = w.spec.and_then(|s| s.renew_time);
+        let (renew, duration) = w
+            .spec
+            .map_or((None, None), |s| (s.renew_time, s.lease_duration_seconds));
         Ok(Lease {
             name,
             renew_time: timestamp("Lease", "spec.renewTime", &renew)?,
+            // A zero or negative duration is no cadence to judge a kubelet by.
+            duration_seconds: duration
+                .and_then(|d| u32::try_from(d).ok())
+                .filter(|d| *d > 0),
             resource_version: owned(&meta.resource_version),
         })
     }

@@ -108,6 +108,7 @@ fn node_lease_renew_time_is_micro_time() {
     let lease: Lease = decode_object(json.as_bytes(), &mut ctx).unwrap();
     assert_eq!(&*lease.name, "worker-1");
     assert_eq!(lease.renew_time, Some(t("2024-03-12T10:02:19.731Z")));
+    assert_eq!(lease.duration_seconds, Some(40));
     assert_eq!(&*lease.resource_version, "77");
 }
 

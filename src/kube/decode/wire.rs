@@ -249,6 +249,7 @@ pub struct Lease<'a> {
 pub struct LeaseSpec<'a> {
     #[serde(borrow)]
     pub renew_time: Option<Stamp<'a>>,
+    pub lease_duration_seconds: Option<i32>,
 }
 
 #[derive(Deserialize)]

@@ -16,6 +16,7 @@ fn lease(name: &str, rv: u64) -> Lease {
     Lease {
         name: name.into(),
         renew_time: None,
+        duration_seconds: None,
         resource_version: rv.to_string().into(),
     }
 }

@@ -116,4 +116,5 @@ pub const POD_STATUS_CONDITIONS: u32 = 2;
 
 // coordination/v1
 /// coordination/v1 LeaseSpec.renewTime (metav1.MicroTime)
+pub const LEASE_SPEC_LEASE_DURATION_SECONDS: u32 = 2;
 pub const LEASE_SPEC_RENEW_TIME: u32 = 4;

@@ -217,10 +217,20 @@ fn lease(mut r: Reader<'_>) -> Result<wire::Lease<'_>, ProtoError> {
             OBJECT_METADATA => l.metadata = Some(meta(f.message("metadata")?)?),
             OBJECT_SPEC => {
                 let mut s = f.message("spec")?;
-                let mut spec = wire::LeaseSpec { renew_time: None };
+                let mut spec = wire::LeaseSpec {
+                    renew_time: None,
+                    lease_duration_seconds: None,
+                };
                 while let Some(g) = s.next_field()? {
-                    if g.number == LEASE_SPEC_RENEW_TIME {
-                        spec.renew_time = stamp(&g, "spec.renewTime")?;
+                    match g.number {
+                        LEASE_SPEC_RENEW_TIME => {
+                            spec.renew_time = stamp(&g, "spec.renewTime")?;
+                        }
+                        LEASE_SPEC_LEASE_DURATION_SECONDS => {
+                            spec.lease_duration_seconds =
+                                Some(g.int32("spec.leaseDurationSeconds")?);
+                        }
+                        _ => {}
                     }
                 }
                 l.spec = Some(spec);

@@ -170,6 +170,7 @@ fn unknown_fields_of_every_wire_type_are_skipped() {
     .concat();
     let spec = [
         unknown.clone(),
+        varint_field(2, 40),
         len_field(4, &time(1_700_000_000, 123_456_000)),
     ]
     .concat();
@@ -181,12 +182,14 @@ fn unknown_fields_of_every_wire_type_are_skipped() {
         l.renew_time,
         Some(Time::from_unix_millis(1_700_000_000_123))
     );
+    assert_eq!(l.duration_seconds, Some(40));
 }
 
 #[test]
 fn missing_optional_fields_and_empty_repeated_fields_read_as_absent() {
     let l: Lease = decode_object(&lease(b"n1", b"", b""), &mut DecodeContext::new()).unwrap();
     assert_eq!(l.renew_time, None);
+    assert_eq!(l.duration_seconds, None);
     // An empty Time message is Go's zero time, which JSON writes as null.
     let l: Lease = decode_object(
         &lease(b"n1", &len_field(4, b""), b""),

@@ -1,0 +1,167 @@
+//! A zone seen whole: suspects.
+//!
+//! Upstream's `monitorNodeHealth` is a batch: every `node_monitor_period` it judges every node
+//! at one instant, then sets the zones' rates (`handleDisruption`), and only then does its
+//! tainting pass run. A zone whose nodes die together is therefore judged whole: partially
+//! disrupted (a small cluster stops tainting, a large one slows to the secondary rate), or every
+//! zone fully disrupted (nothing tainted). Here each node is judged at its own deadline, so the
+//! first verdict of a correlated failure would find its zone still Normal and taint at once,
+//! deleting the node's pods before the next verdicts, milliseconds later, stop the zone
+//! (kubernetes#24200, #125824 are the failures the zone rules exist for).
+//!
+//! So before a zone's NoExecute decision (a taint from its queue, a legacy eviction, a fence)
+//! the zone's nodes still counted Ready that are about to be judged count as **suspects**:
+//! - a verdict in flight (its live Lease read or its status write);
+//! - a deadline (`probe_time + grace`) within the next `node_monitor_period`: upstream's pass,
+//!   running anywhere in that period, could see it Unknown at the same instant;
+//! - beyond upstream (`early_suspects`, on by default): a kubelet that heartbeats through a
+//!   Lease and has been silent for longer than twice its renew interval (a quarter of
+//!   `leaseDurationSeconds`, as the kubelet renews). Kubelets renew at their own phases, so
+//!   when part of a zone is cut off the deadlines spread over a renew interval, wider than the
+//!   pass: upstream taints the first nodes before the zone counts as partially disrupted.
+//!
+//! The zone waits while counting its suspects as not ready would make its rules stricter: a
+//! lower rate (Normal → partially disrupted), or every zone fully disrupted. Each suspect either
+//! renews (and stops being one) or is judged by its deadline, so the wait ends by itself. A
+//! single dead node in a healthy zone has no suspects beside it: it is tainted at its deadline.
+//! A zone that goes fully dark beside healthy ones keeps its normal rate either way (upstream
+//! presumes it dead), so it is not held.
+
+use super::*;
+
+/// How the zones would stand with their suspects counted not ready.
+pub(super) struct SuspectView {
+    /// Per zone: (size, ready less suspects).
+    counts: BTreeMap<Name, (usize, usize)>,
+    any_suspect: bool,
+}
+
+impl NodeLifecycle {
+    /// Whether a counted-Ready node is a suspect at `now` (see the module doc).
+    fn is_suspect(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
+        if e.verdict != Verdict::Idle {
+            return true;
+        }
+        let Some(node) = self.store.node(name) else {
+            return false;
+        };
+        let (monitor, startup) = self.settings.graces(node);
+        let grace = NodeHealth::grace(node, monitor, startup);
+        let silent = now.since(e.health.probe_time);
+        if silent + self.settings.node_monitor_period >= grace {
+            return true;
+        }
+        if !self.settings.early_suspects || e.health.lease_renew.is_none() {
+            return false;
+        }
+        let Some(seconds) = self.store.lease(name).and_then(|l| l.duration_seconds) else {
+            return false;
+        };
+        // The kubelet renews at a quarter of the Lease's duration.
+        let two_renewals = Duration::from_millis(u64::from(seconds) * 500);
+        two_renewals < grace && silent > two_renewals
+    }
+
+    /// The zones' counts with their suspects taken off the Ready ones.
+    pub(super) fn suspect_view(&self, now: Time) -> SuspectView {
+        let mut counts: BTreeMap<Name, (usize, usize)> = self
+            .zones
+            .iter()
+            .map(|(k, z)| (k.clone(), (z.size, z.ready)))
+            .collect();
+        let mut any_suspect = false;
+        for (name, e) in &self.nodes {
+            if !e.registered || e.counted != Some(true) || !self.is_suspect(name, e, now) {
+                continue;
+            }
+            if let Some(c) = counts.get_mut(&e.zone) {
+                c.1 = c.1.saturating_sub(1);
+                any_suspect = true;
+            }
+        }
+        SuspectView {
+            counts,
+            any_suspect,
+        }
+    }
+
+    /// The zone's state with its suspects counted not ready (`None`: no state yet).
+    pub(super) fn suspected_state(&self, view: &SuspectView, zone: &Name) -> Option<ZoneState> {
+        let z = self.zones.get(zone)?;
+        z.state?;
+        let (size, ready) = *view.counts.get(zone)?;
+        Some(compute_zone_state(
+            size,
+            ready,
+            self.settings.unhealthy_zone_threshold,
+        ))
+    }
+
+    /// Every zone with a state would be fully disrupted with the suspects counted.
+    fn all_suspected_down(&self, view: &SuspectView) -> bool {
+        let mut any = false;
+        for key in self.zones.keys() {
+            match self.suspected_state(view, key) {
+                None => {}
+                Some(ZoneState::FullDisruption) => any = true,
+                Some(_) => return false,
+            }
+        }
+        any
+    }
+
+    /// Whether the zone's NoExecute decisions wait for its suspects at `now`: counting them
+    /// would make the zone partially disrupted where it is not, or every zone fully disrupted
+    /// where they are not all.
+    pub(super) fn waits_for_suspects(&self, view: &SuspectView, zone: &Name) -> bool {
+        if !view.any_suspect {
+            return false;
+        }
+        if self.all_suspected_down(view) && !self.all_zones_fully_disrupted() {
+            return true;
+        }
+        let current = self.zones.get(zone).and_then(|z| z.state);
+        self.suspected_state(view, zone) == Some(ZoneState::PartialDisruption)
+            && current != Some(ZoneState::PartialDisruption)
+    }
+
+    /// Whether the zone's NoExecute decisions may go now (see [`Self::waits_for_suspects`]);
+    /// the start of a wait is a decision line.
+    pub(super) fn zone_may_act(&mut self, view: &SuspectView, zone: &Name) -> bool {
+        let waits = self.waits_for_suspects(view, zone);
+        let would_be = self.suspected_state(view, zone);
+        let all_down = waits && self.all_suspected_down(view);
+        let Some(z) = self.zones.get_mut(zone) else {
+            return !waits;
+        };
+        if waits && !z.waiting_for_suspects {
+            let ready_then = view.counts.get(zone).map_or(z.ready, |c| c.1);
+            self.decisions.push(Decision::ZoneWaits {
+                zone: zone.clone(),
+                suspects: z.ready.saturating_sub(ready_then),
+                would_be: would_be.unwrap_or(ZoneState::PartialDisruption),
+                all_down,
+            });
+        }
+        z.waiting_for_suspects = waits;
+        !waits
+    }
+
+    /// The zone state fencing is gated by: the state with suspects when that is worse than
+    /// Normal, the zone's own otherwise.
+    pub fn zone_state_with_suspects(&self, node: &str, now: Time) -> Option<ZoneState> {
+        let e = self.nodes.get(node).filter(|e| e.registered)?;
+        let current = self.zones.get(&e.zone)?.state;
+        let view = self.suspect_view(now);
+        match self.suspected_state(&view, &e.zone) {
+            Some(ZoneState::Normal) | None => current,
+            Some(suspected) if current == Some(ZoneState::Normal) => Some(suspected),
+            Some(_) => current,
+        }
+    }
+
+    /// Every zone is fully disrupted, or would be with its suspects counted.
+    pub fn all_zones_down_with_suspects(&self, now: Time) -> bool {
+        self.all_zones_fully_disrupted() || self.all_suspected_down(&self.suspect_view(now))
+    }
+}

@@ -1,0 +1,264 @@
+//! A zone seen whole (`node_lifecycle/suspects.rs`): the first verdict of a correlated failure
+//! does not taint before the zone is judged with its nodes about to be judged, as upstream's
+//! batched pass judges it; a single dead node is still tainted at its deadline.
+
+use std::time::Duration;
+
+use super::harness::*;
+use crate::controller::{Decision, Settings, ZoneState};
+use crate::model::ConditionStatus::True;
+use crate::model::TaintEffect::{NoExecute, NoSchedule};
+use crate::model::{Lease, NodeConditionType, taint_keys};
+use crate::time::Time;
+
+fn t0() -> Time {
+    date(2026, 11, 26, 9, 0, 0)
+}
+
+/// Two zones of four, all Ready at t0, heartbeating through Leases; a small cluster (a
+/// partially disrupted zone stops tainting). `lease_seconds`: `leaseDurationSeconds`, `None`
+/// for Leases that do not say.
+fn fleet(settings: Settings, lease_seconds: Option<u32>) -> Harness {
+    let names = fleet_names();
+    let nodes = names
+        .iter()
+        .map(|(name, zone)| node(name).zone("r", zone).ready(True, t0(), t0()).build())
+        .collect();
+    let leases = names
+        .iter()
+        .map(|(name, _)| Lease {
+            duration_seconds: lease_seconds,
+            ..lease(name, t0())
+        })
+        .collect();
+    Harness::started(settings, t0(), nodes, vec![], leases)
+}
+
+fn fleet_names() -> Vec<(String, &'static str)> {
+    ["a", "b"]
+        .iter()
+        .flat_map(|z| (1..=4).map(move |i| (format!("{z}{i}"), *z)))
+        .collect()
+}
+
+/// Runs to `until`, each kubelet renewing its Lease every `every` from its `phase`, the ones
+/// in `silent_from` no longer after the instant given.
+fn heartbeat(
+    h: &mut Harness,
+    until: Time,
+    every: Duration,
+    phase: impl Fn(&str) -> Duration,
+    silent_from: &[(&str, Time)],
+) {
+    let names = fleet_names();
+    let mut t = h.now;
+    while t < until {
+        t += Duration::from_millis(100);
+        h.run_until(t);
+        for (name, _) in &names {
+            let offset = t.since(t0() + phase(name)).as_millis() % every.as_millis();
+            if t < t0() + phase(name) || offset != 0 {
+                continue;
+            }
+            if silent_from.iter().any(|(n, at)| n == name && t >= *at) {
+                continue;
+            }
+            let renewed = Lease {
+                renew_time: Some(t),
+                ..h.leases[name.as_str()].clone()
+            };
+            h.put_lease(renewed);
+        }
+    }
+}
+
+fn no_execute_writes(h: &Harness) -> Vec<(String, Time)> {
+    fleet_names()
+        .iter()
+        .flat_map(|(name, _)| {
+            h.taint_writes_with(name, taint_keys::UNREACHABLE, NoExecute)
+                .into_iter()
+                .map(move |t| (name.clone(), t))
+        })
+        .collect()
+}
+
+fn waits(h: &mut Harness) -> Vec<Decision> {
+    h.ctl
+        .take_decisions()
+        .into_iter()
+        .filter(|d| matches!(d, Decision::ZoneWaits { .. }))
+        .collect()
+}
+
+/// The issue's correlated failure: three of zone a's four nodes stop within the same second.
+/// Upstream's pass sees the three Unknown together: partially disrupted, a small cluster,
+/// nothing NoExecute-tainted. Before: the first verdict tainted its node at once.
+#[test]
+fn three_of_four_nodes_silent_within_a_pass_are_judged_together() {
+    let mut h = fleet(test_settings(), None);
+    // Last renewals at 20.0, 20.3 and 20.7 s: deadlines within one second, inside a pass.
+    let phase = |name: &str| match name {
+        "a2" => Duration::from_millis(300),
+        "a3" => Duration::from_millis(700),
+        _ => Duration::ZERO,
+    };
+    let cut = t0() + secs(25);
+    let silent = [("a1", cut), ("a2", cut), ("a3", cut)];
+    heartbeat(&mut h, t0() + secs(180), secs(10), phase, &silent);
+    for name in ["a1", "a2", "a3"] {
+        assert!(
+            h.has_taint(name, taint_keys::UNREACHABLE, NoSchedule),
+            "{name}"
+        );
+    }
+    assert_eq!(no_execute_writes(&h), vec![]);
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::PartialDisruption));
+    let w = waits(&mut h);
+    assert!(
+        matches!(
+            &w[..],
+            [Decision::ZoneWaits {
+                suspects: 2,
+                would_be: ZoneState::PartialDisruption,
+                all_down: false,
+                ..
+            }]
+        ),
+        "{w:?}"
+    );
+}
+
+/// Kubelets renewing at their own phases: a zone cut off at one instant has its deadlines
+/// spread over the renew interval (10 s), wider than the pass (5 s). Upstream's pass judges
+/// the first node alone and taints it. With `early_suspects` (the default) the nodes that
+/// missed two renewals are suspects: nothing is tainted. Without it, upstream's outcome.
+#[test]
+fn a_zone_cut_off_with_spread_heartbeats_waits_for_nodes_that_missed_two_renewals() {
+    let phase = |name: &str| match name {
+        "a1" => Duration::ZERO,
+        "a2" => secs(4),
+        "a3" => secs(8),
+        _ => secs(2),
+    };
+    let cut = t0() + secs(19) + Duration::from_millis(50);
+    let silent = [("a1", cut), ("a2", cut), ("a3", cut)];
+    // Last renewals: a1 at 10 s, a2 at 14 s, a3 at 18 s: deadlines 60, 64 and 68 s.
+    let mut h = fleet(test_settings(), Some(40));
+    heartbeat(&mut h, t0() + secs(180), secs(10), phase, &silent);
+    assert_eq!(no_execute_writes(&h), vec![]);
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::PartialDisruption));
+    let w = waits(&mut h);
+    assert!(
+        matches!(&w[..], [Decision::ZoneWaits { suspects: 2, .. }]),
+        "{w:?}"
+    );
+
+    let upstream = Settings {
+        early_suspects: false,
+        ..test_settings()
+    };
+    let mut h = fleet(upstream, Some(40));
+    heartbeat(&mut h, t0() + secs(180), secs(10), phase, &silent);
+    let tainted: Vec<String> = no_execute_writes(&h).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        tainted,
+        ["a1"],
+        "upstream's pass taints the first node alone"
+    );
+}
+
+/// Every node silent together (the control plane cut off): every zone would be fully
+/// disrupted with the suspects counted; nothing is tainted, and once all are judged the
+/// all-zones-down stop holds.
+#[test]
+fn every_node_silent_together_taints_nothing() {
+    let mut h = fleet(test_settings(), Some(40));
+    let cut = t0() + secs(25);
+    let names = fleet_names();
+    let silent: Vec<(&str, Time)> = names.iter().map(|(n, _)| (n.as_str(), cut)).collect();
+    // Phases 90 ms apart: the eight deadlines spread over 630 ms.
+    let phase = |name: &str| {
+        let i = names.iter().position(|(n, _)| n == name).unwrap_or(0) as u64;
+        Duration::from_millis(90 * i)
+    };
+    heartbeat(&mut h, t0() + secs(150), secs(10), phase, &silent);
+    assert_eq!(no_execute_writes(&h), vec![]);
+    assert!(h.ctl.all_zones_down());
+    let w = waits(&mut h);
+    assert!(
+        matches!(&w[..], [Decision::ZoneWaits { all_down: true, .. }, ..]),
+        "{w:?}"
+    );
+}
+
+/// A single node dies in a healthy zone: no suspect beside it, tainted NoExecute in the same
+/// instant as its verdict, at its deadline to the millisecond.
+#[test]
+fn a_single_dead_node_is_tainted_at_its_deadline() {
+    let mut h = fleet(test_settings(), Some(40));
+    let cut = t0() + secs(25);
+    heartbeat(
+        &mut h,
+        t0() + secs(120),
+        secs(10),
+        |_| Duration::ZERO,
+        &[("a2", cut)],
+    );
+    // Last renewal at 20 s, grace 50 s: the verdict and the taint at 70 s + 1 ms.
+    let deadline = t0() + secs(70) + Duration::from_millis(1);
+    assert_eq!(no_execute_writes(&h), vec![("a2".to_string(), deadline)]);
+    assert_eq!(waits(&mut h), vec![]);
+}
+
+/// Fencing is gated by the zone seen whole: while a suspect would make the zone partially
+/// disrupted, the node's zone state for fencing is not Normal.
+#[test]
+fn the_zone_state_for_fencing_counts_the_suspects() {
+    let mut h = fleet(test_settings(), None);
+    // Last renewals at 20 s: deadlines at 70 s.
+    let stop = t0() + secs(25);
+    let silent = [("a1", stop), ("a2", stop), ("a3", stop)];
+    // a1 is judged at 70 s + 1 ms, the others a few milliseconds later: look between.
+    heartbeat(
+        &mut h,
+        t0() + secs(66),
+        secs(10),
+        |_| Duration::ZERO,
+        &silent,
+    );
+    assert_eq!(h.ctl.zone_state_of("a1"), Some(ZoneState::Normal));
+    assert_eq!(
+        h.ctl.zone_state_with_suspects("a1", h.now),
+        Some(ZoneState::PartialDisruption)
+    );
+    assert_eq!(
+        h.ctl.zone_state_with_suspects("b1", h.now),
+        Some(ZoneState::Normal)
+    );
+}
+
+/// A kubelet registers its node and posts its status milliseconds apart. Counted at once, the
+/// new node without a Ready condition turned its new zone fully disrupted and back; upstream's
+/// pass practically never sees that transient. Not counted until it is a pass old.
+#[test]
+fn a_node_without_ready_for_milliseconds_after_it_joined_does_not_flip_its_zone() {
+    let mut h = fleet(test_settings(), Some(40));
+    h.ctl.take_decisions();
+    h.run_for(secs(3));
+    h.put_node(node("c1").zone("r", "c").created(h.now).build());
+    h.run_for(Duration::from_millis(5));
+    let now = h.now;
+    h.set_conditions("c1", vec![cond(NodeConditionType::Ready, True, now, now)]);
+    h.run_for(secs(12));
+    let states: Vec<(Option<ZoneState>, ZoneState)> = h
+        .ctl
+        .take_decisions()
+        .into_iter()
+        .filter_map(|d| match d {
+            Decision::ZoneState { from, to, .. } => Some((from, to)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(states, vec![(Some(ZoneState::Initial), ZoneState::Normal)]);
+}
