@@ -20,6 +20,7 @@ mod e2e_support;
 mod real_apiserver_support;
 
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use e2e_support::{Daemon, TempDir, Timing, config_text, holds_for, wait_until};
@@ -32,12 +33,19 @@ use real_apiserver_support::fleet::{
     taints_of,
 };
 
-/// A started server with the fleet of `spec` and its kubelets running, or `None` when the
-/// server is unavailable and the skip variable says so.
-fn fleet(spec: &FleetSpec) -> Option<(RealApiserver, Kubelets)> {
+/// One scenario at a time: each measures timing against its own server, and two servers with
+/// their etcds on a 2-core machine would blur every figure.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A started server with the fleet of `spec` and its kubelets running (and the lock that keeps
+/// the scenarios apart), or `None` when the server is unavailable and the skip variable says so.
+fn fleet(spec: &FleetSpec) -> Option<(RealApiserver, Kubelets, MutexGuard<'static, ()>)> {
+    let serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let server = RealApiserver::start()?;
     let kubelets = create_fleet(&server, spec);
-    Some((server, kubelets))
+    Some((server, kubelets, serial))
 }
 
 /// The daemon as `DAEMON_KUBECONFIG`, started and leading.
@@ -140,7 +148,7 @@ fn judged_and_spared(
 #[test]
 fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
     let spec = zone_fleet(2, 4, false);
-    let Some((server, kubelets)) = fleet(&spec) else {
+    let Some((server, kubelets, _serial)) = fleet(&spec) else {
         return;
     };
     let all = spec.names();
@@ -161,7 +169,7 @@ fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
 #[test]
 fn most_of_a_zone_dying_with_spread_heartbeats_taints_nothing() {
     let spec = zone_fleet(2, 4, true);
-    let Some((server, kubelets)) = fleet(&spec) else {
+    let Some((server, kubelets, _serial)) = fleet(&spec) else {
         return;
     };
     let all = spec.names();
@@ -179,7 +187,7 @@ fn most_of_a_zone_dying_with_spread_heartbeats_taints_nothing() {
 #[test]
 fn every_node_silent_taints_nothing() {
     let spec = zone_fleet(2, 3, false);
-    let Some((server, kubelets)) = fleet(&spec) else {
+    let Some((server, kubelets, _serial)) = fleet(&spec) else {
         return;
     };
     let all = spec.names();
@@ -196,7 +204,7 @@ fn every_node_silent_taints_nothing() {
 #[test]
 fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
     let spec = zone_fleet(2, 4, true);
-    let Some((server, kubelets)) = fleet(&spec) else {
+    let Some((server, kubelets, _serial)) = fleet(&spec) else {
         return;
     };
     let all = spec.names();
@@ -237,7 +245,7 @@ fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
 #[test]
 fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline() {
     let spec = zone_fleet(2, 4, true);
-    let Some((server, kubelets)) = fleet(&spec) else {
+    let Some((server, kubelets, _serial)) = fleet(&spec) else {
         return;
     };
     let all = spec.names();
