@@ -16,6 +16,8 @@ pub struct QueuedTaint {
     /// About when its token comes at the zone's current rate; `None`: the rate is zero
     /// (tainting stopped in the zone).
     pub eta: Option<Time>,
+    /// The zone waits for nodes about to be judged (`node_lifecycle/suspects.rs`).
+    pub waits_for_suspects: bool,
 }
 
 /// Where a pod's eviction stands.
@@ -47,6 +49,7 @@ impl Controllers {
         Some(QueuedTaint {
             position,
             eta: eta.filter(|_| !rate.is_never()),
+            waits_for_suspects: self.lifecycle().zone_waits_for_suspects(node),
         })
     }
 

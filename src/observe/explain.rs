@@ -190,6 +190,12 @@ fn node_next(f: &NodeFacts, now: Time) -> String {
         };
     }
     if let Some(q) = &f.queued {
+        if q.waits_for_suspects {
+            return format!(
+                "NoExecute taint waits ({} ahead): nodes of its zone are about to be judged, and counted not ready they would stop or slow its tainting (the zone seen whole, as upstream's pass sees it)",
+                q.position
+            );
+        }
         return match q.eta {
             Some(eta) => format!(
                 "NoExecute taint waits for the zone's token: {} ahead of it, about {} (at {})",

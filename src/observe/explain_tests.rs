@@ -103,6 +103,7 @@ fn explain_node_in_each_state_says_what_happens_next() {
     queued.queued = Some(QueuedTaint {
         position: 1,
         eta: Some(now() + Duration::from_secs(7)),
+        waits_for_suspects: false,
     });
     assert_eq!(
         next_of(&explain_node(&queued, Acting::Yes, now())),
@@ -111,8 +112,18 @@ fn explain_node_in_each_state_says_what_happens_next() {
     queued.queued = Some(QueuedTaint {
         position: 0,
         eta: None,
+        waits_for_suspects: false,
     });
     assert!(next_of(&explain_node(&queued, Acting::Yes, now())).contains("tainting is stopped"));
+    queued.queued = Some(QueuedTaint {
+        position: 0,
+        eta: Some(now()),
+        waits_for_suspects: true,
+    });
+    assert!(
+        next_of(&explain_node(&queued, Acting::Yes, now()))
+            .contains("nodes of its zone are about to be judged")
+    );
 
     let mut tainted = node(
         ConditionStatus::Unknown,

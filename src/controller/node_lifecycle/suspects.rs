@@ -147,6 +147,14 @@ impl NodeLifecycle {
         !waits
     }
 
+    /// The node's zone was waiting for suspects when its queue was last tried (for `explain`).
+    pub fn zone_waits_for_suspects(&self, node: &str) -> bool {
+        self.nodes
+            .get(node)
+            .and_then(|e| self.zones.get(&e.zone))
+            .is_some_and(|z| z.waiting_for_suspects)
+    }
+
     /// The zone state fencing is gated by: the state with suspects when that is worse than
     /// Normal, the zone's own otherwise.
     pub fn zone_state_with_suspects(&self, node: &str, now: Time) -> Option<ZoneState> {
