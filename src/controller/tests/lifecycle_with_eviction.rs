@@ -245,7 +245,16 @@ fn node_failure_taints_then_evicts_by_toleration_seconds() {
         plain_at >= unknown_at && plain_at < unknown_at + secs(1),
         "{plain_at:?}"
     );
-    assert_eq!(c.evicted[1].0, plain_at + secs(300));
+    // 300 s from the taint's `timeAdded` (whole seconds: up to 1 s before upstream, which
+    // counts from its first sight of the taint).
+    let added = n1
+        .taints
+        .iter()
+        .find(|t| &*t.key == taint_keys::UNREACHABLE && t.effect == TaintEffect::NoExecute)
+        .and_then(|t| t.time_added)
+        .expect("timeAdded");
+    assert!(added <= plain_at && plain_at < added + secs(1), "{added:?}");
+    assert_eq!(c.evicted[1].0, added + secs(300));
     assert!(c.pods.contains_key(&pod("forever", "n1").key));
     assert!(c.pods.contains_key(&pod("elsewhere", "n2").key));
 }
@@ -444,7 +453,8 @@ fn into_follower_keeps_the_caches_and_forgets_the_leaderships_work() {
     assert_eq!(c.ctl.eviction().unwrap().pending_len(), 1);
     c.run_until(t0 + secs(70));
     assert_eq!(c.evicted_names(), vec!["waits"]);
-    // The countdown restarted with the new leadership (upstream: it lives in memory).
+    // The taint has no timeAdded: the countdown restarted with the new leadership's first
+    // sight of it (upstream: it lives in memory). With one, it would run from there.
     assert_eq!(c.evicted[0].0, t0 + secs(62));
 }
 
