@@ -304,4 +304,246 @@ fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline() {
 
 // ---- restarts and leader changes ----------------------------------------------------------
 
+/// The restart scenarios' timing: grace 8 s, Leases of 8 s, a 1 s pass; one node dies in a
+/// zone of three (1 of 3 not Ready: Normal, tainted at once).
+fn restart_timing(leader: Option<&str>) -> Timing {
+    Timing {
+        grace: "8s",
+        startup_grace: "16s",
+        monitor_period: "1s",
+        eviction_rate: 0.5,
+        secondary_rate: 0.01,
+        leader: leader.map(str::to_string),
+        ..Timing::default()
+    }
+}
+
+/// How long the dead node's pods tolerate `unreachable:NoExecute`.
+const RESTART_TOLERATION: Duration = Duration::from_secs(12);
+
+/// A fleet of 2 zones × 3 nodes whose victim `z1-n2` carries two pods tolerating the
+/// unreachable taint for [`RESTART_TOLERATION`].
+fn restart_fleet() -> Option<(RealApiserver, Kubelets, String, Vec<String>)> {
+    let spec = FleetSpec {
+        lease_duration_seconds: 8,
+        spread_phases: true,
+        ..FleetSpec::zones(2, 3)
+    };
+    let (server, kubelets) = fleet(&spec)?;
+    let victim = "z1-n2".to_string();
+    let pods: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|p| format!("{victim}-tolerates-{p}"))
+        .collect();
+    let seconds = i64::try_from(RESTART_TOLERATION.as_secs()).unwrap();
+    for p in &pods {
+        create_running_pod(&server, p, &victim, Some(seconds));
+    }
+    Some((server, kubelets, victim, pods))
+}
+
+/// Silences `victim` and waits for its `unreachable:NoExecute` taint: its `timeAdded`, and
+/// when the test first saw it.
+fn kill_kubelet_until_tainted(
+    server: &RealApiserver,
+    kubelets: &Kubelets,
+    victim: &str,
+    d: &Daemon,
+) -> (Time, Instant) {
+    kubelets.silence(&[victim.to_string()]);
+    let mut admin = admin_client(server);
+    let mut added = None;
+    wait_until(
+        "the silent node tainted unreachable:NoExecute",
+        Duration::from_secs(30),
+        || {
+            added = taint_time_added(&node_json(&mut admin, victim), UNREACHABLE_NO_EXECUTE);
+            added.is_some()
+        },
+        || d.log(),
+    );
+    (added.unwrap(), Instant::now())
+}
+
+/// Polls the victim every 25 ms until every pod's deletion was asked (or `limit`): the
+/// NoExecute taint must stay on the node with its `timeAdded` throughout. Returns when the
+/// test first saw each pod being deleted (its own clock, the daemons' too: one host).
+fn watch_the_taint_until_deleted(
+    server: &RealApiserver,
+    victim: &str,
+    time_added: Time,
+    pods: &[String],
+    limit: Duration,
+    context: impl Fn() -> String,
+) -> Vec<Time> {
+    let mut admin = admin_client(server);
+    let started = Instant::now();
+    let mut seen: Vec<Option<Time>> = vec![None; pods.len()];
+    while seen.iter().any(Option::is_none) {
+        let now = admin.now();
+        let taint = taint_time_added(&node_json(&mut admin, victim), UNREACHABLE_NO_EXECUTE);
+        assert_eq!(
+            taint,
+            Some(time_added),
+            "{victim}'s unreachable:NoExecute taint (timeAdded {}) removed or re-stamped {:?} \
+             after the watch began\n{}",
+            time_added.to_rfc3339(),
+            started.elapsed(),
+            context()
+        );
+        for (p, at) in pods.iter().zip(seen.iter_mut()) {
+            if at.is_none() && pod_deleting(&mut admin, p) {
+                *at = Some(now);
+            }
+        }
+        assert!(
+            started.elapsed() < limit,
+            "pods not deleted within {limit:?}: {seen:?}\n{}",
+            context()
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    seen.into_iter().map(Option::unwrap).collect()
+}
+
+/// The pods went at `timeAdded + tolerationSeconds` (seen within 1.5 s of it: the poll, the
+/// API round-trips), not a full `tolerationSeconds` after `old_gone` (`what`: the old process
+/// killed, the new one started); no "Cancelling deletion" event on any of them.
+fn assert_deleted_from_time_added(
+    server: &RealApiserver,
+    pods: &[String],
+    deleted: &[Time],
+    time_added: Time,
+    (what, old_gone): (&str, Time),
+    context: impl Fn() -> String,
+) {
+    let deadline = time_added + RESTART_TOLERATION;
+    let mut admin = admin_client(server);
+    for (p, at) in pods.iter().zip(deleted) {
+        let asked = real_apiserver_support::fleet::pod_deletion_asked(&mut admin, p);
+        eprintln!(
+            "{p}: deletion seen {} after timeAdded + {RESTART_TOLERATION:?}, {:?} after {what} \
+             (deletionTimestamp less grace: {:?})",
+            if *at >= deadline {
+                format!("{:?}", at.since(deadline))
+            } else {
+                format!("-{:?}", deadline.since(*at))
+            },
+            at.since(old_gone),
+            asked.map(|a| a.to_rfc3339()),
+        );
+        assert!(
+            *at + Duration::from_millis(100) >= deadline,
+            "{p} deleted at {}, before timeAdded {} + {RESTART_TOLERATION:?}\n{}",
+            at.to_rfc3339(),
+            time_added.to_rfc3339(),
+            context()
+        );
+        assert!(
+            at.since(deadline) <= Duration::from_millis(1500),
+            "{p} deleted at {}: {:?} after timeAdded {} + {RESTART_TOLERATION:?} ({what} at \
+             {})\n{}",
+            at.to_rfc3339(),
+            at.since(deadline),
+            time_added.to_rfc3339(),
+            old_gone.to_rfc3339(),
+            context()
+        );
+        assert!(*at < old_gone + RESTART_TOLERATION);
+        let cancelled: Vec<(String, String)> =
+            real_apiserver_support::fleet::event_reasons(server, p)
+                .into_iter()
+                .filter(|(_, message)| message.starts_with("Cancelling deletion"))
+                .collect();
+        assert!(cancelled.is_empty(), "{p}: {cancelled:?}\n{}", context());
+    }
+}
+
+/// Issue #25 item 2: systemd restarts the daemon 1 s after a SIGKILL that came 5 s after it
+/// tainted a dead node. The new process leaves the taint and its `timeAdded` alone (upstream's
+/// first pass removes it and taints again 0.1 s later, cancelling every pending deletion and
+/// restarting the countdowns), and the pods go at `timeAdded + tolerationSeconds`.
+#[test]
+fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
+    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
+        return;
+    };
+    let dir = TempDir::new("safety-restart");
+    let timing = restart_timing(None);
+    let text = config_text(Path::new(server.var("DAEMON_KUBECONFIG")), &timing);
+    let mut first = Daemon::start("safety-restart-1", &dir, &text, &[]);
+    first.wait_log("acting", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(3));
+    let (time_added, seen) = kill_kubelet_until_tainted(&server, &kubelets, &victim, &first);
+    std::thread::sleep(Duration::from_secs(5).saturating_sub(seen.elapsed()));
+    first.signal("KILL");
+    first.wait_exit(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(1));
+    let mut second = Daemon::start("safety-restart-2", &dir, &text, &[]);
+    let restarted = admin_client(&server).now();
+    let context = || format!("{}\n{}", first.log(), second.log());
+    // Watched from before the new process lists the cluster until the pods are gone.
+    let deleted = watch_the_taint_until_deleted(
+        &server,
+        &victim,
+        time_added,
+        &pods,
+        Duration::from_secs(30),
+        context,
+    );
+    second.wait_log("acting", Duration::from_secs(5));
+    let restarted = ("the restart", restarted);
+    assert_deleted_from_time_added(&server, &pods, &deleted, time_added, restarted, || {
+        format!("{}\n{}", first.log(), second.log())
+    });
+    assert!(
+        !second.has_line("taints -node.kubernetes.io/unreachable:NoExecute"),
+        "{}",
+        second.log()
+    );
+}
+
+/// Issue #25 item 2, failover: the leader is SIGKILLed 3 s after it tainted a dead node; the
+/// standby takes over when the lease runs out and, like a restart, keeps the taint and its
+/// `timeAdded` and deletes the pods at `timeAdded + tolerationSeconds`.
+#[test]
+fn a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown() {
+    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
+        return;
+    };
+    let dir = TempDir::new("safety-failover");
+    let kubeconfig = Path::new(server.var("DAEMON_KUBECONFIG"));
+    let text_a = config_text(kubeconfig, &restart_timing(Some("failover-a")));
+    let text_b = config_text(kubeconfig, &restart_timing(Some("failover-b")));
+    let mut a = Daemon::start("safety-failover-a", &dir, &text_a, &[]);
+    a.wait_log("acting as leader", Duration::from_secs(30));
+    let mut b = Daemon::start("safety-failover-b", &dir, &text_b, &[]);
+    b.wait_log("initial sync complete", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(2));
+    let (time_added, seen) = kill_kubelet_until_tainted(&server, &kubelets, &victim, &a);
+    assert!(!b.has_line("acting as leader"), "{}", b.log());
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(seen.elapsed()));
+    a.signal("KILL");
+    a.wait_exit(Duration::from_secs(5));
+    let killed = admin_client(&server).now();
+    let deleted = watch_the_taint_until_deleted(
+        &server,
+        &victim,
+        time_added,
+        &pods,
+        Duration::from_secs(30),
+        || format!("{}\n{}", a.log(), b.log()),
+    );
+    b.wait_log("acting as leader", Duration::from_secs(1));
+    let killed = ("the leader's SIGKILL", killed);
+    assert_deleted_from_time_added(&server, &pods, &deleted, time_added, killed, || {
+        format!("{}\n{}", a.log(), b.log())
+    });
+    assert!(
+        !b.has_line("taints -node.kubernetes.io/unreachable:NoExecute"),
+        "{}",
+        b.log()
+    );
+}
+
 // ---- the stale-cache hold after a connection reset ----------------------------------------

@@ -12,7 +12,7 @@ use crate::model::{Autonomy, Node, Taint, TaintEffect, Toleration, taint_keys};
 use crate::time::Time;
 
 use super::settings::Settings;
-use super::tolerations::{Verdict, verdict};
+use super::tolerations::{Countdown, countdown, countdown_start};
 
 impl Settings {
     pub fn is_autonomous(&self, node: &Node) -> bool {
@@ -26,55 +26,55 @@ fn covered(taint: &Taint) -> bool {
         && (&*taint.key == taint_keys::NOT_READY || &*taint.key == taint_keys::UNREACHABLE)
 }
 
-/// The verdict for a pod on a node with `autonomy`: upstream's verdict over the taints autonomy
-/// does not cover, combined with, for the covered ones, the later of the pod's own deadline and
-/// `timeAdded + duration` (the moment the taint was seen when it has no `timeAdded`).
-pub fn autonomous_verdict(
+/// The countdown for a pod on a node with `autonomy`: upstream's over the taints autonomy does
+/// not cover, combined with, for the covered ones, the later of the pod's own deadline and
+/// `timeAdded + duration` (each counted from its taint's start, `countdown_start`).
+pub fn autonomous_countdown(
     autonomy: Autonomy,
     taints: &[Taint],
     tolerations: &[Toleration],
     now: Time,
-) -> Verdict {
-    let upstream = verdict(taints, tolerations);
+) -> Countdown {
+    if autonomy == Autonomy::None || !taints.iter().any(covered) {
+        return countdown(taints, tolerations, now);
+    }
     let hold_until = |t: &Taint| -> Option<Time> {
         match autonomy {
             Autonomy::None => Some(now),
             Autonomy::Forever => None,
-            Autonomy::For(d) => Some(t.time_added.unwrap_or(now) + d),
+            Autonomy::For(d) => Some(countdown_start(t, now) + d),
         }
     };
-    if autonomy == Autonomy::None || !taints.iter().any(covered) {
-        return upstream;
-    }
     let (mine, others): (Vec<Taint>, Vec<Taint>) = taints.iter().cloned().partition(covered);
-    // Deadlines as instants; `None` is never.
-    let deadline = |v: Verdict| -> Option<Time> {
-        match v {
-            Verdict::NotTolerated => Some(now),
-            Verdict::TolerateFor(d) => Some(now + d),
-            Verdict::TolerateForever => None,
+    // `(from, at)` of a countdown; `None` is never.
+    let ends = |c: Countdown| -> Option<(Time, Time)> {
+        match c {
+            Countdown::NotTolerated => Some((now, now)),
+            Countdown::Until { from, at } => Some((from, at)),
+            Countdown::Forever => None,
         }
     };
-    let others_deadline = deadline(verdict(&others, tolerations));
-    let own = deadline(verdict(&mine, tolerations));
+    let others_countdown = countdown(&others, tolerations, now);
+    let others_end = ends(others_countdown);
+    let own = ends(countdown(&mine, tolerations, now));
     // The latest hold among the covered taints (both kinds at once only during a swap).
     let hold = mine
         .iter()
         .map(hold_until)
         .try_fold(now, |acc, h| h.map(|h| acc.max(h)));
-    let mine_deadline = match (own, hold) {
-        (Some(a), Some(b)) => Some(a.max(b)),
+    let mine_end = match (own, hold) {
+        (Some((from, at)), Some(hold)) => Some((from, at.max(hold))),
         _ => None,
     };
-    let at = match (others_deadline, mine_deadline) {
-        (Some(a), Some(b)) => Some(a.min(b)),
+    let end = match (others_end, mine_end) {
+        (Some(a), Some(b)) => Some(if a.1 <= b.1 { a } else { b }),
         (a, b) => a.or(b),
     };
-    match at {
-        None => Verdict::TolerateForever,
-        Some(at) if at <= now && verdict(&others, tolerations) == Verdict::NotTolerated => {
-            Verdict::NotTolerated
+    match end {
+        None => Countdown::Forever,
+        Some((_, at)) if at <= now && others_countdown == Countdown::NotTolerated => {
+            Countdown::NotTolerated
         }
-        Some(at) => Verdict::TolerateFor(at.since(now)),
+        Some((from, at)) => Countdown::Until { from, at },
     }
 }

@@ -232,7 +232,9 @@ impl Controllers {
     /// A leader that lost its lease becomes a follower: a fresh, unsynced machine that knows
     /// the same nodes, leases and pods (so a later takeover starts from warm caches) but none of
     /// the old one's queues, pending writes or eviction countdowns, which belonged to a
-    /// leadership that is over. Probe times restart from `now`: the follower's own observation.
+    /// leadership that is over (a new leadership finds the countdowns again in the taints'
+    /// `timeAdded`, and keeps the taints of nodes not Ready: `NodeLifecycle::register`). Probe
+    /// times restart from `now`: the follower's own observation.
     pub fn into_follower(self, now: Time) -> Controllers {
         let mut settings = self.lifecycle.settings().clone();
         settings.taint_based_eviction = self.eviction.is_some();

@@ -114,7 +114,8 @@ pub enum Decision {
         taint: Option<Taint>,
         /// `None`: not tolerated at all.
         toleration_seconds: Option<u64>,
-        /// When the countdown started (this daemon's first sight of the taint).
+        /// When the countdown started: the taint's `timeAdded`, or this daemon's first sight
+        /// of the taint when it has none or it lies in the future.
         countdown_from: Time,
     },
     /// A pending deletion stopped (the taint went, the pod now tolerates it, moved or went).

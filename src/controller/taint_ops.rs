@@ -47,7 +47,10 @@ pub enum TaintOp {
     ConditionTaints { zone: Option<Name> },
 }
 
-/// Adds (or replaces, refreshing `time_added`, as upstream's `AddOrUpdateTaint`) a taint.
+/// Adds a taint, or replaces one of the same key and effect whose value differs. One already
+/// there with the same value is kept with its `time_added`: upstream's `AddOrUpdateTaint`
+/// would refresh it, but `timeAdded` is when the pods' countdowns started, and a zone queue
+/// that takes a node already tainted (after a restart or a new leader) must not restart them.
 fn add_or_update(taints: &mut Vec<Taint>, key: &str, effect: TaintEffect, now: Time) {
     let taint = Taint {
         key: Name::from(key),
@@ -56,6 +59,7 @@ fn add_or_update(taints: &mut Vec<Taint>, key: &str, effect: TaintEffect, now: T
         time_added: Some(Time::from_unix_millis(now.as_unix_millis() / 1000 * 1000)),
     };
     match taints.iter_mut().find(|t| t.matches(&taint)) {
+        Some(existing) if existing.value == taint.value => {}
         Some(existing) => *existing = taint,
         None => taints.push(taint),
     }

@@ -5,10 +5,14 @@
 //! only allows that with `Exists`, but the matcher itself does not check, so neither do we);
 //! only the *first* toleration matching a taint is "used", so a forever toleration listed before
 //! a 60 s one for the same taint means forever.
+//!
+//! One deliberate difference, in [`countdown`]: a toleration's seconds are counted from its
+//! taint's `timeAdded`, not from when the taint was first seen (see [`countdown_start`]).
 
 use std::time::Duration;
 
 use crate::model::{Taint, Toleration, TolerationOperator};
+use crate::time::Time;
 
 /// Whether `toleration` tolerates `taint`.
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
@@ -96,6 +100,55 @@ pub fn verdict(taints: &[Taint], tolerations: &[Toleration]) -> Verdict {
             Some(d) => Verdict::TolerateFor(d),
             None => Verdict::TolerateForever,
         },
+    }
+}
+
+/// When a pod's NoExecute countdown ends: [`verdict`] with each toleration counted from its
+/// taint's start ([`countdown_start`]) instead of from now.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Countdown {
+    /// Some taint is not tolerated: evict now.
+    NotTolerated,
+    /// Every taint is tolerated; the first toleration to run out does so at `at`, counted
+    /// from `from` (its taint's start).
+    Until { from: Time, at: Time },
+    /// Every taint is tolerated without a time limit (or there are no taints).
+    Forever,
+}
+
+/// Where the countdown of a toleration of `taint` starts. Beyond upstream, whose taint manager
+/// counts from when it first sees the taint (so each restart or new leader gives every pod
+/// another full `tolerationSeconds`): from the taint's `timeAdded`, which is what
+/// `tolerationSeconds` documents and what survives on the node. `now` when it has none, and
+/// never later than `now`: a `timeAdded` in the future is the writer's clock running ahead.
+pub fn countdown_start(taint: &Taint, now: Time) -> Time {
+    taint.time_added.map_or(now, |added| added.min(now))
+}
+
+/// The countdown for a pod with `tolerations` on a node with the NoExecute `taints`, at `now`:
+/// the earliest of `start(taint) + tolerationSeconds` over the taints. With every start at
+/// `now` this is upstream's `now + getMinTolerationTime` (zero or negative seconds: now).
+pub fn countdown(taints: &[Taint], tolerations: &[Toleration], now: Time) -> Countdown {
+    if taints.is_empty() {
+        return Countdown::Forever;
+    }
+    let Some(used) = matching_tolerations(taints, tolerations) else {
+        return Countdown::NotTolerated;
+    };
+    let mut first: Option<(Time, Time)> = None;
+    for (taint, toleration) in taints.iter().zip(used) {
+        let Some(secs) = toleration.toleration_seconds else {
+            continue;
+        };
+        let from = countdown_start(taint, now);
+        let at = from + Duration::from_secs(secs.max(0).unsigned_abs());
+        if first.is_none_or(|(_, earliest)| at < earliest) {
+            first = Some((from, at));
+        }
+    }
+    match first {
+        Some((from, at)) => Countdown::Until { from, at },
+        None => Countdown::Forever,
     }
 }
 
@@ -285,5 +338,62 @@ mod tests {
             Verdict::TolerateForever
         );
         assert_eq!(verdict(&[], &[]), Verdict::TolerateForever);
+    }
+
+    /// With every taint starting now, `countdown` is `verdict` as a deadline (upstream's);
+    /// a taint's `timeAdded` moves its toleration's start back, never forward.
+    #[test]
+    fn countdown_counts_each_toleration_from_its_taints_time_added() {
+        let now = Time::from_unix_millis(1_700_000_000_000);
+        let s = Duration::from_secs;
+        let ago = |secs: u64| Time::from_unix_millis(now.as_unix_millis() - secs * 1000);
+        let since = |key: &str, added: Option<Time>| Taint {
+            time_added: added,
+            ..taint(key, "", NoExecute)
+        };
+        let tolerations = [
+            tol("a", Exists, "", None, Some(100)),
+            tol("b", Exists, "", None, Some(60)),
+            tol("forever", Exists, "", None, None),
+            tol("zero", Exists, "", None, Some(-5)),
+        ];
+        let until = |from: Time, secs: u64| Countdown::Until {
+            from,
+            at: from + s(secs),
+        };
+        let cases = [
+            (vec![since("a", None), since("b", None)], until(now, 60)),
+            (
+                vec![since("a", Some(ago(50))), since("b", None)],
+                until(ago(50), 100),
+            ),
+            (
+                vec![since("a", Some(ago(30))), since("b", None)],
+                until(now, 60),
+            ),
+            (vec![since("b", Some(now + s(30)))], until(now, 60)),
+            (vec![since("zero", Some(ago(5)))], until(ago(5), 0)),
+            (vec![since("forever", Some(ago(5)))], Countdown::Forever),
+            (
+                vec![since("a", None), since("other", None)],
+                Countdown::NotTolerated,
+            ),
+            (vec![], Countdown::Forever),
+        ];
+        for (taints, expected) in cases {
+            assert_eq!(
+                countdown(&taints, &tolerations, now),
+                expected,
+                "{taints:?}"
+            );
+            let upstream = match verdict(&taints, &tolerations) {
+                Verdict::NotTolerated => Countdown::NotTolerated,
+                Verdict::TolerateFor(d) => until(now, d.as_secs()),
+                Verdict::TolerateForever => Countdown::Forever,
+            };
+            if taints.iter().all(|t| t.time_added.is_none()) {
+                assert_eq!(expected, upstream, "{taints:?}");
+            }
+        }
     }
 }

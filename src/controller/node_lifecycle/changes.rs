@@ -260,7 +260,17 @@ impl NodeLifecycle {
         self.update_contribution(name, ready, now);
         self.refresh_zone_rate(&zone, now);
         if self.taint_based {
-            self.mark_node_as_reachable(name, now, out);
+            // Upstream clears both NoExecute taints of every node it first sees, then its
+            // first pass taints a dead node again with a new timeAdded: after each restart or
+            // leader change the node is briefly untainted, pending deletions are cancelled and
+            // every countdown starts over (issue #25). A NoExecute taint on a node that is not
+            // Ready is the previous leader's decision and still holds: it stays, with its
+            // timeAdded (the zone queue's write of a taint already there changes nothing). A
+            // Ready node's are stale, as upstream says. Every zone down is judged for all
+            // nodes by `handle_disruption`, as for a running instance.
+            if ready == Some(ConditionStatus::True) {
+                self.mark_node_as_reachable(name, now, out);
+            }
         } else {
             self.cancel_pod_eviction(name);
         }

@@ -40,10 +40,11 @@ impl TaintEviction {
         match self.evictions.get(pod) {
             None => PodEviction::None,
             Some(Work::Scheduled {
-                created_at,
+                counted_from,
                 fire_at,
+                ..
             }) => PodEviction::Scheduled {
-                since: *created_at,
+                since: *counted_from,
                 fire_at: *fire_at,
             },
             Some(Work::Running {

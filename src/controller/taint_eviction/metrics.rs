@@ -52,7 +52,8 @@ pub struct EvictionMetrics {
     /// upstream, a pod already gone or replaced is a success but not a deletion).
     pub pod_deletions_total: u64,
     /// `taint_eviction_controller_pod_deletion_duration_seconds`: from the deadline (when the
-    /// taint effect became active for the pod) to the successful DELETE.
+    /// taint effect became active for the pod) to the successful DELETE; from when the pod was
+    /// first judged if its deadline had passed by then (a restart is not API latency).
     pub pod_deletion_duration: LatencyHistogram,
     /// Evictions that found the pod already gone (404).
     pub already_gone_total: u64,

@@ -2,8 +2,11 @@
 //!
 //! Fed node and pod changes and the time, it keeps one eviction deadline per pod on a node with
 //! NoExecute taints (any key: a user's `CustomTaint:NoExecute` evicts as well as ours) and hands
-//! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. The countdown starts when this machine first sees
-//! the taint (not at the taint's `timeAdded`) and lives in memory, as upstream's.
+//! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. Beyond upstream, whose
+//! countdown starts when its taint manager first sees the taint (so a restart or a new leader
+//! gives every pod another full `tolerationSeconds`), a countdown runs from its taint's
+//! `timeAdded`, never from later than now (`tolerations::countdown_start`). Countdowns live in
+//! memory, as upstream's; a new process finds them again in the taints' `timeAdded`.
 //!
 //! Upstream drains node updates before pod updates so a pod update never judges a pod against
 //! stale taints. Fed one input at a time, the same holds by construction: the node map is
@@ -38,12 +41,12 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::controller::actions::{Action, ActionId};
-use crate::controller::autonomy::autonomous_verdict;
+use crate::controller::autonomy::autonomous_countdown;
 use crate::controller::decisions::Decision;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::in_flight::{InFlight, TAINT_EVICTION_IDS};
 use crate::controller::inputs::{Input, Observed};
-use crate::controller::tolerations::{Verdict, verdict};
+use crate::controller::tolerations::{Countdown, Verdict, countdown, countdown_start, verdict};
 use crate::model::{
     Autonomy, ClusterStore, Name, Node, PodChange, PodKey, PodView, Taint, Toleration,
 };
@@ -366,25 +369,25 @@ impl TaintEviction {
     ) {
         self.pods_examined += 1;
         let judged = match autonomy {
-            Autonomy::None => verdict(taints, tolerations),
-            _ => autonomous_verdict(autonomy, taints, tolerations, now),
+            Autonomy::None => countdown(taints, tolerations, now),
+            _ => autonomous_countdown(autonomy, taints, tolerations, now),
         };
-        let delay = match judged {
-            Verdict::TolerateForever => {
+        let (from, at) = match judged {
+            Countdown::Forever => {
                 self.cancel_with_event(key, out);
                 return;
             }
-            Verdict::NotTolerated => {
+            Countdown::NotTolerated => {
                 // Any countdown is moot: evict now (a running eviction just goes on).
                 self.cancel_with_event(key, out);
                 self.evictions.add(key.clone(), now, now);
                 return;
             }
-            Verdict::TolerateFor(delay) => delay,
+            Countdown::Until { from, at } => (from, at),
         };
         match self.evictions.get(key) {
             None => {
-                self.evictions.add(key.clone(), now, now + delay);
+                self.evictions.add_counted(key.clone(), now, from, at);
             }
             // Already being evicted.
             Some(Work::Running { .. }) => {}
@@ -395,7 +398,7 @@ impl TaintEviction {
             // replaces it with the new deadline; we do too, without a spurious "Cancelling".
             Some(Work::Scheduled { created_at, .. }) => {
                 let created_at = *created_at;
-                self.evictions.reschedule(key, created_at, now + delay);
+                self.evictions.reschedule(key, created_at, from, at);
             }
         }
     }
@@ -411,8 +414,12 @@ impl TaintEviction {
                 continue;
             };
             let (fire_at, attempt) = match due {
-                Due::Fire { fire_at } => {
-                    self.decisions.push(deletion_evidence(store, &key, fire_at));
+                Due::Fire {
+                    fire_at,
+                    counted_from,
+                } => {
+                    let evidence = deletion_evidence(store, &key, counted_from, fire_at);
+                    self.decisions.push(evidence);
                     out.push(Action::RecordEvent(
                         self.pod_event(&key, format!("Marking for deletion Pod {key}")),
                     ));
@@ -494,9 +501,14 @@ fn still_evicted(store: &ClusterStore, pod: &PodView<'_>) -> bool {
     !taints.is_empty() && verdict(&taints, pod.tolerations()) != Verdict::TolerateForever
 }
 
-/// Why a pod's deletion starts: the NoExecute taint of its node it does not tolerate, or the
-/// one whose toleration ran out (the shortest), and since when the countdown ran.
-fn deletion_evidence(store: &ClusterStore, key: &PodKey, fire_at: Time) -> Decision {
+/// Why a pod's deletion starts (at `fire_at`): the NoExecute taint of its node it does not
+/// tolerate, or the one whose toleration ran out first, and since when the countdown ran.
+fn deletion_evidence(
+    store: &ClusterStore,
+    key: &PodKey,
+    counted_from: Time,
+    fire_at: Time,
+) -> Decision {
     let pod = store.pods().get(key);
     let node_name = pod.as_ref().and_then(|p| p.node_name().cloned());
     let node = node_name.as_ref().and_then(|n| store.node(n));
@@ -507,44 +519,37 @@ fn deletion_evidence(store: &ClusterStore, key: &PodKey, fire_at: Time) -> Decis
         Some(p) => p.tolerations(),
         None => &[],
     };
-    // The taint that decides: one no toleration matches, else the one tolerated the shortest.
-    let mut chosen: Option<(Taint, Option<u64>)> = None;
+    // The taint that decides: one no toleration matches, else the one whose toleration runs
+    // out first, each counted from its own start.
+    let mut chosen: Option<(Taint, Option<u64>, Time)> = None;
     for taint in &taints {
         match verdict(std::slice::from_ref(taint), tolerations) {
             Verdict::NotTolerated => {
-                chosen = Some((taint.clone(), None));
+                chosen = Some((taint.clone(), None, fire_at));
                 break;
             }
             Verdict::TolerateFor(d) => {
-                let secs = d.as_secs();
+                let due = countdown_start(taint, fire_at) + d;
                 if chosen
                     .as_ref()
-                    .is_none_or(|(_, s)| s.is_some_and(|s| secs < s))
+                    .is_none_or(|(_, _, earliest)| due < *earliest)
                 {
-                    chosen = Some((taint.clone(), Some(secs)));
+                    chosen = Some((taint.clone(), Some(d.as_secs()), due));
                 }
             }
             Verdict::TolerateForever => {}
         }
     }
     let (taint, toleration_seconds) = match chosen {
-        Some((t, s)) => (Some(t), s),
+        Some((t, s, _)) => (Some(t), s),
         None => (None, None),
-    };
-    let countdown_from = match toleration_seconds {
-        Some(s) => Time::from_unix_millis(
-            fire_at
-                .as_unix_millis()
-                .saturating_sub(s.saturating_mul(1000)),
-        ),
-        None => fire_at,
     };
     Decision::PodDeletion {
         pod: key.clone(),
         node: node_name,
         taint,
         toleration_seconds,
-        countdown_from,
+        countdown_from: counted_from,
     }
 }
 

@@ -15,9 +15,14 @@ use crate::time::timer_heap::TimerHeap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Work {
-    /// Waiting to fire at `fire_at`; `created_at` is when the countdown started (kept when the
-    /// pod is re-examined later: lengthening a toleration does not postpone the eviction).
-    Scheduled { created_at: Time, fire_at: Time },
+    /// Waiting to fire at `fire_at`; `created_at` is when this machine scheduled it (kept when
+    /// the pod is re-examined later: lengthening a toleration does not postpone the eviction),
+    /// `counted_from` when the countdown started (its taint's `timeAdded`, or `created_at`).
+    Scheduled {
+        created_at: Time,
+        counted_from: Time,
+        fire_at: Time,
+    },
     /// Fired at `fire_at`. `in_flight` is the attempt the shell is executing; `None` while
     /// waiting in backoff for attempt `attempt + 1`.
     Running {
@@ -30,8 +35,10 @@ pub enum Work {
 /// A deadline that came due.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Due {
-    /// A scheduled eviction fires.
-    Fire { fire_at: Time },
+    /// A scheduled eviction fires. `fire_at` is when it came due for this machine: its
+    /// deadline, or when it was scheduled if that deadline had passed already (a restart);
+    /// `counted_from` is when its countdown started.
+    Fire { fire_at: Time, counted_from: Time },
     /// A failed attempt's backoff is over: try again.
     Retry,
 }
@@ -44,9 +51,21 @@ pub struct TimedEvictions {
 }
 
 impl TimedEvictions {
-    /// `AddWork`: schedules `key` to fire at `fire_at` unless it already has an entry.
-    /// A deadline at or before now fires on the next `pop_due` (upstream runs it at once).
+    /// `AddWork`: schedules `key` to fire at `fire_at` unless it already has an entry, its
+    /// countdown started at `created_at`.
     pub fn add(&mut self, key: PodKey, created_at: Time, fire_at: Time) -> bool {
+        self.add_counted(key, created_at, created_at, fire_at)
+    }
+
+    /// `add` of a countdown that started at `counted_from`, maybe before `created_at`. A
+    /// deadline at or before now fires on the next `pop_due` (upstream runs it at once).
+    pub fn add_counted(
+        &mut self,
+        key: PodKey,
+        created_at: Time,
+        counted_from: Time,
+        fire_at: Time,
+    ) -> bool {
         if self.work.contains_key(&key) {
             return false;
         }
@@ -55,6 +74,7 @@ impl TimedEvictions {
             key,
             Work::Scheduled {
                 created_at,
+                counted_from,
                 fire_at,
             },
         );
@@ -62,11 +82,18 @@ impl TimedEvictions {
         true
     }
 
-    /// Moves a `Scheduled` entry to a new deadline, keeping nothing of the old one.
-    pub fn reschedule(&mut self, key: &PodKey, created_at: Time, fire_at: Time) {
+    /// Moves a `Scheduled` entry to a new countdown, keeping nothing of the old one.
+    pub fn reschedule(
+        &mut self,
+        key: &PodKey,
+        created_at: Time,
+        counted_from: Time,
+        fire_at: Time,
+    ) {
         if let Some(w @ Work::Scheduled { .. }) = self.work.get_mut(key) {
             *w = Work::Scheduled {
                 created_at,
+                counted_from,
                 fire_at,
             };
             self.timers.schedule(key.clone(), fire_at);
@@ -106,11 +133,18 @@ impl TimedEvictions {
     pub fn pop_due(&mut self, now: Time) -> Option<(PodKey, Due)> {
         let (key, _) = self.timers.pop_due(now)?;
         match self.work.get(&key) {
-            Some(Work::Scheduled { fire_at, .. }) => {
-                let fire_at = *fire_at;
+            Some(Work::Scheduled {
+                created_at,
+                counted_from,
+                fire_at,
+            }) => {
+                let due = Due::Fire {
+                    fire_at: (*fire_at).max(*created_at),
+                    counted_from: *counted_from,
+                };
                 self.work.remove(&key);
                 self.scheduled -= 1;
-                Some((key, Due::Fire { fire_at }))
+                Some((key, due))
             }
             Some(Work::Running { .. }) => Some((key, Due::Retry)),
             // Every timer has an entry (they are added and removed together).
@@ -239,6 +273,25 @@ mod tests {
         assert_eq!(fired, vec![key("1"), key("3"), key("5")]);
     }
 
+    /// A countdown that ran out before it was scheduled (a restart finding an old taint) fires
+    /// at once, as come due when it was scheduled; its start is kept for the evidence.
+    #[test]
+    fn a_countdown_over_before_it_was_scheduled_fires_at_once() {
+        let mut q = TimedEvictions::default();
+        let later = now() + Duration::from_secs(30);
+        q.add_counted(key("p"), later, now(), now() + Duration::from_secs(20));
+        assert_eq!(
+            q.pop_due(later),
+            Some((
+                key("p"),
+                Due::Fire {
+                    fire_at: later,
+                    counted_from: now()
+                }
+            ))
+        );
+    }
+
     #[test]
     fn test_cancel_and_readd() {
         let mut q = TimedEvictions::default();
@@ -258,7 +311,13 @@ mod tests {
         let mut q = TimedEvictions::default();
         q.add(key("p"), now(), now());
         let (k, due) = q.pop_due(now()).expect("due");
-        assert_eq!(due, Due::Fire { fire_at: now() });
+        assert_eq!(
+            due,
+            Due::Fire {
+                fire_at: now(),
+                counted_from: now()
+            }
+        );
         q.start_attempt(k.clone(), now(), 1, ActionId(1));
         assert!(!q.cancel(&k));
         assert!(!q.add(k.clone(), now(), now() + Duration::from_secs(10)));

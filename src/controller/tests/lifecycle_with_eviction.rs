@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use crate::controller::Action;
 use crate::controller::controllers::Controllers;
+use crate::controller::events::Event;
 use crate::controller::inputs::Input;
 use crate::controller::settings::Settings;
 use crate::controller::taint_eviction::EvictionResult;
 use crate::controller::tests::harness::{date, lease, n, node, pod, secs, test_settings};
 use crate::controller::{ActionId, Outcome};
 use crate::model::{
-    ConditionStatus, Node, NodeConditionType, Pod, PodKey, TaintEffect, Toleration,
+    ConditionStatus, Node, NodeConditionType, Pod, PodKey, Taint, TaintEffect, Toleration,
     TolerationOperator, taint_keys,
 };
 use crate::time::Time;
@@ -21,13 +22,20 @@ use crate::time::Time;
 /// A fake API for the composed machine: node writes are applied and fed back through the
 /// "watch" (that is how the lifecycle's NoExecute taints reach taint eviction), pod
 /// evictions delete the pod.
-struct Cluster {
-    ctl: Controllers,
-    now: Time,
-    nodes: BTreeMap<crate::model::Name, Node>,
-    pods: BTreeMap<PodKey, Pod>,
+pub(super) struct Cluster {
+    pub(super) ctl: Controllers,
+    pub(super) now: Time,
+    pub(super) nodes: BTreeMap<crate::model::Name, Node>,
+    pub(super) pods: BTreeMap<PodKey, Pod>,
     /// (time, pod) of every eviction executed.
-    evicted: Vec<(Time, PodKey)>,
+    pub(super) evicted: Vec<(Time, PodKey)>,
+    /// (time, event) of every event recorded.
+    pub(super) events: Vec<(Time, Event)>,
+    /// (time, node, taints) of every taint write sent.
+    pub(super) taint_writes: Vec<(Time, crate::model::Name, Vec<Taint>)>,
+    /// A second daemon standing by (never told `InitialSyncDone`): it gets every watch event
+    /// the leader gets, and must decide nothing.
+    pub(super) standby: Option<Controllers>,
     /// A node just written, delivered by the "watch" before the write's result.
     pending_node: Option<Node>,
     /// Deliver a taint write's answer before the watch echoes the node (the usual order
@@ -37,22 +45,39 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn new(settings: Settings, now: Time) -> Cluster {
+    pub(super) fn new(settings: Settings, now: Time) -> Cluster {
         Cluster {
             ctl: Controllers::new(settings, now),
             now,
             nodes: BTreeMap::new(),
             pods: BTreeMap::new(),
             evicted: Vec::new(),
+            events: Vec::new(),
+            taint_writes: Vec::new(),
+            standby: None,
             pending_node: None,
             answer_first: false,
             rv: 1,
         }
     }
 
-    fn feed(&mut self, input: Input) {
+    pub(super) fn feed(&mut self, input: Input) {
         let mut inputs = VecDeque::from([input]);
         while let Some(input) = inputs.pop_front() {
+            if let Some(standby) = self.standby.as_mut()
+                && matches!(
+                    input,
+                    Input::NodeUpsert(_)
+                        | Input::NodeDeleted(_)
+                        | Input::LeaseUpsert(_)
+                        | Input::LeaseDeleted(_)
+                        | Input::PodUpsert(_)
+                        | Input::PodDeleted(_)
+                )
+            {
+                let decided = standby.handle(input.clone(), self.now);
+                assert!(decided.is_empty(), "a standby decided {decided:?}");
+            }
             for action in self.ctl.handle(input, self.now) {
                 self.execute(action, &mut inputs);
             }
@@ -87,6 +112,8 @@ impl Cluster {
             Action::PatchNodeTaints {
                 id, node, taints, ..
             } => {
+                self.taint_writes
+                    .push((self.now, node.clone(), taints.clone()));
                 let outcome = self.write_node(&node, |n| n.taints = taints);
                 if self.answer_first {
                     inputs.push_back(result(id, outcome));
@@ -104,7 +131,7 @@ impl Cluster {
                 let outcome = crate::controller::LeaseReadOutcome::Found(lease(&node, Time::ZERO));
                 inputs.push_back(Input::LeaseRead { id, outcome });
             }
-            Action::RecordEvent(_) => {}
+            Action::RecordEvent(event) => self.events.push((self.now, event)),
             // Fencing is off in these tests.
             Action::ReadFenceTarget { .. }
             | Action::PatchNodeFencing { .. }
@@ -129,17 +156,17 @@ impl Cluster {
         }
     }
 
-    fn put_node(&mut self, node: Node) {
+    pub(super) fn put_node(&mut self, node: Node) {
         self.nodes.insert(node.name.clone(), node.clone());
         self.feed(Input::NodeUpsert(node));
     }
 
-    fn put_pod(&mut self, pod: Pod) {
+    pub(super) fn put_pod(&mut self, pod: Pod) {
         self.pods.insert(pod.key.clone(), pod.clone());
         self.feed(Input::PodUpsert(pod));
     }
 
-    fn run_until(&mut self, until: Time) {
+    pub(super) fn run_until(&mut self, until: Time) {
         while let Some(t) = self.ctl.next_deadline() {
             if t > until {
                 break;
@@ -150,7 +177,7 @@ impl Cluster {
         self.now = until;
     }
 
-    fn evicted_names(&self) -> Vec<String> {
+    pub(super) fn evicted_names(&self) -> Vec<String> {
         self.evicted
             .iter()
             .map(|(_, p)| p.name.to_string())
@@ -158,7 +185,7 @@ impl Cluster {
     }
 }
 
-fn tolerating_unreachable(seconds: Option<i64>) -> Toleration {
+pub(super) fn tolerating_unreachable(seconds: Option<i64>) -> Toleration {
     Toleration {
         key: n(taint_keys::UNREACHABLE),
         operator: TolerationOperator::Exists,
@@ -168,7 +195,7 @@ fn tolerating_unreachable(seconds: Option<i64>) -> Toleration {
     }
 }
 
-fn with_tolerations(mut p: Pod, t: Vec<Toleration>) -> Pod {
+pub(super) fn with_tolerations(mut p: Pod, t: Vec<Toleration>) -> Pod {
     p.tolerations = t.into();
     p
 }
@@ -245,7 +272,16 @@ fn node_failure_taints_then_evicts_by_toleration_seconds() {
         plain_at >= unknown_at && plain_at < unknown_at + secs(1),
         "{plain_at:?}"
     );
-    assert_eq!(c.evicted[1].0, plain_at + secs(300));
+    // 300 s from the taint's `timeAdded` (whole seconds: up to 1 s before upstream, which
+    // counts from its first sight of the taint).
+    let added = n1
+        .taints
+        .iter()
+        .find(|t| &*t.key == taint_keys::UNREACHABLE && t.effect == TaintEffect::NoExecute)
+        .and_then(|t| t.time_added)
+        .expect("timeAdded");
+    assert!(added <= plain_at && plain_at < added + secs(1), "{added:?}");
+    assert_eq!(c.evicted[1].0, added + secs(300));
     assert!(c.pods.contains_key(&pod("forever", "n1").key));
     assert!(c.pods.contains_key(&pod("elsewhere", "n2").key));
 }
@@ -444,7 +480,8 @@ fn into_follower_keeps_the_caches_and_forgets_the_leaderships_work() {
     assert_eq!(c.ctl.eviction().unwrap().pending_len(), 1);
     c.run_until(t0 + secs(70));
     assert_eq!(c.evicted_names(), vec!["waits"]);
-    // The countdown restarted with the new leadership (upstream: it lives in memory).
+    // The taint has no timeAdded: the countdown restarted with the new leadership's first
+    // sight of it (upstream: it lives in memory). With one, it would run from there.
     assert_eq!(c.evicted[0].0, t0 + secs(62));
 }
 

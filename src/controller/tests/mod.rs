@@ -7,6 +7,7 @@ pub(crate) mod harness;
 mod lifecycle_with_eviction;
 mod monitor_pass;
 mod policies;
+mod restarts;
 mod upstream_monitor;
 mod upstream_review;
 mod upstream_taints;

@@ -289,14 +289,15 @@ fn a_pod_deleted_when_its_toleration_ran_out_is_fine_and_a_swap_does_not_restart
 
 #[test]
 fn a_deletion_within_the_landing_slack_is_excused_one_beyond_it_is_not() {
-    // Slack: 400 ms of injected delay + 100 ms; the taint landed at 10 s, web-1 tolerates 6 s.
+    // Slack: 400 ms of injected delay + 100 ms, + 1 s for `timeAdded`'s whole seconds; the
+    // taint landed at 10 s, web-1 tolerates 6 s.
     let mut log = Log::new();
     log.taints(10.0, A, "z1-n001", &["unreachable"]);
-    log.delete_pod(15.6, "default/web-1");
+    log.delete_pod(14.6, "default/web-1");
     assert_eq!(log.rules(), Vec::<&str>::new());
     let mut log = Log::new();
     log.taints(10.0, A, "z1-n001", &["unreachable"]);
-    log.delete_pod(15.4, "default/web-1");
+    log.delete_pod(14.4, "default/web-1");
     assert_eq!(log.rules(), ["eviction-before-toleration"]);
 }
 

@@ -12,7 +12,8 @@
 //!   (master disruption mode) or while the node's zone is partially disrupted and small (rate
 //!   0), both judged on the Ready conditions in the store, held for `zone_allowance`.
 //! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
-//!   first NoExecute taint of an unbroken run (or the pod's creation, if later); or deleted
+//!   first NoExecute taint of an unbroken run (the daemon counts from the taint's `timeAdded`,
+//!   for pods created later too); or deleted
 //!   with no NoExecute taint on its node (beyond a running eviction's retry window); or a pod
 //!   that tolerates forever deleted.
 //! - `two-writers`: writes by two daemons less than `handover_gap` apart.
@@ -59,10 +60,10 @@ pub struct Limits {
     pub zone_allowance: Duration,
     /// A running eviction may still delete this long after its taint went away.
     pub eviction_retry_window: Duration,
-    /// Slack on "toleration ran out": the daemon stamps a taint (`timeAdded`, and its own
-    /// countdown) when it decides, the checker knows when the write landed, up to the injected
-    /// delay later (+ 100 ms for timers and scheduling; a run saw a pod deleted 2.946 s after
-    /// its 3 s toleration's taint landed).
+    /// Slack on "toleration ran out": the daemon stamps a taint's `timeAdded` when it decides
+    /// and counts its pods' tolerations from it, the checker knows when the write landed, up to
+    /// the injected delay later (+ 100 ms for timers and scheduling; a run saw a pod deleted
+    /// 2.946 s after its 3 s toleration's taint landed), and `timeAdded` has whole seconds (+ 1 s).
     pub toleration_slack: Duration,
     /// How much earlier than it landed a heartbeat may count in the daemon's clock.
     pub evidence_stamp_slack: Duration,
@@ -102,7 +103,7 @@ impl Limits {
             evidence_allowance: max_delay + scheduling,
             zone_allowance: max_delay + scheduling,
             eviction_retry_window: Duration::from_millis(1500) + max_delay + scheduling,
-            toleration_slack: max_delay + Duration::from_millis(100),
+            toleration_slack: max_delay + Duration::from_millis(1100),
             liveness_allowance: Duration::from_secs(10),
             evidence_stamp_slack: Duration::from_millis(250),
             status_interval: Duration::from_secs(1),
@@ -527,7 +528,7 @@ impl Checker {
             return;
         };
         let node = p.node.clone();
-        let (toleration, created) = (p.toleration, p.created);
+        let toleration = p.toleration;
         let first = p.deleted.is_none();
         if let Some(p) = self.pods.get_mut(pod) {
             p.deleted.get_or_insert(at);
@@ -561,7 +562,6 @@ impl Checker {
                 return;
             }
         };
-        let start = start.max(created);
         // Time the daemon waited for a CPU just before the taint landed delayed its landing.
         let starved = self.waited(
             daemon,

@@ -2,5 +2,6 @@ mod autonomy;
 mod beyond_upstream;
 mod harness;
 mod scale;
+mod time_added;
 mod upstream;
 mod upstream_integration;

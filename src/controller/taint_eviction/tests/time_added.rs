@@ -1,0 +1,95 @@
+//! Beyond upstream (issue #25 item 2): a pod's NoExecute countdown runs from its taint's
+//! `timeAdded`, which is what `tolerationSeconds` documents and what a restart or a new leader
+//! finds on the node (upstream starts it when its taint manager first looks, so every restart
+//! gives the pod another full `tolerationSeconds`). Never from later than now: a `timeAdded`
+//! in the future is another host's clock running ahead.
+
+use super::harness::*;
+use crate::controller::Decision;
+use crate::controller::explain::PodEviction;
+
+/// The taint was added 5 s before this machine first saw it (a restart, a takeover, a late
+/// watch): the pod tolerating it 20 s goes 20 s after `timeAdded`, and the decision and
+/// `explain` say the countdown ran from there.
+#[test]
+fn a_countdown_runs_from_the_taints_time_added() {
+    let mut h = Harness::new();
+    let added = h.now;
+    h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
+    h.advance(5 * SEC);
+    h.node(&node("node1", vec![taint(1, added)]));
+    assert_eq!(h.te.deadline_of(&key("pod1")), Some(added + 20 * SEC));
+    assert_eq!(
+        h.te.eviction_of(&key("pod1")),
+        PodEviction::Scheduled {
+            since: added,
+            fire_at: added + 20 * SEC
+        }
+    );
+    h.advance(15 * SEC - MS);
+    assert_eq!(h.evicted(), vec![]);
+    h.advance(MS);
+    assert_eq!(h.evicted(), vec![(added + 20 * SEC, "pod1".to_string())]);
+    let from = h.te.take_decisions().into_iter().find_map(|d| match d {
+        Decision::PodDeletion { countdown_from, .. } => Some(countdown_from),
+        _ => None,
+    });
+    assert_eq!(from, Some(added));
+}
+
+/// First seen when its toleration has already run out: the pod goes at once, and the deletion
+/// latency is measured from that moment, not from the deadline that passed before this machine
+/// could act (a restart's gap is not the API server's slowness).
+#[test]
+fn a_countdown_already_over_at_first_sight_evicts_at_once() {
+    let mut h = Harness::new();
+    let added = h.now;
+    h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
+    h.advance(30 * SEC);
+    h.node(&node("node1", vec![taint(1, added)]));
+    assert_eq!(h.evicted(), vec![(added + 30 * SEC, "pod1".to_string())]);
+    let latency = &h.te.metrics.pod_deletion_duration;
+    assert_eq!((latency.count, latency.sum_ms), (1, 0));
+}
+
+/// `timeAdded` 30 s in the future (the writer's clock runs ahead): counted from now.
+#[test]
+fn a_time_added_in_the_future_counts_from_now() {
+    let mut h = Harness::new();
+    let seen = h.now;
+    h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
+    h.node(&node("node1", vec![taint(1, seen + 30 * SEC)]));
+    assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
+    h.advance(20 * SEC);
+    assert_eq!(h.evicted(), vec![(seen + 20 * SEC, "pod1".to_string())]);
+}
+
+/// Two tolerated taints added at different times: the pod goes when the first of their
+/// tolerations runs out, each counted from its own taint's `timeAdded` (upstream: the smallest
+/// `tolerationSeconds`, from now).
+#[test]
+fn each_taint_counts_from_its_own_time_added() {
+    let mut h = Harness::new();
+    let t0 = h.now;
+    h.pod(&tolerating(
+        pod("pod1", "node1"),
+        vec![toleration(1, 100), toleration(2, 60)],
+    ));
+    h.advance(50 * SEC);
+    // taint1 since t0 (100 s: t0 + 100), taint2 since t0 + 50 (60 s: t0 + 110).
+    h.node(&node("node1", vec![taint(1, t0), taint(2, h.now)]));
+    assert_eq!(h.te.deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
+    h.advance(50 * SEC);
+    assert_eq!(h.evicted(), vec![(t0 + 100 * SEC, "pod1".to_string())]);
+    // The evidence names the taint whose toleration ran out first, not the shortest one.
+    let evidence = h.te.take_decisions().into_iter().find_map(|d| match d {
+        Decision::PodDeletion {
+            taint: Some(taint),
+            toleration_seconds,
+            countdown_from,
+            ..
+        } => Some((taint.key.to_string(), toleration_seconds, countdown_from)),
+        _ => None,
+    });
+    assert_eq!(evidence, Some(("testTaint1".to_string(), Some(100), t0)));
+}
