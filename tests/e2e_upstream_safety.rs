@@ -323,13 +323,20 @@ const RESTART_TOLERATION: Duration = Duration::from_secs(12);
 
 /// A fleet of 2 zones × 3 nodes whose victim `z1-n2` carries two pods tolerating the
 /// unreachable taint for [`RESTART_TOLERATION`].
-fn restart_fleet() -> Option<(RealApiserver, Kubelets, String, Vec<String>)> {
+#[allow(clippy::type_complexity)]
+fn restart_fleet() -> Option<(
+    RealApiserver,
+    Kubelets,
+    String,
+    Vec<String>,
+    MutexGuard<'static, ()>,
+)> {
     let spec = FleetSpec {
         lease_duration_seconds: 8,
         spread_phases: true,
         ..FleetSpec::zones(2, 3)
     };
-    let (server, kubelets) = fleet(&spec)?;
+    let (server, kubelets, serial) = fleet(&spec)?;
     let victim = "z1-n2".to_string();
     let pods: Vec<String> = ["a", "b"]
         .iter()
@@ -339,7 +346,7 @@ fn restart_fleet() -> Option<(RealApiserver, Kubelets, String, Vec<String>)> {
     for p in &pods {
         create_running_pod(&server, p, &victim, Some(seconds));
     }
-    Some((server, kubelets, victim, pods))
+    Some((server, kubelets, victim, pods, serial))
 }
 
 /// Silences `victim` and waits for its `unreachable:NoExecute` taint: its `timeAdded`, and
@@ -465,7 +472,7 @@ fn assert_deleted_from_time_added(
 /// restarting the countdowns), and the pods go at `timeAdded + tolerationSeconds`.
 #[test]
 fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
-    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
+    let Some((server, kubelets, victim, pods, _serial)) = restart_fleet() else {
         return;
     };
     let dir = TempDir::new("safety-restart");
@@ -508,7 +515,7 @@ fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
 /// `timeAdded` and deletes the pods at `timeAdded + tolerationSeconds`.
 #[test]
 fn a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown() {
-    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
+    let Some((server, kubelets, victim, pods, _serial)) = restart_fleet() else {
         return;
     };
     let dir = TempDir::new("safety-failover");

@@ -34,9 +34,10 @@ pub fn autonomous_countdown(
     taints: &[Taint],
     tolerations: &[Toleration],
     now: Time,
+    floor: Time,
 ) -> Countdown {
     if autonomy == Autonomy::None || !taints.iter().any(covered) {
-        return countdown(taints, tolerations, now);
+        return countdown(taints, tolerations, now, floor);
     }
     let hold_until = |t: &Taint| -> Option<Time> {
         match autonomy {
@@ -54,9 +55,9 @@ pub fn autonomous_countdown(
             Countdown::Forever => None,
         }
     };
-    let others_countdown = countdown(&others, tolerations, now);
+    let others_countdown = countdown(&others, tolerations, now, floor);
     let others_end = ends(others_countdown);
-    let own = ends(countdown(&mine, tolerations, now));
+    let own = ends(countdown(&mine, tolerations, now, floor));
     // The latest hold among the covered taints (both kinds at once only during a swap).
     let hold = mine
         .iter()

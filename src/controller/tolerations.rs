@@ -126,9 +126,20 @@ pub fn countdown_start(taint: &Taint, now: Time) -> Time {
 }
 
 /// The countdown for a pod with `tolerations` on a node with the NoExecute `taints`, at `now`:
-/// the earliest of `start(taint) + tolerationSeconds` over the taints. With every start at
-/// `now` this is upstream's `now + getMinTolerationTime` (zero or negative seconds: now).
-pub fn countdown(taints: &[Taint], tolerations: &[Toleration], now: Time) -> Countdown {
+/// the earliest of `start(taint) + tolerationSeconds` over the taints, no start before
+/// `floor`. With every start at `now` this is upstream's `now + getMinTolerationTime` (zero or
+/// negative seconds: now).
+///
+/// `floor` is when the pod came under the taints as this machine saw it happen: a pod bound
+/// to (or moved onto) a node already tainted counts from its arrival, as upstream, not from a
+/// taint older than the pod. The pods found under a taint at a start, a takeover or when the
+/// taint appears count from its `timeAdded` (`floor` = [`Time::ZERO`]).
+pub fn countdown(
+    taints: &[Taint],
+    tolerations: &[Toleration],
+    now: Time,
+    floor: Time,
+) -> Countdown {
     if taints.is_empty() {
         return Countdown::Forever;
     }
@@ -140,7 +151,7 @@ pub fn countdown(taints: &[Taint], tolerations: &[Toleration], now: Time) -> Cou
         let Some(secs) = toleration.toleration_seconds else {
             continue;
         };
-        let from = countdown_start(taint, now);
+        let from = countdown_start(taint, now).max(floor.min(now));
         let at = from + Duration::from_secs(secs.max(0).unsigned_abs());
         if first.is_none_or(|(_, earliest)| at < earliest) {
             first = Some((from, at));
@@ -382,7 +393,7 @@ mod tests {
         ];
         for (taints, expected) in cases {
             assert_eq!(
-                countdown(&taints, &tolerations, now),
+                countdown(&taints, &tolerations, now, Time::ZERO),
                 expected,
                 "{taints:?}"
             );

@@ -206,7 +206,8 @@ impl TaintEviction {
             if pod.deleting() {
                 continue;
             }
-            self.process_pod_on_node(&pod.key(), pod.tolerations(), &taints, autonomy, now, out);
+            let (key, tolerations) = (pod.key(), pod.tolerations());
+            self.process_pod_on_node(&key, tolerations, &taints, autonomy, Time::ZERO, now, out);
         }
         self.fire_due(store, now, out);
     }
@@ -256,7 +257,9 @@ impl TaintEviction {
             return;
         }
         let autonomy = self.autonomy_of(node);
-        self.process_pod_on_node(key, pod.tolerations(), &taints, autonomy, now, out);
+        // A live change of the pod (bound, moved, new tolerations) under taints already
+        // there: its countdown starts now, as upstream's, not at a taint older than the pod.
+        self.process_pod_on_node(key, pod.tolerations(), &taints, autonomy, now, now, out);
         self.fire_due(store, now, out);
     }
 
@@ -357,20 +360,23 @@ impl TaintEviction {
         }
     }
 
-    /// Upstream's `processPodOnNode`.
+    /// Upstream's `processPodOnNode`. `arrived`: when the pod came under the taints, if this
+    /// machine saw it happen (`tolerations::countdown`); `Time::ZERO` otherwise.
+    #[allow(clippy::too_many_arguments)]
     fn process_pod_on_node(
         &mut self,
         key: &PodKey,
         tolerations: &[Toleration],
         taints: &[Taint],
         autonomy: Autonomy,
+        arrived: Time,
         now: Time,
         out: &mut Vec<Action>,
     ) {
         self.pods_examined += 1;
         let judged = match autonomy {
-            Autonomy::None => countdown(taints, tolerations, now),
-            _ => autonomous_countdown(autonomy, taints, tolerations, now),
+            Autonomy::None => countdown(taints, tolerations, now, arrived),
+            _ => autonomous_countdown(autonomy, taints, tolerations, now, arrived),
         };
         let (from, at) = match judged {
             Countdown::Forever => {

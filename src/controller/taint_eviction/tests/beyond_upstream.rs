@@ -332,16 +332,15 @@ fn countdown_started_this_instant_follows_the_latest_tolerations() {
 #[test]
 fn same_name_with_a_new_uid_is_a_new_pod() {
     let mut h = Harness::new();
-    let t0 = h.now;
-    h.node(&node("node1", vec![taint(1, t0)]));
+    h.node(&node("node1", vec![taint(1, h.now)]));
     h.pod(&tolerating(pod("web-0", "node1"), vec![toleration(1, 100)]));
     h.advance(60 * SEC);
     let mut replacement = tolerating(pod("web-0", "node1"), vec![toleration(1, 100)]);
     replacement.uid = n("uid-web-0-second");
     h.pod(&replacement);
     assert_eq!(h.events(), vec!["Cancelling deletion of Pod default/web-0"]);
-    // A countdown of its own, counted like every pod's from the taint's `timeAdded`.
-    assert_eq!(h.te.deadline_of(&key("web-0")), Some(t0 + 100 * SEC));
+    // A countdown of its own, from its arrival (the taint is older than the pod).
+    assert_eq!(h.te.deadline_of(&key("web-0")), Some(h.now + 100 * SEC));
     h.advance(100 * SEC);
     let log = h.take();
     let uids: Vec<_> = log
