@@ -12,8 +12,8 @@
 //!   (master disruption mode) or while the node's zone is partially disrupted and small (rate
 //!   0), both judged on the Ready conditions in the store, held for `zone_allowance`.
 //! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
-//!   first NoExecute taint of an unbroken run (the daemon counts from the taint's `timeAdded`,
-//!   for pods created later too); or deleted
+//!   first NoExecute taint of an unbroken run, or the pod's creation if later (the daemon
+//!   counts from the taint's `timeAdded`, a pod bound later from its arrival); or deleted
 //!   with no NoExecute taint on its node (beyond a running eviction's retry window); or a pod
 //!   that tolerates forever deleted.
 //! - `two-writers`: writes by two daemons less than `handover_gap` apart.
@@ -528,7 +528,7 @@ impl Checker {
             return;
         };
         let node = p.node.clone();
-        let toleration = p.toleration;
+        let (toleration, created) = (p.toleration, p.created);
         let first = p.deleted.is_none();
         if let Some(p) = self.pods.get_mut(pod) {
             p.deleted.get_or_insert(at);
@@ -562,6 +562,7 @@ impl Checker {
                 return;
             }
         };
+        let start = start.max(created);
         // Time the daemon waited for a CPU just before the taint landed delayed its landing.
         let starved = self.waited(
             daemon,
