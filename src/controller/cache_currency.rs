@@ -33,11 +33,12 @@
 //!
 //! Measured against kube-apiserver v1.20.2 at the installed watch idle timeout (30 s), every
 //! connection of the daemon reset once (`tests/e2e_upstream_safety.rs`, the stale-cache
-//! section): before this rule (a line needed after any failure; settle 0.5 s) the hold lasted
-//! 24.4 s — a quiet watch's successor sends its first line, a bookmark, ~20 s after it is
-//! opened — and a pod due 7 s after the reset was deleted 18.0 s late; with it the hold lasts
-//! 0.55–0.58 s (the backoff and the reconnect) + a 50 ms settle, the pod is deleted on time
-//! (+0.03–0.06 s), and a pod due 0.3 s after the reset 0.35 s after its due time.
+//! section; loopback, a busy 2-core machine): before this rule (a line needed after any
+//! failure; settle 0.5 s) the hold lasted 23.6–25.5 s — a quiet watch's successor sends its
+//! first line, a bookmark, ~20 s after it is opened — and a pod due 7 s after the reset was
+//! deleted 18.0–19.0 s late, one due 0.3 s after it 23.8 s late; with it the hold lasts
+//! 0.44–0.59 s (the backoff and the reconnect) + a 50 ms settle, the first pod is deleted on
+//! time (+0.00–0.06 s) and the second 0.30–0.37 s after its due time.
 //!
 //! Until the shell says otherwise the caches count as current (a machine fed by hand, as the
 //! controller tests and the simulator's scenarios do, has nothing to wait for).
