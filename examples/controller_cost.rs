@@ -230,7 +230,11 @@ fn main() -> ExitCode {
         }
         b.feed(Input::FullStateEnd(kind), t0, &mut setup);
     }
-    b.feed(Input::InformersWatching(true), t0, &mut setup);
+    b.feed(
+        Input::InformersWatching(Some(std::time::Duration::ZERO)),
+        t0,
+        &mut setup,
+    );
     b.feed(Input::InitialSyncDone, t0, &mut setup);
     println!(
         "setup: {n} nodes, {} pods, {} Leases in {:.2} s (decode included)",

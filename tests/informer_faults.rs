@@ -14,10 +14,11 @@ use informer_support::{
 };
 use load_support::runqueue_wait;
 use node_lifecycled::kube::decode::DecodeContext;
+use node_lifecycled::kube::reflector::PROBE_TIMEOUT_SECONDS;
 use node_lifecycled::kube::reflector::ReflectorConfig;
 use node_lifecycled::kube::{ClientSettings, Credentials};
 use node_lifecycled::model::{Lease, Node, Pod};
-use node_lifecycled::runtime::informer::{InformerConfig, probe_watch_list};
+use node_lifecycled::runtime::informer::{InformerConfig, PROBATION, probe_watch_list};
 use node_lifecycled::runtime::{Clock, EventLoop};
 use node_lifecycled::time::Rate;
 use node_lifecycled::time::Time;
@@ -375,4 +376,205 @@ fn watch_list_against_a_1_32_server_syncs_from_the_stream_without_a_list() {
         &h.leases().store,
         &decode_all::<Lease>(&cluster.list(Resource::Leases, None), &mut ctx),
     );
+}
+
+// ---- whether the cache follows the server after a failure (runtime/informer/currency.rs) --
+
+/// Backoff of a first failure (0.5 s + 20 % jitter) and a round trip on loopback, with room
+/// for a busy machine.
+const RECONNECT: Duration = Duration::from_millis(600 + 400);
+
+/// A synced Lease informer (`idle` timeout) whose watch is known to be up.
+fn live_leases(sim: &SimHandle, idle: Duration) -> (EventLoop<Id, Id>, Harness) {
+    add_nodes(sim, 3);
+    let (mut lp, mut h) = setup(sim, unthrottled());
+    h.leases = Some(Tracked::new(list_watch(idle), Id::Leases));
+    h.start(lp.control());
+    h.run_until(&mut lp, LIMIT, "sync", |h| h.leases().informer.is_synced());
+    watch_is_live(sim, &mut lp, &mut h);
+    assert!(h.leases().informer.is_streaming());
+    (lp, h)
+}
+
+/// Bytes received on the Lease watches so far (a response head counts).
+fn watch_bytes(h: &Harness) -> u64 {
+    h.leases().stats().watch_bytes
+}
+
+/// Issue #25 item 3: a broken connection (the server drops every watch; a load balancer or an
+/// API server restart does the same) says nothing against the server. On a quiet resource its
+/// successor sends no line for most of its life, yet the cache is current again at its
+/// response head (our version resumed, the backlog right behind it): the hold lasts the
+/// reconnect, not until the first line. The successor is a probe the server ends a second
+/// later (proof that it streams), and the next watch rotates on the same connection.
+#[test]
+fn a_dropped_watch_streams_again_at_its_successors_head_and_its_probe_ends_in_a_second() {
+    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let (mut lp, mut h) = live_leases(&sim, Duration::from_secs(30));
+    let events = h.leases().stats().watch_events;
+    let kept = h.leases().stats().kept_connections;
+
+    sim.faults().drop_watches();
+    h.run_until(&mut lp, LIMIT, "the drop noticed", |h| {
+        !h.leases().informer.is_streaming()
+    });
+    let back = h.run_until(&mut lp, LIMIT, "streaming again", |h| {
+        h.leases().informer.is_streaming()
+    });
+    let stats = h.leases().stats();
+    assert_eq!(stats.broken_watches, 1, "{stats:?}");
+    assert_eq!(
+        stats.watch_events, events,
+        "no line arrived: the successor's head made the cache current"
+    );
+    assert!(
+        back <= RECONNECT,
+        "current again {back:?} after the drop was noticed: more than the reconnect"
+    );
+    assert!(
+        h.leases().informer.currency().deadline().is_some(),
+        "on probation"
+    );
+
+    // The probe's end (a kept connection's next watch) within a second or so; current all along.
+    let mut always = true;
+    let ended = h.run_until(&mut lp, Duration::from_secs(5), "the probe's end", |h| {
+        always &= h.leases().informer.is_streaming();
+        h.leases().stats().kept_connections > kept
+    });
+    println!("current again {back:?} after the drop; the probe ended {ended:?} later");
+    assert!(always, "the cache stayed current through the probe");
+    assert!(
+        ended <= Duration::from_millis(1_500),
+        "the probe ends after {PROBE_TIMEOUT_SECONDS} s: {ended:?}"
+    );
+    assert_eq!(h.leases().informer.currency().deadline(), None);
+    assert_eq!(h.leases().stats().reflector.relists, 0);
+
+    // An API server restart (every connection closed, new ones refused for a moment): the
+    // same, after the refused reconnects' backoff.
+    sim.faults().restart(Duration::from_millis(300));
+    h.run_until(&mut lp, LIMIT, "the restart noticed", |h| {
+        !h.leases().informer.is_streaming()
+    });
+    let events = h.leases().stats().watch_events;
+    h.run_until(&mut lp, LIMIT, "streaming again after the restart", |h| {
+        h.leases().informer.is_streaming()
+    });
+    assert_eq!(h.leases().stats().watch_events, events, "at the head");
+}
+
+/// The soak's `watch-freeze`: the server answers new watches and then sends nothing. A watch
+/// that failed by silence (the idle timeout) is not current at its successor's head; nor after
+/// a reset during the freeze (the silence is sticky); only a line, a clean end or a full state
+/// clears it.
+#[test]
+fn after_an_idle_timeout_the_successors_head_alone_is_not_enough() {
+    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let idle = Duration::from_secs(2);
+    let (mut lp, mut h) = live_leases(&sim, idle);
+
+    sim.faults().stall_watches(None);
+    let renewed = later(&sim, 5);
+    sim.cluster().renew_lease("node-1", renewed).unwrap();
+    h.run_until(&mut lp, LIMIT, "idle timeout", |h| {
+        h.leases().stats().idle_timeouts >= 1
+    });
+    assert!(!h.leases().informer.is_streaming());
+    assert!(h.leases().informer.currency().is_silent());
+    // The successor is answered (its head arrives), then nothing.
+    let bytes = watch_bytes(&h);
+    h.run_until(&mut lp, LIMIT, "the successor's head", |h| {
+        watch_bytes(h) > bytes
+    });
+    let mut current = false;
+    h.observe_for(&mut lp, idle - Duration::from_millis(300), |h| {
+        current |= h.leases().informer.is_streaming();
+    });
+    assert!(!current, "a head after silence counted as current");
+
+    // A reset during the freeze: its successor's head does not count either.
+    let broken = h.leases().stats().broken_watches;
+    sim.faults().drop_watches();
+    h.run_until(&mut lp, LIMIT, "the drop noticed", |h| {
+        h.leases().stats().broken_watches > broken || h.leases().stats().idle_timeouts > 1
+    });
+    let bytes = watch_bytes(&h);
+    h.run_until(&mut lp, LIMIT, "the next successor's head", |h| {
+        watch_bytes(h) > bytes
+    });
+    let mut current = false;
+    h.observe_for(&mut lp, Duration::from_millis(1_500), |h| {
+        current |= h.leases().informer.is_streaming();
+    });
+    assert!(
+        !current,
+        "a head after a reset during a freeze counted as current"
+    );
+
+    // The freeze ends: the renewal written during it arrives, and with it the cache is current.
+    sim.faults().clear_stall();
+    h.run_until(&mut lp, LIMIT, "current after the freeze", |h| {
+        h.leases().informer.is_streaming()
+    });
+    h.run_until(
+        &mut lp,
+        LIMIT,
+        "the renewal written during the freeze",
+        |h| renew_time(h, "node-1") == Some(renewed),
+    );
+    assert!(!h.leases().informer.currency().is_silent());
+}
+
+/// A reset during a freeze the idle timeout has not caught yet looks like a plain reset: the
+/// successor's head counts. Its probe does not end (the server sends nothing), so within
+/// `PROBATION` of the head the cache is not current again, and the failure counts as silent
+/// from then on.
+#[test]
+fn a_reset_during_a_freeze_not_yet_caught_is_found_out_by_its_probe() {
+    let sim = SimServer::start(SimConfig::default()).unwrap();
+    let (mut lp, mut h) = live_leases(&sim, Duration::from_secs(30));
+
+    sim.faults().stall_watches(None);
+    sim.faults().drop_watches();
+    h.run_until(&mut lp, LIMIT, "the drop noticed", |h| {
+        !h.leases().informer.is_streaming()
+    });
+    h.run_until(&mut lp, LIMIT, "current at the head", |h| {
+        h.leases().informer.is_streaming()
+    });
+    let found_out = h.run_until(&mut lp, LIMIT, "the probe's end missed", |h| {
+        !h.leases().informer.is_streaming()
+    });
+    println!("current at the successor's head, then not again {found_out:?} later");
+    assert!(
+        found_out >= PROBATION - Duration::from_millis(100)
+            && found_out <= PROBATION + Duration::from_millis(500),
+        "{found_out:?}, probation {PROBATION:?}"
+    );
+    assert!(h.leases().informer.currency().is_silent());
+    assert_eq!(h.leases().stats().idle_timeouts, 0, "not the idle timeout");
+
+    // Another reset: still waiting for a line.
+    let broken = h.leases().stats().broken_watches;
+    sim.faults().drop_watches();
+    h.run_until(&mut lp, LIMIT, "the second drop noticed", |h| {
+        h.leases().stats().broken_watches > broken
+    });
+    let bytes = watch_bytes(&h);
+    h.run_until(&mut lp, LIMIT, "the next successor's head", |h| {
+        watch_bytes(h) > bytes
+    });
+    let mut current = false;
+    h.observe_for(&mut lp, Duration::from_millis(1_500), |h| {
+        current |= h.leases().informer.is_streaming();
+    });
+    assert!(!current);
+
+    // The freeze ends and a renewal follows: the line makes the cache current.
+    sim.faults().clear_stall();
+    sim.cluster().renew_lease("node-2", later(&sim, 5)).unwrap();
+    h.run_until(&mut lp, LIMIT, "current after the freeze", |h| {
+        h.leases().informer.is_streaming()
+    });
 }

@@ -4,12 +4,41 @@
 //! After a watch fails, the informer backs off and reconnects (or relists); until then the
 //! store is a picture of the past. A zone whose node came back looks fully disrupted and is
 //! tainted at the full rate; a taint removed meanwhile still runs its pods' countdowns (SOAK.md
-//! finding 2). So while any informer is not watching, and for `CACHE_SETTLE` after all of them
-//! are watching again (the backlog since the last version is delivered then), new zone NoExecute
-//! taints and pod deletions are held. Nothing is dropped: queued nodes and countdowns keep
-//! their deadlines and are acted on when the caches are current again. Untainting, NoSchedule
+//! finding 2). So while any informer does not follow the server, and for a settle after all of
+//! them do again (the backlog since our version is delivered then), new zone NoExecute taints
+//! and pod deletions are held. Nothing is dropped: queued nodes and countdowns keep their
+//! deadlines and are acted on when the caches are current again. Untainting, NoSchedule
 //! reconciliation and the Unknown verdict (guarded by its live Lease read) are not held: they
 //! make the cluster safer, or read the evidence live.
+//!
+//! **The hold is never later than upstream by more than re-establishing the watch.** Upstream
+//! acts on its cache throughout; the allowance here is the reconnect: the backoff (0.5 s ± 20 %
+//! after a first failure) and one round trip, or the relist. When an informer follows the
+//! server again (`runtime/informer/currency.rs`, `Informer::is_streaming`):
+//!
+//! - after a **broken connection** (a reset, an API server restart, a refused connect, a
+//!   non-200 answer): at its successor's response head, 200 from our resourceVersion, with the
+//!   bytes behind it read — the server sends what we missed right behind the head. The
+//!   successor is a probe (`timeoutSeconds=1`): if neither its end nor a line arrives within
+//!   2 s of the head, the server answers without streaming and the failure counts as silent;
+//! - after **silence** (the watch idle timeout; the soak's `watch-freeze`, where new watches
+//!   are answered and then sent nothing): at a watch line, a clean end or a full state, never
+//!   at a head; the mark is sticky, so a reset during a freeze still waits for a line;
+//! - after `410 Gone`: when the relist completes; a watch the server ends at its
+//!   `timeoutSeconds` (a rotation) is no failure at all.
+//!
+//! The settle after the last one is back is that watch's round trip (request sent → head,
+//! connect and TLS included), 50–500 ms ([`cache_settle`]): the backlog follows the head by
+//! about as long as the server took to answer.
+//!
+//! Measured against kube-apiserver v1.20.2 at the installed watch idle timeout (30 s), every
+//! connection of the daemon reset once (`tests/e2e_upstream_safety.rs`, the stale-cache
+//! section; loopback, a busy 2-core machine): before this rule (a line needed after any
+//! failure; settle 0.5 s) the hold lasted 23.6–25.5 s — a quiet watch's successor sends its
+//! first line, a bookmark, ~20 s after it is opened — and a pod due 7 s after the reset was
+//! deleted 18.0–19.0 s late, one due 0.3 s after it 23.8 s late; with it the hold lasts
+//! 0.44–0.59 s (the backoff and the reconnect) + a 50 ms settle, the first pod is deleted on
+//! time (+0.00–0.06 s) and the second 0.30–0.37 s after its due time.
 //!
 //! Until the shell says otherwise the caches count as current (a machine fed by hand, as the
 //! controller tests and the simulator's scenarios do, has nothing to wait for).
@@ -18,32 +47,46 @@ use std::time::Duration;
 
 use crate::time::Time;
 
-/// After every informer is watching again, how long before the caches count as current: the
-/// events since the last version seen arrive right behind the watch's response head; this
-/// leaves room for a busy machine to read them.
-pub const CACHE_SETTLE: Duration = Duration::from_millis(500);
+/// The settle's bounds (see [`cache_settle`]).
+pub const CACHE_SETTLE_MIN: Duration = Duration::from_millis(50);
+pub const CACHE_SETTLE_MAX: Duration = Duration::from_millis(500);
+
+/// After every informer streams again, how long before the caches count as current: the
+/// events missed since our version arrive right behind the watch's response head, written by
+/// the server a moment after it (a goroutine hands them to the response), so this leaves them
+/// as long as the server took to answer the watch that came back (`rtt`: request sent →
+/// response head, on a new connection: connect and TLS handshake included), at least
+/// `CACHE_SETTLE_MIN` for a busy machine to run the server and read them, at most
+/// `CACHE_SETTLE_MAX` (a server that slow is backed off from anyway). A cache made current
+/// by a full state (`rtt` unknown) waits the least.
+pub fn cache_settle(rtt: Option<Duration>) -> Duration {
+    rtt.unwrap_or_default()
+        .clamp(CACHE_SETTLE_MIN, CACHE_SETTLE_MAX)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheCurrency {
-    /// Since when every informer has been watching; `None` while one is not.
-    watching_since: Option<Time>,
+    /// Since when every informer has been streaming, and the settle after it; `None` while
+    /// one is not.
+    watching_since: Option<(Time, Duration)>,
 }
 
 impl Default for CacheCurrency {
     fn default() -> Self {
         CacheCurrency {
-            watching_since: Some(Time::ZERO),
+            watching_since: Some((Time::ZERO, Duration::ZERO)),
         }
     }
 }
 
 impl CacheCurrency {
-    /// The shell's report (`Input::InformersWatching`); a repeated `true` keeps the first time.
-    pub fn watching(&mut self, all: bool, now: Time) {
+    /// The shell's report (`Input::InformersWatching`): `Some(settle)` when every informer
+    /// streams (a repeated report keeps the first time and settle), `None` when one does not.
+    pub fn watching(&mut self, all: Option<Duration>, now: Time) {
         match (all, self.watching_since) {
-            (true, None) => self.watching_since = Some(now),
-            (true, Some(_)) => {}
-            (false, _) => self.watching_since = None,
+            (Some(settle), None) => self.watching_since = Some((now, settle)),
+            (Some(_), Some(_)) => {}
+            (None, _) => self.watching_since = None,
         }
     }
 
@@ -55,7 +98,7 @@ impl CacheCurrency {
     /// When the caches become current if every informer keeps watching; `None` while one is
     /// not watching (an input, not a time, ends that wait).
     pub fn current_at(&self) -> Option<Time> {
-        self.watching_since.map(|since| since + CACHE_SETTLE)
+        self.watching_since.map(|(since, settle)| since + settle)
     }
 }
 
@@ -66,20 +109,34 @@ mod tests {
     #[test]
     fn the_caches_are_current_a_settle_after_every_informer_watches_again() {
         let t0 = Time::ZERO + Duration::from_secs(100);
+        let settle = Duration::from_millis(120);
         let mut c = CacheCurrency::default();
         assert!(c.is_current(t0), "current until told otherwise");
-        c.watching(false, t0);
+        c.watching(None, t0);
         assert!(!c.is_current(t0 + Duration::from_secs(60)));
         assert_eq!(c.current_at(), None);
-        c.watching(true, t0 + Duration::from_secs(2));
+        c.watching(Some(settle), t0 + Duration::from_secs(2));
         c.watching(
-            true,
-            t0 + Duration::from_secs(2) + Duration::from_millis(300),
+            Some(CACHE_SETTLE_MAX),
+            t0 + Duration::from_secs(2) + Duration::from_millis(100),
         );
-        let at = t0 + Duration::from_secs(2) + CACHE_SETTLE;
-        assert_eq!(c.current_at(), Some(at));
-        let just_before = t0 + Duration::from_secs(2) + (CACHE_SETTLE - Duration::from_millis(1));
+        let at = t0 + Duration::from_secs(2) + settle;
+        assert_eq!(
+            c.current_at(),
+            Some(at),
+            "the first report's time and settle"
+        );
+        let just_before = Time::from_unix_millis(at.as_unix_millis() - 1);
         assert!(!c.is_current(just_before));
         assert!(c.is_current(at));
+    }
+
+    #[test]
+    fn the_settle_is_the_answers_round_trip_within_its_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(cache_settle(None), CACHE_SETTLE_MIN);
+        assert_eq!(cache_settle(Some(ms(3))), CACHE_SETTLE_MIN);
+        assert_eq!(cache_settle(Some(ms(180))), ms(180));
+        assert_eq!(cache_settle(Some(ms(4_000))), CACHE_SETTLE_MAX);
     }
 }

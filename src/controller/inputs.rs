@@ -21,10 +21,12 @@ pub enum Input {
     FullStateEnd(Kind),
     /// Nodes, Leases and Pods are listed: decisions may start. Nothing is decided before it.
     InitialSyncDone,
-    /// Whether every informer (nodes, Leases, pods) has a watch open and streaming (`false`:
-    /// one is backing off, relisting, or waiting for its watch's answer). Zone NoExecute
-    /// tainting and pod deletions wait for the caches to be current (`cache_currency.rs`).
-    InformersWatching(bool),
+    /// Whether every informer (nodes, Leases, pods) follows the server: `Some(settle)` when
+    /// all do, the caches current `settle` later (`cache_currency::cache_settle`); `None`
+    /// while one is backing off, relisting, or waiting for its watch to be answered. Zone
+    /// NoExecute tainting and pod deletions wait for the caches to be current
+    /// (`cache_currency.rs`).
+    InformersWatching(Option<std::time::Duration>),
     /// `now >= next_deadline()`.
     Tick,
     /// The result of an earlier write. On `Conflict` the shell first re-reads the object and

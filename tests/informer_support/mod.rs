@@ -274,6 +274,20 @@ impl Harness {
         self.turn(lp, window, None, |_| false);
     }
 
+    /// Turns the loop for `window`, calling `observe` after every handler call and every
+    /// 10 ms: what a test checks holds throughout a window.
+    pub fn observe_for(
+        &mut self,
+        lp: &mut EventLoop<Id, Id>,
+        window: Duration,
+        mut observe: impl FnMut(&mut Harness),
+    ) {
+        self.turn(lp, window, Some(Duration::from_millis(10)), |h| {
+            observe(h);
+            false
+        });
+    }
+
     /// `run_until` without the 10 ms check timer: `done` is evaluated after every handler
     /// call, and the only timer of the harness's own is the one at `limit`. So the loop wakes
     /// only for the informers (and the probe): what a test counts wake-ups with.

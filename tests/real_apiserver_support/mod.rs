@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 pub mod fleet;
+pub mod reset_proxy;
 
 use std::collections::HashMap;
 use std::io::Write;

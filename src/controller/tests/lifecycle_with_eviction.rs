@@ -633,7 +633,7 @@ fn legacy_mode_runs_no_taint_eviction() {
 /// queued node is tainted without having lost its place.
 #[test]
 fn a_zone_is_not_tainted_while_a_watch_is_down() {
-    use crate::controller::cache_currency::CACHE_SETTLE;
+    use crate::controller::cache_currency::CACHE_SETTLE_MAX as CACHE_SETTLE;
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
     c.feed(Input::LeaseUpsert(lease("n1", t0)));
@@ -656,7 +656,7 @@ fn a_zone_is_not_tainted_while_a_watch_is_down() {
     // down (node events still arrive: any informer down holds the tainting).
     for s in (10..=90).step_by(10) {
         if s == 30 {
-            c.feed(Input::InformersWatching(false));
+            c.feed(Input::InformersWatching(None));
         }
         c.run_until(t0 + secs(s));
         beat(&mut c, t0 + secs(s));
@@ -669,7 +669,7 @@ fn a_zone_is_not_tainted_while_a_watch_is_down() {
     );
     assert!(!tainted(&c), "tainted while a watch was down");
     // Back at 90 s: not before the settle, then at once.
-    c.feed(Input::InformersWatching(true));
+    c.feed(Input::InformersWatching(Some(CACHE_SETTLE)));
     c.run_until(t0 + secs(90) + (CACHE_SETTLE - Duration::from_millis(1)));
     assert!(!tainted(&c), "tainted before the watch caught up");
     c.run_until(t0 + secs(90) + CACHE_SETTLE + Duration::from_millis(200));
@@ -682,7 +682,7 @@ fn a_zone_is_not_tainted_while_a_watch_is_down() {
 /// node still tainted is deleted once the caches are current (nothing is lost).
 #[test]
 fn a_new_leader_deletes_no_pod_before_its_caches_are_current() {
-    use crate::controller::cache_currency::CACHE_SETTLE;
+    use crate::controller::cache_currency::CACHE_SETTLE_MAX as CACHE_SETTLE;
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
     for name in ["n1", "n2"] {
@@ -698,7 +698,7 @@ fn a_new_leader_deletes_no_pod_before_its_caches_are_current() {
     c.put_pod(pod("due", "n2"));
     // A follower: the node watch went down at 1 s; the lease is ours at 25 s.
     c.now = t0 + secs(1);
-    c.feed(Input::InformersWatching(false));
+    c.feed(Input::InformersWatching(None));
     c.now = t0 + secs(25);
     c.feed(Input::InitialSyncDone);
     c.run_until(t0 + secs(40));
@@ -708,7 +708,7 @@ fn a_new_leader_deletes_no_pod_before_its_caches_are_current() {
         "deleted on a stale cache"
     );
     // The watch is back at 40 s: its backlog has n1's taint removed 24 s before.
-    c.feed(Input::InformersWatching(true));
+    c.feed(Input::InformersWatching(Some(CACHE_SETTLE)));
     let mut n1 = c.nodes[&n("n1")].clone();
     n1.taints.clear();
     n1.resource_version = n("99");
@@ -728,7 +728,7 @@ fn a_new_leader_deletes_no_pod_before_its_caches_are_current() {
 /// of its informers when it is demoted (they go on as they were).
 #[test]
 fn a_watch_failing_again_restarts_the_wait_and_a_demoted_leader_keeps_it() {
-    use crate::controller::cache_currency::CACHE_SETTLE;
+    use crate::controller::cache_currency::CACHE_SETTLE_MAX as CACHE_SETTLE;
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
     c.put_node(
@@ -737,17 +737,17 @@ fn a_watch_failing_again_restarts_the_wait_and_a_demoted_leader_keeps_it() {
             .taint("user", TaintEffect::NoExecute)
             .build(),
     );
-    c.feed(Input::InformersWatching(false));
+    c.feed(Input::InformersWatching(None));
     let follower =
         std::mem::replace(&mut c.ctl, Controllers::new(test_settings(), t0)).into_follower(t0);
     c.ctl = follower;
     c.put_pod(pod("p", "n1"));
     c.feed(Input::InitialSyncDone);
     c.run_until(t0 + secs(5));
-    c.feed(Input::InformersWatching(true));
+    c.feed(Input::InformersWatching(Some(CACHE_SETTLE)));
     c.run_until(t0 + secs(5) + CACHE_SETTLE / 2);
-    c.feed(Input::InformersWatching(false));
-    c.feed(Input::InformersWatching(true));
+    c.feed(Input::InformersWatching(None));
+    c.feed(Input::InformersWatching(Some(CACHE_SETTLE)));
     c.run_until(t0 + secs(5) + CACHE_SETTLE + CACHE_SETTLE / 4);
     assert_eq!(c.evicted_names(), Vec::<String>::new());
     c.run_until(t0 + secs(10));

@@ -29,6 +29,10 @@ mod watch_end;
 pub use requests::{ListRequest, ReflectorConfig, WatchRequest, Watched, supports_watch_list};
 pub use watch_end::EndTarget;
 
+/// `timeoutSeconds` of a probe watch ([`Reflector::set_probe_next`]): the API's smallest, so a
+/// healthy server ends it one second after it answered.
+pub const PROBE_TIMEOUT_SECONDS: u64 = 1;
+
 /// What the shell should do now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -145,6 +149,9 @@ pub struct Reflector<T: Watched> {
     /// is expected to end.
     end_target: Option<EndTarget>,
     expected_end: Option<Time>,
+    /// The next watch (not a watch-list) is a probe: `timeoutSeconds` of
+    /// [`PROBE_TIMEOUT_SECONDS`].
+    probe_next: bool,
     kind: PhantomData<fn() -> T>,
 }
 
@@ -177,6 +184,7 @@ impl<T: Watched> Reflector<T> {
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             end_target: None,
             expected_end: None,
+            probe_next: false,
             kind: PhantomData,
         }
     }
@@ -270,7 +278,12 @@ impl<T: Watched> Reflector<T> {
                     initial: full.then(InitialEvents::default),
                 };
                 self.watches_opened += 1;
-                let timeout_seconds = self.watch_timeout_seconds(now);
+                let timeout_seconds = if self.probe_next && !full {
+                    self.expected_end = Some(now + Duration::from_secs(PROBE_TIMEOUT_SECONDS));
+                    PROBE_TIMEOUT_SECONDS
+                } else {
+                    self.watch_timeout_seconds(now)
+                };
                 Step::Watch(WatchRequest {
                     resource_version: if full {
                         None
@@ -566,6 +579,14 @@ impl<T: Watched> Reflector<T> {
         });
         self.expected_end = Some(now + std::time::Duration::from_secs(s));
         s
+    }
+
+    /// Whether the next watch resuming from our version is a probe, one the server ends after
+    /// [`PROBE_TIMEOUT_SECONDS`]: after a broken watch, the shell counts its successor as
+    /// current at its response head and wants the server to prove soon that it streams
+    /// (`runtime/informer/currency.rs`). A watch-list (a full state) is never a probe.
+    pub fn set_probe_next(&mut self, probe: bool) {
+        self.probe_next = probe;
     }
 
     /// Where later watches' ends should land (`None`: anywhere in the range).

@@ -716,3 +716,45 @@ fn a_full_state_in_delivery_is_known_so_the_shell_does_not_slow_it() {
     expect_watch(&mut r, T0);
     assert!(r.delivering_full_state(), "a watch-list's initial events");
 }
+
+/// After a broken watch the shell asks for a probe: the next watch resumes from our version
+/// and asks the server to end it after `PROBE_TIMEOUT_SECONDS`; later watches (and a
+/// watch-list, a full state) ask for the usual 70–90 % of the idle timeout.
+#[test]
+fn a_probe_watch_asks_the_server_to_end_it_after_a_second() {
+    let mut r = synced();
+    r.watch_ended(T0, &StreamEnd::Broken("connection reset".into()));
+    r.set_probe_next(true);
+    let Step::Wait { until } = r.poll(T0) else {
+        panic!("backoff expected")
+    };
+    let probe = expect_watch(&mut r, until);
+    assert_eq!(probe.timeout_seconds, PROBE_TIMEOUT_SECONDS);
+    assert_eq!(probe.resource_version.as_deref(), Some("100"));
+    assert!(
+        probe
+            .path_and_query::<Lease>()
+            .contains("timeoutSeconds=1&")
+    );
+    assert_eq!(
+        r.expected_watch_end(),
+        Some(until + Duration::from_secs(PROBE_TIMEOUT_SECONDS))
+    );
+    r.watch_ended(until + ms(1_000), &StreamEnd::Clean);
+    r.set_probe_next(false);
+    let next = expect_watch(&mut r, until + ms(1_000));
+    assert!((21..=27).contains(&next.timeout_seconds), "{next:?}");
+
+    // A full state due (410) is a watch-list here: never a probe.
+    let mut r = Reflector::<Lease>::new(
+        ReflectorConfig {
+            watch_list: true,
+            ..ReflectorConfig::default()
+        },
+        5,
+    );
+    r.set_probe_next(true);
+    let full = expect_watch(&mut r, T0);
+    assert!(full.send_initial_events);
+    assert!((21..=27).contains(&full.timeout_seconds), "{full:?}");
+}

@@ -232,6 +232,15 @@ impl WatchStream {
         self.ended
     }
 
+    /// The status of the current response once its head has been read; `None` before it
+    /// and once the response has ended.
+    pub fn response_status(&self) -> Option<u16> {
+        if self.ended {
+            return None;
+        }
+        self.decoder.status()
+    }
+
     pub fn bytes_received(&self) -> u64 {
         self.bytes_received
     }

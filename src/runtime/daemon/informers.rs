@@ -68,11 +68,6 @@ impl Informers {
         self.pods.set_end_target(target([ends[0], ends[1]]));
     }
 
-    /// Every informer's cache follows the server (see `Informer::is_streaming`).
-    pub(super) fn all_streaming(&self) -> bool {
-        self.nodes.is_streaming() && self.leases.is_streaming() && self.pods.is_streaming()
-    }
-
     pub(super) fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
         [
             (Watch::Nodes, self.nodes.stats().reflector),
@@ -202,33 +197,55 @@ impl Daemon {
     }
 
     /// Tells the controllers when the informers stop or start following the server: zone
-    /// tainting and pod deletions wait for current caches (`controller/cache_currency.rs`).
+    /// tainting and pod deletions wait for current caches (`controller/cache_currency.rs`),
+    /// a settle after the last informer is back measured by the round trips of the watches
+    /// that came back.
     pub(super) fn report_informers_watching(&mut self, now: Time) {
-        let all = self.informers.all_streaming();
+        let streaming = [
+            (Watch::Nodes, self.informers.nodes.is_streaming()),
+            (Watch::Leases, self.informers.leases.is_streaming()),
+            (Watch::Pods, self.informers.pods.is_streaming()),
+        ];
+        for (w, s) in streaming {
+            self.informers_stale[w.index()] |= !s;
+        }
+        let all = streaming.iter().all(|(_, s)| *s);
         if all == self.informers_watching {
             return;
         }
         self.informers_watching = all;
+        let settle = all.then(|| {
+            let rtts = [
+                (Watch::Nodes, self.informers.nodes.recovery_rtt()),
+                (Watch::Leases, self.informers.leases.recovery_rtt()),
+                (Watch::Pods, self.informers.pods.recovery_rtt()),
+            ];
+            let rtt = rtts
+                .into_iter()
+                .filter(|(w, _)| self.informers_stale[w.index()])
+                .filter_map(|(_, rtt)| rtt)
+                .max();
+            self.informers_stale = [false; 3];
+            cache_settle(rtt)
+        });
         if self.all_synced() {
-            let stale: Vec<&str> = [
-                (Watch::Nodes, self.informers.nodes.is_streaming()),
-                (Watch::Leases, self.informers.leases.is_streaming()),
-                (Watch::Pods, self.informers.pods.is_streaming()),
-            ]
-            .into_iter()
-            .filter(|(_, streaming)| !streaming)
-            .map(|(w, _)| w.resource())
-            .collect();
-            if all {
-                debug!("informers watching again: tainting and evictions resume once caught up");
-            } else {
-                debug!(
+            let stale: Vec<&str> = streaming
+                .into_iter()
+                .filter(|(_, streaming)| !streaming)
+                .map(|(w, _)| w.resource())
+                .collect();
+            match settle {
+                Some(settle) => debug!(
+                    "informers watching again: tainting and evictions resume once caught up \
+                     ({settle:?})"
+                ),
+                None => debug!(
                     "not watching {}: new NoExecute taints and pod deletions held",
                     stale.join(", ")
-                );
+                ),
             }
         }
-        self.feed(Input::InformersWatching(all), now);
+        self.feed(Input::InformersWatching(settle), now);
     }
 
     /// An informer finished its first full state.

@@ -49,6 +49,7 @@ use super::signals::{Signal, Signals};
 use super::state_dump::read_rss_bytes;
 
 use crate::config::{Config, ConfigChange};
+use crate::controller::cache_currency::cache_settle;
 use crate::controller::pools::selector_label_keys;
 use crate::controller::{Action, Controllers, Input};
 use crate::kube::decode::DecodeContext;
@@ -130,6 +131,9 @@ pub struct Daemon {
     /// What the controllers were last told by `Input::InformersWatching` (they start out
     /// treating their caches as current).
     informers_watching: bool,
+    /// Which informers stopped streaming since all last did (their answers' round trips
+    /// measure the settle).
+    informers_stale: [bool; 3],
     controllers: Controllers,
     executor: Executor,
     /// Fence commands (issue #17): started for the controllers, answered as inputs.
@@ -240,6 +244,7 @@ impl Daemon {
             informers,
             synced: [false; 3],
             informers_watching: true,
+            informers_stale: [false; 3],
             leader,
             acting: false,
             ready_sent: false,

@@ -43,9 +43,11 @@ use crate::kube::watch::{Drain, StreamEnd, WatchItem, WatchOptions, WatchStream}
 use crate::kube::{ApiClient, ApiError, Connection, TokenSource};
 use crate::time::Time;
 
+mod currency;
 mod listing;
 mod server_version;
 mod watch_pause;
+pub use currency::{Failure, PROBATION, WatchCurrency};
 use listing::CacheList;
 pub use server_version::probe_watch_list;
 use watch_pause::CoalescePeriod;
@@ -154,10 +156,18 @@ pub struct Informer<T: Watched, S, K> {
     throttled_lists: u64,
     idle_timeouts: u64,
     broken_watches: u64,
-    /// A watch failed (idle timeout, broken, refused, an error event) and since then no watch
-    /// line has arrived, no watch ended in time and no full state was delivered: events may
-    /// have been missed.
-    interrupted: bool,
+    /// Whether the cache follows the server after the watches' failures (`currency.rs`).
+    currency: WatchCurrency,
+    /// When the current watch was sent, and whether on a new connection (a rotated watch's
+    /// head is read lazily: its arrival time says nothing about the server).
+    watch_sent_at: Option<(Time, bool)>,
+    /// The current watch's response head has been read; it has been counted (`currency`).
+    head_seen: bool,
+    head_counted: bool,
+    /// Request sent → response head of the current watch, on a new connection.
+    answer_rtt: Option<Duration>,
+    /// `answer_rtt` of the watch that ended the last interruption (`None`: a LIST did).
+    recovery_rtt: Option<Duration>,
 }
 
 impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
@@ -196,7 +206,12 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             throttled_lists: 0,
             idle_timeouts: 0,
             broken_watches: 0,
-            interrupted: false,
+            currency: WatchCurrency::default(),
+            watch_sent_at: None,
+            head_seen: false,
+            head_counted: false,
+            answer_rtt: None,
+            recovery_rtt: None,
         }
     }
 
@@ -224,13 +239,29 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         self.reflector.is_synced()
     }
 
-    /// The cache follows the server: it holds a full state, no relist is due, and no watch has
-    /// failed since the server last sent a watch line or ended a watch in time (a watch the
-    /// server ends at its `timeoutSeconds` resumes from its version and misses nothing). A
-    /// response head alone is not enough: a frozen server answers and then sends nothing
-    /// (the soak's `watch-freeze`). See `controller/cache_currency.rs`.
+    /// The cache follows the server: it holds a full state, no relist is due, and every
+    /// failed watch has a successor known to stream from our version (`currency.rs`): one
+    /// that sent a line or ended in time (a watch the server ends at its `timeoutSeconds`
+    /// resumes from its version and misses nothing), or, after a broken connection (not a
+    /// silent one), whose response head arrived and the bytes behind it were read. A head
+    /// after silence is not enough: a frozen server answers and then sends nothing (the
+    /// soak's `watch-freeze`). See `controller/cache_currency.rs`.
     pub fn is_streaming(&self) -> bool {
-        self.reflector.is_synced() && !self.reflector.needs_full_state() && !self.interrupted
+        self.reflector.is_synced()
+            && !self.reflector.needs_full_state()
+            && self.currency.is_current()
+    }
+
+    /// Request sent → response head of the watch that last made the cache current again
+    /// after a failure, on a new connection; `None` when a LIST did (or nothing failed yet).
+    /// The caches' settle is measured by it (`controller/cache_currency.rs`).
+    pub fn recovery_rtt(&self) -> Option<Duration> {
+        self.recovery_rtt
+    }
+
+    /// How the last watch failures left the cache (for tests and the dump).
+    pub fn currency(&self) -> WatchCurrency {
+        self.currency
     }
 
     /// Where the ends of later watches should land (`kube/reflector/watch_end.rs`).
@@ -286,9 +317,19 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
     /// The informer's timer fired.
     pub fn on_timer(&mut self, io: &mut InformerIo<'_, S, K>, out: &mut Vec<Delta<T>>) {
-        let paused_read_due = self.paused_until.is_some_and(|at| io.lp.now() >= at);
-        if self.more_to_read || paused_read_due {
+        let now = io.lp.now();
+        let paused_read_due = self.paused_until.is_some_and(|at| now >= at);
+        // A probe's end may be waiting in the socket: read it before judging the probation.
+        let probation_due = self.currency.deadline().is_some_and(|at| now >= at);
+        if self.more_to_read || paused_read_due || probation_due {
             self.read(io, out);
+        }
+        if self.currency.check(io.lp.now()) {
+            warn!(
+                "{} watch: answered after a broken connection, but neither a line nor its end \
+                 within {PROBATION:?}: the server answers without streaming; waiting for a line",
+                T::KIND
+            );
         }
         if let Some(stream) = &mut self.stream {
             let mut items = std::mem::take(&mut self.items);
@@ -315,7 +356,43 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
+        self.note_answer(io.lp.now());
         self.coalesce_after_read(io.lp, found);
+    }
+
+    /// The current watch's response head: its round trip, and (once the bytes behind it are
+    /// read) whether it ends an interruption (`currency.rs`).
+    fn note_answer(&mut self, now: Time) {
+        let Some(status) = self.stream.as_ref().and_then(WatchStream::response_status) else {
+            return;
+        };
+        if !self.head_seen {
+            self.head_seen = true;
+            self.answer_rtt = match self.watch_sent_at {
+                Some((sent, true)) => Some(now.since(sent)),
+                _ => None,
+            };
+        }
+        if self.head_counted || self.more_to_read || status != 200 {
+            return;
+        }
+        self.head_counted = true;
+        if self.currency.answered(now) {
+            self.recovery_rtt = self.answer_rtt;
+            debug!(
+                "{} watch: answered from our version after a broken connection: current \
+                 again (its end or a line is due within {PROBATION:?})",
+                T::KIND
+            );
+        }
+    }
+
+    /// The server streams from our version: a line, a clean end or a full state.
+    fn note_streamed(&mut self) {
+        if !self.currency.is_current() {
+            self.recovery_rtt = self.answer_rtt;
+        }
+        self.currency.streamed();
     }
 
     /// Feeds the stream's items to the reflector; closes the stream when it ended or the
@@ -332,8 +409,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             match item {
                 WatchItem::Event(_) | WatchItem::Frame(_) => {
                     // The server streams again, in order from our version (a line that closes
-                    // the watch sets the flag again below).
-                    self.interrupted = false;
+                    // the watch is a failure again below).
+                    self.note_streamed();
                     self.watch_events += 1;
                     self.last_event_at = Some(now);
                     let decoded = match &item {
@@ -353,7 +430,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                         }
                     };
                     if flow == WatchFlow::Close {
-                        self.interrupted = true;
+                        self.currency.failed(Failure::Broken);
                         debug!(
                             "{} watch: closed ({})",
                             T::KIND,
@@ -396,12 +473,18 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// A full state just delivered is as current as it gets.
     fn note_full_state(&mut self, out: &[Delta<T>]) {
         if out.iter().any(|d| matches!(d, Delta::Synced)) {
-            self.interrupted = false;
+            self.note_streamed();
         }
     }
 
     fn count_end(&mut self, end: &StreamEnd) {
-        self.interrupted = !matches!(end, StreamEnd::Clean);
+        match end {
+            StreamEnd::Clean => self.note_streamed(),
+            StreamEnd::IdleTimeout => self.currency.failed(Failure::Silence),
+            StreamEnd::Broken(_) | StreamEnd::Rejected { .. } => {
+                self.currency.failed(Failure::Broken)
+            }
+        }
         match end {
             StreamEnd::Clean => debug!("{} watch: {end}", T::KIND),
             StreamEnd::IdleTimeout => {
@@ -450,6 +533,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     }
 
     fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
+        self.answer_rtt = None;
         self.more_to_read = false;
         self.paused_until = None;
         self.lazy_read_by = None;
@@ -483,6 +567,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                 }
                 return;
             }
+            // After a broken watch the next one is a probe (`currency.rs`).
+            self.reflector.set_probe_next(self.currency.wants_probe());
             match self.reflector.poll(now) {
                 Step::List(request) => {
                     self.list_page(io, request, out);
@@ -510,6 +596,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         };
         let connection = io.connection;
         self.last_watch = Some(request.clone());
+        self.head_seen = false;
+        self.head_counted = false;
+        self.answer_rtt = None;
         let recent_events = self
             .last_event_at
             .is_some_and(|at| now.since(at) < self.rotated_watch_read_within);
@@ -525,6 +614,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             match sent {
                 Ok(()) => {
                     debug!("{} watch: GET {path} (kept connection)", T::KIND);
+                    self.watch_sent_at = Some((now, false));
                     self.kept_connections += 1;
                     self.stream = Some(kept);
                     self.reflector.watch_opened(now);
@@ -552,6 +642,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         match opened {
             Ok(stream) => {
                 debug!("{} watch: GET {path}", T::KIND);
+                self.watch_sent_at = Some((now, true));
                 self.stream = Some(stream);
                 self.reflector.watch_opened(now);
                 true
@@ -571,6 +662,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let mut earliest = |t: Time| at = Some(at.map_or(t, |a| a.min(t)));
         if let Some(stream) = &self.stream {
             earliest(stream.idle_deadline());
+        }
+        if let Some(probation) = self.currency.deadline() {
+            earliest(probation);
         }
         let lazy_read_after = match (self.paused_until, self.lazy_read_by) {
             (Some(soft), Some(hard)) => {
