@@ -616,7 +616,7 @@ fn reset_before_due(name: &str, lead: Duration) -> Option<ResetOutcome> {
         spread_phases: true,
         ..FleetSpec::zones(2, 3)
     };
-    let (server, kubelets) = fleet(&spec)?;
+    let (server, kubelets, _serial) = fleet(&spec)?;
     let victim = "z1-n2".to_string();
     let pod = "reset-victim";
     create_running_pod(&server, pod, &victim, Some(TOLERATION as i64));
