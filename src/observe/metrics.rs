@@ -1,13 +1,12 @@
-//! `/metrics`: the Prometheus text exposition format (version 0.0.4) rendered from a
-//! [`DaemonSnapshot`].
+//! `/metrics`: what is exported, rendered from a [`DaemonSnapshot`] in the text format of
+//! `exposition.rs`.
 //!
 //! Upstream's metrics keep upstream's names, help texts and buckets (SPEC §13), so dashboards
 //! and alerts written for kube-controller-manager work unchanged; ours are prefixed
 //! `node_lifecycled_`. Upstream's deprecated `node_collector_evictions_number` (hidden since
 //! 1.24) is not exported.
 
-use std::fmt::Write as _;
-
+use super::exposition::Exposition;
 use super::histogram::Histogram;
 use super::snapshot::DaemonSnapshot;
 use crate::controller::taint_eviction::{DELETION_LATENCY_BUCKETS_MS, LatencyHistogram};
@@ -323,142 +322,5 @@ fn ours(e: &mut Exposition, s: &DaemonSnapshot) {
             "Resident memory size in bytes.",
         );
         e.sample("process_resident_memory_bytes", &[], rss);
-    }
-}
-
-/// A sample value as the text format spells it.
-pub trait SampleValue {
-    fn write_to(&self, out: &mut String);
-}
-
-impl SampleValue for f64 {
-    fn write_to(&self, out: &mut String) {
-        if self.is_nan() {
-            out.push_str("NaN");
-        } else if self.is_infinite() {
-            out.push_str(if *self > 0.0 { "+Inf" } else { "-Inf" });
-        } else {
-            let _ = write!(out, "{self}");
-        }
-    }
-}
-
-macro_rules! integer_sample {
-    ($($t:ty),*) => {$(
-        impl SampleValue for $t {
-            fn write_to(&self, out: &mut String) {
-                let _ = write!(out, "{self}");
-            }
-        }
-    )*};
-}
-integer_sample!(u8, u64, usize);
-
-#[derive(Default)]
-struct Exposition {
-    out: String,
-}
-
-impl Exposition {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(
-            self.out,
-            "# HELP {name} {}\n# TYPE {name} {kind}",
-            escape_help(help)
-        );
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl SampleValue) {
-        self.out.push_str(name);
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (label, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                let _ = write!(self.out, "{label}=\"{}\"", escape_label_value(v));
-            }
-            self.out.push('}');
-        }
-        self.out.push(' ');
-        value.write_to(&mut self.out);
-        self.out.push('\n');
-    }
-
-    fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
-        self.family(name, "histogram", help);
-        let bucket = format!("{name}_bucket");
-        for (bound, count) in h.bounds.iter().zip(&h.counts) {
-            let mut le = String::new();
-            bound.write_to(&mut le);
-            self.sample(&bucket, &[("le", &le)], *count);
-        }
-        self.sample(&bucket, &[("le", "+Inf")], h.count);
-        self.sample(&format!("{name}_sum"), &[], h.sum_seconds);
-        self.sample(&format!("{name}_count"), &[], h.count);
-    }
-}
-
-/// The text format requires escaping only `\`, `"` and line feed in label values; anything else
-/// (the NUL inside zone keys) goes out raw, as upstream emits it.
-pub fn escape_label_value(v: &str) -> std::borrow::Cow<'_, str> {
-    if !v.contains(['\\', '"', '\n']) {
-        return v.into();
-    }
-    let mut out = String::with_capacity(v.len() + 2);
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.into()
-}
-
-/// HELP text escapes `\` and line feed.
-fn escape_help(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn label_values_escape_backslash_quote_and_newline_and_keep_nul() {
-        assert_eq!(escape_label_value("a:\0:b"), "a:\0:b");
-        assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
-    }
-
-    #[test]
-    fn histogram_lines_are_cumulative_with_inf_sum_and_count() {
-        let mut h = Histogram::new(vec![0.5, 1.0]);
-        h.observe(std::time::Duration::from_millis(250));
-        h.observe(std::time::Duration::from_secs(2));
-        let mut e = Exposition::default();
-        e.histogram("x_seconds", "help", &h);
-        assert_eq!(
-            e.out,
-            "# HELP x_seconds help\n# TYPE x_seconds histogram\n\
-             x_seconds_bucket{le=\"0.5\"} 1\nx_seconds_bucket{le=\"1\"} 1\n\
-             x_seconds_bucket{le=\"+Inf\"} 2\nx_seconds_sum 2.25\nx_seconds_count 2\n"
-        );
-    }
-
-    #[test]
-    fn special_float_values_use_the_format_spelling() {
-        for (v, s) in [
-            (f64::NAN, "NaN"),
-            (f64::INFINITY, "+Inf"),
-            (f64::NEG_INFINITY, "-Inf"),
-            (66.5, "66.5"),
-            (100.0, "100"),
-        ] {
-            let mut out = String::new();
-            v.write_to(&mut out);
-            assert_eq!(out, s);
-        }
     }
 }

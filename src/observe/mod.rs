@@ -15,6 +15,7 @@ pub mod ask;
 pub mod decision_log;
 pub mod dump;
 pub mod explain;
+mod exposition;
 pub mod histogram;
 pub mod history;
 pub mod metrics;
