@@ -67,15 +67,26 @@ impl Exposition {
 
     pub(super) fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
         self.family(name, "histogram", help);
+        self.histogram_samples(name, &[], h);
+    }
+
+    /// The samples of one histogram of a family declared with [`Exposition::family`]: several
+    /// histograms told apart by `labels` share one HELP and TYPE.
+    pub(super) fn histogram_samples(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
         let bucket = format!("{name}_bucket");
-        for (bound, count) in h.bounds.iter().zip(&h.counts) {
+        let les = h.bounds.iter().map(|bound| {
             let mut le = String::new();
             bound.write_to(&mut le);
-            self.sample(&bucket, &[("le", &le)], *count);
+            le
+        });
+        let counts = h.counts.iter().copied();
+        for (le, count) in les.chain(["+Inf".to_string()]).zip(counts.chain([h.count])) {
+            let mut with_le = labels.to_vec();
+            with_le.push(("le", &le));
+            self.sample(&bucket, &with_le, count);
         }
-        self.sample(&bucket, &[("le", "+Inf")], h.count);
-        self.sample(&format!("{name}_sum"), &[], h.sum_seconds);
-        self.sample(&format!("{name}_count"), &[], h.count);
+        self.sample(&format!("{name}_sum"), labels, h.sum_seconds);
+        self.sample(&format!("{name}_count"), labels, h.count);
     }
 }
 
@@ -124,6 +135,30 @@ mod tests {
             "# HELP x_seconds help\n# TYPE x_seconds histogram\n\
              x_seconds_bucket{le=\"0.5\"} 1\nx_seconds_bucket{le=\"1\"} 1\n\
              x_seconds_bucket{le=\"+Inf\"} 2\nx_seconds_sum 2.25\nx_seconds_count 2\n"
+        );
+    }
+
+    #[test]
+    fn labelled_histograms_share_one_family_and_keep_their_labels_before_le() {
+        let mut h = Histogram::new(vec![0.5]);
+        h.observe(std::time::Duration::from_millis(100));
+        let mut e = Exposition::default();
+        e.family("y_seconds", "histogram", "help");
+        e.histogram_samples("y_seconds", &[("verb", "GET")], &h);
+        e.histogram_samples(
+            "y_seconds",
+            &[("verb", "PATCH")],
+            &Histogram::new(vec![0.5]),
+        );
+        assert_eq!(
+            e.out,
+            "# HELP y_seconds help\n# TYPE y_seconds histogram\n\
+             y_seconds_bucket{verb=\"GET\",le=\"0.5\"} 1\n\
+             y_seconds_bucket{verb=\"GET\",le=\"+Inf\"} 1\n\
+             y_seconds_sum{verb=\"GET\"} 0.1\ny_seconds_count{verb=\"GET\"} 1\n\
+             y_seconds_bucket{verb=\"PATCH\",le=\"0.5\"} 0\n\
+             y_seconds_bucket{verb=\"PATCH\",le=\"+Inf\"} 0\n\
+             y_seconds_sum{verb=\"PATCH\"} 0\ny_seconds_count{verb=\"PATCH\"} 0\n"
         );
     }
 

@@ -9,7 +9,10 @@
 use super::exposition::Exposition;
 use super::histogram::Histogram;
 use super::snapshot::DaemonSnapshot;
+use crate::controller::Decision;
 use crate::controller::taint_eviction::{DELETION_LATENCY_BUCKETS_MS, LatencyHistogram};
+use crate::controller::zones::ZoneState;
+use crate::model::ConditionStatus;
 
 /// The `Content-Type` of the body [`render`] returns.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -20,9 +23,130 @@ pub fn render(s: &DaemonSnapshot) -> String {
     health_timings(&mut e, s);
     taint_eviction(&mut e, s);
     ours(&mut e, s);
+    zones_and_nodes(&mut e, s);
+    watch_currency(&mut e, s);
+    decisions(&mut e, s);
+    api_latency(&mut e, s);
     pools(&mut e, s);
     fencing(&mut e, s);
     e.out
+}
+
+/// What upstream's zone gauges leave to arithmetic: each zone's state (one sample per state,
+/// 1 for the current one, as kube-state-metrics spells states), its NoExecute queue, and nodes
+/// by their Ready status. The zone label is the raw key, as upstream's, so they join.
+fn zones_and_nodes(e: &mut Exposition, s: &DaemonSnapshot) {
+    let zones = &s.controller.zones;
+    e.family(
+        "node_lifecycled_zone_state",
+        "gauge",
+        "1 for the zone's disruption state (Initial, Normal, PartialDisruption, FullDisruption), 0 for the others; all 0 before the zone was first counted.",
+    );
+    for z in zones {
+        for state in ZoneState::ALL {
+            let current = z.state == Some(state);
+            e.sample(
+                "node_lifecycled_zone_state",
+                &[("zone", &*z.key), ("state", state.as_str())],
+                u8::from(current),
+            );
+        }
+    }
+    e.family(
+        "node_lifecycled_zone_taint_queue",
+        "gauge",
+        "Nodes waiting in the zone's rate-limited queue for a NoExecute taint.",
+    );
+    for z in zones {
+        e.sample(
+            "node_lifecycled_zone_taint_queue",
+            &[("zone", &*z.key)],
+            z.queue_len,
+        );
+    }
+    e.family(
+        "node_lifecycled_nodes",
+        "gauge",
+        "Registered nodes by the status of their Ready condition (none: no readable Ready condition).",
+    );
+    let mut by_ready = [("True", 0usize), ("False", 0), ("Unknown", 0), ("none", 0)];
+    for node in &s.controller.nodes {
+        let i = match node.ready {
+            Some(ConditionStatus::True) => 0,
+            Some(ConditionStatus::False) => 1,
+            Some(ConditionStatus::Unknown) => 2,
+            Some(ConditionStatus::Other) | None => 3,
+        };
+        by_ready[i].1 += 1;
+    }
+    for (ready, count) in by_ready {
+        e.sample("node_lifecycled_nodes", &[("ready", ready)], count);
+    }
+}
+
+/// Whether each cache follows the server, and for how long it has not: decisions that need
+/// current caches wait meanwhile, and a watch down longer than the grace period means nodes
+/// are being judged on old news. The grace period is exported so an alert can compare.
+fn watch_currency(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_watch_up",
+        "gauge",
+        "1 while the resource's cache follows the server (listed, watching, no failure since), else 0.",
+    );
+    for r in &s.reflectors {
+        e.sample(
+            "node_lifecycled_watch_up",
+            &[("resource", r.resource.as_str())],
+            u8::from(r.down_for.is_none()),
+        );
+    }
+    e.family(
+        "node_lifecycled_watch_down_seconds",
+        "gauge",
+        "How long the resource's cache has not followed the server (watch failed, backing off, relisting); 0 while it does.",
+    );
+    for r in &s.reflectors {
+        e.sample(
+            "node_lifecycled_watch_down_seconds",
+            &[("resource", r.resource.as_str())],
+            r.down_for.unwrap_or_default().as_secs_f64(),
+        );
+    }
+    e.family(
+        "node_lifecycled_node_monitor_grace_period_seconds",
+        "gauge",
+        "node_monitor_grace_period from the configuration ([[pool]] overrides not included).",
+    );
+    e.sample(
+        "node_lifecycled_node_monitor_grace_period_seconds",
+        &[],
+        s.config.node_monitor_grace_period.as_secs_f64(),
+    );
+}
+
+/// Every kind of the decision log (`DECISION=` in the journal), zero included.
+fn decisions(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_decisions_total",
+        "counter",
+        "Decisions made, by kind (the journal's DECISION= field), whether their log line was folded or not.",
+    );
+    for kind in Decision::KINDS {
+        let n = s.decisions.get(kind).copied().unwrap_or(0);
+        e.sample("node_lifecycled_decisions_total", &[("decision", kind)], n);
+    }
+}
+
+fn api_latency(e: &mut Exposition, s: &DaemonSnapshot) {
+    let name = "node_lifecycled_api_request_duration_seconds";
+    e.family(
+        name,
+        "histogram",
+        "How long the API requests counted in node_lifecycled_api_requests_total took, by HTTP verb.",
+    );
+    for (verb, h) in &s.client.request_durations {
+        e.histogram_samples(name, &[("verb", verb)], h);
+    }
 }
 
 /// Registered nodes per `[[pool]]` (issue #16); absent when no node is in a pool.
@@ -241,7 +365,7 @@ fn ours(e: &mut Exposition, s: &DaemonSnapshot) {
     e.family(
         "node_lifecycled_api_requests_total",
         "counter",
-        "API requests by HTTP verb and status code (or timeout/transport without a response).",
+        "API requests by HTTP verb and status code (no_answer: a timeout or transport error, no response).",
     );
     for r in &s.client.requests {
         e.sample(

@@ -8,10 +8,14 @@ pub(super) struct Informers {
     pub(super) nodes: Informer<Node, SourceKind, TimerKind>,
     pub(super) leases: Informer<Lease, SourceKind, TimerKind>,
     pub(super) pods: Informer<Pod, SourceKind, TimerKind>,
+    /// Per [`Watch`]: since when its cache has not followed the server (`None` while it does),
+    /// for `/metrics`: an alert compares it with the grace period.
+    down_since: [Option<Time>; 3],
 }
 
 impl Informers {
-    pub(super) fn new(config: &InformerConfig, seed: u64) -> Informers {
+    /// Informers that have not listed yet: their caches are down from `now`.
+    pub(super) fn new(config: &InformerConfig, seed: u64, now: Time) -> Informers {
         let kinds = |w: Watch| (SourceKind::Watch(w), TimerKind::Informer(w));
         let (s, t) = kinds(Watch::Nodes);
         let nodes = Informer::new(config.clone(), seed, s, t);
@@ -23,6 +27,7 @@ impl Informers {
             nodes,
             leases,
             pods,
+            down_since: [Some(now); 3],
         }
     }
 
@@ -70,7 +75,32 @@ impl Informers {
 
     /// Every informer's cache follows the server (see `Informer::is_streaming`).
     pub(super) fn all_streaming(&self) -> bool {
-        self.nodes.is_streaming() && self.leases.is_streaming() && self.pods.is_streaming()
+        self.streaming().iter().all(|(_, streaming)| *streaming)
+    }
+
+    fn streaming(&self) -> [(Watch, bool); 3] {
+        [
+            (Watch::Nodes, self.nodes.is_streaming()),
+            (Watch::Leases, self.leases.is_streaming()),
+            (Watch::Pods, self.pods.is_streaming()),
+        ]
+    }
+
+    /// Notes, after an informer turn, which caches stopped or started following the server.
+    fn note_streaming(&mut self, now: Time) {
+        for (watch, streaming) in self.streaming() {
+            let since = &mut self.down_since[watch.index()];
+            if streaming {
+                *since = None;
+            } else {
+                since.get_or_insert(now);
+            }
+        }
+    }
+
+    /// Since when the watch's cache has not followed the server; `None` while it does.
+    pub(super) fn down_since(&self, watch: Watch) -> Option<Time> {
+        self.down_since[watch.index()]
     }
 
     pub(super) fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
@@ -204,21 +234,20 @@ impl Daemon {
     /// Tells the controllers when the informers stop or start following the server: zone
     /// tainting and pod deletions wait for current caches (`controller/cache_currency.rs`).
     pub(super) fn report_informers_watching(&mut self, now: Time) {
+        self.informers.note_streaming(now);
         let all = self.informers.all_streaming();
         if all == self.informers_watching {
             return;
         }
         self.informers_watching = all;
         if self.all_synced() {
-            let stale: Vec<&str> = [
-                (Watch::Nodes, self.informers.nodes.is_streaming()),
-                (Watch::Leases, self.informers.leases.is_streaming()),
-                (Watch::Pods, self.informers.pods.is_streaming()),
-            ]
-            .into_iter()
-            .filter(|(_, streaming)| !streaming)
-            .map(|(w, _)| w.resource())
-            .collect();
+            let stale: Vec<&str> = self
+                .informers
+                .streaming()
+                .into_iter()
+                .filter(|(_, streaming)| !streaming)
+                .map(|(w, _)| w.resource())
+                .collect();
             if all {
                 debug!("informers watching again: tainting and evictions resume once caught up");
             } else {
