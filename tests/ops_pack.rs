@@ -1,0 +1,458 @@
+//! Issue #29: what an operator installs besides the daemon, checked as they will use it.
+//!
+//! - `conf/monitoring/alerts.yaml`: valid rules whose `promtool test rules` suite
+//!   (`alerts_test.yaml`) sees every alert fire and stay quiet, each with a runbook line;
+//! - `conf/monitoring/dashboard.json`: Grafana JSON on a `${datasource}` variable whose queries
+//!   are valid PromQL;
+//! - both read only metrics a live daemon exports (scraped from one run against the simulator);
+//!
+//! promtool (and, further down, mandoc and man) come from Debian packages `.ci/run` installs:
+//! required under `CI=true`, skipped with a message elsewhere (`tests/tool_support`).
+
+mod e2e_support;
+mod tool_support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use e2e_support::wait_until;
+use e2e_support::{Daemon, Kubelets, Sim, TempDir, Timing, config_text, free_port, http_get};
+use serde_yaml_ng::Value as Yaml;
+
+const ALERTS: &str = "conf/monitoring/alerts.yaml";
+const ALERTS_TEST: &str = "conf/monitoring/alerts_test.yaml";
+const DASHBOARD: &str = "conf/monitoring/dashboard.json";
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+// ---- PromQL -----------------------------------------------------------------------------------
+
+/// Operators and aggregations (`sum by (x) (…)` puts no `(` right after `sum`).
+const KEYWORDS: [&str; 20] = [
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+    "inf",
+    "nan",
+    "atan2",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "group",
+    "stddev",
+    "stdvar",
+    "count",
+    "count_values",
+    "bottomk",
+    "topk",
+    "quantile",
+];
+/// Followed by a list of label names in parentheses.
+const LABEL_LISTS: [&str; 6] = [
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+];
+
+/// The metric names a PromQL expression reads: identifiers that are not functions (followed
+/// by `(`) or keywords, outside string literals, label matchers (`{…}`), label lists
+/// (`by (…)`, `on (…)`, …), ranges (`[5m]`) and Grafana variables (`$name`, `${name}`).
+fn metric_names(expr: &str) -> BTreeSet<String> {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut names = BTreeSet::new();
+    let mut i = 0;
+    let skip_to = |mut i: usize, close: char| {
+        while i < chars.len() && chars[i] != close {
+            if chars[i] == '"' || chars[i] == '\'' {
+                let quote = chars[i];
+                i += 1;
+                while i < chars.len() && chars[i] != quote {
+                    i += if chars[i] == '\\' { 2 } else { 1 };
+                }
+            }
+            i += 1;
+        }
+        i + 1
+    };
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '"' | '\'' => i = skip_to(i + 1, c),
+            '{' => i = skip_to(i + 1, '}'),
+            '[' => i = skip_to(i + 1, ']'),
+            '$' => {
+                i += 1;
+                if chars.get(i) == Some(&'{') {
+                    i = skip_to(i + 1, '}');
+                }
+                while i < chars.len() && ident(chars[i]) {
+                    i += 1;
+                }
+            }
+            c if c.is_ascii_digit() || c == '.' => {
+                while i < chars.len() && (ident(chars[i]) || chars[i] == '.') {
+                    i += 1;
+                }
+            }
+            c if ident(c) => {
+                let start = i;
+                while i < chars.len() && ident(chars[i]) {
+                    i += 1;
+                }
+                let word: String = chars[start..i].iter().collect();
+                let mut next = i;
+                while chars.get(next).is_some_and(|c| c.is_whitespace()) {
+                    next += 1;
+                }
+                let call = chars.get(next) == Some(&'(');
+                if LABEL_LISTS.contains(&word.as_str()) {
+                    if call {
+                        i = skip_to(next + 1, ')');
+                    }
+                } else if !call && !KEYWORDS.contains(&word.to_ascii_lowercase().as_str()) {
+                    names.insert(word);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    names
+}
+
+#[test]
+fn metric_names_are_told_from_functions_labels_strings_and_variables() {
+    let names = metric_names(
+        "sum by (verb) (rate(a_total{code=~\"5..|}\"}[5m])) / on() group_left(x) \
+         sum without (instance) (b_seconds_bucket{le=\"+Inf\"} offset 1h) > bool 0.5 \
+         and histogram_quantile(0.99, c[$__rate_interval]) unless d{instance=~\"$instance\"}",
+    );
+    let want: BTreeSet<String> = ["a_total", "b_seconds_bucket", "c", "d"]
+        .map(String::from)
+        .into();
+    assert_eq!(names, want);
+    assert!(
+        metric_names("label_replace(x, \"zone\", \"$1/$2\", \"zone\", \"(.*)\")").contains("x")
+    );
+}
+
+// ---- the alerts -------------------------------------------------------------------------------
+
+struct Alert {
+    name: String,
+    expr: String,
+    runbook: Option<String>,
+}
+
+fn alerts() -> Vec<Alert> {
+    let doc: Yaml = serde_yaml_ng::from_str(&read(ALERTS)).expect("alerts.yaml is YAML");
+    let groups = doc["groups"].as_sequence().expect("top-level groups:");
+    groups
+        .iter()
+        .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
+        .map(|rule| Alert {
+            name: rule["alert"]
+                .as_str()
+                .expect("every rule is an alert")
+                .to_string(),
+            expr: rule["expr"].as_str().expect("expr").to_string(),
+            runbook: rule["annotations"]["runbook"].as_str().map(str::to_string),
+        })
+        .collect()
+}
+
+/// For each alert name: `(cases where it fires, cases where it stays quiet)` in the suite.
+fn suite_cases() -> BTreeMap<String, (usize, usize)> {
+    let doc: Yaml = serde_yaml_ng::from_str(&read(ALERTS_TEST)).expect("alerts_test.yaml");
+    let mut cases: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for test in doc["tests"].as_sequence().expect("tests:") {
+        for case in test["alert_rule_test"].as_sequence().into_iter().flatten() {
+            let name = case["alertname"].as_str().expect("alertname").to_string();
+            let fires = case["exp_alerts"]
+                .as_sequence()
+                .is_some_and(|a| !a.is_empty());
+            let entry = cases.entry(name).or_default();
+            if fires {
+                entry.0 += 1;
+            } else {
+                entry.1 += 1;
+            }
+        }
+    }
+    cases
+}
+
+#[test]
+fn every_alert_has_a_runbook_and_is_tested_firing_and_quiet_by_promtool() {
+    let alerts = alerts();
+    assert!(alerts.len() >= 10, "{} alerts", alerts.len());
+    let cases = suite_cases();
+    for a in &alerts {
+        let runbook = a.runbook.as_deref().unwrap_or_default();
+        assert!(
+            runbook.contains("node-lifecycled") && !runbook.contains('\n'),
+            "{}: a one-line runbook naming what to run: {runbook:?}",
+            a.name
+        );
+        let (firing, quiet) = cases.get(&a.name).copied().unwrap_or_default();
+        assert!(
+            firing > 0 && quiet > 0,
+            "{}: alerts_test.yaml has {firing} firing and {quiet} quiet cases",
+            a.name
+        );
+    }
+    let names: BTreeSet<&str> = alerts.iter().map(|a| a.name.as_str()).collect();
+    for tested in cases.keys() {
+        assert!(
+            names.contains(tested.as_str()),
+            "{tested} is not in alerts.yaml"
+        );
+    }
+
+    if !tool_support::available("promtool", "prometheus", "promtool test rules") {
+        return;
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = tool_support::run("promtool", &["check", "rules", &format!("{root}/{ALERTS}")]);
+    assert!(out.status.success(), "{}", tool_support::text(&out));
+    let out = tool_support::run(
+        "promtool",
+        &["test", "rules", &format!("{root}/{ALERTS_TEST}")],
+    );
+    assert!(out.status.success(), "{}", tool_support::text(&out));
+}
+
+// ---- the dashboard ----------------------------------------------------------------------------
+
+/// Every query of the dashboard: panel targets (rows' nested panels too) and the metric of each
+/// `label_values(METRIC, LABEL)` template variable.
+fn dashboard_queries(dashboard: &serde_json::Value) -> (Vec<String>, BTreeSet<String>) {
+    fn walk(panels: &serde_json::Value, exprs: &mut Vec<String>) {
+        for p in panels.as_array().into_iter().flatten() {
+            for t in p["targets"].as_array().into_iter().flatten() {
+                if let Some(e) = t["expr"].as_str() {
+                    exprs.push(e.to_string());
+                }
+            }
+            walk(&p["panels"], exprs);
+        }
+    }
+    let mut exprs = Vec::new();
+    walk(&dashboard["panels"], &mut exprs);
+    let mut variable_metrics = BTreeSet::new();
+    for v in dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let query = v["query"]["query"].as_str().or(v["query"].as_str());
+        if let Some(args) = query.and_then(|q| q.strip_prefix("label_values(")) {
+            if let Some((metric, _label)) = args.split_once(',') {
+                variable_metrics.insert(metric.trim().to_string());
+            }
+        }
+    }
+    (exprs, variable_metrics)
+}
+
+fn dashboard() -> serde_json::Value {
+    serde_json::from_str(&read(DASHBOARD)).expect("dashboard.json is JSON")
+}
+
+#[test]
+fn the_dashboard_is_grafana_json_on_a_datasource_variable_with_valid_promql() {
+    let d = dashboard();
+    let schema = d["schemaVersion"].as_u64().unwrap_or(0);
+    assert!((36..=41).contains(&schema), "schemaVersion {schema}");
+    assert!(d["uid"].is_string() && d["title"] == "node-lifecycled");
+    let variables = d["templating"]["list"].as_array().expect("templating");
+    assert!(
+        variables.iter().any(|v| v["name"] == "datasource"
+            && v["type"] == "datasource"
+            && v["query"] == "prometheus"),
+        "a datasource variable"
+    );
+    // Every panel and target reads from the variable, none from a fixed data source.
+    let text = read(DASHBOARD);
+    let fixed = text.matches("\"uid\": \"").count();
+    let variable = text.matches("\"uid\": \"${datasource}\"").count();
+    assert_eq!(fixed, variable + 1, "only the dashboard's own uid is fixed");
+    let (exprs, _) = dashboard_queries(&d);
+    for wanted in [
+        "node_lifecycled_zone_state",
+        "node_lifecycled_nodes",
+        "node_lifecycled_zone_taint_queue",
+        "node_lifecycled_pending_pod_evictions",
+        "node_lifecycled_decisions_total",
+        "taint_eviction_controller_pod_deletions_total",
+        "node_lifecycled_fencing_attempts_total",
+        "node_lifecycled_api_requests_total",
+        "node_lifecycled_api_request_duration_seconds_bucket",
+        "node_lifecycled_store_bytes",
+        "node_lifecycled_loop_wakeups_total",
+    ] {
+        assert!(
+            exprs.iter().any(|e| metric_names(e).contains(wanted)),
+            "no panel shows {wanted}"
+        );
+    }
+
+    if !tool_support::available("promtool", "prometheus", "the dashboard's PromQL") {
+        return;
+    }
+    // Grafana's variables as Grafana would fill them, each query as a recording rule.
+    let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, e) in exprs.iter().enumerate() {
+        let e = e
+            .replace("$__rate_interval", "5m")
+            .replace("$instance", ".*");
+        rules.push_str(&format!(
+            "      - record: dashboard_query_{i}\n        expr: {}\n",
+            serde_json::to_string(&e).unwrap()
+        ));
+    }
+    let dir = TempDir::new("dashboard-promql");
+    let file = dir.write("dashboard-rules.yaml", &rules);
+    let out = tool_support::run("promtool", &["check", "rules", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}\n{rules}",
+        tool_support::text(&out)
+    );
+}
+
+// ---- against a live daemon --------------------------------------------------------------------
+
+/// `# TYPE` families of a scrape; a histogram's samples carry `_bucket`, `_sum`, `_count`.
+fn exported(body: &str) -> BTreeMap<String, String> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(name, kind)| (name.to_string(), kind.to_string()))
+        .collect()
+}
+
+fn is_exported(families: &BTreeMap<String, String>, name: &str) -> bool {
+    families.contains_key(name)
+        || ["_bucket", "_sum", "_count"].iter().any(|suffix| {
+            name.strip_suffix(suffix)
+                .is_some_and(|base| families.get(base).is_some_and(|k| k == "histogram"))
+        })
+}
+
+/// The value of the sample `name{labels}` (labels as written, `""` for none).
+fn sample(body: &str, name: &str, labels: &str) -> Option<f64> {
+    let head = if labels.is_empty() {
+        format!("{name} ")
+    } else {
+        format!("{name}{{{labels}}} ")
+    };
+    body.lines()
+        .find_map(|l| l.strip_prefix(&head))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+const TOKEN: &str = "ops-pack";
+
+#[test]
+fn the_alerts_and_the_dashboard_read_only_metrics_a_live_daemon_exports() {
+    let sim = Sim::start("ops-pack", &[TOKEN]);
+    let nodes: Vec<String> = ["n1", "n2"].iter().map(|s| s.to_string()).collect();
+    for n in &nodes {
+        sim.add_node(n, Some("z1"));
+    }
+    let _kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
+    let port = free_port();
+    // Fencing on (its metrics exist only then), for no node.
+    let text = format!(
+        "metrics_address = \"127.0.0.1:{port}\"\n{}\
+         [fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n\
+         match_labels = {{ \"node-lifecycled.io/fencing\" = \"never\" }}\n",
+        config_text(&sim.kubeconfig(TOKEN), &Timing::default())
+    );
+    let mut d = Daemon::start("ops-pack", &sim.dir, &text, &[]);
+    d.wait_log("acting (leader election disabled)", Duration::from_secs(15));
+    let (code, body) = http_get(port, "/metrics");
+    assert_eq!(code, 200, "{body}");
+    let families = exported(&body);
+
+    let mut used: BTreeMap<String, &str> = BTreeMap::new();
+    for a in alerts() {
+        for name in metric_names(&a.expr) {
+            used.insert(name, ALERTS);
+        }
+    }
+    let (exprs, variable_metrics) = dashboard_queries(&dashboard());
+    for name in exprs
+        .iter()
+        .flat_map(|e| metric_names(e))
+        .chain(variable_metrics)
+    {
+        used.insert(name, DASHBOARD);
+    }
+    assert!(used.len() >= 20, "{used:?}");
+    let missing: Vec<String> = used
+        .iter()
+        .filter(|(name, _)| !is_exported(&families, name))
+        .map(|(name, file)| format!("{name} ({file})"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not exported by the daemon: {missing:?}\n{body}"
+    );
+
+    // NodeLifecycledWatchDown's comparison, live: the API server goes away for longer than the
+    // 3 s grace period, then comes back.
+    let grace = sample(
+        &body,
+        "node_lifecycled_node_monitor_grace_period_seconds",
+        "",
+    );
+    assert_eq!(grace, Some(3.0));
+    assert_eq!(
+        sample(&body, "node_lifecycled_watch_up", "resource=\"pods\""),
+        Some(1.0)
+    );
+    sim.handle.faults().restart(Duration::from_secs(5));
+    let pods_down = || {
+        let (_, body) = http_get(port, "/metrics");
+        (
+            sample(&body, "node_lifecycled_watch_up", "resource=\"pods\""),
+            sample(
+                &body,
+                "node_lifecycled_watch_down_seconds",
+                "resource=\"pods\"",
+            )
+            .unwrap_or(0.0),
+        )
+    };
+    wait_until(
+        "the pods watch down for longer than the grace period",
+        Duration::from_secs(15),
+        || matches!(pods_down(), (Some(0.0), down) if down > 3.0),
+        || d.log(),
+    );
+    wait_until(
+        "every watch following the server again",
+        Duration::from_secs(30),
+        || {
+            let (_, body) = http_get(port, "/metrics");
+            ["nodes", "leases", "pods"].iter().all(|r| {
+                let labels = format!("resource=\"{r}\"");
+                sample(&body, "node_lifecycled_watch_up", &labels) == Some(1.0)
+                    && sample(&body, "node_lifecycled_watch_down_seconds", &labels) == Some(0.0)
+            })
+        },
+        || d.log(),
+    );
+}
