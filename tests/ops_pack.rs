@@ -5,9 +5,12 @@
 //! - `conf/monitoring/dashboard.json`: Grafana JSON on a `${datasource}` variable whose queries
 //!   are valid PromQL;
 //! - both read only metrics a live daemon exports (scraped from one run against the simulator);
+//! - the man pages under `man/`: `mandoc -T lint` clean, rendered by `man -l` without a groff
+//!   warning, and in step with what they describe (`--help`, conf/config.toml, the simulator's
+//!   usage text).
 //!
-//! promtool (and, further down, mandoc and man) come from Debian packages `.ci/run` installs:
-//! required under `CI=true`, skipped with a message elsewhere (`tests/tool_support`).
+//! promtool, mandoc and man come from Debian packages `.ci/run` installs: required under
+//! `CI=true`, skipped with a message elsewhere (`tests/tool_support`).
 
 mod e2e_support;
 mod tool_support;
@@ -455,4 +458,283 @@ fn the_alerts_and_the_dashboard_read_only_metrics_a_live_daemon_exports() {
         },
         || d.log(),
     );
+}
+
+// ---- the man pages ----------------------------------------------------------------------------
+
+const PAGES: [&str; 3] = [
+    "man/node-lifecycled.8",
+    "man/node-lifecycled.toml.5",
+    "man/node-lifecycled-sim.1",
+];
+
+#[test]
+fn the_man_pages_are_lint_clean_and_render() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    if tool_support::available("mandoc", "mandoc", "mandoc -T lint of man/") {
+        for page in PAGES {
+            let out = tool_support::run("mandoc", &["-T", "lint", &format!("{root}/{page}")]);
+            // Whether a page named in SEE ALSO is installed on this machine says nothing about
+            // ours (ours are not installed while testing).
+            let findings: Vec<String> = tool_support::text(&out)
+                .lines()
+                .filter(|l| !l.contains("referenced manual not found") && !l.contains("mandoc.db"))
+                .map(str::to_string)
+                .collect();
+            assert!(findings.is_empty(), "{page}:\n{}", findings.join("\n"));
+        }
+    }
+    if tool_support::available("man", "man-db", "man -l of man/") {
+        for page in PAGES {
+            let out = std::process::Command::new("man")
+                .args(["--warnings", "-P", "cat", "-l", &format!("{root}/{page}")])
+                .env("MANWIDTH", "80")
+                .output()
+                .expect("man runs");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let name = Path::new(page).file_stem().unwrap().to_str().unwrap();
+            assert!(out.status.success(), "{page}: {}", tool_support::text(&out));
+            assert!(
+                out.stderr.is_empty(),
+                "{page}: {}",
+                tool_support::text(&out)
+            );
+            assert!(
+                text.contains("NAME") && text.contains(&format!("{name} ")),
+                "{page} renders:\n{text}"
+            );
+        }
+    }
+}
+
+/// `section -> (keys set in it, its whole text)` of conf/config.toml: keys set (`key = …`) or
+/// shown commented out (`# key = …`), under `[api]`, `# [[pool]]` (and its banner) and the
+/// like; `""` is the top level.
+fn config_toml_sections() -> BTreeMap<String, (BTreeSet<String>, String)> {
+    let mut sections: BTreeMap<String, (BTreeSet<String>, String)> = BTreeMap::new();
+    let mut section = String::new();
+    for line in read("conf/config.toml").lines() {
+        let bare = line.trim_start_matches('#').trim();
+        if let Some(name) = bare.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+            section = name.trim_matches(['[', ']']).to_string();
+        }
+        // The commented-out tables start with a banner that explains their keys.
+        if bare.starts_with("--- Pools") {
+            section = "pool".to_string();
+        } else if bare.starts_with("--- Custom condition taints") {
+            section = "condition_taint".to_string();
+        }
+        let entry = sections.entry(section.clone()).or_default();
+        entry.1.push_str(line);
+        entry.1.push('\n');
+        if let Some((key, _)) = bare.split_once(" = ") {
+            if !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                entry.0.insert(key.to_string());
+            }
+        }
+    }
+    sections
+}
+
+/// `section -> key -> the item's text` of node-lifecycled.toml(5): `.Ss` titles (`Top level`
+/// is `""`, `[api]` is `api`), `.It Ic key` items.
+fn config_page_sections() -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut sections: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut section: Option<String> = None;
+    let mut intro = String::new();
+    let mut item: Option<String> = None;
+    for line in read("man/node-lifecycled.toml.5").lines() {
+        if let Some(title) = line.strip_prefix(".Ss ") {
+            let title = title.trim_end_matches("\\&");
+            section = Some(if title == "Top level" {
+                String::new()
+            } else {
+                title.trim_matches(['[', ']']).to_string()
+            });
+            intro.clear();
+            item = None;
+            continue;
+        }
+        if line.starts_with(".Sh ") {
+            section = None;
+        }
+        let Some(s) = &section else { continue };
+        if let Some(rest) = line.strip_prefix(".It Ic ") {
+            let key = rest.split_whitespace().next().unwrap().to_string();
+            // Said once for a whole section ("Upstream: none, for every key").
+            let shared = if intro.replace('\n', " ").contains("for every key") {
+                intro.clone()
+            } else {
+                String::new()
+            };
+            sections
+                .entry(s.clone())
+                .or_default()
+                .insert(key.clone(), shared);
+            item = Some(key);
+        } else if line == ".El" {
+            item = None;
+        } else if let Some(key) = &item {
+            let text = sections.get_mut(s).unwrap().get_mut(key).unwrap();
+            text.push_str(line);
+            text.push('\n');
+        } else {
+            intro.push_str(line);
+            intro.push('\n');
+        }
+    }
+    sections
+}
+
+#[test]
+fn the_config_page_describes_every_key_of_conf_config_toml_and_no_other() {
+    let file = config_toml_sections();
+    let page = config_page_sections();
+    let sections: BTreeSet<&String> = file.keys().chain(page.keys()).collect();
+    assert_eq!(
+        sections.into_iter().cloned().collect::<Vec<_>>(),
+        [
+            "",
+            "api",
+            "condition_taint",
+            "fencing",
+            "leader_election",
+            "pool"
+        ]
+    );
+    for (section, (keys, text)) in &file {
+        let described = page.get(section).cloned().unwrap_or_default();
+        for key in keys {
+            assert!(
+                described.contains_key(key),
+                "conf/config.toml [{section}] {key} is not in node-lifecycled.toml(5)"
+            );
+        }
+        for (key, item) in &described {
+            let word = |w: &str| {
+                text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .any(|t| t == w)
+            };
+            assert!(
+                word(key),
+                "node-lifecycled.toml(5) [{section}] {key} is not in conf/config.toml"
+            );
+            assert!(
+                item.contains("Default") && item.contains("Upstream"),
+                "[{section}] {key}: its default and the upstream flag it replaces:\n{item}"
+            );
+        }
+    }
+}
+
+/// The usage text of a program: its `--help` output.
+fn usage_words(usage: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let words = |prefix: &str| -> BTreeSet<String> {
+        usage
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|w| w.starts_with(prefix) && w.len() > prefix.len())
+            .map(str::to_string)
+            .collect()
+    };
+    let flags = words("--");
+    // `program COMMAND` at the start of a usage line.
+    let commands = usage
+        .lines()
+        .filter_map(|l| l.trim().split_once(' '))
+        .filter(|(program, _)| program.starts_with("node-lifecycled"))
+        .filter_map(|(_, rest)| rest.split_whitespace().next())
+        .map(|c| c.trim_matches(['[', ']']).to_string())
+        .filter(|c| {
+            c.starts_with(|ch: char| ch.is_ascii_lowercase())
+                && c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-')
+        })
+        .collect();
+    (commands, flags)
+}
+
+#[test]
+fn the_daemon_page_names_every_command_option_exit_code_and_variable_of_its_help() {
+    let out = tool_support::run(e2e_support::BIN, &["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout).to_string();
+    let page = read("man/node-lifecycled.8");
+    let (commands, flags) = usage_words(&help);
+    assert!(
+        commands.contains("doctor") && commands.contains("explain"),
+        "{commands:?}"
+    );
+    for c in &commands {
+        assert!(
+            page.contains(&format!("Cm {c}")),
+            "node-lifecycled.8: no command {c}"
+        );
+    }
+    for f in &flags {
+        assert!(
+            page.contains(&format!("Fl {}", &f[1..])),
+            "node-lifecycled.8: no option {f}"
+        );
+    }
+    let codes = help
+        .split("exit codes:")
+        .nth(1)
+        .expect("exit codes in --help");
+    for code in codes
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| w.len() == 2 || w == &"0" || w == &"1")
+    {
+        assert!(
+            page.contains(&format!(".It {code}\n")),
+            "node-lifecycled.8: exit {code}"
+        );
+    }
+    let env = help
+        .split("environment:")
+        .nth(1)
+        .expect("environment in --help");
+    // The names start their lines (indented by two); deeper lines explain them.
+    let names = env
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .flat_map(|l| {
+            l.split([' ', ','])
+                .filter(|w| !w.is_empty())
+                .take_while(|w| w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        });
+    for var in names {
+        assert!(
+            page.contains(&format!("Ev {var}")),
+            "node-lifecycled.8: no {var}"
+        );
+    }
+    for signal in ["SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1"] {
+        assert!(page.contains(&format!("Dv {signal}")), "{signal}");
+    }
+}
+
+#[test]
+fn the_simulator_page_names_every_command_and_option_of_its_usage() {
+    let source = read("crates/node-lifecycled-sim/src/main.rs");
+    let usage = source
+        .split("const USAGE: &str = \"\\\n")
+        .nth(1)
+        .and_then(|s| s.split("\n\";").next())
+        .expect("the simulator's USAGE");
+    let page = read("man/node-lifecycled-sim.1");
+    let (commands, flags) = usage_words(usage);
+    assert!(
+        commands.len() >= 6 && flags.len() >= 20,
+        "{commands:?} {flags:?}"
+    );
+    for c in &commands {
+        assert!(
+            page.contains(&format!("Cm {c}")),
+            "node-lifecycled-sim.1: no command {c}"
+        );
+    }
+    for f in &flags {
+        assert!(
+            page.contains(&format!("Fl {}", &f[1..])),
+            "node-lifecycled-sim.1: no option {f}"
+        );
+    }
 }
