@@ -5,6 +5,7 @@
 //! - `conf/monitoring/dashboard.json`: Grafana JSON on a `${datasource}` variable whose queries
 //!   are valid PromQL;
 //! - both read only metrics a live daemon exports (scraped from one run against the simulator);
+//! - the bash completion: it offers every command and option of `--help`;
 //! - the man pages under `man/`: `mandoc -T lint` clean, rendered by `man -l` without a groff
 //!   warning, and in step with what they describe (`--help`, conf/config.toml, the simulator's
 //!   usage text).
@@ -627,7 +628,14 @@ fn the_config_page_describes_every_key_of_conf_config_toml_and_no_other() {
     }
 }
 
-/// The usage text of a program: its `--help` output.
+fn daemon_help() -> String {
+    let out = tool_support::run(e2e_support::BIN, &["--help"]);
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// `(commands, options)` a usage text names: the word after the program's name at the start
+/// of a line, and every `--option`.
 fn usage_words(usage: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let words = |prefix: &str| -> BTreeSet<String> {
         usage
@@ -654,8 +662,7 @@ fn usage_words(usage: &str) -> (BTreeSet<String>, BTreeSet<String>) {
 
 #[test]
 fn the_daemon_page_names_every_command_option_exit_code_and_variable_of_its_help() {
-    let out = tool_support::run(e2e_support::BIN, &["--help"]);
-    let help = String::from_utf8_lossy(&out.stdout).to_string();
+    let help = daemon_help();
     let page = read("man/node-lifecycled.8");
     let (commands, flags) = usage_words(&help);
     assert!(
@@ -737,4 +744,72 @@ fn the_simulator_page_names_every_command_and_option_of_its_usage() {
             "node-lifecycled-sim.1: no option {f}"
         );
     }
+}
+
+// ---- bash completion --------------------------------------------------------------------------
+
+/// What the completion offers for the command line `words` (the last one being completed).
+fn complete(words: &[&str]) -> BTreeSet<String> {
+    let script = format!(
+        "{}/completions/node-lifecycled.bash",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = std::process::Command::new("bash")
+        .args([
+            "-c",
+            "source \"$1\"; shift; COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); \
+             _node_lifecycled; printf '%s\\n' \"${COMPREPLY[@]}\"",
+            "bash",
+            &script,
+        ])
+        .args(words)
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "{}", tool_support::text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completion_offers_every_command_and_option_of_the_help() {
+    let (commands, flags) = usage_words(&daemon_help());
+    // The commands parse_args accepts: the match arm that sets `subcommand`.
+    let main = read("src/main.rs");
+    let arm = main
+        .split("if subcommand.is_none() && config.is_none()")
+        .next()
+        .and_then(|before| before.lines().rev().find(|l| !l.trim().is_empty()))
+        .expect("the subcommand arm of parse_args");
+    let accepted: BTreeSet<String> = arm
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        accepted, commands,
+        "--help and parse_args name the same commands"
+    );
+    let first = complete(&["node-lifecycled", ""]);
+    assert!(
+        first.is_superset(&commands),
+        "{first:?} lacks some of {commands:?}"
+    );
+    let mut offered = complete(&["node-lifecycled", "--"]);
+    for c in &commands {
+        offered.extend(complete(&["node-lifecycled", c, "--"]));
+    }
+    let missing: Vec<&String> = flags.difference(&offered).collect();
+    assert!(missing.is_empty(), "options never offered: {missing:?}");
+    assert_eq!(
+        complete(&["node-lifecycled", "doctor", "--output", ""]),
+        ["json", "text"].map(String::from).into()
+    );
+    assert_eq!(
+        complete(&["node-lifecycled", "doctor", "--kc"]),
+        ["--kcm-manifest"].map(String::from).into()
+    );
 }
