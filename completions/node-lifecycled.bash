@@ -19,7 +19,8 @@ _node_lifecycled() {
 
     # The value of an option.
     case $prev in
-        --config | -c | --socket | --kubeconfig | --kcm-manifest | --k3s-config | --rke2-config)
+        --config | -c | --socket | --kubeconfig | --kcm-manifest | --k3s-config | --rke2-config | \
+            --k0s-config | --microk8s-args)
             compopt -o filenames 2>/dev/null
             mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             return
@@ -34,7 +35,10 @@ _node_lifecycled() {
     case $command in
         "") options="$commands --config --help --version" ;;
         run | check-config) options="--config --help" ;;
-        doctor) options="--config --output --kubeconfig --kcm-manifest --k3s-config --rke2-config --help" ;;
+        doctor)
+            options="--config --output --kubeconfig --kcm-manifest --k3s-config --rke2-config"
+            options="$options --k0s-config --microk8s-args --help"
+            ;;
         status) options="--config --socket --help" ;;
         explain)
             options="--config --socket --help"
