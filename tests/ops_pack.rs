@@ -14,125 +14,26 @@
 //! `CI=true`, skipped with a message elsewhere (`tests/tool_support`).
 
 mod e2e_support;
+mod ops_support;
 mod tool_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use e2e_support::wait_until;
-use e2e_support::{Daemon, Kubelets, Sim, TempDir, Timing, config_text, free_port, http_get};
+use e2e_support::{
+    Daemon, Kubelets, Sim, TempDir, Timing, config_text, free_port, http_get, wait_until,
+};
+use ops_support::promql::metric_names;
+use ops_support::read;
+use ops_support::texts::{config_page_sections, config_toml_sections, usage_words};
 use serde_yaml_ng::Value as Yaml;
 
 const ALERTS: &str = "conf/monitoring/alerts.yaml";
 const ALERTS_TEST: &str = "conf/monitoring/alerts_test.yaml";
 const DASHBOARD: &str = "conf/monitoring/dashboard.json";
 
-fn read(path: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
 // ---- PromQL -----------------------------------------------------------------------------------
-
-/// Operators and aggregations (`sum by (x) (…)` puts no `(` right after `sum`).
-const KEYWORDS: [&str; 20] = [
-    "and",
-    "or",
-    "unless",
-    "bool",
-    "offset",
-    "inf",
-    "nan",
-    "atan2",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "group",
-    "stddev",
-    "stdvar",
-    "count",
-    "count_values",
-    "bottomk",
-    "topk",
-    "quantile",
-];
-/// Followed by a list of label names in parentheses.
-const LABEL_LISTS: [&str; 6] = [
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-];
-
-/// The metric names a PromQL expression reads: identifiers that are not functions (followed
-/// by `(`) or keywords, outside string literals, label matchers (`{…}`), label lists
-/// (`by (…)`, `on (…)`, …), ranges (`[5m]`) and Grafana variables (`$name`, `${name}`).
-fn metric_names(expr: &str) -> BTreeSet<String> {
-    let chars: Vec<char> = expr.chars().collect();
-    let mut names = BTreeSet::new();
-    let mut i = 0;
-    let skip_to = |mut i: usize, close: char| {
-        while i < chars.len() && chars[i] != close {
-            if chars[i] == '"' || chars[i] == '\'' {
-                let quote = chars[i];
-                i += 1;
-                while i < chars.len() && chars[i] != quote {
-                    i += if chars[i] == '\\' { 2 } else { 1 };
-                }
-            }
-            i += 1;
-        }
-        i + 1
-    };
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '"' | '\'' => i = skip_to(i + 1, c),
-            '{' => i = skip_to(i + 1, '}'),
-            '[' => i = skip_to(i + 1, ']'),
-            '$' => {
-                i += 1;
-                if chars.get(i) == Some(&'{') {
-                    i = skip_to(i + 1, '}');
-                }
-                while i < chars.len() && ident(chars[i]) {
-                    i += 1;
-                }
-            }
-            c if c.is_ascii_digit() || c == '.' => {
-                while i < chars.len() && (ident(chars[i]) || chars[i] == '.') {
-                    i += 1;
-                }
-            }
-            c if ident(c) => {
-                let start = i;
-                while i < chars.len() && ident(chars[i]) {
-                    i += 1;
-                }
-                let word: String = chars[start..i].iter().collect();
-                let mut next = i;
-                while chars.get(next).is_some_and(|c| c.is_whitespace()) {
-                    next += 1;
-                }
-                let call = chars.get(next) == Some(&'(');
-                if LABEL_LISTS.contains(&word.as_str()) {
-                    if call {
-                        i = skip_to(next + 1, ')');
-                    }
-                } else if !call && !KEYWORDS.contains(&word.to_ascii_lowercase().as_str()) {
-                    names.insert(word);
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    names
-}
 
 #[test]
 fn metric_names_are_told_from_functions_labels_strings_and_variables() {
@@ -508,85 +409,6 @@ fn the_man_pages_are_lint_clean_and_render() {
     }
 }
 
-/// `section -> (keys set in it, its whole text)` of conf/config.toml: keys set (`key = …`) or
-/// shown commented out (`# key = …`), under `[api]`, `# [[pool]]` (and its banner) and the
-/// like; `""` is the top level.
-fn config_toml_sections() -> BTreeMap<String, (BTreeSet<String>, String)> {
-    let mut sections: BTreeMap<String, (BTreeSet<String>, String)> = BTreeMap::new();
-    let mut section = String::new();
-    for line in read("conf/config.toml").lines() {
-        let bare = line.trim_start_matches('#').trim();
-        if let Some(name) = bare.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-            section = name.trim_matches(['[', ']']).to_string();
-        }
-        // The commented-out tables start with a banner that explains their keys.
-        if bare.starts_with("--- Pools") {
-            section = "pool".to_string();
-        } else if bare.starts_with("--- Custom condition taints") {
-            section = "condition_taint".to_string();
-        }
-        let entry = sections.entry(section.clone()).or_default();
-        entry.1.push_str(line);
-        entry.1.push('\n');
-        if let Some((key, _)) = bare.split_once(" = ") {
-            if !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-                entry.0.insert(key.to_string());
-            }
-        }
-    }
-    sections
-}
-
-/// `section -> key -> the item's text` of node-lifecycled.toml(5): `.Ss` titles (`Top level`
-/// is `""`, `[api]` is `api`), `.It Ic key` items.
-fn config_page_sections() -> BTreeMap<String, BTreeMap<String, String>> {
-    let mut sections: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let mut section: Option<String> = None;
-    let mut intro = String::new();
-    let mut item: Option<String> = None;
-    for line in read("man/node-lifecycled.toml.5").lines() {
-        if let Some(title) = line.strip_prefix(".Ss ") {
-            let title = title.trim_end_matches("\\&");
-            section = Some(if title == "Top level" {
-                String::new()
-            } else {
-                title.trim_matches(['[', ']']).to_string()
-            });
-            intro.clear();
-            item = None;
-            continue;
-        }
-        if line.starts_with(".Sh ") {
-            section = None;
-        }
-        let Some(s) = &section else { continue };
-        if let Some(rest) = line.strip_prefix(".It Ic ") {
-            let key = rest.split_whitespace().next().unwrap().to_string();
-            // Said once for a whole section ("Upstream: none, for every key").
-            let shared = if intro.replace('\n', " ").contains("for every key") {
-                intro.clone()
-            } else {
-                String::new()
-            };
-            sections
-                .entry(s.clone())
-                .or_default()
-                .insert(key.clone(), shared);
-            item = Some(key);
-        } else if line == ".El" {
-            item = None;
-        } else if let Some(key) = &item {
-            let text = sections.get_mut(s).unwrap().get_mut(key).unwrap();
-            text.push_str(line);
-            text.push('\n');
-        } else {
-            intro.push_str(line);
-            intro.push('\n');
-        }
-    }
-    sections
-}
-
 #[test]
 fn the_config_page_describes_every_key_of_conf_config_toml_and_no_other() {
     let file = config_toml_sections();
@@ -632,32 +454,6 @@ fn daemon_help() -> String {
     let out = tool_support::run(e2e_support::BIN, &["--help"]);
     assert!(out.status.success());
     String::from_utf8_lossy(&out.stdout).to_string()
-}
-
-/// `(commands, options)` a usage text names: the word after the program's name at the start
-/// of a line, and every `--option`.
-fn usage_words(usage: &str) -> (BTreeSet<String>, BTreeSet<String>) {
-    let words = |prefix: &str| -> BTreeSet<String> {
-        usage
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .filter(|w| w.starts_with(prefix) && w.len() > prefix.len())
-            .map(str::to_string)
-            .collect()
-    };
-    let flags = words("--");
-    // `program COMMAND` at the start of a usage line.
-    let commands = usage
-        .lines()
-        .filter_map(|l| l.trim().split_once(' '))
-        .filter(|(program, _)| program.starts_with("node-lifecycled"))
-        .filter_map(|(_, rest)| rest.split_whitespace().next())
-        .map(|c| c.trim_matches(['[', ']']).to_string())
-        .filter(|c| {
-            c.starts_with(|ch: char| ch.is_ascii_lowercase())
-                && c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-')
-        })
-        .collect();
-    (commands, flags)
 }
 
 #[test]

@@ -131,7 +131,9 @@ fn decisions(e: &mut Exposition, s: &DaemonSnapshot) {
         "counter",
         "Decisions made, by kind (the journal's DECISION= field), whether their log line was folded or not.",
     );
-    for kind in Decision::KINDS {
+    // A kind missing from KINDS still shows once it has been counted.
+    let counted = s.decisions.keys().filter(|k| !Decision::KINDS.contains(k));
+    for kind in Decision::KINDS.iter().chain(counted) {
         let n = s.decisions.get(kind).copied().unwrap_or(0);
         e.sample("node_lifecycled_decisions_total", &[("decision", kind)], n);
     }
