@@ -19,6 +19,15 @@ use serde_json::Value;
 
 struct Dir(PathBuf);
 
+impl Dir {
+    /// A fresh directory `name-PID` under the temp dir.
+    fn new(name: &str) -> Dir {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+}
+
 impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -120,8 +129,7 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
     let Some(server) = RealApiserver::start() else {
         return;
     };
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-e2e-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Dir::new("nl-doctor-e2e");
     let config = dir.0.join("config.toml");
     std::fs::write(
         &config,
@@ -281,8 +289,7 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
 
 #[test]
 fn doctor_with_a_broken_config_or_kubeconfig_exits_78_naming_the_file() {
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-cfg-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Dir::new("nl-doctor-cfg");
     let config = dir.0.join("config.toml");
     std::fs::write(&config, "large_cluster_size_threshold = \"many\"\n").unwrap();
     let absent = dir.0.join("absent.yaml");
@@ -304,8 +311,7 @@ fn doctor_with_a_broken_config_or_kubeconfig_exits_78_naming_the_file() {
 
 #[test]
 fn doctor_against_an_address_nobody_answers_fails_the_connection_and_still_reads_the_host() {
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-down-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Dir::new("nl-doctor-down");
     let (config, port) = unreachable_config(&dir.0);
     let on = dir.0.join("kcm.yaml");
     std::fs::write(&on, kubeadm_manifest("*")).unwrap();
@@ -358,8 +364,7 @@ fn unreachable_config(dir: &Path) -> (PathBuf, u16) {
 /// switch-over (server version unknown here: the 1.29+ names, and a note).
 #[test]
 fn doctor_reads_k0s_and_microk8s_files_enabled_and_disabled() {
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-k0s-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Dir::new("nl-doctor-k0s");
     let (config, _) = unreachable_config(&dir.0);
     let absent = dir.0.join("absent");
     let fixture = |name: &str| {
@@ -426,8 +431,7 @@ fn doctor_reads_k0s_and_microk8s_files_enabled_and_disabled() {
 /// config file).
 #[test]
 fn doctor_given_a_file_of_another_kind_exits_78_naming_it_and_what_it_expected() {
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-kind-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Dir::new("nl-doctor-kind");
     let (config, _) = unreachable_config(&dir.0);
     let absent = dir.0.join("absent");
     let manifest = dir.0.join("kube-controller-manager.yaml");

@@ -21,9 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use e2e_support::{
-    Daemon, Kubelets, Sim, TempDir, Timing, config_text, free_port, http_get, wait_until,
-};
+use e2e_support::{TempDir, http_get, metrics_run, wait_until};
 use ops_support::promql::metric_names;
 use ops_support::read;
 use ops_support::texts::{config_page_sections, config_toml_sections, usage_words};
@@ -271,22 +269,14 @@ const TOKEN: &str = "ops-pack";
 
 #[test]
 fn the_alerts_and_the_dashboard_read_only_metrics_a_live_daemon_exports() {
-    let sim = Sim::start("ops-pack", &[TOKEN]);
-    let nodes: Vec<String> = ["n1", "n2"].iter().map(|s| s.to_string()).collect();
-    for n in &nodes {
-        sim.add_node(n, Some("z1"));
-    }
-    let _kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
-    let port = free_port();
     // Fencing on (its metrics exist only then), for no node.
-    let text = format!(
-        "metrics_address = \"127.0.0.1:{port}\"\n{}\
-         [fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n\
-         match_labels = {{ \"node-lifecycled.io/fencing\" = \"never\" }}\n",
-        config_text(&sim.kubeconfig(TOKEN), &Timing::default())
+    let run = metrics_run(
+        "ops-pack",
+        TOKEN,
+        "[fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n\
+         match_labels = { \"node-lifecycled.io/fencing\" = \"never\" }\n",
     );
-    let mut d = Daemon::start("ops-pack", &sim.dir, &text, &[]);
-    d.wait_log("acting (leader election disabled)", Duration::from_secs(15));
+    let (sim, d, port) = (&run.sim, &run.daemon, run.port);
     let (code, body) = http_get(port, "/metrics");
     assert_eq!(code, 200, "{body}");
     let families = exported(&body);

@@ -570,6 +570,39 @@ pub fn holds_for(
     }
 }
 
+/// Nodes `n1` and `n2` (zone `z1`) with live kubelets, and the daemon acting on them with its
+/// metrics endpoint on `port`. Fields drop in order: the daemon stops first.
+pub struct MetricsRun {
+    pub daemon: Daemon,
+    pub kubelets: Kubelets,
+    pub sim: Sim,
+    pub port: u16,
+}
+
+/// Starts a [`MetricsRun`]; `extra` is appended to the daemon's configuration (after its
+/// `[leader_election]` table, so it starts a table of its own).
+pub fn metrics_run(name: &str, token: &str, extra: &str) -> MetricsRun {
+    let sim = Sim::start(name, &[token]);
+    let nodes: Vec<String> = ["n1", "n2"].iter().map(|s| s.to_string()).collect();
+    for n in &nodes {
+        sim.add_node(n, Some("z1"));
+    }
+    let kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
+    let port = free_port();
+    let text = format!(
+        "metrics_address = \"127.0.0.1:{port}\"\n{}{extra}",
+        config_text(&sim.kubeconfig(token), &Timing::default())
+    );
+    let mut daemon = Daemon::start(name, &sim.dir, &text, &[]);
+    daemon.wait_log("acting (leader election disabled)", Duration::from_secs(15));
+    MetricsRun {
+        daemon,
+        kubelets,
+        sim,
+        port,
+    }
+}
+
 /// A loopback port that was free a moment ago, for the daemon's `metrics_address`.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
