@@ -46,8 +46,8 @@ mkdir -p "$root/DEBIAN"
 doc="$root/usr/share/doc/node-lifecycled"
 
 install -D -m 0755 "$binary" "$root/usr/sbin/node-lifecycled"
-# As dh_strip does for an executable: no symbols, no .comment or .note sections (a release
-# build's line tables are of no use without its sources either).
+# As dh_strip does for an executable (Debian ships binaries stripped; debug information
+# belongs in a separate -dbgsym package): no symbols, no .comment or .note sections.
 strip --remove-section=.comment --remove-section=.note "$root/usr/sbin/node-lifecycled" \
   || die "strip failed (binutils)"
 install -D -m 0644 systemd/node-lifecycled.service "$root/usr/lib/systemd/system/node-lifecycled.service"
