@@ -31,6 +31,7 @@ usage:
                                               print the effective configuration and exit
   node-lifecycled doctor [--config PATH] [--output text|json] [--kubeconfig PATH]
                          [--kcm-manifest PATH] [--k3s-config PATH] [--rke2-config PATH]
+                         [--k0s-config PATH] [--microk8s-args PATH]
                                               check a host and cluster before and after the
                                               switch from kube-controller-manager: one line per
                                               check (ok / warn / fail, and what to do)
@@ -56,6 +57,9 @@ doctor options:
                        (default /etc/kubernetes/manifests/kube-controller-manager.yaml)
   --k3s-config PATH    default /etc/rancher/k3s/config.yaml
   --rke2-config PATH   default /etc/rancher/rke2/config.yaml
+  --k0s-config PATH    default /etc/k0s/k0s.yaml
+  --microk8s-args PATH default /var/snap/microk8s/current/args/kube-controller-manager
+                       (a file that is not the kind its option names: exit 78)
 
 signals:
   SIGTERM, SIGINT  finish the action in hand and exit 0
@@ -67,7 +71,8 @@ exit codes:
   1   runtime failure (doctor: a check failed)
   64  usage error (unknown argument)
   78  configuration error (the message names the file, line and key), including a
-      kubeconfig, certificate, key or token file that cannot be read or parsed
+      kubeconfig, certificate, key or token file that cannot be read or parsed, and
+      for doctor a host file that is not the kind its option names
   status / explain: 0 answered, 1 the daemon refused (unknown node or pod), 69 no daemon
       answers on the socket, 77 permission denied on the socket (run as root)
 
@@ -159,13 +164,16 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
             {
                 subject = Some(text.to_string());
             }
-            "--output" | "--kubeconfig" | "--kcm-manifest" | "--k3s-config" | "--rke2-config" => {
+            "--output" | "--kubeconfig" | "--kcm-manifest" | "--k3s-config" | "--rke2-config"
+            | "--k0s-config" | "--microk8s-args" => {
                 let flag: &'static str = match text {
                     "--output" => "--output",
                     "--kubeconfig" => "--kubeconfig",
                     "--kcm-manifest" => "--kcm-manifest",
                     "--k3s-config" => "--k3s-config",
-                    _ => "--rke2-config",
+                    "--rke2-config" => "--rke2-config",
+                    "--k0s-config" => "--k0s-config",
+                    _ => "--microk8s-args",
                 };
                 if doctor_flags.contains(&flag) {
                     return Err(format!("{flag} given twice"));
@@ -183,7 +191,9 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                     "--kubeconfig" => kubeconfig = Some(PathBuf::from(value)),
                     "--kcm-manifest" => host.kubeadm_manifest = PathBuf::from(value),
                     "--k3s-config" => host.k3s_config = PathBuf::from(value),
-                    _ => host.rke2_config = PathBuf::from(value),
+                    "--rke2-config" => host.rke2_config = PathBuf::from(value),
+                    "--k0s-config" => host.k0s_config = PathBuf::from(value),
+                    _ => host.microk8s_args = PathBuf::from(value),
                 }
             }
             _ => return Err(format!("unknown argument {text:?}")),
@@ -448,6 +458,10 @@ mod tests {
             "k3s.yaml",
             "--rke2-config",
             "rke2.yaml",
+            "--k0s-config",
+            "k0s.yaml",
+            "--microk8s-args",
+            "kcm-args",
         ]) else {
             panic!("doctor options refused")
         };
@@ -457,6 +471,8 @@ mod tests {
         assert_eq!(o.host.kubeadm_manifest, PathBuf::from("m.yaml"));
         assert_eq!(o.host.k3s_config, PathBuf::from("k3s.yaml"));
         assert_eq!(o.host.rke2_config, PathBuf::from("rke2.yaml"));
+        assert_eq!(o.host.k0s_config, PathBuf::from("k0s.yaml"));
+        assert_eq!(o.host.microk8s_args, PathBuf::from("kcm-args"));
     }
 
     #[test]

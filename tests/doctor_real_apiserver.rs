@@ -5,7 +5,8 @@
 //! told apart, with the exact `--controllers` value for 1.20 (`nodelifecycle`).
 //!
 //! Fails if the server cannot be started, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it
-//! says why).
+//! says why). The tests that need no server (a configuration that cannot be read, a host file
+//! of another kind, an address nobody answers, k0s and MicroK8s hosts) run either way.
 
 mod real_apiserver_support;
 
@@ -17,6 +18,15 @@ use real_apiserver_support::RealApiserver;
 use serde_json::Value;
 
 struct Dir(PathBuf);
+
+impl Dir {
+    /// A fresh directory `name-PID` under the temp dir.
+    fn new(name: &str) -> Dir {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+}
 
 impl Drop for Dir {
     fn drop(&mut self) {
@@ -68,19 +78,31 @@ fn lease_manifest(name: &str, seconds: u32) -> String {
 }
 
 fn doctor(config: &Path, manifest: &Path, absent: &Path, output: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_node-lifecycled"))
-        .arg("doctor")
+    doctor_on_host(config, &[("--kcm-manifest", manifest)], absent, output)
+}
+
+/// doctor with the host files of `files` (`(option, path)`), every other one `absent`, so the
+/// machine's own files play no part.
+fn doctor_on_host(config: &Path, files: &[(&str, &Path)], absent: &Path, output: &str) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_node-lifecycled"));
+    cmd.arg("doctor")
         .arg("--config")
         .arg(config)
-        .args(["--output", output])
-        .arg("--kcm-manifest")
-        .arg(manifest)
-        .arg("--k3s-config")
-        .arg(absent)
-        .arg("--rke2-config")
-        .arg(absent)
-        .output()
-        .expect("run node-lifecycled doctor")
+        .args(["--output", output]);
+    for option in [
+        "--kcm-manifest",
+        "--k3s-config",
+        "--rke2-config",
+        "--k0s-config",
+        "--microk8s-args",
+    ] {
+        let path = files
+            .iter()
+            .find(|(o, _)| *o == option)
+            .map_or(absent, |(_, p)| *p);
+        cmd.arg(option).arg(path);
+    }
+    cmd.output().expect("run node-lifecycled doctor")
 }
 
 fn checks(out: &Output) -> Vec<Value> {
@@ -107,8 +129,7 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
     let Some(server) = RealApiserver::start() else {
         return;
     };
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-e2e-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Dir::new("nl-doctor-e2e");
     let config = dir.0.join("config.toml");
     std::fs::write(
         &config,
@@ -268,8 +289,7 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
 
 #[test]
 fn doctor_with_a_broken_config_or_kubeconfig_exits_78_naming_the_file() {
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-cfg-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = Dir::new("nl-doctor-cfg");
     let config = dir.0.join("config.toml");
     std::fs::write(&config, "large_cluster_size_threshold = \"many\"\n").unwrap();
     let absent = dir.0.join("absent.yaml");
@@ -291,20 +311,8 @@ fn doctor_with_a_broken_config_or_kubeconfig_exits_78_naming_the_file() {
 
 #[test]
 fn doctor_against_an_address_nobody_answers_fails_the_connection_and_still_reads_the_host() {
-    let dir = Dir(std::env::temp_dir().join(format!("nl-doctor-down-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
-    // A port that was free a moment ago: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let config = dir.0.join("config.toml");
-    std::fs::write(
-        &config,
-        format!("[api]\nserver = \"http://127.0.0.1:{port}\"\nrequest_timeout = \"2s\"\n"),
-    )
-    .unwrap();
+    let dir = Dir::new("nl-doctor-down");
+    let (config, port) = unreachable_config(&dir.0);
     let on = dir.0.join("kcm.yaml");
     std::fs::write(&on, kubeadm_manifest("*")).unwrap();
     let out = doctor(&config, &on, &dir.0.join("absent.yaml"), "text");
@@ -333,4 +341,121 @@ fn doctor_against_an_address_nobody_answers_fails_the_connection_and_still_reads
             && kcm.contains("before 1.29 the name is nodelifecycle"),
         "{kcm}"
     );
+}
+
+/// A config whose server nobody answers at (a port free a moment ago): doctor reports the
+/// connection failure and still reads the host.
+fn unreachable_config(dir: &Path) -> (PathBuf, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[api]\nserver = \"http://127.0.0.1:{port}\"\nrequest_timeout = \"2s\"\n"),
+    )
+    .unwrap();
+    (config, port)
+}
+
+/// Issue #29: k0s and MicroK8s hosts, as their files are found on them, before and after the
+/// switch-over (server version unknown here: the 1.29+ names, and a note).
+#[test]
+fn doctor_reads_k0s_and_microk8s_files_enabled_and_disabled() {
+    let dir = Dir::new("nl-doctor-k0s");
+    let (config, _) = unreachable_config(&dir.0);
+    let absent = dir.0.join("absent");
+    let fixture = |name: &str| {
+        let path = dir.0.join(name);
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("src/doctor/fixtures")
+                .join(name),
+        )
+        .unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let k0s_on = fixture("k0s-enabled.yaml");
+    let k0s_off = fixture("k0s-disabled.yaml");
+    let mk8s_on = fixture("microk8s-enabled");
+    let mk8s_off = fixture("microk8s-disabled");
+    let line = |out: &Output, label: &str| -> String {
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines()
+            .find(|l| l.contains(&format!("controllers/{label} ")))
+            .unwrap_or_else(|| panic!("no {label} line:\n{text}"))
+            .to_string()
+    };
+
+    let out = doctor_on_host(
+        &config,
+        &[("--k0s-config", &k0s_on), ("--microk8s-args", &mk8s_on)],
+        &absent,
+        "text",
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let k0s = line(&out, "k0s config");
+    assert!(k0s.starts_with("fail"), "{k0s}");
+    assert!(
+        k0s.contains(&format!(
+            "-> set spec.controllerManager.extraArgs.controllers: \"*,bootstrapsigner,tokencleaner,-node-lifecycle-controller,-taint-eviction-controller\" in {}",
+            k0s_on.display()
+        )),
+        "{k0s}"
+    );
+    let mk8s = line(&out, "MicroK8s arguments");
+    assert!(mk8s.starts_with("fail"), "{mk8s}");
+    assert!(
+        mk8s.contains("-> put --controllers=*,-node-lifecycle-controller,-taint-eviction-controller on a line of its own"),
+        "{mk8s}"
+    );
+
+    let out = doctor_on_host(
+        &config,
+        &[("--k0s-config", &k0s_off), ("--microk8s-args", &mk8s_off)],
+        &absent,
+        "text",
+    );
+    assert!(line(&out, "k0s config").starts_with("ok"), "{out:?}");
+    assert!(
+        line(&out, "MicroK8s arguments").starts_with("ok"),
+        "{out:?}"
+    );
+}
+
+/// A file that is not the kind its option names is a mistake in the invocation: exit 78 and
+/// one line naming the file and what was expected, before anything is checked (as a broken
+/// config file).
+#[test]
+fn doctor_given_a_file_of_another_kind_exits_78_naming_it_and_what_it_expected() {
+    let dir = Dir::new("nl-doctor-kind");
+    let (config, _) = unreachable_config(&dir.0);
+    let absent = dir.0.join("absent");
+    let manifest = dir.0.join("kube-controller-manager.yaml");
+    std::fs::write(&manifest, kubeadm_manifest("*")).unwrap();
+    let args = dir.0.join("kube-controller-manager");
+    std::fs::write(&args, "--profiling=false\n--controllers=*\n").unwrap();
+    for (option, path, expected) in [
+        ("--k0s-config", &manifest, "a k0s ClusterConfig"),
+        (
+            "--microk8s-args",
+            &manifest,
+            "MicroK8s' kube-controller-manager arguments",
+        ),
+        ("--kcm-manifest", &args, "a kubeadm static pod manifest"),
+    ] {
+        let out = doctor_on_host(&config, &[(option, path)], &absent, "text");
+        assert_eq!(out.status.code(), Some(78), "{option}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{option}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("{}: expected {expected}", path.display()))
+                && stderr.contains(option),
+            "{option}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "nothing checked: {out:?}");
+    }
 }

@@ -4,11 +4,11 @@
 
 mod e2e_support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
-use e2e_support::{Daemon, Kubelets, Sim, Timing, config_text, holds_for, wait_until};
+use e2e_support::{
+    Daemon, Kubelets, Sim, Timing, config_text, holds_for, http_get, metrics_run, wait_until,
+};
 use serde_json::json;
 
 const TOKEN: &str = "daemon-a";
@@ -96,47 +96,10 @@ fn dry_run_decides_and_logs_would_lines_but_writes_nothing_until_turned_off() {
     );
 }
 
-fn http_get(port: u16, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let code = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (code, body)
-}
-
 #[test]
 fn metrics_endpoint_serves_metrics_health_and_readiness() {
-    let sim = Sim::start("metrics", &[TOKEN]);
-    let nodes: Vec<String> = ["n1", "n2"].iter().map(|s| s.to_string()).collect();
-    for n in &nodes {
-        sim.add_node(n, Some("z1"));
-    }
-    let _kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let text = format!(
-        "metrics_address = \"127.0.0.1:{port}\"\n{}",
-        config_text(&sim.kubeconfig(TOKEN), &Timing::default())
-    );
-    let mut d = Daemon::start("metrics", &sim.dir, &text, &[]);
-    d.wait_log("acting (leader election disabled)", Duration::from_secs(15));
+    let run = metrics_run("metrics", TOKEN, "");
+    let (sim, d, port) = (&run.sim, &run.daemon, run.port);
     let (code, body) = http_get(port, "/metrics");
     assert_eq!(code, 200, "{body}");
     let zone_size: Vec<&str> = body
@@ -153,7 +116,7 @@ fn metrics_endpoint_serves_metrics_health_and_readiness() {
 
     // A node falls silent: its Ready=Unknown status write is timed into the per-node health
     // histogram; every controller pass into the all-nodes one.
-    _kubelets.set_alive("n2", false);
+    run.kubelets.set_alive("n2", false);
     wait_until(
         "n2 Ready=Unknown",
         Duration::from_secs(20),

@@ -387,3 +387,99 @@ fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
     let dump = snap.to_text_lines().join("\n");
     assert!(dump.contains("pool=zone-b"), "{dump}");
 }
+
+/// Issue #29: what the alerts and the dashboard of `conf/monitoring/` read beyond upstream's
+/// gauges: zone states, queues, nodes by Ready, whether each watch follows the server and for how
+/// long it has not, the grace period, decisions by kind and API latency by verb.
+#[test]
+fn zone_states_nodes_by_ready_watch_currency_decisions_and_api_latency() {
+    let c = cluster(true, 4);
+    let mut snap = snapshot(&c, DumpFormat::Text);
+    // A kind Decision::KINDS does not list yet still shows once counted.
+    snap.decisions.insert("a-new-kind", 1);
+    let text = render(&snap);
+    let (types, samples) = parse_exposition(&text);
+    let a = "r1:\u{0}:a";
+    let b = "r1:\u{0}:b";
+    for (zone, current) in [(a, "Normal"), (b, "FullDisruption")] {
+        for state in ["Initial", "Normal", "PartialDisruption", "FullDisruption"] {
+            assert_eq!(
+                value(
+                    &samples,
+                    "node_lifecycled_zone_state",
+                    &[("zone", zone), ("state", state)]
+                ),
+                if state == current { 1.0 } else { 0.0 },
+                "{zone:?} {state}\n{text}"
+            );
+        }
+        value(
+            &samples,
+            "node_lifecycled_zone_taint_queue",
+            &[("zone", zone)],
+        );
+    }
+    for (ready, n) in [
+        ("True", 3.0),
+        ("False", 1.0),
+        ("Unknown", 4.0),
+        ("none", 0.0),
+    ] {
+        assert_eq!(
+            value(&samples, "node_lifecycled_nodes", &[("ready", ready)]),
+            n,
+            "{ready}"
+        );
+    }
+
+    let up = |r: &str| value(&samples, "node_lifecycled_watch_up", &[("resource", r)]);
+    let down = |r: &str| {
+        value(
+            &samples,
+            "node_lifecycled_watch_down_seconds",
+            &[("resource", r)],
+        )
+    };
+    assert_eq!((up("nodes"), down("nodes")), (1.0, 0.0));
+    assert_eq!((up("pods"), down("pods")), (0.0, 75.0));
+    assert_eq!(
+        value(
+            &samples,
+            "node_lifecycled_node_monitor_grace_period_seconds",
+            &[]
+        ),
+        50.0
+    );
+
+    // Every kind is there, zero or not, and the one counted beyond them.
+    let kinds: Vec<&str> = samples
+        .iter()
+        .filter(|s| s.name == "node_lifecycled_decisions_total")
+        .map(|s| s.labels["decision"].as_str())
+        .collect();
+    assert_eq!(kinds.len(), 10, "{kinds:?}");
+    let decided = |k: &str| {
+        value(
+            &samples,
+            "node_lifecycled_decisions_total",
+            &[("decision", k)],
+        )
+    };
+    assert_eq!((decided("taints"), decided("pod-deletion")), (5.0, 0.0));
+    assert_eq!(decided("a-new-kind"), 1.0);
+
+    let name = "node_lifecycled_api_request_duration_seconds";
+    assert_eq!(types[name], "histogram");
+    assert_eq!(
+        value(
+            &samples,
+            &format!("{name}_bucket"),
+            &[("verb", "GET"), ("le", "0.025")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(&samples, &format!("{name}_count"), &[("verb", "GET")]),
+        2.0
+    );
+}

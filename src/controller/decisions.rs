@@ -126,7 +126,22 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// `DECISION=` in the journal: a stable name per kind.
+    /// Every [`Decision::kind`], in declaration order: `/metrics` counts each, zero included,
+    /// so a kind that has not happened yet is a 0 and not a missing series.
+    pub const KINDS: [&'static str; 10] = [
+        "node-unknown",
+        "node-ready",
+        "zone-state",
+        "all-zones-down",
+        "zone-waits",
+        "taints",
+        "pods-not-ready",
+        "pod-deletion",
+        "deletion-cancelled",
+        "fencing",
+    ];
+
+    /// `DECISION=` in the journal: a stable name per kind (one of [`Decision::KINDS`]).
     pub fn kind(&self) -> &'static str {
         match self {
             Decision::NodeUnknown { .. } => "node-unknown",

@@ -16,6 +16,13 @@ pub enum ZoneState {
 }
 
 impl ZoneState {
+    pub const ALL: [ZoneState; 4] = [
+        ZoneState::Initial,
+        ZoneState::Normal,
+        ZoneState::FullDisruption,
+        ZoneState::PartialDisruption,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ZoneState::Initial => "Initial",

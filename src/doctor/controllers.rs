@@ -1,6 +1,6 @@
 //! Is kube-controller-manager's own node lifecycle / taint eviction controller still enabled on
-//! this host? Read from the kubeadm static-pod manifest, or the k3s / rke2 config, and the
-//! exact `--controllers` value that turns them off for this server version.
+//! this host? Read from the distribution's file (`host_files.rs`: kubeadm, k3s, rke2, k0s,
+//! MicroK8s), and the exact `--controllers` value that turns them off for this server version.
 //!
 //! Names (upstream `cmd/kube-controller-manager/names`): before 1.29 one controller,
 //! `nodelifecycle`, which also did taint eviction; from 1.29 `node-lifecycle-controller` (old
@@ -8,17 +8,10 @@
 //! upstream's `IsControllerEnabled`: the first item naming the controller (`name` or `-name`)
 //! decides; otherwise `*` enables every default controller; no `--controllers` flag means `*`.
 
-use std::path::Path;
-
-use serde_yaml_ng::Value;
-
+use super::host_files::{Flavour, Found};
 use super::{Check, HostFiles, Report};
 
 const GROUP: &str = "controllers";
-
-pub const KUBEADM_MANIFEST: &str = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
-pub const K3S_CONFIG: &str = "/etc/rancher/k3s/config.yaml";
-pub const RKE2_CONFIG: &str = "/etc/rancher/rke2/config.yaml";
 
 /// The controllers this daemon replaces, by the server's minor version (`None`: unknown,
 /// assume current names).
@@ -81,113 +74,22 @@ pub fn disabling_value(value: Option<&str>, version: Option<(u32, u32)>) -> Stri
     out.join(",")
 }
 
-/// The `--controllers` value of a kubeadm static-pod manifest (`None`: the flag is absent).
-pub fn kubeadm_controllers(yaml: &str) -> Result<Option<String>, String> {
-    let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
-    let containers = doc
-        .get("spec")
-        .and_then(|s| s.get("containers"))
-        .and_then(Value::as_sequence)
-        .ok_or("no spec.containers: not a static pod manifest")?;
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_sequence)
-            .map(|s| {
-                s.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let container = containers
-        .iter()
-        .find(|c| {
-            c.get("name").and_then(Value::as_str) == Some("kube-controller-manager")
-                || strings(c.get("command"))
-                    .first()
-                    .is_some_and(|cmd| cmd.ends_with("kube-controller-manager"))
-        })
-        .ok_or("no kube-controller-manager container")?;
-    let mut args = strings(container.get("command"));
-    args.extend(strings(container.get("args")));
-    let mut found = None;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if let Some(v) = arg.strip_prefix("--controllers=") {
-            found = Some(v.to_string());
-        } else if arg == "--controllers" {
-            found = Some(
-                iter.next()
-                    .cloned()
-                    .ok_or("--controllers without a value")?,
-            );
-        }
+/// One line per host file found (`host_files::read`), or one saying none was.
+pub fn check(found: &[Found], host: &HostFiles, version: Option<(u32, u32)>, report: &mut Report) {
+    for f in found {
+        report.push(check_found(f, version));
     }
-    Ok(found)
-}
-
-/// The `controllers=` entry of `kube-controller-manager-arg` in a k3s or rke2 config file.
-pub fn k3s_controllers(yaml: &str) -> Result<Option<String>, String> {
-    if yaml.trim().is_empty() {
-        return Ok(None);
-    }
-    let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
-    let args: Vec<String> = match doc.get("kube-controller-manager-arg") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Sequence(seq)) => seq
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or("kube-controller-manager-arg: entries must be strings")
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err("kube-controller-manager-arg: must be a string or a list".into()),
-    };
-    Ok(args
-        .iter()
-        .filter_map(|a| {
-            a.trim_start_matches('-')
-                .strip_prefix("controllers=")
-                .map(str::to_string)
-        })
-        .next_back())
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Flavour {
-    Kubeadm,
-    K3s,
-    Rke2,
-}
-
-pub fn check(host: &HostFiles, version: Option<(u32, u32)>, report: &mut Report) {
-    let files = [
-        (Flavour::Kubeadm, &host.kubeadm_manifest),
-        (Flavour::K3s, &host.k3s_config),
-        (Flavour::Rke2, &host.rke2_config),
-    ];
-    let mut seen = false;
-    for (flavour, path) in files {
-        if !path.exists() {
-            continue;
-        }
-        seen = true;
-        report.push(check_file(flavour, path, version));
-    }
-    if !seen {
+    if found.is_empty() {
         let value = disabling_value(None, version);
+        let looked: Vec<String> = Flavour::ALL
+            .iter()
+            .map(|f| format!("{} ({})", f.label(), f.path(host).display()))
+            .collect();
         report.push(
             Check::warn(
                 GROUP,
                 "kube-controller-manager",
-                format!(
-                    "no kubeadm manifest ({}), k3s ({}) or rke2 ({}) config on this host: not checked",
-                    host.kubeadm_manifest.display(),
-                    host.k3s_config.display(),
-                    host.rke2_config.display()
-                ),
+                format!("none on this host: {}; not checked", looked.join(", ")),
             )
             .action(format!(
                 "on the hosts that run kube-controller-manager, make sure --controllers={value}{}",
@@ -205,70 +107,47 @@ fn version_note(version: Option<(u32, u32)>) -> &'static str {
     }
 }
 
-/// Reads the `--controllers` value out of one kind of file.
-type Parser = fn(&str) -> Result<Option<String>, String>;
-
-fn check_file(flavour: Flavour, path: &Path, version: Option<(u32, u32)>) -> Check {
-    let (label, parse): (&str, Parser) = match flavour {
-        Flavour::Kubeadm => ("kubeadm manifest", kubeadm_controllers),
-        Flavour::K3s => ("k3s config", k3s_controllers),
-        Flavour::Rke2 => ("rke2 config", k3s_controllers),
-    };
-    let name = format!("{label} {}", path.display());
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+fn check_found(found: &Found, version: Option<(u32, u32)>) -> Check {
+    let name = format!("{} {}", found.flavour.label(), found.path.display());
+    let setting = match &found.setting {
+        Ok(s) => s,
         Err(e) => {
-            return Check::fail(GROUP, name, format!("cannot read: {e}"))
+            return Check::fail(GROUP, name, e.clone())
                 .action("run doctor as root on the control-plane host");
         }
     };
-    let value = match parse(&text) {
-        Ok(v) => v,
-        Err(e) => return Check::fail(GROUP, name, format!("cannot parse: {e}")),
-    };
-    let shown = match &value {
-        Some(v) => format!("--controllers={v}"),
-        None => "no --controllers (every default controller runs)".to_string(),
-    };
+    let value = setting.value.as_deref();
     let still: Vec<&str> = replaced(version)
         .iter()
         .copied()
-        .filter(|c| enabled(value.as_deref(), c, version))
+        .filter(|c| enabled(value, c, version))
         .collect();
     if still.is_empty() {
         return Check::ok(
             GROUP,
             name,
-            format!("{shown}: {} disabled", replaced(version).join(", ")),
+            format!(
+                "{}: {} disabled",
+                setting.shown,
+                replaced(version).join(", ")
+            ),
         );
     }
-    let fix = disabling_value(value.as_deref(), version);
-    let action = match flavour {
-        Flavour::Kubeadm => format!(
-            "set --controllers={fix} in {} (the kubelet restarts kube-controller-manager){}",
-            path.display(),
-            version_note(version)
-        ),
-        Flavour::K3s | Flavour::Rke2 => format!(
-            "set kube-controller-manager-arg: [\"controllers={fix}\"] in {} and restart {}{}",
-            path.display(),
-            if flavour == Flavour::K3s {
-                "k3s"
-            } else {
-                "rke2-server"
-            },
-            version_note(version)
-        ),
-    };
+    let fix = disabling_value(value, version);
     Check::fail(
         GROUP,
         name,
         format!(
-            "{shown}: {} still enabled; both would act on the same nodes",
+            "{}: {} still enabled; both would act on the same nodes",
+            setting.shown,
             still.join(", ")
         ),
     )
-    .action(action)
+    .action(format!(
+        "{}{}",
+        found.flavour.fix(&found.path, &fix),
+        version_note(version)
+    ))
 }
 
 #[cfg(test)]
@@ -278,61 +157,6 @@ mod tests {
 
     const V120: Option<(u32, u32)> = Some((1, 20));
     const V130: Option<(u32, u32)> = Some((1, 30));
-
-    fn manifest(args: &[&str]) -> String {
-        let mut text = String::from(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-controller-manager\n  namespace: kube-system\nspec:\n  containers:\n  - name: kube-controller-manager\n    image: registry.k8s.io/kube-controller-manager:v1.30.0\n    command:\n    - kube-controller-manager\n",
-        );
-        for a in args {
-            text.push_str(&format!("    - \"{a}\"\n"));
-        }
-        text
-    }
-
-    #[test]
-    fn the_kubeadm_manifest_flag_is_found_in_either_spelling_or_absent() {
-        let m = manifest(&[
-            "--bind-address=127.0.0.1",
-            "--controllers=*,bootstrapsigner,tokencleaner",
-        ]);
-        assert_eq!(
-            kubeadm_controllers(&m),
-            Ok(Some("*,bootstrapsigner,tokencleaner".into()))
-        );
-        let split = manifest(&["--controllers", "*,-nodelifecycle"]);
-        assert_eq!(
-            kubeadm_controllers(&split),
-            Ok(Some("*,-nodelifecycle".into()))
-        );
-        assert_eq!(kubeadm_controllers(&manifest(&["--v=2"])), Ok(None));
-        assert!(kubeadm_controllers("kind: Pod\nspec: {}\n").is_err());
-        assert!(
-            kubeadm_controllers("spec:\n  containers:\n  - name: etcd\n")
-                .unwrap_err()
-                .contains("no kube-controller-manager")
-        );
-        assert!(kubeadm_controllers(": [").is_err());
-    }
-
-    #[test]
-    fn k3s_and_rke2_configs_carry_it_in_kube_controller_manager_arg() {
-        assert_eq!(
-            k3s_controllers(
-                "kube-controller-manager-arg:\n  - \"node-monitor-grace-period=20s\"\n  - \"controllers=*,-node-lifecycle-controller\"\n"
-            ),
-            Ok(Some("*,-node-lifecycle-controller".into()))
-        );
-        assert_eq!(
-            k3s_controllers("kube-controller-manager-arg: \"--controllers=*\"\n"),
-            Ok(Some("*".into()))
-        );
-        assert_eq!(
-            k3s_controllers("write-kubeconfig-mode: \"0644\"\n"),
-            Ok(None)
-        );
-        assert_eq!(k3s_controllers(""), Ok(None));
-        assert!(k3s_controllers("kube-controller-manager-arg: {a: 1}\n").is_err());
-    }
 
     #[test]
     fn enabling_follows_upstream_first_match_then_star_with_the_1_29_rename() {
@@ -374,15 +198,24 @@ mod tests {
         );
     }
 
+    fn found(flavour: Flavour, text: &str) -> Found {
+        Found {
+            flavour,
+            path: flavour.path(&HostFiles::default()).to_path_buf(),
+            setting: Ok(flavour.parse(text).unwrap()),
+        }
+    }
+
+    fn kubeadm(controllers: &str) -> Found {
+        let manifest = format!(
+            "kind: Pod\nspec:\n  containers:\n  - name: kube-controller-manager\n    command:\n    - kube-controller-manager\n    - --controllers={controllers}\n"
+        );
+        found(Flavour::Kubeadm, &manifest)
+    }
+
     #[test]
-    fn a_manifest_file_is_judged_and_the_exact_value_printed() {
-        let dir = std::env::temp_dir().join(format!("nl-doctor-kcm-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let on = dir.join("on.yaml");
-        let off = dir.join("off.yaml");
-        std::fs::write(&on, manifest(&["--controllers=*,bootstrapsigner"])).unwrap();
-        std::fs::write(&off, manifest(&["--controllers=*,bootstrapsigner,-node-lifecycle-controller,-taint-eviction-controller"])).unwrap();
-        let fail = check_file(Flavour::Kubeadm, &on, V130);
+    fn a_manifest_is_judged_and_the_exact_value_printed_for_the_version() {
+        let fail = check_found(&kubeadm("*,bootstrapsigner"), V130);
         assert_eq!(fail.level, Level::Fail);
         assert!(
             fail.message
@@ -391,21 +224,97 @@ mod tests {
             fail.message
         );
         assert!(fail.action.contains("--controllers=*,bootstrapsigner,-node-lifecycle-controller,-taint-eviction-controller"), "{}", fail.action);
-        assert_eq!(check_file(Flavour::Kubeadm, &off, V130).level, Level::Ok);
+        let off =
+            kubeadm("*,bootstrapsigner,-node-lifecycle-controller,-taint-eviction-controller");
+        assert_eq!(check_found(&off, V130).level, Level::Ok);
         // The same file on a 1.28 server: those names mean nothing there, nodelifecycle runs.
-        let old = check_file(Flavour::Kubeadm, &off, Some((1, 28)));
+        let old = check_found(&off, Some((1, 28)));
         assert_eq!(old.level, Level::Fail);
         assert!(old.action.contains("-nodelifecycle"), "{}", old.action);
-        let missing = dir.join("absent.yaml");
+        // No host file at all: a warning with the value to use elsewhere.
         let mut report = Report::default();
-        let host = HostFiles {
-            kubeadm_manifest: missing.clone(),
-            k3s_config: missing.clone(),
-            rke2_config: missing,
-        };
-        check(&host, V130, &mut report);
+        check(&[], &HostFiles::default(), V130, &mut report);
         assert_eq!(report.checks.len(), 1);
         assert_eq!(report.checks[0].level, Level::Warn);
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            report.checks[0]
+                .message
+                .contains("k0s config (/etc/k0s/k0s.yaml)")
+                && report.checks[0].message.contains("MicroK8s arguments"),
+            "{}",
+            report.checks[0].message
+        );
+        let unreadable = Found {
+            setting: Err("cannot read: Permission denied (os error 13)".into()),
+            ..kubeadm("*")
+        };
+        let c = check_found(&unreadable, V130);
+        assert_eq!(c.level, Level::Fail);
+        assert!(c.action.contains("as root"));
+    }
+
+    /// k0s as installed: its default --controllers keeps the token controllers its joins need,
+    /// and so must the fix. Once set, the same file passes; on 1.28 the old name is needed.
+    #[test]
+    fn a_k0s_config_is_told_enabled_or_disabled_and_the_fix_keeps_k0s_defaults() {
+        let on = found(Flavour::K0s, include_str!("fixtures/k0s-enabled.yaml"));
+        let fail = check_found(&on, V130);
+        assert_eq!(fail.level, Level::Fail, "{}", fail.message);
+        assert_eq!(
+            fail.line(),
+            "fail  controllers/k0s config /etc/k0s/k0s.yaml: no controllers in \
+             spec.controllerManager.extraArgs: k0s passes \
+             --controllers=*,bootstrapsigner,tokencleaner: node-lifecycle-controller, \
+             taint-eviction-controller still enabled; both would act on the same nodes -> set \
+             spec.controllerManager.extraArgs.controllers: \"*,bootstrapsigner,tokencleaner,\
+             -node-lifecycle-controller,-taint-eviction-controller\" in /etc/k0s/k0s.yaml and \
+             restart k0s (k0s stop; k0s start)"
+        );
+        let old = check_found(&on, Some((1, 28)));
+        assert!(
+            old.action
+                .contains("controllers: \"*,bootstrapsigner,tokencleaner,-nodelifecycle\""),
+            "{}",
+            old.action
+        );
+        let off = found(Flavour::K0s, include_str!("fixtures/k0s-disabled.yaml"));
+        let ok = check_found(&off, V130);
+        assert_eq!(ok.level, Level::Ok, "{}", ok.message);
+        assert!(
+            ok.message
+                .ends_with("node-lifecycle-controller, taint-eviction-controller disabled")
+        );
+        assert_eq!(check_found(&off, Some((1, 28))).level, Level::Fail);
+    }
+
+    #[test]
+    fn a_microk8s_arguments_file_is_told_enabled_or_disabled_with_the_line_to_add() {
+        let on = found(Flavour::MicroK8s, include_str!("fixtures/microk8s-enabled"));
+        let fail = check_found(&on, V130);
+        assert_eq!(fail.level, Level::Fail, "{}", fail.message);
+        assert!(
+            fail.message
+                .starts_with("no --controllers (every default controller runs)"),
+            "{}",
+            fail.message
+        );
+        assert_eq!(
+            fail.action,
+            "put --controllers=*,-node-lifecycle-controller,-taint-eviction-controller on a line \
+             of its own in /var/snap/microk8s/current/args/kube-controller-manager (instead of \
+             any other --controllers line) and restart MicroK8s (snap restart microk8s)"
+        );
+        let old = check_found(&on, Some((1, 28)));
+        assert!(
+            old.action
+                .starts_with("put --controllers=*,-nodelifecycle on a line"),
+            "{}",
+            old.action
+        );
+        let off = found(
+            Flavour::MicroK8s,
+            include_str!("fixtures/microk8s-disabled"),
+        );
+        assert_eq!(check_found(&off, V130).level, Level::Ok);
     }
 }

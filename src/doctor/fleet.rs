@@ -1,7 +1,8 @@
 //! The fleet as the daemon would see it: zones and their sizes against
-//! `large_cluster_size_threshold`, nodes excluded from disruption, nodes already Unknown or
-//! tainted not-ready / unreachable, kubelet Lease durations against `node_monitor_grace_period`.
-//! Nodes are decoded with the daemon's own decoder, so zones and exclusions are what it computes.
+//! `large_cluster_size_threshold`, nodes excluded from disruption, nodes whose OpenYurt
+//! autonomy annotations the daemon would honour, nodes already Unknown or tainted not-ready /
+//! unreachable, kubelet Lease durations against `node_monitor_grace_period`. Nodes are decoded
+//! with the daemon's own decoder, so zones, exclusions and autonomy are what it computes.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,7 +13,8 @@ use super::{Check, Report};
 use crate::config::{Config, format_duration};
 use crate::kube::ApiClient;
 use crate::kube::decode::{DecodeContext, decode_list};
-use crate::model::{ConditionStatus, Node, taint_keys};
+use crate::model::autonomy_annotations::{BINDING, DURATION, LEGACY};
+use crate::model::{Autonomy, ConditionStatus, Node, taint_keys};
 
 const GROUP: &str = "fleet";
 const PAGE: u32 = 500;
@@ -194,6 +196,7 @@ pub fn analyse(nodes: &[Node], leases: Option<&[KubeletLease]>, config: &Config)
             )
         },
     ));
+    out.push(autonomy_check(nodes, config.autonomy));
     let unknown: Vec<&str> = nodes
         .iter()
         .filter(|n| {
@@ -239,6 +242,57 @@ pub fn analyse(nodes: &[Node], leases: Option<&[KubeletLease]>, config: &Config)
         out.push(lease_check(nodes, leases, config.node_monitor_grace_period));
     }
     out
+}
+
+/// OpenYurt's autonomy annotations are opt-in per node, but one left behind by an old OpenYurt
+/// install opts in silently: with `autonomy = true` (the default) that node's pods stay Ready
+/// and bound through an outage. Only annotations the daemon would act on are named (a
+/// `binding: "false"` or a duration it cannot read changes nothing; the daemon logs the latter).
+fn autonomy_check(nodes: &[Node], honoured: bool) -> Check {
+    const NAME: &str = "autonomy annotations";
+    let annotated: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| match n.autonomy {
+            Autonomy::None => None,
+            Autonomy::Forever => Some(format!("{} (forever)", n.name)),
+            Autonomy::For(d) => Some(format!("{} ({})", n.name, format_duration(d))),
+        })
+        .collect();
+    if annotated.is_empty() {
+        return Check::ok(
+            GROUP,
+            NAME,
+            format!(
+                "no node carries OpenYurt autonomy annotations ({DURATION}, {LEGACY}, {BINDING})"
+            ),
+        );
+    }
+    let listed = names(annotated.iter().map(String::as_str));
+    if !honoured {
+        return Check::ok(
+            GROUP,
+            NAME,
+            format!(
+                "{} nodes carry OpenYurt autonomy annotations, ignored (autonomy = false): {listed}",
+                annotated.len()
+            ),
+        );
+    }
+    Check::warn(
+        GROUP,
+        NAME,
+        format!(
+            "{} nodes carry OpenYurt autonomy annotations: {listed}; with autonomy = true, when one \
+             of them drops off its pods are not marked NotReady (Services keep sending them \
+             traffic) and the not-ready/unreachable taints do not evict them until that duration \
+             has passed, or ever",
+            annotated.len()
+        ),
+    )
+    .action(format!(
+        "if they are left from an old OpenYurt install, remove them (kubectl annotate node NAME \
+         {DURATION}- {LEGACY}- {BINDING}-), or set autonomy = false to ignore them on every node"
+    ))
 }
 
 fn lease_check(nodes: &[Node], leases: &[KubeletLease], grace: Duration) -> Check {
@@ -436,6 +490,58 @@ mod tests {
             find(&analyse(&[], Some(&[]), &cfg), "nodes").level,
             Level::Warn
         );
+    }
+
+    fn annotated(name: &str, annotations: &str) -> Node {
+        let json = format!(
+            r#"{{"metadata":{{"name":"{name}","uid":"u-{name}","resourceVersion":"1",
+            "creationTimestamp":"2024-01-01T00:00:00Z","annotations":{{{annotations}}}}},
+            "status":{{"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+        );
+        decode_object::<Node>(json.as_bytes(), &mut DecodeContext::new()).unwrap()
+    }
+
+    /// Issue #29: annotations left from an old OpenYurt install keep pods Ready and bound
+    /// through an outage while `autonomy = true`: a warning naming the nodes, what will happen
+    /// and how to remove them; with `autonomy = false` they are only named.
+    #[test]
+    fn nodes_with_openyurt_autonomy_annotations_are_named_with_what_happens_to_their_pods() {
+        let nodes = vec![
+            annotated("edge-1", r#""node.openyurt.io/autonomy-duration":"1h""#),
+            annotated("edge-2", r#""node.beta.openyurt.io/autonomy":"true""#),
+            annotated("edge-3", r#""apps.openyurt.io/binding":"true""#),
+            // Says nothing the daemon acts on.
+            annotated("plain", r#""apps.openyurt.io/binding":"false""#),
+        ];
+        let checks = analyse(&nodes, None, &config(""));
+        let c = find(&checks, "autonomy annotations");
+        assert_eq!(c.level, Level::Warn);
+        assert!(
+            c.message.starts_with(
+                "3 nodes carry OpenYurt autonomy annotations: edge-1 (1h), edge-2 (forever), \
+                 edge-3 (forever); with autonomy = true, when one of them drops off its pods are \
+                 not marked NotReady"
+            ),
+            "{}",
+            c.message
+        );
+        assert!(c.message.contains("do not evict them"), "{}", c.message);
+        assert_eq!(
+            c.action,
+            "if they are left from an old OpenYurt install, remove them (kubectl annotate node \
+             NAME node.openyurt.io/autonomy-duration- node.beta.openyurt.io/autonomy- \
+             apps.openyurt.io/binding-), or set autonomy = false to ignore them on every node"
+        );
+        let off = analyse(&nodes, None, &config("autonomy = false\n"));
+        let c = find(&off, "autonomy annotations");
+        assert_eq!(c.level, Level::Ok);
+        assert!(
+            c.message.contains("ignored (autonomy = false): edge-1"),
+            "{}",
+            c.message
+        );
+        let none = analyse(&nodes[3..], None, &config(""));
+        assert_eq!(find(&none, "autonomy annotations").level, Level::Ok);
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //! Groups, one file each: `cluster` (connection, TLS, identity, server version, clock skew),
 //! `permissions` (every rule of conf/rbac.yaml asked with SelfSubjectAccessReview),
 //! `controllers` (is kube-controller-manager's own node lifecycle / taint eviction controller
-//! still enabled on this host), `fleet` (zones, exclusions, nodes already Unknown or tainted,
-//! kubelet lease durations). A one-shot CLI: blocking calls, no event loop.
+//! still enabled on this host, from the files `host_files` reads: kubeadm, k3s, rke2, k0s,
+//! MicroK8s), `fleet` (zones, exclusions, autonomy annotations, nodes already Unknown or
+//! tainted, kubelet lease durations). A one-shot CLI: blocking calls, no event loop.
 
 pub mod cluster;
 pub mod controllers;
 pub mod fleet;
+pub mod host_files;
 pub mod permissions;
 
 use std::path::PathBuf;
@@ -109,20 +111,25 @@ pub enum Output {
     Json,
 }
 
-/// Where the host's kube-controller-manager configuration may be (flags override for tests).
+/// Where the host's kube-controller-manager configuration may be, one file per distribution
+/// (`--kcm-manifest`, `--k3s-config`, … name others).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostFiles {
     pub kubeadm_manifest: PathBuf,
     pub k3s_config: PathBuf,
     pub rke2_config: PathBuf,
+    pub k0s_config: PathBuf,
+    pub microk8s_args: PathBuf,
 }
 
 impl Default for HostFiles {
     fn default() -> Self {
         HostFiles {
-            kubeadm_manifest: PathBuf::from(controllers::KUBEADM_MANIFEST),
-            k3s_config: PathBuf::from(controllers::K3S_CONFIG),
-            rke2_config: PathBuf::from(controllers::RKE2_CONFIG),
+            kubeadm_manifest: PathBuf::from(host_files::KUBEADM_MANIFEST),
+            k3s_config: PathBuf::from(host_files::K3S_CONFIG),
+            rke2_config: PathBuf::from(host_files::RKE2_CONFIG),
+            k0s_config: PathBuf::from(host_files::K0S_CONFIG),
+            microk8s_args: PathBuf::from(host_files::MICROK8S_ARGS),
         }
     }
 }
@@ -183,10 +190,12 @@ impl Report {
     }
 }
 
-/// Runs every check. `Err` is a configuration error (the file, the kubeconfig it names): the
-/// caller exits 78 as the daemon would.
+/// Runs every check. `Err` is a configuration error (the file, the kubeconfig it names, a host
+/// file that is not the kind its option names): the caller exits 78 as the daemon would.
 pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
     let mut report = Report::default();
+    // Before the network: a wrong file given is said at once, alone.
+    let host = host_files::read(&options.host)?;
     let (mut client, connection) = cluster::connect(options, config)?;
     let server = cluster::check_server(&mut client, &connection, config, &mut report);
     let version = server.as_ref().and_then(|s| s.version);
@@ -194,7 +203,7 @@ pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
         cluster::check_identity(&mut client, version, &mut report);
         permissions::check(&mut client, config, &mut report);
     }
-    controllers::check(&options.host, version, &mut report);
+    controllers::check(&host, &options.host, version, &mut report);
     if server.is_some() {
         fleet::check(&mut client, config, &mut report);
     }

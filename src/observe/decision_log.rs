@@ -73,6 +73,8 @@ pub struct DecisionLog {
     /// Lines logged, and lines folded into others.
     pub lines: u64,
     pub folded: u64,
+    /// Decisions recorded, by [`Decision::kind`], folded or not (`/metrics`).
+    pub decided: BTreeMap<&'static str, u64>,
 }
 
 impl DecisionLog {
@@ -85,6 +87,7 @@ impl DecisionLog {
     pub fn record(&mut self, now: Time, decisions: Vec<Decision>, dry_run: bool) -> Vec<LogLine> {
         let mut out = self.flush(now);
         for d in &decisions {
+            *self.decided.entry(d.kind()).or_default() += 1;
             for (subject, text) in history_entries(d) {
                 self.history.record(subject, now, &text);
             }

@@ -130,6 +130,8 @@ fn deletions_of_one_turn_on_one_node_fold_into_one_line() {
     );
     assert_eq!(lines[0].fields().node, Some("worker-3"));
     assert_eq!(log.folded, 26);
+    // `/metrics` counts decisions, not lines.
+    assert_eq!(log.decided.get("pod-deletion"), Some(&27));
     // The history keeps each pod's own line.
     let h = log.history(&Subject::Pod("ns/web-05".into()));
     assert_eq!(h.len(), 1);
@@ -163,6 +165,11 @@ fn a_flood_across_turns_is_summarised_per_zone_and_kind() {
     assert_eq!(summary[0].fields().zone, Some("eu/a"));
     assert_eq!(log.next_deadline(), None);
     assert_eq!((log.lines, log.folded), (4, 57));
+    assert_eq!(
+        log.decided.get("node-unknown"),
+        Some(&60),
+        "folded ones too"
+    );
     // A new window starts afresh.
     let later = log.record(t0 + WINDOW * 2, vec![unknown("w99")], false);
     assert_eq!(later.len(), 1);

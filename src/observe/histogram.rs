@@ -49,6 +49,14 @@ impl Histogram {
     }
 }
 
+/// `node_lifecycled_api_request_duration_seconds`: client-go's buckets for
+/// `rest_client_request_duration_seconds` (5 ms to 60 s), so the two read alike.
+pub fn api_request_histogram() -> Histogram {
+    Histogram::new(vec![
+        0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
+    ])
+}
+
 /// `node_collector_update_node_health_duration_seconds` and
 /// `node_collector_update_all_nodes_health_duration_seconds`, with upstream's buckets.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,16 +1,18 @@
-//! `/metrics`: the Prometheus text exposition format (version 0.0.4) rendered from a
-//! [`DaemonSnapshot`].
+//! `/metrics`: what is exported, rendered from a [`DaemonSnapshot`] in the text format of
+//! `exposition.rs`.
 //!
 //! Upstream's metrics keep upstream's names, help texts and buckets (SPEC §13), so dashboards
 //! and alerts written for kube-controller-manager work unchanged; ours are prefixed
 //! `node_lifecycled_`. Upstream's deprecated `node_collector_evictions_number` (hidden since
 //! 1.24) is not exported.
 
-use std::fmt::Write as _;
-
+use super::exposition::Exposition;
 use super::histogram::Histogram;
 use super::snapshot::DaemonSnapshot;
+use crate::controller::Decision;
 use crate::controller::taint_eviction::{DELETION_LATENCY_BUCKETS_MS, LatencyHistogram};
+use crate::controller::zones::ZoneState;
+use crate::model::ConditionStatus;
 
 /// The `Content-Type` of the body [`render`] returns.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -21,9 +23,132 @@ pub fn render(s: &DaemonSnapshot) -> String {
     health_timings(&mut e, s);
     taint_eviction(&mut e, s);
     ours(&mut e, s);
+    zones_and_nodes(&mut e, s);
+    watch_currency(&mut e, s);
+    decisions(&mut e, s);
+    api_latency(&mut e, s);
     pools(&mut e, s);
     fencing(&mut e, s);
     e.out
+}
+
+/// What upstream's zone gauges leave to arithmetic: each zone's state (one sample per state,
+/// 1 for the current one, as kube-state-metrics spells states), its NoExecute queue, and nodes
+/// by their Ready status. The zone label is the raw key, as upstream's, so they join.
+fn zones_and_nodes(e: &mut Exposition, s: &DaemonSnapshot) {
+    let zones = &s.controller.zones;
+    e.family(
+        "node_lifecycled_zone_state",
+        "gauge",
+        "1 for the zone's disruption state (Initial, Normal, PartialDisruption, FullDisruption), 0 for the others; all 0 before the zone was first counted.",
+    );
+    for z in zones {
+        for state in ZoneState::ALL {
+            let current = z.state == Some(state);
+            e.sample(
+                "node_lifecycled_zone_state",
+                &[("zone", &*z.key), ("state", state.as_str())],
+                u8::from(current),
+            );
+        }
+    }
+    e.family(
+        "node_lifecycled_zone_taint_queue",
+        "gauge",
+        "Nodes waiting in the zone's rate-limited queue for a NoExecute taint.",
+    );
+    for z in zones {
+        e.sample(
+            "node_lifecycled_zone_taint_queue",
+            &[("zone", &*z.key)],
+            z.queue_len,
+        );
+    }
+    e.family(
+        "node_lifecycled_nodes",
+        "gauge",
+        "Registered nodes by the status of their Ready condition (none: no readable Ready condition).",
+    );
+    let mut by_ready = [("True", 0usize), ("False", 0), ("Unknown", 0), ("none", 0)];
+    for node in &s.controller.nodes {
+        let i = match node.ready {
+            Some(ConditionStatus::True) => 0,
+            Some(ConditionStatus::False) => 1,
+            Some(ConditionStatus::Unknown) => 2,
+            Some(ConditionStatus::Other) | None => 3,
+        };
+        by_ready[i].1 += 1;
+    }
+    for (ready, count) in by_ready {
+        e.sample("node_lifecycled_nodes", &[("ready", ready)], count);
+    }
+}
+
+/// Whether each cache follows the server, and for how long it has not: decisions that need
+/// current caches wait meanwhile, and a watch down longer than the grace period means nodes
+/// are being judged on old news. The grace period is exported so an alert can compare.
+fn watch_currency(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_watch_up",
+        "gauge",
+        "1 while the resource's cache follows the server (listed, watching, no failure since), else 0.",
+    );
+    for r in &s.reflectors {
+        e.sample(
+            "node_lifecycled_watch_up",
+            &[("resource", r.resource.as_str())],
+            u8::from(r.down_for.is_none()),
+        );
+    }
+    e.family(
+        "node_lifecycled_watch_down_seconds",
+        "gauge",
+        "How long the resource's cache has not followed the server (watch failed, backing off, relisting); 0 while it does.",
+    );
+    for r in &s.reflectors {
+        e.sample(
+            "node_lifecycled_watch_down_seconds",
+            &[("resource", r.resource.as_str())],
+            r.down_for.unwrap_or_default().as_secs_f64(),
+        );
+    }
+    e.family(
+        "node_lifecycled_node_monitor_grace_period_seconds",
+        "gauge",
+        "node_monitor_grace_period from the configuration ([[pool]] overrides not included).",
+    );
+    e.sample(
+        "node_lifecycled_node_monitor_grace_period_seconds",
+        &[],
+        s.config.node_monitor_grace_period.as_secs_f64(),
+    );
+}
+
+/// Every kind of the decision log (`DECISION=` in the journal), zero included.
+fn decisions(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_decisions_total",
+        "counter",
+        "Decisions made, by kind (the journal's DECISION= field), whether their log line was folded or not.",
+    );
+    // A kind missing from KINDS still shows once it has been counted.
+    let counted = s.decisions.keys().filter(|k| !Decision::KINDS.contains(k));
+    for kind in Decision::KINDS.iter().chain(counted) {
+        let n = s.decisions.get(kind).copied().unwrap_or(0);
+        e.sample("node_lifecycled_decisions_total", &[("decision", kind)], n);
+    }
+}
+
+fn api_latency(e: &mut Exposition, s: &DaemonSnapshot) {
+    let name = "node_lifecycled_api_request_duration_seconds";
+    e.family(
+        name,
+        "histogram",
+        "How long the API requests counted in node_lifecycled_api_requests_total took, by HTTP verb.",
+    );
+    for (verb, h) in &s.client.request_durations {
+        e.histogram_samples(name, &[("verb", verb)], h);
+    }
 }
 
 /// Registered nodes per `[[pool]]` (issue #16); absent when no node is in a pool.
@@ -242,7 +367,7 @@ fn ours(e: &mut Exposition, s: &DaemonSnapshot) {
     e.family(
         "node_lifecycled_api_requests_total",
         "counter",
-        "API requests by HTTP verb and status code (or timeout/transport without a response).",
+        "API requests by HTTP verb and status code (no_answer: a timeout or transport error, no response).",
     );
     for r in &s.client.requests {
         e.sample(
@@ -323,142 +448,5 @@ fn ours(e: &mut Exposition, s: &DaemonSnapshot) {
             "Resident memory size in bytes.",
         );
         e.sample("process_resident_memory_bytes", &[], rss);
-    }
-}
-
-/// A sample value as the text format spells it.
-pub trait SampleValue {
-    fn write_to(&self, out: &mut String);
-}
-
-impl SampleValue for f64 {
-    fn write_to(&self, out: &mut String) {
-        if self.is_nan() {
-            out.push_str("NaN");
-        } else if self.is_infinite() {
-            out.push_str(if *self > 0.0 { "+Inf" } else { "-Inf" });
-        } else {
-            let _ = write!(out, "{self}");
-        }
-    }
-}
-
-macro_rules! integer_sample {
-    ($($t:ty),*) => {$(
-        impl SampleValue for $t {
-            fn write_to(&self, out: &mut String) {
-                let _ = write!(out, "{self}");
-            }
-        }
-    )*};
-}
-integer_sample!(u8, u64, usize);
-
-#[derive(Default)]
-struct Exposition {
-    out: String,
-}
-
-impl Exposition {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(
-            self.out,
-            "# HELP {name} {}\n# TYPE {name} {kind}",
-            escape_help(help)
-        );
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl SampleValue) {
-        self.out.push_str(name);
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (label, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                let _ = write!(self.out, "{label}=\"{}\"", escape_label_value(v));
-            }
-            self.out.push('}');
-        }
-        self.out.push(' ');
-        value.write_to(&mut self.out);
-        self.out.push('\n');
-    }
-
-    fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
-        self.family(name, "histogram", help);
-        let bucket = format!("{name}_bucket");
-        for (bound, count) in h.bounds.iter().zip(&h.counts) {
-            let mut le = String::new();
-            bound.write_to(&mut le);
-            self.sample(&bucket, &[("le", &le)], *count);
-        }
-        self.sample(&bucket, &[("le", "+Inf")], h.count);
-        self.sample(&format!("{name}_sum"), &[], h.sum_seconds);
-        self.sample(&format!("{name}_count"), &[], h.count);
-    }
-}
-
-/// The text format requires escaping only `\`, `"` and line feed in label values; anything else
-/// (the NUL inside zone keys) goes out raw, as upstream emits it.
-pub fn escape_label_value(v: &str) -> std::borrow::Cow<'_, str> {
-    if !v.contains(['\\', '"', '\n']) {
-        return v.into();
-    }
-    let mut out = String::with_capacity(v.len() + 2);
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.into()
-}
-
-/// HELP text escapes `\` and line feed.
-fn escape_help(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn label_values_escape_backslash_quote_and_newline_and_keep_nul() {
-        assert_eq!(escape_label_value("a:\0:b"), "a:\0:b");
-        assert_eq!(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
-    }
-
-    #[test]
-    fn histogram_lines_are_cumulative_with_inf_sum_and_count() {
-        let mut h = Histogram::new(vec![0.5, 1.0]);
-        h.observe(std::time::Duration::from_millis(250));
-        h.observe(std::time::Duration::from_secs(2));
-        let mut e = Exposition::default();
-        e.histogram("x_seconds", "help", &h);
-        assert_eq!(
-            e.out,
-            "# HELP x_seconds help\n# TYPE x_seconds histogram\n\
-             x_seconds_bucket{le=\"0.5\"} 1\nx_seconds_bucket{le=\"1\"} 1\n\
-             x_seconds_bucket{le=\"+Inf\"} 2\nx_seconds_sum 2.25\nx_seconds_count 2\n"
-        );
-    }
-
-    #[test]
-    fn special_float_values_use_the_format_spelling() {
-        for (v, s) in [
-            (f64::NAN, "NaN"),
-            (f64::INFINITY, "+Inf"),
-            (f64::NEG_INFINITY, "-Inf"),
-            (66.5, "66.5"),
-            (100.0, "100"),
-        ] {
-            let mut out = String::new();
-            v.write_to(&mut out);
-            assert_eq!(out, s);
-        }
     }
 }

@@ -15,12 +15,13 @@ pub mod ask;
 pub mod decision_log;
 pub mod dump;
 pub mod explain;
+mod exposition;
 pub mod histogram;
 pub mod history;
 pub mod metrics;
 pub mod snapshot;
 
-pub use histogram::{HealthTimings, Histogram, exponential_buckets};
+pub use histogram::{HealthTimings, Histogram, api_request_histogram, exponential_buckets};
 pub use snapshot::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, FencingMetrics, LeaderSnapshot,
     LoopSnapshot, LoopStats, ReflectorSnapshot, RequestCount, StoreMemory,

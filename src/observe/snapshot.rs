@@ -41,6 +41,8 @@ pub struct DaemonSnapshot {
     pub event_loop: LoopSnapshot,
     /// Fence command attempts and durations; `None` unless `[fencing]` is enabled.
     pub fencing: Option<FencingMetrics>,
+    /// Decisions made so far, by kind (`Decision::kind`).
+    pub decisions: BTreeMap<&'static str, u64>,
 }
 
 /// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).
@@ -130,10 +132,19 @@ pub struct ReflectorSnapshot {
     pub reconnects: u64,
     pub relists: u64,
     pub objects: usize,
+    /// How long the cache has not followed the server (watch down, backing off, relisting);
+    /// `None` while it does.
+    pub down_for: Option<Duration>,
 }
 
 impl ReflectorSnapshot {
-    pub fn from_stats(resource: &str, stats: &ReflectorStats, now: Time) -> ReflectorSnapshot {
+    /// `down_since`: since when the cache has not followed the server, `None` while it does.
+    pub fn from_stats(
+        resource: &str,
+        stats: &ReflectorStats,
+        down_since: Option<Time>,
+        now: Time,
+    ) -> ReflectorSnapshot {
         ReflectorSnapshot {
             resource: resource.to_string(),
             synced: stats.synced,
@@ -142,15 +153,18 @@ impl ReflectorSnapshot {
             reconnects: stats.reconnects,
             relists: stats.relists,
             objects: stats.objects,
+            down_for: down_since.map(|at| now - at),
         }
     }
 }
 
 /// What the API client did: requests by verb and outcome, time spent waiting for the throttle,
 /// and in dry-run mode the writes it would have made.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClientSnapshot {
     pub requests: Vec<RequestCount>,
+    /// How long the requests took, by HTTP verb.
+    pub request_durations: Vec<(String, Histogram)>,
     /// Total time calls were held back by the client-side throttle (qps/burst, 429 Retry-After).
     pub throttle_wait: Duration,
     pub dry_run_actions: Vec<ActionCount>,

@@ -11,7 +11,8 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -571,4 +572,69 @@ pub fn holds_for(
         );
         std::thread::sleep(POLL);
     }
+}
+
+/// Nodes `n1` and `n2` (zone `z1`) with live kubelets, and the daemon acting on them with its
+/// metrics endpoint on `port`. Fields drop in order: the daemon stops first.
+pub struct MetricsRun {
+    pub daemon: Daemon,
+    pub kubelets: Kubelets,
+    pub sim: Sim,
+    pub port: u16,
+}
+
+/// Starts a [`MetricsRun`]; `extra` is appended to the daemon's configuration (after its
+/// `[leader_election]` table, so it starts a table of its own).
+pub fn metrics_run(name: &str, token: &str, extra: &str) -> MetricsRun {
+    let sim = Sim::start(name, &[token]);
+    let nodes: Vec<String> = ["n1", "n2"].iter().map(|s| s.to_string()).collect();
+    for n in &nodes {
+        sim.add_node(n, Some("z1"));
+    }
+    let kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
+    let port = free_port();
+    let text = format!(
+        "metrics_address = \"127.0.0.1:{port}\"\n{}{extra}",
+        config_text(&sim.kubeconfig(token), &Timing::default())
+    );
+    let mut daemon = Daemon::start(name, &sim.dir, &text, &[]);
+    daemon.wait_log("acting (leader election disabled)", Duration::from_secs(15));
+    MetricsRun {
+        daemon,
+        kubelets,
+        sim,
+        port,
+    }
+}
+
+/// A loopback port that was free a moment ago, for the daemon's `metrics_address`.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP/1.1 GET to the daemon's metrics endpoint on loopback: `(status, body)`.
+pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
 }

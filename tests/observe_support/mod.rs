@@ -14,7 +14,7 @@ use node_lifecycled::model::{
 };
 use node_lifecycled::observe::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, HealthTimings, LeaderSnapshot,
-    LoopSnapshot, LoopStats, ReflectorSnapshot, RequestCount,
+    LoopSnapshot, LoopStats, ReflectorSnapshot, RequestCount, api_request_histogram,
 };
 use node_lifecycled::time::Time;
 
@@ -173,6 +173,8 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
                 reconnects: i as u64,
                 relists: 1,
                 objects: 10 * (i + 1),
+                // The pods watch has been down for 75 s; the others follow the server.
+                down_for: (*r == "pods").then(|| Duration::from_secs(75)),
             })
             .collect(),
         controller,
@@ -197,6 +199,12 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
                     count: 1,
                 },
             ],
+            request_durations: vec![("GET".to_string(), {
+                let mut h = api_request_histogram();
+                h.observe(Duration::from_millis(20));
+                h.observe(Duration::from_millis(300));
+                h
+            })],
             throttle_wait: Duration::from_millis(2500),
             dry_run_actions: vec![ActionCount {
                 kind: "PatchNodeTaints".to_string(),
@@ -217,5 +225,6 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
             next_timer_in: Some(Duration::from_millis(100)),
         },
         fencing: None,
+        decisions: [("node-unknown", 2), ("taints", 5)].into_iter().collect(),
     }
 }

@@ -8,10 +8,14 @@ pub(super) struct Informers {
     pub(super) nodes: Informer<Node, SourceKind, TimerKind>,
     pub(super) leases: Informer<Lease, SourceKind, TimerKind>,
     pub(super) pods: Informer<Pod, SourceKind, TimerKind>,
+    /// Per [`Watch`]: since when its cache has not followed the server (`None` while it does),
+    /// for `/metrics`: an alert compares it with the grace period.
+    down_since: [Option<Time>; 3],
 }
 
 impl Informers {
-    pub(super) fn new(config: &InformerConfig, seed: u64) -> Informers {
+    /// Informers that have not listed yet: their caches are down from `now`.
+    pub(super) fn new(config: &InformerConfig, seed: u64, now: Time) -> Informers {
         let kinds = |w: Watch| (SourceKind::Watch(w), TimerKind::Informer(w));
         let (s, t) = kinds(Watch::Nodes);
         let nodes = Informer::new(config.clone(), seed, s, t);
@@ -23,6 +27,7 @@ impl Informers {
             nodes,
             leases,
             pods,
+            down_since: [Some(now); 3],
         }
     }
 
@@ -66,6 +71,36 @@ impl Informers {
         self.nodes.set_end_target(target([ends[1], ends[2]]));
         self.leases.set_end_target(target([ends[0], ends[2]]));
         self.pods.set_end_target(target([ends[0], ends[1]]));
+    }
+
+    /// Every informer's cache follows the server (see `Informer::is_streaming`).
+    pub(super) fn all_streaming(&self) -> bool {
+        self.streaming().iter().all(|(_, streaming)| *streaming)
+    }
+
+    fn streaming(&self) -> [(Watch, bool); 3] {
+        [
+            (Watch::Nodes, self.nodes.is_streaming()),
+            (Watch::Leases, self.leases.is_streaming()),
+            (Watch::Pods, self.pods.is_streaming()),
+        ]
+    }
+
+    /// Notes, after an informer turn, which caches stopped or started following the server.
+    fn note_streaming(&mut self, now: Time) {
+        for (watch, streaming) in self.streaming() {
+            let since = &mut self.down_since[watch.index()];
+            if streaming {
+                *since = None;
+            } else {
+                since.get_or_insert(now);
+            }
+        }
+    }
+
+    /// Since when the watch's cache has not followed the server; `None` while it does.
+    pub(super) fn down_since(&self, watch: Watch) -> Option<Time> {
+        self.down_since[watch.index()]
     }
 
     pub(super) fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
@@ -201,11 +236,8 @@ impl Daemon {
     /// a settle after the last informer is back measured by the round trips of the watches
     /// that came back.
     pub(super) fn report_informers_watching(&mut self, now: Time) {
-        let streaming = [
-            (Watch::Nodes, self.informers.nodes.is_streaming()),
-            (Watch::Leases, self.informers.leases.is_streaming()),
-            (Watch::Pods, self.informers.pods.is_streaming()),
-        ];
+        self.informers.note_streaming(now);
+        let streaming = self.informers.streaming();
         for (w, s) in streaming {
             self.informers_stale[w.index()] |= !s;
         }

@@ -214,7 +214,7 @@ impl Daemon {
             config.node_monitor_period,
             watch_list == Some(true),
         );
-        let informers = Informers::new(&informer_config, seed);
+        let informers = Informers::new(&informer_config, seed, now);
         let leader_clock = clock.clone();
         let leader = LeaderElection::from_config(
             &config.leader_election,

@@ -120,7 +120,7 @@ impl Daemon {
         self.acting = false;
         self.controllers = Controllers::new(controller_settings(&self.config), now);
         self.informers.stop(lp);
-        self.informers = Informers::new(&self.shared.config, Jitter::seed_from_entropy());
+        self.informers = Informers::new(&self.shared.config, Jitter::seed_from_entropy(), now);
         self.synced = [false; 3];
         // New controllers count their caches as current until told: tell them at once.
         self.informers_watching = true;

@@ -146,8 +146,14 @@ impl Daemon {
                 count,
             })
             .collect();
+        let request_durations = stats
+            .request_durations
+            .iter()
+            .map(|(verb, h)| (http_method(verb).to_string(), h.clone()))
+            .collect();
         ClientSnapshot {
             requests,
+            request_durations,
             throttle_wait: stats.throttle_wait,
             dry_run_actions,
         }
@@ -175,7 +181,8 @@ impl Daemon {
                         Watch::Leases => store.lease_count(),
                         Watch::Pods => store.pod_count(),
                     };
-                    ReflectorSnapshot::from_stats(w.resource(), &stats, now)
+                    let down_since = self.informers.down_since(w);
+                    ReflectorSnapshot::from_stats(w.resource(), &stats, down_since, now)
                 })
                 .collect(),
             controller,
@@ -194,6 +201,7 @@ impl Daemon {
                 .fencing
                 .enabled
                 .then(|| self.fencer.metrics.clone()),
+            decisions: self.decision_log.decided.clone(),
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::observe::Histogram;
 use crate::time::Time;
 
 /// The code recorded for a request that got no HTTP answer (timeout, refused, reset).
@@ -14,6 +15,9 @@ pub struct ExecutorStats {
     /// counts as 200 (201 for `create`): the client does not surface which 2xx it was. Calls
     /// the client throttle held back were not sent and are not counted.
     pub requests: BTreeMap<(&'static str, u16), u64>,
+    /// How long the requests counted in `requests` took, by verb, from the call to its answer
+    /// (or to the timeout): `node_lifecycled_api_request_duration_seconds`.
+    pub request_durations: BTreeMap<&'static str, Histogram>,
     /// Time the head of the queue waited for the client throttle (qps/burst, Retry-After).
     pub throttle_wait: Duration,
     /// Times the executor backed off after a timeout, transport error or 5xx.

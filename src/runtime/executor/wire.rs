@@ -88,11 +88,17 @@ impl Wire {
         now: Time,
         request: impl FnOnce(&mut ApiClient) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
+        let started = self.client.now();
         let result = request(&mut self.client);
         if let Err(ApiError::Throttled { .. }) = &result {
             self.throttled_since.get_or_insert(now);
             return result;
         }
+        self.stats
+            .request_durations
+            .entry(verb.as_str())
+            .or_insert_with(crate::observe::api_request_histogram)
+            .observe(self.client.now().since(started));
         if let Some(since) = self.throttled_since.take() {
             self.stats.throttle_wait += now.since(since);
         }
