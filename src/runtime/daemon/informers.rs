@@ -73,11 +73,7 @@ impl Informers {
         self.pods.set_end_target(target([ends[0], ends[1]]));
     }
 
-    /// Every informer's cache follows the server (see `Informer::is_streaming`).
-    pub(super) fn all_streaming(&self) -> bool {
-        self.streaming().iter().all(|(_, streaming)| *streaming)
-    }
-
+    /// Whether each informer's cache follows the server (see `Informer::is_streaming`).
     fn streaming(&self) -> [(Watch, bool); 3] {
         [
             (Watch::Nodes, self.nodes.is_streaming()),
