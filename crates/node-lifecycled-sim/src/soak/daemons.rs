@@ -112,6 +112,11 @@ impl Daemon {
         self.restart_at = Some(Instant::now() + restart_after);
     }
 
+    /// Killed and due to start again (at the next `poll`).
+    pub fn restart_due(&self) -> bool {
+        self.child.is_none() && self.restart_at.is_some_and(|at| Instant::now() >= at)
+    }
+
     pub fn reload(&self) {
         if let Some(pid) = self.pid() {
             signal(pid, SIGHUP);

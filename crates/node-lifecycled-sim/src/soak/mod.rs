@@ -344,8 +344,13 @@ impl Run<'_> {
         if !step.kind.is_empty() {
             *self.faults.entry(step.kind.to_string()).or_default() += 1;
         }
+        let kind = if step.kind.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", step.kind)
+        };
         self.fault_log.push_str(&format!(
-            "{:>9.3}s {:?}\n",
+            "{:>9.3}s {:?}{kind}\n",
             self.cluster.elapsed().as_secs_f64(),
             step.fault
         ));
@@ -452,6 +457,11 @@ impl Run<'_> {
         if self.slow_until.is_some_and(|t| Instant::now() >= t) {
             self.sim.faults().clear_delays();
             self.slow_until = None;
+        }
+        // A daemon started again while a `reload-bad` config is on disk would refuse it and
+        // exit (a fault of the soak's making, not the daemon's): the good file goes back first.
+        if self.reload_restore.is_some() && self.daemons.iter().any(|(d, _)| d.restart_due()) {
+            self.reload_restore = Some(Instant::now());
         }
         if self.reload_restore.is_some_and(|t| Instant::now() >= t) {
             self.reload_restore = None;
