@@ -187,6 +187,21 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         warmup: Duration::from_secs(10).min(options.duration / 4),
         cooldown: Duration::from_secs(40).min(options.duration / 3),
         max_single_down: (options.nodes / 4).max(1),
+        grace: daemons::GRACE,
+        tolerations: populated
+            .nodes
+            .iter()
+            .map(|node| {
+                pods.iter()
+                    .filter(|p| &p.node == node && p.kind == PodKind::Web)
+                    .filter_map(|p| match p.toleration {
+                        Toleration::None => Some(Duration::ZERO),
+                        Toleration::Seconds(s) => Some(Duration::from_secs(s)),
+                        Toleration::Forever => None,
+                    })
+                    .collect()
+            })
+            .collect(),
     };
     let steps = schedule::plan(options.seed, &shape);
     let _ = writeln!(
