@@ -10,7 +10,11 @@
 //!   last `evidence_allowance` before the write are excused (see [`Limits::for_soak`]).
 //! - `taint-forbidden-by-zone`: a new NoExecute taint while every zone is fully disrupted
 //!   (master disruption mode) or while the node's zone is partially disrupted and small (rate
-//!   0), both judged on the Ready conditions in the store, held for `zone_allowance`.
+//!   0), judged on the Ready conditions in the store, held for `zone_allowance`; and, stricter,
+//!   as upstream's batched pass would judge the zones (`zone_rules`): every node whose kubelet
+//!   is silent and whose grace ends within one monitor period counts as not ready too, and by
+//!   default (beyond upstream, [`Limits::early_suspects`]) every kubelet silent for more than
+//!   twice its Lease renew interval.
 //! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
 //!   first NoExecute taint of an unbroken run (or the pod's creation, if later); or deleted
 //!   with no NoExecute taint on its node (beyond a running eviction's retry window); or a pod
@@ -68,6 +72,15 @@ pub struct Limits {
     pub evidence_stamp_slack: Duration,
     /// Added to every liveness deadline.
     pub liveness_allowance: Duration,
+    /// The daemons' `node_monitor_period`: upstream's batched pass sees every node within one.
+    pub monitor_period: Duration,
+    /// Beyond upstream: a kubelet silent longer than this (twice its Lease renew interval)
+    /// counts as not ready when a new NoExecute taint is judged against its zone. `None`:
+    /// judged as upstream's batch alone (silent nodes whose grace ends within one period).
+    pub early_suspects: Option<Duration>,
+    /// How much longer than the rule's threshold a kubelet must be silent (at the taint's
+    /// landing) to count as surely not ready, beyond the writer's measured CPU wait.
+    pub suspect_allowance: Duration,
     /// How often a live kubelet posts status (it posts at once after a resume).
     pub status_interval: Duration,
     pub handover_gap: Duration,
@@ -92,8 +105,18 @@ impl Limits {
     ///   the held taints and deletions go out; a 500 burst backs the executor off up to 3.2 s;
     ///   the rest is a relist and a busy machine. (With client-go's 30 s backoff cap this had
     ///   to be 35 s, and no dead-node or due-pod obligation was ever judged.)
+    /// - suspects (the batched zone view of a new NoExecute taint): the soak's daemons run a
+    ///   1 s monitor period and their kubelets renew every 1 s, so the early rule's threshold
+    ///   is 2 s. A kubelet counts as surely not ready when it has been silent for the
+    ///   threshold + 1 s + the writer's measured CPU wait in the 2 s before the write: the
+    ///   daemon decided before its write landed (up to the injected delay, 400 ms, plus its
+    ///   run-queue wait, measured, plus 350 ms for the simulator's threads) and saw the last
+    ///   heartbeat a little after it landed (the 250 ms evidence stamp slack). Silent for more
+    ///   than the threshold − 250 ms but not that long, it may count either way (a node both
+    ///   sides of the line can make a zone full or partial: the checker takes every view).
     pub fn for_soak(grace: Duration, rate: f64, max_delay: Duration) -> Limits {
         let scheduling = Duration::from_millis(1600);
+        let renew_interval = Duration::from_secs(1);
         Limits {
             grace,
             taint_interval: Duration::from_secs_f64(1.0 / rate.max(1e-3)),
@@ -104,6 +127,9 @@ impl Limits {
             eviction_retry_window: Duration::from_millis(1500) + max_delay + scheduling,
             toleration_slack: max_delay + Duration::from_millis(100),
             liveness_allowance: Duration::from_secs(10),
+            monitor_period: Duration::from_secs(1),
+            early_suspects: Some(renew_interval * 2),
+            suspect_allowance: max_delay + Duration::from_millis(250 + 350),
             evidence_stamp_slack: Duration::from_millis(250),
             status_interval: Duration::from_secs(1),
             handover_gap: Duration::from_millis(250),
@@ -125,6 +151,8 @@ pub(super) struct NodeTruth {
     /// Kubelet heartbeats (Lease renewals, status posts), the last minute or so.
     pub(super) evidence: VecDeque<Time>,
     pub(super) ready: String,
+    /// When `ready` last changed in the store.
+    pub(super) ready_since: Time,
     pub(super) alive: bool,
     /// When the kubelet last changed between alive and silent.
     pub(super) kubelet_since: Time,
@@ -239,6 +267,7 @@ impl Checker {
                     zone,
                     evidence: VecDeque::from([start]),
                     ready: "True".into(),
+                    ready_since: start,
                     alive: true,
                     kubelet_since: start,
                     judged: Some(start),
@@ -382,7 +411,7 @@ impl Checker {
         for node in added {
             let had = self.nodes.get(node).is_some_and(NodeTruth::noexec);
             if !had {
-                self.check_taint(node, r.wall);
+                self.check_taint(&daemon, node, r.wall);
             }
         }
         let touched: Vec<String> = kinds
