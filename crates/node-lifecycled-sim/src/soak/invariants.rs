@@ -15,6 +15,9 @@
 //!   is silent and whose grace ends within one monitor period counts as not ready too, and by
 //!   default (beyond upstream, [`Limits::early_suspects`]) every kubelet silent for more than
 //!   twice its Lease renew interval.
+//! - `untaint-while-dead`: a daemon write that takes the NoExecute taint off a node whose
+//!   kubelet has been silent beyond the grace period, unless every zone may be fully disrupted
+//!   (master disruption mode).
 //! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
 //!   first NoExecute taint of an unbroken run (or the pod's creation, if later); or deleted
 //!   with no NoExecute taint on its node (beyond a running eviction's retry window); or a pod
@@ -202,6 +205,7 @@ pub struct Obligations {
     pub unknown_verdicts_checked: u64,
     pub taints_checked: u64,
     pub deletions_checked: u64,
+    pub untaints_checked: u64,
 }
 
 pub struct Checker {
@@ -430,6 +434,7 @@ impl Checker {
                 .get(&node)
                 .cloned()
                 .unwrap_or_default();
+            let mut removed = false;
             if let Some(n) = self.nodes.get_mut(&node) {
                 let before = n.noexec();
                 n.taints = taints;
@@ -438,9 +443,13 @@ impl Checker {
                     (true, false) => {
                         n.noexec_since = None;
                         n.noexec_ended = Some(r.wall);
+                        removed = true;
                     }
                     _ => {}
                 }
+            }
+            if removed {
+                self.check_untaint(&daemon, &node, r.wall);
             }
         }
     }

@@ -75,11 +75,12 @@ impl fmt::Display for SoakReport {
         let o = &self.obligations;
         writeln!(
             f,
-            "checked: {} Unknown verdicts, {} new NoExecute taints, {} pod deletions (safety); \
-             {} dead nodes tainted, {} pods evicted when due, {} recovered nodes untainted \
-             (liveness); {} pods re-created",
+            "checked: {} Unknown verdicts, {} new NoExecute taints, {} NoExecute removals, {} pod \
+             deletions (safety); {} dead nodes tainted, {} pods evicted when due, {} recovered \
+             nodes untainted (liveness); {} pods re-created",
             o.unknown_verdicts_checked,
             o.taints_checked,
+            o.untaints_checked,
             o.deletions_checked,
             o.dead_nodes_tainted,
             o.pods_evicted,

@@ -10,7 +10,8 @@
 //! (beyond upstream, `Limits::early_suspects`) every kubelet silent for more than twice its
 //! Lease renew interval. Each node is seen as surely Ready, surely not ready, or either (a
 //! store change within the zone allowance, a silence near a threshold); the taint is a
-//! violation when every view forbids it..
+//! violation when every view forbids it. The same views excuse `untaint-while-dead` in master
+//! disruption mode.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -181,6 +182,14 @@ impl Checker {
         why
     }
 
+    /// Whether some view has every zone fully disrupted (master disruption mode).
+    pub(super) fn all_full_in_some_view(&self, zones: &BTreeMap<String, ZoneView>) -> bool {
+        !zones.is_empty()
+            && zones
+                .values()
+                .all(|z| z.ready == 0 && z.not_ready + z.either > 0)
+    }
+
     /// (zone forbids new taints, every zone fully disrupted).
     fn zone_rules(&self) -> (BTreeMap<String, bool>, bool) {
         let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
@@ -292,6 +301,43 @@ impl Checker {
                 z.not_ready,
                 z.total(),
                 z.either
+            ),
+        );
+    }
+
+    /// `untaint-while-dead`: `daemon` took the NoExecute taint off `node` at `at`.
+    pub(super) fn check_untaint(&mut self, daemon: &str, node: &str, at: Time) {
+        self.obligations.untaints_checked += 1;
+        let Some(n) = self.nodes.get(node) else {
+            return;
+        };
+        let allowance = self.suspect_allowance(daemon, at);
+        let Some(silence) = Self::silence(n, at) else {
+            return;
+        };
+        if silence <= self.limits.grace + allowance {
+            return;
+        }
+        // Master disruption mode: in the store now or lately, or in some view.
+        if self.all_full_since.is_some()
+            || at.since(self.all_full_exit) <= self.limits.zone_allowance
+        {
+            return;
+        }
+        let zones = self.batched_view(at, allowance, None);
+        if self.all_full_in_some_view(&zones) {
+            return;
+        }
+        let ready = n.ready.clone();
+        self.violation(
+            at,
+            "untaint-while-dead",
+            format!(
+                "{daemon} took the NoExecute taint off {node} although its kubelet has been \
+                 silent for {:.1}s (grace {:.0}s, Ready={ready}) and not every zone is fully \
+                 disrupted",
+                silence.as_secs_f64(),
+                self.limits.grace.as_secs_f64()
             ),
         );
     }
