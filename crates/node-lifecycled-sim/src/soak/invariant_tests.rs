@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::invariants::{Checker, KUBELET, Limits, Violation};
+use super::invariants::{Checker, FaultClass, KUBELET, Limits, Violation};
 use crate::resource::{Resource, Verb};
 use crate::write_log::{Identity, WriteRecord};
 use node_lifecycled::time::Time;
@@ -364,11 +364,12 @@ fn a_pod_left_running_after_its_toleration_is_a_liveness_violation() {
     log.taints(7.0, A, "z1-n001", &["unreachable"]);
     log.delete_pod(7.2, "default/web-0");
     // web-1 tolerates 6 s: due at 7 + 6 + 10 = 23 s (the dead node's taint at 17 s is met).
+    // (decision-late, judged from 14.7 s on, is the tighter rule of issue #25.)
     log.checker.check_liveness(at(22.0));
-    assert_eq!(log.rules(), Vec::<&str>::new());
+    assert_eq!(log.rules(), ["decision-late"]);
     log.checker.check_liveness(at(24.0));
-    assert_eq!(log.rules(), ["pod-not-evicted"]);
-    assert!(log.violations()[0].detail.contains("web-1"));
+    assert_eq!(log.rules(), ["decision-late", "pod-not-evicted"]);
+    assert!(log.violations()[1].detail.contains("web-1"));
     assert_eq!(log.checker.obligations.pods_evicted, 1);
 }
 
@@ -396,12 +397,13 @@ fn a_recovered_node_still_unknown_or_tainted_is_a_liveness_violation() {
         "status.conditions[Ready].status: \"Unknown\" -> \"True\"".into(),
     );
     log.taints(11.0, A, "z1-n002", &[]);
-    // Due at 10 + 1 (status interval) + 10 = 21 s.
+    // Due at 10 + 1 (status interval) + 10 = 21 s. (web-1, 6 s, on the still tainted
+    // z1-n001 is late from 14.7 s on: decision-late.)
     log.checker.check_liveness(at(20.0));
-    assert_eq!(log.rules(), Vec::<&str>::new());
+    assert_eq!(log.rules(), ["decision-late"]);
     log.checker.check_liveness(at(22.0));
-    assert_eq!(log.rules(), ["recovered-node-tainted"]);
-    assert!(log.violations()[0].detail.contains("z1-n001"));
+    assert_eq!(log.rules(), ["decision-late", "recovered-node-tainted"]);
+    assert!(log.violations()[1].detail.contains("z1-n001"));
     assert_eq!(log.checker.obligations.recovered_untainted, 1);
 }
 
@@ -445,8 +447,8 @@ fn records_the_log_dropped_before_they_were_read_are_reported() {
     assert_eq!(log.rules(), ["write-log"]);
 }
 
-// Issue #25: the zone rules as upstream's batched pass would judge them, and taints taken off
-// dead nodes.
+// Issue #25: the zone rules as upstream's batched pass would judge them, taints taken off dead
+// nodes, and decisions later than a reconnect allows.
 
 /// The kubelets of `nodes` renew every second until `last` (their last heartbeat) and are
 /// silent from `last + 0.5` on (ground truth).
@@ -455,6 +457,20 @@ fn die(log: &mut Log, nodes: &[String], last: f64) {
         log.renewals(node, last, last);
         log.checker.kubelet(node, false, at(last + 0.5));
     }
+}
+
+/// `node`'s kubelet posts Ready=True.
+fn ready_post(log: &mut Log, t: f64, node: &str) {
+    log.write(
+        t,
+        Identity::direct(KUBELET),
+        Verb::Update,
+        Resource::Nodes,
+        None,
+        None,
+        node,
+        "status.conditions[Ready].status: \"Unknown\" -> \"True\"".into(),
+    );
 }
 
 fn zone(z: u32, range: std::ops::RangeInclusive<u32>) -> Vec<String> {
@@ -635,4 +651,119 @@ fn taking_the_taint_off_a_recovered_node_a_swap_or_in_master_disruption_mode_is_
     }
     log.taints(15.5, A, "z1-n001", &[]);
     assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
+}
+
+#[test]
+fn a_pod_deleted_later_than_a_reconnect_allows_is_a_decision_late_violation() {
+    // web-0 tolerates 0 s: due when the taint lands (7.0); allowed 1.2 s of reconnect (1 s of
+    // watch backoff + a round trip) + 0.5 s of slack.
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.delete_pod(8.6, "default/web-0");
+    assert_eq!(log.rules(), Vec::<&str>::new());
+    assert_eq!(log.checker.obligations.decisions_on_time, 1);
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.delete_pod(8.8, "default/web-0");
+    assert_eq!(log.rules(), ["decision-late"], "{:?}", log.violations());
+    assert!(log.violations()[0].detail.contains("web-0"));
+}
+
+#[test]
+fn a_connection_reset_pushes_the_decision_deadline_back_by_a_reconnect_only() {
+    // A watch drop at 8.0: the daemon may be back by 9.2, and deletes by 8.0 + 1.7 = 9.7.
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.checker
+        .fault(FaultClass::Reset, "watch-drop", at(8.0), at(8.0));
+    log.delete_pod(9.6, "default/web-0");
+    assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.checker
+        .fault(FaultClass::Reset, "watch-drop", at(8.0), at(8.0));
+    // 1.5 s after the reconnect: the first line of a new pod watch + a 0.5 s settle.
+    log.delete_pod(10.7, "default/web-0");
+    assert_eq!(log.rules(), ["decision-late"], "{:?}", log.violations());
+    assert!(
+        log.violations()[0]
+            .detail
+            .contains("watch-drop at due+1.0s"),
+        "{:?}",
+        log.violations()
+    );
+    // An API restart from 7.5 to 9.0: counted from when connections are accepted again.
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.checker
+        .fault(FaultClass::Reset, "api-restart", at(7.5), at(9.0));
+    log.delete_pod(10.6, "default/web-0");
+    assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
+}
+
+#[test]
+fn a_fault_that_stops_the_daemons_excuses_the_decision_and_a_pod_left_running_is_late() {
+    // A watch stall (blocking) between the taint and the deadline: not judged.
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.checker
+        .fault(FaultClass::Blocking, "watch-stall", at(7.5), at(10.0));
+    log.delete_pod(12.0, "default/web-0");
+    assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
+    assert_eq!(log.checker.obligations.decisions_excused, 1);
+    // web-1 (6 s, due 13.0) never deleted: late at 14.7, long before pod-not-evicted (23 s).
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.delete_pod(7.2, "default/web-0");
+    log.checker.check_liveness(at(14.5));
+    assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
+    log.checker.check_liveness(at(15.0));
+    assert_eq!(log.rules(), ["decision-late"], "{:?}", log.violations());
+    assert!(
+        log.violations()[0]
+            .detail
+            .contains("web-1 on z1-n001 still there")
+    );
+    log.checker.check_liveness(at(17.0));
+    assert_eq!(log.rules().len(), 1, "judged once");
+}
+
+#[test]
+fn a_pod_whose_taint_came_off_before_it_was_due_owes_no_decision() {
+    // web-1 (6 s) on z1-n001: the kubelet is back and the taint off at 10 s, before 13 s.
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.delete_pod(7.2, "default/web-0");
+    log.checker.kubelet("z1-n001", true, at(9.5));
+    ready_post(&mut log, 9.5, "z1-n001");
+    log.taints(10.0, A, "z1-n001", &[]);
+    log.checker.check_liveness(at(30.0));
+    assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
+    // Taken off after it was due (and the zone allowance): the pod should have gone first.
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.delete_pod(7.2, "default/web-0");
+    log.checker.kubelet("z1-n001", true, at(15.5));
+    ready_post(&mut log, 15.5, "z1-n001");
+    log.taints(16.0, A, "z1-n001", &[]);
+    log.checker.check_liveness(at(17.0));
+    assert_eq!(log.rules(), ["decision-late"], "{:?}", log.violations());
 }

@@ -87,6 +87,14 @@ impl fmt::Display for SoakReport {
             o.recovered_untainted,
             self.pods_recreated
         )?;
+        writeln!(
+            f,
+            "decisions on time (decision-late): {} judged and met (latest {:.1}s after due), {} \
+             excused by a fault that stopped the daemons",
+            o.decisions_on_time,
+            o.worst_decision_lateness.as_secs_f64(),
+            o.decisions_excused
+        )?;
         for (daemon, starts) in &self.daemon_starts {
             writeln!(f, "daemon {daemon}: started {starts} times")?;
         }
