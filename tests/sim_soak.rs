@@ -6,6 +6,13 @@
 //! evictions). Liveness deadlines (grace + 10 s) fall due only for the longer outages of a
 //! minute: the checkers are proven by the unit tests in src/sim/soak/invariant_tests.rs, the
 //! 30-minute runs (SOAK.md) count the obligations they judged.
+//!
+//! Issue #25: every plan opens with a correlated zone failure (6 of a zone's 8 kubelets silent
+//! at once or within a second) during which the leader is killed, so this minute judges the
+//! batched zone view of `taint-forbidden-by-zone` and `untaint-while-dead`. The daemon of
+//! commit 49120ab breaks both here (the first node of the zone tainted before the others'
+//! verdicts, its taint taken off by the restarted leader): this test fails until the daemon
+//! fixes of issue #25 land (SOAK.md, "Issue #25").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +37,12 @@ fn a_one_minute_soak_with_faults_of_every_family_breaks_no_invariant() {
     assert!(report.passed(), "{text}");
     let kinds = report.faults.len();
     assert!(kinds >= 6, "only {kinds} fault kinds injected:\n{text}");
+    for kind in ["zone-partial-", "kill-leader-in-outage"] {
+        assert!(
+            report.faults.keys().any(|k| k.starts_with(kind)),
+            "no {kind} episode:\n{text}"
+        );
+    }
     assert!(report.fault_count() >= 10, "{text}");
     for decision in [
         "node Ready=Unknown",

@@ -19,6 +19,9 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 pub const GRACE: Duration = Duration::from_secs(5);
 pub const EVICTION_RATE: f64 = 1.0;
 pub const LEASE_DURATION: Duration = Duration::from_secs(3);
+pub const RENEW_DEADLINE: Duration = Duration::from_secs(2);
+pub const RETRY_PERIOD: Duration = Duration::from_millis(500);
+pub const WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub fn config_text(kubeconfig: &Path, identity: &str, log_level: &str) -> String {
     format!(
@@ -35,16 +38,19 @@ pub fn config_text(kubeconfig: &Path, identity: &str, log_level: &str) -> String
          qps = 200.0\n\
          burst = 400\n\
          request_timeout = \"1s\"\n\
-         watch_idle_timeout = \"2s\"\n\
+         watch_idle_timeout = \"{}s\"\n\
          [leader_election]\n\
          enabled = true\n\
          identity = \"{identity}\"\n\
          lease_duration = \"{}s\"\n\
-         renew_deadline = \"2s\"\n\
-         retry_period = \"500ms\"\n",
+         renew_deadline = \"{}s\"\n\
+         retry_period = \"{}ms\"\n",
         GRACE.as_secs(),
         kubeconfig.display(),
+        WATCH_IDLE_TIMEOUT.as_secs(),
         LEASE_DURATION.as_secs(),
+        RENEW_DEADLINE.as_secs(),
+        RETRY_PERIOD.as_millis(),
     )
 }
 
@@ -110,6 +116,11 @@ impl Daemon {
             let _ = child.wait();
         }
         self.restart_at = Some(Instant::now() + restart_after);
+    }
+
+    /// Killed and due to start again (at the next `poll`).
+    pub fn restart_due(&self) -> bool {
+        self.child.is_none() && self.restart_at.is_some_and(|at| Instant::now() >= at)
     }
 
     pub fn reload(&self) {

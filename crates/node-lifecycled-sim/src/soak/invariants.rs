@@ -10,7 +10,14 @@
 //!   last `evidence_allowance` before the write are excused (see [`Limits::for_soak`]).
 //! - `taint-forbidden-by-zone`: a new NoExecute taint while every zone is fully disrupted
 //!   (master disruption mode) or while the node's zone is partially disrupted and small (rate
-//!   0), both judged on the Ready conditions in the store, held for `zone_allowance`.
+//!   0), judged on the Ready conditions in the store, held for `zone_allowance`; and, stricter,
+//!   as upstream's batched pass would judge the zones (`zone_rules`): every node whose kubelet
+//!   is silent and whose grace ends within one monitor period counts as not ready too, and by
+//!   default (beyond upstream, [`Limits::early_suspects`]) every kubelet silent for more than
+//!   twice its Lease renew interval.
+//! - `untaint-while-dead`: a daemon write that takes the NoExecute taint off a node whose
+//!   kubelet has been silent beyond the grace period, unless every zone may be fully disrupted
+//!   (master disruption mode).
 //! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
 //!   first NoExecute taint of an unbroken run, or the pod's creation if later (the daemon
 //!   counts from the taint's `timeAdded`, a pod bound later from its arrival); or deleted
@@ -23,6 +30,9 @@
 //!   (+ allowance) carries `node.kubernetes.io/unreachable:NoExecute`, unless the zone rules
 //!   forbid it;
 //! - `pod-not-evicted`: a pod whose toleration ran out (+ allowance) is deleted;
+//! - `decision-late` (`decisions`): the same, tighter, when the only daemon-side faults around
+//!   were connection resets: deleted by the time it was due + the reconnect + a scheduling
+//!   slack;
 //! - `recovered-node-tainted`: a node alive again for the kubelet's status interval (+ allowance)
 //!   is neither Unknown nor NoExecute-tainted;
 //! - `rss`: each daemon's resident memory stays under a limit and does not keep growing.
@@ -69,6 +79,20 @@ pub struct Limits {
     pub evidence_stamp_slack: Duration,
     /// Added to every liveness deadline.
     pub liveness_allowance: Duration,
+    /// The daemons' `node_monitor_period`: upstream's batched pass sees every node within one.
+    pub monitor_period: Duration,
+    /// Beyond upstream: a kubelet silent longer than this (twice its Lease renew interval)
+    /// counts as not ready when a new NoExecute taint is judged against its zone. `None`:
+    /// judged as upstream's batch alone (silent nodes whose grace ends within one period).
+    pub early_suspects: Option<Duration>,
+    /// How much longer than the rule's threshold a kubelet must be silent (at the taint's
+    /// landing) to count as surely not ready, beyond the writer's measured CPU wait.
+    pub suspect_allowance: Duration,
+    /// `decision-late`: how long a daemon may take to be back after a connection reset
+    /// (watch backoff + one round trip, or the relist).
+    pub reconnect_allowance: Duration,
+    /// `decision-late`: scheduling slack on top.
+    pub decision_slack: Duration,
     /// How often a live kubelet posts status (it posts at once after a resume).
     pub status_interval: Duration,
     pub handover_gap: Duration,
@@ -93,8 +117,29 @@ impl Limits {
     ///   the held taints and deletions go out; a 500 burst backs the executor off up to 3.2 s;
     ///   the rest is a relist and a busy machine. (With client-go's 30 s backoff cap this had
     ///   to be 35 s, and no dead-node or due-pod obligation was ever judged.)
+    /// - suspects (the batched zone view of a new NoExecute taint): the soak's daemons run a
+    ///   1 s monitor period and their kubelets renew every 1 s, so the early rule's threshold
+    ///   is 2 s. A kubelet counts as surely not ready when it has been silent for the
+    ///   threshold + 1 s + the writer's measured CPU wait in the 2 s before the write: the
+    ///   daemon decided before its write landed (up to the injected delay, 400 ms, plus its
+    ///   run-queue wait, measured, plus 350 ms for the simulator's threads) and saw the last
+    ///   heartbeat a little after it landed (the 250 ms evidence stamp slack). Silent for more
+    ///   than the threshold − 250 ms but not that long, it may count either way (a node both
+    ///   sides of the line can make a zone full or partial: the checker takes every view);
+    /// - decision-late: the reconnect is the watch backoff cap (a fifth of the grace period,
+    ///   1 s) + 200 ms for one round trip or the relist; the slack 500 ms plus the longer of
+    ///   the two daemons' measured CPU waits from 3 s before the pod was due to the deadline.
+    ///   Not the 1.6 s of the evidence window: that stood for CPU waits before they were
+    ///   measured, and it would hide what this rule is for (after a reset the daemon of
+    ///   issue #25 holds deletions for the new pod watch's first line, 1 s later when the
+    ///   server ends it at `timeoutSeconds=1`, + a 0.5 s settle: 1.5 s beyond the reconnect).
+    ///   Only connection resets on a healthy server may push the deadline back; any fault that
+    ///   stops a daemon (stall, freeze, leader kill, 500 or 429 burst, slow responses, an API
+    ///   outage long enough to lose the leader Lease) excuses the obligation (the liveness
+    ///   rule `pod-not-evicted` still judges it).
     pub fn for_soak(grace: Duration, rate: f64, max_delay: Duration) -> Limits {
         let scheduling = Duration::from_millis(1600);
+        let renew_interval = Duration::from_secs(1);
         Limits {
             grace,
             taint_interval: Duration::from_secs_f64(1.0 / rate.max(1e-3)),
@@ -105,6 +150,11 @@ impl Limits {
             eviction_retry_window: Duration::from_millis(1500) + max_delay + scheduling,
             toleration_slack: max_delay + Duration::from_millis(1100),
             liveness_allowance: Duration::from_secs(10),
+            monitor_period: Duration::from_secs(1),
+            early_suspects: Some(renew_interval * 2),
+            suspect_allowance: max_delay + Duration::from_millis(250 + 350),
+            reconnect_allowance: grace / 5 + Duration::from_millis(200),
+            decision_slack: Duration::from_millis(500),
             evidence_stamp_slack: Duration::from_millis(250),
             status_interval: Duration::from_secs(1),
             handover_gap: Duration::from_millis(250),
@@ -126,6 +176,8 @@ pub(super) struct NodeTruth {
     /// Kubelet heartbeats (Lease renewals, status posts), the last minute or so.
     pub(super) evidence: VecDeque<Time>,
     pub(super) ready: String,
+    /// When `ready` last changed in the store.
+    pub(super) ready_since: Time,
     pub(super) alive: bool,
     /// When the kubelet last changed between alive and silent.
     pub(super) kubelet_since: Time,
@@ -136,6 +188,8 @@ pub(super) struct NodeTruth {
     /// Start of the current unbroken run of NoExecute controller taints.
     pub(super) noexec_since: Option<Time>,
     pub(super) noexec_ended: Option<Time>,
+    /// The last run of NoExecute controller taints that ended: (start, end).
+    pub(super) last_run: Option<(Time, Time)>,
 }
 
 impl NodeTruth {
@@ -155,6 +209,8 @@ pub(super) struct PodTruth {
     pub(super) deleted: Option<Time>,
     /// (created, taint run start) of the obligation already judged.
     pub(super) judged: Option<(Time, Time)>,
+    /// The same for `decision-late` (the last few).
+    pub(super) decisions_judged: VecDeque<(Time, Time)>,
 }
 
 #[derive(Debug, Default)]
@@ -175,6 +231,23 @@ pub struct Obligations {
     pub unknown_verdicts_checked: u64,
     pub taints_checked: u64,
     pub deletions_checked: u64,
+    pub untaints_checked: u64,
+    /// `decision-late`: judged and met; not judged because a fault stopped the daemons.
+    pub decisions_on_time: u64,
+    pub decisions_excused: u64,
+    /// The latest of the deletions judged on time, after their due time.
+    pub worst_decision_lateness: Duration,
+}
+
+/// What a daemon-side fault does to the daemons' decisions (`decision-late`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FaultClass {
+    /// A connection-level fault on a healthy server (watch drop, 410, corrupt line, a short
+    /// API restart): the daemon only has to reconnect.
+    Reset,
+    /// A fault that stops or slows a daemon (stall, freeze, leader kill, 500/429 bursts, slow
+    /// responses, an API outage long enough to lose the leader Lease).
+    Blocking,
 }
 
 pub struct Checker {
@@ -193,6 +266,8 @@ pub struct Checker {
     pub(super) all_full_exit: Time,
     pub(super) last_write: HashMap<String, Time>,
     pub(super) quiet_until: Time,
+    /// Daemon-side faults (class, from, to, kind), the last two minutes.
+    pub(super) fault_windows: VecDeque<(FaultClass, Time, Time, &'static str)>,
     pub(super) rss: BTreeMap<(String, u32), RssTrack>,
     /// Per daemon: (end of a sampling period, run-queue wait in it), the last two minutes.
     pub(super) cpu_waits: HashMap<String, VecDeque<(Time, Duration)>>,
@@ -222,6 +297,7 @@ impl Checker {
             all_full_exit: Time::ZERO,
             last_write: HashMap::new(),
             quiet_until: start,
+            fault_windows: VecDeque::new(),
             rss: BTreeMap::new(),
             cpu_waits: HashMap::new(),
             decisions: BTreeMap::new(),
@@ -240,12 +316,14 @@ impl Checker {
                     zone,
                     evidence: VecDeque::from([start]),
                     ready: "True".into(),
+                    ready_since: start,
                     alive: true,
                     kubelet_since: start,
                     judged: Some(start),
                     taints: Vec::new(),
                     noexec_since: None,
                     noexec_ended: None,
+                    last_run: None,
                 },
             );
         }
@@ -293,6 +371,7 @@ impl Checker {
                 created: at,
                 deleted: None,
                 judged: None,
+                decisions_judged: VecDeque::new(),
             },
         );
     }
@@ -300,6 +379,18 @@ impl Checker {
     /// Liveness deadlines start no earlier than `until` (a fault stopped every daemon).
     pub fn quiet_until(&mut self, until: Time) {
         self.quiet_until = self.quiet_until.max(until);
+    }
+
+    /// A daemon-side fault `kind` of `class` acting from `from` to `to` (`decision-late`).
+    pub fn fault(&mut self, class: FaultClass, kind: &'static str, from: Time, to: Time) {
+        self.fault_windows.push_back((class, from, to, kind));
+        while self
+            .fault_windows
+            .front()
+            .is_some_and(|&(_, _, end, _)| from.since(end) > Duration::from_secs(120))
+        {
+            self.fault_windows.pop_front();
+        }
     }
 
     /// The kubelets' ground truth: `node`'s kubelet became alive (or silent) at `at`.
@@ -366,7 +457,10 @@ impl Checker {
                     }
                     self.set_ready(node, status, r.wall);
                 }
-                FactKind::PodDeleted { pod, .. } => self.check_deletion(&daemon, pod, r.wall),
+                FactKind::PodDeleted { pod, .. } => {
+                    self.check_deletion(&daemon, pod, r.wall);
+                    self.check_decision_at_deletion(pod, r.wall);
+                }
                 _ => {}
             }
         }
@@ -383,7 +477,7 @@ impl Checker {
         for node in added {
             let had = self.nodes.get(node).is_some_and(NodeTruth::noexec);
             if !had {
-                self.check_taint(node, r.wall);
+                self.check_taint(&daemon, node, r.wall);
             }
         }
         let touched: Vec<String> = kinds
@@ -402,17 +496,23 @@ impl Checker {
                 .get(&node)
                 .cloned()
                 .unwrap_or_default();
+            let mut removed = false;
             if let Some(n) = self.nodes.get_mut(&node) {
                 let before = n.noexec();
                 n.taints = taints;
                 match (before, n.noexec()) {
                     (false, true) => n.noexec_since = Some(r.wall),
                     (true, false) => {
+                        n.last_run = n.noexec_since.map(|start| (start, r.wall));
                         n.noexec_since = None;
                         n.noexec_ended = Some(r.wall);
+                        removed = true;
                     }
                     _ => {}
                 }
+            }
+            if removed {
+                self.check_untaint(&daemon, &node, r.wall);
             }
         }
     }

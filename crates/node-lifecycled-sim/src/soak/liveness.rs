@@ -129,11 +129,12 @@ impl Checker {
         for (rule, detail) in found {
             self.violation(now, rule, detail);
         }
+        self.check_decisions(now);
     }
 
     /// The longest either daemon waited for a CPU between `from` and `now`: a deadline moves
     /// back by it (the leader could not act meanwhile; which daemon led is not tracked).
-    fn starved(&self, from: Time, now: Time) -> Duration {
+    pub(super) fn starved(&self, from: Time, now: Time) -> Duration {
         self.cpu_waits
             .keys()
             .map(|d| self.waited(d, from.since(Time::ZERO), now))

@@ -9,6 +9,7 @@
 //! finished them, as a ReplicaSet would, so evictions keep happening.
 
 mod daemons;
+mod decisions;
 #[cfg(test)]
 mod invariant_tests;
 pub mod invariants;
@@ -25,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use daemons::Daemon;
-use invariants::{Checker, DRIVER, KUBELET, Limits};
+use invariants::{Checker, DRIVER, FaultClass, KUBELET, Limits};
 use schedule::{BurstTarget, Fault, PlanShape, Step};
 
 use crate::kubelets::{KubeletConfig, Kubelets};
@@ -187,6 +188,21 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         warmup: Duration::from_secs(10).min(options.duration / 4),
         cooldown: Duration::from_secs(40).min(options.duration / 3),
         max_single_down: (options.nodes / 4).max(1),
+        grace: daemons::GRACE,
+        tolerations: populated
+            .nodes
+            .iter()
+            .map(|node| {
+                pods.iter()
+                    .filter(|p| &p.node == node && p.kind == PodKind::Web)
+                    .filter_map(|p| match p.toleration {
+                        Toleration::None => Some(Duration::ZERO),
+                        Toleration::Seconds(s) => Some(Duration::from_secs(s)),
+                        Toleration::Forever => None,
+                    })
+                    .collect()
+            })
+            .collect(),
     };
     let steps = schedule::plan(options.seed, &shape);
     let _ = writeln!(
@@ -344,8 +360,13 @@ impl Run<'_> {
         if !step.kind.is_empty() {
             *self.faults.entry(step.kind.to_string()).or_default() += 1;
         }
+        let kind = if step.kind.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", step.kind)
+        };
         self.fault_log.push_str(&format!(
-            "{:>9.3}s {:?}\n",
+            "{:>9.3}s {:?}{kind}\n",
             self.cluster.elapsed().as_secs_f64(),
             step.fault
         ));
@@ -362,16 +383,41 @@ impl Run<'_> {
             Fault::KubeletReboot(node, down) => {
                 let _ = self.kubelets.reboot(node, *down);
             }
-            Fault::DropWatches => faults.drop_watches(),
+            Fault::DropWatches => {
+                faults.drop_watches();
+                self.checker
+                    .fault(FaultClass::Reset, "watch-drop", now, now);
+            }
             Fault::StallWatches(d) => {
                 faults.stall_watches(Some(*d));
                 self.checker.quiet_until(secs(*d));
+                // A stalled watch is dropped at the watch idle timeout.
+                let end = secs(*d + daemons::WATCH_IDLE_TIMEOUT);
+                self.checker
+                    .fault(FaultClass::Blocking, "watch-stall", now, end);
             }
-            Fault::ExpireWatches(n) => faults.fail_next(RequestMatch::verb(Verb::Watch), *n, 410),
-            Fault::CorruptLines => faults.corrupt_watches(),
+            Fault::ExpireWatches(n) => {
+                faults.fail_next(RequestMatch::verb(Verb::Watch), *n, 410);
+                // Taken by the next watch requests: the watches end within the idle timeout.
+                let end = secs(daemons::WATCH_IDLE_TIMEOUT);
+                self.checker.fault(FaultClass::Reset, "watch-410", now, end);
+            }
+            Fault::CorruptLines => {
+                faults.corrupt_watches();
+                self.checker
+                    .fault(FaultClass::Reset, "corrupt-line", now, now);
+            }
             Fault::ApiRestart(d) => {
                 faults.restart(*d);
                 self.checker.quiet_until(secs(*d));
+                // Longer than the renew deadline less a retry period, the leader may lose its
+                // Lease: a takeover, not a mere reconnect.
+                let class = if *d < daemons::RENEW_DEADLINE - daemons::RETRY_PERIOD {
+                    FaultClass::Reset
+                } else {
+                    FaultClass::Blocking
+                };
+                self.checker.fault(class, "api-restart", now, secs(*d));
             }
             Fault::ErrorBurst {
                 code,
@@ -394,10 +440,24 @@ impl Run<'_> {
                         faults.fail_next(m, *count, *code);
                     }
                 }
+                // A 409 only makes a node write retry; 429 and 500 back the daemons off (the
+                // executor up to 3.2 s) once the next requests take them.
+                if *code != 409 {
+                    let kind = if *code == 429 {
+                        "burst-429"
+                    } else {
+                        "burst-500"
+                    };
+                    let end = secs(Duration::from_secs(5));
+                    self.checker.fault(FaultClass::Blocking, kind, now, end);
+                }
             }
             Fault::SlowResponses(delay, length) => {
                 faults.delay_responses(RequestMatch::any(), *delay);
                 self.slow_until = Some(Instant::now() + *length);
+                let end = secs(*length);
+                self.checker
+                    .fault(FaultClass::Blocking, "slow-responses", now, end);
             }
             Fault::KillLeader(restart) => {
                 let holder = self
@@ -416,8 +476,10 @@ impl Run<'_> {
                 if let Some(daemon) = victim {
                     daemon.kill(*restart);
                     // The other takes over after the Lease expires, then syncs.
+                    let end = secs(daemons::LEASE_DURATION + Duration::from_secs(5));
+                    self.checker.quiet_until(end);
                     self.checker
-                        .quiet_until(secs(daemons::LEASE_DURATION + Duration::from_secs(5)));
+                        .fault(FaultClass::Blocking, "kill-leader", now, end);
                 }
             }
             Fault::Reload { valid } => {
@@ -452,6 +514,11 @@ impl Run<'_> {
         if self.slow_until.is_some_and(|t| Instant::now() >= t) {
             self.sim.faults().clear_delays();
             self.slow_until = None;
+        }
+        // A daemon started again while a `reload-bad` config is on disk would refuse it and
+        // exit (a fault of the soak's making, not the daemon's): the good file goes back first.
+        if self.reload_restore.is_some() && self.daemons.iter().any(|(d, _)| d.restart_due()) {
+            self.reload_restore = Some(Instant::now());
         }
         if self.reload_restore.is_some_and(|t| Instant::now() >= t) {
             self.reload_restore = None;

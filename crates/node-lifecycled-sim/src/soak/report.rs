@@ -75,16 +75,25 @@ impl fmt::Display for SoakReport {
         let o = &self.obligations;
         writeln!(
             f,
-            "checked: {} Unknown verdicts, {} new NoExecute taints, {} pod deletions (safety); \
-             {} dead nodes tainted, {} pods evicted when due, {} recovered nodes untainted \
-             (liveness); {} pods re-created",
+            "checked: {} Unknown verdicts, {} new NoExecute taints, {} NoExecute removals, {} pod \
+             deletions (safety); {} dead nodes tainted, {} pods evicted when due, {} recovered \
+             nodes untainted (liveness); {} pods re-created",
             o.unknown_verdicts_checked,
             o.taints_checked,
+            o.untaints_checked,
             o.deletions_checked,
             o.dead_nodes_tainted,
             o.pods_evicted,
             o.recovered_untainted,
             self.pods_recreated
+        )?;
+        writeln!(
+            f,
+            "decisions on time (decision-late): {} judged and met (latest {:.1}s after due), {} \
+             excused by a fault that stopped the daemons",
+            o.decisions_on_time,
+            o.worst_decision_lateness.as_secs_f64(),
+            o.decisions_excused
         )?;
         for (daemon, starts) in &self.daemon_starts {
             writeln!(f, "daemon {daemon}: started {starts} times")?;

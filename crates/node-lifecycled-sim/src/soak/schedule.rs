@@ -5,6 +5,11 @@
 //! Faults come as episodes a short random gap apart (mean about 2 s: a 30-minute soak sees
 //! several hundred). A kubelet episode (stop then resume, reboot, flap) takes a node that no
 //! other episode is using; zone and whole-cluster outages take every node they name.
+//! Correlated zone failures (issue #25): most of a zone's free nodes (past the unhealthy
+//! threshold, not all) silent at the same instant, or within one Lease renew interval; a
+//! quarter of the zone episodes kill the leader while their nodes are dead and tainted (and
+//! every plan opens with such an episode, so even a one-minute soak meets one); and kubelet
+//! stops with a connection reset planned about when one of the node's pods falls due.
 
 use std::time::Duration;
 
@@ -76,14 +81,22 @@ pub struct PlanShape {
     pub cooldown: Duration,
     /// At most this many nodes silent at once from single-node episodes.
     pub max_single_down: usize,
+    /// The daemons' grace period (a leader killed during an outage is killed after it).
+    pub grace: Duration,
+    /// Per node (in the order of `zones`, flattened): its pods' NoExecute tolerations (a
+    /// connection reset is planned about when one runs out); empty: 0, 3, 6 or 10 s.
+    pub tolerations: Vec<Vec<Duration>>,
 }
 
 /// The episode kinds and their weights.
-const EPISODES: [(&str, u64); 18] = [
+const EPISODES: [(&str, u64); 21] = [
     ("kubelet-stop", 18),
     ("kubelet-reboot", 10),
     ("kubelet-flap", 8),
+    ("kubelet-stop-reset", 3),
     ("zone-outage", 2),
+    ("zone-partial-sync", 2),
+    ("zone-partial-spread", 2),
     ("all-zones-down", 1),
     ("watch-drop", 6),
     ("watch-stall", 5),
@@ -108,7 +121,17 @@ struct Planner {
     names: Vec<String>,
     zone_of: Vec<usize>,
     zone_count: usize,
+    grace: Duration,
+    tolerations: Vec<Vec<Duration>>,
+    /// The next zone episode kills the leader while its nodes are dead (the opening one).
+    force_kill: bool,
 }
+
+/// A zone's share of silent nodes that makes it partially disrupted (SPEC §4; the soak's
+/// daemons run upstream's 0.55).
+const UNHEALTHY_ZONE_THRESHOLD: f64 = 0.55;
+/// How many zone episodes in a hundred also kill the leader while their nodes are dead.
+const KILL_IN_OUTAGE_PERCENT: u64 = 25;
 
 impl Planner {
     fn millis(&mut self, from: u64, to: u64) -> Duration {
@@ -133,11 +156,18 @@ impl Planner {
         Some(free[self.rng.below(free.len() as u64) as usize])
     }
 
-    /// Stops each node at `at` (+ up to 1 s) and resumes it `down` (+ up to 2 s) later.
-    fn outage(&mut self, nodes: &[usize], at: Duration, down: Duration, kind: &'static str) {
+    /// Stops each node at `at` (+ up to `spread_ms`) and resumes it `down` (+ up to 2 s) later.
+    fn outage(
+        &mut self,
+        nodes: &[usize],
+        at: Duration,
+        spread_ms: u64,
+        down: Duration,
+        kind: &'static str,
+    ) {
         let mut first = true;
         for &i in nodes {
-            let stop = at + self.millis(0, 1000);
+            let stop = at + self.millis(0, spread_ms);
             let resume = stop + down + self.millis(0, 2000);
             let name = self.names[i].clone();
             self.push(
@@ -151,6 +181,27 @@ impl Planner {
         }
     }
 
+    /// Sometimes kills the leader while the nodes of an outage starting at `at` and lasting
+    /// at least `down` are dead past the grace period (and some tainted): its successor must
+    /// not take their taints off.
+    fn maybe_kill_in_outage(&mut self, nodes: &[usize], at: Duration, down: Duration) {
+        let forced = std::mem::take(&mut self.force_kill);
+        if nodes.is_empty() || !(forced || self.rng.chance(KILL_IN_OUTAGE_PERCENT)) {
+            return;
+        }
+        let earliest = self.grace + Duration::from_millis(1_500);
+        let latest = if forced {
+            // The opening: soon after the first verdicts, within its quiet stretch.
+            earliest + Duration::from_secs(1)
+        } else {
+            down.saturating_sub(Duration::from_millis(500))
+        }
+        .max(earliest);
+        let when = at + self.millis(millis_of(earliest), millis_of(latest));
+        let restart = self.millis(500, 3_000);
+        self.push(when, Fault::KillLeader(restart), "kill-leader-in-outage");
+    }
+
     fn episode(&mut self, kind: &'static str, at: Duration, max_down: usize) {
         match kind {
             "kubelet-stop" => {
@@ -158,7 +209,35 @@ impl Planner {
                     // Some short (under the grace period), most long enough to be tainted and
                     // have pods evicted.
                     let down = self.millis(2_000, 45_000);
-                    self.outage(&[i], at, down, kind);
+                    self.outage(&[i], at, 1000, down, kind);
+                }
+            }
+            "kubelet-stop-reset" => {
+                if let Some(i) = self.free_node(at, max_down) {
+                    // A connection reset about when one of the node's pods falls due: its
+                    // NoExecute taint lands about grace − 0.5 s after the stop (the last
+                    // heartbeat is up to a renew interval before it), its pods are due their
+                    // toleration later.
+                    let down = self.millis(15_000, 40_000);
+                    self.outage(&[i], at, 0, down, kind);
+                    let mut choices: Vec<Duration> = self
+                        .tolerations
+                        .get(i)
+                        .map(|t| t.iter().copied().filter(|&d| d < down).collect())
+                        .unwrap_or_default();
+                    if choices.is_empty() {
+                        choices = [0, 3, 6, 10].map(Duration::from_secs).to_vec();
+                    }
+                    let toleration = choices[self.rng.below(choices.len() as u64) as usize];
+                    let landing = self.grace.saturating_sub(Duration::from_millis(500));
+                    let reset = at + landing + toleration - Duration::from_millis(800)
+                        + self.millis(0, 1_000);
+                    let fault = if self.rng.chance(30) {
+                        Fault::ApiRestart(self.millis(200, 1_200))
+                    } else {
+                        Fault::DropWatches
+                    };
+                    self.push(reset, fault, "");
                 }
             }
             "kubelet-reboot" => {
@@ -191,14 +270,36 @@ impl Planner {
                     .filter(|&i| self.zone_of[i] == zone && self.busy_until[i] <= at)
                     .collect();
                 let down = self.millis(8_000, 25_000);
-                self.outage(&nodes, at, down, kind);
+                self.outage(&nodes, at, 1000, down, kind);
+                self.maybe_kill_in_outage(&nodes, at, down);
+            }
+            "zone-partial-sync" | "zone-partial-spread" => {
+                let zone = self.rng.below(self.zone_count as u64) as usize;
+                let size = self.zone_of.iter().filter(|&&z| z == zone).count();
+                let mut free: Vec<usize> = (0..self.names.len())
+                    .filter(|&i| self.zone_of[i] == zone && self.busy_until[i] <= at)
+                    .collect();
+                // Past the threshold by one node, never the whole zone: 6 of 8.
+                let want = ((size as f64 * UNHEALTHY_ZONE_THRESHOLD).ceil() as usize + 1)
+                    .min(size.saturating_sub(1));
+                let mut nodes = Vec::new();
+                while nodes.len() < want && !free.is_empty() {
+                    let pick = self.rng.below(free.len() as u64) as usize;
+                    nodes.push(free.swap_remove(pick));
+                }
+                // At one instant, or over one Lease renew interval of the soak's kubelets.
+                let spread = if kind == "zone-partial-sync" { 0 } else { 1000 };
+                let down = self.millis(8_000, 25_000);
+                self.outage(&nodes, at, spread, down, kind);
+                self.maybe_kill_in_outage(&nodes, at, down);
             }
             "all-zones-down" => {
                 let nodes: Vec<usize> = (0..self.names.len())
                     .filter(|&i| self.busy_until[i] <= at)
                     .collect();
                 let down = self.millis(8_000, 20_000);
-                self.outage(&nodes, at, down, kind);
+                self.outage(&nodes, at, 1000, down, kind);
+                self.maybe_kill_in_outage(&nodes, at, down);
             }
             "watch-drop" => self.push(at, Fault::DropWatches, kind),
             "watch-stall" => {
@@ -253,30 +354,58 @@ impl Planner {
     }
 }
 
+fn millis_of(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The longest response delay a `SlowResponses` fault injects (the invariants' allowances are
 /// built from it).
 pub const MAX_INJECTED_DELAY_MS: u64 = 400;
 
+impl Planner {
+    fn new(seed: u64, shape: &PlanShape) -> Planner {
+        let names: Vec<String> = shape.zones.iter().flatten().cloned().collect();
+        let zone_of: Vec<usize> = shape
+            .zones
+            .iter()
+            .enumerate()
+            .flat_map(|(z, nodes)| nodes.iter().map(move |_| z))
+            .collect();
+        Planner {
+            rng: Rng::new(seed),
+            steps: Vec::new(),
+            busy_until: vec![Duration::ZERO; names.len()],
+            names,
+            zone_of,
+            zone_count: shape.zones.len().max(1),
+            grace: shape.grace,
+            tolerations: shape.tolerations.clone(),
+            force_kill: false,
+        }
+    }
+}
+
 /// The plan for `seed`: steps in time order.
 pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
-    let names: Vec<String> = shape.zones.iter().flatten().cloned().collect();
-    let zone_of: Vec<usize> = shape
-        .zones
-        .iter()
-        .enumerate()
-        .flat_map(|(z, nodes)| nodes.iter().map(move |_| z))
-        .collect();
-    let mut planner = Planner {
-        rng: Rng::new(seed),
-        steps: Vec::new(),
-        busy_until: vec![Duration::ZERO; names.len()],
-        names,
-        zone_of,
-        zone_count: shape.zones.len().max(1),
-    };
+    let mut planner = Planner::new(seed, shape);
     let total: u64 = EPISODES.iter().map(|(_, w)| w).sum();
     let end = shape.duration.saturating_sub(shape.cooldown);
     let mut at = shape.warmup;
+    if at < end {
+        // Every plan opens with a correlated zone failure that kills the leader while its
+        // nodes are dead, so even a one-minute soak (the integration test's) meets the faults
+        // of issue #25; nothing else happens until the kill is done (the first verdicts come
+        // grace − 1 s after the stops, the kill 1.5–2.5 s after the grace period), so no other
+        // fault holds or delays what the daemon decides meanwhile.
+        let kind = if planner.rng.chance(50) {
+            "zone-partial-sync"
+        } else {
+            "zone-partial-spread"
+        };
+        planner.force_kill = true;
+        planner.episode(kind, at, shape.max_single_down);
+        at += shape.grace + Duration::from_secs(3);
+    }
     while at < end {
         let mut pick = planner.rng.below(total);
         let kind = EPISODES
@@ -311,6 +440,8 @@ mod tests {
             warmup: Duration::from_secs(10),
             cooldown: Duration::from_secs(40),
             max_single_down: 6,
+            grace: Duration::from_secs(5),
+            tolerations: Vec::new(),
         }
     }
 
@@ -345,5 +476,97 @@ mod tests {
         }
         assert!(steps.iter().all(|s| s.at >= Duration::from_secs(10)));
         assert!(steps.windows(2).all(|w| w[0].at <= w[1].at));
+    }
+
+    #[test]
+    fn a_correlated_zone_failure_silences_most_of_one_zone_at_once_or_within_a_second() {
+        let s = shape(Duration::from_secs(600));
+        for seed in 0..20 {
+            for (kind, spread) in [
+                ("zone-partial-sync", Duration::ZERO),
+                ("zone-partial-spread", Duration::from_secs(1)),
+            ] {
+                let mut planner = Planner::new(seed, &s);
+                let at = Duration::from_secs(20);
+                planner.episode(kind, at, 6);
+                let stops: Vec<(&String, Duration)> = planner
+                    .steps
+                    .iter()
+                    .filter_map(|st| match &st.fault {
+                        Fault::KubeletStop(n) => Some((n, st.at)),
+                        _ => None,
+                    })
+                    .collect();
+                // 6 of a zone of 8: past the threshold (5), never the whole zone.
+                assert_eq!(stops.len(), 6, "{kind} {stops:?}");
+                let zone = &stops[0].0[..2];
+                assert!(stops.iter().all(|(n, _)| n.starts_with(zone)), "{stops:?}");
+                let mut names: Vec<_> = stops.iter().map(|s| s.0).collect();
+                names.dedup();
+                assert_eq!(names.len(), 6, "{stops:?}");
+                assert!(
+                    stops.iter().all(|s| s.1 >= at && s.1 <= at + spread),
+                    "{stops:?}"
+                );
+                let resumes = planner
+                    .steps
+                    .iter()
+                    .filter(|st| matches!(st.fault, Fault::KubeletResume(_)))
+                    .count();
+                assert_eq!(resumes, 6);
+            }
+        }
+    }
+
+    #[test]
+    fn some_zone_failures_kill_the_leader_while_their_nodes_are_dead() {
+        let s = shape(Duration::from_secs(1800));
+        let steps = plan(5, &s);
+        let kills: Vec<Duration> = steps
+            .iter()
+            .filter(|st| st.kind == "kill-leader-in-outage")
+            .map(|st| st.at)
+            .collect();
+        assert!(kills.len() >= 5, "{} kills in outages", kills.len());
+        for at in kills {
+            // Some node stopped at least the grace period before and not yet resumed.
+            let dead = s.zones.iter().flatten().any(|node| {
+                let last = steps.iter().rev().find(|st| {
+                    st.at <= at
+                        && matches!(&st.fault, Fault::KubeletStop(n) | Fault::KubeletResume(n) if n == node)
+                });
+                last.is_some_and(|st| {
+                    matches!(st.fault, Fault::KubeletStop(_)) && at - st.at >= s.grace
+                })
+            });
+            assert!(
+                dead,
+                "kill at {at:?} with no node dead past the grace period"
+            );
+        }
+    }
+
+    #[test]
+    fn every_plan_opens_with_a_correlated_zone_failure_that_kills_the_leader() {
+        let s = shape(Duration::from_secs(60));
+        for seed in 0..20 {
+            let steps = plan(seed, &s);
+            // Its stops begin at the warm-up's end (spread over a second at most).
+            let opening = steps.iter().find(|st| st.kind.starts_with("zone-partial-"));
+            assert!(
+                opening.is_some_and(|st| st.at <= s.warmup + Duration::from_secs(1)),
+                "seed {seed}: {opening:?}"
+            );
+            let kill = steps
+                .iter()
+                .find(|st| st.kind == "kill-leader-in-outage")
+                .unwrap();
+            // Nothing else in between.
+            let others = steps
+                .iter()
+                .filter(|st| st.at > s.warmup + Duration::from_secs(1) && st.at < kill.at)
+                .count();
+            assert_eq!(others, 0, "seed {seed}");
+        }
     }
 }
