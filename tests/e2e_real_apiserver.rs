@@ -13,10 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use e2e_support::{Daemon, TempDir, Timing, config_text, wait_until};
-use node_lifecycled::kube::PatchType;
 use real_apiserver_support::RealApiserver;
 use real_apiserver_support::fleet::{
-    Kubelets, admin_client, event_reasons, node_json, pod_deleting, pod_manifest, post_ready,
+    Kubelets, admin_client, create_running_pod, event_reasons, node_json, pod_deleting, post_ready,
     ready_of, taints_of,
 };
 use serde::de::IgnoredAny;
@@ -56,33 +55,16 @@ fn node_failure_against_a_real_apiserver_with_the_rbac_of_conf() {
             )
             .unwrap();
     }
-    for (pod, seconds) in [
-        ("at-once", Some(0)),
-        ("two-seconds", Some(2)),
-        ("long", Some(60)),
-        ("forever", None),
+    // Running and Ready (MarkPodsNotReady changes only a Ready condition that exists, as
+    // upstream).
+    for (pod, node, seconds) in [
+        ("at-once", "n1", Some(0)),
+        ("two-seconds", "n1", Some(2)),
+        ("long", "n1", Some(60)),
+        ("forever", "n1", None),
+        ("elsewhere", "n2", Some(0)),
     ] {
-        server.kubectl(
-            &["apply", "-f", "-"],
-            Some(&pod_manifest(pod, "n1", seconds)),
-        );
-    }
-    server.kubectl(
-        &["apply", "-f", "-"],
-        Some(&pod_manifest("elsewhere", "n2", Some(0))),
-    );
-    // The kubelets report the pods running and Ready (MarkPodsNotReady changes only a Ready
-    // condition that exists, as upstream).
-    for pod in ["at-once", "two-seconds", "long", "forever", "elsewhere"] {
-        let status = json!({"status": {"phase": "Running", "conditions": [
-            {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}});
-        admin
-            .patch::<IgnoredAny>(
-                &format!("/api/v1/namespaces/e2e/pods/{pod}/status"),
-                PatchType::StrategicMerge,
-                status.to_string().as_bytes(),
-            )
-            .unwrap();
+        create_running_pod(&server, pod, node, seconds);
     }
     let names: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
     // The kubelets renew every 500 ms, all at the same instant.

@@ -141,25 +141,32 @@ fn judged_and_spared(
     );
 }
 
+/// Three of zone z1's four nodes fall silent at the same instant (their kubelets renewing at
+/// their own phases, or all together): judged Unknown and tainted NoSchedule, nothing tainted
+/// NoExecute and nothing deleted. Returns the daemon, for what else the scenario checks.
+fn most_of_a_zone_dies(name: &str, spread_phases: bool) -> Option<Daemon> {
+    let spec = zone_fleet(2, 4, spread_phases);
+    let (server, kubelets, _serial) = fleet(&spec)?;
+    let all = spec.names();
+    at_once_pods(&server, &all);
+    let dir = TempDir::new(name);
+    let d = leading_daemon(&server, &dir, name, &zone_timing());
+    std::thread::sleep(Duration::from_secs(3));
+    let dead: Vec<String> = spec.in_zone("z1").into_iter().take(3).collect();
+    kubelets.silence(&dead);
+    judged_and_spared(&server, &d, &dead, &all, Duration::from_secs(6));
+    Some(d)
+}
+
 /// Three of a zone's four nodes stop heartbeating at the same instant in a cluster of 8:
 /// upstream's pass sees all three Unknown together, the zone is partially disrupted and, the
 /// cluster being small, nothing is tainted NoExecute. The first verdict must not taint its node
 /// before the other two are judged.
 #[test]
 fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
-    let spec = zone_fleet(2, 4, false);
-    let Some((server, kubelets, _serial)) = fleet(&spec) else {
-        return;
-    };
-    let all = spec.names();
-    at_once_pods(&server, &all);
-    let dir = TempDir::new("safety-zone-sync");
-    let d = leading_daemon(&server, &dir, "safety-zone-sync", &zone_timing());
-    std::thread::sleep(Duration::from_secs(3));
-    let dead: Vec<String> = spec.in_zone("z1").into_iter().take(3).collect();
-    kubelets.silence(&dead);
-    judged_and_spared(&server, &d, &dead, &all, Duration::from_secs(6));
-    assert!(d.has_line("PartialDisruption"), "{}", d.log());
+    if let Some(d) = most_of_a_zone_dies("safety-zone-sync", false) {
+        assert!(d.has_line("PartialDisruption"), "{}", d.log());
+    }
 }
 
 /// The same with each kubelet renewing at its own phase, so the three deadlines spread over a
@@ -168,18 +175,7 @@ fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
 /// in the zone state used for NoExecute tainting: nothing is tainted.
 #[test]
 fn most_of_a_zone_dying_with_spread_heartbeats_taints_nothing() {
-    let spec = zone_fleet(2, 4, true);
-    let Some((server, kubelets, _serial)) = fleet(&spec) else {
-        return;
-    };
-    let all = spec.names();
-    at_once_pods(&server, &all);
-    let dir = TempDir::new("safety-zone-spread");
-    let d = leading_daemon(&server, &dir, "safety-zone-spread", &zone_timing());
-    std::thread::sleep(Duration::from_secs(3));
-    let dead: Vec<String> = spec.in_zone("z1").into_iter().take(3).collect();
-    kubelets.silence(&dead);
-    judged_and_spared(&server, &d, &dead, &all, Duration::from_secs(6));
+    most_of_a_zone_dies("safety-zone-spread", true);
 }
 
 /// Every node of the cluster silent at once (the control plane cut off from its nodes): every
