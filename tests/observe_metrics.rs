@@ -6,6 +6,7 @@ mod observe_support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use node_lifecycled::config::DumpFormat;
+use node_lifecycled::controller::Decision;
 use node_lifecycled::observe::metrics::render;
 use observe_support::{cluster, snapshot};
 
@@ -457,7 +458,7 @@ fn zone_states_nodes_by_ready_watch_currency_decisions_and_api_latency() {
         .filter(|s| s.name == "node_lifecycled_decisions_total")
         .map(|s| s.labels["decision"].as_str())
         .collect();
-    assert_eq!(kinds.len(), 10, "{kinds:?}");
+    assert_eq!(kinds.len(), Decision::KINDS.len() + 1, "{kinds:?}");
     let decided = |k: &str| {
         value(
             &samples,

@@ -951,6 +951,28 @@ impl Cluster {
     /// The kubelet heartbeat: creates or renews the node's Lease in `kube-node-lease`
     /// (holder = node, 40 s duration, `renewTime` = `time` with microseconds).
     pub fn renew_lease(&self, node: &str, time: Time) -> Result<(), ApiError> {
+        self.renew_lease_with(node, time, None)
+    }
+
+    /// [`Cluster::renew_lease`] by a kubelet that renews every `renew_interval`: the Lease's
+    /// `leaseDurationSeconds` is four times that (whole seconds, at least 1), as the kubelet
+    /// renews at a quarter of its Lease's duration.
+    pub fn renew_lease_every(
+        &self,
+        node: &str,
+        time: Time,
+        renew_interval: std::time::Duration,
+    ) -> Result<(), ApiError> {
+        let seconds = (renew_interval.as_millis() * 4).div_ceil(1000).max(1);
+        self.renew_lease_with(node, time, Some(seconds as u64))
+    }
+
+    fn renew_lease_with(
+        &self,
+        node: &str,
+        time: Time,
+        duration_seconds: Option<u64>,
+    ) -> Result<(), ApiError> {
         let renew = Value::from(time.to_rfc3339_micros());
         let key = ObjectKey::new(Some(NODE_LEASE_NAMESPACE), node);
         let renewed = self
@@ -962,6 +984,9 @@ impl Cluster {
                 match spec.and_then(Value::as_object_mut) {
                     Some(spec) => {
                         spec.insert("renewTime".into(), renew.clone());
+                        if let Some(seconds) = duration_seconds {
+                            spec.insert("leaseDurationSeconds".into(), seconds.into());
+                        }
                         Ok(v)
                     }
                     None => Err(ApiError::invalid(
@@ -979,7 +1004,9 @@ impl Cluster {
             Err(e) if e.code == 404 => {
                 let lease = json!({
                     "metadata": {"name": node, "namespace": NODE_LEASE_NAMESPACE},
-                    "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": renew}
+                    "spec": {"holderIdentity": node,
+                             "leaseDurationSeconds": duration_seconds.unwrap_or(40),
+                             "renewTime": renew}
                 });
                 self.create(Resource::Leases, lease).map(|_| ())
             }

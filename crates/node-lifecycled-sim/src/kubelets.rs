@@ -3,7 +3,8 @@
 //!
 //! What a kubelet does that the node lifecycle controller can see:
 //! - renews its Lease in `kube-node-lease` every `renew_interval` (kubelet: 10 s, a quarter of
-//!   the 40 s lease, with 4 % jitter);
+//!   the 40 s lease, with 4 % jitter), the Lease saying four times that as its
+//!   `leaseDurationSeconds` (the daemon's early suspects read the renew interval from it);
 //! - computes its node status every `status_update_interval` (kubelet's
 //!   nodeStatusUpdateFrequency, 10 s) and posts it when a condition differs from what the server
 //!   holds (after the controller set it Unknown, say) or when the last post is
@@ -303,7 +304,8 @@ impl Fleet {
     fn renew(&mut self, cluster: &Cluster, i: usize, due: Time, now: Time) {
         let lag = now.since(due);
         self.stats.max_renew_lag = self.stats.max_renew_lag.max(lag);
-        match cluster.renew_lease(&self.agents[i].name, now) {
+        let interval = self.config.renew_interval;
+        match cluster.renew_lease_every(&self.agents[i].name, now, interval) {
             Ok(()) => self.stats.lease_renewals += 1,
             Err(e) => {
                 self.stats.write_errors += 1;

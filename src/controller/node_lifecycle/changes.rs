@@ -33,6 +33,7 @@ impl NodeLifecycle {
                 NodeEntry {
                     uid,
                     registered: false,
+                    registered_at: now,
                     joined_live_at: self.synced.then_some(now),
                     health,
                     grace_due: None,
@@ -236,6 +237,7 @@ impl NodeLifecycle {
             return;
         };
         e.registered = true;
+        e.registered_at = now;
         e.health = NodeHealth::first_seen(node, now);
         e.health.observe_lease(lease_renew, now);
         e.zone = Rc::from(node.zone_key());

@@ -113,6 +113,8 @@ struct NodeEntry {
     pub uid: Name,
     /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
     pub registered: bool,
+    /// When it was registered (at the initial sync, or when it joined later).
+    pub registered_at: Time,
     /// When a node created while the controller runs was first seen (`None` for the nodes of
     /// the initial sync): see `update_contribution`.
     pub joined_live_at: Option<Time>,

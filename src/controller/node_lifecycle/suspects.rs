@@ -51,11 +51,24 @@ impl NodeLifecycle {
         if silent + self.settings.node_monitor_period >= grace {
             return true;
         }
-        if !self.settings.early_suspects || e.health.lease_renew.is_none() {
+        let Some(renew) = e
+            .health
+            .lease_renew
+            .filter(|_| self.settings.early_suspects)
+        else {
             return false;
-        }
+        };
         let Some(seconds) = self.store.lease(name).and_then(|l| l.duration_seconds) else {
             return false;
+        };
+        // Until a renewal is seen after registration (a restart, a new leader), the probe time
+        // is the registration: the Lease's own renewTime says how long the kubelet has been
+        // silent. On the kubelet's clock: a skew can only make a live node a suspect until its
+        // next renewal, which holds a decision, never makes one.
+        let silent = if e.health.probe_time <= e.registered_at {
+            silent.max(now.since(renew))
+        } else {
+            silent
         };
         // The kubelet renews at a quarter of the Lease's duration.
         let two_renewals = Duration::from_millis(u64::from(seconds) * 500);

@@ -262,3 +262,46 @@ fn a_node_without_ready_for_milliseconds_after_it_joined_does_not_flip_its_zone(
         .collect();
     assert_eq!(states, vec![(Some(ZoneState::Initial), ZoneState::Normal)]);
 }
+
+/// A restart (or a new leader) in the middle of a zone's outage: a1 was judged Unknown by the
+/// previous process, a2 and a3 have been silent for 30 s (their Leases say so) but a first
+/// sight gives them a fresh grace. Their missed renewals are read from the Leases' renewTime,
+/// so the zone is seen partially disrupted at once and a1 is not tainted.
+#[test]
+fn after_a_restart_missed_renewals_are_read_from_the_leases() {
+    let unknown = crate::model::ConditionStatus::Unknown;
+    let ago = Time::from_unix_millis(t0().as_unix_millis() - 30_000);
+    let names = fleet_names();
+    let nodes = names
+        .iter()
+        .map(|(name, zone)| {
+            let status = if name == "a1" { unknown } else { True };
+            node(name).zone("r", zone).ready(status, ago, ago).build()
+        })
+        .collect();
+    let leases = names
+        .iter()
+        .map(|(name, _)| {
+            let last = if ["a1", "a2", "a3"].contains(&name.as_str()) {
+                ago
+            } else {
+                t0()
+            };
+            Lease {
+                duration_seconds: Some(40),
+                ..lease(name, last)
+            }
+        })
+        .collect();
+    let mut h = Harness::started(test_settings(), t0(), nodes, vec![], leases);
+    let silent = [("a1", t0()), ("a2", t0()), ("a3", t0())];
+    heartbeat(
+        &mut h,
+        t0() + secs(120),
+        secs(10),
+        |_| Duration::ZERO,
+        &silent,
+    );
+    assert_eq!(no_execute_writes(&h), vec![]);
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::PartialDisruption));
+}
