@@ -130,10 +130,10 @@ pub fn countdown_start(taint: &Taint, now: Time) -> Time {
 /// `floor`. With every start at `now` this is upstream's `now + getMinTolerationTime` (zero or
 /// negative seconds: now).
 ///
-/// `floor` is when the pod came under the taints as this machine saw it happen: a pod bound
-/// to (or moved onto) a node already tainted counts from its arrival, as upstream, not from a
-/// taint older than the pod. The pods found under a taint at a start, a takeover or when the
-/// taint appears count from its `timeAdded` (`floor` = [`Time::ZERO`]).
+/// `floor` is when the pod came under the taints as this machine saw it happen: a taint that
+/// appears while it watches, or a pod bound to (or moved onto) a node already tainted, counts
+/// from then, as upstream's. The pods found under a taint at a start or a takeover count from
+/// its `timeAdded` (`floor` = [`Time::ZERO`]).
 pub fn countdown(
     taints: &[Taint],
     tolerations: &[Toleration],

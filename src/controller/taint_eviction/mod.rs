@@ -2,11 +2,12 @@
 //!
 //! Fed node and pod changes and the time, it keeps one eviction deadline per pod on a node with
 //! NoExecute taints (any key: a user's `CustomTaint:NoExecute` evicts as well as ours) and hands
-//! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. Beyond upstream, whose
-//! countdown starts when its taint manager first sees the taint (so a restart or a new leader
-//! gives every pod another full `tolerationSeconds`), a countdown runs from its taint's
-//! `timeAdded`, never from later than now (`tolerations::countdown_start`). Countdowns live in
-//! memory, as upstream's; a new process finds them again in the taints' `timeAdded`.
+//! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. A countdown starts when
+//! this machine first sees the taint (or the pod under it), as upstream's. Beyond upstream,
+//! whose restarts and new leaders give every pod another full `tolerationSeconds`, the taints
+//! found at a start or a takeover count from their `timeAdded`, never from later than now
+//! (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
+//! them again in the taints' `timeAdded`.
 //!
 //! Upstream drains node updates before pod updates so a pod update never judges a pod against
 //! stale taints. Fed one input at a time, the same holds by construction: the node map is
@@ -135,7 +136,7 @@ impl TaintEviction {
     ) {
         match observed {
             Observed::Node { name, before } => {
-                self.node_changed(store, name, before.as_ref(), now, out)
+                self.node_changed(store, name, before.as_ref(), now, now, out)
             }
             Observed::Pod(change) => self.pod_changed(store, change, now, out),
             Observed::PodsGone(pods) => {
@@ -163,7 +164,8 @@ impl TaintEviction {
     pub fn initial_sync(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         for node in store.nodes() {
             if node.no_execute_taints().next().is_some() {
-                self.node_changed(store, &node.name, None, now, out);
+                // Taints found at a start or a takeover: their pods count from `timeAdded`.
+                self.node_changed(store, &node.name, None, Time::ZERO, now, out);
             }
         }
     }
@@ -171,12 +173,16 @@ impl TaintEviction {
     /// A node was added or changed (`before`: the version it replaced). Only its NoExecute
     /// taints matter; an update that leaves them unchanged (including `timeAdded`) is ignored,
     /// as upstream's `NodeUpdated`. Pods are judged in `namespace/name` order: same inputs,
-    /// same actions.
+    /// same actions. `seen_from`: no countdown starts before it (`tolerations::countdown`):
+    /// `now` for a taint that appears while this machine watches (upstream's first sight: a
+    /// write that lands late, after retries, gives no less than its whole `tolerationSeconds`),
+    /// `Time::ZERO` for the taints found at a start or a takeover (from their `timeAdded`).
     fn node_changed(
         &mut self,
         store: &ClusterStore,
         name: &str,
         before: Option<&Node>,
+        seen_from: Time,
         now: Time,
         out: &mut Vec<Action>,
     ) {
@@ -207,7 +213,7 @@ impl TaintEviction {
                 continue;
             }
             let (key, tolerations) = (pod.key(), pod.tolerations());
-            self.process_pod_on_node(&key, tolerations, &taints, autonomy, Time::ZERO, now, out);
+            self.process_pod_on_node(&key, tolerations, &taints, autonomy, seen_from, now, out);
         }
         self.fire_due(store, now, out);
     }

@@ -162,6 +162,16 @@ impl Harness {
         self.settle();
     }
 
+    /// `node` was already there when this machine started (or took over): stored, then the
+    /// initial sync judges it.
+    pub fn found_at_start(&mut self, node: &Node) {
+        let mut node = node.clone();
+        node.resource_version = self.next_rv();
+        self.store.upsert_node(node);
+        self.te.initial_sync(&self.store, self.now, &mut self.out);
+        self.settle();
+    }
+
     pub fn delete_node(&mut self, name: &str) {
         if let Some(node) = self.store.remove_node(name) {
             let gone = Observed::NodesGone(vec![node]);

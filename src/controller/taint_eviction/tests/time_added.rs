@@ -1,23 +1,24 @@
-//! Beyond upstream (issue #25 item 2): a pod's NoExecute countdown runs from its taint's
-//! `timeAdded`, which is what `tolerationSeconds` documents and what a restart or a new leader
-//! finds on the node (upstream starts it when its taint manager first looks, so every restart
-//! gives the pod another full `tolerationSeconds`). Never from later than now: a `timeAdded`
-//! in the future is another host's clock running ahead.
+//! Beyond upstream (issue #25 item 2): the pods under a taint found at a start or a takeover
+//! count from its `timeAdded`, which is what `tolerationSeconds` documents and what a restart
+//! or a new leader finds on the node (upstream starts it when its taint manager first looks, so
+//! every restart gives the pod another full `tolerationSeconds`). Never from later than now: a
+//! `timeAdded` in the future is another host's clock running ahead. A taint that appears while
+//! this machine watches counts from then, as upstream's.
 
 use super::harness::*;
 use crate::controller::Decision;
 use crate::controller::explain::PodEviction;
 
-/// The taint was added 5 s before this machine first saw it (a restart, a takeover, a late
-/// watch): the pod tolerating it 20 s goes 20 s after `timeAdded`, and the decision and
-/// `explain` say the countdown ran from there.
+/// The taint was added 5 s before this machine started (a restart, a takeover): the pod
+/// tolerating it 20 s goes 20 s after `timeAdded`, and the decision and `explain` say the
+/// countdown ran from there.
 #[test]
 fn a_countdown_runs_from_the_taints_time_added() {
     let mut h = Harness::new();
     let added = h.now;
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
     h.advance(5 * SEC);
-    h.node(&node("node1", vec![taint(1, added)]));
+    h.found_at_start(&node("node1", vec![taint(1, added)]));
     assert_eq!(h.te.deadline_of(&key("pod1")), Some(added + 20 * SEC));
     assert_eq!(
         h.te.eviction_of(&key("pod1")),
@@ -46,7 +47,7 @@ fn a_countdown_already_over_at_first_sight_evicts_at_once() {
     let added = h.now;
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
     h.advance(30 * SEC);
-    h.node(&node("node1", vec![taint(1, added)]));
+    h.found_at_start(&node("node1", vec![taint(1, added)]));
     assert_eq!(h.evicted(), vec![(added + 30 * SEC, "pod1".to_string())]);
     let latency = &h.te.metrics.pod_deletion_duration;
     assert_eq!((latency.count, latency.sum_ms), (1, 0));
@@ -58,7 +59,7 @@ fn a_time_added_in_the_future_counts_from_now() {
     let mut h = Harness::new();
     let seen = h.now;
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
-    h.node(&node("node1", vec![taint(1, seen + 30 * SEC)]));
+    h.found_at_start(&node("node1", vec![taint(1, seen + 30 * SEC)]));
     assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
     h.advance(20 * SEC);
     assert_eq!(h.evicted(), vec![(seen + 20 * SEC, "pod1".to_string())]);
@@ -77,7 +78,7 @@ fn each_taint_counts_from_its_own_time_added() {
     ));
     h.advance(50 * SEC);
     // taint1 since t0 (100 s: t0 + 100), taint2 since t0 + 50 (60 s: t0 + 110).
-    h.node(&node("node1", vec![taint(1, t0), taint(2, h.now)]));
+    h.found_at_start(&node("node1", vec![taint(1, t0), taint(2, h.now)]));
     assert_eq!(h.te.deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
     h.advance(50 * SEC);
     assert_eq!(h.evicted(), vec![(t0 + 100 * SEC, "pod1".to_string())]);
@@ -92,4 +93,18 @@ fn each_taint_counts_from_its_own_time_added() {
         _ => None,
     });
     assert_eq!(evidence, Some(("testTaint1".to_string(), Some(100), t0)));
+}
+
+/// A taint that appears while this machine watches counts from then, even when its `timeAdded`
+/// is older (a write decided earlier that landed after retries, or another writer's clock):
+/// the pod is under it no sooner than it is seen, as upstream's taint manager counts.
+#[test]
+fn a_taint_that_appears_while_watching_counts_from_then() {
+    let mut h = Harness::new();
+    let added = h.now;
+    h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
+    h.advance(5 * SEC);
+    let seen = h.now;
+    h.node(&node("node1", vec![taint(1, added)]));
+    assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
 }

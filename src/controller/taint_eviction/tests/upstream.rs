@@ -304,12 +304,6 @@ fn test_update_node_with_multiple_taints() {
     h.node(&node("node1", vec![t1.clone()]));
     assert_eq!(pending(&h), None, "permanently tolerated taint");
     h.advance(SEC);
-    // t2 is added now, as its `timeAdded` says (upstream's fixture stamps both taints at the
-    // start; its test does not look at deadlines, ours counts from `timeAdded`).
-    let t2 = crate::model::Taint {
-        time_added: Some(h.now),
-        ..t2
-    };
     h.node(&node("node1", vec![t1.clone(), t2]));
     assert_eq!(
         pending(&h),
