@@ -89,6 +89,37 @@ fn at_once_pods(server: &RealApiserver, nodes: &[String]) {
     }
 }
 
+/// A zone scenario under way: the fleet of `zone_fleet`, a pod deleted at once per node, the
+/// daemon leading and the fleet healthy for 3 s.
+struct ZoneRun {
+    server: RealApiserver,
+    kubelets: Kubelets,
+    spec: FleetSpec,
+    all: Vec<String>,
+    d: Daemon,
+    _dir: TempDir,
+    _serial: MutexGuard<'static, ()>,
+}
+
+fn zone_run(name: &str, zones: usize, per_zone: usize, spread_phases: bool) -> Option<ZoneRun> {
+    let spec = zone_fleet(zones, per_zone, spread_phases);
+    let (server, kubelets, serial) = fleet(&spec)?;
+    let all = spec.names();
+    at_once_pods(&server, &all);
+    let dir = TempDir::new(name);
+    let d = leading_daemon(&server, &dir, name, &zone_timing());
+    std::thread::sleep(Duration::from_secs(3));
+    Some(ZoneRun {
+        server,
+        kubelets,
+        spec,
+        all,
+        d,
+        _dir: dir,
+        _serial: serial,
+    })
+}
+
 fn no_execute_tainted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
     nodes
         .iter()
@@ -144,18 +175,12 @@ fn judged_and_spared(
 /// Three of zone z1's four nodes fall silent at the same instant (their kubelets renewing at
 /// their own phases, or all together): judged Unknown and tainted NoSchedule, nothing tainted
 /// NoExecute and nothing deleted. Returns the daemon, for what else the scenario checks.
-fn most_of_a_zone_dies(name: &str, spread_phases: bool) -> Option<Daemon> {
-    let spec = zone_fleet(2, 4, spread_phases);
-    let (server, kubelets, _serial) = fleet(&spec)?;
-    let all = spec.names();
-    at_once_pods(&server, &all);
-    let dir = TempDir::new(name);
-    let d = leading_daemon(&server, &dir, name, &zone_timing());
-    std::thread::sleep(Duration::from_secs(3));
-    let dead: Vec<String> = spec.in_zone("z1").into_iter().take(3).collect();
-    kubelets.silence(&dead);
-    judged_and_spared(&server, &d, &dead, &all, Duration::from_secs(6));
-    Some(d)
+fn most_of_a_zone_dies(name: &str, spread_phases: bool) -> Option<ZoneRun> {
+    let run = zone_run(name, 2, 4, spread_phases)?;
+    let dead: Vec<String> = run.spec.in_zone("z1").into_iter().take(3).collect();
+    run.kubelets.silence(&dead);
+    judged_and_spared(&run.server, &run.d, &dead, &run.all, Duration::from_secs(6));
+    Some(run)
 }
 
 /// Three of a zone's four nodes stop heartbeating at the same instant in a cluster of 8:
@@ -164,8 +189,8 @@ fn most_of_a_zone_dies(name: &str, spread_phases: bool) -> Option<Daemon> {
 /// before the other two are judged.
 #[test]
 fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
-    if let Some(d) = most_of_a_zone_dies("safety-zone-sync", false) {
-        assert!(d.has_line("PartialDisruption"), "{}", d.log());
+    if let Some(run) = most_of_a_zone_dies("safety-zone-sync", false) {
+        assert!(run.d.has_line("PartialDisruption"), "{}", run.d.log());
     }
 }
 
@@ -182,35 +207,36 @@ fn most_of_a_zone_dying_with_spread_heartbeats_taints_nothing() {
 /// zone fully disrupted, nothing tainted NoExecute, nothing deleted.
 #[test]
 fn every_node_silent_taints_nothing() {
-    let spec = zone_fleet(2, 3, false);
-    let Some((server, kubelets, _serial)) = fleet(&spec) else {
+    let Some(run) = zone_run("safety-all-silent", 2, 3, false) else {
         return;
     };
-    let all = spec.names();
-    at_once_pods(&server, &all);
-    let dir = TempDir::new("safety-all-silent");
-    let d = leading_daemon(&server, &dir, "safety-all-silent", &zone_timing());
-    std::thread::sleep(Duration::from_secs(3));
-    kubelets.silence(&all);
-    judged_and_spared(&server, &d, &all, &all, Duration::from_secs(5));
+    run.kubelets.silence(&run.all);
+    judged_and_spared(
+        &run.server,
+        &run.d,
+        &run.all,
+        &run.all,
+        Duration::from_secs(5),
+    );
 }
 
 /// A whole zone goes dark (heartbeats spread) while the other is healthy: upstream presumes the
 /// zone dead and keeps tainting it at the normal rate (here 0.5/s: one node every 2 s).
 #[test]
 fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
-    let spec = zone_fleet(2, 4, true);
-    let Some((server, kubelets, _serial)) = fleet(&spec) else {
+    let Some(run) = zone_run("safety-zone-dark", 2, 4, true) else {
         return;
     };
-    let all = spec.names();
+    let ZoneRun {
+        server,
+        kubelets,
+        spec,
+        d,
+        ..
+    } = &run;
     let dead = spec.in_zone("z1");
-    at_once_pods(&server, &all);
-    let dir = TempDir::new("safety-zone-dark");
-    let d = leading_daemon(&server, &dir, "safety-zone-dark", &zone_timing());
-    std::thread::sleep(Duration::from_secs(3));
     kubelets.silence(&dead);
-    let mut admin = admin_client(&server);
+    let mut admin = admin_client(server);
     wait_until(
         "every node of the dark zone tainted NoExecute",
         Duration::from_secs(40),
@@ -236,7 +262,7 @@ fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
     wait_until(
         "every pod of the dark zone deleted",
         Duration::from_secs(5),
-        || deleted(&mut admin_client(&server), &dead).len() == dead.len(),
+        || deleted(&mut admin_client(server), &dead).len() == dead.len(),
         || d.log(),
     );
 }
@@ -245,19 +271,20 @@ fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
 /// (no other node of its zone is a suspect, so nothing waits).
 #[test]
 fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline() {
-    let spec = zone_fleet(2, 4, true);
-    let Some((server, kubelets, _serial)) = fleet(&spec) else {
+    let Some(run) = zone_run("safety-single", 2, 4, true) else {
         return;
     };
-    let all = spec.names();
-    at_once_pods(&server, &all);
-    let dir = TempDir::new("safety-single");
-    let d = leading_daemon(&server, &dir, "safety-single", &zone_timing());
-    std::thread::sleep(Duration::from_secs(3));
+    let ZoneRun {
+        server,
+        kubelets,
+        all,
+        d,
+        ..
+    } = &run;
     let victim = "z1-n2".to_string();
     kubelets.silence(std::slice::from_ref(&victim));
     let silenced = Instant::now();
-    let mut admin = admin_client(&server);
+    let mut admin = admin_client(server);
     // Polled every few milliseconds: when Unknown and the taint were first seen.
     let (mut unknown_at, mut tainted_at) = (None, None);
     while tainted_at.is_none() && silenced.elapsed() < Duration::from_secs(20) {
@@ -301,10 +328,10 @@ fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline() {
     wait_until(
         "the victim's pod deleted",
         Duration::from_secs(5),
-        || deleted(&mut admin_client(&server), std::slice::from_ref(&victim)).len() == 1,
+        || deleted(&mut admin_client(server), std::slice::from_ref(&victim)).len() == 1,
         || d.log(),
     );
-    let others: Vec<String> = all.into_iter().filter(|n| *n != victim).collect();
+    let others: Vec<String> = all.iter().filter(|n| **n != victim).cloned().collect();
     assert!(no_execute_tainted(&mut admin, &others).is_empty());
 }
 
