@@ -34,6 +34,7 @@ impl NodeLifecycle {
                     uid,
                     registered: false,
                     registered_at: now,
+                    lease_lag_ms: None,
                     joined_live_at: self.synced.then_some(now),
                     health,
                     grace_due: None,
@@ -123,6 +124,9 @@ impl NodeLifecycle {
             && e.health.observe_lease(renew, now)
             && let Some(node) = self.store.node(name)
         {
+            if let Some(renew) = renew {
+                e.lease_lag_ms = Some(lease_lag(e.lease_lag_ms, renew, now));
+            }
             let deadlines = (&mut self.graces, &mut self.timers);
             health::arm_grace_of(name, e, node, &self.settings, deadlines, now);
         }
@@ -308,4 +312,11 @@ impl NodeLifecycle {
         ));
         self.leave_zone(name, &e.zone, e.counted);
     }
+}
+
+/// The least lag of a kubelet's renewals seen so far (`renewTime` on its clock, `now` on ours),
+/// allowed to grow by 50 ms a renewal so that a clock stepped back is followed.
+fn lease_lag(least: Option<i64>, renew: Time, now: Time) -> i64 {
+    let sample = now.as_unix_millis() as i64 - renew.as_unix_millis() as i64;
+    least.map_or(sample, |least| sample.min(least.saturating_add(50)))
 }

@@ -115,6 +115,11 @@ struct NodeEntry {
     pub registered: bool,
     /// When it was registered (at the initial sync, or when it joined later).
     pub registered_at: Time,
+    /// How far behind its Lease's `renewTime` (the kubelet's clock) we see a renewal, at the
+    /// least, in milliseconds: the clock skew plus the quickest read. Lets `suspects.rs` tell
+    /// how long the kubelet has been silent even when its renewals reach us late (a stalled
+    /// watch delivers them in a burst, and the probe time would call them fresh).
+    pub lease_lag_ms: Option<i64>,
     /// When a node created while the controller runs was first seen (`None` for the nodes of
     /// the initial sync): see `update_contribution`.
     pub joined_live_at: Option<Time>,

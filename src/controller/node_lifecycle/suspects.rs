@@ -61,15 +61,22 @@ impl NodeLifecycle {
         let Some(seconds) = self.store.lease(name).and_then(|l| l.duration_seconds) else {
             return false;
         };
-        // Until a renewal is seen after registration (a restart, a new leader), the probe time
-        // is the registration: the Lease's own renewTime says how long the kubelet has been
-        // silent. On the kubelet's clock: a skew can only make a live node a suspect until its
-        // next renewal, which holds a decision, never makes one.
-        let silent = if e.health.probe_time <= e.registered_at {
-            silent.max(now.since(renew))
-        } else {
-            silent
+        // The probe time is when a renewal reached us: a stalled watch delivers renewals late
+        // and a restart or a new leader starts from its registration, both of which make a
+        // silent kubelet look fresh. The Lease's own renewTime, less the least lag seen from
+        // this kubelet (clock skew and the quickest read), says how long it has really been
+        // silent. Before any renewal was seen, the renewTime as it is, after a registration
+        // only: a skew then makes a live node a suspect until its next renewal, which holds a
+        // decision, never makes one.
+        let by_lease = match e.lease_lag_ms {
+            Some(lag) => {
+                let heard = renew.as_unix_millis() as i64 + lag;
+                Duration::from_millis((now.as_unix_millis() as i64 - heard).max(0) as u64)
+            }
+            None if e.health.probe_time <= e.registered_at => now.since(renew),
+            None => Duration::ZERO,
         };
+        let silent = silent.max(by_lease);
         // The kubelet renews at a quarter of the Lease's duration.
         let two_renewals = Duration::from_millis(u64::from(seconds) * 500);
         two_renewals < grace && silent > two_renewals

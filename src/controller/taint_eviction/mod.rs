@@ -49,7 +49,8 @@ use crate::controller::in_flight::{InFlight, TAINT_EVICTION_IDS};
 use crate::controller::inputs::{Input, Observed};
 use crate::controller::tolerations::{Countdown, Verdict, countdown, countdown_start, verdict};
 use crate::model::{
-    Autonomy, ClusterStore, Name, Node, PodChange, PodKey, PodView, Taint, Toleration,
+    Autonomy, ClusterStore, ConditionStatus, Name, Node, PodChange, PodKey, PodView, Taint,
+    Toleration,
 };
 use crate::time::Time;
 use timed_evictions::{Due, TimedEvictions, Work};
@@ -164,8 +165,13 @@ impl TaintEviction {
     pub fn initial_sync(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         for node in store.nodes() {
             if node.no_execute_taints().next().is_some() {
-                // Taints found at a start or a takeover: their pods count from `timeAdded`.
-                self.node_changed(store, &node.name, None, Time::ZERO, now, out);
+                // Taints found at a start or a takeover: their pods count from `timeAdded`,
+                // unless the node is Ready again (its kubelet came back while nobody led): the
+                // lifecycle takes such a taint off at first sight, and until it is off the pods
+                // count from now, as upstream's, rather than go at once on a stale taint.
+                let ready = node.ready().map(|c| c.status) == Some(ConditionStatus::True);
+                let seen_from = if ready { now } else { Time::ZERO };
+                self.node_changed(store, &node.name, None, seen_from, now, out);
             }
         }
     }

@@ -305,3 +305,32 @@ fn after_a_restart_missed_renewals_are_read_from_the_leases() {
     assert_eq!(no_execute_writes(&h), vec![]);
     assert_eq!(h.zone_state("r", "a"), Some(ZoneState::PartialDisruption));
 }
+
+/// A stalled watch delivers a2's and a3's last renewals (renewTime 48 s) 4 s late, at 52 s,
+/// and then they fall silent. At a1's verdict (70 s) their probe times say 18 s of silence,
+/// their Leases 22 s: more than two renewals (20 s), so they are suspects and a1 waits.
+#[test]
+fn renewals_read_late_do_not_make_a_silent_kubelet_look_fresh() {
+    let mut h = fleet(test_settings(), Some(40));
+    let phase = |name: &str| match name {
+        "a2" | "a3" => secs(8),
+        _ => Duration::ZERO,
+    };
+    // a1's last renewal at 20 s; a2 and a3 renew at 8, 18, 28, 38 s.
+    let stalled = [
+        ("a1", t0() + secs(21)),
+        ("a2", t0() + secs(47)),
+        ("a3", t0() + secs(47)),
+    ];
+    heartbeat(&mut h, t0() + secs(52), secs(10), phase, &stalled);
+    for name in ["a2", "a3"] {
+        let late = Lease {
+            renew_time: Some(t0() + secs(48)),
+            ..h.leases[name].clone()
+        };
+        h.put_lease(late);
+    }
+    heartbeat(&mut h, t0() + secs(90), secs(10), phase, &stalled);
+    assert!(h.has_taint("a1", taint_keys::UNREACHABLE, NoSchedule));
+    assert_eq!(no_execute_writes(&h), vec![]);
+}

@@ -108,3 +108,28 @@ fn a_taint_that_appears_while_watching_counts_from_then() {
     h.node(&node("node1", vec![taint(1, added)]));
     assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
 }
+
+/// Found at a start on a node that is Ready again (its kubelet came back while nobody led, and
+/// the lifecycle is about to take the stale taint off): the pods count from now, as upstream's,
+/// instead of going at once on a `timeAdded` long past (soak seed 62: a new leader deleted two
+/// pods of a recovered node in its first 50 ms).
+#[test]
+fn a_stale_taint_on_a_ready_node_found_at_a_start_counts_from_now() {
+    use crate::model::{ConditionStatus, NodeCondition, NodeConditionType};
+    let mut h = Harness::new();
+    let added = h.now;
+    h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
+    h.advance(30 * SEC);
+    let mut ready = node("node1", vec![taint(1, added)]);
+    ready.conditions = vec![NodeCondition {
+        kind: NodeConditionType::Ready,
+        status: ConditionStatus::True,
+        last_heartbeat_time: Some(h.now),
+        last_transition_time: Some(h.now),
+        reason: None,
+        message: None,
+    }];
+    h.found_at_start(&ready);
+    assert_eq!(h.evicted(), vec![]);
+    assert_eq!(h.te.deadline_of(&key("pod1")), Some(h.now + 20 * SEC));
+}
