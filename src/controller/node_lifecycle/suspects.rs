@@ -21,11 +21,14 @@
 //!   pass: upstream taints the first nodes before the zone counts as partially disrupted.
 //!
 //! The zone waits while counting its suspects as not ready would make its rules stricter: a
-//! lower rate (Normal → partially disrupted), or every zone fully disrupted. Each suspect either
-//! renews (and stops being one) or is judged by its deadline, so the wait ends by itself. A
-//! single dead node in a healthy zone has no suspects beside it: it is tainted at its deadline.
-//! A zone that goes fully dark beside healthy ones keeps its normal rate either way (upstream
-//! presumes it dead), so it is not held.
+//! lower rate (Normal → partially disrupted, with any number of them short of all), or every
+//! zone fully disrupted. Each suspect either renews (and stops being one) or is judged by its
+//! deadline, so the wait ends by itself. A single dead node in a healthy zone has no suspects
+//! beside it: it is tainted at its deadline. A zone that goes fully dark beside healthy ones
+//! waits until its nodes are judged, then is tainted at the normal rate (upstream presumes it
+//! dead); counting all suspects at once would skip the partial disruption a pass may see on the
+//! way, and a stalled watch, which makes live kubelets look silent, would then let a zone's
+//! first verdict taint at once (soak seed 63).
 
 use super::*;
 
@@ -140,9 +143,28 @@ impl NodeLifecycle {
         if self.all_suspected_down(view) && !self.all_zones_fully_disrupted() {
             return true;
         }
-        let current = self.zones.get(zone).and_then(|z| z.state);
-        self.suspected_state(view, zone) == Some(ZoneState::PartialDisruption)
-            && current != Some(ZoneState::PartialDisruption)
+        let Some(z) = self.zones.get(zone) else {
+            return false;
+        };
+        if z.state.is_none() || z.state == Some(ZoneState::PartialDisruption) {
+            return false;
+        }
+        let Some(&(size, ready_then)) = view.counts.get(zone) else {
+            return false;
+        };
+        // Counting every suspect may reach full disruption, which taints at the healthy rate;
+        // but upstream's pass may see any number of them short of all (their deadlines differ,
+        // and a stalled watch makes live kubelets look silent). So the zone waits if some of
+        // them, leaving one node Ready, make it partially disrupted: the more are counted, the
+        // likelier that is, so the most that still leave one.
+        let suspects = z.ready.saturating_sub(ready_then);
+        let counted = suspects.min(z.ready.saturating_sub(1));
+        counted > 0
+            && compute_zone_state(
+                size,
+                z.ready - counted,
+                self.settings.unhealthy_zone_threshold,
+            ) == ZoneState::PartialDisruption
     }
 
     /// Whether the zone's NoExecute decisions may go now (see [`Self::waits_for_suspects`]);

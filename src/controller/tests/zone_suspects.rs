@@ -334,3 +334,34 @@ fn renewals_read_late_do_not_make_a_silent_kubelet_look_fresh() {
     assert!(h.has_taint("a1", taint_keys::UNREACHABLE, NoSchedule));
     assert_eq!(no_execute_writes(&h), vec![]);
 }
+
+/// Soak seed 63: a stalled watch makes every live kubelet of a zone look silent, so counting
+/// every suspect the zone would be fully disrupted, which taints at the healthy rate, and a1's
+/// verdict was tainted at once. With a2 and a3 really silent the zone is partially disrupted
+/// whatever a4 turns out to be: it waits, and a1 is never tainted.
+#[test]
+fn a_stalled_watch_does_not_turn_a_partial_zone_into_a_dark_one() {
+    let mut h = fleet(test_settings(), Some(40));
+    // a1's last renewal at 20 s (verdict at 70 s); a2 and a3 silent after 40 s; a4 alive but
+    // its renewals from 41 s on are held back until 75 s (renewals on a 1 s phase of its own).
+    let phase = |name: &str| match name {
+        "a4" => secs(1),
+        _ => Duration::ZERO,
+    };
+    let silent = [
+        ("a1", t0() + secs(21)),
+        ("a2", t0() + secs(41)),
+        ("a3", t0() + secs(41)),
+        ("a4", t0() + secs(42)),
+    ];
+    heartbeat(&mut h, t0() + secs(75), secs(10), phase, &silent);
+    let resumed = Lease {
+        renew_time: Some(t0() + secs(71)),
+        ..h.leases["a4"].clone()
+    };
+    h.put_lease(resumed);
+    heartbeat(&mut h, t0() + secs(120), secs(10), phase, &silent[..3]);
+    assert!(h.has_taint("a1", taint_keys::UNREACHABLE, NoSchedule));
+    assert_eq!(no_execute_writes(&h), vec![]);
+    assert_eq!(h.zone_state("r", "a"), Some(ZoneState::PartialDisruption));
+}
