@@ -171,8 +171,14 @@ impl NodeLifecycle {
     /// the start of a wait is a decision line.
     pub(super) fn zone_may_act(&mut self, view: &SuspectView, zone: &Name) -> bool {
         let waits = self.waits_for_suspects(view, zone);
-        let would_be = self.suspected_state(view, zone);
         let all_down = waits && self.all_suspected_down(view);
+        // What the wait guards against: every zone down, or a partial disruption (with all its
+        // suspects counted the zone itself may read fully disrupted: `waits_for_suspects`).
+        let would_be = if all_down {
+            self.suspected_state(view, zone)
+        } else {
+            Some(ZoneState::PartialDisruption)
+        };
         let Some(z) = self.zones.get_mut(zone) else {
             return !waits;
         };
