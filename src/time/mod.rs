@@ -19,6 +19,8 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 use std::time::Duration;
 
+use k8s_openapi::jiff::Timestamp;
+
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Time(u64);
 
@@ -45,77 +47,43 @@ impl Time {
 
     /// RFC 3339 in UTC with second precision, as `metav1.Time` serialises (`2015-01-01T12:00:00Z`).
     pub fn to_rfc3339(self) -> String {
-        let (y, mo, d, h, mi, s, _) = civil_from_millis(self.0);
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+        format!("{:.0}", self.timestamp())
     }
 
     /// RFC 3339 with microseconds, as `metav1.MicroTime` (Lease `renewTime`) serialises.
     pub fn to_rfc3339_micros(self) -> String {
-        let (y, mo, d, h, mi, s, ms) = civil_from_millis(self.0);
-        format!(
-            "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:06}Z",
-            ms * 1000
-        )
+        format!("{:.6}", self.timestamp())
     }
 
     /// Parses the RFC 3339 forms the API server emits: `2015-01-01T12:00:00Z`,
     /// with fractional seconds (`.123456Z`) and with a numeric offset (`+02:00`).
-    /// Times before 1970 clamp to the epoch; anything malformed is `None`.
+    /// Times before 1970 clamp to the epoch; anything malformed is `None`, and so is
+    /// what jiff would accept beyond RFC 3339 (an offset without its colon, a bracketed zone).
     pub fn parse_rfc3339(s: &str) -> Option<Time> {
-        let b = s.as_bytes();
-        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        let offset = s
+            .get(19..)?
+            .trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+        let rfc3339_offset =
+            matches!(offset, "Z" | "z") || (offset.len() == 6 && offset.as_bytes()[3] == b':');
+        if !rfc3339_offset {
             return None;
         }
-        if b[13] != b':' || b[16] != b':' {
-            return None;
-        }
-        let num = |r: std::ops::Range<usize>| -> Option<i64> {
-            let part = s.get(r)?;
-            if !part.bytes().all(|c| c.is_ascii_digit()) {
-                return None;
-            }
-            part.parse().ok()
-        };
-        let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-        let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-            return None;
-        }
-        let mut i = 19;
-        let mut millis = 0i64;
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            if i == start {
-                return None;
-            }
-            let frac = &s[start..i.min(start + 3)];
-            millis = frac.parse::<i64>().ok()? * 10i64.pow(3 - frac.len() as u32);
-        }
-        let offset_secs = match b.get(i) {
-            Some(b'Z') | Some(b'z') if i + 1 == b.len() => 0,
-            Some(sign @ (b'+' | b'-')) if i + 6 == b.len() && b[i + 3] == b':' => {
-                let oh = num(i + 1..i + 3)?;
-                let om = num(i + 4..i + 6)?;
-                let off = oh * 3600 + om * 60;
-                if *sign == b'+' { off } else { -off }
-            }
-            _ => return None,
-        };
-        let days = days_from_civil(y, mo, d);
-        let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_secs;
-        let ms = secs.saturating_mul(1000) + millis;
-        Some(Time(ms.max(0) as u64))
+        let stamp = s.parse::<Timestamp>().ok()?;
+        Some(Time(u64::try_from(stamp.as_millisecond()).unwrap_or(0)))
+    }
+
+    /// As jiff's timestamp, for formatting (every `Time` is in jiff's range).
+    fn timestamp(self) -> Timestamp {
+        i64::try_from(self.0)
+            .ok()
+            .and_then(|ms| Timestamp::from_millisecond(ms).ok())
+            .unwrap_or(Timestamp::MAX)
     }
 }
 
 impl fmt::Debug for Time {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (y, mo, d, h, mi, s, ms) = civil_from_millis(self.0);
-        write!(f, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+        write!(f, "{:.3}", self.timestamp())
     }
 }
 
@@ -150,39 +118,6 @@ pub fn duration_millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-// Howard Hinnant's civil-date algorithms: exact for the proleptic Gregorian calendar.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_millis(ms: u64) -> (i64, u32, u32, u32, u32, u32, u32) {
-    let secs = (ms / 1000) as i64;
-    let milli = (ms % 1000) as u32;
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let (h, mi, s) = (
-        (sod / 3600) as u32,
-        ((sod % 3600) / 60) as u32,
-        (sod % 60) as u32,
-    );
-    (y, m, d, h, mi, s, milli)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +131,11 @@ mod tests {
         assert_eq!(micro.to_rfc3339_micros(), "2024-02-29T23:59:59.123000Z");
         let offset = Time::parse_rfc3339("2015-01-01T14:00:00+02:00").unwrap();
         assert_eq!(offset, t);
+        assert_eq!(format!("{micro:?}"), "2024-02-29T23:59:59.123Z");
+        let spaced = Time::parse_rfc3339("2015-01-01 12:00:00z").unwrap();
+        assert_eq!(spaced, t);
+        let before_epoch = Time::parse_rfc3339("1969-12-31T23:59:59Z").unwrap();
+        assert_eq!(before_epoch, Time::ZERO);
     }
 
     #[test]
