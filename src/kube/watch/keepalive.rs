@@ -1,29 +1,14 @@
-//! TCP keepalive without a socket crate: `setsockopt` from the C library std already links.
+//! TCP keepalive on the watch sockets: `setsockopt` through libc (already in the tree through mio),
+//! so the option names and their values come from the platform's headers, not from us.
 
 use std::io;
 use std::time::Duration;
 
 #[cfg(target_os = "linux")]
 pub fn enable(socket: &mio::net::TcpStream, idle: Duration) -> io::Result<()> {
-    use std::ffi::{c_int, c_void};
+    use libc::{IPPROTO_TCP, SO_KEEPALIVE, SOL_SOCKET, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL};
+    use libc::{c_int, c_void, socklen_t};
     use std::os::fd::AsRawFd;
-
-    unsafe extern "C" {
-        fn setsockopt(
-            fd: c_int,
-            level: c_int,
-            name: c_int,
-            value: *const c_void,
-            len: u32,
-        ) -> c_int;
-    }
-    // <sys/socket.h>, <netinet/in.h>, <netinet/tcp.h> on Linux.
-    const SOL_SOCKET: c_int = 1;
-    const SO_KEEPALIVE: c_int = 9;
-    const IPPROTO_TCP: c_int = 6;
-    const TCP_KEEPIDLE: c_int = 4;
-    const TCP_KEEPINTVL: c_int = 5;
-    const TCP_KEEPCNT: c_int = 6;
 
     let fd = socket.as_raw_fd();
     let idle_secs = c_int::try_from(idle.as_secs().max(1)).unwrap_or(c_int::MAX);
@@ -36,12 +21,12 @@ pub fn enable(socket: &mio::net::TcpStream, idle: Duration) -> io::Result<()> {
         // SAFETY: `fd` is an open socket owned by `socket`, which outlives the call; the
         // value pointer and length describe a live c_int, as setsockopt(2) expects.
         let rc = unsafe {
-            setsockopt(
+            libc::setsockopt(
                 fd,
                 level,
                 name,
                 (&value as *const c_int).cast::<c_void>(),
-                std::mem::size_of::<c_int>() as u32,
+                std::mem::size_of::<c_int>() as socklen_t,
             )
         };
         if rc != 0 {
@@ -57,4 +42,39 @@ pub fn enable(_socket: &mio::net::TcpStream, _idle: Duration) -> io::Result<()> 
         io::ErrorKind::Unsupported,
         "keepalive is set on Linux only",
     ))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn option(socket: &mio::net::TcpStream, level: libc::c_int, name: libc::c_int) -> libc::c_int {
+        let mut value: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: an open socket, and a pointer and length describing a live c_int.
+        let rc = unsafe {
+            libc::getsockopt(
+                socket.as_raw_fd(),
+                level,
+                name,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        value
+    }
+
+    #[test]
+    fn a_watch_socket_probes_after_the_idle_time_then_every_5_s_three_times() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let socket = mio::net::TcpStream::from_std(stream);
+        enable(&socket, Duration::from_secs(45)).unwrap();
+        assert_eq!(option(&socket, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
+        assert_eq!(option(&socket, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 45);
+        assert_eq!(option(&socket, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL), 5);
+        assert_eq!(option(&socket, libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 3);
+    }
 }
