@@ -23,8 +23,8 @@
 //! (its request shapes take model and time types); `config` parses into settings types their
 //! layer owns (`leader::LeaderElectionConfig`, `logging::LogFormat`, the controller's pools and
 //! condition taints); `observe` renders plain snapshots and the endpoints that need the loop
-//! live in `runtime`. `testing` (a seeded random generator, compiled for unit tests only) sits
-//! at the bottom, importing nothing.
+//! live in `runtime`. `time` (the virtual clock, timers, token buckets and the one seeded
+//! random generator) sits at the bottom, importing nothing.
 //!
 //! The simulated cluster the tests, the demo and the benchmark run against is not here: it is the
 //! workspace crate `crates/node-lifecycled-sim` (library and the `node-lifecycled-sim` binary), a
@@ -40,8 +40,3 @@ pub mod model;
 pub mod observe;
 pub mod runtime;
 pub mod time;
-
-/// The seeded test generator, for unit tests only: the daemon's library does not ship it. The
-/// simulator crate compiles the same file for itself and for the integration tests' fuzz support.
-#[cfg(test)]
-mod testing;

@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules of the library by rank, lowest first.
 const LAYERS: &[(&str, u8)] = &[
-    // Test support (a seeded random generator): imports nothing, so anything may use it.
-    ("testing", 0),
-    // Pure data at the bottom: instants, durations, the timer heap, the token bucket.
+    // Pure data at the bottom: instants, durations, the timer heap, the token bucket, the
+    // seeded random generator.
     ("time", 1),
     // Compact projections of Node, Pod, Lease; the cluster store.
     ("model", 2),
@@ -197,7 +196,7 @@ fn an_upward_import_is_reported_with_file_and_line() {
         violations("observe", "src/observe/x.rs", text),
         [
             "src/observe/x.rs:3: `observe` imports `runtime`, which is not below it \
-          (`observe` may import: testing, time, model, kube, controller, logging, leader, config)"
+          (`observe` may import: time, model, kube, controller, logging, leader, config)"
         ]
     );
     let grouped = "use crate::{model::Node, kube::ApiClient};\n";

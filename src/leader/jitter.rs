@@ -8,46 +8,28 @@
 
 use std::time::Duration;
 
+use crate::time::Rng;
+
 /// client-go `leaderelection.JitterFactor`.
 pub const JITTER_FACTOR: f64 = 1.2;
 
-/// A small xorshift64* generator: the spread needs no cryptographic quality, only independence
-/// between processes (seeded from /dev/urandom by the shell, by hand in tests).
+/// The spread needs no cryptographic quality, only independence between processes (seeded from
+/// /dev/urandom by the shell, by hand in tests).
 #[derive(Clone, Debug)]
 pub struct Jitter {
-    state: u64,
+    rng: Rng,
 }
 
 impl Jitter {
     pub fn new(seed: u64) -> Jitter {
-        // xorshift must not start at zero; mix the seed so near seeds diverge at once.
-        let state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        Jitter { state }
+        Jitter {
+            rng: Rng::new(seed),
+        }
     }
 
     /// A seed from /dev/urandom, else from the time and process id.
     pub fn seed_from_entropy() -> u64 {
-        let mut bytes = [0u8; 8];
-        let from_urandom = std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-            .is_ok();
-        if from_urandom {
-            return u64::from_le_bytes(bytes);
-        }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        nanos ^ (u64::from(std::process::id()) << 32)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        let mut x = self.state;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.state = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        Rng::seed_from_entropy()
     }
 
     /// A wait in `retry / JITTER_FACTOR ..= retry`, whole milliseconds.
@@ -58,7 +40,7 @@ impl Jitter {
         let offset = if spread == 0 {
             0
         } else {
-            self.next_u64() % (spread + 1)
+            self.rng.below(spread + 1)
         };
         Duration::from_millis(min + offset)
     }

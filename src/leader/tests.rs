@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::elector::{ElectionSettings, LeaderElector, LeaseRequest, LeaseResponse, Transition};
 use super::record::LeaseRecord;
-use crate::testing::Rng;
+use crate::time::Rng;
 use crate::time::Time;
 
 const START: u64 = 1_700_000_000_000;

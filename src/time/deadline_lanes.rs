@@ -156,7 +156,7 @@ impl<K> DeadlineLanes<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Rng;
+    use crate::time::Rng;
     use crate::time::TimerHeap;
 
     fn t(ms: u64) -> Time {

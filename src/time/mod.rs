@@ -7,11 +7,13 @@
 
 pub mod deadline_lanes;
 pub mod duration_text;
+pub mod rng;
 pub mod timer_heap;
 pub mod token_bucket;
 
 pub use deadline_lanes::{Armed, DeadlineLanes};
 pub use duration_text::{format_duration, parse_duration};
+pub use rng::Rng;
 pub use timer_heap::TimerHeap;
 pub use token_bucket::{Rate, TokenBucket};
 

@@ -211,7 +211,7 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Rng;
+    use crate::time::Rng;
 
     fn t(ms: u64) -> Time {
         Time::from_unix_millis(ms)

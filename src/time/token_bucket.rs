@@ -184,7 +184,7 @@ impl TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Rng;
+    use crate::time::Rng;
 
     fn t(ms: u64) -> Time {
         Time::from_unix_millis(ms)

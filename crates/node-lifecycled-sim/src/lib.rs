@@ -48,11 +48,11 @@ mod server;
 mod shared;
 pub mod soak;
 mod status;
-/// The seeded test generator (kubelet jitter, the soak's plan; the product's fuzz support): the
-/// product's own file, compiled here too so it is written once and the daemon's library does not
-/// ship it (there it exists only under `cfg(test)`).
-#[path = "../../../src/testing.rs"]
-pub mod testing;
+/// The seeded generator (kubelet jitter, the soak's plan; the product's fuzz support): the
+/// product's one PRNG, under the name the simulator's users know.
+pub mod testing {
+    pub use node_lifecycled::time::Rng;
+}
 pub mod timeline;
 mod tls;
 mod watch;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::model::{Autonomy, Name, NodeConditionType, TolerationOperator};
-use crate::testing::Rng;
+use crate::time::Rng;
 
 const NODE: &str = include_str!("fixtures/node_kubeadm_control_plane.json");
 const POD: &str = include_str!("fixtures/pod_deployment_20k.json");

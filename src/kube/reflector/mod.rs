@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::kube::decode::{ListPage, WatchEvent};
 use crate::kube::watch::StreamEnd;
-use crate::time::Time;
+use crate::time::{Rng, Time};
 
 mod requests;
 mod watch_end;
@@ -144,7 +144,7 @@ pub struct Reflector<T: Watched> {
     skipped_events: u64,
     last_error: Option<String>,
     watching_since: Option<Time>,
-    rng: u64,
+    rng: Rng,
     /// Where the next watch's end should land (`watch_end.rs`), and when the last watch sent
     /// is expected to end.
     end_target: Option<EndTarget>,
@@ -181,7 +181,7 @@ impl<T: Watched> Reflector<T> {
             skipped_events: 0,
             last_error: None,
             watching_since: None,
-            rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            rng: Rng::new(seed),
             end_target: None,
             expected_end: None,
             probe_next: false,
@@ -600,12 +600,7 @@ impl<T: Watched> Reflector<T> {
     }
 
     fn random_below(&mut self, n: u64) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+        self.rng.below(n)
     }
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 use super::*;
 use crate::kube::decode::{Bookmark, Status};
 use crate::model::{Lease, Node, Pod};
-use crate::testing::Rng;
+use crate::time::Rng;
 
 const T0: Time = Time::from_unix_millis(1_700_000_000_000);
 

@@ -211,7 +211,7 @@ pub fn encode_chunks(data: &[u8], chunk: usize, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Rng;
+    use crate::time::Rng;
 
     fn decode_all(input: &[u8]) -> Result<(Vec<u8>, usize, bool), ChunkedError> {
         let mut d = ChunkedDecoder::new();

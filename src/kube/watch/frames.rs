@@ -106,7 +106,7 @@ fn frame_len(prefix: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Rng;
+    use crate::time::Rng;
 
     fn framed(events: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();

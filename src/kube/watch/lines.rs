@@ -143,7 +143,7 @@ fn find_newline(bytes: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Rng;
+    use crate::time::Rng;
 
     fn ok_lines(out: Vec<Result<Vec<u8>, LineError>>) -> Vec<String> {
         out.into_iter()

@@ -342,7 +342,7 @@ fn status_message(body: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::kube::watch::chunked::encode_chunks;
-    use crate::testing::Rng;
+    use crate::time::Rng;
 
     const HEAD: &[u8] =
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";

@@ -81,7 +81,7 @@ use crate::kube::request;
 use crate::kube::{ApiClient, ApiError, Budget, PatchType, Preconditions};
 use crate::model::{Lease, Node, Pod};
 use crate::time::Time;
-use crate::time::{Rate, TokenBucket};
+use crate::time::{Rate, Rng, TokenBucket};
 
 use queue::ActionQueue;
 

@@ -22,7 +22,7 @@ pub(super) struct Wire {
     pub(super) last_verdict: Option<Time>,
     /// Events' own pace, on top of the client throttle (see `ExecutorSettings::event_rate`).
     pub(super) event_bucket: TokenBucket,
-    rng: u64,
+    rng: Rng,
     /// Makes the names of two events about one object in one millisecond differ.
     pub(super) event_seq: u64,
     pub(super) stats: ExecutorStats,
@@ -41,7 +41,7 @@ impl Wire {
             throttled_since: None,
             last_verdict: None,
             event_bucket: TokenBucket::new(settings.event_rate, settings.event_burst, now),
-            rng: settings.seed | 1,
+            rng: Rng::new(settings.seed),
             event_seq: 0,
             stats: ExecutorStats::default(),
             node_health_writes: Vec::new(),
@@ -182,10 +182,7 @@ impl Wire {
     }
 
     pub(super) fn jittered(&mut self, base: Duration) -> Duration {
-        // xorshift64: the jitter only has to spread retries, not be unpredictable.
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        base + base.mul_f64((self.rng % 1000) as f64 / 1000.0)
+        // The jitter only has to spread retries, not be unpredictable.
+        base + base.mul_f64(self.rng.below(1000) as f64 / 1000.0)
     }
 }
