@@ -506,7 +506,7 @@ fn the_daemon_page_names_every_command_option_exit_code_and_variable_of_its_help
 
 #[test]
 fn the_simulator_page_names_every_command_and_option_of_its_usage() {
-    let source = read("crates/node-lifecycled-sim/src/main.rs");
+    let source = read("crates/node-lifecycled-sim/src/bin/node-lifecycled-sim/cli.rs");
     let usage = source
         .split("const USAGE: &str = \"\\\n")
         .nth(1)

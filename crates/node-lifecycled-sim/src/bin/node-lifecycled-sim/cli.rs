@@ -1,0 +1,536 @@
+//! The simulator's command line: the usage text, the commands and their options. lexopt splits
+//! the words; each subcommand then takes the options it knows, so a misplaced one is an error
+//! that names it.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use node_lifecycled::config::parse_duration;
+use node_lifecycled_sim::bench::{BenchSize, InitialList};
+use node_lifecycled_sim::population::Population;
+
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_ERROR: u8 = 2;
+pub const EX_USAGE: u8 = 64;
+
+pub const USAGE: &str = "\
+node-lifecycled-sim: a simulated Kubernetes cluster for node-lifecycled
+
+usage:
+  node-lifecycled-sim [run] [--scenario NAME|FILE] [--config FILE] [--daemon PATH] [--dir DIR]
+      Start the simulated cluster, start node-lifecycled against it, play the scenario
+      (default: \"default\", under a minute), print the daemon's writes as a timeline, a
+      summary per zone and each expectation. Exit 0 when every expectation holds.
+        --scenario  a built-in scenario (see `scenarios`) or a scenario TOML file
+        --config    a node-lifecycled config file whose settings override the demo's
+                    (its [api] connection is replaced by the simulator's)
+        --daemon    the node-lifecycled binary (default: next to this one; under `cargo run`
+                    it is built first)
+        --dir       where the kubeconfig, the daemon config and its log go (default: a new
+                    directory under $TMPDIR)
+  node-lifecycled-sim serve [--nodes N] [--zones Z] [--pods-per-node P] [--listen IP:PORT]
+                            [--dir DIR] [--renew-interval D] [--default-toleration D]
+      Run the simulated cluster until Ctrl-C: API server and kubelets (Lease renewed every
+      --renew-interval, default 10s). Writes a kubeconfig and a config.toml for node-lifecycled
+      into DIR and prints every write made over the API.
+  node-lifecycled-sim scenarios       list the built-in scenarios
+  node-lifecycled-sim check FILE      parse a scenario file and report its first error
+  node-lifecycled-sim bench [--sizes small,large] [--quick] [--nodes N] [--pods-per-node P]
+                            [--zones Z] [--victims N] [--burst-events N] [--qps Q] [--burst B]
+                            [--initial-list watch-list|watch-cache] [--wire protobuf|json]
+                            [--daemon PATH] [--dir DIR]
+      The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, 30 pods per
+      node, 3 zones; or one size from --nodes/--pods-per-node/--zones) the simulated cluster runs
+      in this process and the release daemon as a child: initial sync time, RSS, CPU at 500 lease
+      renewals/s, idle wake-ups, watch events/s absorbed, heartbeat-loss detection latency over
+      --victims killed nodes (default 100) and taint-to-DELETE latency. About 6 minutes per size;
+      --quick shortens the measuring windows (steady CPU from 15 s instead of 60 s).
+        --qps/--burst  the daemon's api.qps/api.burst (default: its own, upstream 20/30)
+        --initial-list how the daemon fetches its first full state: watch-list (default; the
+                       simulator reports 1.32) or watch-cache (one resourceVersion=0 LIST per
+                       kind, read as a stream; the simulator reports 1.31)
+        --wire         what the simulator answers the daemon's protobuf requests (watches, the
+                       watch-cache LIST) in: protobuf (default, as kube-apiserver does for
+                       nodes, pods and leases) or json (the daemon then reads JSON)
+  node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
+                           [--dir DIR]
+      The randomized fault soak: two daemons with leader election against the simulated
+      cluster (24 nodes in 3 zones by default) for --duration (default 30m) while a plan drawn
+      from --seed (default 1) stops, reboots and flaps kubelets, drops, stalls, corrupts and
+      expires watches, restarts the API server, injects 409/429/500 bursts and slow responses,
+      kills the leader and reloads good and bad configs. Safety and liveness invariants are
+      checked all along; prints faults by kind, decisions, violations and the replay command.
+      Exit 1 on any violation.
+  node-lifecycled-sim --help | --version
+
+exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
+";
+
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    Run {
+        scenario: String,
+        config: Option<PathBuf>,
+        daemon: Option<PathBuf>,
+        dir: Option<PathBuf>,
+    },
+    Serve(ServeOptions),
+    Scenarios,
+    Check(String),
+    Bench(BenchArgs),
+    Soak(SoakArgs),
+    Help,
+    Version,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct BenchArgs {
+    pub sizes: Vec<BenchSize>,
+    pub quick: bool,
+    pub victims: Option<usize>,
+    pub burst_events: Option<usize>,
+    pub qps: Option<f64>,
+    pub burst: Option<u32>,
+    pub initial_list: Option<InitialList>,
+    /// `--wire json`: the simulator answers JSON only.
+    pub json_only: bool,
+    pub daemon: Option<PathBuf>,
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct SoakArgs {
+    pub duration: Duration,
+    pub seed: u64,
+    pub nodes: usize,
+    pub zones: usize,
+    pub daemon: Option<PathBuf>,
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct ServeOptions {
+    pub population: Population,
+    pub listen: SocketAddr,
+    pub dir: Option<PathBuf>,
+    pub renew_interval: Duration,
+}
+
+pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        return Ok(Command::Help);
+    }
+    if args.iter().any(|a| a == "--version" || a == "-V") {
+        return Ok(Command::Version);
+    }
+    let sub = match args.first().and_then(|a| a.to_str()) {
+        Some(s @ ("run" | "serve" | "scenarios" | "check" | "bench" | "soak")) => s.to_string(),
+        _ => "run".to_string(),
+    };
+    let skip = usize::from(args.first().and_then(|a| a.to_str()) == Some(sub.as_str()));
+    let mut options = Options::read(args.into_iter().skip(skip))?;
+    let sub = sub.as_str();
+    let command = match sub {
+        "run" => {
+            let scenario = options
+                .value("--scenario")?
+                .unwrap_or_else(|| "default".into());
+            Command::Run {
+                scenario,
+                config: options.value("--config")?.map(PathBuf::from),
+                daemon: options.value("--daemon")?.map(PathBuf::from),
+                dir: options.value("--dir")?.map(PathBuf::from),
+            }
+        }
+        "serve" => {
+            let mut population = Population::default();
+            if let Some(n) = options.number("--nodes")? {
+                population.nodes = n.max(1);
+            }
+            if let Some(z) = options.number("--zones")? {
+                population.zones = z.max(1);
+            }
+            if let Some(p) = options.number("--pods-per-node")? {
+                population.pods_per_node = p;
+            }
+            if let Some(d) = options.duration("--default-toleration")? {
+                population.default_toleration = d;
+            }
+            let listen = match options.value("--listen")? {
+                None => SocketAddr::from(([127, 0, 0, 1], 0)),
+                Some(text) => text
+                    .parse()
+                    .map_err(|_| format!("--listen: {text:?} is not IP:PORT"))?,
+            };
+            let renew_interval = options
+                .duration("--renew-interval")?
+                .unwrap_or(Duration::from_secs(10));
+            if renew_interval.is_zero() {
+                return Err("--renew-interval: must be > 0".into());
+            }
+            Command::Serve(ServeOptions {
+                population,
+                listen,
+                dir: options.value("--dir")?.map(PathBuf::from),
+                renew_interval,
+            })
+        }
+        "scenarios" => Command::Scenarios,
+        "bench" => Command::Bench(bench_args(&mut options)?),
+        "soak" => {
+            let duration = options
+                .duration("--duration")?
+                .unwrap_or(Duration::from_secs(1800));
+            if duration < Duration::from_secs(20) {
+                return Err("--duration: at least 20s (the daemons need time to start)".into());
+            }
+            let seed = options
+                .value("--seed")?
+                .map(|v| {
+                    v.parse::<u64>()
+                        .map_err(|_| format!("--seed: {v:?} is not a whole number"))
+                })
+                .transpose()?
+                .unwrap_or(1);
+            let nodes = options.number("--nodes")?.unwrap_or(24);
+            let zones = options.number("--zones")?.unwrap_or(3);
+            if nodes == 0 || zones == 0 || zones > nodes {
+                return Err("--nodes and --zones: at least one node per zone".into());
+            }
+            Command::Soak(SoakArgs {
+                duration,
+                seed,
+                nodes,
+                zones,
+                daemon: options.value("--daemon")?.map(PathBuf::from),
+                dir: options.value("--dir")?.map(PathBuf::from),
+            })
+        }
+        "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
+        _ => unreachable!("matched above"),
+    };
+    options.finish()?;
+    Ok(command)
+}
+
+fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
+    let quick = options.flag("--quick");
+    let nodes = options.number("--nodes")?;
+    let pods_per_node = options.number("--pods-per-node")?;
+    let zones = options.number("--zones")?;
+    let named = options.value("--sizes")?;
+    let sizes = match (nodes, named) {
+        (Some(_), Some(_)) => return Err("--nodes and --sizes exclude each other".into()),
+        (Some(nodes), None) => vec![BenchSize {
+            nodes,
+            pods_per_node: pods_per_node.unwrap_or(BenchSize::LARGE.pods_per_node),
+            zones: zones.unwrap_or(BenchSize::LARGE.zones),
+        }],
+        (None, named) => {
+            if pods_per_node.is_some() || zones.is_some() {
+                return Err("--pods-per-node and --zones go with --nodes".into());
+            }
+            named
+                .as_deref()
+                .unwrap_or("small,large")
+                .split(',')
+                .map(|s| match s.trim() {
+                    "small" => Ok(BenchSize::SMALL),
+                    "large" => Ok(BenchSize::LARGE),
+                    other => Err(format!("--sizes: {other:?} is neither small nor large")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let qps = options
+        .value("--qps")?
+        .map(|v| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|q| q.is_finite() && *q > 0.0)
+                .ok_or_else(|| format!("--qps: {v:?} is not a positive number"))
+        })
+        .transpose()?;
+    let burst = options
+        .number("--burst")?
+        .map(|b| u32::try_from(b).map_err(|_| format!("--burst: {b} is too large")))
+        .transpose()?;
+    let initial_list = options
+        .value("--initial-list")?
+        .map(|v| {
+            InitialList::parse(&v).ok_or_else(|| {
+                format!("--initial-list: {v:?} is neither watch-list nor watch-cache")
+            })
+        })
+        .transpose()?;
+    let json_only = match options.value("--wire")?.as_deref() {
+        None | Some("protobuf") => false,
+        Some("json") => true,
+        Some(other) => return Err(format!("--wire: {other:?} is neither protobuf nor json")),
+    };
+    Ok(BenchArgs {
+        sizes,
+        quick,
+        json_only,
+        victims: options.number("--victims")?,
+        burst_events: options.number("--burst-events")?,
+        qps,
+        burst,
+        initial_list,
+        daemon: options.value("--daemon")?.map(PathBuf::from),
+        dir: options.value("--dir")?.map(PathBuf::from),
+    })
+}
+
+/// The words after the subcommand, split by lexopt: `--key VALUE` and `--key=VALUE` options,
+/// each at most once, the flags in [`FLAGS`], and positional words. Each subcommand takes what it
+/// knows; anything left over is an error.
+struct Options {
+    values: Vec<(String, String)>,
+    flags: Vec<String>,
+    positionals: Vec<String>,
+}
+
+/// The options that take no value.
+const FLAGS: &[&str] = &["quick"];
+
+/// The options that take a value (which subcommand takes which is checked by the subcommand).
+const VALUED: &[&str] = &[
+    "scenario",
+    "config",
+    "daemon",
+    "dir",
+    "nodes",
+    "zones",
+    "pods-per-node",
+    "listen",
+    "renew-interval",
+    "default-toleration",
+    "sizes",
+    "victims",
+    "burst-events",
+    "qps",
+    "burst",
+    "initial-list",
+    "wire",
+    "duration",
+    "seed",
+];
+
+impl Options {
+    fn read(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
+        use lexopt::Arg;
+        let mut parser = lexopt::Parser::from_args(args);
+        let mut options = Options {
+            values: Vec::new(),
+            flags: Vec::new(),
+            positionals: Vec::new(),
+        };
+        while let Some(arg) = parser.next().map_err(|e| e.to_string())? {
+            match arg {
+                Arg::Long(name) if FLAGS.contains(&name) => {
+                    let name = name.to_string();
+                    if options.flags.contains(&name) {
+                        return Err(format!("--{name} given twice"));
+                    }
+                    options.flags.push(name);
+                }
+                Arg::Long(name) if VALUED.contains(&name) => {
+                    let key = format!("--{name}");
+                    let value = parser
+                        .value()
+                        .map_err(|_| format!("{key} needs a value"))?
+                        .into_string()
+                        .map_err(|v| format!("{key}: {v:?} is not UTF-8"))?;
+                    if value.is_empty() {
+                        return Err(format!("{key} needs a value"));
+                    }
+                    if options.values.iter().any(|(k, _)| *k == key) {
+                        return Err(format!("{key} given twice"));
+                    }
+                    options.values.push((key, value));
+                }
+                Arg::Long(name) => return Err(format!("unknown argument \"--{name}\"")),
+                Arg::Short(c) => return Err(format!("unknown argument \"-{c}\"")),
+                Arg::Value(v) => options.positionals.push(
+                    v.into_string()
+                        .map_err(|a| format!("unknown argument {a:?}"))?,
+                ),
+            }
+        }
+        Ok(options)
+    }
+
+    fn value(&mut self, key: &str) -> Result<Option<String>, String> {
+        let found = self.values.iter().position(|(k, _)| k == key);
+        Ok(found.map(|i| self.values.remove(i).1))
+    }
+
+    fn number(&mut self, key: &str) -> Result<Option<usize>, String> {
+        self.value(key)?
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| format!("{key}: {v:?} is not a whole number"))
+            })
+            .transpose()
+    }
+
+    fn duration(&mut self, key: &str) -> Result<Option<Duration>, String> {
+        self.value(key)?
+            .map(|v| parse_duration(&v).map_err(|e| format!("{key}: {e}")))
+            .transpose()
+    }
+
+    /// A bare `--key`.
+    fn flag(&mut self, key: &str) -> bool {
+        let name = key.trim_start_matches("--");
+        let before = self.flags.len();
+        self.flags.retain(|f| f != name);
+        self.flags.len() < before
+    }
+
+    fn positional(&mut self) -> Option<String> {
+        (!self.positionals.is_empty()).then(|| self.positionals.remove(0))
+    }
+
+    fn finish(self) -> Result<(), String> {
+        if let Some((key, _)) = self.values.first() {
+            return Err(format!("unknown argument {key:?}"));
+        }
+        if let Some(flag) = self.flags.first() {
+            return Err(format!("unknown argument \"--{flag}\""));
+        }
+        match self.positionals.first() {
+            None => Ok(()),
+            Some(arg) => Err(format!("unknown argument {arg:?}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Command, String> {
+        parse_args(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn without_arguments_it_runs_the_default_scenario() {
+        assert_eq!(
+            parse(&[]),
+            Ok(Command::Run {
+                scenario: "default".into(),
+                config: None,
+                daemon: None,
+                dir: None
+            })
+        );
+        assert_eq!(
+            parse(&["--scenario=zone-outage", "--config", "x.toml"]),
+            Ok(Command::Run {
+                scenario: "zone-outage".into(),
+                config: Some("x.toml".into()),
+                daemon: None,
+                dir: None
+            })
+        );
+    }
+
+    #[test]
+    fn serve_takes_the_cluster_shape() {
+        let Ok(Command::Serve(o)) = parse(&[
+            "serve",
+            "--nodes",
+            "5000",
+            "--zones=5",
+            "--pods-per-node",
+            "30",
+            "--listen",
+            "127.0.0.1:6443",
+        ]) else {
+            panic!("not serve");
+        };
+        assert_eq!(
+            (
+                o.population.nodes,
+                o.population.zones,
+                o.population.pods_per_node
+            ),
+            (5000, 5, 30)
+        );
+        assert_eq!(o.listen.port(), 6443);
+    }
+
+    #[test]
+    fn bad_arguments_are_usage_errors() {
+        assert!(parse(&["run", "--nodes", "3"]).is_err());
+        assert!(parse(&["serve", "--nodes", "many"]).is_err());
+        assert!(parse(&["serve", "--listen", "nowhere"]).is_err());
+        assert!(parse(&["run", "--scenario"]).is_err());
+        assert!(parse(&["run", "--scenario", "a", "--scenario", "b"]).is_err());
+        assert!(parse(&["check"]).is_err());
+        assert!(parse(&["check", "a.toml", "b.toml"]).is_err());
+        assert!(parse(&["run", "-x"]).is_err());
+        assert_eq!(
+            parse(&["bench", "--nope", "1"]),
+            Err("unknown argument \"--nope\"".to_string())
+        );
+        assert!(parse(&["run", "--dir="]).is_err());
+        assert!(parse(&["run", "stray"]).is_err());
+        assert!(parse(&["bench", "--quick", "--quick"]).is_err());
+        assert!(parse(&["serve", "--quick"]).is_err());
+        assert_eq!(
+            parse(&["check", "a.toml"]),
+            Ok(Command::Check("a.toml".into()))
+        );
+        assert_eq!(parse(&["soak", "-h"]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn every_option_of_the_usage_is_known_to_the_parser() {
+        let words = USAGE
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter_map(|w| w.strip_prefix("--"))
+            .filter(|w| !w.is_empty() && !["help", "version"].contains(w));
+        for word in words {
+            assert!(
+                FLAGS.contains(&word) || VALUED.contains(&word),
+                "--{word} is in the usage but not in FLAGS or VALUED"
+            );
+        }
+    }
+
+    #[test]
+    fn bench_defaults_to_both_sizes_and_takes_one_custom_size() {
+        let Ok(Command::Bench(b)) = parse(&["bench"]) else {
+            panic!("not bench");
+        };
+        assert_eq!(b.sizes, [BenchSize::SMALL, BenchSize::LARGE]);
+        assert!(!b.quick);
+        let Ok(Command::Bench(b)) = parse(&["bench", "--quick", "--nodes", "40", "--zones=2"])
+        else {
+            panic!("not bench");
+        };
+        assert!(b.quick);
+        assert_eq!(
+            b.sizes,
+            [BenchSize {
+                nodes: 40,
+                pods_per_node: 30,
+                zones: 2
+            }]
+        );
+        let Ok(Command::Bench(b)) = parse(&["bench", "--sizes", "large", "--qps", "50"]) else {
+            panic!("not bench");
+        };
+        assert_eq!((b.sizes, b.qps), (vec![BenchSize::LARGE], Some(50.0)));
+        assert!(parse(&["bench", "--sizes", "huge"]).is_err());
+        assert!(parse(&["bench", "--nodes", "10", "--sizes", "small"]).is_err());
+        assert!(parse(&["bench", "--zones", "2"]).is_err());
+        assert!(parse(&["bench", "--qps", "-1"]).is_err());
+    }
+}
