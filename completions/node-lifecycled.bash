@@ -1,6 +1,6 @@
 # bash completion for node-lifecycled(8). The Debian package installs it as
 # /usr/share/bash-completion/completions/node-lifecycled; by hand, source it from ~/.bashrc.
-# It needs nothing from the bash-completion package. tests/ops_pack.rs checks that it offers
+# It needs nothing from the bash-completion package. tests/config_and_operator_files/ops_pack.rs checks that it offers
 # every command and option of `node-lifecycled --help`.
 
 _node_lifecycled() {

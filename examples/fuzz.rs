@@ -1,5 +1,5 @@
 //! Long fuzz runs of the parsers (the short fixed-seed pass runs in `cargo test`, from
-//! `tests/fuzz_parsers.rs`). See FUZZING.md.
+//! `tests/randomized/fuzz_parsers.rs`). See FUZZING.md.
 //!
 //! ```sh
 //! cargo run --release --example fuzz -- --target chunked --seconds 600 --seed 1

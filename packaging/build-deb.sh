@@ -16,7 +16,7 @@
 #
 # Maintainer: "$DEBFULLNAME <$DEBEMAIL>" when set (as dch reads them); the default is a
 # placeholder address, so set both when you build packages for others.
-# lintian reports no error or warning on the result (tests/debian_package.rs runs it); the
+# lintian reports no error or warning on the result (tests/config_and_operator_files/debian_package.rs runs it); the
 # one tag overridden is explained in packaging/lintian-overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."

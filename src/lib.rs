@@ -4,7 +4,7 @@
 //! # Layers
 //!
 //! Dependencies point down. A module imports only modules below it; modules on one line know
-//! nothing of each other. `tests/layering.rs` checks every `crate::X` path in `src/` against
+//! nothing of each other. `tests/config_and_operator_files/layering.rs` checks every `crate::X` path in `src/` against
 //! this table and fails on one that points up or sideways.
 //!
 //! ```text

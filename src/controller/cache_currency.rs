@@ -32,7 +32,7 @@
 //! about as long as the server took to answer.
 //!
 //! Measured against kube-apiserver v1.20.2 at the installed watch idle timeout (30 s), every
-//! connection of the daemon reset once (`tests/e2e_upstream_safety.rs`, the stale-cache
+//! connection of the daemon reset once (`tests/real_apiserver/upstream_safety.rs`, the stale-cache
 //! section; loopback, a busy 2-core machine): before this rule (a line needed after any
 //! failure; settle 0.5 s) the hold lasted 23.6–25.5 s — a quiet watch's successor sends its
 //! first line, a bookmark, ~20 s after it is opened — and a pod due 7 s after the reset was

@@ -219,7 +219,7 @@ impl Controllers {
     }
 
     /// Test switch: the monitor pass evaluates every node, settled or not; the reference of
-    /// the differential test (`tests/controller_monitor_pass.rs`).
+    /// the differential test (`tests/randomized/monitor_pass.rs`).
     #[doc(hidden)]
     pub fn use_full_monitor_pass(&mut self, full: bool) {
         self.lifecycle.use_full_monitor_pass(full);

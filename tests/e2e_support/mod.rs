@@ -8,7 +8,7 @@
 //!   a test can wait for a line and show the whole log when something fails.
 //! - [`wait_until`]: polls a condition every 50 ms up to a generous limit; correctness never
 //!   depends on a fixed sleep.
-#![allow(dead_code)]
+#![allow(dead_code)] // shared by several test groups: each uses its own part
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};

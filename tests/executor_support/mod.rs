@@ -2,8 +2,6 @@
 //! client throttle, the backoff and the executor all read the test's clock, so pacing is
 //! asserted exactly and nothing sleeps.
 
-#![allow(dead_code)]
-
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;

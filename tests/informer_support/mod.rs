@@ -2,7 +2,7 @@
 //! loop's events and timers to the informers and keeps a test-side store per kind, fed only by
 //! the deltas. `run_until` turns the loop until a condition holds (or fails the test with the
 //! informers' stats). A periodic probe timer measures how late the loop fires timers.
-#![allow(dead_code)]
+#![allow(dead_code)] // shared by several test groups: each uses its own part
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

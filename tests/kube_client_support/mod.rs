@@ -1,7 +1,7 @@
 //! A tiny HTTP/1.1 (optionally HTTPS, optionally requiring client certificates) server with
 //! canned answers, and a throwaway PKI, for the client tests. Threads and locks are fine here:
 //! this is test code, not the daemon.
-#![allow(dead_code)]
+#![allow(dead_code)] // shared by several test groups: each uses its own part
 
 use std::cell::Cell;
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! run, but every core taken by other work) is not the code under test's doing, so the tests
 //! that bound real time subtract it. From /proc's schedstat; zero where that is not available
 //! (the bounds are then plain wall-clock bounds).
-#![allow(dead_code)] // each test binary uses its own part
+#![allow(dead_code)] // shared by several test groups and the simulator's tests: each uses its own part
 
 use std::time::Duration;
 

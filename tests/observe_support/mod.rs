@@ -1,6 +1,5 @@
 //! A cluster fed to the real controllers, and a `DaemonSnapshot` of it with every section filled,
 //! for the dump and metrics tests.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::rc::Rc;

@@ -1,9 +1,8 @@
-//! Support for `tests/ops_pack.rs`: reading the operator files it checks.
+//! Support for `tests/config_and_operator_files/ops_pack.rs`: reading the operator files it checks.
 //!
 //! - [`promql`]: the metric names a PromQL expression reads;
 //! - [`texts`]: the keys of conf/config.toml and of node-lifecycled.toml(5) by section, and the
 //!   commands and options a usage text names.
-#![allow(dead_code)]
 
 pub mod promql;
 pub mod texts;

@@ -1,8 +1,9 @@
 //! The real kube-apiserver of `../shared/real-apiserver` for the tests that need one: started
-//! once per test binary with up.sh, stopped with down.sh on drop (also when a test panics).
+//! with up.sh, stopped with down.sh on drop (also when a test panics). One at a time in the
+//! process: its ports are fixed, and two servers with their etcds on a small machine would blur
+//! every timing a test measures, so a second `start` waits for the first server's drop.
 //! Unavailable → the test fails loudly, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 says why
 //! it may be skipped.
-#![allow(dead_code)] // each test binary uses its own part
 
 pub mod fleet;
 pub mod reset_proxy;
@@ -11,6 +12,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -20,10 +22,19 @@ pub const SKIP_VARIABLE: &str = "NODE_LIFECYCLED_SKIP_REAL_APISERVER";
 pub struct RealApiserver {
     vars: HashMap<String, String>,
     scripts: PathBuf,
+    /// Held until after down.sh has run (fields drop after `Drop::drop`).
+    _one_at_a_time: MutexGuard<'static, ()>,
 }
+
+/// The one server of the process.
+static ONE_SERVER: Mutex<()> = Mutex::new(());
 
 impl RealApiserver {
     pub fn start() -> Option<RealApiserver> {
+        // A test that panicked with the server up poisons the lock; its drop still stopped it.
+        let one_at_a_time = ONE_SERVER
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver");
         let output = Command::new(scripts.join("up.sh")).output();
         let failure = match &output {
@@ -52,7 +63,11 @@ impl RealApiserver {
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Some(RealApiserver { vars, scripts })
+        Some(RealApiserver {
+            vars,
+            scripts,
+            _one_at_a_time: one_at_a_time,
+        })
     }
 
     pub fn var(&self, key: &str) -> &str {

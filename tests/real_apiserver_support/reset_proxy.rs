@@ -84,10 +84,6 @@ impl ResetProxy {
         }
     }
 
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// Connections accepted so far.
     pub fn accepted(&self) -> u64 {
         self.accepted.load(Ordering::Relaxed)

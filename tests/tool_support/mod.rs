@@ -1,7 +1,6 @@
 //! External programs some checks run (promtool, mandoc, man, lintian). `.ci/run` installs them,
 //! so under CI (`CI=true`) a missing one fails the test; elsewhere the check says on stderr that
 //! it did not run, and passes.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -61,7 +61,7 @@ impl NodeLifecycle {
     /// (unregistered, a verdict in flight), or one Ready, within its grace, counted Ready in
     /// its zone, without NoExecute taints, taint writes or queue place, with no pods to mark
     /// again. Condition taints and the legacy mode are always evaluated (they re-queue nodes).
-    /// `tests/controller_monitor_pass.rs` runs random scripts both ways.
+    /// `tests/randomized/monitor_pass.rs` runs random scripts both ways.
     fn settled(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
         if !e.registered || e.verdict != Verdict::Idle {
             return true;

@@ -1,7 +1,7 @@
 //! The monitor pass leaves out the nodes whose evaluation would do nothing (issue #14). The
 //! stories where the pass is the only one to act, run with it and with the reference pass that
 //! evaluates every node: the same actions at the same instants, and the pass did its job.
-//! (`tests/controller_monitor_pass.rs` compares the two on random scripts.)
+//! (`tests/randomized/monitor_pass.rs` compares the two on random scripts.)
 
 use super::harness::*;
 use crate::model::ConditionStatus::True;

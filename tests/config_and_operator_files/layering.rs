@@ -1,0 +1,215 @@
+//! The layers hold: no module of `src/` imports a module above it (DESIGN.md, src/lib.rs).
+//!
+//! Reads every `src/**/*.rs` and checks each `crate::X` path (in `use` lines and inline paths
+//! alike, `use crate::{a, b}` groups included) against the table below. Comments are skipped, so
+//! a doc link may point anywhere. A module may import only modules of a strictly lower rank:
+//! siblings of one rank (`kube`, `controller`, `logging`) know nothing of each other.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Top-level modules of the library by rank, lowest first.
+const LAYERS: &[(&str, u8)] = &[
+    // Pure data at the bottom: instants, durations, the timer heap, the token bucket, the
+    // seeded random generator.
+    ("time", 1),
+    // Compact projections of Node, Pod, Lease; the cluster store.
+    ("model", 2),
+    // Speaks the Kubernetes API / decides node lifecycle / writes log lines: none knows the others.
+    ("kube", 3),
+    ("controller", 3),
+    ("logging", 3),
+    // Lease-based leader election, on the API client.
+    ("leader", 4),
+    // The config file, parsed into the settings types the layers below own.
+    ("config", 5),
+    // Renders snapshots: the state dump, metrics text, explanations.
+    ("observe", 6),
+    // The event loop, executor, informers, endpoints that need the loop, the daemon's wiring.
+    ("runtime", 7),
+    // `node-lifecycled doctor`: a command beside the daemon, built from the runtime's wiring.
+    ("doctor", 8),
+];
+
+fn rank(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, r)| *r)
+}
+
+/// The top-level module a file belongs to; `None` for the crate root and the binaries, which
+/// sit above everything.
+fn layer_of(path: &Path, src: &Path) -> Option<String> {
+    let rel = path.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    let module = first.strip_suffix(".rs").unwrap_or(first);
+    match module {
+        "lib" | "main" | "bin" => None,
+        m => Some(m.to_string()),
+    }
+}
+
+/// Every top-level module a piece of source names as `crate::X`, with its line number.
+fn crate_paths(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        // Comments (doc links included) are not imports.
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            // `$crate::` in a macro is not ours to check; `node_lifecycled_crate::` is no path.
+            let before = rest[..at].chars().next_back();
+            rest = &rest[at + "crate::".len()..];
+            if before.is_some_and(|c| c == '$' || c == '_' || c.is_alphanumeric()) {
+                continue;
+            }
+            if let Some(group) = rest.strip_prefix('{') {
+                // `use crate::{a::b, c};` — the top-level names of the group (one line is
+                // enough for rustfmt's layout of short groups; longer ones wrap below).
+                let mut depth = 0;
+                let mut name = String::new();
+                let mut expect_name = true;
+                for c in group.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => expect_name = true,
+                        c if expect_name && (c.is_alphanumeric() || c == '_') => name.push(c),
+                        _ => {
+                            if !name.is_empty() {
+                                found.push((i + 1, std::mem::take(&mut name)));
+                            }
+                            if !c.is_whitespace() {
+                                expect_name = false;
+                            }
+                        }
+                    }
+                }
+                if !name.is_empty() {
+                    found.push((i + 1, name));
+                }
+            } else {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    found.push((i + 1, name));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The upward (or sideways) imports of one file of layer `layer`, as messages.
+fn violations(layer: &str, file: &str, text: &str) -> Vec<String> {
+    let Some(own) = rank(layer) else {
+        return vec![format!(
+            "{file}: module `{layer}` is not in the layer table of tests/config_and_operator_files/layering.rs: give it a rank"
+        )];
+    };
+    let allowed = || -> Vec<&str> {
+        LAYERS
+            .iter()
+            .filter(|(_, r)| *r < own)
+            .map(|(m, _)| *m)
+            .collect()
+    };
+    crate_paths(text)
+        .into_iter()
+        .filter(|(_, target)| target != layer)
+        .filter_map(|(line, target)| match rank(&target) {
+            Some(r) if r < own => None,
+            Some(_) => Some(format!(
+                "{file}:{line}: `{layer}` imports `{target}`, which is not below it \
+                 (`{layer}` may import: {})",
+                allowed().join(", ")
+            )),
+            // `crate::Foo` of a re-exported item at the root: not a module, nothing to check.
+            None => None,
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_module_imports_a_module_above_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(
+        files.len() > 50,
+        "found only {} files under src/",
+        files.len()
+    );
+    let mut problems = Vec::new();
+    let mut layers_seen = BTreeSet::new();
+    for path in &files {
+        let Some(layer) = layer_of(path, &src) else {
+            continue;
+        };
+        layers_seen.insert(layer.clone());
+        let text = std::fs::read_to_string(path).expect("source file");
+        let file = path
+            .strip_prefix(&src)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        problems.extend(violations(&layer, &format!("src/{file}"), &text));
+    }
+    // The table names real modules (a renamed module must not leave a stale row behind).
+    for (module, _) in LAYERS {
+        assert!(
+            layers_seen.contains(*module),
+            "tests/config_and_operator_files/layering.rs names `{module}`, which is not a module of src/"
+        );
+    }
+    assert!(
+        problems.is_empty(),
+        "{} import(s) point up:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// The check itself can fail: an observe file reaching into the runtime, a controller file
+/// reaching the API client through a `use` group, a kube file naming the controller inline.
+#[test]
+fn an_upward_import_is_reported_with_file_and_line() {
+    let text =
+        "use crate::time::Time;\n// see crate::runtime::daemon\nuse crate::runtime::LoopControl;\n";
+    assert_eq!(
+        violations("observe", "src/observe/x.rs", text),
+        [
+            "src/observe/x.rs:3: `observe` imports `runtime`, which is not below it \
+          (`observe` may import: time, model, kube, controller, logging, leader, config)"
+        ]
+    );
+    let grouped = "use crate::{model::Node, kube::ApiClient};\n";
+    assert_eq!(violations("controller", "c.rs", grouped).len(), 1);
+    let inline = "    let x = crate::controller::events::Event::new();\n";
+    assert_eq!(violations("kube", "k.rs", inline).len(), 1);
+    // Siblings of one rank are not below each other either.
+    assert_eq!(
+        violations("logging", "l.rs", "use crate::kube::x;\n").len(),
+        1
+    );
+    // Downward imports and the module's own paths pass.
+    let fine = "use crate::model::Node;\nuse crate::kube::x;\nuse crate::runtime::y;\n";
+    assert!(violations("runtime", "r.rs", fine).is_empty());
+    assert_eq!(violations("newthing", "n.rs", "").len(), 1);
+}

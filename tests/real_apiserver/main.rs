@@ -1,0 +1,21 @@
+//! Against a real kube-apiserver v1.20.2 (../shared/real-apiserver), one server at a time: the
+//! client, protobuf, watches, the daemon, doctor, and never being less safe than upstream.
+//!
+//! One test binary; each module was its own before (one link step per group, not per file).
+
+#[path = "../e2e_support/mod.rs"]
+mod e2e_support;
+#[path = "../informer_support/mod.rs"]
+mod informer_support;
+#[path = "../kube_client_support/mod.rs"]
+mod kube_client_support;
+#[path = "../real_apiserver_support/mod.rs"]
+mod real_apiserver_support;
+
+mod client;
+mod daemon;
+mod doctor;
+mod protobuf;
+mod sim_protobuf;
+mod upstream_safety;
+mod watch;

@@ -1,0 +1,8 @@
+//! The simulator's commands against the real daemon: the scenarios with their expectations, the
+//! soak, the benchmark.
+//!
+//! One test binary; each module was its own before (one link step per group, not per file).
+
+mod bench;
+mod scenarios;
+mod soak;
