@@ -1,9 +1,10 @@
 //! The daemon's configuration: `/etc/node-lifecycled/config.toml` -> a validated `Config`.
 //!
-//! Every key has upstream's default (SPEC §2), so an empty file is a valid configuration. Nothing
-//! is silently ignored: an unknown key or a value out of range is an error that names the key and
-//! its line, in one line (`conf/bad.toml:3: unhealthy_zone_threshold: must be in (0, 1], got 1.5`),
-//! because a daemon that quietly runs with a typo'd setting fails much later and much worse.
+//! Every key has upstream's default (docs/upstream.md, "Settings and their defaults"), so an empty
+//! file is a valid configuration. Nothing is silently ignored: an unknown key or a value out of
+//! range is an error that names the key and its line, in one line (`conf/bad.toml:3:
+//! unhealthy_zone_threshold: must be in (0, 1], got 1.5`), because a daemon that quietly runs with
+//! a typo'd setting fails much later and much worse.
 
 mod fencing;
 mod policies;
@@ -147,7 +148,8 @@ impl ApiSource {
 }
 
 impl Default for Config {
-    /// Upstream's defaults (SPEC §2); what an empty file yields.
+    /// Upstream's defaults (docs/upstream.md, "Settings and their defaults"); what an empty file
+    /// yields.
     fn default() -> Config {
         Config::from_str("", Path::new("<defaults>"))
             .expect("the built-in defaults satisfy the validation")

@@ -1,6 +1,6 @@
 //! Kubernetes Events the controllers record (what `kubectl describe` shows), as plain data.
-//! Reasons and messages are upstream's, verbatim (SPEC §12). Events are best effort: the shell
-//! throttles them and never lets a failed event block or fail an action.
+//! Reasons and messages are upstream's, verbatim (docs/upstream.md, "Events"). Events are best
+//! effort: the shell throttles them and never lets a failed event block or fail an action.
 
 use crate::model::Name;
 

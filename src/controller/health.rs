@@ -1,6 +1,7 @@
-//! Node health bookkeeping (SPEC §3, upstream `tryUpdateNodeHealth`): when the controller last
-//! saw a sign of life (`probe_time`), when Ready last changed, and what the node looks like
-//! once its grace period ran out. All times are the controller's clock, never the kubelet's.
+//! Node health bookkeeping (docs/upstream.md, "Node health", upstream `tryUpdateNodeHealth`): when
+//! the controller last saw a sign of life (`probe_time`), when Ready last changed, and what the
+//! node looks like once its grace period ran out. All times are the controller's clock, never the
+//! kubelet's.
 
 use std::rc::Rc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! OS/arch label reconciliation (SPEC §10, upstream `reconcileNodeLabels`): the deprecated beta
-//! labels follow the stable ones.
+//! OS/arch label reconciliation (docs/upstream.md, "Labels", upstream `reconcileNodeLabels`): the
+//! deprecated beta labels follow the stable ones.
 
 use crate::model::{Name, Node, labels};
 

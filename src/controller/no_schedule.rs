@@ -1,5 +1,6 @@
-//! NoSchedule condition taints (SPEC §6, upstream `doNoScheduleTaintingPass`): the taints that
-//! mirror a node's conditions and `spec.unschedulable`. Only these seven keys are ever touched.
+//! NoSchedule condition taints (docs/upstream.md, "NoSchedule condition taints", upstream
+//! `doNoScheduleTaintingPass`): the taints that mirror a node's conditions and
+//! `spec.unschedulable`. Only these seven keys are ever touched.
 
 use crate::model::{ConditionStatus, Node, NodeConditionType, TaintEffect, taint_keys};
 

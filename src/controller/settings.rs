@@ -1,4 +1,5 @@
-//! The controller's tunables (SPEC §2), as plain data. The config file parser converts into this;
+//! The controller's tunables (docs/upstream.md, "Settings and their defaults"), as plain data. The
+//! config file parser converts into this;
 //! `Default` is upstream's defaults.
 
 use std::time::Duration;
@@ -30,7 +31,8 @@ pub struct Settings {
     pub large_cluster_size_threshold: u32,
     /// Not-Ready fraction (with more than 2 not-Ready nodes) for PartialDisruption.
     pub unhealthy_zone_threshold: f64,
-    /// false: the legacy mode, direct pod eviction instead of NoExecute taints (SPEC §9).
+    /// false: the legacy mode, direct pod eviction instead of NoExecute taints (docs/upstream.md,
+    /// "Legacy direct eviction").
     pub taint_based_eviction: bool,
     /// Legacy mode only: how long a node is not Ready before its pods are deleted.
     pub pod_eviction_timeout: Duration,

@@ -1,4 +1,5 @@
-//! Zones and their disruption state (SPEC §4, upstream `ComputeZoneState`, `setLimiterInZone`).
+//! Zones and their disruption state (docs/upstream.md, "Zones", upstream `ComputeZoneState`,
+//! `setLimiterInZone`).
 
 use crate::model::{Name, Node};
 use crate::time::Rate;

@@ -1,9 +1,10 @@
 //! The exact requests the executor sends: paths and JSON bodies, as pure functions.
 //!
 //! Bodies are the smallest patches that carry upstream's effect and its preconditions
-//! (SPEC §11, DESIGN field notes): a node status or taint write carries the resourceVersion it
-//! was decided on, so a stale decision fails with 409 instead of overwriting another writer;
-//! pod writes carry the pod's UID, so a pod re-created under the same name is never touched.
+//! (docs/upstream.md, "How writes are made"): a node status or taint write carries the
+//! resourceVersion it was decided on, so a stale decision fails with 409 instead of overwriting
+//! another writer; pod writes carry the pod's UID, so a pod re-created under the same name is never
+//! touched.
 //!
 //! Every body is built from the upstream `k8s-openapi` types and serialized with serde_json, so a
 //! misspelt field or a wrong type is a compile error rather than a 400 in production. A

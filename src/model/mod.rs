@@ -1,7 +1,7 @@
 //! Compact projections of the API objects the controller reads.
 //!
-//! Only what SPEC.md needs is kept; names are interned `Rc<str>` (one thread, no atomics), so a
-//! node name shared by a node, its lease and its 110 pods is stored once. No full API object is
+//! Only what the controllers need is kept; names are interned `Rc<str>` (one thread, no atomics),
+//! so a node name shared by a node, its lease and its 110 pods is stored once. No full API object is
 //! kept after decoding (kube-controller-manager's informers cache whole objects: #115699).
 //! `kube/` decodes JSON into these; `controller/` consumes them; neither knows the other.
 

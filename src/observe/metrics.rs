@@ -1,8 +1,8 @@
 //! `/metrics`: what is exported, rendered from a [`DaemonSnapshot`] in the text format of
 //! `exposition.rs`.
 //!
-//! Upstream's metrics keep upstream's names, help texts and buckets (SPEC §13), so dashboards
-//! and alerts written for kube-controller-manager work unchanged; ours are prefixed
+//! Upstream's metrics keep upstream's names, help texts and buckets (docs/upstream.md, "Metrics"),
+//! so dashboards and alerts written for kube-controller-manager work unchanged; ours are prefixed
 //! `node_lifecycled_`. Upstream's deprecated `node_collector_evictions_number` (hidden since
 //! 1.24) is not exported.
 

@@ -5,7 +5,7 @@
 //! wall clock once and adding `Instant` elapsed gives both: NTP steps after start-up do not move
 //! our deadlines. The cost is that stamps drift with the monotonic clock over very long runs,
 //! which is the same trade the kubelet-facing heartbeat comparisons already make (we compare
-//! our own observations, never the kubelet's stamps: SPEC §3).
+//! our own observations, never the kubelet's stamps: docs/upstream.md, "Node health").
 
 use std::time::{Duration, Instant, SystemTime};
 

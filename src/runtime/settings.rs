@@ -14,7 +14,7 @@ use crate::kube::watch::WatchOptions;
 use super::executor::ExecutorSettings;
 use super::informer::InformerConfig;
 
-/// What the controllers decide with (SPEC §2).
+/// What the controllers decide with (docs/upstream.md, "Settings and their defaults").
 pub fn controller_settings(config: &Config) -> Settings {
     Settings {
         node_monitor_period: config.node_monitor_period,

@@ -251,7 +251,7 @@ impl NodeLifecycle {
         });
     }
 
-    // ---- pods (SPEC §7) ----------------------------------------------------------------------
+    // ---- pods (docs/upstream.md, "Pods NotReady") -----------------------------------------------
 }
 
 impl NodeLifecycle {

@@ -220,7 +220,7 @@ impl NodeLifecycle {
         }
     }
 
-    // ---- NoExecute tainting (SPEC §5) --------------------------------------------------------
+    // ---- NoExecute tainting (docs/upstream.md, "NoExecute tainting") ----------------------------
 }
 
 /// [`NodeLifecycle::arm_grace`] on an entry already looked up (a Lease renewal: one lookup of

@@ -1,7 +1,8 @@
-//! Legacy direct eviction (`taint_based_eviction = false`, SPEC §9; upstream before 1.27):
-//! instead of NoExecute taints, a node not Ready for longer than `pod_eviction_timeout` is
-//! queued in its zone's (rate-limited) queue, and processing it deletes its pods after setting
-//! their status reason to `NodeLost`. DaemonSet pods and pods already being deleted stay.
+//! Legacy direct eviction (`taint_based_eviction = false`, docs/upstream.md, "Legacy direct
+//! eviction"; upstream before 1.27): instead of NoExecute taints, a node not Ready for longer than
+//! `pod_eviction_timeout` is queued in its zone's (rate-limited) queue, and processing it deletes
+//! its pods after setting their status reason to `NodeLost`. DaemonSet pods and pods already being
+//! deleted stay.
 
 use crate::model::{ConditionStatus, Name, PodKey};
 use crate::time::Time;

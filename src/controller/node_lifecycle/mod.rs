@@ -82,7 +82,7 @@ enum Verdict {
     },
 }
 
-/// Legacy mode (SPEC §9): where a node's pod eviction stands.
+/// Legacy mode (docs/upstream.md, "Legacy direct eviction"): where a node's pod eviction stands.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LegacyEviction {
     Unmarked,

@@ -1,5 +1,5 @@
-//! Counters the shell exports (SPEC §13) and shows in the SIGUSR1 dump. Plain fields: the
-//! machine is the only writer, the shell reads them between inputs.
+//! Counters the shell exports (docs/upstream.md, "Metrics") and shows in the SIGUSR1 dump. Plain
+//! fields: the machine is the only writer, the shell reads them between inputs.
 
 use std::time::Duration;
 

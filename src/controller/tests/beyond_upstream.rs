@@ -1,5 +1,5 @@
-//! Where we deliberately do better than upstream (SPEC §14), node deletion, legacy-mode
-//! details and the state dump.
+//! Where we deliberately do better than upstream (docs/upstream.md, "Where we do better than
+//! upstream"), node deletion, legacy-mode details and the state dump.
 
 use std::time::Duration;
 

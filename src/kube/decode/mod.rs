@@ -1,7 +1,7 @@
 //! JSON or protobuf ([`proto`]) → compact model projections ([`crate::model`]), without ever
 //! building a full API object. Both fill the same wire shapes, so one `from_wire` decides.
 //!
-//! The wire structs mirror only the fields SPEC.md needs; serde skips the rest (no
+//! The wire structs mirror only the fields the controllers need; serde skips the rest (no
 //! `deny_unknown_fields`: newer servers add fields). Strings are borrowed from the input where
 //! JSON allows it and interned once; unknown enum strings never fail decoding. Pods with
 //! identical tolerations share one `Rc<[Toleration]>`.

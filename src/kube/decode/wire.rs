@@ -1,4 +1,4 @@
-//! The JSON shapes we read: only the fields SPEC.md needs, strings borrowed where possible.
+//! The JSON shapes we read: only the fields the controllers need, strings borrowed where possible.
 //! Every field is optional at this level; `mod.rs` decides what is required.
 
 use std::borrow::Cow;

@@ -1,7 +1,7 @@
 //! Protobuf, as the API server writes it for `Accept: application/vnd.kubernetes.protobuf`.
 //!
 //! A hand-written reader over borrowed bytes: no generated code, no schema, only the fields
-//! SPEC.md needs (numbers in [`fields`]). A field we do not read is skipped by its length
+//! the controllers need (numbers in [`fields`]). A field we do not read is skipped by its length
 //! prefix, which is the point: a Node heartbeat is mostly managedFields and images. Every length
 //! is checked against the bytes that hold it before use, so a malformed or truncated message is
 //! an error naming the field and the byte offset, never a panic and never an allocation sized

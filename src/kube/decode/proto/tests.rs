@@ -208,7 +208,8 @@ fn missing_optional_fields_and_empty_repeated_fields_read_as_absent() {
 fn the_same_fields_are_required_and_lenient_as_in_json() {
     let e = decode_object::<Lease>(&lease(b"", b"", b""), &mut DecodeContext::new()).unwrap_err();
     assert_eq!(e.to_string(), "cannot decode Lease: missing metadata.name");
-    // A Lease's renewTime is strict (SPEC: a bad heartbeat must not read as none) ...
+    // A Lease's renewTime is strict (docs/upstream.md, "Node health": a bad heartbeat must not read
+    // as none) ...
     let bad = len_field(4, &time(1, 2_000_000_000));
     let e = decode_object::<Lease>(&lease(b"n", &bad, b""), &mut DecodeContext::new()).unwrap_err();
     assert!(
