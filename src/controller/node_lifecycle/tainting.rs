@@ -397,6 +397,10 @@ impl NodeLifecycle {
             {
                 // Nothing is tainted here before the cooldown ends.
                 next = until;
+            } else if z.waiting_for_suspects {
+                // The zone waits for nodes about to be judged (`suspects.rs`): their verdicts
+                // and renewals are inputs of their own; until then it is looked at again at
+                // upstream's pass period, not at its next token (a millisecond away).
             } else if z.queue.head().is_some_and(|(_, due)| due <= now)
                 && let Some(token) = z.queue.next_token(now)
             {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::harness::*;
-use crate::controller::{Decision, Settings, ZoneState};
+use crate::controller::{Decision, Input, Settings, ZoneState};
 use crate::model::ConditionStatus::True;
 use crate::model::TaintEffect::{NoExecute, NoSchedule};
 use crate::model::{Lease, NodeConditionType, taint_keys};
@@ -166,6 +166,37 @@ fn a_zone_cut_off_with_spread_heartbeats_waits_for_nodes_that_missed_two_renewal
         ["a1"],
         "upstream's pass taints the first node alone"
     );
+}
+
+/// While a zone waits for its suspects, its due queue head is looked at again at upstream's
+/// pass period (100 ms), not every millisecond: a wait lasts until the suspects are judged,
+/// seconds (here 8 s, the spread of three deadlines), and wake-ups are a product figure. Before:
+/// the pass re-armed itself 1 ms ahead for as long as the wait lasted (a bench run woke the
+/// daemon 1,000 times a second).
+#[test]
+fn a_waiting_zone_looks_again_at_the_pass_period_not_every_millisecond() {
+    let phase = |name: &str| match name {
+        "a1" => Duration::ZERO,
+        "a2" => secs(4),
+        "a3" => secs(8),
+        _ => secs(2),
+    };
+    let cut = t0() + secs(19) + Duration::from_millis(50);
+    let silent = [("a1", cut), ("a2", cut), ("a3", cut)];
+    let mut h = fleet(test_settings(), Some(40));
+    // a1's verdict at 60 s queues it; a2 and a3 are judged at 64 and 68 s.
+    heartbeat(&mut h, t0() + secs(60), secs(10), phase, &silent);
+    let until = t0() + secs(68);
+    let mut ticks = 0;
+    while let Some(t) = h.ctl.next_deadline().filter(|t| *t <= until) {
+        h.now = h.now.max(t);
+        h.feed(Input::Tick);
+        ticks += 1;
+    }
+    assert!(!waits(&mut h).is_empty(), "the zone waited");
+    // 8 s at 10 passes a second, plus the verdicts, the monitor passes and the renewals' timers.
+    assert!(ticks <= 100, "{ticks} timer wake-ups in 8 s of waiting");
+    assert_eq!(no_execute_writes(&h), vec![]);
 }
 
 /// Every node silent together (the control plane cut off): every zone would be fully
