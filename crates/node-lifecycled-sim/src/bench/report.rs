@@ -244,6 +244,14 @@ fn rows() -> Vec<Row> {
             target: "≤ 3 %",
         },
         Row {
+            figure: "steady CPU per Lease watch event",
+            value: |r| {
+                super::steady_us_per_event(r).map_or("—".to_string(), |us| format!("{us:.1} µs"))
+            },
+            scalar: |r| super::steady_us_per_event(r).unwrap_or(0.0),
+            target: "≤ 5 µs",
+        },
+        Row {
             figure: "loop wake-ups/s, steady",
             value: |r| format!("{:.1}/s", r.steady_wakeups_per_s),
             scalar: |r| r.steady_wakeups_per_s,

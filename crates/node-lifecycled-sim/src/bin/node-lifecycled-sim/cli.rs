@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use node_lifecycled::config::parse_duration;
-use node_lifecycled_sim::bench::{BenchSize, InitialList};
+use node_lifecycled_sim::bench::{BenchSize, CURVE_NODES, InitialList};
 use node_lifecycled_sim::population::Population;
 
 pub const EXIT_FAILED: u8 = 1;
@@ -37,12 +37,13 @@ usage:
       into DIR and prints every write made over the API.
   node-lifecycled-sim scenarios       list the built-in scenarios
   node-lifecycled-sim check FILE      parse a scenario file and report its first error
-  node-lifecycled-sim bench [--sizes small,large] [--quick] [--nodes N] [--pods-per-node P]
-                            [--zones Z] [--victims N] [--burst-events N] [--qps Q] [--burst B]
-                            [--initial-list watch-list|watch-cache] [--wire protobuf|json]
-                            [--daemon PATH] [--dir DIR]
-      The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, 30 pods per
-      node, 3 zones; or one size from --nodes/--pods-per-node/--zones) the simulated cluster runs
+  node-lifecycled-sim bench [--sizes small,large|curve|N,...] [--quick] [--nodes N]
+                            [--pods-per-node P] [--zones Z] [--victims N] [--burst-events N]
+                            [--qps Q] [--burst B] [--initial-list watch-list|watch-cache]
+                            [--wire protobuf|json] [--csv FILE] [--daemon PATH] [--dir DIR]
+      The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, curve = 500,
+      2,000, 5,000 and 15,000 nodes, or node counts; 30 pods per node, 3 zones; or one size
+      from --nodes/--pods-per-node/--zones) the simulated cluster runs
       in this process and the release daemon as a child: initial sync time, RSS, CPU at 500 lease
       renewals/s, idle wake-ups, watch events/s absorbed, heartbeat-loss detection latency over
       --victims killed nodes (default 100) and taint-to-DELETE latency. About 6 minutes per size;
@@ -51,6 +52,10 @@ usage:
         --initial-list how the daemon fetches its first full state: watch-list (default; the
                        simulator reports 1.32) or watch-cache (one resourceVersion=0 LIST per
                        kind, read as a stream; the simulator reports 1.31)
+        --csv          also write every size's figures to FILE as CSV; with two sizes or
+                       more the report ends with the fitted growth (bytes per pod, µs per
+                       event, sync seconds per 10,000 pods); scripts/plot-bench-curve.py
+                       draws the curve from the CSV
         --wire         what the simulator answers the daemon's protobuf requests (watches, the
                        watch-cache LIST) in: protobuf (default, as kube-apiserver does for
                        nodes, pods and leases) or json (the daemon then reads JSON)
@@ -96,6 +101,8 @@ pub struct BenchArgs {
     pub initial_list: Option<InitialList>,
     /// `--wire json`: the simulator answers JSON only.
     pub json_only: bool,
+    /// `--csv FILE`: every size's figures as CSV, for scripts/plot-bench-curve.py.
+    pub csv: Option<PathBuf>,
     pub daemon: Option<PathBuf>,
     pub dir: Option<PathBuf>,
 }
@@ -237,12 +244,9 @@ fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
                 .as_deref()
                 .unwrap_or("small,large")
                 .split(',')
-                .map(|s| match s.trim() {
-                    "small" => Ok(BenchSize::SMALL),
-                    "large" => Ok(BenchSize::LARGE),
-                    other => Err(format!("--sizes: {other:?} is neither small nor large")),
-                })
-                .collect::<Result<_, _>>()?
+                .map(|s| named_sizes(s.trim()))
+                .collect::<Result<Vec<_>, _>>()?
+                .concat()
         }
     };
     let qps = options
@@ -275,6 +279,7 @@ fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
         sizes,
         quick,
         json_only,
+        csv: options.value("--csv")?.map(PathBuf::from),
         victims: options.number("--victims")?,
         burst_events: options.number("--burst-events")?,
         qps,
@@ -283,6 +288,26 @@ fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
         daemon: options.value("--daemon")?.map(PathBuf::from),
         dir: options.value("--dir")?.map(PathBuf::from),
     })
+}
+
+/// One word of `--sizes`: small, large, curve (500, 2,000, 5,000 and 15,000 nodes) or a node
+/// count, each at 30 pods per node in 3 zones.
+fn named_sizes(word: &str) -> Result<Vec<BenchSize>, String> {
+    let at = |nodes| BenchSize {
+        nodes,
+        ..BenchSize::LARGE
+    };
+    match word {
+        "small" => Ok(vec![BenchSize::SMALL]),
+        "large" => Ok(vec![BenchSize::LARGE]),
+        "curve" => Ok(CURVE_NODES.into_iter().map(at).collect()),
+        n => match n.parse::<usize>() {
+            Ok(nodes) if nodes >= 2 => Ok(vec![at(nodes)]),
+            _ => Err(format!(
+                "--sizes: {n:?} is none of small, large, curve or a node count (at least 2)"
+            )),
+        },
+    }
 }
 
 /// The words after the subcommand, split by lexopt: `--key VALUE` and `--key=VALUE` options,
@@ -318,6 +343,7 @@ const VALUED: &[&str] = &[
     "wire",
     "duration",
     "seed",
+    "csv",
 ];
 
 impl Options {
@@ -529,6 +555,18 @@ mod tests {
         };
         assert_eq!((b.sizes, b.qps), (vec![BenchSize::LARGE], Some(50.0)));
         assert!(parse(&["bench", "--sizes", "huge"]).is_err());
+        assert!(parse(&["bench", "--sizes", "1"]).is_err());
+        let Ok(Command::Bench(b)) = parse(&["bench", "--sizes", "curve", "--csv", "c.csv"]) else {
+            panic!("not bench");
+        };
+        let nodes: Vec<usize> = b.sizes.iter().map(|s| s.nodes).collect();
+        assert_eq!(nodes, [500, 2000, 5000, 15_000]);
+        assert_eq!(b.csv, Some(PathBuf::from("c.csv")));
+        let Ok(Command::Bench(b)) = parse(&["bench", "--sizes", "small,2000"]) else {
+            panic!("not bench");
+        };
+        assert_eq!(b.sizes[1].nodes, 2000);
+        assert_eq!(b.sizes[1].pods_per_node, 30);
         assert!(parse(&["bench", "--nodes", "10", "--sizes", "small"]).is_err());
         assert!(parse(&["bench", "--zones", "2"]).is_err());
         assert!(parse(&["bench", "--qps", "-1"]).is_err());

@@ -117,6 +117,17 @@ fn run_bench(args: BenchArgs) -> ExitCode {
         Ok(reports) => {
             if reports.len() > 1 {
                 let _ = writeln!(out, "\nall sizes:\n\n{}", bench::table(&reports));
+                let _ = writeln!(out, "fitted growth:\n{}", bench::growth(&reports));
+            }
+            if let Some(path) = &args.csv {
+                if let Err(e) = std::fs::write(path, bench::csv(&reports)) {
+                    eprintln!(
+                        "node-lifecycled-sim bench: cannot write {}: {e}",
+                        path.display()
+                    );
+                    return ExitCode::from(EXIT_ERROR);
+                }
+                let _ = writeln!(out, "figures as CSV: {}", path.display());
             }
             let _ = writeln!(
                 out,
