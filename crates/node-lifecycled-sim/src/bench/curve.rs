@@ -34,38 +34,47 @@ pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, mean_y - slope * mean_x))
 }
 
+/// One fitted line: the slope in `unit` (times `scale`), and what is there at zero in
+/// `base` (its unit, and the factor from the y values).
+fn growth_line(
+    out: &mut String,
+    what: &str,
+    points: Vec<(f64, f64)>,
+    (unit, scale): (&str, f64),
+    base: (&str, f64),
+) {
+    match fit(&points) {
+        Some((slope, intercept)) => {
+            let _ = writeln!(
+                out,
+                "- {what}: {:.2} {unit} (at zero: {:.2} {}; {} sizes)",
+                slope * scale,
+                intercept * base.1,
+                base.0,
+                points.len()
+            );
+        }
+        None => {
+            let _ = writeln!(out, "- {what}: needs two sizes or more");
+        }
+    }
+}
+
 /// The fitted growth, one line per figure, for the report after the table.
 pub fn growth(reports: &[SizeReport]) -> String {
     let mut out = String::new();
-    let line =
-        |out: &mut String, what: &str, points: Vec<(f64, f64)>, unit: &str, scale: f64| match fit(
-            &points,
-        ) {
-            Some((slope, intercept)) => {
-                let _ = writeln!(
-                    out,
-                    "- {what}: {:.2} {unit} (intercept {:.1}; {} sizes)",
-                    slope * scale,
-                    intercept,
-                    points.len()
-                );
-            }
-            None => {
-                let _ = writeln!(out, "- {what}: needs two sizes or more");
-            }
-        };
     let pods = |r: &SizeReport| r.pods as f64;
-    line(
+    growth_line(
         &mut out,
         "steady RSS per pod",
         reports
             .iter()
             .map(|r| (pods(r), r.steady_rss_kib as f64 * 1024.0))
             .collect(),
-        "bytes per pod",
-        1.0,
+        ("bytes per pod", 1.0),
+        ("MiB", 1.0 / 1_048_576.0),
     );
-    line(
+    growth_line(
         &mut out,
         "cluster store per pod (the daemon's count)",
         reports
@@ -76,28 +85,28 @@ pub fn growth(reports: &[SizeReport]) -> String {
                 (pods(r), store as f64)
             })
             .collect(),
-        "bytes per pod",
-        1.0,
+        ("bytes per pod", 1.0),
+        ("KiB", 1.0 / 1024.0),
     );
-    line(
+    growth_line(
         &mut out,
         "initial sync",
         reports
             .iter()
             .map(|r| (pods(r), r.sync.as_secs_f64()))
             .collect(),
-        "s per 10,000 pods",
-        10_000.0,
+        ("s per 10,000 pods", 10_000.0),
+        ("s", 1.0),
     );
-    line(
+    growth_line(
         &mut out,
         "steady CPU against the Lease event rate",
         reports
             .iter()
             .map(|r| (r.steady_renewals_per_s, r.steady_cpu_percent / 100.0 * 1e6))
             .collect(),
-        "µs per event",
-        1.0,
+        ("µs per event", 1.0),
+        ("% of a core", 1e-4),
     );
     out
 }
