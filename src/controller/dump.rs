@@ -6,8 +6,15 @@ use crate::model::{ConditionStatus, Name};
 use crate::time::Rate;
 use crate::time::Time;
 
-use super::node_lifecycle::LegacyEviction;
 use super::zones::ZoneState;
+
+/// Legacy mode (docs/upstream.md, "Legacy direct eviction"): where a node's pod eviction stands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LegacyEviction {
+    Unmarked,
+    ToBeEvicted,
+    Evicted,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct StateDump {

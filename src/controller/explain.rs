@@ -7,6 +7,7 @@ use crate::model::PodKey;
 use crate::time::Time;
 
 use super::Controllers;
+pub use super::taint_eviction::PodEviction;
 
 /// A node waiting in its zone's queue for a NoExecute taint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,22 +19,6 @@ pub struct QueuedTaint {
     pub eta: Option<Time>,
     /// The zone waits for nodes about to be judged (`node_lifecycle/suspects.rs`).
     pub waits_for_suspects: bool,
-}
-
-/// Where a pod's eviction stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PodEviction {
-    None,
-    /// Deleted at `fire_at` unless the taint goes; the countdown started at `since`.
-    Scheduled {
-        since: Time,
-        fire_at: Time,
-    },
-    /// Fired at `fire_at`: being deleted, attempt `attempt`.
-    Running {
-        fire_at: Time,
-        attempt: u32,
-    },
 }
 
 impl Controllers {

@@ -4,7 +4,6 @@ use crate::model::{Kind, Lease, Name, Node, Pod, PodChange, PodKey};
 
 use super::actions::ActionId;
 use super::fencing::{FenceOutcome, FenceTargetOutcome};
-use super::taint_eviction::EvictionResult;
 
 #[derive(Clone, Debug)]
 pub enum Input {
@@ -93,4 +92,18 @@ pub enum Observed {
     PodsGone(Vec<(PodKey, Option<Name>)>),
     /// Not about a watched object: ticks, results, the initial sync.
     Input(Input),
+}
+
+/// How an `Action::EvictPod` ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EvictionResult {
+    /// Status patched (or already carrying the condition) and DELETE accepted.
+    Deleted,
+    /// The pod was already gone: success, someone beat us to it.
+    NotFound,
+    /// The UID precondition failed: the name now belongs to a new pod. This pod object is
+    /// gone, which is what we wanted; the new one is judged on its own when it is seen.
+    Conflict,
+    /// Anything else (timeout, 5xx, 429 after the shell's own handling): retried with backoff.
+    Error(String),
 }

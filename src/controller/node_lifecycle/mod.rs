@@ -37,6 +37,7 @@ use crate::time::{Armed, DeadlineLanes, Rate, TimerHeap};
 use super::actions::{Action, ActionId};
 use super::condition_taints::{ConditionTaint, missing_no_execute, retire_condition_taints};
 use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
+use super::dump::LegacyEviction;
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
 use super::in_flight::{InFlight, NODE_LIFECYCLE_IDS};
@@ -80,14 +81,6 @@ enum Verdict {
         resource_version: Name,
         conditions: Vec<crate::model::NodeCondition>,
     },
-}
-
-/// Legacy mode (docs/upstream.md, "Legacy direct eviction"): where a node's pod eviction stands.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum LegacyEviction {
-    Unmarked,
-    ToBeEvicted,
-    Evicted,
 }
 
 #[derive(Debug)]

@@ -6,7 +6,6 @@ use std::time::Duration;
 use super::TaintEviction;
 use super::metrics::GaveUp;
 use super::timed_evictions::Work;
-use crate::controller::explain::PodEviction;
 use crate::model::PodKey;
 use crate::time::Time;
 
@@ -32,6 +31,22 @@ pub struct EvictionDump {
     pub pod_deletions_total: u64,
     pub gave_up_total: u64,
     pub recent_gave_up: Vec<GaveUp>,
+}
+
+/// Where a pod's eviction stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodEviction {
+    None,
+    /// Deleted at `fire_at` unless the taint goes; the countdown started at `since`.
+    Scheduled {
+        since: Time,
+        fire_at: Time,
+    },
+    /// Fired at `fire_at`: being deleted, attempt `attempt`.
+    Running {
+        fire_at: Time,
+        attempt: u32,
+    },
 }
 
 impl TaintEviction {

@@ -28,11 +28,11 @@ mod timed_evictions;
 #[cfg(test)]
 mod tests;
 
+pub use crate::controller::inputs::EvictionResult;
 pub use action::{
     DISRUPTION_CONDITION, DISRUPTION_MESSAGE, DISRUPTION_REASON, EVICTION_EVENT_REASON,
-    EvictionResult,
 };
-pub use dump::{EvictionDump, PendingEviction};
+pub use dump::{EvictionDump, PendingEviction, PodEviction};
 pub use metrics::{
     DELETION_LATENCY_BUCKETS_MS, EvictionMetrics, GAVE_UP_KEPT, GaveUp, LatencyHistogram,
 };
