@@ -4,8 +4,10 @@
 
 mod beyond_upstream;
 pub(crate) mod harness;
+mod legacy_mode;
 mod lifecycle_with_eviction;
 mod monitor_pass;
+mod operation;
 mod policies;
 mod restarts;
 mod upstream_monitor;
