@@ -1,7 +1,7 @@
 //! The real kube-apiserver of `../shared/real-apiserver` for the tests that need one: started
 //! with up.sh, stopped with down.sh on drop (also when a test panics). One at a time in the
-//! process: its ports are fixed, and two servers with their etcds on a small machine would blur
-//! every timing a test measures, so a second `start` waits for the first server's drop.
+//! process: two servers with their etcds on a small machine would blur every timing a test
+//! measures, so a second `start` waits for the first server's drop.
 //! Unavailable → the test fails loudly, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 says why
 //! it may be skipped.
 
