@@ -113,11 +113,15 @@ impl Controllers {
             _ => (None, Vec::new()),
         };
         let mut evictions = Vec::new();
+        // The brakes count this input before any deletion is decided on it (`brake.rs`).
+        self.lifecycle.brakes_before(&observed, now);
+        self.follow_brakes(now, &mut evictions);
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
         let mut actions = Vec::new();
         self.lifecycle.decide(observed, now, &mut actions);
+        self.follow_brakes(now, &mut evictions);
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
@@ -142,6 +146,18 @@ impl Controllers {
         }
         actions.append(&mut evictions);
         actions
+    }
+
+    /// Tells taint eviction which nodes the engaged brakes cover (a release lets the held
+    /// deletions go). Nothing to do without a brake configured.
+    fn follow_brakes(&mut self, now: Time, out: &mut Vec<Action>) {
+        let lifecycle = &self.lifecycle;
+        if !lifecycle.settings().brakes_configured() && lifecycle.brakes().scopes.is_empty() {
+            return;
+        }
+        if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
+            eviction.set_brake(lifecycle.brake_cover(), lifecycle.store(), now, out);
+        }
     }
 
     /// What both controllers decided and why since the last call, oldest first within each
@@ -212,6 +228,9 @@ impl Controllers {
             (Some(policy), None) => self.fencing = Some(Fencing::new(policy, &settings)),
         }
         let mut actions = self.lifecycle.apply_settings(settings, now);
+        let mut evictions = Vec::new();
+        self.follow_brakes(now, &mut evictions);
+        actions.append(&mut evictions);
         if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
             f.synced(&self.lifecycle, now, &mut actions);
         }

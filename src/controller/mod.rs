@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod autonomy;
+pub mod brake;
 pub mod cache_currency;
 pub mod condition_taints;
 pub mod controllers;

@@ -43,6 +43,7 @@ use std::time::Duration;
 
 use crate::controller::actions::{Action, ActionId};
 use crate::controller::autonomy::autonomous_countdown;
+use crate::controller::brake::BrakeCover;
 use crate::controller::decisions::Decision;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::in_flight::{InFlight, TAINT_EVICTION_IDS};
@@ -85,6 +86,11 @@ pub struct TaintEviction {
     /// The caches may be stale: no deletion starts (countdowns keep their deadlines and fire
     /// when released; `controller/cache_currency.rs`).
     held: bool,
+    /// The nodes an engaged brake covers (`controller/brake.rs`): their pods' deletions wait,
+    /// parked with their deadlines, and go when it releases.
+    brake: BrakeCover,
+    /// Pods whose deletion came due under the brake (their work is kept).
+    parked: Vec<PodKey>,
 }
 
 impl Default for TaintEviction {
@@ -105,6 +111,8 @@ impl TaintEviction {
             decisions: Vec::new(),
             autonomy: false,
             held: false,
+            brake: BrakeCover::Nothing,
+            parked: Vec::new(),
         }
     }
 
@@ -116,6 +124,48 @@ impl TaintEviction {
     /// Holds (or releases) deletions while the caches may be stale.
     pub fn set_held(&mut self, held: bool) {
         self.held = held;
+    }
+
+    /// The nodes an engaged brake covers now. A pod parked under the brake whose node it no
+    /// longer covers is due again at its own deadline: deleted at once when that passed during
+    /// the brake, not counted again.
+    pub fn set_brake(
+        &mut self,
+        cover: BrakeCover,
+        store: &ClusterStore,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        if cover == self.brake {
+            return;
+        }
+        self.brake = cover;
+        let parked = std::mem::take(&mut self.parked);
+        for key in parked {
+            if self.braked(store, &key) {
+                self.parked.push(key);
+            } else {
+                self.evictions.unpark(&key, now);
+            }
+        }
+        self.fire_due(store, now, out);
+    }
+
+    /// Whether the pod's node is covered by an engaged brake.
+    fn braked(&self, store: &ClusterStore, key: &PodKey) -> bool {
+        if self.brake == BrakeCover::Nothing {
+            return false;
+        }
+        store
+            .pods()
+            .get(key)
+            .and_then(|p| p.node_name().cloned())
+            .is_some_and(|n| self.brake.covers(&n))
+    }
+
+    /// Whether the pod's deletion waits for a brake (for `explain`).
+    pub fn held_by_brake(&self, pod: &PodKey) -> bool {
+        self.parked.contains(pod)
     }
 
     fn autonomy_of(&self, node: &Node) -> Autonomy {
@@ -425,7 +475,23 @@ impl TaintEviction {
         if self.held {
             return;
         }
-        while let Some((key, due)) = self.evictions.pop_due(now) {
+        loop {
+            let next = if self.brake == BrakeCover::Nothing {
+                self.evictions.pop_due(now)
+            } else {
+                let brake = &self.brake;
+                let held = |key: &PodKey| {
+                    store
+                        .pods()
+                        .get(key)
+                        .and_then(|p| p.node_name().cloned())
+                        .is_some_and(|n| brake.covers(&n))
+                };
+                self.evictions.pop_due_unless(now, held, &mut self.parked)
+            };
+            let Some((key, due)) = next else {
+                break;
+            };
             let Some(pod) = store.pods().get(&key) else {
                 // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.
                 self.evictions.forget(&key);
