@@ -3,8 +3,8 @@
 //! `default_toleration_seconds` (global and per pool). Same rules as the rest of the file: one
 //! line naming the file, the line and the key.
 
-use serde::Deserialize;
 use crate::controller::brake::MaxUnhealthy;
+use serde::Deserialize;
 
 use super::raw::Field;
 use super::{ConfigError, Validator};
@@ -47,7 +47,11 @@ impl Validator<'_> {
         match v.get_ref() {
             RawMaxUnhealthy::Count(n) => u32::try_from(*n)
                 .map(|n| Some(MaxUnhealthy::Count(n)))
-                .map_err(|_| bad(format!("must be a node count >= 0 or a percentage, got {n}"))),
+                .map_err(|_| {
+                    bad(format!(
+                        "must be a node count >= 0 or a percentage, got {n}"
+                    ))
+                }),
             RawMaxUnhealthy::Text(text) => {
                 let number = text.trim().strip_suffix('%').ok_or_else(|| {
                     bad(format!(

@@ -347,7 +347,9 @@ fn unset_meaning(key: &str) -> &'static str {
         "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
         "command" => ": no fence command (fencing needs one)",
         "max_unhealthy" => ": no brake on mass decisions (upstream)",
-        "default_toleration_seconds" => ": pods keep the tolerations admission gave them (upstream)",
+        "default_toleration_seconds" => {
+            ": pods keep the tolerations admission gave them (upstream)"
+        }
         _ => "",
     }
 }

@@ -31,8 +31,7 @@ impl Validator<'_> {
         let (key, reason) = if let Some(field) = unknown_field(&message) {
             // toml points at the unknown key itself; its line gives the section.
             let key = located_key.unwrap_or_else(|| field.to_string());
-            let reason = if key.starts_with("pool.") && super::brake::GLOBAL_ONLY.contains(&field)
-            {
+            let reason = if key.starts_with("pool.") && super::brake::GLOBAL_ONLY.contains(&field) {
                 format!("a [[pool]] cannot override {field}: it is set for the whole fleet only")
             } else {
                 "unknown key".to_string()
@@ -159,8 +158,10 @@ impl Validator<'_> {
                 "admission_default_toleration_seconds",
             )?
             .unwrap_or(crate::controller::settings::DEFAULT_ADMISSION_TOLERATION_SECONDS);
-        let default_toleration_seconds =
-            self.toleration_seconds(&raw.default_toleration_seconds, "default_toleration_seconds")?;
+        let default_toleration_seconds = self.toleration_seconds(
+            &raw.default_toleration_seconds,
+            "default_toleration_seconds",
+        )?;
 
         // Relations between keys. The error goes to the key the user wrote, if only one was.
         if api.watch_idle_timeout >= node_monitor_grace_period {

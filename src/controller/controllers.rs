@@ -25,6 +25,7 @@ use super::dump::StateDump;
 use super::fencing::Fencing;
 use super::inputs::{Input, Observed};
 use super::node_lifecycle::NodeLifecycle;
+use super::pool_timing::PoolTiming;
 use super::settings::Settings;
 use super::taint_eviction::{EvictionDump, TaintEviction};
 
@@ -46,6 +47,7 @@ impl Controllers {
         let eviction = settings.taint_based_eviction.then(|| {
             let mut eviction = TaintEviction::new();
             eviction.set_autonomy(settings.autonomy);
+            eviction.set_timing(PoolTiming::of(&settings));
             eviction
         });
         let fencing = settings
@@ -221,6 +223,7 @@ impl Controllers {
     pub fn apply_settings(&mut self, settings: Settings, now: Time) -> Vec<Action> {
         if let Some(eviction) = self.eviction.as_mut() {
             eviction.set_autonomy(settings.autonomy);
+            eviction.set_timing(PoolTiming::of(&settings));
         }
         match (settings.fencing.clone(), self.fencing.as_mut()) {
             (None, _) => self.fencing = None,

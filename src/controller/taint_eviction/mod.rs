@@ -48,6 +48,7 @@ use crate::controller::decisions::Decision;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::in_flight::{InFlight, TAINT_EVICTION_IDS};
 use crate::controller::inputs::{Input, Observed};
+use crate::controller::pool_timing::{PoolTiming, TimingSource};
 use crate::controller::tolerations::{Countdown, Verdict, countdown, countdown_start, verdict};
 use crate::model::{
     Autonomy, ClusterStore, ConditionStatus, Name, Node, PodChange, PodKey, PodView, Taint,
@@ -91,6 +92,8 @@ pub struct TaintEviction {
     brake: BrakeCover,
     /// Pods whose deletion came due under the brake (their work is kept).
     parked: Vec<PodKey>,
+    /// `default_toleration_seconds` (`controller/pool_timing.rs`); `None`: pods' own.
+    timing: Option<PoolTiming>,
 }
 
 impl Default for TaintEviction {
@@ -113,6 +116,7 @@ impl TaintEviction {
             held: false,
             brake: BrakeCover::Nothing,
             parked: Vec::new(),
+            timing: None,
         }
     }
 
@@ -149,6 +153,18 @@ impl TaintEviction {
             }
         }
         self.fire_due(store, now, out);
+    }
+
+    /// Eviction timing per pool (config reload: countdowns started later use it).
+    pub fn set_timing(&mut self, timing: Option<PoolTiming>) {
+        self.timing = timing;
+    }
+
+    /// Where a pod's not-ready/unreachable timing on `node` comes from (for `explain`).
+    pub fn timing_source(&self, node: &Node, tolerations: &[Toleration]) -> TimingSource {
+        self.timing
+            .as_ref()
+            .map_or(TimingSource::Own, |t| t.source(node, tolerations))
     }
 
     /// Whether the pod's node is covered by an engaged brake.
@@ -268,8 +284,12 @@ impl TaintEviction {
             if pod.deleting() {
                 continue;
             }
-            let (key, tolerations) = (pod.key(), pod.tolerations());
-            self.process_pod_on_node(&key, tolerations, &taints, autonomy, seen_from, now, out);
+            let key = pod.key();
+            let tolerations = match &self.timing {
+                None => std::borrow::Cow::Borrowed(&pod.tolerations()[..]),
+                Some(t) => t.tolerations(node, pod.tolerations()),
+            };
+            self.process_pod_on_node(&key, &tolerations, &taints, autonomy, seen_from, now, out);
         }
         self.fire_due(store, now, out);
     }
@@ -321,7 +341,11 @@ impl TaintEviction {
         let autonomy = self.autonomy_of(node);
         // A live change of the pod (bound, moved, new tolerations) under taints already
         // there: its countdown starts now, as upstream's, not at a taint older than the pod.
-        self.process_pod_on_node(key, pod.tolerations(), &taints, autonomy, now, now, out);
+        let tolerations = match &self.timing {
+            None => std::borrow::Cow::Borrowed(&pod.tolerations()[..]),
+            Some(t) => t.tolerations(node, pod.tolerations()),
+        };
+        self.process_pod_on_node(key, &tolerations, &taints, autonomy, now, now, out);
         self.fire_due(store, now, out);
     }
 
@@ -502,7 +526,8 @@ impl TaintEviction {
                     fire_at,
                     counted_from,
                 } => {
-                    let evidence = deletion_evidence(store, &key, counted_from, fire_at);
+                    let evidence =
+                        deletion_evidence(store, &key, counted_from, fire_at, self.timing.as_ref());
                     self.decisions.push(evidence);
                     out.push(Action::RecordEvent(
                         self.pod_event(&key, format!("Marking for deletion Pod {key}")),
@@ -592,6 +617,7 @@ fn deletion_evidence(
     key: &PodKey,
     counted_from: Time,
     fire_at: Time,
+    timing: Option<&PoolTiming>,
 ) -> Decision {
     let pod = store.pods().get(key);
     let node_name = pod.as_ref().and_then(|p| p.node_name().cloned());
@@ -599,10 +625,16 @@ fn deletion_evidence(
     let taints: Vec<Taint> = node
         .map(|n| n.no_execute_taints().cloned().collect())
         .unwrap_or_default();
-    let tolerations: &[Toleration] = match &pod {
+    let own: &[Toleration] = match &pod {
         Some(p) => p.tolerations(),
         None => &[],
     };
+    // The seconds it was judged with: a pool's stand-in for the admission default.
+    let tolerations = match (timing, node) {
+        (Some(t), Some(node)) => t.tolerations(node, own),
+        _ => std::borrow::Cow::Borrowed(own),
+    };
+    let tolerations: &[Toleration] = &tolerations;
     // The taint that decides: one no toleration matches, else the one whose toleration runs
     // out first, each counted from its own start.
     let mut chosen: Option<(Taint, Option<u64>, Time)> = None;

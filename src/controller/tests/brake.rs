@@ -33,7 +33,9 @@ fn fleet(settings: Settings, autonomous: &[&str]) -> Cluster {
     let mut c = Cluster::new(settings, t0());
     for name in names() {
         let zone = &name[..1];
-        let mut b = node(&name).zone("r", zone).ready(ConditionStatus::True, t0(), t0());
+        let mut b = node(&name)
+            .zone("r", zone)
+            .ready(ConditionStatus::True, t0(), t0());
         if zone == "d" {
             b = b.label("example.com/site", "edge");
         }
@@ -170,9 +172,15 @@ fn brake_vs_cooldown_release_waits_the_cooldown_then_held_deletions_go_at_once()
         |name: &str, t: Time| name == "a1" || (["b2", "c2"].contains(&name) && t > t0() + secs(60));
     run(&mut c, t0() + secs(200), dead);
     let lines = brake_lines(&mut c);
-    assert!(matches!(&lines[..], [(true, BrakeScope::Fleet, 3)]), "{lines:?}");
+    assert!(
+        matches!(&lines[..], [(true, BrakeScope::Fleet, 3)]),
+        "{lines:?}"
+    );
     assert_eq!(no_execute_writes(&c).len(), 1, "nothing new tainted");
-    assert!(c.evicted.is_empty(), "web's deadline passed under the brake");
+    assert!(
+        c.evicted.is_empty(),
+        "web's deadline passed under the brake"
+    );
     // b2 and c2 come back at 200 s: within the limit (a1 alone) from then on.
     back(&mut c, "b2");
     back(&mut c, "c2");
@@ -182,7 +190,10 @@ fn brake_vs_cooldown_release_waits_the_cooldown_then_held_deletions_go_at_once()
     assert!(c.evicted.is_empty(), "released before the cooldown");
     run(&mut c, released_at + secs(1), dead);
     let lines = brake_lines(&mut c);
-    assert!(matches!(&lines[..], [(false, BrakeScope::Fleet, 1)]), "{lines:?}");
+    assert!(
+        matches!(&lines[..], [(false, BrakeScope::Fleet, 1)]),
+        "{lines:?}"
+    );
     assert_eq!(c.evicted_names(), vec!["web"]);
     assert_eq!(c.evicted[0].0, released_at, "deleted at the release itself");
     assert_eq!(no_execute_writes(&c).len(), 1, "b2 and c2 never tainted");

@@ -8,6 +8,7 @@ pub(crate) mod harness;
 mod lifecycle_with_eviction;
 mod monitor_pass;
 mod policies;
+mod pool_timing;
 mod restarts;
 mod upstream_monitor;
 mod upstream_review;
