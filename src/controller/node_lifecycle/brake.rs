@@ -147,8 +147,8 @@ impl NodeLifecycle {
     }
 
     /// Pops the due heads of a zone's queue and hands each to `act`, except that a node an
-    /// engaged brake covers goes back (due now: it is tried again on the next pass, and acts
-    /// when the brake releases) and stops this zone's round. `act` is the tainting or the
+    /// engaged brake covers goes back, behind the nodes due now (as a braked head it arms no
+    /// pass: `arm_eviction_pass`; it is taken when the brake releases). `act` is the tainting or the
     /// legacy eviction.
     pub(super) fn drain_zone_queue(
         &mut self,
@@ -159,10 +159,11 @@ impl NodeLifecycle {
     ) {
         while let Some(value) = self.zones.get_mut(zone).and_then(|z| z.queue.pop_due(now)) {
             if self.brake_covering(&value.value).is_some() {
+                // Behind the nodes due now: another pool's node may go first.
                 if let Some(z) = self.zones.get_mut(zone) {
-                    z.queue.retry_at(&value.value, now);
+                    z.queue.retry_at(&value.value, now + NODE_EVICTION_PERIOD);
                 }
-                break;
+                continue;
             }
             act(self, zone, &value.value, now, out);
         }

@@ -401,8 +401,17 @@ impl NodeLifecycle {
     /// sooner when a due head only waits for its zone's next token.
     pub(super) fn arm_eviction_pass(&mut self, now: Time) {
         let mut at: Option<Time> = None;
+        // A braked head waits for the release, which arms the pass again (`decide`).
+        let braked = self.brakes.any_engaged();
         for z in self.zones.values() {
             if z.queue.is_empty() || z.queue.rate().is_never() {
+                continue;
+            }
+            if braked
+                && z.queue
+                    .head()
+                    .is_some_and(|(head, _)| self.brake_covering(head).is_some())
+            {
                 continue;
             }
             let mut next = now + NODE_EVICTION_PERIOD;
