@@ -46,7 +46,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing",
         include_str!("../../../../conf/scenarios/fencing.toml"),
     ),
-    ("brake", include_str!("../../../../conf/scenarios/brake.toml")),
+    (
+        "brake",
+        include_str!("../../../../conf/scenarios/brake.toml"),
+    ),
     (
         "pool-fast-failover",
         include_str!("../../../../conf/scenarios/pool-fast-failover.toml"),
