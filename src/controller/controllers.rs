@@ -151,13 +151,12 @@ impl Controllers {
     }
 
     /// Tells taint eviction which nodes the engaged brakes cover (a release lets the held
-    /// deletions go). Nothing to do without a brake configured.
+    /// deletions go).
     fn follow_brakes(&mut self, now: Time, out: &mut Vec<Action>) {
         let lifecycle = &self.lifecycle;
-        if !lifecycle.settings().brakes_configured() && lifecycle.brakes().scopes.is_empty() {
-            return;
-        }
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
+            // Cheap without a brake: nothing covered, as before (a reload that removed the
+            // last brake lets its held deletions go).
             eviction.set_brake(lifecycle.brake_cover(), lifecycle.store(), now, out);
         }
     }

@@ -16,8 +16,8 @@ impl NodeLifecycle {
         if !self.synced || (!self.settings.brakes_configured() && self.brakes.scopes.is_empty()) {
             return;
         }
-        // Scopes a reload removed are dropped (a brake engaged there is released silently: its
-        // limit is gone).
+        // Scopes a reload removed are dropped; a brake engaged there is released (its limit is
+        // gone), with its line.
         let mut wanted: BTreeMap<BrakeScope, crate::controller::brake::MaxUnhealthy> =
             BTreeMap::new();
         if let Some(limit) = self.settings.max_unhealthy {
@@ -28,7 +28,20 @@ impl NodeLifecycle {
                 wanted.insert(BrakeScope::Pool(p.name.clone()), limit);
             }
         }
-        self.brakes.scopes.retain(|k, _| wanted.contains_key(k));
+        let decisions = &mut self.decisions;
+        self.brakes.scopes.retain(|k, state| {
+            let keep = wanted.contains_key(k);
+            if !keep && state.engaged() {
+                decisions.push(Decision::Brake(BrakeChange {
+                    scope: k.clone(),
+                    engaged: false,
+                    unhealthy: state.unhealthy,
+                    total: state.total,
+                    limit: state.limit,
+                }));
+            }
+            keep
+        });
         let mut counts: BTreeMap<BrakeScope, (usize, usize)> =
             wanted.keys().map(|k| (k.clone(), (0, 0))).collect();
         let pools_braked = wanted.len() > usize::from(wanted.contains_key(&BrakeScope::Fleet));

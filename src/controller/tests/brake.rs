@@ -277,3 +277,37 @@ fn a_percentage_brake_engages_over_its_share_of_the_fleet() {
     assert!(!over.nodes[&n("a1")].has_taint(taint_keys::UNREACHABLE, &TaintEffect::NoExecute));
     assert_eq!(brake_lines(&mut over).len(), 1);
 }
+
+/// A reload that removes `max_unhealthy` releases an engaged brake (one line) and the held
+/// deletions go at once; one that keeps it changes nothing.
+#[test]
+fn a_reload_removing_the_brake_releases_it_and_its_held_deletions() {
+    let mut c = fleet(braked(MaxUnhealthy::Count(1)), &[]);
+    c.put_pod(with_tolerations(
+        pod("web", "a1"),
+        vec![tolerating_unreachable(Some(30))],
+    ));
+    run(&mut c, t0() + secs(60), |name, t| name == "a1" && t > t0());
+    let dead =
+        |name: &str, t: Time| name == "a1" || (["b2", "c2"].contains(&name) && t > t0() + secs(60));
+    run(&mut c, t0() + secs(200), dead);
+    assert!(c.evicted.is_empty());
+    assert!(matches!(
+        &brake_lines(&mut c)[..],
+        [(true, BrakeScope::Fleet, 3)]
+    ));
+    let now = c.now;
+    let actions = c.ctl.apply_settings(braked(MaxUnhealthy::Count(1)), now);
+    assert!(actions.is_empty(), "{actions:?}");
+    let actions = c.ctl.apply_settings(test_settings(), now);
+    assert!(
+        actions.iter().any(
+            |a| matches!(a, crate::controller::Action::EvictPod { pod, .. } if &*pod.name == "web")
+        ),
+        "{actions:?}"
+    );
+    assert!(matches!(
+        &brake_lines(&mut c)[..],
+        [(false, BrakeScope::Fleet, 3)]
+    ));
+}
