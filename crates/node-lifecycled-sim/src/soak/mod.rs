@@ -344,6 +344,14 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
             .collect(),
         clean_stops,
         dir,
+        policy_args: format!(
+            "{}{}",
+            options
+                .brake
+                .map(|n| format!(" --brake {n}"))
+                .unwrap_or_default(),
+            if options.pools { " --pools" } else { "" }
+        ),
     };
     // Every write of the run, the kubelets' included, for reading a violation's story.
     let writes = report.dir.join("writes.log");
