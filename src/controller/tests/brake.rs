@@ -311,3 +311,34 @@ fn a_reload_removing_the_brake_releases_it_and_its_held_deletions() {
         [(false, BrakeScope::Fleet, 3)]
     ));
 }
+
+/// The correlated-failure rule, for the brake: three nodes of three zones fall silent ten
+/// seconds apart (a1 first), so a1's deadline comes while b1 and c1 are still short of theirs.
+/// Counted as suspects (silent for more than two Lease renewals, as the zone gate counts them),
+/// they engage the brake at a1's verdict and nothing is tainted. Counted by their verdicts only
+/// (`early_suspects = false`), a1 is judged alone, one unhealthy node within the limit: tainted.
+#[test]
+fn the_brake_counts_suspects_so_the_first_node_of_a_spread_mass_failure_is_not_tainted() {
+    let dead = |name: &str, t: Time| {
+        (name == "a1" && t > t0()) || (["b1", "c1"].contains(&name) && t > t0() + secs(10))
+    };
+    let mut c = fleet(braked(MaxUnhealthy::Count(2)), &[]);
+    run(&mut c, t0() + secs(120), dead);
+    assert_eq!(no_execute_writes(&c), vec![]);
+    assert!(matches!(
+        &brake_lines(&mut c)[..],
+        [(true, BrakeScope::Fleet, 3)]
+    ));
+
+    let by_verdicts = Settings {
+        early_suspects: false,
+        ..braked(MaxUnhealthy::Count(2))
+    };
+    let mut control = fleet(by_verdicts, &[]);
+    run(&mut control, t0() + secs(120), dead);
+    let tainted: Vec<String> = no_execute_writes(&control)
+        .into_iter()
+        .map(|w| w.1)
+        .collect();
+    assert_eq!(tainted, vec!["a1"], "the first node, judged alone");
+}
