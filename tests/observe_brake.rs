@@ -50,6 +50,11 @@ fn an_engaged_brake_is_one_decision_line_a_metric_and_an_explain_line() {
         "{metrics}"
     );
     assert!(metrics.contains("node_lifecycled_decisions_total{decision=\"brake\"}"));
+    let dump = snapshot(&c, DumpFormat::Text).to_text_lines().join("\n");
+    assert!(
+        dump.contains("brake: scope=fleet engaged=true unhealthy=1 total=4"),
+        "{dump}"
+    );
     let ask = |what: &str| {
         answer(what, &c.controllers, &log, Acting::Yes, c.now, || {
             snapshot(&c, DumpFormat::Text)
@@ -72,6 +77,8 @@ fn without_the_keys_explain_and_metrics_say_nothing_of_them() {
     let c = cluster(true, 0);
     let metrics = render(&snapshot(&c, DumpFormat::Text));
     assert!(!metrics.contains("node_lifecycled_brake_engaged"));
+    let dump = snapshot(&c, DumpFormat::Text).to_text_lines().join("\n");
+    assert!(!dump.contains("brake"), "{dump}");
     let log = DecisionLog::new();
     let node = answer(
         "explain a-sick",
