@@ -127,7 +127,12 @@ impl Controllers {
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
-                eviction.initial_sync(self.lifecycle.store(), now, &mut evictions);
+                // A start or takeover in a mass failure: the brake holds the overdue deletions
+                // the taints found at start would fire at once.
+                let lifecycle = &self.lifecycle;
+                let store = lifecycle.store();
+                eviction.set_brake(lifecycle.brake_cover(), store, now, &mut evictions);
+                eviction.initial_sync(store, now, &mut evictions);
             }
         }
         if let Some(f) = self.fencing.as_mut() {

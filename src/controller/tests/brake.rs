@@ -342,3 +342,48 @@ fn the_brake_counts_suspects_so_the_first_node_of_a_spread_mass_failure_is_not_t
         .collect();
     assert_eq!(tainted, vec!["a1"], "the first node, judged alone");
 }
+
+/// A start (or a new leader) in the middle of a mass failure: three nodes already Unknown and
+/// tainted for 100 s, their pods' 30 s long overdue. The brake, counted at the initial sync,
+/// holds those deletions; without it they go at once (from the taints' `timeAdded`).
+#[test]
+fn a_start_in_a_mass_failure_holds_the_overdue_deletions_under_the_brake() {
+    let start = |settings: Settings| {
+        let mut c = Cluster::new(settings, t0());
+        for name in names() {
+            let zone = &name[..1];
+            let dead = ["a1", "b1", "c1"].contains(&name.as_str());
+            let since = t0() - secs(150);
+            let mut b = node(&name).zone("r", zone);
+            b = if dead {
+                b.ready(ConditionStatus::Unknown, since, since)
+            } else {
+                b.ready(ConditionStatus::True, t0(), t0())
+            };
+            let mut built = b.build();
+            if dead {
+                built.taints.push(crate::model::Taint {
+                    key: n(taint_keys::UNREACHABLE),
+                    value: n(""),
+                    effect: TaintEffect::NoExecute,
+                    time_added: Some(t0() - secs(100)),
+                });
+                c.feed(Input::LeaseUpsert(renewal(&name, since)));
+            } else {
+                c.feed(Input::LeaseUpsert(renewal(&name, t0())));
+            }
+            c.put_node(built);
+            c.put_pod(with_tolerations(
+                pod(&format!("web-{name}"), &name),
+                vec![tolerating_unreachable(Some(30))],
+            ));
+        }
+        c.feed(Input::InitialSyncDone);
+        c
+    };
+    let control = start(test_settings());
+    assert_eq!(control.evicted.len(), 3, "{:?}", control.evicted_names());
+    let mut c = start(braked(MaxUnhealthy::Count(2)));
+    assert!(c.evicted.is_empty(), "{:?}", c.evicted_names());
+    assert!(matches!(&brake_lines(&mut c)[..], [(true, BrakeScope::Fleet, 3)]));
+}
