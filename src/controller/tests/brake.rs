@@ -50,6 +50,11 @@ fn fleet(settings: Settings, autonomous: &[&str]) -> Cluster {
     c
 }
 
+/// `seconds` before t0.
+fn before(seconds: u64) -> Time {
+    Time::from_unix_millis(t0().as_unix_millis() - seconds * 1000)
+}
+
 fn renewal(name: &str, at: Time) -> Lease {
     Lease {
         name: n(name),
@@ -353,7 +358,7 @@ fn a_start_in_a_mass_failure_holds_the_overdue_deletions_under_the_brake() {
         for name in names() {
             let zone = &name[..1];
             let dead = ["a1", "b1", "c1"].contains(&name.as_str());
-            let since = t0() - secs(150);
+            let since = before(150);
             let mut b = node(&name).zone("r", zone);
             b = if dead {
                 b.ready(ConditionStatus::Unknown, since, since)
@@ -366,7 +371,7 @@ fn a_start_in_a_mass_failure_holds_the_overdue_deletions_under_the_brake() {
                     key: n(taint_keys::UNREACHABLE),
                     value: n(""),
                     effect: TaintEffect::NoExecute,
-                    time_added: Some(t0() - secs(100)),
+                    time_added: Some(before(100)),
                 });
                 c.feed(Input::LeaseUpsert(renewal(&name, since)));
             } else {
@@ -385,5 +390,8 @@ fn a_start_in_a_mass_failure_holds_the_overdue_deletions_under_the_brake() {
     assert_eq!(control.evicted.len(), 3, "{:?}", control.evicted_names());
     let mut c = start(braked(MaxUnhealthy::Count(2)));
     assert!(c.evicted.is_empty(), "{:?}", c.evicted_names());
-    assert!(matches!(&brake_lines(&mut c)[..], [(true, BrakeScope::Fleet, 3)]));
+    assert!(matches!(
+        &brake_lines(&mut c)[..],
+        [(true, BrakeScope::Fleet, 3)]
+    ));
 }
