@@ -289,7 +289,13 @@ fn check_config_notes_stay_on_their_own_line() {
 /// Issue #26's keys: each bad value is one line naming file, line and key, exit 78.
 #[test]
 fn brake_and_pool_timing_bad_input_exits_78_naming_key_and_line() {
-    let cases: [(&str, usize, &str, &str); 7] = [
+    let cases: [(&str, usize, &str, &str); 8] = [
+        (
+            "max_unhealthy = 0.4\n",
+            1,
+            "max_unhealthy",
+            "a percentage in quotes",
+        ),
         (
             "max_unhealthy = \"140%\"\n",
             1,

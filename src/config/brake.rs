@@ -15,6 +15,8 @@ use super::{ConfigError, Validator};
 pub(super) enum RawMaxUnhealthy {
     Count(i64),
     Text(String),
+    /// Refused with a reason (`0.4`: a fraction is not a count; say `"40%"`).
+    Fraction(f64),
 }
 
 /// Longest `default_toleration_seconds` accepted: a year (a longer one is a typo, and the sum
@@ -52,6 +54,9 @@ impl Validator<'_> {
                         "must be a node count >= 0 or a percentage, got {n}"
                     ))
                 }),
+            RawMaxUnhealthy::Fraction(x) => Err(bad(format!(
+                "must be a node count (10) or a percentage in quotes (\"40%\"), got {x}"
+            ))),
             RawMaxUnhealthy::Text(text) => {
                 let number = text.trim().strip_suffix('%').ok_or_else(|| {
                     bad(format!(
