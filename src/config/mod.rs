@@ -6,6 +6,7 @@
 //! unhealthy_zone_threshold: must be in (0, 1], got 1.5`), because a daemon that quietly runs with
 //! a typo'd setting fails much later and much worse.
 
+mod brake;
 mod fencing;
 mod policies;
 mod raw;
@@ -78,6 +79,13 @@ pub struct Config {
     pub early_suspects: bool,
     /// `[[pool]]`, in file order (first match wins).
     pub pools: Vec<Pool>,
+    /// The fleet-wide brake on mass decisions (issue #26); `None`: none (upstream).
+    pub max_unhealthy: Option<crate::controller::brake::MaxUnhealthy>,
+    /// The `tolerationSeconds` admission gives pods that chose none (kube-apiserver's
+    /// `--default-not-ready-toleration-seconds`).
+    pub admission_default_toleration_seconds: u64,
+    /// What stands in for that default (pools override it); `None`: the pods' own.
+    pub default_toleration_seconds: Option<u64>,
     /// `[[condition_taint]]`, in file order.
     pub condition_taints: Vec<ConditionTaint>,
     pub fencing: FencingConfig,

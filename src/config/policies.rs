@@ -157,6 +157,11 @@ impl Validator<'_> {
                     &p.secondary_node_eviction_rate,
                     "pool.secondary_node_eviction_rate",
                 )?,
+                max_unhealthy: self.max_unhealthy(&p.max_unhealthy, "pool.max_unhealthy")?,
+                default_toleration_seconds: self.toleration_seconds(
+                    &p.default_toleration_seconds,
+                    "pool.default_toleration_seconds",
+                )?,
             });
         }
         Ok(pools)

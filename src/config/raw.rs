@@ -30,6 +30,9 @@ pub(super) struct RawConfig {
     pub autonomy: Field<bool>,
     pub disruption_cooldown: Field<DurationText>,
     pub early_suspects: Field<bool>,
+    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
+    pub admission_default_toleration_seconds: Field<i64>,
+    pub default_toleration_seconds: Field<i64>,
     #[serde(default)]
     pub api: RawApi,
     #[serde(default)]
@@ -55,6 +58,8 @@ pub(super) struct RawPool {
     pub mark_pods_not_ready: Field<bool>,
     pub node_eviction_rate: Field<f64>,
     pub secondary_node_eviction_rate: Field<f64>,
+    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
+    pub default_toleration_seconds: Field<i64>,
 }
 
 /// One entry of a pool's `match_expressions`.

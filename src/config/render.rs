@@ -132,6 +132,17 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(top, "autonomy", Some(c.autonomy.to_string()));
     put(top, "disruption_cooldown", Some(dur(c.disruption_cooldown)));
     put(top, "early_suspects", Some(c.early_suspects.to_string()));
+    put(top, "max_unhealthy", c.max_unhealthy.map(|m| m.to_toml()));
+    put(
+        top,
+        "admission_default_toleration_seconds",
+        Some(c.admission_default_toleration_seconds.to_string()),
+    );
+    put(
+        top,
+        "default_toleration_seconds",
+        c.default_toleration_seconds.map(|s| s.to_string()),
+    );
 
     let api = Some("api");
     let a = &c.api;
@@ -296,6 +307,12 @@ fn pool_body(p: &Pool) -> String {
     if let Some(r) = p.secondary_node_eviction_rate {
         let _ = writeln!(out, "secondary_node_eviction_rate = {}", float(r.as_f64()));
     }
+    if let Some(m) = p.max_unhealthy {
+        let _ = writeln!(out, "max_unhealthy = {}", m.to_toml());
+    }
+    if let Some(t) = p.default_toleration_seconds {
+        let _ = writeln!(out, "default_toleration_seconds = {t}");
+    }
     out
 }
 
@@ -329,6 +346,10 @@ fn unset_meaning(key: &str) -> &'static str {
         "context" => ": the kubeconfig's current-context",
         "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
         "command" => ": no fence command (fencing needs one)",
+        "max_unhealthy" => ": no brake on mass decisions (upstream)",
+        "default_toleration_seconds" => {
+            ": pods keep the tolerations admission gave them (upstream)"
+        }
         _ => "",
     }
 }

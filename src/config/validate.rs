@@ -31,7 +31,12 @@ impl Validator<'_> {
         let (key, reason) = if let Some(field) = unknown_field(&message) {
             // toml points at the unknown key itself; its line gives the section.
             let key = located_key.unwrap_or_else(|| field.to_string());
-            (key, "unknown key".to_string())
+            let reason = if key.starts_with("pool.") && super::brake::GLOBAL_ONLY.contains(&field) {
+                format!("a [[pool]] cannot override {field}: it is set for the whole fleet only")
+            } else {
+                "unknown key".to_string()
+            };
+            (key, reason)
         } else {
             (located_key.unwrap_or_default(), plain_types(&message))
         };
@@ -146,6 +151,17 @@ impl Validator<'_> {
         let pools = self.pools(&raw.pool, api.watch_idle_timeout)?;
         let condition_taints = self.condition_taints(&raw.condition_taint, taint_based_eviction)?;
         let fencing = self.fencing(&raw.fencing)?;
+        let max_unhealthy = self.max_unhealthy(&raw.max_unhealthy, "max_unhealthy")?;
+        let admission_default_toleration_seconds = self
+            .toleration_seconds(
+                &raw.admission_default_toleration_seconds,
+                "admission_default_toleration_seconds",
+            )?
+            .unwrap_or(crate::controller::settings::DEFAULT_ADMISSION_TOLERATION_SECONDS);
+        let default_toleration_seconds = self.toleration_seconds(
+            &raw.default_toleration_seconds,
+            "default_toleration_seconds",
+        )?;
 
         // Relations between keys. The error goes to the key the user wrote, if only one was.
         if api.watch_idle_timeout >= node_monitor_grace_period {
@@ -208,6 +224,9 @@ impl Validator<'_> {
             pools,
             condition_taints,
             fencing,
+            max_unhealthy,
+            admission_default_toleration_seconds,
+            default_toleration_seconds,
         })
     }
 

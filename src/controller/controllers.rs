@@ -25,6 +25,7 @@ use super::dump::StateDump;
 use super::fencing::Fencing;
 use super::inputs::{Input, Observed};
 use super::node_lifecycle::NodeLifecycle;
+use super::pool_timing::PoolTiming;
 use super::settings::Settings;
 use super::taint_eviction::{EvictionDump, TaintEviction};
 
@@ -46,6 +47,7 @@ impl Controllers {
         let eviction = settings.taint_based_eviction.then(|| {
             let mut eviction = TaintEviction::new();
             eviction.set_autonomy(settings.autonomy);
+            eviction.set_timing(PoolTiming::of(&settings));
             eviction
         });
         let fencing = settings
@@ -113,15 +115,24 @@ impl Controllers {
             _ => (None, Vec::new()),
         };
         let mut evictions = Vec::new();
+        // The brakes count this input before any deletion is decided on it (`brake.rs`).
+        self.lifecycle.brakes_before(&observed, now);
+        self.follow_brakes(now, &mut evictions);
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
         let mut actions = Vec::new();
         self.lifecycle.decide(observed, now, &mut actions);
+        self.follow_brakes(now, &mut evictions);
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
-                eviction.initial_sync(self.lifecycle.store(), now, &mut evictions);
+                // A start or takeover in a mass failure: the brake holds the overdue deletions
+                // the taints found at start would fire at once.
+                let lifecycle = &self.lifecycle;
+                let store = lifecycle.store();
+                eviction.set_brake(lifecycle.brake_cover(), store, now, &mut evictions);
+                eviction.initial_sync(store, now, &mut evictions);
             }
         }
         if let Some(f) = self.fencing.as_mut() {
@@ -142,6 +153,17 @@ impl Controllers {
         }
         actions.append(&mut evictions);
         actions
+    }
+
+    /// Tells taint eviction which nodes the engaged brakes cover (a release lets the held
+    /// deletions go).
+    fn follow_brakes(&mut self, now: Time, out: &mut Vec<Action>) {
+        let lifecycle = &self.lifecycle;
+        if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
+            // Cheap without a brake: nothing covered, as before (a reload that removed the
+            // last brake lets its held deletions go).
+            eviction.set_brake(lifecycle.brake_cover(), lifecycle.store(), now, out);
+        }
     }
 
     /// What both controllers decided and why since the last call, oldest first within each
@@ -205,6 +227,7 @@ impl Controllers {
     pub fn apply_settings(&mut self, settings: Settings, now: Time) -> Vec<Action> {
         if let Some(eviction) = self.eviction.as_mut() {
             eviction.set_autonomy(settings.autonomy);
+            eviction.set_timing(PoolTiming::of(&settings));
         }
         match (settings.fencing.clone(), self.fencing.as_mut()) {
             (None, _) => self.fencing = None,
@@ -212,6 +235,9 @@ impl Controllers {
             (Some(policy), None) => self.fencing = Some(Fencing::new(policy, &settings)),
         }
         let mut actions = self.lifecycle.apply_settings(settings, now);
+        let mut evictions = Vec::new();
+        self.follow_brakes(now, &mut evictions);
+        actions.append(&mut evictions);
         if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
             f.synced(&self.lifecycle, now, &mut actions);
         }

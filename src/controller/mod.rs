@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod autonomy;
+pub mod brake;
 pub mod cache_currency;
 pub mod condition_taints;
 pub mod controllers;
@@ -17,6 +18,7 @@ pub mod inputs;
 pub mod labels;
 pub mod no_schedule;
 pub mod node_lifecycle;
+pub mod pool_timing;
 pub mod pools;
 pub mod rate_limited_queue;
 pub mod settings;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::model::{Name, Node};
 use crate::time::Rate;
 
+use super::brake::MaxUnhealthy;
 use super::settings::Settings;
 
 /// A set-based selector requirement (`matchExpressions` of a Kubernetes label selector).
@@ -77,6 +78,10 @@ pub struct Pool {
     pub mark_pods_not_ready: Option<bool>,
     pub node_eviction_rate: Option<Rate>,
     pub secondary_node_eviction_rate: Option<Rate>,
+    /// The pool's own brake, counted over its nodes (`brake.rs`, issue #26).
+    pub max_unhealthy: Option<MaxUnhealthy>,
+    /// Stands in for the admission default toleration of the pool's pods (issue #26).
+    pub default_toleration_seconds: Option<u64>,
 }
 
 impl Pool {
@@ -163,5 +168,22 @@ impl Settings {
             });
         }
         rates.unwrap_or(global)
+    }
+}
+
+impl Settings {
+    /// Some brake is configured, fleet-wide or in a pool (`brake.rs`).
+    pub fn brakes_configured(&self) -> bool {
+        self.max_unhealthy.is_some() || self.pools.iter().any(|p| p.max_unhealthy.is_some())
+    }
+
+    /// What stands in for the admission default toleration of the node's pods: its pool's
+    /// `default_toleration_seconds`, else the global one; `None`: the pods' own (upstream).
+    pub fn default_toleration_for(&self, node: &Node) -> Option<(u64, Option<&Name>)> {
+        let pool = pool_of(&self.pools, node);
+        match pool.and_then(|p| p.default_toleration_seconds) {
+            Some(s) => Some((s, pool.map(|p| &p.name))),
+            None => self.default_toleration_seconds.map(|s| (s, None)),
+        }
     }
 }

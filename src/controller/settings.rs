@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::time::Rate;
 
+use super::brake::MaxUnhealthy;
 use super::condition_taints::ConditionTaint;
 use super::pools::Pool;
 
@@ -50,6 +51,15 @@ pub struct Settings {
     pub condition_taints: Vec<ConditionTaint>,
     /// `[fencing]` when enabled (issue #17); `None`: no node is ever fenced.
     pub fencing: Option<super::fencing::FencingPolicy>,
+    /// The fleet-wide brake (`brake.rs`, issue #26); `None`: none (upstream).
+    pub max_unhealthy: Option<MaxUnhealthy>,
+    /// The `tolerationSeconds` kube-apiserver's admission gives the not-ready/unreachable
+    /// tolerations it adds (`--default-not-ready-toleration-seconds`, 300 s by default): a pod
+    /// whose two tolerations are exactly that is one that chose nothing (`tolerations.rs`).
+    pub admission_default_toleration_seconds: u64,
+    /// What stands in for the admission default of such pods (`[[pool]]` overrides it);
+    /// `None`: the pods' own (upstream).
+    pub default_toleration_seconds: Option<u64>,
 }
 
 impl Default for Settings {
@@ -71,9 +81,16 @@ impl Default for Settings {
             pools: Vec::new(),
             condition_taints: Vec::new(),
             fencing: None,
+            max_unhealthy: None,
+            admission_default_toleration_seconds: DEFAULT_ADMISSION_TOLERATION_SECONDS,
+            default_toleration_seconds: None,
         }
     }
 }
+
+/// kube-apiserver's `--default-not-ready-toleration-seconds` and
+/// `--default-unreachable-toleration-seconds`.
+pub const DEFAULT_ADMISSION_TOLERATION_SECONDS: u64 = 300;
 
 /// Period of the NoExecute tainting (or legacy eviction) pass over the zone queues.
 pub const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);

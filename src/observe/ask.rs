@@ -10,6 +10,7 @@ use crate::time::Time;
 
 use super::decision_log::DecisionLog;
 use super::explain::{Acting, LogFigures, NodeFacts, PodFacts, explain_node, explain_pod, status};
+use super::explain_brake::{self, insert_after_next};
 use super::history::Subject;
 use super::snapshot::DaemonSnapshot;
 
@@ -41,13 +42,19 @@ pub fn answer(
                     name: Rc::from(name),
                 };
                 match pod_facts(controllers, log, &key) {
-                    Some(f) => explain_pod(&f, acting, now),
+                    Some(f) => insert_after_next(
+                        explain_pod(&f, acting, now),
+                        explain_brake::pod_lines(controllers, &key),
+                    ),
                     None => format!("error: no pod {key} bound to a node is known"),
                 }
             }
             Some(_) => format!("error: {what:?} is neither a node nor NAMESPACE/POD"),
             None => match node_facts(controllers, log, what, now) {
-                Some(f) => explain_node(&f, acting, now),
+                Some(f) => insert_after_next(
+                    explain_node(&f, acting, now),
+                    explain_brake::node_lines(controllers, what),
+                ),
                 None => format!("error: no node {what:?} is known"),
             },
         },

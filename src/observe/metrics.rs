@@ -29,7 +29,43 @@ pub fn render(s: &DaemonSnapshot) -> String {
     api_latency(&mut e, s);
     pools(&mut e, s);
     fencing(&mut e, s);
+    brakes(&mut e, s);
     e.out
+}
+
+/// Only with `max_unhealthy` configured (issue #26): each brake, engaged or not, and its count.
+fn brakes(e: &mut Exposition, s: &DaemonSnapshot) {
+    use crate::controller::brake::BrakeScope;
+    let brakes = &s.controller.brakes;
+    if brakes.is_empty() {
+        return;
+    }
+    let labels = |scope: &BrakeScope| -> Vec<(&'static str, String)> {
+        match scope {
+            BrakeScope::Fleet => vec![("scope", "fleet".to_string())],
+            BrakeScope::Pool(p) => vec![("scope", "pool".to_string()), ("pool", p.to_string())],
+        }
+    };
+    e.family(
+        "node_lifecycled_brake_engaged",
+        "gauge",
+        "1 while the brake on mass decisions (max_unhealthy) is engaged: no NoExecute taint, pod deletion or fence on the nodes of its scope (fleet, or a pool).",
+    );
+    for (scope, b) in brakes {
+        let l = labels(scope);
+        let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        e.sample("node_lifecycled_brake_engaged", &l, u8::from(b.engaged()));
+    }
+    e.family(
+        "node_lifecycled_brake_unhealthy_nodes",
+        "gauge",
+        "Nodes of the brake's scope not Ready or about to be judged (suspects), as last counted.",
+    );
+    for (scope, b) in brakes {
+        let l = labels(scope);
+        let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        e.sample("node_lifecycled_brake_unhealthy_nodes", &l, b.unhealthy);
+    }
 }
 
 /// What upstream's zone gauges leave to arithmetic: each zone's state (one sample per state,

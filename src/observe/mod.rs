@@ -15,6 +15,7 @@ pub mod ask;
 pub mod decision_log;
 pub mod dump;
 pub mod explain;
+pub mod explain_brake;
 mod exposition;
 pub mod histogram;
 pub mod history;

@@ -32,6 +32,9 @@ pub fn controller_settings(config: &Config) -> Settings {
         early_suspects: config.early_suspects,
         pools: config.pools.clone(),
         condition_taints: config.condition_taints.clone(),
+        max_unhealthy: config.max_unhealthy,
+        admission_default_toleration_seconds: config.admission_default_toleration_seconds,
+        default_toleration_seconds: config.default_toleration_seconds,
         fencing: config.fencing.enabled.then(|| FencingPolicy {
             after: config.fencing.after,
             max_concurrent: config.fencing.max_concurrent as usize,

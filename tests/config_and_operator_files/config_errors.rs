@@ -220,7 +220,7 @@ fn example_config_documents_every_key_it_accepts() {
         assert!(shown, "conf/config.toml does not show {key}");
         checked += 1;
     }
-    assert_eq!(checked, 18 + 14 + 7 + 9);
+    assert_eq!(checked, 18 + 14 + 7 + 9 + 3);
 }
 
 #[test]
@@ -284,4 +284,97 @@ fn check_config_notes_stay_on_their_own_line() {
     );
     assert!(text.ends_with('\n'));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #26's keys: each bad value is one line naming file, line and key, exit 78.
+#[test]
+fn brake_and_pool_timing_bad_input_exits_78_naming_key_and_line() {
+    let cases: [(&str, usize, &str, &str); 8] = [
+        (
+            "max_unhealthy = 0.4\n",
+            1,
+            "max_unhealthy",
+            "a percentage in quotes",
+        ),
+        (
+            "max_unhealthy = \"140%\"\n",
+            1,
+            "max_unhealthy",
+            "between 0% and 100%",
+        ),
+        (
+            "\nmax_unhealthy = \"-1%\"\n",
+            2,
+            "max_unhealthy",
+            "between 0% and 100%",
+        ),
+        (
+            "max_unhealthy = -3\n",
+            1,
+            "max_unhealthy",
+            "node count >= 0",
+        ),
+        (
+            "max_unhealthy = \"many\"\n",
+            1,
+            "max_unhealthy",
+            "a percentage",
+        ),
+        (
+            "default_toleration_seconds = -30\n",
+            1,
+            "default_toleration_seconds",
+            "must be seconds between 0",
+        ),
+        (
+            "[[pool]]\nname = \"edge\"\nmatch_labels = { site = \"e\" }\nmax_unhealthy = \"101%\"\n",
+            4,
+            "pool.max_unhealthy",
+            "between 0% and 100%",
+        ),
+        (
+            "[[pool]]\nname = \"edge\"\nmatch_labels = { site = \"e\" }\n\
+             admission_default_toleration_seconds = 30\n",
+            4,
+            "pool.admission_default_toleration_seconds",
+            "a [[pool]] cannot override admission_default_toleration_seconds",
+        ),
+    ];
+    for (i, (text, line, key, why)) in cases.iter().enumerate() {
+        let cfg = TempConfig::new(&format!("brake-{i}"), text);
+        let err = assert_config_error(&check_config(cfg.path()), &cfg.display(), *line, key);
+        assert!(err.contains(why), "{err}");
+    }
+}
+
+/// Issue #26's keys read back as written: check-config prints them, and what it prints is a
+/// config that means the same.
+#[test]
+fn brake_and_pool_timing_keys_round_trip_through_check_config() {
+    let text = "max_unhealthy = \"12.5%\"\nadmission_default_toleration_seconds = 120\n\
+                default_toleration_seconds = 600\n\
+                [[pool]]\nname = \"edge\"\nmatch_labels = { site = \"e\" }\n\
+                max_unhealthy = 2\ndefault_toleration_seconds = 30\n";
+    let cfg = TempConfig::new("brake-round-trip", text);
+    let out = check_config(cfg.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "max_unhealthy = \"12.5%\"",
+        "admission_default_toleration_seconds = 120",
+        "default_toleration_seconds = 600",
+        "max_unhealthy = 2",
+        "default_toleration_seconds = 30",
+    ] {
+        assert!(printed.contains(want), "{want} missing from\n{printed}");
+    }
+    let again = TempConfig::new("brake-round-trip-2", &printed);
+    let reprinted = check_config(again.path());
+    assert_eq!(reprinted.status.code(), Some(0), "{}", stderr(&reprinted));
+    // The same, but for the header naming the file.
+    let body = |s: &str| s.split_once('\n').map(|(_, b)| b.to_string());
+    assert_eq!(
+        body(&String::from_utf8(reprinted.stdout).unwrap()),
+        body(&printed)
+    );
 }

@@ -266,11 +266,14 @@ const TOKEN: &str = "ops-pack";
 
 #[test]
 fn the_alerts_and_the_dashboard_read_only_metrics_a_live_daemon_exports() {
-    // Fencing on (its metrics exist only then), for no node.
+    // Fencing on (its metrics exist only then), for no node; a pool's brake no pool reaches
+    // (its metrics exist only with max_unhealthy).
     let run = metrics_run(
         "ops-pack",
         TOKEN,
-        "[fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n\
+        "[[pool]]\nname = \"ops\"\nmatch_labels = { \"node-lifecycled.io/pool\" = \"none\" }\n\
+         max_unhealthy = 1000\n\
+         [fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n\
          match_labels = { \"node-lifecycled.io/fencing\" = \"never\" }\n",
     );
     let (sim, d, port) = (&run.sim, &run.daemon, run.port);

@@ -366,6 +366,8 @@ fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
         mark_pods_not_ready: None,
         node_eviction_rate: None,
         secondary_node_eviction_rate: None,
+        max_unhealthy: None,
+        default_toleration_seconds: None,
     };
     let settings = Settings {
         pools: vec![pool],

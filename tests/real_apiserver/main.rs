@@ -12,6 +12,7 @@ mod kube_client_support;
 #[path = "../real_apiserver_support/mod.rs"]
 mod real_apiserver_support;
 
+mod brake;
 mod client;
 mod daemon;
 mod doctor;

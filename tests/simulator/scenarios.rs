@@ -715,3 +715,15 @@ fn scenario_steps_label_and_annotate_nodes_and_name_mistakes() {
 fn builtin_fencing_holds_against_the_daemon() {
     play_builtin("fencing");
 }
+
+// ---- issue #26: a brake on mass decisions, eviction timing per pool ----------------------------
+
+#[test]
+fn builtin_brake_holds_against_the_daemon() {
+    play_builtin("brake");
+}
+
+#[test]
+fn builtin_pool_fast_failover_holds_against_the_daemon() {
+    play_builtin("pool-fast-failover");
+}

@@ -279,6 +279,12 @@ impl Fencing {
     /// Why no node may be fenced in this node's zone now, if so. The zone is seen whole: its
     /// nodes about to be judged count as not ready (`node_lifecycle/suspects.rs`).
     fn gate(&self, lc: &NodeLifecycle, name: &str, now: Time) -> Option<String> {
+        if let Some((scope, b)) = lc.brake_covering(name) {
+            return Some(format!(
+                "the brake is engaged ({scope}: {} of {} nodes unhealthy, max_unhealthy = {})",
+                b.unhealthy, b.total, b.limit
+            ));
+        }
         if lc.all_zones_down_with_suspects(now) {
             return Some("every zone is fully disrupted: the control plane may be cut off".into());
         }

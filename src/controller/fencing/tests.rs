@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::*;
 use crate::controller::tests::harness::{cond, date, lease, n, node, secs, test_settings};
-use crate::controller::{Action, ActionId, Controllers, Input, LeaseReadOutcome, Outcome};
+use crate::controller::{
+    Action, ActionId, Controllers, Input, LeaseReadOutcome, Outcome, Settings,
+};
 use crate::model::{ConditionStatus, Node, NodeConditionType};
 
 fn policy() -> FencingPolicy {
@@ -40,7 +42,10 @@ struct Api {
 
 impl Api {
     fn new(policy: FencingPolicy, t0: Time, names: &[&str]) -> Api {
-        let mut settings = test_settings();
+        Api::with(test_settings(), policy, t0, names)
+    }
+
+    fn with(mut settings: Settings, policy: FencingPolicy, t0: Time, names: &[&str]) -> Api {
         settings.fencing = Some(policy);
         let mut api = Api {
             ctl: Controllers::new(settings, t0),
@@ -606,4 +611,27 @@ fn backoff_doubles_up_to_its_maximum() {
         Some(t0())
     );
     assert_eq!(attempt_outage("garbage"), None);
+}
+
+/// Row "brake vs fencing": two of six nodes dead is more than `max_unhealthy = 1`: nobody is
+/// fenced while the brake is engaged, however long; when one comes back the brake releases and
+/// the other, dead for longer than `after`, is fenced then.
+#[test]
+fn brake_vs_fencing_no_fence_while_engaged_then_fenced_after_release() {
+    let settings = Settings {
+        max_unhealthy: Some(crate::controller::brake::MaxUnhealthy::Count(1)),
+        ..test_settings()
+    };
+    let names = ["n1", "n2", "n3", "n4", "n5", "n6"];
+    let mut api = Api::with(settings, policy(), t0(), &names);
+    api.alive.remove(&n("n1"));
+    api.alive.remove(&n("n2"));
+    api.run_until(t0() + secs(3600));
+    assert!(api.commands.is_empty(), "{:?}", api.commands);
+    api.alive.insert(n("n2"));
+    api.run_until(t0() + secs(3700));
+    let fenced = api.commands_for("n1");
+    assert_eq!(fenced.len(), 1, "{:?}", api.commands);
+    assert!(fenced[0] > t0() + secs(3600), "{fenced:?}");
+    assert!(api.commands_for("n2").is_empty());
 }

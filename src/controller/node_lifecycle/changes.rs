@@ -190,6 +190,8 @@ impl NodeLifecycle {
                     pass_ran = true;
                 }
                 Timer::EvictionPass => self.eviction_pass(now, out),
+                // The brakes are recounted after every tick (`decide`).
+                Timer::BrakeRelease => {}
                 Timer::TaintRetry(name) => {
                     if let Some(e) = self.nodes.get_mut(&name) {
                         e.taint_retry_pending = false;

@@ -11,6 +11,7 @@
 //! Writes are optimistic and asynchronous: each carries an id, the result comes back as an
 //! input. At most one taint write, one label write and one status write per node is in flight.
 
+mod brake;
 mod changes;
 mod disruption;
 mod dump;
@@ -66,6 +67,8 @@ enum Timer {
     StatusRetry(Name),
     /// A taint write that met a conflict, tried again after upstream's backoff.
     TaintRetry(Name),
+    /// An engaged brake's count has been within its limit: it releases after the cooldown.
+    BrakeRelease,
 }
 
 /// Where a node's health verdict stands.
@@ -215,6 +218,8 @@ pub struct NodeLifecycle {
     /// Test switch: the monitor pass evaluates every node, settled or not (the reference the
     /// differential test compares the pass with).
     full_monitor_pass: bool,
+    /// The brakes on mass decisions (`brake.rs`, issue #26); empty when none is configured.
+    brakes: crate::controller::brake::Brakes,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -270,6 +275,7 @@ impl NodeLifecycle {
             retired_condition_taints: Vec::new(),
             caches_current: true,
             full_monitor_pass: false,
+            brakes: Default::default(),
         }
     }
 
@@ -429,6 +435,7 @@ impl NodeLifecycle {
     /// [`NodeLifecycle::observe`] reported at `now` and pushes its actions to `out`.
     pub fn decide(&mut self, observed: Observed, now: Time, out: &mut Vec<Action>) {
         let mut changed_node = None;
+        let brakes_follow = self.brakes_follow(&observed);
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
@@ -460,6 +467,9 @@ impl NodeLifecycle {
         if self.synced {
             if self.disruption_dirty {
                 self.handle_disruption(now, out);
+            }
+            if brakes_follow {
+                self.update_brakes(now);
             }
             if let Some(name) = changed_node {
                 self.taint_due_now(&name, now, out);
@@ -499,6 +509,7 @@ impl NodeLifecycle {
         }
         self.disruption_dirty = true;
         self.handle_disruption(now, &mut out);
+        self.update_brakes(now);
         for name in &names {
             self.evaluate(name, now, &mut out);
             // The condition taint rules may have changed.

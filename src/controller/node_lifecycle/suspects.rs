@@ -41,7 +41,7 @@ pub(super) struct SuspectView {
 
 impl NodeLifecycle {
     /// Whether a counted-Ready node is a suspect at `now` (see the module doc).
-    fn is_suspect(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
+    pub(super) fn is_suspect(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
         if e.verdict != Verdict::Idle {
             return true;
         }

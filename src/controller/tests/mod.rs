@@ -3,12 +3,14 @@
 //! proves where we deliberately differ.
 
 mod beyond_upstream;
+mod brake;
 pub(crate) mod harness;
 mod legacy_mode;
 mod lifecycle_with_eviction;
 mod monitor_pass;
 mod operation;
 mod policies;
+mod pool_timing;
 mod restarts;
 mod upstream_monitor;
 mod upstream_review;

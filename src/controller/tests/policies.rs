@@ -100,6 +100,8 @@ fn flaky_rack(grace: Duration) -> Pool {
         mark_pods_not_ready: Some(false),
         node_eviction_rate: None,
         secondary_node_eviction_rate: None,
+        max_unhealthy: None,
+        default_toleration_seconds: None,
     }
 }
 

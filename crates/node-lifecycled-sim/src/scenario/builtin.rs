@@ -46,6 +46,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing",
         include_str!("../../../../conf/scenarios/fencing.toml"),
     ),
+    (
+        "brake",
+        include_str!("../../../../conf/scenarios/brake.toml"),
+    ),
+    (
+        "pool-fast-failover",
+        include_str!("../../../../conf/scenarios/pool-fast-failover.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

@@ -97,6 +97,8 @@ pub struct Limits {
     pub status_interval: Duration,
     pub handover_gap: Duration,
     pub rss_limit_kib: u64,
+    /// The daemons' fleet-wide brake, if they run with one (`brake_rule`).
+    pub brake: Option<super::brake_rule::BrakeRule>,
 }
 
 impl Limits {
@@ -159,6 +161,7 @@ impl Limits {
             status_interval: Duration::from_secs(1),
             handover_gap: Duration::from_millis(250),
             rss_limit_kib: 128 * 1024,
+            brake: None,
         }
     }
 }
@@ -277,6 +280,7 @@ pub struct Checker {
     pub(super) last_seq: u64,
     /// Records the log dropped before they were read (must stay 0).
     pub missed_records: u64,
+    pub(super) brake: super::brake_rule::BrakeTruth,
 }
 
 impl Checker {
@@ -305,6 +309,7 @@ impl Checker {
             violations: Vec::new(),
             last_seq: 0,
             missed_records: 0,
+            brake: Default::default(),
         };
         for node in nodes {
             let zone = zone_of(node).to_string();
@@ -401,6 +406,7 @@ impl Checker {
                 n.kubelet_since = at;
             }
         }
+        self.update_brake(at);
     }
 
     /// The last write log record read.
@@ -458,6 +464,9 @@ impl Checker {
                     self.set_ready(node, status, r.wall);
                 }
                 FactKind::PodDeleted { pod, .. } => {
+                    if self.pods.get(pod).is_some_and(|p| p.deleted.is_none()) {
+                        self.check_brake(format!("{pod} deleted"), r.wall);
+                    }
                     self.check_deletion(&daemon, pod, r.wall);
                     self.check_decision_at_deletion(pod, r.wall);
                 }
@@ -477,6 +486,7 @@ impl Checker {
         for node in added {
             let had = self.nodes.get(node).is_some_and(NodeTruth::noexec);
             if !had {
+                self.check_brake(format!("{node} tainted NoExecute"), r.wall);
                 self.check_taint(&daemon, node, r.wall);
             }
         }

@@ -61,6 +61,7 @@ impl Checker {
             n.ready = status.to_string();
         }
         self.update_zones(at);
+        self.update_brake(at);
     }
 
     /// How long `n`'s kubelet has been silent at `at` (since its last heartbeat), `None`

@@ -60,7 +60,7 @@ usage:
                        watch-cache LIST) in: protobuf (default, as kube-apiserver does for
                        nodes, pods and leases) or json (the daemon then reads JSON)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
-                           [--dir DIR]
+                           [--dir DIR] [--brake N] [--pools]
       The randomized fault soak: two daemons with leader election against the simulated
       cluster (24 nodes in 3 zones by default) for --duration (default 30m) while a plan drawn
       from --seed (default 1) stops, reboots and flaps kubelets, drops, stalls, corrupts and
@@ -68,6 +68,10 @@ usage:
       kills the leader and reloads good and bad configs. Safety and liveness invariants are
       checked all along; prints faults by kind, decisions, violations and the replay command.
       Exit 1 on any violation.
+        --brake     the daemons run with max_unhealthy = N (a 2s disruption_cooldown): no
+                    NoExecute taint or deletion may land while more than N nodes are not Ready
+        --pools     the daemons' config has pools (zone z1 with its own 50% brake and
+                    default_toleration_seconds, zone z2 with mark_pods_not_ready = false)
   node-lifecycled-sim --help | --version
 
 exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
@@ -115,6 +119,10 @@ pub struct SoakArgs {
     pub zones: usize,
     pub daemon: Option<PathBuf>,
     pub dir: Option<PathBuf>,
+    /// `--brake N`: the daemons' max_unhealthy.
+    pub brake: Option<usize>,
+    /// `--pools`: the daemons' config has pools.
+    pub pools: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -214,6 +222,8 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
                 zones,
                 daemon: options.value("--daemon")?.map(PathBuf::from),
                 dir: options.value("--dir")?.map(PathBuf::from),
+                brake: options.number("--brake")?,
+                pools: options.flag("--pools"),
             })
         }
         "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
@@ -320,7 +330,7 @@ struct Options {
 }
 
 /// The options that take no value.
-const FLAGS: &[&str] = &["quick"];
+const FLAGS: &[&str] = &["quick", "pools"];
 
 /// The options that take a value (which subcommand takes which is checked by the subcommand).
 const VALUED: &[&str] = &[
@@ -344,6 +354,7 @@ const VALUED: &[&str] = &[
     "duration",
     "seed",
     "csv",
+    "brake",
 ];
 
 impl Options {
