@@ -368,6 +368,9 @@ fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
         mark_pods_not_ready: None,
         node_eviction_rate: None,
         secondary_node_eviction_rate: None,
+        disruption_domain: None,
+        full_disruption: None,
+        hold_max: None,
     };
     let settings = Settings {
         pools: vec![pool],

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use log::LevelFilter;
 
+use super::partitions::domain_text;
 use super::{ApiSource, Config, DumpFormat, LogFormat, format_duration};
 use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
@@ -132,6 +133,22 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(top, "autonomy", Some(c.autonomy.to_string()));
     put(top, "disruption_cooldown", Some(dur(c.disruption_cooldown)));
     put(top, "early_suspects", Some(c.early_suspects.to_string()));
+    put(
+        top,
+        "mark_pods_not_ready",
+        Some(string(c.mark_pods_not_ready.as_str())),
+    );
+    put(
+        top,
+        "disruption_domain",
+        (!c.disruption_domain.is_empty()).then(|| domain_text(&c.disruption_domain)),
+    );
+    put(
+        top,
+        "full_disruption",
+        Some(string(c.full_disruption.as_str())),
+    );
+    put(top, "hold_max", c.hold_max.map(dur));
 
     let api = Some("api");
     let a = &c.api;
@@ -287,14 +304,23 @@ fn pool_body(p: &Pool) -> String {
     if let Some(d) = p.node_startup_grace_period {
         let _ = writeln!(out, "node_startup_grace_period = {}", dur(d));
     }
-    if let Some(b) = p.mark_pods_not_ready {
-        let _ = writeln!(out, "mark_pods_not_ready = {b}");
+    if let Some(m) = p.mark_pods_not_ready {
+        let _ = writeln!(out, "mark_pods_not_ready = {}", string(m.as_str()));
     }
     if let Some(r) = p.node_eviction_rate {
         let _ = writeln!(out, "node_eviction_rate = {}", float(r.as_f64()));
     }
     if let Some(r) = p.secondary_node_eviction_rate {
         let _ = writeln!(out, "secondary_node_eviction_rate = {}", float(r.as_f64()));
+    }
+    if let Some(keys) = &p.disruption_domain {
+        let _ = writeln!(out, "disruption_domain = {}", domain_text(keys));
+    }
+    if let Some(m) = p.full_disruption {
+        let _ = writeln!(out, "full_disruption = {}", string(m.as_str()));
+    }
+    if let Some(d) = p.hold_max {
+        let _ = writeln!(out, "hold_max = {}", dur(d));
     }
     out
 }
@@ -329,6 +355,8 @@ fn unset_meaning(key: &str) -> &'static str {
         "context" => ": the kubeconfig's current-context",
         "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
         "command" => ": no fence command (fencing needs one)",
+        "disruption_domain" => ": the zones (region + zone labels)",
+        "hold_max" => ": a held domain waits until it recovers",
         _ => "",
     }
 }

@@ -17,6 +17,7 @@ pub mod inputs;
 pub mod labels;
 pub mod no_schedule;
 pub mod node_lifecycle;
+pub mod partitions;
 pub mod pools;
 pub mod rate_limited_queue;
 pub mod settings;

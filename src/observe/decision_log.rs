@@ -537,6 +537,9 @@ pub fn render(d: &Decision) -> LogLine {
             format!("deletion of pod {key} cancelled")
         }
         Decision::Fencing { detail, .. } => detail.clone(),
+        Decision::PodsKeptReady { .. } | Decision::DomainHold { .. } => {
+            crate::observe::partition_lines::message(d)
+        }
     };
     LogLine {
         level: Level::Info,

@@ -31,6 +31,10 @@ pub fn controller_settings(config: &Config) -> Settings {
         disruption_cooldown: config.disruption_cooldown,
         early_suspects: config.early_suspects,
         pools: config.pools.clone(),
+        mark_pods_not_ready: config.mark_pods_not_ready,
+        disruption_domain: config.disruption_domain.clone(),
+        full_disruption: config.full_disruption,
+        hold_max: config.hold_max,
         condition_taints: config.condition_taints.clone(),
         fencing: config.fencing.enabled.then(|| FencingPolicy {
             after: config.fencing.after,

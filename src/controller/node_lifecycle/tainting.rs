@@ -52,7 +52,7 @@ impl NodeLifecycle {
         let due = self
             .zones
             .get(&zone)
-            .filter(|z| !z.in_cooldown(now))
+            .filter(|z| !z.stops_tainting(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
         if !due || !self.caches_current || self.verdicts_in_flight() {
@@ -219,7 +219,7 @@ impl NodeLifecycle {
             };
             let stopped = zones
                 .get(zone)
-                .is_some_and(|z| z.queue.rate().is_never() || z.in_cooldown(now));
+                .is_some_and(|z| z.queue.rate().is_never() || z.stops_tainting(now));
             if stopped {
                 requeue.push(zone.clone());
             }
@@ -293,12 +293,18 @@ impl NodeLifecycle {
         if !self.caches_current || self.hold_eviction_pass(now) {
             return;
         }
+        // A hold may have run out (`hold_max`): the pass is armed for it.
+        self.refresh_holds(now);
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         // Built once, and only when some zone has work due: the zones' counts with their
         // suspects (`suspects.rs`).
         let mut view = None;
         for zone in keys {
             if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
+                continue;
+            }
+            // A held domain: no NoExecute taint, nor legacy eviction (issue #26).
+            if self.zones.get(&zone).is_some_and(|z| z.held) {
                 continue;
             }
             let due = self
@@ -388,7 +394,11 @@ impl NodeLifecycle {
     pub(super) fn arm_eviction_pass(&mut self, now: Time) {
         let mut at: Option<Time> = None;
         for z in self.zones.values() {
-            if z.queue.is_empty() || z.queue.rate().is_never() {
+            if let Some(until) = z.hold_until.filter(|_| z.held) {
+                // The hold's end is a decision line, queue or not.
+                at = Some(at.map_or(until, |a| a.min(until)));
+            }
+            if z.queue.is_empty() || z.queue.rate().is_never() || z.held {
                 continue;
             }
             let mut next = now + NODE_EVICTION_PERIOD;
