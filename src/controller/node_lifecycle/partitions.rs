@@ -69,6 +69,10 @@ impl NodeLifecycle {
                 None | Some(Some(ConditionStatus::True)) => {
                     self.pods_kept_ready.remove(&name);
                 }
+                // Unknown but heard from again (its Lease renewed since its verdict): the
+                // kubelet is back and its Ready follows; its domain may read Normal a moment
+                // before, as its nodes return one by one. Not failing alone.
+                Some(Some(ConditionStatus::Unknown)) if self.heard_since_verdict(&name, now) => {}
                 Some(_) => {
                     if self.keeps_pods_ready(&name, now).is_none() {
                         self.pods_kept_ready.remove(&name);
@@ -77,6 +81,14 @@ impl NodeLifecycle {
                 }
             }
         }
+    }
+
+    /// The node's kubelet was heard from within the last `node_monitor_period` (a renewal
+    /// reached us), though its Ready is still Unknown.
+    fn heard_since_verdict(&self, name: &Name, now: Time) -> bool {
+        self.nodes
+            .get(name)
+            .is_some_and(|e| now.since(e.health.probe_time) < self.settings.node_monitor_period)
     }
 
     /// Whether the node's pods are being kept Ready (for `explain` and the dump).

@@ -6,6 +6,7 @@ mod beyond_upstream;
 pub(crate) mod harness;
 mod lifecycle_with_eviction;
 mod monitor_pass;
+mod partitions;
 mod policies;
 mod restarts;
 mod upstream_monitor;
