@@ -134,3 +134,108 @@ pub(super) fn domain_text(keys: &[String]) -> String {
         .collect();
     format!("[{}]", quoted.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::config::Config;
+    use crate::controller::partitions::{FullDisruption, PodsNotReady};
+
+    const PARTITIONS: &str = r#"mark_pods_not_ready = "unless-disrupted"
+disruption_domain = "example.com/site"
+full_disruption = "hold"
+hold_max = "30m"
+
+[[pool]]
+name = "racks"
+match_labels = { "example.com/rack" = "r7" }
+mark_pods_not_ready = true
+disruption_domain = ["example.com/site", "example.com/rack"]
+full_disruption = "evict"
+hold_max = "1h"
+
+[[pool]]
+name = "old"
+match_labels = { "example.com/rack" = "r8" }
+mark_pods_not_ready = false
+"#;
+
+    #[test]
+    fn partition_keys_are_read_printed_and_read_back_the_same() {
+        let c = Config::from_str(PARTITIONS, Path::new("<test>")).unwrap();
+        assert_eq!(c.mark_pods_not_ready, PodsNotReady::UnlessDisrupted);
+        assert_eq!(c.disruption_domain, ["example.com/site"]);
+        assert_eq!(c.full_disruption, FullDisruption::Hold);
+        assert_eq!(c.hold_max, Some(Duration::from_secs(1800)));
+        let racks = &c.pools[0];
+        assert_eq!(racks.mark_pods_not_ready, Some(PodsNotReady::Always));
+        assert_eq!(
+            racks.disruption_domain.as_deref(),
+            Some(
+                &[
+                    "example.com/site".to_string(),
+                    "example.com/rack".to_string()
+                ][..]
+            )
+        );
+        assert_eq!(racks.full_disruption, Some(FullDisruption::Evict));
+        assert_eq!(racks.hold_max, Some(Duration::from_secs(3600)));
+        assert_eq!(c.pools[1].mark_pods_not_ready, Some(PodsNotReady::Never));
+        assert_eq!(c.pools[1].disruption_domain, None);
+        let printed = c.to_toml();
+        let back = Config::from_str(&printed, Path::new("<printed>"))
+            .unwrap_or_else(|e| panic!("{e}\n{printed}"));
+        assert_eq!(back, c, "{printed}");
+        // A reload names each key that changed.
+        let changed: Vec<String> = c
+            .changes_since(&Config::default())
+            .into_iter()
+            .map(|ch| ch.key)
+            .collect();
+        for key in [
+            "mark_pods_not_ready",
+            "disruption_domain",
+            "full_disruption",
+            "hold_max",
+            "pool",
+        ] {
+            assert!(changed.iter().any(|k| k == key), "{key}: {changed:?}");
+        }
+    }
+
+    #[test]
+    fn without_the_keys_the_defaults_are_upstreams() {
+        let d = Config::default();
+        assert_eq!(d.mark_pods_not_ready, PodsNotReady::Always);
+        assert!(d.disruption_domain.is_empty());
+        assert_eq!(d.full_disruption, FullDisruption::Evict);
+        assert_eq!(d.hold_max, None);
+        let printed = d.to_toml();
+        assert!(
+            printed.contains("mark_pods_not_ready = \"always\""),
+            "{printed}"
+        );
+        assert!(
+            printed.contains("# disruption_domain is not set"),
+            "{printed}"
+        );
+    }
+
+    #[test]
+    fn bad_partition_values_name_file_line_and_key() {
+        let cases = [
+            ("mark_pods_not_ready = \"maybe\"", "mark_pods_not_ready"),
+            ("mark_pods_not_ready = 3", "mark_pods_not_ready"),
+            ("full_disruption = \"keep\"", "full_disruption"),
+            ("disruption_domain = \"UPPER/x\"", "disruption_domain"),
+            ("disruption_domain = [\"a\", \"a\"]", "disruption_domain"),
+            ("hold_max = \"-1s\"", "hold_max"),
+        ];
+        for (text, key) in cases {
+            let e = Config::from_str(&format!("\n{text}\n"), Path::new("bad.toml")).unwrap_err();
+            assert_eq!((e.line, e.key.as_str()), (Some(2), key), "{text}: {e}");
+        }
+    }
+}
