@@ -715,3 +715,15 @@ fn scenario_steps_label_and_annotate_nodes_and_name_mistakes() {
 fn builtin_fencing_holds_against_the_daemon() {
     play_builtin("fencing");
 }
+
+// ---- issue #26: partitions are not failures -----------------------------------------------------
+
+#[test]
+fn builtin_site_cut_off_holds_against_the_daemon() {
+    play_builtin("site-cut-off");
+}
+
+#[test]
+fn builtin_site_dark_hold_holds_against_the_daemon() {
+    play_builtin("site-dark-hold");
+}

@@ -46,6 +46,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing",
         include_str!("../../../../conf/scenarios/fencing.toml"),
     ),
+    (
+        "site-cut-off",
+        include_str!("../../../../conf/scenarios/site-cut-off.toml"),
+    ),
+    (
+        "site-dark-hold",
+        include_str!("../../../../conf/scenarios/site-dark-hold.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.
