@@ -62,15 +62,17 @@ usage:
         --wire         what the simulator answers the daemon's protobuf requests (watches, the
                        watch-cache LIST) in: protobuf (default, as kube-apiserver does for
                        nodes, pods and leases) or json (the daemon then reads JSON)
-  node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
-                           [--dir DIR]
+  node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--partitions]
+                           [--daemon PATH] [--dir DIR]
       The randomized fault soak: two daemons with leader election against the simulated
       cluster (24 nodes in 3 zones by default) for --duration (default 30m) while a plan drawn
       from --seed (default 1) stops, reboots and flaps kubelets, drops, stalls, corrupts and
       expires watches, restarts the API server, injects 409/429/500 bursts and slow responses,
       kills the leader and reloads good and bad configs. Safety and liveness invariants are
       checked all along; prints faults by kind, decisions, violations and the replay command.
-      Exit 1 on any violation.
+      Exit 1 on any violation. --partitions: the daemons group nodes into disruption domains
+      by a site label (across zones), keep pods Ready while a site is disrupted, hold a dark
+      site until hold_max, with a pool; the invariants are judged per domain.
   node-lifecycled-sim --help | --version
 
 exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
@@ -114,6 +116,7 @@ struct SoakArgs {
     seed: u64,
     nodes: usize,
     zones: usize,
+    partitions: bool,
     daemon: Option<PathBuf>,
     dir: Option<PathBuf>,
 }
@@ -217,6 +220,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                 seed,
                 nodes,
                 zones,
+                partitions: options.flag("--partitions"),
                 daemon: options.value("--daemon")?.map(PathBuf::from),
                 dir: options.value("--dir")?.map(PathBuf::from),
             })
@@ -499,6 +503,7 @@ fn run_soak(args: SoakArgs) -> ExitCode {
     let mut options = soak::SoakOptions::new(args.duration, args.seed, daemon);
     options.nodes = args.nodes;
     options.zones = args.zones;
+    options.partitions = args.partitions;
     options.dir = args.dir;
     // Interrupted, the soak stops its daemons before it exits (none is left running).
     let stop = Arc::new(AtomicBool::new(false));

@@ -11,6 +11,9 @@
 mod daemons;
 mod decisions;
 #[cfg(test)]
+mod domain_tests;
+pub mod domains;
+#[cfg(test)]
 mod invariant_tests;
 pub mod invariants;
 mod liveness;
@@ -46,6 +49,9 @@ pub struct SoakOptions {
     pub dir: Option<PathBuf>,
     pub nodes: usize,
     pub zones: usize,
+    /// Issue #26: disruption domains by label, pods kept Ready, held dark domains, a pool
+    /// (`domains.rs`).
+    pub partitions: bool,
     /// Set (by a SIGINT/SIGTERM handler) to end the run early: the daemons are stopped and
     /// the run reports an error. `None`: the run goes to its end.
     pub stop: Option<Arc<AtomicBool>>,
@@ -60,6 +66,7 @@ impl SoakOptions {
             dir: None,
             nodes: 24,
             zones: 3,
+            partitions: false,
             stop: None,
         }
     }
@@ -154,6 +161,24 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         .zip(DAEMON_NAMES)
         .collect();
     let mut checker = Checker::new(limits, &pairs, &populated.nodes, start);
+    if options.partitions {
+        checker.use_domains(domains::domain_of, domains::holds(), start);
+        for node in &populated.nodes {
+            let site = domains::site_of(node);
+            cluster
+                .update(Resource::Nodes, None, node, |v| {
+                    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                        let labels = meta
+                            .entry("labels")
+                            .or_insert_with(|| serde_json::json!({}));
+                        if let Some(labels) = labels.as_object_mut() {
+                            labels.insert(domains::SITE_LABEL.into(), serde_json::json!(site));
+                        }
+                    }
+                })
+                .map_err(|e| format!("cannot label node {node}: {}", e.message))?;
+        }
+    }
     for pod in &pods {
         let toleration = match pod.toleration {
             Toleration::None => Some(Duration::ZERO),
@@ -169,7 +194,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         fs::write(&kubeconfig, kubeconfig_yaml(sim.url(), token))
             .map_err(|e| format!("cannot write {}: {e}", kubeconfig.display()))?;
         let mut daemon = Daemon::new(name, &options.daemon, &dir);
-        daemon.write_config(&daemons::config_text(&kubeconfig, name, "info"))?;
+        daemon.write_config(&config_text(options.partitions, &kubeconfig, name, "info"))?;
         let _ = fs::remove_file(&daemon.log);
         daemon.start()?;
         daemons.push((daemon, kubeconfig));
@@ -234,6 +259,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         log_level_debug: false,
         fault_log: String::new(),
         cpu_wait_seen: Default::default(),
+        partitions: options.partitions,
     };
     let began = Instant::now();
     let mut next = 0;
@@ -353,6 +379,23 @@ struct Run<'a> {
     cpu_wait_seen: std::collections::HashMap<u32, Duration>,
     /// Each fault as applied, with the write log's clock (for reading a violation's story).
     fault_log: String,
+    /// The daemons run with `domains::TOP_KEYS` and `domains::POOL`.
+    partitions: bool,
+}
+
+/// A daemon's config: the soak's, with issue #26's keys and pool under `--partitions`.
+fn config_text(
+    partitions: bool,
+    kubeconfig: &std::path::Path,
+    identity: &str,
+    log_level: &str,
+) -> String {
+    let base = daemons::config_text(kubeconfig, identity, log_level);
+    if partitions {
+        format!("{}{base}{}", domains::TOP_KEYS, domains::POOL)
+    } else {
+        base
+    }
 }
 
 impl Run<'_> {
@@ -490,11 +533,11 @@ impl Run<'_> {
                         } else {
                             "debug"
                         };
-                        daemons::config_text(kubeconfig, &daemon.name, level)
+                        config_text(self.partitions, kubeconfig, &daemon.name, level)
                     } else {
                         format!(
                             "{}node_monitor_grace_period_typo = \"5s\"\n",
-                            daemons::config_text(kubeconfig, &daemon.name, "info")
+                            config_text(self.partitions, kubeconfig, &daemon.name, "info")
                         )
                     };
                     daemon.write_config(&text)?;
@@ -528,7 +571,12 @@ impl Run<'_> {
                 "info"
             };
             for (daemon, kubeconfig) in &self.daemons {
-                daemon.write_config(&daemons::config_text(kubeconfig, &daemon.name, level))?;
+                daemon.write_config(&config_text(
+                    self.partitions,
+                    kubeconfig,
+                    &daemon.name,
+                    level,
+                ))?;
             }
         }
         for (daemon, _) in &mut self.daemons {
