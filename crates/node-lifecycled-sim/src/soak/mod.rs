@@ -344,6 +344,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
             .collect(),
         clean_stops,
         dir,
+        partitions: options.partitions,
     };
     // Every write of the run, the kubelets' included, for reading a violation's story.
     let writes = report.dir.join("writes.log");
