@@ -7,6 +7,7 @@ pub(crate) mod harness;
 mod lifecycle_with_eviction;
 mod monitor_pass;
 mod partitions;
+mod partitions_hold;
 mod policies;
 mod restarts;
 mod upstream_monitor;
