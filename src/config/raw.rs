@@ -7,6 +7,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::partitions::{ModeOrBool, OneOrMany};
+
 pub(super) type Field<T> = Option<Spanned<T>>;
 
 #[derive(Deserialize, Default)]
@@ -33,6 +35,10 @@ pub(super) struct RawConfig {
     pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
     pub admission_default_toleration_seconds: Field<i64>,
     pub default_toleration_seconds: Field<i64>,
+    pub mark_pods_not_ready: Field<ModeOrBool>,
+    pub disruption_domain: Field<OneOrMany>,
+    pub full_disruption: Field<String>,
+    pub hold_max: Field<DurationText>,
     #[serde(default)]
     pub api: RawApi,
     #[serde(default)]
@@ -55,11 +61,14 @@ pub(super) struct RawPool {
     pub match_expressions: Vec<Spanned<RawRequirement>>,
     pub node_monitor_grace_period: Field<DurationText>,
     pub node_startup_grace_period: Field<DurationText>,
-    pub mark_pods_not_ready: Field<bool>,
+    pub mark_pods_not_ready: Field<ModeOrBool>,
     pub node_eviction_rate: Field<f64>,
     pub secondary_node_eviction_rate: Field<f64>,
     pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
     pub default_toleration_seconds: Field<i64>,
+    pub disruption_domain: Field<OneOrMany>,
+    pub full_disruption: Field<String>,
+    pub hold_max: Field<DurationText>,
 }
 
 /// One entry of a pool's `match_expressions`.

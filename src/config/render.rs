@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use log::LevelFilter;
 
+use super::partitions::domain_text;
 use super::{ApiSource, Config, DumpFormat, LogFormat, format_duration};
 use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
@@ -143,6 +144,22 @@ fn entries(c: &Config) -> Vec<Entry> {
         "default_toleration_seconds",
         c.default_toleration_seconds.map(|s| s.to_string()),
     );
+    put(
+        top,
+        "mark_pods_not_ready",
+        Some(string(c.mark_pods_not_ready.as_str())),
+    );
+    put(
+        top,
+        "disruption_domain",
+        (!c.disruption_domain.is_empty()).then(|| domain_text(&c.disruption_domain)),
+    );
+    put(
+        top,
+        "full_disruption",
+        Some(string(c.full_disruption.as_str())),
+    );
+    put(top, "hold_max", c.hold_max.map(dur));
 
     let api = Some("api");
     let a = &c.api;
@@ -298,8 +315,8 @@ fn pool_body(p: &Pool) -> String {
     if let Some(d) = p.node_startup_grace_period {
         let _ = writeln!(out, "node_startup_grace_period = {}", dur(d));
     }
-    if let Some(b) = p.mark_pods_not_ready {
-        let _ = writeln!(out, "mark_pods_not_ready = {b}");
+    if let Some(m) = p.mark_pods_not_ready {
+        let _ = writeln!(out, "mark_pods_not_ready = {}", string(m.as_str()));
     }
     if let Some(r) = p.node_eviction_rate {
         let _ = writeln!(out, "node_eviction_rate = {}", float(r.as_f64()));
@@ -312,6 +329,15 @@ fn pool_body(p: &Pool) -> String {
     }
     if let Some(t) = p.default_toleration_seconds {
         let _ = writeln!(out, "default_toleration_seconds = {t}");
+    }
+    if let Some(keys) = &p.disruption_domain {
+        let _ = writeln!(out, "disruption_domain = {}", domain_text(keys));
+    }
+    if let Some(m) = p.full_disruption {
+        let _ = writeln!(out, "full_disruption = {}", string(m.as_str()));
+    }
+    if let Some(d) = p.hold_max {
+        let _ = writeln!(out, "hold_max = {}", dur(d));
     }
     out
 }
@@ -350,6 +376,8 @@ fn unset_meaning(key: &str) -> &'static str {
         "default_toleration_seconds" => {
             ": pods keep the tolerations admission gave them (upstream)"
         }
+        "disruption_domain" => ": the zones (region + zone labels)",
+        "hold_max" => ": a held domain waits until it recovers",
         _ => "",
     }
 }

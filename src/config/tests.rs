@@ -440,7 +440,10 @@ fn policies_are_read_printed_and_read_back_the_same() {
     assert!(!c.early_suspects);
     assert_eq!(c.pools.len(), 2);
     assert_eq!(&*c.pools[1].name, "flaky-rack");
-    assert_eq!(c.pools[1].mark_pods_not_ready, Some(false));
+    assert_eq!(
+        c.pools[1].mark_pods_not_ready,
+        Some(crate::controller::partitions::PodsNotReady::Never)
+    );
     assert_eq!(c.pools[1].secondary_node_eviction_rate, Some(Rate::NEVER));
     assert_eq!(c.pools[0].node_eviction_rate, None);
     assert_eq!(c.condition_taints.len(), 1);

@@ -149,6 +149,15 @@ impl Validator<'_> {
             self.duration(&raw.disruption_cooldown, "disruption_cooldown", "0s", true)?;
         let taint_based_eviction = flag(&raw.taint_based_eviction, true);
         let pools = self.pools(&raw.pool, api.watch_idle_timeout)?;
+        let parts = self.partitions(
+            super::partitions::RawPartitions {
+                mark_pods_not_ready: &raw.mark_pods_not_ready,
+                disruption_domain: &raw.disruption_domain,
+                full_disruption: &raw.full_disruption,
+                hold_max: &raw.hold_max,
+            },
+            "",
+        )?;
         let condition_taints = self.condition_taints(&raw.condition_taint, taint_based_eviction)?;
         let fencing = self.fencing(&raw.fencing)?;
         let max_unhealthy = self.max_unhealthy(&raw.max_unhealthy, "max_unhealthy")?;
@@ -221,6 +230,10 @@ impl Validator<'_> {
             autonomy: flag(&raw.autonomy, true),
             disruption_cooldown,
             early_suspects: flag(&raw.early_suspects, true),
+            mark_pods_not_ready: parts.mark_pods_not_ready.unwrap_or_default(),
+            disruption_domain: parts.disruption_domain.unwrap_or_default(),
+            full_disruption: parts.full_disruption.unwrap_or_default(),
+            hold_max: parts.hold_max,
             pools,
             condition_taints,
             fencing,

@@ -106,6 +106,22 @@ pub enum Decision {
         zone: Name,
         pods: Vec<PodKey>,
     },
+    /// Issue #26: a node is not Ready but its pods stay Ready (`mark_pods_not_ready =
+    /// "unless-disrupted"`): its domain, counted with its suspects, is `state`, or every
+    /// domain is down. Once per episode.
+    PodsKeptReady {
+        node: Name,
+        zone: Name,
+        state: ZoneState,
+        all_down: bool,
+    },
+    /// Issue #26: a fully disrupted domain enters (`end: None`, held `until`; `None`: until it
+    /// recovers) or leaves its hold (`full_disruption = "hold"`).
+    DomainHold {
+        zone: Name,
+        until: Option<Time>,
+        end: Option<HoldEnd>,
+    },
     /// A pod's eviction started: the NoExecute taint it does not tolerate (or the toleration
     /// that ran out).
     PodDeletion {
@@ -154,6 +170,8 @@ impl Decision {
             Decision::ZoneWaits { .. } => "zone-waits",
             Decision::Taints { .. } => "taints",
             Decision::PodsNotReady { .. } => "pods-not-ready",
+            Decision::PodsKeptReady { .. } => "pods-kept-ready",
+            Decision::DomainHold { .. } => "domain-hold",
             Decision::PodDeletion { .. } => "pod-deletion",
             Decision::DeletionCancelled { .. } => "deletion-cancelled",
             Decision::Fencing { .. } => "fencing",
@@ -168,11 +186,13 @@ impl Decision {
             | Decision::NodeReady { node, .. }
             | Decision::Taints { node, .. }
             | Decision::PodsNotReady { node, .. }
+            | Decision::PodsKeptReady { node, .. }
             | Decision::Fencing { node, .. } => Some(node),
             Decision::PodDeletion { node, .. } => node.as_ref(),
             Decision::ZoneState { .. }
             | Decision::AllZonesDown { .. }
             | Decision::ZoneWaits { .. }
+            | Decision::DomainHold { .. }
             | Decision::DeletionCancelled { .. }
             | Decision::Brake(_) => None,
         }
@@ -186,8 +206,34 @@ impl Decision {
             | Decision::ZoneState { zone, .. }
             | Decision::ZoneWaits { zone, .. }
             | Decision::Taints { zone, .. }
-            | Decision::PodsNotReady { zone, .. } => Some(zone),
+            | Decision::PodsNotReady { zone, .. }
+            | Decision::PodsKeptReady { zone, .. }
+            | Decision::DomainHold { zone, .. } => Some(zone),
             _ => None,
+        }
+    }
+}
+
+/// Why a domain's hold ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HoldEnd {
+    /// No longer fully disrupted.
+    Recovered,
+    /// `hold_max` has passed since it became fully disrupted: tainted at the normal rate.
+    HoldMax,
+    /// Every domain is down: all tainting stopped anyway.
+    AllDown,
+    /// A reload no longer holds it.
+    Settings,
+}
+
+impl HoldEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldEnd::Recovered => "no longer fully disrupted",
+            HoldEnd::HoldMax => "hold_max has passed: tainted at the normal rate",
+            HoldEnd::AllDown => "every domain is down: all tainting stopped",
+            HoldEnd::Settings => "the settings no longer hold it",
         }
     }
 }

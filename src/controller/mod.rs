@@ -18,6 +18,7 @@ pub mod inputs;
 pub mod labels;
 pub mod no_schedule;
 pub mod node_lifecycle;
+pub mod partitions;
 pub mod pool_timing;
 pub mod pools;
 pub mod rate_limited_queue;

@@ -12,6 +12,7 @@ use crate::model::{Name, Node};
 use crate::time::Rate;
 
 use super::brake::MaxUnhealthy;
+use super::partitions::{FullDisruption, PodsNotReady};
 use super::settings::Settings;
 
 /// A set-based selector requirement (`matchExpressions` of a Kubernetes label selector).
@@ -75,13 +76,20 @@ pub struct Pool {
     pub match_expressions: Vec<LabelRequirement>,
     pub node_monitor_grace_period: Option<Duration>,
     pub node_startup_grace_period: Option<Duration>,
-    pub mark_pods_not_ready: Option<bool>,
+    /// `mark_pods_not_ready` (the old boolean reads as `always` / `never`).
+    pub mark_pods_not_ready: Option<PodsNotReady>,
     pub node_eviction_rate: Option<Rate>,
     pub secondary_node_eviction_rate: Option<Rate>,
     /// The pool's own brake, counted over its nodes (`brake.rs`, issue #26).
     pub max_unhealthy: Option<MaxUnhealthy>,
     /// Stands in for the admission default toleration of the pool's pods (issue #26).
     pub default_toleration_seconds: Option<u64>,
+    /// Issue #26: the label keys of its nodes' disruption domain (`partitions.rs`).
+    pub disruption_domain: Option<Vec<String>>,
+    /// Issue #26: what a fully disrupted domain holding its nodes means.
+    pub full_disruption: Option<FullDisruption>,
+    /// Issue #26: how long such a domain is held.
+    pub hold_max: Option<Duration>,
 }
 
 impl Pool {
@@ -134,13 +142,11 @@ impl Settings {
         )
     }
 
-    /// Whether the node's pods are marked NotReady when it stops being Ready: its pool's
-    /// choice (default yes, as upstream), and never for an autonomous edge node.
+    /// Whether the node's pods may be marked NotReady when it stops being Ready: its pool's
+    /// choice, else the global one (default yes, as upstream), and never for an autonomous edge
+    /// node. `unless-disrupted` says yes here: the node lifecycle then asks its domain.
     pub fn marks_pods_not_ready(&self, node: &Node) -> bool {
-        pool_of(&self.pools, node)
-            .and_then(|p| p.mark_pods_not_ready)
-            .unwrap_or(true)
-            && !self.is_autonomous(node)
+        self.pods_not_ready_mode(node) != PodsNotReady::Never && !self.is_autonomous(node)
     }
 
     /// The (healthy, secondary) tainting rates of a zone whose nodes are `members`.

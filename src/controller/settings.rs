@@ -8,6 +8,7 @@ use crate::time::Rate;
 
 use super::brake::MaxUnhealthy;
 use super::condition_taints::ConditionTaint;
+use super::partitions::{FullDisruption, PodsNotReady};
 use super::pools::Pool;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +48,15 @@ pub struct Settings {
     pub early_suspects: bool,
     /// Node pools, first match wins (`pools.rs`).
     pub pools: Vec<Pool>,
+    /// Issue #26 (`partitions.rs`): pods of a node that stops being Ready are marked NotReady
+    /// always (upstream), unless its domain is disrupted, or never.
+    pub mark_pods_not_ready: PodsNotReady,
+    /// Issue #26: the label keys whose values make a node's disruption domain (empty: the zone).
+    pub disruption_domain: Vec<String>,
+    /// Issue #26: a fully disrupted domain beside healthy ones is tainted (upstream) or held.
+    pub full_disruption: FullDisruption,
+    /// Issue #26: how long a domain is held (`None`: until it recovers).
+    pub hold_max: Option<Duration>,
     /// Custom condition taints (`condition_taints.rs`).
     pub condition_taints: Vec<ConditionTaint>,
     /// `[fencing]` when enabled (issue #17); `None`: no node is ever fenced.
@@ -79,6 +89,10 @@ impl Default for Settings {
             disruption_cooldown: Duration::ZERO,
             early_suspects: true,
             pools: Vec::new(),
+            mark_pods_not_ready: PodsNotReady::Always,
+            disruption_domain: Vec::new(),
+            full_disruption: FullDisruption::Evict,
+            hold_max: None,
             condition_taints: Vec::new(),
             fencing: None,
             max_unhealthy: None,

@@ -538,6 +538,9 @@ pub fn render(d: &Decision) -> LogLine {
         }
         Decision::Fencing { detail, .. } => detail.clone(),
         Decision::Brake(b) => brake_line(b),
+        Decision::PodsKeptReady { .. } | Decision::DomainHold { .. } => {
+            crate::observe::partition_lines::message(d)
+        }
     };
     LogLine {
         level: Level::Info,

@@ -20,6 +20,7 @@ mod exposition;
 pub mod histogram;
 pub mod history;
 pub mod metrics;
+mod partition_lines;
 pub mod snapshot;
 
 pub use histogram::{HealthTimings, Histogram, api_request_histogram, exponential_buckets};

@@ -117,6 +117,65 @@ fn duration_in_parsecs_exits_78_naming_key_and_line() {
     assert!(line.contains("invalid duration \"5 parsecs\""), "{line}");
 }
 
+/// Issue #26 part A's keys: an unknown mode, a label that is not a label key, a bad duration,
+/// globally and in a pool, each one line naming file, line and key.
+#[test]
+fn partition_keys_bad_input_exits_78_naming_key_and_line() {
+    let cases = [
+        (
+            "mark_pods_not_ready = \"sometimes\"\n",
+            1,
+            "mark_pods_not_ready",
+        ),
+        ("\nfull_disruption = \"wait\"\n", 2, "full_disruption"),
+        (
+            "disruption_domain = [\"example.com/site\", \"bad key!\"]\n",
+            1,
+            "disruption_domain",
+        ),
+        ("disruption_domain = []\n", 1, "disruption_domain"),
+        ("hold_max = \"10 parsecs\"\n", 1, "hold_max"),
+        ("hold_max = \"0s\"\n", 1, "hold_max"),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nmark_pods_not_ready = \"no\"\n",
+            4,
+            "pool.mark_pods_not_ready",
+        ),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\ndisruption_domain = \"-x\"\n",
+            4,
+            "pool.disruption_domain",
+        ),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nfull_disruption = \"Hold\"\n",
+            4,
+            "pool.full_disruption",
+        ),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nhold_max = \"soon\"\n",
+            4,
+            "pool.hold_max",
+        ),
+    ];
+    for (i, (text, line, key)) in cases.into_iter().enumerate() {
+        let cfg = TempConfig::new(&format!("partition-{i}"), text);
+        let out = check_config(cfg.path());
+        assert_config_error(&out, &cfg.display(), line, key);
+    }
+    // The old boolean still reads, in a pool.
+    let old = TempConfig::new(
+        "partition-old",
+        "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nmark_pods_not_ready = false\n",
+    );
+    let out = check_config(old.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        printed.contains("mark_pods_not_ready = \"never\""),
+        "{printed}"
+    );
+}
+
 #[test]
 fn the_daemon_itself_exits_78_on_a_bad_config_before_doing_anything() {
     let cfg = TempConfig::new(
@@ -220,7 +279,7 @@ fn example_config_documents_every_key_it_accepts() {
         assert!(shown, "conf/config.toml does not show {key}");
         checked += 1;
     }
-    assert_eq!(checked, 18 + 14 + 7 + 9 + 3);
+    assert_eq!(checked, 18 + 4 + 14 + 7 + 9 + 3);
 }
 
 #[test]

@@ -368,6 +368,9 @@ fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
         secondary_node_eviction_rate: None,
         max_unhealthy: None,
         default_toleration_seconds: None,
+        disruption_domain: None,
+        full_disruption: None,
+        hold_max: None,
     };
     let settings = Settings {
         pools: vec![pool],

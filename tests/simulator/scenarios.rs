@@ -727,3 +727,15 @@ fn builtin_brake_holds_against_the_daemon() {
 fn builtin_pool_fast_failover_holds_against_the_daemon() {
     play_builtin("pool-fast-failover");
 }
+
+// ---- issue #26: partitions are not failures -----------------------------------------------------
+
+#[test]
+fn builtin_site_cut_off_holds_against_the_daemon() {
+    play_builtin("site-cut-off");
+}
+
+#[test]
+fn builtin_site_dark_hold_holds_against_the_daemon() {
+    play_builtin("site-dark-hold");
+}

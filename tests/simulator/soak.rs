@@ -58,6 +58,41 @@ fn a_one_minute_soak_with_faults_of_every_family_breaks_no_invariant() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue #26, part A (`--partitions`): the daemons group nodes into sites by label (zones z1
+/// and z2 make one site), keep pods Ready while a site is disrupted, hold a dark site until
+/// `hold_max` (a pool of its own for one site). A minute of seed 26's faults breaks no
+/// invariant judged per domain, `taint-in-held-domain` included, and the daemons still act.
+#[test]
+fn a_one_minute_soak_with_domains_pools_and_holds_breaks_no_invariant() {
+    let dir = std::env::temp_dir().join(format!(
+        "node-lifecycled-soak-partitions-{}",
+        std::process::id()
+    ));
+    let mut options = SoakOptions::new(
+        Duration::from_secs(60),
+        26,
+        PathBuf::from(env!("CARGO_BIN_EXE_node-lifecycled")),
+    );
+    options.partitions = true;
+    options.dir = Some(dir.clone());
+    let mut out = Vec::new();
+    let report = soak::run(&options, &mut out).expect("the soak runs");
+    let text = format!("{}\n{report}", String::from_utf8_lossy(&out));
+    assert!(report.passed(), "{text}");
+    assert!(report.fault_count() >= 5, "{text}");
+    assert!(report.replay().ends_with("--partitions"), "{text}");
+    for decision in [
+        "node Ready=Unknown",
+        "taint +node.kubernetes.io/unreachable:NoExecute",
+    ] {
+        assert!(
+            report.decisions.get(decision).copied().unwrap_or(0) > 0,
+            "no {decision:?}:\n{text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A soak stopped early (the `soak` command sets the flag on SIGINT/SIGTERM) ends with an error
 /// and leaves neither of its daemons running.
 #[test]

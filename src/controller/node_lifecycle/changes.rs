@@ -26,7 +26,7 @@ impl NodeLifecycle {
             return;
         };
         let Some(e) = self.nodes.get_mut(name) else {
-            let zone: Name = Rc::from(node.zone_key());
+            let zone: Name = Rc::from(self.settings.domain_key(node));
             let health = NodeHealth::first_seen(node, now);
             self.nodes.insert(
                 name.clone(),
@@ -80,9 +80,9 @@ impl NodeLifecycle {
         let labels_changed = before.is_some_and(|b| b.labels != node.labels);
         // The zone key is built only when it changed (issue #14: two allocations per status
         // event otherwise).
-        let zone_moved = !node.has_zone_key(&e.zone);
+        let zone_moved = !self.settings.has_domain_key(node, &e.zone);
         let zone: Name = if zone_moved {
-            Rc::from(node.zone_key())
+            Rc::from(self.settings.domain_key(node))
         } else {
             e.zone.clone()
         };
@@ -157,7 +157,7 @@ impl NodeLifecycle {
         if ready == ConditionStatus::True {
             return;
         }
-        self.mark_pods_not_ready(&node_name, Some(&change.key), out);
+        self.mark_pods_not_ready(&node_name, Some(&change.key), now, out);
         if !self.taint_based {
             self.process_no_taint_based_eviction(&node_name, ready, now, out);
         }
@@ -222,6 +222,8 @@ impl NodeLifecycle {
     /// the next window would be open already (a new grid rather than two passes in a row).
     fn run_monitor_pass(&mut self, now: Time, nominal: Time, out: &mut Vec<Action>) {
         self.monitor_pass(now, out);
+        // Pods kept Ready on a node now failing alone (its domain's suspects renewed).
+        self.recheck_kept_pods(now, out);
         let period = self.settings.node_monitor_period;
         let early = self.settings.monitor_pass_early.min(period);
         let on_grid = nominal + period;
@@ -246,7 +248,7 @@ impl NodeLifecycle {
         e.registered_at = now;
         e.health = NodeHealth::first_seen(node, now);
         e.health.observe_lease(lease_renew, now);
-        e.zone = Rc::from(node.zone_key());
+        e.zone = Rc::from(self.settings.domain_key(node));
         // After a restart, pods still Ready on a node already Unknown (not heard from) are
         // marked (kubernetes#135205: upstream leaves them Ready). A node whose kubelet reports
         // Ready=False is alive and manages its pods; upstream does not mark them on a restart,

@@ -212,9 +212,9 @@ impl NodeLifecycle {
                 "NodeNotReady",
                 format!("Node {} status is now: NodeNotReady", node.name),
             ));
-            self.mark_pods_not_ready(name, None, out);
+            self.mark_pods_not_ready(name, None, now, out);
         } else if e.needs_pod_retry && observed != ConditionStatus::True {
-            self.mark_pods_not_ready(name, None, out);
+            self.mark_pods_not_ready(name, None, now, out);
         } else {
             e.needs_pod_retry = false;
         }

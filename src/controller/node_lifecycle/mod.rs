@@ -17,6 +17,7 @@ mod disruption;
 mod dump;
 mod health;
 mod legacy_eviction;
+mod partitions;
 mod pods;
 mod results;
 mod suspects;
@@ -24,7 +25,7 @@ mod tainting;
 
 pub use legacy_eviction::NODE_LOST_REASON;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -202,6 +203,9 @@ pub struct NodeLifecycle {
     /// Writes and live reads sent and not answered yet, with what each is about.
     in_flight: InFlight<Pending>,
     pods_marking: HashSet<PodKey>,
+    /// Nodes not Ready whose pods are kept Ready (`mark_pods_not_ready = "unless-disrupted"`,
+    /// `partitions.rs`).
+    pods_kept_ready: BTreeSet<Name>,
     /// Legacy: pods whose status already says NodeLost.
     node_lost: HashSet<PodKey>,
     disruption_dirty: bool,
@@ -268,6 +272,7 @@ impl NodeLifecycle {
             graces: DeadlineLanes::default(),
             in_flight: InFlight::starting_after(NODE_LIFECYCLE_IDS),
             pods_marking: HashSet::new(),
+            pods_kept_ready: BTreeSet::new(),
             node_lost: HashSet::new(),
             disruption_dirty: false,
             eviction_pass_held_since: None,
@@ -471,6 +476,7 @@ impl NodeLifecycle {
             if brakes_follow {
                 self.update_brakes(now);
             }
+            self.refresh_holds(now);
             if let Some(name) = changed_node {
                 self.taint_due_now(&name, now, out);
             }
@@ -500,6 +506,7 @@ impl NodeLifecycle {
         let names: Vec<Name> = self.nodes.keys().cloned().collect();
         for name in &names {
             self.arm_grace(name, now);
+            self.move_to_domain(name, now);
         }
         if !self.all_zones_fully_disrupted() {
             let keys: Vec<Name> = self.zones.keys().cloned().collect();

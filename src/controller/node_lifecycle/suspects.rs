@@ -121,7 +121,7 @@ impl NodeLifecycle {
     }
 
     /// Every zone with a state would be fully disrupted with the suspects counted.
-    fn all_suspected_down(&self, view: &SuspectView) -> bool {
+    pub(super) fn all_suspected_down(&self, view: &SuspectView) -> bool {
         let mut any = false;
         for key in self.zones.keys() {
             match self.suspected_state(view, key) {

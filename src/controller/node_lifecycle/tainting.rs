@@ -52,7 +52,7 @@ impl NodeLifecycle {
         let due = self
             .zones
             .get(&zone)
-            .filter(|z| !z.in_cooldown(now))
+            .filter(|z| !z.stops_tainting(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
         if !due || !self.caches_current || self.verdicts_in_flight() {
@@ -225,7 +225,7 @@ impl NodeLifecycle {
             let stopped = braked
                 || zones
                     .get(zone)
-                    .is_some_and(|z| z.queue.rate().is_never() || z.in_cooldown(now));
+                    .is_some_and(|z| z.queue.rate().is_never() || z.stops_tainting(now));
             if stopped {
                 requeue.push(zone.clone());
             }
@@ -299,6 +299,8 @@ impl NodeLifecycle {
         if !self.caches_current || self.hold_eviction_pass(now) {
             return;
         }
+        // A hold may have run out (`hold_max`): the pass is armed for it.
+        self.refresh_holds(now);
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         // Built once, and only when some zone has work due: the zones' counts with their
         // suspects (`suspects.rs`).
@@ -307,6 +309,10 @@ impl NodeLifecycle {
         let mut brakes_counted = false;
         for zone in keys {
             if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
+                continue;
+            }
+            // A held domain: no NoExecute taint, nor legacy eviction (issue #26).
+            if self.zones.get(&zone).is_some_and(|z| z.held) {
                 continue;
             }
             let due = self
@@ -404,7 +410,11 @@ impl NodeLifecycle {
         // A braked head waits for the release, which arms the pass again (`decide`).
         let braked = self.brakes.any_engaged();
         for z in self.zones.values() {
-            if z.queue.is_empty() || z.queue.rate().is_never() {
+            if let Some(until) = z.hold_until.filter(|_| z.held) {
+                // The hold's end is a decision line, queue or not.
+                at = Some(at.map_or(until, |a| a.min(until)));
+            }
+            if z.queue.is_empty() || z.queue.rate().is_never() || z.held {
                 continue;
             }
             if braked

@@ -222,6 +222,9 @@ fn a_pool_brake_holds_its_own_nodes_and_no_others() {
             secondary_node_eviction_rate: None,
             max_unhealthy: Some(MaxUnhealthy::Percent(40.0)),
             default_toleration_seconds: None,
+            disruption_domain: None,
+            full_disruption: None,
+            hold_max: None,
         }],
         ..test_settings()
     };

@@ -9,6 +9,8 @@ mod legacy_mode;
 mod lifecycle_with_eviction;
 mod monitor_pass;
 mod operation;
+mod partitions;
+mod partitions_hold;
 mod policies;
 mod pool_timing;
 mod restarts;

@@ -63,6 +63,9 @@ fn edge_pool(seconds: Option<u64>) -> Pool {
         secondary_node_eviction_rate: None,
         max_unhealthy: None,
         default_toleration_seconds: seconds,
+        disruption_domain: None,
+        full_disruption: None,
+        hold_max: None,
     }
 }
 

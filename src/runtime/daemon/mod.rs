@@ -50,6 +50,7 @@ use super::state_dump::read_rss_bytes;
 
 use crate::config::{Config, ConfigChange};
 use crate::controller::cache_currency::cache_settle;
+use crate::controller::partitions::node_label_keys;
 use crate::controller::pools::selector_label_keys;
 use crate::controller::{Action, Controllers, Input};
 use crate::kube::decode::DecodeContext;
@@ -570,6 +571,10 @@ fn report(what: &str, result: io::Result<()>) {
 /// The decoder keeps the node labels the pool selectors read, beside its fixed set.
 fn decode_context(config: &Config) -> DecodeContext {
     let mut decode = DecodeContext::new();
-    decode.keep_node_labels(selector_label_keys(&config.pools));
+    decode.keep_node_labels(node_label_keys(
+        &selector_label_keys(&config.pools),
+        &config.pools,
+        &config.disruption_domain,
+    ));
     decode
 }

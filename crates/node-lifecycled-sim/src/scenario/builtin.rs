@@ -54,6 +54,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "pool-fast-failover",
         include_str!("../../../../conf/scenarios/pool-fast-failover.toml"),
     ),
+    (
+        "site-cut-off",
+        include_str!("../../../../conf/scenarios/site-cut-off.toml"),
+    ),
+    (
+        "site-dark-hold",
+        include_str!("../../../../conf/scenarios/site-dark-hold.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

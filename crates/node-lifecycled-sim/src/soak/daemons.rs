@@ -33,12 +33,18 @@ pub const POOL_BRAKE_PERCENT: f64 = 50.0;
 pub struct Policy {
     pub brake: Option<usize>,
     pub pools: bool,
+    /// Disruption domains by a site label, unless-disrupted, a hold and the site's pool
+    /// (`domains::TOP_KEYS`, `domains::POOL`).
+    pub partitions: bool,
 }
 
 impl Policy {
     /// (top-level keys, tables after the rest).
     fn text(&self) -> (String, String) {
         let mut top = String::new();
+        if self.partitions {
+            top.push_str(super::domains::TOP_KEYS);
+        }
         if let Some(n) = self.brake {
             top.push_str(&format!("max_unhealthy = {n}\n"));
         }
@@ -59,6 +65,11 @@ impl Policy {
             )
         } else {
             String::new()
+        };
+        let tables = if self.partitions {
+            format!("{tables}{}", super::domains::POOL)
+        } else {
+            tables
         };
         (top, tables)
     }

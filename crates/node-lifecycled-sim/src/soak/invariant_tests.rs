@@ -11,11 +11,11 @@ use crate::resource::{Resource, Verb};
 use crate::write_log::{Identity, WriteRecord};
 use node_lifecycled::time::Time;
 
-const A: &str = "token-a";
+pub(super) const A: &str = "token-a";
 const B: &str = "token-b";
 const T0: u64 = 1_700_000_000_000;
 
-fn at(seconds: f64) -> Time {
+pub(super) fn at(seconds: f64) -> Time {
     Time::from_unix_millis(T0 + (seconds * 1000.0) as u64)
 }
 
@@ -30,13 +30,13 @@ fn limits() -> Limits {
 }
 
 /// A log under construction: records numbered in order.
-struct Log {
-    checker: Checker,
+pub(super) struct Log {
+    pub(super) checker: Checker,
     seq: u64,
 }
 
 impl Log {
-    fn new() -> Log {
+    pub(super) fn new() -> Log {
         let mut checker = Checker::new(
             limits(),
             &[(A, "daemon-a"), (B, "daemon-b")],
@@ -110,7 +110,7 @@ impl Log {
         }
     }
 
-    fn unknown(&mut self, t: f64, token: &str, node: &str) {
+    pub(super) fn unknown(&mut self, t: f64, token: &str, node: &str) {
         self.write(
             t,
             Log::daemon(token),
@@ -125,7 +125,7 @@ impl Log {
         );
     }
 
-    fn taints(&mut self, t: f64, token: &str, node: &str, keys: &[&str]) {
+    pub(super) fn taints(&mut self, t: f64, token: &str, node: &str, keys: &[&str]) {
         let list: Vec<_> = keys
             .iter()
             .map(|k| json!({"key": format!("node.kubernetes.io/{k}"), "effect": "NoExecute"}))
@@ -157,11 +157,11 @@ impl Log {
         );
     }
 
-    fn rules(&self) -> Vec<&'static str> {
+    pub(super) fn rules(&self) -> Vec<&'static str> {
         self.checker.violations.iter().map(|v| v.rule).collect()
     }
 
-    fn violations(&self) -> &[Violation] {
+    pub(super) fn violations(&self) -> &[Violation] {
         &self.checker.violations
     }
 }
@@ -461,7 +461,7 @@ fn die(log: &mut Log, nodes: &[String], last: f64) {
 }
 
 /// `node`'s kubelet posts Ready=True.
-fn ready_post(log: &mut Log, t: f64, node: &str) {
+pub(super) fn ready_post(log: &mut Log, t: f64, node: &str) {
     log.write(
         t,
         Identity::direct(KUBELET),

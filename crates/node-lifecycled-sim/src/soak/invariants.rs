@@ -265,6 +265,11 @@ pub struct Checker {
     /// Per zone: since when taints have been allowed without a break.
     pub(super) allowed_since: BTreeMap<String, Time>,
     pub(super) all_full_since: Option<Time>,
+    /// Issue #26 (`domains.rs`): held domains' `hold_max`, since when each domain has been
+    /// fully disrupted in the store, and the domains the daemons may be holding now.
+    pub(super) holds: BTreeMap<String, Option<Duration>>,
+    pub(super) full_since: BTreeMap<String, Time>,
+    pub(super) held: std::collections::BTreeSet<String>,
     /// Leaving master disruption mode restarts every node's grace period.
     pub(super) all_full_exit: Time,
     pub(super) last_write: HashMap<String, Time>,
@@ -298,6 +303,9 @@ impl Checker {
             forbidden_since: BTreeMap::new(),
             allowed_since: BTreeMap::new(),
             all_full_since: None,
+            holds: BTreeMap::new(),
+            full_since: BTreeMap::new(),
+            held: Default::default(),
             all_full_exit: Time::ZERO,
             last_write: HashMap::new(),
             quiet_until: start,

@@ -12,6 +12,9 @@ pub mod brake_rule;
 mod daemons;
 mod decisions;
 #[cfg(test)]
+mod domain_tests;
+pub mod domains;
+#[cfg(test)]
 mod invariant_tests;
 pub mod invariants;
 mod liveness;
@@ -47,6 +50,9 @@ pub struct SoakOptions {
     pub dir: Option<PathBuf>,
     pub nodes: usize,
     pub zones: usize,
+    /// Issue #26: disruption domains by label, pods kept Ready, held dark domains, a pool
+    /// (`domains.rs`).
+    pub partitions: bool,
     /// Set (by a SIGINT/SIGTERM handler) to end the run early: the daemons are stopped and
     /// the run reports an error. `None`: the run goes to its end.
     pub stop: Option<Arc<AtomicBool>>,
@@ -68,6 +74,7 @@ impl SoakOptions {
             dir: None,
             nodes: 24,
             zones: 3,
+            partitions: false,
             stop: None,
             brake: None,
             pools: false,
@@ -171,6 +178,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     let policy = daemons::Policy {
         brake: options.brake,
         pools: options.pools,
+        partitions: options.partitions,
     };
     let start = cluster.now();
     let pairs: Vec<(&str, &str)> = tokens
@@ -179,6 +187,24 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         .zip(DAEMON_NAMES)
         .collect();
     let mut checker = Checker::new(limits, &pairs, &populated.nodes, start);
+    if options.partitions {
+        checker.use_domains(domains::domain_of, domains::holds(), start);
+        for node in &populated.nodes {
+            let site = domains::site_of(node);
+            cluster
+                .update(Resource::Nodes, None, node, |v| {
+                    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                        let labels = meta
+                            .entry("labels")
+                            .or_insert_with(|| serde_json::json!({}));
+                        if let Some(labels) = labels.as_object_mut() {
+                            labels.insert(domains::SITE_LABEL.into(), serde_json::json!(site));
+                        }
+                    }
+                })
+                .map_err(|e| format!("cannot label node {node}: {}", e.message))?;
+        }
+    }
     for pod in &pods {
         let toleration = match pod.toleration {
             Toleration::None => Some(Duration::ZERO),
@@ -345,12 +371,17 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         clean_stops,
         dir,
         policy_args: format!(
-            "{}{}",
+            "{}{}{}",
             options
                 .brake
                 .map(|n| format!(" --brake {n}"))
                 .unwrap_or_default(),
-            if options.pools { " --pools" } else { "" }
+            if options.pools { " --pools" } else { "" },
+            if options.partitions {
+                " --partitions"
+            } else {
+                ""
+            }
         ),
     };
     // Every write of the run, the kubelets' included, for reading a violation's story.

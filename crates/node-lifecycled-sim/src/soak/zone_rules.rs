@@ -219,9 +219,12 @@ impl Checker {
         (forbids, all_full)
     }
 
-    fn update_zones(&mut self, at: Time) {
+    pub(super) fn update_zones(&mut self, at: Time) {
         let (forbids, all_full) = self.zone_rules();
+        self.refresh_holds(at);
         for (zone, forbid) in forbids {
+            // A held domain forbids new taints too (issue #26, `domains.rs`).
+            let forbid = forbid || self.is_held(&zone);
             let since = self.forbidden_since.entry(zone.clone()).or_default();
             match (forbid, *since) {
                 (true, None) => *since = Some(at),
@@ -245,6 +248,10 @@ impl Checker {
 
     pub(super) fn check_taint(&mut self, daemon: &str, node: &str, at: Time) {
         self.obligations.taints_checked += 1;
+        if !self.holds.is_empty() {
+            // A hold runs out with time, not with a store change.
+            self.update_zones(at);
+        }
         let Some(zone) = self.nodes.get(node).map(|n| n.zone.clone()) else {
             return;
         };
@@ -253,6 +260,19 @@ impl Checker {
         let Some(since) = by_store else {
             return self.check_taint_batched(daemon, node, &zone, at);
         };
+        if self.is_held(&zone) && self.all_full_since.is_none() {
+            let full = self.full_since.get(&zone).copied().unwrap_or(since);
+            return self.violation(
+                at,
+                "taint-in-held-domain",
+                format!(
+                    "{node} got a NoExecute taint although its domain {zone} is held \
+                     (fully disrupted for {:.1}s, hold_max {:?})",
+                    at.since(full).as_secs_f64(),
+                    self.holds.get(&zone).copied().flatten()
+                ),
+            );
+        }
         let why = if self.all_full_since.is_some() {
             "every zone is fully disrupted"
         } else {
