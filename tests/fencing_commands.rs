@@ -103,6 +103,7 @@ fn config(command: Vec<String>, timeout: Duration) -> FencingConfig {
         retry_backoff: Duration::from_secs(60),
         retry_backoff_max: Duration::from_secs(600),
         remove_out_of_service_on_recovery: true,
+        ..FencingConfig::default()
     }
 }
 

@@ -25,6 +25,30 @@ pub struct FencingConfig {
     pub retry_backoff: Duration,
     pub retry_backoff_max: Duration,
     pub remove_out_of_service_on_recovery: bool,
+    /// A cordoned node (`spec.unschedulable`) is not fenced (issue #27).
+    pub skip_cordoned: bool,
+    /// The longest `node-lifecycled pause … --for` accepted (every kind of pause, not only
+    /// fencing's; issue #27).
+    pub max_pause: Duration,
+}
+
+/// The defaults, fencing off (what an empty `[fencing]` gives).
+impl Default for FencingConfig {
+    fn default() -> FencingConfig {
+        FencingConfig {
+            enabled: false,
+            command: Vec::new(),
+            after: Duration::from_secs(300),
+            timeout: Duration::from_secs(120),
+            max_concurrent: 1,
+            match_labels: Vec::new(),
+            retry_backoff: Duration::from_secs(60),
+            retry_backoff_max: Duration::from_secs(1800),
+            remove_out_of_service_on_recovery: true,
+            skip_cordoned: true,
+            max_pause: Duration::from_secs(24 * 3600),
+        }
+    }
 }
 
 /// Largest `max_concurrent`: each fence is a child process of this single-threaded daemon.
@@ -103,6 +127,8 @@ impl Validator<'_> {
             retry_backoff,
             retry_backoff_max,
             remove_out_of_service_on_recovery: flag(&raw.remove_out_of_service_on_recovery, true),
+            skip_cordoned: flag(&raw.skip_cordoned, true),
+            max_pause: self.duration(&raw.max_pause, "fencing.max_pause", "24h", false)?,
         })
     }
 

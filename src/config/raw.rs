@@ -89,6 +89,8 @@ pub(super) struct RawFencing {
     pub retry_backoff: Field<DurationText>,
     pub retry_backoff_max: Field<DurationText>,
     pub remove_out_of_service_on_recovery: Field<bool>,
+    pub skip_cordoned: Field<bool>,
+    pub max_pause: Field<DurationText>,
 }
 
 #[derive(Deserialize, Default)]

@@ -217,6 +217,8 @@ fn entries(c: &Config) -> Vec<Entry> {
         "remove_out_of_service_on_recovery",
         Some(f.remove_out_of_service_on_recovery.to_string()),
     );
+    put(fe, "skip_cordoned", Some(f.skip_cordoned.to_string()));
+    put(fe, "max_pause", Some(dur(f.max_pause)));
     out
 }
 

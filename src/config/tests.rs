@@ -642,3 +642,31 @@ fn api_content_type_asks_protobuf_by_default_and_json_on_request() {
     let c = parse("[api]\ncontent_type = \"protobuf\"\n").unwrap();
     assert_eq!(c.api.content_type, ContentType::Protobuf);
 }
+
+/// Issue #27: `skip_cordoned` (default on) and `max_pause` (default 24h) are read, rendered
+/// back and validated (file, line, key).
+#[test]
+fn fencing_skip_cordoned_and_max_pause_are_read_rendered_and_validated() {
+    let c = parse("").unwrap();
+    assert!(c.fencing.skip_cordoned);
+    assert_eq!(c.fencing.max_pause, Duration::from_secs(24 * 3600));
+    let c = parse("[fencing]\nskip_cordoned = false\nmax_pause = \"2h\"\n").unwrap();
+    assert!(!c.fencing.skip_cordoned);
+    assert_eq!(c.fencing.max_pause, Duration::from_secs(7200));
+    let rendered = super::render::to_toml(&c);
+    assert!(rendered.contains("skip_cordoned = false"), "{rendered}");
+    assert!(rendered.contains("max_pause = \"2h\""), "{rendered}");
+    for (text, want) in [
+        (
+            "[fencing]\n\nmax_pause = \"0s\"\n",
+            "conf/test.toml:3: fencing.max_pause: must be greater than 0",
+        ),
+        (
+            "[fencing]\nskip_cordoned = \"yes\"\n",
+            "conf/test.toml:2: fencing.skip_cordoned",
+        ),
+    ] {
+        let got = error(text);
+        assert!(got.starts_with(want), "{text:?}\n got: {got}\nwant: {want}");
+    }
+}

@@ -123,12 +123,14 @@ pub enum Decision {
     /// A fencing step (`controller/fencing`): `detail` is the whole line, its evidence as
     /// `key=value` pairs (`decision=fence node=… outage_since=… lease_renew=…`).
     Fencing { node: Name, detail: String },
+    /// A fleet pause started or ended (`controller/fleet_pause.rs`): `detail` is the line.
+    Pause { detail: String },
 }
 
 impl Decision {
     /// Every [`Decision::kind`], in declaration order: `/metrics` counts each, zero included,
     /// so a kind that has not happened yet is a 0 and not a missing series.
-    pub const KINDS: [&'static str; 10] = [
+    pub const KINDS: [&'static str; 11] = [
         "node-unknown",
         "node-ready",
         "zone-state",
@@ -139,6 +141,7 @@ impl Decision {
         "pod-deletion",
         "deletion-cancelled",
         "fencing",
+        "pause",
     ];
 
     /// `DECISION=` in the journal: a stable name per kind (one of [`Decision::KINDS`]).
@@ -154,6 +157,7 @@ impl Decision {
             Decision::PodDeletion { .. } => "pod-deletion",
             Decision::DeletionCancelled { .. } => "deletion-cancelled",
             Decision::Fencing { .. } => "fencing",
+            Decision::Pause { .. } => "pause",
         }
     }
 
@@ -169,7 +173,8 @@ impl Decision {
             Decision::ZoneState { .. }
             | Decision::AllZonesDown { .. }
             | Decision::ZoneWaits { .. }
-            | Decision::DeletionCancelled { .. } => None,
+            | Decision::DeletionCancelled { .. }
+            | Decision::Pause { .. } => None,
         }
     }
 

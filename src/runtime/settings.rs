@@ -39,6 +39,7 @@ pub fn controller_settings(config: &Config) -> Settings {
             retry_backoff: config.fencing.retry_backoff,
             retry_backoff_max: config.fencing.retry_backoff_max,
             remove_out_of_service_on_recovery: config.fencing.remove_out_of_service_on_recovery,
+            skip_cordoned: config.fencing.skip_cordoned,
         }),
     }
 }

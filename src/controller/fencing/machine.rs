@@ -134,6 +134,8 @@ pub struct Fencing {
     pub(super) timers: TimerHeap<Name>,
     /// Steps decided since the shell last took them (its decision log renders them).
     pub(super) decisions: Vec<Decision>,
+    /// A fleet pause holding fencing, described (`holds.rs`).
+    pub(super) paused: Option<String>,
 }
 
 /// An outage is named by Ready's `lastTransitionTime`, which the API keeps to the second; our
@@ -174,6 +176,7 @@ impl Fencing {
             nodes: BTreeMap::new(),
             timers: TimerHeap::new(),
             decisions: Vec::new(),
+            paused: None,
         }
     }
 
@@ -394,6 +397,10 @@ impl Fencing {
             self.timers.schedule(name.clone(), due);
             return;
         }
+        if let Some(why) = self.held_off(&node.maintenance, node.unschedulable, now) {
+            self.block(name, why, now + self.recheck);
+            return;
+        }
         if let Some(why) = self.gate(lc, name, now) {
             self.block(name, why, now + self.recheck);
             return;
@@ -537,6 +544,10 @@ impl Fencing {
                 crate::time::format_duration(self.policy.after)
             );
             self.timers.schedule(name.clone(), e.not_before);
+            return;
+        }
+        if let Some(why) = self.held_off(&t.maintenance, t.unschedulable, now) {
+            self.block(name, why, now + self.recheck);
             return;
         }
         if let Some(why) = self.gate(lc, name, now) {

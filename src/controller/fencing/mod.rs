@@ -24,6 +24,10 @@
 //!    annotation, when `remove_out_of_service_on_recovery`. A taint we did not add is never
 //!    removed.
 //!
+//! Held off (issue #27, `holds.rs`): a fleet pause of fencing, a node's maintenance
+//! annotation, or its cordon (with `skip_cordoned`) keeps it from steps 1 and 2, checked on the
+//! cache and again on the live read; the node is checked again every `node_monitor_period`.
+//!
 //! Restart rule: a node that carries an attempt record for its current outage that this
 //! process did not make (a restart, or a new leader, while a command ran) is not fenced at
 //! once: it gets one more full `after` from the moment the record was found, then every check
@@ -39,6 +43,7 @@ macro_rules! decide {
     };
 }
 
+mod holds;
 mod machine;
 mod outcomes;
 #[cfg(test)]
@@ -69,6 +74,8 @@ pub struct FencingPolicy {
     pub retry_backoff: Duration,
     pub retry_backoff_max: Duration,
     pub remove_out_of_service_on_recovery: bool,
+    /// A cordoned node (`spec.unschedulable`) is not fenced (issue #27; default true).
+    pub skip_cordoned: bool,
 }
 
 impl FencingPolicy {
@@ -108,6 +115,9 @@ pub struct FenceTarget {
     pub addresses: Vec<(String, String)>,
     pub attempt: Option<String>,
     pub taint_added: Option<String>,
+    /// The maintenance annotation as read live (issue #27).
+    pub maintenance: crate::model::Maintenance,
+    pub unschedulable: bool,
     pub out_of_service: bool,
     pub lease: LeaseReadOutcome,
 }

@@ -17,6 +17,7 @@ fn policy() -> FencingPolicy {
         retry_backoff: secs(60),
         retry_backoff_max: secs(600),
         remove_out_of_service_on_recovery: true,
+        skip_cordoned: true,
     }
 }
 
@@ -207,6 +208,8 @@ impl Api {
             addresses: vec![("InternalIP".into(), "10.0.0.1".into())],
             attempt: notes.get(ATTEMPT_ANNOTATION).cloned(),
             taint_added: notes.get(TAINT_ADDED_ANNOTATION).cloned(),
+            maintenance: node.maintenance.clone(),
+            unschedulable: node.unschedulable,
             out_of_service: node.taints.iter().any(is_out_of_service),
             lease: match self.ctl.store().lease(name) {
                 Some(l) => LeaseReadOutcome::Found(l.clone()),
@@ -607,3 +610,5 @@ fn backoff_doubles_up_to_its_maximum() {
     );
     assert_eq!(attempt_outage("garbage"), None);
 }
+
+mod holds;
