@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod controllers;
 pub mod fleet;
 pub mod host_files;
+pub mod pause;
 pub mod permissions;
 
 use std::path::PathBuf;

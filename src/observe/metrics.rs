@@ -29,6 +29,7 @@ pub fn render(s: &DaemonSnapshot) -> String {
     api_latency(&mut e, s);
     pools(&mut e, s);
     fencing(&mut e, s);
+    paused(&mut e, s);
     e.out
 }
 
@@ -169,6 +170,23 @@ fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
     );
     for (pool, count) in counts {
         e.sample("node_lifecycled_pool_nodes", &[("pool", pool)], count);
+    }
+}
+
+/// The fleet pause (issue #27): 1 for what a pause in force holds, else 0 (always exported,
+/// so an alert can watch it).
+fn paused(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_paused",
+        "gauge",
+        "1 while a fleet pause (node-lifecycled pause) holds fencing or tainting, else 0.",
+    );
+    for what in ["fencing", "tainting"] {
+        let on = s.pause.as_ref().is_some_and(|p| match what {
+            "fencing" => p.what.fencing(),
+            _ => p.what.tainting(),
+        });
+        e.sample("node_lifecycled_paused", &[("what", what)], u64::from(on));
     }
 }
 

@@ -43,6 +43,8 @@ pub struct DaemonSnapshot {
     pub fencing: Option<FencingMetrics>,
     /// Decisions made so far, by kind (`Decision::kind`).
     pub decisions: BTreeMap<&'static str, u64>,
+    /// The fleet pause in force (issue #27), as read from the leader Lease.
+    pub pause: Option<crate::controller::fleet_pause::FleetPause>,
 }
 
 /// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).

@@ -157,6 +157,9 @@ pub struct Daemon {
     /// Every decision as one line (folded in floods), and the history `explain` shows.
     decision_log: DecisionLog,
     control: Option<ControlServer>,
+    /// The fleet pause annotation as last read from the leader Lease, and when this value was
+    /// first seen (issue #27, `leadership.rs`).
+    pause_seen: Option<(String, Time)>,
 }
 
 impl Daemon {
@@ -254,6 +257,7 @@ impl Daemon {
             watch_list_unknown: watch_list.is_none(),
             decision_log: DecisionLog::new(),
             control,
+            pause_seen: None,
         })
     }
 

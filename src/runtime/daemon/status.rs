@@ -202,6 +202,7 @@ impl Daemon {
                 .enabled
                 .then(|| self.fencer.metrics.clone()),
             decisions: self.decision_log.decided.clone(),
+            pause: self.controllers.pause(now).cloned(),
         }
     }
 }
