@@ -715,3 +715,10 @@ fn scenario_steps_label_and_annotate_nodes_and_name_mistakes() {
 fn builtin_fencing_holds_against_the_daemon() {
     play_builtin("fencing");
 }
+
+/// Issue #27: a node annotated for maintenance (empty, or a value that is no time) is not
+/// fenced until the window ends; the node beside it without the annotation is.
+#[test]
+fn builtin_fencing_maintenance_holds_against_the_daemon() {
+    play_builtin("fencing-maintenance");
+}

@@ -46,6 +46,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing",
         include_str!("../../../../conf/scenarios/fencing.toml"),
     ),
+    (
+        "fencing-maintenance",
+        include_str!("../../../../conf/scenarios/fencing-maintenance.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.
