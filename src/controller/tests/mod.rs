@@ -3,6 +3,7 @@
 //! proves where we deliberately differ.
 
 mod beyond_upstream;
+mod fleet_pause;
 pub(crate) mod harness;
 mod lifecycle_with_eviction;
 mod monitor_pass;
