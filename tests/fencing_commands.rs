@@ -109,6 +109,7 @@ fn config(command: Vec<String>, timeout: Duration) -> FencingConfig {
 
 fn target() -> FenceCommand {
     FenceCommand {
+        step: Default::default(),
         node: Name::from("worker-7"),
         uid: Name::from("uid-7"),
         addresses: vec![

@@ -219,6 +219,31 @@ fn entries(c: &Config) -> Vec<Entry> {
     );
     put(fe, "skip_cordoned", Some(f.skip_cordoned.to_string()));
     put(fe, "max_pause", Some(dur(f.max_pause)));
+    put(fe, "mode", Some(string(f.mode.as_str())));
+    let on: Vec<String> = f.on_command.iter().map(|a| string(a)).collect();
+    put(
+        fe,
+        "on_command",
+        (!on.is_empty()).then(|| format!("[{}]", on.join(", "))),
+    );
+    put(fe, "recover_timeout", Some(dur(f.recover_timeout)));
+    let steps: Vec<String> = f
+        .steps
+        .iter()
+        .map(|s| {
+            let argv: Vec<String> = s.command.iter().map(|a| string(a)).collect();
+            format!(
+                "{{ command = [{}], timeout = {} }}",
+                argv.join(", "),
+                dur(s.timeout)
+            )
+        })
+        .collect();
+    put(
+        fe,
+        "step",
+        (!steps.is_empty()).then(|| format!("[{}]", steps.join(", "))),
+    );
     out
 }
 
@@ -331,6 +356,8 @@ fn unset_meaning(key: &str) -> &'static str {
         "context" => ": the kubeconfig's current-context",
         "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
         "command" => ": no fence command (fencing needs one)",
+        "on_command" => ": no power-on command (power-cycle needs one)",
+        "step" => ": one step, command with timeout",
         _ => "",
     }
 }

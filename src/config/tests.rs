@@ -670,3 +670,79 @@ fn fencing_skip_cordoned_and_max_pause_are_read_rendered_and_validated() {
         assert!(got.starts_with(want), "{text:?}\n got: {got}\nwant: {want}");
     }
 }
+
+/// Issue #27: `mode`, `on_command`, `recover_timeout` and `[[fencing.step]]` are read, rendered
+/// back (the rendering parses to the same config) and validated (file, line, key).
+#[test]
+fn fencing_power_cycle_and_steps_are_read_rendered_and_validated() {
+    use super::{FenceMode, FenceStepConfig};
+    let c = parse("").unwrap();
+    assert_eq!(c.fencing.mode, FenceMode::PowerOff);
+    assert_eq!(c.fencing.recover_timeout, Duration::from_secs(600));
+    assert!(c.fencing.steps.is_empty());
+    let text = "[fencing]\nmode = \"power-cycle\"\non_command = [\"/bin/true\", \"on\"]\n\
+                recover_timeout = \"5m\"\n[[fencing.step]]\ncommand = [\"/bin/true\", \"soft\"]\n\
+                timeout = \"30s\"\n[[fencing.step]]\ncommand = [\"/bin/false\"]\ntimeout = \"1m\"\n";
+    let c = parse(text).unwrap();
+    assert_eq!(c.fencing.mode, FenceMode::PowerCycle);
+    assert_eq!(c.fencing.on_command, ["/bin/true", "on"]);
+    assert_eq!(
+        c.fencing.effective_steps(),
+        [
+            FenceStepConfig {
+                command: vec!["/bin/true".into(), "soft".into()],
+                timeout: Duration::from_secs(30)
+            },
+            FenceStepConfig {
+                command: vec!["/bin/false".into()],
+                timeout: Duration::from_secs(60)
+            }
+        ]
+    );
+    let rendered = super::render::to_toml(&c);
+    let again = parse(&rendered).unwrap();
+    assert_eq!(again.fencing, c.fencing, "{rendered}");
+    let one = parse("[fencing]\ncommand = [\"/bin/true\"]\ntimeout = \"7s\"\n").unwrap();
+    assert_eq!(one.fencing.effective_steps().len(), 1);
+    assert_eq!(
+        one.fencing.effective_steps()[0].timeout,
+        Duration::from_secs(7)
+    );
+    for (text, want) in [
+        (
+            "[fencing]\nmode = \"power-cycle\"\n",
+            "conf/test.toml:2: fencing.on_command: must be set when fencing.mode = \"power-cycle\"",
+        ),
+        (
+            "[fencing]\nmode = \"reboot\"\n",
+            "conf/test.toml:2: fencing.mode: \"reboot\": must be",
+        ),
+        (
+            "[fencing]\n[[fencing.step]]\ncommand = [\"/bin/true\"]\n",
+            "conf/test.toml:2: fencing.step[0].timeout: every step needs a timeout",
+        ),
+        (
+            "[fencing]\n[[fencing.step]]\ntimeout = \"1m\"\n",
+            "conf/test.toml:2: fencing.step[0].command: every step needs a command",
+        ),
+        (
+            "[fencing]\n[[fencing.step]]\ncommand = [\"/nonexistent/off\"]\ntimeout = \"1m\"\n",
+            "conf/test.toml:3: fencing.step[0].command: /nonexistent/off: No such file",
+        ),
+        (
+            "[fencing]\non_command = [\"relative\"]\n",
+            "conf/test.toml:2: fencing.on_command: \"relative\" must be an absolute path",
+        ),
+        (
+            "[fencing]\ncommand = [\"/bin/true\"]\n[[fencing.step]]\ncommand = [\"/bin/true\"]\ntimeout = \"1m\"\n",
+            "conf/test.toml:2: fencing.command: set either fencing.command or [[fencing.step]]",
+        ),
+        (
+            "[fencing]\nrecover_timeout = \"0s\"\n",
+            "conf/test.toml:2: fencing.recover_timeout: must be greater than 0",
+        ),
+    ] {
+        let got = error(text);
+        assert!(got.starts_with(want), "{text:?}\n got: {got}\nwant: {want}");
+    }
+}

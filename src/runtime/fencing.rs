@@ -23,8 +23,8 @@ use log::{info, warn};
 use mio::unix::pipe::Receiver;
 use mio::{Interest, Token};
 
-use crate::config::{FencingConfig, format_duration};
-use crate::controller::fencing::{FenceCommand, FenceOutcome};
+use crate::config::{FenceStepConfig, FencingConfig, format_duration};
+use crate::controller::fencing::{FenceCommand, FenceOutcome, FenceStep};
 use crate::controller::{ActionId, Input};
 use crate::observe::FencingMetrics;
 use crate::time::Time;
@@ -83,8 +83,10 @@ struct Running {
 }
 
 pub struct FenceRunner {
-    command: Vec<String>,
-    timeout: Duration,
+    /// The power-off steps (`[[fencing.step]]`, or `command` with `timeout`).
+    steps: Vec<FenceStepConfig>,
+    /// `power-cycle`'s power-on (`on_command`, with `timeout`).
+    on: Option<FenceStepConfig>,
     running: Vec<Running>,
     pub metrics: FencingMetrics,
 }
@@ -108,18 +110,31 @@ fn labels_env(labels: &[(String, String)]) -> String {
 
 impl FenceRunner {
     pub fn new(config: &FencingConfig) -> FenceRunner {
-        FenceRunner {
-            command: config.command.clone(),
-            timeout: config.timeout,
+        let mut runner = FenceRunner {
+            steps: Vec::new(),
+            on: None,
             running: Vec::new(),
             metrics: FencingMetrics::default(),
-        }
+        };
+        runner.apply(config);
+        runner
     }
 
     /// Config reload: the next command runs with these; running ones keep their deadline.
     pub fn apply(&mut self, config: &FencingConfig) {
-        self.command = config.command.clone();
-        self.timeout = config.timeout;
+        self.steps = config.effective_steps();
+        self.on = (!config.on_command.is_empty()).then(|| FenceStepConfig {
+            command: config.on_command.clone(),
+            timeout: config.timeout,
+        });
+    }
+
+    /// The command and timeout of `step` (`None`: not configured).
+    fn step(&self, step: FenceStep) -> Option<&FenceStepConfig> {
+        match step {
+            FenceStep::Off(i) => self.steps.get(i),
+            FenceStep::On => self.on.as_ref(),
+        }
     }
 
     pub fn running(&self) -> usize {
@@ -133,10 +148,6 @@ impl FenceRunner {
             .filter(|r| !r.killed)
             .map(|r| r.deadline)
             .min()
-    }
-
-    fn shown(&self) -> String {
-        self.command.join(" ")
     }
 
     fn count(&mut self, outcome: &FenceOutcome, took: Duration) {
@@ -158,8 +169,14 @@ impl FenceRunner {
     ) -> Option<Input> {
         let now = lp.now();
         let node = command.node.to_string();
+        let (argv, timeout) = self
+            .step(command.step)
+            .map_or((Vec::new(), Duration::ZERO), |s| {
+                (s.command.clone(), s.timeout)
+            });
+        let shown = argv.join(" ");
         if dry_run {
-            info!("would fence {node} (command {})", self.shown());
+            info!("would fence {node} (command {shown})");
             let outcome = FenceOutcome::DryRun;
             self.count(&outcome, Duration::ZERO);
             return Some(Input::FenceExited {
@@ -168,10 +185,14 @@ impl FenceRunner {
                 took: Duration::ZERO,
             });
         }
-        let spawned = match self.command.split_first() {
-            None => Err(io::Error::other("fencing.command is empty")),
+        let spawned = match argv.split_first() {
+            None => Err(io::Error::other(format!(
+                "no command configured for step {}",
+                command.step.env()
+            ))),
             Some((program, args)) => Command::new(program)
                 .args(args)
+                .env("FENCE_STEP", command.step.env())
                 .env("NODE_NAME", &node)
                 .env("NODE_UID", &*command.uid)
                 .env("NODE_ADDRESSES", addresses_env(&command.addresses))
@@ -185,7 +206,7 @@ impl FenceRunner {
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
-                let outcome = FenceOutcome::SpawnFailed(format!("{}: {e}", self.shown()));
+                let outcome = FenceOutcome::SpawnFailed(format!("{shown}: {e}"));
                 warn!("fence command for node {node} {outcome}");
                 self.count(&outcome, Duration::ZERO);
                 return Some(Input::FenceExited {
@@ -212,17 +233,17 @@ impl FenceRunner {
         let stdout = register(child.stdout.take().map(Receiver::from));
         let stderr = register(child.stderr.take().map(Receiver::from));
         info!(
-            "fencing: started command for node={node} pid={} timeout={} command=\"{}\"",
+            "fencing: started command for node={node} step={} pid={} timeout={} command=\"{shown}\"",
+            command.step.env(),
             child.id(),
-            format_duration(self.timeout),
-            self.shown()
+            format_duration(timeout),
         );
         self.running.push(Running {
             id,
             node,
             child,
             started: now,
-            deadline: now.saturating_add(self.timeout),
+            deadline: now.saturating_add(timeout),
             killed: false,
             stdout,
             stderr,

@@ -18,6 +18,9 @@ fn policy() -> FencingPolicy {
         retry_backoff_max: secs(600),
         remove_out_of_service_on_recovery: true,
         skip_cordoned: true,
+        steps: 1,
+        power_cycle: false,
+        recover_timeout: secs(600),
     }
 }
 
@@ -33,6 +36,8 @@ struct Api {
     /// (time, id, node) of every fence command started.
     commands: Vec<(Time, ActionId, Name)>,
     running: Vec<(ActionId, Name)>,
+    /// (time, node, step) of every command started.
+    ran: Vec<(Time, Name, FenceStep)>,
     events: Vec<(&'static str, String)>,
     /// The live read fails while set.
     reads_fail: bool,
@@ -52,6 +57,7 @@ impl Api {
             reporting_not_ready: BTreeSet::new(),
             commands: Vec::new(),
             running: Vec::new(),
+            ran: Vec::new(),
             events: Vec::new(),
             reads_fail: false,
             rv: 1,
@@ -157,6 +163,8 @@ impl Api {
                 inputs.push_back(Input::FenceTargetRead { id, outcome });
             }
             Action::RunFenceCommand { id, command } => {
+                self.ran
+                    .push((self.now, command.node.clone(), command.step));
                 self.commands.push((self.now, id, command.node.clone()));
                 self.running.push((id, command.node));
             }
@@ -208,6 +216,7 @@ impl Api {
             addresses: vec![("InternalIP".into(), "10.0.0.1".into())],
             attempt: notes.get(ATTEMPT_ANNOTATION).cloned(),
             taint_added: notes.get(TAINT_ADDED_ANNOTATION).cloned(),
+            fence_state: notes.get(STATE_ANNOTATION).cloned(),
             maintenance: node.maintenance.clone(),
             unschedulable: node.unschedulable,
             out_of_service: node.taints.iter().any(is_out_of_service),
@@ -611,4 +620,5 @@ fn backoff_doubles_up_to_its_maximum() {
     assert_eq!(attempt_outage("garbage"), None);
 }
 
+mod cycle;
 mod holds;

@@ -52,6 +52,9 @@ pub fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
             .collect(),
         attempt: annotations.get(ATTEMPT_ANNOTATION).cloned(),
         taint_added: annotations.get(TAINT_ADDED_ANNOTATION).cloned(),
+        fence_state: annotations
+            .get(crate::controller::fencing::STATE_ANNOTATION)
+            .cloned(),
         maintenance: annotations
             .get(crate::model::maintenance::ANNOTATION)
             .map_or(Maintenance::None, |v| Maintenance::parse(v)),
