@@ -722,3 +722,10 @@ fn builtin_fencing_holds_against_the_daemon() {
 fn builtin_fencing_maintenance_holds_against_the_daemon() {
     play_builtin("fencing-maintenance");
 }
+
+/// Issue #27: a failing first step escalates to the power-off, the node is tainted, its pods
+/// go, it is powered on and, once Ready, untainted.
+#[test]
+fn builtin_fencing_power_cycle_holds_against_the_daemon() {
+    play_builtin("fencing-power-cycle");
+}

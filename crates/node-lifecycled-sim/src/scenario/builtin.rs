@@ -50,6 +50,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing-maintenance",
         include_str!("../../../../conf/scenarios/fencing-maintenance.toml"),
     ),
+    (
+        "fencing-power-cycle",
+        include_str!("../../../../conf/scenarios/fencing-power-cycle.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.
