@@ -220,7 +220,7 @@ fn example_config_documents_every_key_it_accepts() {
         assert!(shown, "conf/config.toml does not show {key}");
         checked += 1;
     }
-    assert_eq!(checked, 18 + 14 + 7 + 15);
+    assert_eq!(checked, 18 + 14 + 7 + 17);
 }
 
 #[test]

@@ -38,6 +38,11 @@ pub struct FencingConfig {
     pub recover_timeout: Duration,
     /// `[[fencing.step]]` as written (empty: the one step is `command` with `timeout`).
     pub steps: Vec<FenceStepConfig>,
+    /// Checks the fence agent's credentials for a node (exit 0: reachable and accepted);
+    /// `doctor --fence-sample N` and, every `status_interval`, the daemon (issue #27).
+    pub status_command: Vec<String>,
+    /// Zero: the daemon does not run `status_command`.
+    pub status_interval: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -98,6 +103,8 @@ impl Default for FencingConfig {
             on_command: Vec::new(),
             recover_timeout: Duration::from_secs(600),
             steps: Vec::new(),
+            status_command: Vec::new(),
+            status_interval: Duration::ZERO,
         }
     }
 }
@@ -206,6 +213,13 @@ impl Validator<'_> {
             on_command,
             recover_timeout,
             steps,
+            status_command: self.argv(&raw.status_command, "fencing.status_command")?,
+            status_interval: self.duration(
+                &raw.status_interval,
+                "fencing.status_interval",
+                "0s",
+                true,
+            )?,
         })
     }
 

@@ -95,6 +95,8 @@ pub(super) struct RawFencing {
     pub on_command: Field<Vec<String>>,
     pub recover_timeout: Field<DurationText>,
     pub step: Field<Vec<Spanned<RawFenceStep>>>,
+    pub status_command: Field<Vec<String>>,
+    pub status_interval: Field<DurationText>,
 }
 
 /// One `[[fencing.step]]`.

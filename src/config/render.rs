@@ -244,6 +244,13 @@ fn entries(c: &Config) -> Vec<Entry> {
         "step",
         (!steps.is_empty()).then(|| format!("[{}]", steps.join(", "))),
     );
+    let status: Vec<String> = f.status_command.iter().map(|a| string(a)).collect();
+    put(
+        fe,
+        "status_command",
+        (!status.is_empty()).then(|| format!("[{}]", status.join(", "))),
+    );
+    put(fe, "status_interval", Some(dur(f.status_interval)));
     out
 }
 
@@ -358,6 +365,7 @@ fn unset_meaning(key: &str) -> &'static str {
         "command" => ": no fence command (fencing needs one)",
         "on_command" => ": no power-on command (power-cycle needs one)",
         "step" => ": one step, command with timeout",
+        "status_command" => ": the fence agent's credentials are not checked",
         _ => "",
     }
 }

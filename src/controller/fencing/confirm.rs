@@ -141,7 +141,7 @@ impl Fencing {
         out: &mut Vec<Action>,
     ) {
         let record = match command.step {
-            FenceStep::Off(0) | FenceStep::On => attempt_record(outage, now),
+            FenceStep::Off(0) | FenceStep::On | FenceStep::Status => attempt_record(outage, now),
             FenceStep::Off(i) => attempt_record_step(outage, now, i),
         };
         let id = self.id();

@@ -111,6 +111,8 @@ impl FencingPolicy {
 pub enum FenceStep {
     Off(usize),
     On,
+    /// `status_command`: the shell's credential check, never decided by the core.
+    Status,
 }
 
 impl Default for FenceStep {
@@ -125,6 +127,7 @@ impl FenceStep {
         match self {
             FenceStep::Off(i) => (i + 1).to_string(),
             FenceStep::On => "on".to_string(),
+            FenceStep::Status => "status".to_string(),
         }
     }
 }

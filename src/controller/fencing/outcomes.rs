@@ -189,7 +189,7 @@ impl Fencing {
         }
         let step = match command.step {
             FenceStep::Off(i) => i,
-            FenceStep::On => 0,
+            FenceStep::On | FenceStep::Status => 0,
         };
         let failed = !matches!(outcome, FenceOutcome::Exited(0) | FenceOutcome::DryRun);
         if failed && step + 1 < self.policy.steps {
