@@ -29,6 +29,10 @@ _node_lifecycled() {
             mapfile -t COMPREPLY < <(compgen -W "text json" -- "$cur")
             return
             ;;
+        --fence-sample)
+            mapfile -t COMPREPLY < <(compgen -W "1 3 5" -- "$cur")
+            return
+            ;;
         --for)
             mapfile -t COMPREPLY < <(compgen -W "30m 1h 2h 4h 8h" -- "$cur")
             return
@@ -44,7 +48,7 @@ _node_lifecycled() {
         run | check-config) options="--config --help" ;;
         doctor)
             options="--config --output --kubeconfig --kcm-manifest --k3s-config --rke2-config"
-            options="$options --k0s-config --microk8s-args --help"
+            options="$options --k0s-config --microk8s-args --fence-sample --help"
             ;;
         status) options="--config --socket --help" ;;
         pause) options="fencing tainting all --for --reason --config --help" ;;

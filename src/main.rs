@@ -32,7 +32,7 @@ usage:
                                               print the effective configuration and exit
   node-lifecycled doctor [--config PATH] [--output text|json] [--kubeconfig PATH]
                          [--kcm-manifest PATH] [--k3s-config PATH] [--rke2-config PATH]
-                         [--k0s-config PATH] [--microk8s-args PATH]
+                         [--k0s-config PATH] [--microk8s-args PATH] [--fence-sample N]
                                               check a host and cluster before and after the
                                               switch from kube-controller-manager: one line per
                                               check (ok / warn / fail, and what to do)
@@ -68,6 +68,8 @@ doctor options:
   --k0s-config PATH    default /etc/k0s/k0s.yaml
   --microk8s-args PATH default /var/snap/microk8s/current/args/kube-controller-manager
                        (a file that is not the kind its option names: exit 78)
+  --fence-sample N     run [fencing] status_command against up to N nodes fencing would
+                       select and report each answer (a failure fails the doctor)
 
 signals:
   SIGTERM, SIGINT  finish the action in hand and exit 0
@@ -107,6 +109,8 @@ enum Command {
         config: PathBuf,
     },
     Doctor(doctor::Options),
+    /// `doctor --fence-sample N`: the doctor, then the status command against N nodes.
+    DoctorFenceSample(doctor::Options, usize),
     /// `status` or `explain …`: one request to the running daemon's control socket.
     Ask {
         config: PathBuf,
@@ -149,6 +153,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
     let mut socket: Option<PathBuf> = None;
     let mut subject: Option<String> = None;
     let mut pause_for: Option<Duration> = None;
+    let mut fence_sample: Option<usize> = None;
     let mut reason: Option<String> = None;
     while let Some(arg) = args.next() {
         let Some(text) = arg.to_str() else {
@@ -181,6 +186,17 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                 let path = args.next().ok_or("--socket needs a PATH")?;
                 if socket.replace(PathBuf::from(path)).is_some() {
                     return Err("--socket given twice".to_string());
+                }
+            }
+            "--fence-sample" if subcommand.as_deref() == Some("doctor") => {
+                let value = args.next().ok_or("--fence-sample needs a number N")?;
+                let n = value
+                    .to_str()
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .filter(|n| *n > 0)
+                    .ok_or(format!("--fence-sample: {value:?} is not a number above 0"))?;
+                if fence_sample.replace(n).is_some() {
+                    return Err("--fence-sample given twice".to_string());
                 }
             }
             "--for" if subcommand.as_deref() == Some("pause") => {
@@ -290,14 +306,47 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
             }
         }
         Some("check-config") => Command::CheckConfig { config },
-        Some("doctor") => Command::Doctor(doctor::Options {
-            config,
-            kubeconfig,
-            output: output.unwrap_or(Output::Text),
-            host,
-        }),
+        Some("doctor") => {
+            let options = doctor::Options {
+                config,
+                kubeconfig,
+                output: output.unwrap_or(Output::Text),
+                host,
+            };
+            match fence_sample {
+                Some(n) => Command::DoctorFenceSample(options, n),
+                None => Command::Doctor(options),
+            }
+        }
         _ => Command::Run { config },
     })
+}
+
+/// `doctor` (with `--fence-sample N`: and the status command against N nodes).
+fn doctor_command(options: &doctor::Options, fence_sample: Option<usize>) -> ExitCode {
+    let config = match Config::load(&options.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EX_CONFIG);
+        }
+    };
+    let report = match doctor::run_sampled(options, &config, fence_sample) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EX_CONFIG);
+        }
+    };
+    match options.output {
+        Output::Text => print!("{}", report.to_text()),
+        Output::Json => println!("{}", report.to_json()),
+    }
+    if report.worst() == doctor::Level::Fail {
+        ExitCode::from(EXIT_RUNTIME)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Loads the configuration, runs `act`, prints its line or its one-line error with its exit code.
@@ -383,31 +432,8 @@ fn main() -> ExitCode {
                 ExitCode::from(EX_CONFIG)
             }
         },
-        Command::Doctor(options) => {
-            let config = match Config::load(&options.config) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(EX_CONFIG);
-                }
-            };
-            let report = match doctor::run(&options, &config) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(EX_CONFIG);
-                }
-            };
-            match options.output {
-                Output::Text => print!("{}", report.to_text()),
-                Output::Json => println!("{}", report.to_json()),
-            }
-            if report.worst() == doctor::Level::Fail {
-                ExitCode::from(EXIT_RUNTIME)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+        Command::Doctor(options) => doctor_command(&options, None),
+        Command::DoctorFenceSample(options, n) => doctor_command(&options, Some(n)),
         Command::Ask {
             config,
             socket,

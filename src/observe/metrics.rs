@@ -30,6 +30,7 @@ pub fn render(s: &DaemonSnapshot) -> String {
     pools(&mut e, s);
     fencing(&mut e, s);
     paused(&mut e, s);
+    fence_agent(&mut e, s);
     e.out
 }
 
@@ -187,6 +188,26 @@ fn paused(e: &mut Exposition, s: &DaemonSnapshot) {
             _ => p.what.tainting(),
         });
         e.sample("node_lifecycled_paused", &[("what", what)], u64::from(on));
+    }
+}
+
+/// The last `status_command` answer per node (issue #27), once one has run.
+fn fence_agent(e: &mut Exposition, s: &DaemonSnapshot) {
+    // With fencing on the family is always there (alerts can name it); samples once run.
+    if s.fencing.is_none() && s.fence_agent_ok.is_empty() {
+        return;
+    }
+    e.family(
+        "node_lifecycled_fence_agent_ok",
+        "gauge",
+        "1 when fencing.status_command last answered exit 0 for the node (its fence agent reachable with our credentials), else 0.",
+    );
+    for (node, ok) in &s.fence_agent_ok {
+        e.sample(
+            "node_lifecycled_fence_agent_ok",
+            &[("node", node)],
+            u64::from(*ok),
+        );
     }
 }
 

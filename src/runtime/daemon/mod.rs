@@ -18,6 +18,7 @@
 //! - Every handler ends in `rearm`: the controller, executor and leader timers follow the
 //!   machines' next deadlines.
 
+mod fence_status;
 mod informers;
 mod kinds;
 mod leadership;
@@ -160,6 +161,8 @@ pub struct Daemon {
     /// The fleet pause annotation as last read from the leader Lease, and when this value was
     /// first seen (issue #27, `leadership.rs`).
     pause_seen: Option<(String, Time)>,
+    /// `status_command` runs (`fence_status.rs`).
+    fence_status: fence_status::StatusProbe,
 }
 
 impl Daemon {
@@ -258,6 +261,7 @@ impl Daemon {
             decision_log: DecisionLog::new(),
             control,
             pause_seen: None,
+            fence_status: Default::default(),
         })
     }
 
@@ -372,7 +376,9 @@ impl Daemon {
 
     fn feed_all(&mut self, inputs: Vec<Input>, now: Time) {
         for input in inputs {
-            self.feed(input, now);
+            if !self.status_answered(&input) {
+                self.feed(input, now);
+            }
         }
     }
 
@@ -381,6 +387,7 @@ impl Daemon {
     fn rearm(&mut self, lp: &mut Lp) {
         // Fences first: an answer known at once (dry-run) is a decision logged below.
         self.start_fences(lp);
+        self.probe_fence_agent(lp);
         self.log_decisions(lp.now());
         match self.decision_log.next_deadline() {
             Some(at) => lp.schedule(TimerKind::Decisions, at),
@@ -391,7 +398,11 @@ impl Daemon {
         if let Some(at) = self.control.as_ref().and_then(ControlServer::next_deadline) {
             lp.schedule(TimerKind::Control, at);
         }
-        match self.fencer.next_deadline() {
+        match [self.fencer.next_deadline(), self.status_due()]
+            .into_iter()
+            .flatten()
+            .min()
+        {
             Some(at) => lp.schedule(TimerKind::Fence, at),
             None => {
                 lp.cancel(&TimerKind::Fence);
@@ -574,6 +585,12 @@ fn report(what: &str, result: io::Result<()>) {
 /// The decoder keeps the node labels the pool selectors read, beside its fixed set.
 fn decode_context(config: &Config) -> DecodeContext {
     let mut decode = DecodeContext::new();
-    decode.keep_node_labels(selector_label_keys(&config.pools));
+    let mut keys = selector_label_keys(&config.pools);
+    // The status probe picks nodes by `match_labels` from the store (issue #27).
+    let f = &config.fencing;
+    if !f.status_command.is_empty() && !f.status_interval.is_zero() {
+        keys.extend(f.match_labels.iter().map(|(k, _)| k.clone()));
+    }
+    decode.keep_node_labels(keys);
     decode
 }
