@@ -585,12 +585,17 @@ fn report(what: &str, result: io::Result<()>) {
 /// The decoder keeps the node labels the pool selectors read, beside its fixed set.
 fn decode_context(config: &Config) -> DecodeContext {
     let mut decode = DecodeContext::new();
+    decode.keep_node_labels(kept_label_keys(config));
+    decode
+}
+
+/// Node label keys kept beside the built-in ones: pool selectors', and `match_labels`' when
+/// the status probe picks nodes by them from the store (issue #27).
+pub(super) fn kept_label_keys(config: &Config) -> Vec<String> {
     let mut keys = selector_label_keys(&config.pools);
-    // The status probe picks nodes by `match_labels` from the store (issue #27).
     let f = &config.fencing;
     if !f.status_command.is_empty() && !f.status_interval.is_zero() {
         keys.extend(f.match_labels.iter().map(|(k, _)| k.clone()));
     }
-    decode.keep_node_labels(keys);
-    decode
+    keys
 }
