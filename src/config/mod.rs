@@ -38,7 +38,7 @@ pub use crate::logging::LogFormat;
 
 // Durations are written and read the same way everywhere: the text form lives with time.
 pub use crate::time::{format_duration, parse_duration};
-pub use fencing::FencingConfig;
+pub use fencing::{FenceMode, FenceStepConfig, FencingConfig};
 use raw::{DurationText, Field, RawApi, RawConfig, RawLeaderElection, key_at_line, line_of};
 pub use render::ConfigChange;
 

@@ -103,6 +103,22 @@ pub(super) struct RawFencing {
     pub retry_backoff: Field<DurationText>,
     pub retry_backoff_max: Field<DurationText>,
     pub remove_out_of_service_on_recovery: Field<bool>,
+    pub skip_cordoned: Field<bool>,
+    pub max_pause: Field<DurationText>,
+    pub mode: Field<String>,
+    pub on_command: Field<Vec<String>>,
+    pub recover_timeout: Field<DurationText>,
+    pub step: Field<Vec<Spanned<RawFenceStep>>>,
+    pub status_command: Field<Vec<String>>,
+    pub status_interval: Field<DurationText>,
+}
+
+/// One `[[fencing.step]]`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFenceStep {
+    pub command: Field<Vec<String>>,
+    pub timeout: Field<DurationText>,
 }
 
 #[derive(Deserialize, Default)]

@@ -245,6 +245,40 @@ fn entries(c: &Config) -> Vec<Entry> {
         "remove_out_of_service_on_recovery",
         Some(f.remove_out_of_service_on_recovery.to_string()),
     );
+    put(fe, "skip_cordoned", Some(f.skip_cordoned.to_string()));
+    put(fe, "max_pause", Some(dur(f.max_pause)));
+    put(fe, "mode", Some(string(f.mode.as_str())));
+    let on: Vec<String> = f.on_command.iter().map(|a| string(a)).collect();
+    put(
+        fe,
+        "on_command",
+        (!on.is_empty()).then(|| format!("[{}]", on.join(", "))),
+    );
+    put(fe, "recover_timeout", Some(dur(f.recover_timeout)));
+    let steps: Vec<String> = f
+        .steps
+        .iter()
+        .map(|s| {
+            let argv: Vec<String> = s.command.iter().map(|a| string(a)).collect();
+            format!(
+                "{{ command = [{}], timeout = {} }}",
+                argv.join(", "),
+                dur(s.timeout)
+            )
+        })
+        .collect();
+    put(
+        fe,
+        "step",
+        (!steps.is_empty()).then(|| format!("[{}]", steps.join(", "))),
+    );
+    let status: Vec<String> = f.status_command.iter().map(|a| string(a)).collect();
+    put(
+        fe,
+        "status_command",
+        (!status.is_empty()).then(|| format!("[{}]", status.join(", "))),
+    );
+    put(fe, "status_interval", Some(dur(f.status_interval)));
     out
 }
 
@@ -378,6 +412,9 @@ fn unset_meaning(key: &str) -> &'static str {
         }
         "disruption_domain" => ": the zones (region + zone labels)",
         "hold_max" => ": a held domain waits until it recovers",
+        "on_command" => ": no power-on command (power-cycle needs one)",
+        "step" => ": one step, command with timeout",
+        "status_command" => ": the fence agent's credentials are not checked",
         _ => "",
     }
 }

@@ -141,12 +141,14 @@ pub enum Decision {
     Fencing { node: Name, detail: String },
     /// A brake on mass decisions engaged or released (`brake.rs`, issue #26).
     Brake(super::brake::BrakeChange),
+    /// A fleet pause started or ended (`controller/fleet_pause.rs`): `detail` is the line.
+    Pause { detail: String },
 }
 
 impl Decision {
     /// Every [`Decision::kind`], in declaration order: `/metrics` counts each, zero included,
     /// so a kind that has not happened yet is a 0 and not a missing series.
-    pub const KINDS: [&'static str; 11] = [
+    pub const KINDS: [&'static str; 14] = [
         "node-unknown",
         "node-ready",
         "zone-state",
@@ -154,10 +156,13 @@ impl Decision {
         "zone-waits",
         "taints",
         "pods-not-ready",
+        "pods-kept-ready",
+        "domain-hold",
         "pod-deletion",
         "deletion-cancelled",
         "fencing",
         "brake",
+        "pause",
     ];
 
     /// `DECISION=` in the journal: a stable name per kind (one of [`Decision::KINDS`]).
@@ -176,6 +181,7 @@ impl Decision {
             Decision::DeletionCancelled { .. } => "deletion-cancelled",
             Decision::Fencing { .. } => "fencing",
             Decision::Brake(_) => "brake",
+            Decision::Pause { .. } => "pause",
         }
     }
 
@@ -194,7 +200,8 @@ impl Decision {
             | Decision::ZoneWaits { .. }
             | Decision::DomainHold { .. }
             | Decision::DeletionCancelled { .. }
-            | Decision::Brake(_) => None,
+            | Decision::Brake(_)
+            | Decision::Pause { .. } => None,
         }
     }
 

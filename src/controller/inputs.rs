@@ -28,6 +28,9 @@ pub enum Input {
     InformersWatching(Option<std::time::Duration>),
     /// `now >= next_deadline()`.
     Tick,
+    /// The fleet pause as read from the leader Lease (`None`: none), fed whenever a read of
+    /// the Lease shows it changed (`fleet_pause.rs`).
+    FleetPause(Option<super::fleet_pause::FleetPause>),
     /// The result of an earlier write. On `Conflict` the shell first re-reads the object and
     /// feeds it as an upsert, then this result; the controller decides again.
     Result {

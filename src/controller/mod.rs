@@ -12,6 +12,7 @@ pub mod dump;
 pub mod events;
 pub mod explain;
 pub mod fencing;
+pub mod fleet_pause;
 pub mod health;
 pub mod in_flight;
 pub mod inputs;

@@ -536,7 +536,7 @@ pub fn render(d: &Decision) -> LogLine {
             pod = Some(key.to_string());
             format!("deletion of pod {key} cancelled")
         }
-        Decision::Fencing { detail, .. } => detail.clone(),
+        Decision::Fencing { detail, .. } | Decision::Pause { detail } => detail.clone(),
         Decision::Brake(b) => brake_line(b),
         Decision::PodsKeptReady { .. } | Decision::DomainHold { .. } => {
             crate::observe::partition_lines::message(d)

@@ -30,6 +30,8 @@ pub fn render(s: &DaemonSnapshot) -> String {
     pools(&mut e, s);
     fencing(&mut e, s);
     brakes(&mut e, s);
+    paused(&mut e, s);
+    fence_agent(&mut e, s);
     e.out
 }
 
@@ -205,6 +207,43 @@ fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
     );
     for (pool, count) in counts {
         e.sample("node_lifecycled_pool_nodes", &[("pool", pool)], count);
+    }
+}
+
+/// The fleet pause (issue #27): 1 for what a pause in force holds, else 0 (always exported,
+/// so an alert can watch it).
+fn paused(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_paused",
+        "gauge",
+        "1 while a fleet pause (node-lifecycled pause) holds fencing or tainting, else 0.",
+    );
+    for what in ["fencing", "tainting"] {
+        let on = s.pause.as_ref().is_some_and(|p| match what {
+            "fencing" => p.what.fencing(),
+            _ => p.what.tainting(),
+        });
+        e.sample("node_lifecycled_paused", &[("what", what)], u64::from(on));
+    }
+}
+
+/// The last `status_command` answer per node (issue #27), once one has run.
+fn fence_agent(e: &mut Exposition, s: &DaemonSnapshot) {
+    // With fencing on the family is always there (alerts can name it); samples once run.
+    if s.fencing.is_none() && s.fence_agent_ok.is_empty() {
+        return;
+    }
+    e.family(
+        "node_lifecycled_fence_agent_ok",
+        "gauge",
+        "1 when fencing.status_command last answered exit 0 for the node (its fence agent reachable with our credentials), else 0.",
+    );
+    for (node, ok) in &s.fence_agent_ok {
+        e.sample(
+            "node_lifecycled_fence_agent_ok",
+            &[("node", node)],
+            u64::from(*ok),
+        );
     }
 }
 

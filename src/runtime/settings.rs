@@ -46,6 +46,10 @@ pub fn controller_settings(config: &Config) -> Settings {
             retry_backoff: config.fencing.retry_backoff,
             retry_backoff_max: config.fencing.retry_backoff_max,
             remove_out_of_service_on_recovery: config.fencing.remove_out_of_service_on_recovery,
+            skip_cordoned: config.fencing.skip_cordoned,
+            steps: config.fencing.effective_steps().len().max(1),
+            power_cycle: config.fencing.mode == crate::config::FenceMode::PowerCycle,
+            recover_timeout: config.fencing.recover_timeout,
         }),
     }
 }

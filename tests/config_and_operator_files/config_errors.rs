@@ -279,7 +279,7 @@ fn example_config_documents_every_key_it_accepts() {
         assert!(shown, "conf/config.toml does not show {key}");
         checked += 1;
     }
-    assert_eq!(checked, 18 + 4 + 14 + 7 + 9 + 3);
+    assert_eq!(checked, 18 + 4 + 14 + 7 + 17 + 3);
 }
 
 #[test]

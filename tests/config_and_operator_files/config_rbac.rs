@@ -99,7 +99,8 @@ fn roles_grant_exactly_the_objects_and_verbs_of_spec_section_1() {
         "kube-system",
         "coordination.k8s.io",
         "leases",
-        &["get", "update"],
+        // patch: `node-lifecycled pause` / `resume` write the fleet pause annotation (#27).
+        &["get", "update", "patch"],
         "node-lifecycled",
     );
     grant(

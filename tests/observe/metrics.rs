@@ -487,3 +487,44 @@ fn zone_states_nodes_by_ready_watch_currency_decisions_and_api_latency() {
         2.0
     );
 }
+
+/// Issue #27: the fleet pause is a gauge per held kind (0 without a pause, so alerts can watch
+/// it) and a line of `status`.
+#[test]
+fn the_fleet_pause_is_a_gauge_per_kind_and_a_status_line() {
+    use node_lifecycled::controller::fleet_pause::{FleetPause, PauseScope};
+    use node_lifecycled::observe::explain::{LogFigures, status};
+    let c = cluster(true, 0);
+    let mut s = snapshot(&c, DumpFormat::Text);
+    let (_, samples) = parse_exposition(&render(&s));
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "fencing")]),
+        0.0
+    );
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "tainting")]),
+        0.0
+    );
+    assert!(!status(&s, LogFigures::default()).contains("pause:"));
+    s.pause = Some(FleetPause {
+        what: PauseScope::Fencing,
+        until: s.now + std::time::Duration::from_secs(5400),
+        reason: "switch upgrade".into(),
+        by: "alice@cp-1".into(),
+    });
+    let (_, samples) = parse_exposition(&render(&s));
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "fencing")]),
+        1.0
+    );
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "tainting")]),
+        0.0
+    );
+    let text = status(&s, LogFigures::default());
+    assert!(
+        text.contains("pause: fencing paused until ")
+            && text.contains("(1h30m left) by alice@cp-1: switch upgrade"),
+        "{text}"
+    );
+}

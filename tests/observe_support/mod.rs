@@ -57,6 +57,7 @@ pub fn node(name: &str, region: &str, zone: &str, ready: ConditionStatus, now: T
         }],
         other_conditions: Vec::new(),
         autonomy: Default::default(),
+        maintenance: Default::default(),
     }
 }
 
@@ -225,5 +226,7 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
         },
         fencing: None,
         decisions: [("node-unknown", 2), ("taints", 5)].into_iter().collect(),
+        pause: None,
+        fence_agent_ok: Default::default(),
     }
 }

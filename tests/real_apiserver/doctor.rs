@@ -178,7 +178,8 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
         .filter(|c| c["group"] == "permissions" && c["level"] == "fail")
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(missing.len(), 20, "{missing:#?}");
+    // 21 since issue #27: `patch` on the leader Lease, for `node-lifecycled pause` / `resume`.
+    assert_eq!(missing.len(), 21, "{missing:#?}");
     for expected in [
         "patch nodes",
         "update nodes/status",
@@ -214,7 +215,7 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
     assert_eq!(after.status.code(), Some(0), "{list:#?}");
     assert_eq!(
         find(&list, "permissions", "rbac.yaml")["message"],
-        "all 20 permissions of conf/rbac.yaml granted"
+        "all 21 permissions of conf/rbac.yaml granted"
     );
     let kcm = find(
         &list,

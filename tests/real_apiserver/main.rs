@@ -16,6 +16,7 @@ mod brake;
 mod client;
 mod daemon;
 mod doctor;
+mod fencing_lifecycle;
 mod partitions;
 mod protobuf;
 mod sim_protobuf;

@@ -739,3 +739,17 @@ fn builtin_site_cut_off_holds_against_the_daemon() {
 fn builtin_site_dark_hold_holds_against_the_daemon() {
     play_builtin("site-dark-hold");
 }
+
+/// Issue #27: a node annotated for maintenance (empty, or a value that is no time) is not
+/// fenced until the window ends; the node beside it without the annotation is.
+#[test]
+fn builtin_fencing_maintenance_holds_against_the_daemon() {
+    play_builtin("fencing-maintenance");
+}
+
+/// Issue #27: a failing first step escalates to the power-off, the node is tainted, its pods
+/// go, it is powered on and, once Ready, untainted.
+#[test]
+fn builtin_fencing_power_cycle_holds_against_the_daemon() {
+    play_builtin("fencing-power-cycle");
+}

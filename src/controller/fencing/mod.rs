@@ -24,6 +24,10 @@
 //!    annotation, when `remove_out_of_service_on_recovery`. A taint we did not add is never
 //!    removed.
 //!
+//! Held off (issue #27, `holds.rs`): a fleet pause of fencing, a node's maintenance
+//! annotation, or its cordon (with `skip_cordoned`) keeps it from steps 1 and 2, checked on the
+//! cache and again on the live read; the node is checked again every `node_monitor_period`.
+//!
 //! Restart rule: a node that carries an attempt record for its current outage that this
 //! process did not make (a restart, or a new leader, while a command ran) is not fenced at
 //! once: it gets one more full `after` from the moment the record was found, then every check
@@ -39,6 +43,9 @@ macro_rules! decide {
     };
 }
 
+mod confirm;
+mod cycle;
+mod holds;
 mod machine;
 mod outcomes;
 #[cfg(test)]
@@ -57,6 +64,9 @@ pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
 pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
 /// `outage=<Ready lastTransitionTime>,started=<time>`: written before the command runs.
 pub const ATTEMPT_ANNOTATION: &str = "node-lifecycled.io/fence-attempt";
+/// Power-cycle progress after the power-off (issue #27): `outage=<t>,on=started|done,at=<t>`,
+/// written before the power-on command runs and after it succeeds.
+pub const STATE_ANNOTATION: &str = "node-lifecycled.io/fence-state";
 /// `<Ready lastTransitionTime>` of the outage whose out-of-service taint we added.
 pub const TAINT_ADDED_ANNOTATION: &str = "node-lifecycled.io/out-of-service-added";
 
@@ -69,6 +79,14 @@ pub struct FencingPolicy {
     pub retry_backoff: Duration,
     pub retry_backoff_max: Duration,
     pub remove_out_of_service_on_recovery: bool,
+    /// A cordoned node (`spec.unschedulable`) is not fenced (issue #27; default true).
+    pub skip_cordoned: bool,
+    /// Power-off steps, tried in order until one succeeds (`[[fencing.step]]`; 1 = `command`).
+    pub steps: usize,
+    /// `mode = "power-cycle"`: after the taint and the pods gone, power on, wait for Ready
+    /// within `recover_timeout`, remove the taint.
+    pub power_cycle: bool,
+    pub recover_timeout: Duration,
 }
 
 impl FencingPolicy {
@@ -87,9 +105,38 @@ impl FencingPolicy {
     }
 }
 
+/// Which command the shell runs: a power-off step (index into the configured steps) or the
+/// power-on of `power-cycle`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceStep {
+    Off(usize),
+    On,
+    /// `status_command`: the shell's credential check, never decided by the core.
+    Status,
+}
+
+impl Default for FenceStep {
+    fn default() -> FenceStep {
+        FenceStep::Off(0)
+    }
+}
+
+impl FenceStep {
+    /// `FENCE_STEP` in the command's environment: `1`, `2`, … or `on`.
+    pub fn env(self) -> String {
+        match self {
+            FenceStep::Off(i) => (i + 1).to_string(),
+            FenceStep::On => "on".to_string(),
+            FenceStep::Status => "status".to_string(),
+        }
+    }
+}
+
 /// What the fence command is told about its node (its environment, in the shell).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FenceCommand {
+    /// Which command (`FENCE_STEP` in its environment).
+    pub step: FenceStep,
     pub node: Name,
     pub uid: Name,
     /// `(type, address)`, as in `status.addresses`.
@@ -108,6 +155,11 @@ pub struct FenceTarget {
     pub addresses: Vec<(String, String)>,
     pub attempt: Option<String>,
     pub taint_added: Option<String>,
+    /// [`STATE_ANNOTATION`] as read live (power-cycle progress).
+    pub fence_state: Option<String>,
+    /// The maintenance annotation as read live (issue #27).
+    pub maintenance: crate::model::Maintenance,
+    pub unschedulable: bool,
     pub out_of_service: bool,
     pub lease: LeaseReadOutcome,
 }
@@ -179,6 +231,43 @@ pub fn attempt_record(outage: Time, started: Time) -> String {
         outage.to_rfc3339(),
         started.to_rfc3339()
     )
+}
+
+/// The attempt record of step `step` (escalation: each step is recorded before it runs).
+pub fn attempt_record_step(outage: Time, started: Time, step: usize) -> String {
+    format!("{},step={step}", attempt_record(outage, started))
+}
+
+/// The step an attempt record names (0 when none).
+pub fn attempt_step(record: &str) -> usize {
+    record
+        .split(',')
+        .find_map(|part| part.strip_prefix("step="))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A power-cycle state record.
+pub fn state_record(outage: Time, on: &str, at: Time) -> String {
+    format!(
+        "outage={},on={on},at={}",
+        outage.to_rfc3339(),
+        at.to_rfc3339()
+    )
+}
+
+/// `(outage, on, at)` of a state record.
+pub fn parse_state(record: &str) -> Option<(Time, String, Time)> {
+    let field = |k: &str| {
+        record
+            .split(',')
+            .find_map(|part| part.strip_prefix(k).map(str::to_string))
+    };
+    Some((
+        Time::parse_rfc3339(&field("outage=")?)?,
+        field("on=")?,
+        Time::parse_rfc3339(&field("at=")?)?,
+    ))
 }
 
 /// The outage an attempt record names (`None` when unreadable: then it names no outage).

@@ -19,6 +19,10 @@ fn policy() -> FencingPolicy {
         retry_backoff: secs(60),
         retry_backoff_max: secs(600),
         remove_out_of_service_on_recovery: true,
+        skip_cordoned: true,
+        steps: 1,
+        power_cycle: false,
+        recover_timeout: secs(600),
     }
 }
 
@@ -34,6 +38,8 @@ struct Api {
     /// (time, id, node) of every fence command started.
     commands: Vec<(Time, ActionId, Name)>,
     running: Vec<(ActionId, Name)>,
+    /// (time, node, step) of every command started.
+    ran: Vec<(Time, Name, FenceStep)>,
     events: Vec<(&'static str, String)>,
     /// The live read fails while set.
     reads_fail: bool,
@@ -56,6 +62,7 @@ impl Api {
             reporting_not_ready: BTreeSet::new(),
             commands: Vec::new(),
             running: Vec::new(),
+            ran: Vec::new(),
             events: Vec::new(),
             reads_fail: false,
             rv: 1,
@@ -161,6 +168,8 @@ impl Api {
                 inputs.push_back(Input::FenceTargetRead { id, outcome });
             }
             Action::RunFenceCommand { id, command } => {
+                self.ran
+                    .push((self.now, command.node.clone(), command.step));
                 self.commands.push((self.now, id, command.node.clone()));
                 self.running.push((id, command.node));
             }
@@ -212,6 +221,9 @@ impl Api {
             addresses: vec![("InternalIP".into(), "10.0.0.1".into())],
             attempt: notes.get(ATTEMPT_ANNOTATION).cloned(),
             taint_added: notes.get(TAINT_ADDED_ANNOTATION).cloned(),
+            fence_state: notes.get(STATE_ANNOTATION).cloned(),
+            maintenance: node.maintenance.clone(),
+            unschedulable: node.unschedulable,
             out_of_service: node.taints.iter().any(is_out_of_service),
             lease: match self.ctl.store().lease(name) {
                 Some(l) => LeaseReadOutcome::Found(l.clone()),
@@ -635,3 +647,5 @@ fn brake_vs_fencing_no_fence_while_engaged_then_fenced_after_release() {
     assert!(fenced[0] > t0() + secs(3600), "{fenced:?}");
     assert!(api.commands_for("n2").is_empty());
 }
+mod cycle;
+mod holds;

@@ -60,6 +60,7 @@ pub fn node(name: &str) -> NodeBuilder {
         conditions: Vec::new(),
         other_conditions: Vec::new(),
         autonomy: Default::default(),
+        maintenance: Default::default(),
     })
 }
 

@@ -17,8 +17,8 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    Autonomy, ConditionStatus, Interner, Lease, Node, NodeCondition, NodeConditionType, Pod,
-    PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
+    Autonomy, ConditionStatus, Interner, Lease, Maintenance, Node, NodeCondition,
+    NodeConditionType, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
 };
 use crate::time::Time;
 
@@ -348,11 +348,9 @@ impl Decode for Node {
                 labels.push((ctx.intern(&k), ctx.intern(&v)));
             }
         }
-        let autonomy = autonomy(
-            ctx,
-            &name,
-            &meta.annotations.map(|a| a.0).unwrap_or_default(),
-        );
+        let annotations = meta.annotations.map(|a| a.0).unwrap_or_default();
+        let autonomy = autonomy(ctx, &name, &annotations);
+        let maintenance = maintenance(ctx, &name, &annotations);
         let spec = w.spec.unwrap_or_default();
         let mut taints = Vec::new();
         for t in spec.taints.unwrap_or_default() {
@@ -419,8 +417,37 @@ impl Decode for Node {
             conditions,
             other_conditions,
             autonomy,
+            maintenance,
         })
     }
+}
+
+/// What the maintenance annotation says (issue #27). A value that is neither empty nor an
+/// RFC 3339 time still counts as maintenance (fencing never acts on a guess), with a warning
+/// naming the node and the value, once.
+fn maintenance(
+    ctx: &mut DecodeContext,
+    name: &str,
+    annotations: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
+) -> Maintenance {
+    use crate::model::maintenance::ANNOTATION;
+    let Some((_, value)) = annotations.iter().find(|(k, _)| k == ANNOTATION) else {
+        return Maintenance::None;
+    };
+    let parsed = Maintenance::parse(value);
+    if let Maintenance::Unreadable(_) = parsed {
+        let warned = format!("Node/{name}: annotation {ANNOTATION}");
+        if !ctx.warned.contains(&warned) {
+            log::warn!(
+                "{warned}: {value:?} is neither empty nor an RFC 3339 time: counted as \
+                 maintenance (the node is not fenced) until it is fixed or removed"
+            );
+            if ctx.warned.len() < WARNED_MAX {
+                ctx.warned.insert(warned);
+            }
+        }
+    }
+    parsed
 }
 
 /// What the OpenYurt annotations say. Any "forever" marker wins; a duration that cannot be

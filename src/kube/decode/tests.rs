@@ -604,3 +604,40 @@ fn real_status_heartbeat_and_lease_renewal_lines_decode_to_the_projections() {
     assert_eq!(&*lease.resource_version, "126215");
     assert_eq!(lease.renew_time, Some(t("2026-11-23T18:23:11.364Z")));
 }
+
+/// Issue #27: the maintenance annotation is kept (interpreted), next to autonomy's; an
+/// unreadable value still counts as maintenance and is warned about once.
+#[test]
+fn node_keeps_the_maintenance_annotation_interpreted() {
+    use crate::model::Maintenance;
+    let json = |annotations: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"bm-1","uid":"u","resourceVersion":"1",
+                "annotations":{{"kubectl.kubernetes.io/last-applied-configuration":"{{}}"{annotations}}}}},
+              "status":{{"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+        )
+    };
+    let mut ctx = DecodeContext::new();
+    let mut decode = |annotations: &str| -> Node {
+        decode_object(json(annotations).as_bytes(), &mut ctx).unwrap()
+    };
+    assert_eq!(decode("").maintenance, Maintenance::None);
+    assert_eq!(
+        decode(r#","node-lifecycled.io/maintenance":"""#).maintenance,
+        Maintenance::Indefinite
+    );
+    assert_eq!(
+        decode(r#","node-lifecycled.io/maintenance":"2026-03-01T10:00:00Z""#).maintenance,
+        Maintenance::Until(Time::parse_rfc3339("2026-03-01T10:00:00Z").unwrap())
+    );
+    let odd = decode(r#","node-lifecycled.io/maintenance":"tomorrow""#).maintenance;
+    assert_eq!(odd, Maintenance::Unreadable("tomorrow".into()));
+    assert!(odd.holds(Time::ZERO));
+    let before = ctx.bad_fields_logged();
+    decode_object::<Node>(
+        json(r#","node-lifecycled.io/maintenance":"tomorrow""#).as_bytes(),
+        &mut ctx,
+    )
+    .unwrap();
+    assert_eq!(ctx.bad_fields_logged(), before, "warned twice");
+}

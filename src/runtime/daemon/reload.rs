@@ -93,11 +93,9 @@ impl Daemon {
         let now = lp.now();
         // Pool selectors may read label keys not kept before: nodes carry them from their
         // next update (a node's pool is decided on the labels the store has).
-        self.shared.decode.keep_node_labels(node_label_keys(
-            &selector_label_keys(&self.config.pools),
-            &self.config.pools,
-            &self.config.disruption_domain,
-        ));
+        self.shared
+            .decode
+            .keep_node_labels(kept_label_keys(&self.config));
         self.fencer.apply(&self.config.fencing);
         let actions = self
             .controllers

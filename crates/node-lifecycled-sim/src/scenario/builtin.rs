@@ -62,6 +62,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "site-dark-hold",
         include_str!("../../../../conf/scenarios/site-dark-hold.toml"),
     ),
+    (
+        "fencing-maintenance",
+        include_str!("../../../../conf/scenarios/fencing-maintenance.toml"),
+    ),
+    (
+        "fencing-power-cycle",
+        include_str!("../../../../conf/scenarios/fencing-power-cycle.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

@@ -90,6 +90,7 @@ pub fn node(name: &str, taints: Vec<Taint>) -> Node {
         conditions: Vec::new(),
         other_conditions: Vec::new(),
         autonomy: Default::default(),
+        maintenance: Default::default(),
     }
 }
 
