@@ -1,5 +1,5 @@
-//! Validation of the brake and the per-pool eviction timing (issue #26): `max_unhealthy`
-//! (global and per `[[pool]]`), `admission_default_toleration_seconds` (global only) and
+//! Validation of the brake and the per-pool eviction timing: `max_unhealthy` (global and per
+//! `[[pool]]`), `admission_default_toleration_seconds` (global only) and
 //! `default_toleration_seconds` (global and per pool). Same rules as the rest of the file: one
 //! line naming the file, the line and the key.
 

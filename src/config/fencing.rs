@@ -1,6 +1,6 @@
 //! `[fencing]`: powering off a node that stopped heartbeating, through the operator's command,
-//! then releasing its stateful pods with the out-of-service taint (issue #17). Off by default:
-//! the command is site-specific (IPMI, Redfish, a PDU) and a wrong one powers off a live node.
+//! then releasing its stateful pods with the out-of-service taint. Off by default: the command is
+//! site-specific (IPMI, Redfish, a PDU) and a wrong one powers off a live node.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -25,12 +25,12 @@ pub struct FencingConfig {
     pub retry_backoff: Duration,
     pub retry_backoff_max: Duration,
     pub remove_out_of_service_on_recovery: bool,
-    /// A cordoned node (`spec.unschedulable`) is not fenced (issue #27).
+    /// A cordoned node (`spec.unschedulable`) is not fenced.
     pub skip_cordoned: bool,
     /// The longest `node-lifecycled pause … --for` accepted (every kind of pause, not only
-    /// fencing's; issue #27).
+    /// fencing's).
     pub max_pause: Duration,
-    /// `power-off` (today's) or `power-cycle` (issue #27).
+    /// `power-off` (today's) or `power-cycle`.
     pub mode: FenceMode,
     /// The power-on command of `power-cycle` (argv like `command`).
     pub on_command: Vec<String>,
@@ -39,7 +39,7 @@ pub struct FencingConfig {
     /// `[[fencing.step]]` as written (empty: the one step is `command` with `timeout`).
     pub steps: Vec<FenceStepConfig>,
     /// Checks the fence agent's credentials for a node (exit 0: reachable and accepted);
-    /// `doctor --fence-sample N` and, every `status_interval`, the daemon (issue #27).
+    /// `doctor --fence-sample N` and, every `status_interval`, the daemon.
     pub status_command: Vec<String>,
     /// Zero: the daemon does not run `status_command`.
     pub status_interval: Duration,

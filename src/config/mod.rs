@@ -79,18 +79,18 @@ pub struct Config {
     pub disruption_cooldown: Duration,
     /// Count nodes that missed two Lease renewals as suspects in the zone rules (beyond upstream).
     pub early_suspects: bool,
-    /// Issue #26: pods of a node that stops being Ready marked NotReady always, unless its
-    /// disruption domain is disrupted, or never (a pool may override it).
+    /// Pods of a node that stops being Ready marked NotReady always, unless its disruption domain
+    /// is disrupted, or never (a pool may override it).
     pub mark_pods_not_ready: PodsNotReady,
-    /// Issue #26: the label keys whose values make the disruption domains (empty: the zones).
+    /// The label keys whose values make the disruption domains (empty: the zones).
     pub disruption_domain: Vec<String>,
-    /// Issue #26: a fully disrupted domain is tainted at the normal rate (`evict`) or held.
+    /// A fully disrupted domain is tainted at the normal rate (`evict`) or held.
     pub full_disruption: FullDisruption,
-    /// Issue #26: how long a held domain waits (`None`: until it recovers).
+    /// How long a held domain waits (`None`: until it recovers).
     pub hold_max: Option<Duration>,
     /// `[[pool]]`, in file order (first match wins).
     pub pools: Vec<Pool>,
-    /// The fleet-wide brake on mass decisions (issue #26); `None`: none (upstream).
+    /// The fleet-wide brake on mass decisions; `None`: none (upstream).
     pub max_unhealthy: Option<crate::controller::brake::MaxUnhealthy>,
     /// The `tolerationSeconds` admission gives pods that chose none (kube-apiserver's
     /// `--default-not-ready-toleration-seconds`).

@@ -1,6 +1,6 @@
-//! Validation of issue #26's part A keys (`controller/partitions.rs`): `mark_pods_not_ready`
-//! (a mode, or the old boolean), `disruption_domain` (a label key or a list of them),
-//! `full_disruption` and `hold_max`, global and per `[[pool]]`. Same rules as the rest of the
+//! Validation of the partition keys (`controller/partitions.rs`): `mark_pods_not_ready` (a mode, or
+//! the old boolean), `disruption_domain` (a label key or a list of them), `full_disruption` and
+//! `hold_max`, global and per `[[pool]]`. Same rules as the rest of the
 //! file: one line naming the file, the line and the key.
 
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! Validation of the edge and bare-metal policies (issue #16): `[[pool]]` and
-//! `[[condition_taint]]` tables. Same rules as the rest of the file: one line naming the file,
+//! Validation of the edge and bare-metal policies: `[[pool]]` and `[[condition_taint]]` tables.
+//! Same rules as the rest of the file: one line naming the file,
 //! the line and the key; nothing guessed.
 
 use std::ops::Range;

@@ -557,8 +557,8 @@ fn bad_policies_name_file_line_and_key() {
     }
 }
 
-/// Issue #17: `[fencing]` is off by default, its keys are validated like the others (file,
-/// line, key) and the program is checked when the config is loaded.
+/// `[fencing]` is off by default, its keys are validated like the others (file, line, key) and the
+/// program is checked when the config is loaded.
 #[test]
 fn fencing_is_off_by_default_and_its_keys_are_validated() {
     let c = parse("").unwrap();
@@ -646,8 +646,8 @@ fn api_content_type_asks_protobuf_by_default_and_json_on_request() {
     assert_eq!(c.api.content_type, ContentType::Protobuf);
 }
 
-/// Issue #27: `skip_cordoned` (default on) and `max_pause` (default 24h) are read, rendered
-/// back and validated (file, line, key).
+/// `skip_cordoned` (default on) and `max_pause` (default 24h) are read, rendered back and validated
+/// (file, line, key).
 #[test]
 fn fencing_skip_cordoned_and_max_pause_are_read_rendered_and_validated() {
     let c = parse("").unwrap();
@@ -674,8 +674,8 @@ fn fencing_skip_cordoned_and_max_pause_are_read_rendered_and_validated() {
     }
 }
 
-/// Issue #27: `mode`, `on_command`, `recover_timeout` and `[[fencing.step]]` are read, rendered
-/// back (the rendering parses to the same config) and validated (file, line, key).
+/// `mode`, `on_command`, `recover_timeout` and `[[fencing.step]]` are read, rendered back (the
+/// rendering parses to the same config) and validated (file, line, key).
 #[test]
 fn fencing_power_cycle_and_steps_are_read_rendered_and_validated() {
     use super::{FenceMode, FenceStepConfig};

@@ -1,7 +1,7 @@
-//! The brake on mass decisions (issue #26, `max_unhealthy`): when more nodes than a limit are
-//! not Ready, in the fleet or in a `[[pool]]`, the controller stops acting on them: no new
-//! NoExecute taint, no pod deletion by taint eviction (nor legacy eviction), no fence. Countdowns
-//! keep their deadlines and act when the brake releases, which happens once the count has stayed
+//! The brake on mass decisions (`max_unhealthy`): when more nodes than a limit are not Ready, in
+//! the fleet or in a `[[pool]]`, the controller stops acting on them: no new NoExecute taint, no
+//! pod deletion by taint eviction (nor legacy eviction), no fence. Countdowns keep their deadlines
+//! and act when the brake releases, which happens once the count has stayed
 //! at or under the limit for `disruption_cooldown`.
 //!
 //! This module is the arithmetic and the state of one brake (a scope); the node lifecycle

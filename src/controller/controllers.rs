@@ -44,7 +44,7 @@ pub struct Controllers {
     held: bool,
     /// Whether stale caches are (part of) why they are held.
     held_by_caches: bool,
-    /// The fleet pause (issue #27): the one place that says what it holds.
+    /// The fleet pause: the one place that says what it holds.
     pause: PauseGate,
 }
 

@@ -106,8 +106,8 @@ pub enum Decision {
         zone: Name,
         pods: Vec<PodKey>,
     },
-    /// Issue #26: a node is not Ready but its pods stay Ready (`mark_pods_not_ready =
-    /// "unless-disrupted"`): its domain, counted with its suspects, is `state`, or every
+    /// A node is not Ready but its pods stay Ready (`mark_pods_not_ready = "unless-disrupted"`):
+    /// its domain, counted with its suspects, is `state`, or every
     /// domain is down. Once per episode.
     PodsKeptReady {
         node: Name,
@@ -115,8 +115,8 @@ pub enum Decision {
         state: ZoneState,
         all_down: bool,
     },
-    /// Issue #26: a fully disrupted domain enters (`end: None`, held `until`; `None`: until it
-    /// recovers) or leaves its hold (`full_disruption = "hold"`).
+    /// A fully disrupted domain enters (`end: None`, held `until`; `None`: until it recovers) or
+    /// leaves its hold (`full_disruption = "hold"`).
     DomainHold {
         zone: Name,
         until: Option<Time>,
@@ -139,7 +139,7 @@ pub enum Decision {
     /// A fencing step (`controller/fencing`): `detail` is the whole line, its evidence as
     /// `key=value` pairs (`decision=fence node=… outage_since=… lease_renew=…`).
     Fencing { node: Name, detail: String },
-    /// A brake on mass decisions engaged or released (`brake.rs`, issue #26).
+    /// A brake on mass decisions engaged or released (`brake.rs`).
     Brake(super::brake::BrakeChange),
     /// A fleet pause started or ended (`controller/fleet_pause.rs`): `detail` is the line.
     Pause { detail: String },

@@ -1,4 +1,4 @@
-//! The fleet pause (issue #27): an operator's `node-lifecycled pause fencing|tainting|all --for
+//! The fleet pause: an operator's `node-lifecycled pause fencing|tainting|all --for
 //! 1h --reason …` stops, cluster-wide and across failovers, what could hurt during planned work.
 //! It lives in the cluster (an annotation on the daemon's leader Lease, read by the shell and
 //! fed as [`super::Input::FleetPause`]), so every instance knows it and a new leader honours it.

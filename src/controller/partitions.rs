@@ -1,6 +1,6 @@
-//! Partitions are not failures (issue #26, part A): what a node's pods show while it cannot be
-//! reached (`mark_pods_not_ready`), which nodes share the zone rules (`disruption_domain`), and
-//! what a fully dark domain means (`full_disruption`, `hold_max`). Every default is upstream's.
+//! Partitions are not failures: what a node's pods show while it cannot be reached
+//! (`mark_pods_not_ready`), which nodes share the zone rules (`disruption_domain`), and what a
+//! fully dark domain means (`full_disruption`, `hold_max`). Every default is upstream's.
 //!
 //! A disruption domain takes the place of upstream's zone everywhere the zone rules and rates
 //! use it: the zone states, the rate-limited queues, suspects, fencing's zone gate, and the

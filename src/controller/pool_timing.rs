@@ -1,4 +1,4 @@
-//! Eviction timing per pool (issue #26, `default_toleration_seconds`).
+//! Eviction timing per pool (`default_toleration_seconds`).
 //!
 //! kube-apiserver's DefaultTolerationSeconds admission plugin gives every pod that tolerates
 //! neither `node.kubernetes.io/not-ready` nor `node.kubernetes.io/unreachable` a NoExecute

@@ -1,5 +1,5 @@
-//! Node pools (issue #16): groups of nodes, chosen by label selector, with their own grace
-//! periods, pod marking and zone tainting rates. A rack on a flaky switch and the control
+//! Node pools: groups of nodes, chosen by label selector, with their own grace periods, pod marking
+//! and zone tainting rates. A rack on a flaky switch and the control
 //! plane's own nodes no longer share one 50 s grace.
 //!
 //! A node belongs to the first pool whose selector matches its labels, and to none when no
@@ -80,15 +80,15 @@ pub struct Pool {
     pub mark_pods_not_ready: Option<PodsNotReady>,
     pub node_eviction_rate: Option<Rate>,
     pub secondary_node_eviction_rate: Option<Rate>,
-    /// The pool's own brake, counted over its nodes (`brake.rs`, issue #26).
+    /// The pool's own brake, counted over its nodes (`brake.rs`).
     pub max_unhealthy: Option<MaxUnhealthy>,
-    /// Stands in for the admission default toleration of the pool's pods (issue #26).
+    /// Stands in for the admission default toleration of the pool's pods.
     pub default_toleration_seconds: Option<u64>,
-    /// Issue #26: the label keys of its nodes' disruption domain (`partitions.rs`).
+    /// The label keys of its nodes' disruption domain (`partitions.rs`).
     pub disruption_domain: Option<Vec<String>>,
-    /// Issue #26: what a fully disrupted domain holding its nodes means.
+    /// What a fully disrupted domain holding its nodes means.
     pub full_disruption: Option<FullDisruption>,
-    /// Issue #26: how long such a domain is held.
+    /// How long such a domain is held.
     pub hold_max: Option<Duration>,
 }
 

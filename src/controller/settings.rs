@@ -18,8 +18,8 @@ pub struct Settings {
     /// How much before its tick the pass may run when the shell ticks the machine anyway
     /// (`monitor_pass_window`): the shell's wake-up for something else then runs it too, and
     /// the next tick is counted from this one's nominal instant, so passes stay on their grid
-    /// and never run later than their tick (issue #14). Zero: only at or after its tick, the
-    /// next one a period after it ran (as upstream's `wait.Until`).
+    /// and never run later than their tick. Zero: only at or after its tick, the next one a period
+    /// after it ran (as upstream's `wait.Until`).
     pub monitor_pass_early: Duration,
     /// Silence allowed before Ready becomes Unknown.
     pub node_monitor_grace_period: Duration,
@@ -48,20 +48,20 @@ pub struct Settings {
     pub early_suspects: bool,
     /// Node pools, first match wins (`pools.rs`).
     pub pools: Vec<Pool>,
-    /// Issue #26 (`partitions.rs`): pods of a node that stops being Ready are marked NotReady
-    /// always (upstream), unless its domain is disrupted, or never.
+    /// Pods of a node that stops being Ready are marked NotReady always (upstream), unless its
+    /// domain is disrupted, or never (`partitions.rs`).
     pub mark_pods_not_ready: PodsNotReady,
-    /// Issue #26: the label keys whose values make a node's disruption domain (empty: the zone).
+    /// The label keys whose values make a node's disruption domain (empty: the zone).
     pub disruption_domain: Vec<String>,
-    /// Issue #26: a fully disrupted domain beside healthy ones is tainted (upstream) or held.
+    /// A fully disrupted domain beside healthy ones is tainted (upstream) or held.
     pub full_disruption: FullDisruption,
-    /// Issue #26: how long a domain is held (`None`: until it recovers).
+    /// How long a domain is held (`None`: until it recovers).
     pub hold_max: Option<Duration>,
     /// Custom condition taints (`condition_taints.rs`).
     pub condition_taints: Vec<ConditionTaint>,
-    /// `[fencing]` when enabled (issue #17); `None`: no node is ever fenced.
+    /// `[fencing]` when enabled; `None`: no node is ever fenced.
     pub fencing: Option<super::fencing::FencingPolicy>,
-    /// The fleet-wide brake (`brake.rs`, issue #26); `None`: none (upstream).
+    /// The fleet-wide brake (`brake.rs`); `None`: none (upstream).
     pub max_unhealthy: Option<MaxUnhealthy>,
     /// The `tolerationSeconds` kube-apiserver's admission gives the not-ready/unreachable
     /// tolerations it adds (`--default-not-ready-toleration-seconds`, 300 s by default): a pod

@@ -103,7 +103,7 @@ pub struct Zone {
     /// Its NoExecute decisions wait for suspects (`node_lifecycle/suspects.rs`): the wait's
     /// start is logged once.
     pub waiting_for_suspects: bool,
-    /// Since when it has been fully disrupted (issue #26: `hold_max` counts from there).
+    /// Since when it has been fully disrupted (`hold_max` counts from there).
     pub full_since: Option<Time>,
     /// Held (`full_disruption = "hold"`): no NoExecute taint nor eviction from its queue.
     pub held: bool,

@@ -1,7 +1,7 @@
-//! `node-lifecycled doctor --fence-sample N` (issue #27): the fence agent's credentials checked
-//! before an outage needs them. `[fencing] status_command` runs against up to N nodes that
-//! `match_labels` selects, one at a time, with the fence command's environment
-//! (`FENCE_STEP=status`) and `timeout`; each answer is one line of the report.
+//! `node-lifecycled doctor --fence-sample N`: the fence agent's credentials checked before an
+//! outage needs them. `[fencing] status_command` runs against up to N nodes that `match_labels`
+//! selects, one at a time, with the fence command's environment (`FENCE_STEP=status`) and
+//! `timeout`; each answer is one line of the report.
 
 use k8s_openapi::api::core::v1 as core;
 

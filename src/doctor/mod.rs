@@ -198,7 +198,7 @@ pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
     run_sampled(options, config, None)
 }
 
-/// [`run`], then with `fence_sample` the status command against that many nodes (issue #27).
+/// [`run`], then with `fence_sample` the status command against that many nodes.
 pub fn run_sampled(
     options: &Options,
     config: &Config,

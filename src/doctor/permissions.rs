@@ -241,7 +241,7 @@ mod tests {
                 .any(|p| p.contains("update nodes ") || p == "update nodes")
         );
         // nodes 4 + nodes/status 2 + pods 4 + pods/status 2 + events 2 + node leases 3 + leader 4
-        // (get, update, patch for `pause` / `resume` since issue #27, create)
+        // (get, update, patch for `pause` / `resume`, create)
         assert!(all.contains(
             &"patch leases.coordination.k8s.io in kube-system named node-lifecycled".to_string()
         ));

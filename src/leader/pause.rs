@@ -1,4 +1,4 @@
-//! The fleet pause (issue #27) as it lives on the leader Lease: one annotation,
+//! The fleet pause as it lives on the leader Lease: one annotation,
 //! [`PAUSE_ANNOTATION`], holding `{"what":"fencing|tainting|all","until":"<RFC 3339>",
 //! "reason":"…","by":"…"}`. The elector keeps the Lease's metadata whole on every write (a
 //! PUT of the metadata last read, with its resourceVersion: a pause written in between makes

@@ -210,8 +210,8 @@ pub struct Node {
     pub maintenance: Maintenance,
 }
 
-/// Planned work on a node (issue #27): `node-lifecycled.io/maintenance`, empty or an RFC 3339
-/// time until which it holds.
+/// Planned work on a node: `node-lifecycled.io/maintenance`, empty or an RFC 3339 time until which
+/// it holds.
 pub mod maintenance {
     pub const ANNOTATION: &str = "node-lifecycled.io/maintenance";
 }
@@ -332,7 +332,7 @@ impl Node {
     }
 
     /// Whether [`Node::zone_key`] is `key`, without building it (the controller asks on every
-    /// node status event; issue #14).
+    /// node status event).
     pub fn has_zone_key(&self, key: &str) -> bool {
         let (region, zone) = self.region_and_zone();
         if region.is_empty() && zone.is_empty() {

@@ -69,8 +69,8 @@ pub fn answer(
     }
 }
 
-/// What holds decisions back whatever the node's health (issue #27): the fleet pause, and the
-/// node's maintenance annotation and cordon as fencing sees them.
+/// What holds decisions back whatever the node's health: the fleet pause, and the node's
+/// maintenance annotation and cordon as fencing sees them.
 fn holds(controllers: &Controllers, node: Option<&str>, now: Time) -> String {
     let mut out = String::new();
     if let Some(p) = controllers.pause(now) {

@@ -161,7 +161,7 @@ impl DaemonSnapshot {
         more(out, "zones", zones.len() - shown);
     }
 
-    /// Issue #26: one line per brake configured (none without `max_unhealthy`).
+    /// One line per brake configured (none without `max_unhealthy`).
     fn text_brakes(&self, out: &mut TextLines) {
         for (scope, b) in &self.controller.brakes {
             let mut fields = vec![
@@ -194,7 +194,8 @@ impl DaemonSnapshot {
                 kv("deadline_in", opt_dur(self.until(n.pending_deadline))),
                 kv("excluded", n.excluded_from_disruption),
             ];
-            // Issue #16 policies: shown only where they apply, so a plain fleet's dump is as before.
+            // Edge and bare-metal policies: shown only where they apply, so a plain fleet's dump is
+            // as before.
             if let Some(pool) = &n.pool {
                 fields.push(kv("pool", pool));
             }

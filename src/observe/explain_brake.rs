@@ -1,6 +1,6 @@
-//! What `explain` adds about issue #26: the brake covering a node (or a pod's node), and where
-//! a pod's not-ready/unreachable timing comes from. Lines inserted after `next:`, only when the
-//! keys are configured, so an `explain` without them reads as before.
+//! What `explain` adds about the brake and per-pool timing: the brake covering a node (or a pod's
+//! node), and where a pod's not-ready/unreachable timing comes from. Lines inserted after `next:`,
+//! only when the keys are configured, so an `explain` without them reads as before.
 
 use crate::controller::Controllers;
 use crate::controller::brake::{BrakeScope, BrakeState};

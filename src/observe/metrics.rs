@@ -35,7 +35,7 @@ pub fn render(s: &DaemonSnapshot) -> String {
     e.out
 }
 
-/// Only with `max_unhealthy` configured (issue #26): each brake, engaged or not, and its count.
+/// Only with `max_unhealthy` configured: each brake, engaged or not, and its count.
 fn brakes(e: &mut Exposition, s: &DaemonSnapshot) {
     use crate::controller::brake::BrakeScope;
     let brakes = &s.controller.brakes;
@@ -189,7 +189,7 @@ fn api_latency(e: &mut Exposition, s: &DaemonSnapshot) {
     }
 }
 
-/// Registered nodes per `[[pool]]` (issue #16); absent when no node is in a pool.
+/// Registered nodes per `[[pool]]`; absent when no node is in a pool.
 fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
     let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for node in &s.controller.nodes {
@@ -210,8 +210,8 @@ fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
     }
 }
 
-/// The fleet pause (issue #27): 1 for what a pause in force holds, else 0 (always exported,
-/// so an alert can watch it).
+/// The fleet pause: 1 for what a pause in force holds, else 0 (always exported, so an alert can
+/// watch it).
 fn paused(e: &mut Exposition, s: &DaemonSnapshot) {
     e.family(
         "node_lifecycled_paused",
@@ -227,7 +227,7 @@ fn paused(e: &mut Exposition, s: &DaemonSnapshot) {
     }
 }
 
-/// The last `status_command` answer per node (issue #27), once one has run.
+/// The last `status_command` answer per node, once one has run.
 fn fence_agent(e: &mut Exposition, s: &DaemonSnapshot) {
     // With fencing on the family is always there (alerts can name it); samples once run.
     if s.fencing.is_none() && s.fence_agent_ok.is_empty() {
@@ -247,7 +247,7 @@ fn fence_agent(e: &mut Exposition, s: &DaemonSnapshot) {
     }
 }
 
-/// Only with `[fencing]` enabled (issue #17).
+/// Only with `[fencing]` enabled.
 fn fencing(e: &mut Exposition, s: &DaemonSnapshot) {
     let Some(f) = &s.fencing else {
         return;

@@ -1,4 +1,4 @@
-//! The decision lines of issue #26, part A (pods kept Ready, a domain's hold), apart from
+//! The decision lines of partitions (pods kept Ready, a domain's hold), apart from
 //! `decision_log.rs` to keep it short.
 
 use crate::controller::Decision;

@@ -43,7 +43,7 @@ pub struct DaemonSnapshot {
     pub fencing: Option<FencingMetrics>,
     /// Decisions made so far, by kind (`Decision::kind`).
     pub decisions: BTreeMap<&'static str, u64>,
-    /// The fleet pause in force (issue #27), as read from the leader Lease.
+    /// The fleet pause in force, as read from the leader Lease.
     pub pause: Option<crate::controller::fleet_pause::FleetPause>,
     /// The last `status_command` answer per node (true: exit 0); empty when not run.
     pub fence_agent_ok: BTreeMap<String, bool>,

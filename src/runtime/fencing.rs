@@ -1,4 +1,4 @@
-//! Fence commands as child processes of the single-threaded daemon (issue #17).
+//! Fence commands as child processes of the single-threaded daemon.
 //!
 //! Nothing blocks and no thread is added:
 //! - the command is spawned with `std::process::Command` (an argv, no shell), stdin from

@@ -117,8 +117,8 @@ fn duration_in_parsecs_exits_78_naming_key_and_line() {
     assert!(line.contains("invalid duration \"5 parsecs\""), "{line}");
 }
 
-/// Issue #26 part A's keys: an unknown mode, a label that is not a label key, a bad duration,
-/// globally and in a pool, each one line naming file, line and key.
+/// The partition keys: an unknown mode, a label that is not a label key, a bad duration, globally
+/// and in a pool, each one line naming file, line and key.
 #[test]
 fn partition_keys_bad_input_exits_78_naming_key_and_line() {
     let cases = [
@@ -345,7 +345,7 @@ fn check_config_notes_stay_on_their_own_line() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue #26's keys: each bad value is one line naming file, line and key, exit 78.
+/// The brake and pool timing keys: each bad value is one line naming file, line and key, exit 78.
 #[test]
 fn brake_and_pool_timing_bad_input_exits_78_naming_key_and_line() {
     let cases: [(&str, usize, &str, &str); 8] = [
@@ -406,8 +406,8 @@ fn brake_and_pool_timing_bad_input_exits_78_naming_key_and_line() {
     }
 }
 
-/// Issue #26's keys read back as written: check-config prints them, and what it prints is a
-/// config that means the same.
+/// The brake and pool timing keys read back as written: check-config prints them, and what it
+/// prints is a config that means the same.
 #[test]
 fn brake_and_pool_timing_keys_round_trip_through_check_config() {
     let text = "max_unhealthy = \"12.5%\"\nadmission_default_toleration_seconds = 120\n\

@@ -1,5 +1,6 @@
-//! conf/rbac.yaml grants exactly what SPEC §1 needs: the daemon's identity can do its job and
-//! nothing more. A permission added or dropped by accident fails here.
+//! conf/rbac.yaml grants exactly what the daemon needs (docs/upstream.md, "Watches and writes"):
+//! the daemon's identity can do its job and nothing more. A permission added or dropped by accident
+//! fails here.
 
 use std::collections::BTreeSet;
 

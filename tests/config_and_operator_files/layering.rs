@@ -1,4 +1,4 @@
-//! The layers hold: no module of `src/` imports a module above it (DESIGN.md, src/lib.rs).
+//! The layers hold: no module of `src/` imports a module above it (src/lib.rs).
 //!
 //! Reads every `src/**/*.rs` and checks each `crate::X` path (in `use` lines and inline paths
 //! alike, `use crate::{a, b}` groups included) against the table below. Comments are skipped, so

@@ -1,4 +1,4 @@
-//! Issue #29: what an operator installs besides the daemon, checked as they will use it.
+//! What an operator installs besides the daemon, checked as they will use it.
 //!
 //! - `conf/monitoring/alerts.yaml`: valid rules whose `promtool test rules` suite
 //!   (`alerts_test.yaml`) sees every alert fire and stay quiet, each with a runbook line;

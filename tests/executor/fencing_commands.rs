@@ -1,6 +1,6 @@
-//! Issue #17, the shell: fence commands as child processes of the mio loop, with tiny real
-//! scripts. The loop is driven as the daemon drives it: SIGCHLD through the signal pipe, then
-//! `try_wait`; output pipes drained on readable events; the timeout on the timer heap.
+//! The shell: fence commands as child processes of the mio loop, with tiny real scripts. The loop
+//! is driven as the daemon drives it: SIGCHLD through the signal pipe, then `try_wait`; output
+//! pipes drained on readable events; the timeout on the timer heap.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -252,8 +252,8 @@ fn a_chatty_command_cannot_fill_its_pipe_and_hang() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Issue #27: the status command (credentials checked before the outage), as a real process:
-/// the node's environment with FENCE_STEP=status, its exit status and output reported, its
+/// The status command (credentials checked before the outage), as a real process: the node's
+/// environment with FENCE_STEP=status, its exit status and output reported, its
 /// timeout enforced — the blocking form `doctor --fence-sample` uses.
 #[test]
 fn the_status_command_reports_each_answer_with_the_nodes_environment_and_its_timeout() {

@@ -1,6 +1,6 @@
-//! Issue #26 as `/metrics`, the decision log and `explain` show it: a brake engaged over the
-//! fleet (one node not Ready is more than `max_unhealthy = 0`), and which toleration seconds a
-//! pod's deletion counts with under `default_toleration_seconds`.
+//! The brake and per-pool timing as `/metrics`, the decision log and `explain` show them: a brake
+//! engaged over the fleet (one node not Ready is more than `max_unhealthy = 0`), and which
+//! toleration seconds a pod's deletion counts with under `default_toleration_seconds`.
 
 use crate::observe_support::{Cluster, cluster, snapshot};
 use node_lifecycled::config::DumpFormat;

@@ -1,5 +1,5 @@
-//! Issue #6 item 6: `/metrics` in the Prometheus text format with upstream's metric names
-//! (SPEC §13) plus ours, rendered from a snapshot of the real controllers.
+//! `/metrics` in the Prometheus text format with upstream's metric names (docs/upstream.md,
+//! "Metrics") plus ours, rendered from a snapshot of the real controllers.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -344,7 +344,7 @@ fn legacy_mode_has_no_taint_eviction_metrics() {
     assert!(types.contains_key("node_collector_zone_health"));
 }
 
-/// Issue #16: a node's pool is named in `/metrics` and in the dump; a plain fleet shows neither.
+/// A node's pool is named in `/metrics` and in the dump; a plain fleet shows neither.
 #[test]
 fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
     use node_lifecycled::controller::Settings;
@@ -392,9 +392,9 @@ fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
     assert!(dump.contains("pool=zone-b"), "{dump}");
 }
 
-/// Issue #29: what the alerts and the dashboard of `conf/monitoring/` read beyond upstream's
-/// gauges: zone states, queues, nodes by Ready, whether each watch follows the server and for how
-/// long it has not, the grace period, decisions by kind and API latency by verb.
+/// What the alerts and the dashboard of `conf/monitoring/` read beyond upstream's gauges: zone
+/// states, queues, nodes by Ready, whether each watch follows the server and for how long it has
+/// not, the grace period, decisions by kind and API latency by verb.
 #[test]
 fn zone_states_nodes_by_ready_watch_currency_decisions_and_api_latency() {
     let c = cluster(true, 4);
@@ -488,8 +488,8 @@ fn zone_states_nodes_by_ready_watch_currency_decisions_and_api_latency() {
     );
 }
 
-/// Issue #27: the fleet pause is a gauge per held kind (0 without a pause, so alerts can watch
-/// it) and a line of `status`.
+/// The fleet pause is a gauge per held kind (0 without a pause, so alerts can watch it) and a line
+/// of `status`.
 #[test]
 fn the_fleet_pause_is_a_gauge_per_kind_and_a_status_line() {
     use node_lifecycled::controller::fleet_pause::{FleetPause, PauseScope};

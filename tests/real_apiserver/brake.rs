@@ -1,5 +1,6 @@
-//! Issue #26 against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the brake on
-//! mass decisions engaged and released, and a pool's `default_toleration_seconds` standing in
+//! The brake and per-pool timing against a real kube-apiserver v1.20.2
+//! (`../shared/real-apiserver`): the brake on mass decisions engaged and released, and a pool's
+//! `default_toleration_seconds` standing in
 //! for the admission default of a pod that kept it (the server's DefaultTolerationSeconds
 //! admission gives it 300 s), not for a pod that chose its own. The test plays the kubelets; the
 //! daemon connects with the RBAC of `conf/rbac.yaml`. Short: a few tens of seconds each.

@@ -1,5 +1,5 @@
-//! Issue #27 against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the fleet
-//! pause set by `node-lifecycled pause` with one instance's config lives on the leader Lease,
+//! Fencing as a lifecycle against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the
+//! fleet pause set by `node-lifecycled pause` with one instance's config lives on the leader Lease,
 //! survives that leader's renewals, and is honoured by the standby that takes the lease over
 //! when the leader is SIGKILLed; `resume` lets it fence.
 //!

@@ -1,6 +1,6 @@
-//! Partitions are not failures (issue #26, part A), against a real kube-apiserver v1.20.2
-//! (`../shared/real-apiserver`), one short scenario per feature. The test plays the kubelets
-//! (Leases of 8 s renewed every 2 s at their own phases); a site is the label
+//! Partitions are not failures, against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`),
+//! one short scenario per feature. The test plays the kubelets (Leases of 8 s renewed every 2 s at
+//! their own phases); a site is the label
 //! `example.com/site=s1` on four nodes, two in zone z1 and two in z2.
 //!
 //! - pods stay Ready under `mark_pods_not_ready = "unless-disrupted"` in a site cut off;

@@ -1,4 +1,4 @@
-//! Escalation and `power-cycle` (issue #27).
+//! Escalation and `power-cycle`.
 //!
 //! Escalation: a power-off step that fails (exit status, signal, its own timeout, a program
 //! that cannot start) is followed at once by the next one, recorded on the node first

@@ -1,4 +1,4 @@
-//! What leaves a node unfenced whatever its health (issue #27): a fleet pause of fencing
+//! What leaves a node unfenced whatever its health: a fleet pause of fencing
 //! (`controller/fleet_pause.rs`, fed by `Controllers`), the node's maintenance annotation, its
 //! cordon (`spec.unschedulable`, with `skip_cordoned`). Asked before the live read (on the
 //! cache) and again on the live read itself, just before the attempt is recorded: planned

@@ -1,5 +1,5 @@
-//! Fencing for bare metal (issue #17), sans-IO: power off a node that stopped heartbeating
-//! through the operator's command, then let Kubernetes release its stateful pods and volumes
+//! Fencing for bare metal, sans-IO: power off a node that stopped heartbeating through the
+//! operator's command, then let Kubernetes release its stateful pods and volumes
 //! with the `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` taint (non-graceful node
 //! shutdown, GA in 1.28).
 //!
@@ -24,9 +24,9 @@
 //!    annotation, when `remove_out_of_service_on_recovery`. A taint we did not add is never
 //!    removed.
 //!
-//! Held off (issue #27, `holds.rs`): a fleet pause of fencing, a node's maintenance
-//! annotation, or its cordon (with `skip_cordoned`) keeps it from steps 1 and 2, checked on the
-//! cache and again on the live read; the node is checked again every `node_monitor_period`.
+//! Held off (`holds.rs`): a fleet pause of fencing, a node's maintenance annotation, or its cordon
+//! (with `skip_cordoned`) keeps it from steps 1 and 2, checked on the cache and again on the live
+//! read; the node is checked again every `node_monitor_period`.
 //!
 //! Restart rule: a node that carries an attempt record for its current outage that this
 //! process did not make (a restart, or a new leader, while a command ran) is not fenced at
@@ -64,8 +64,8 @@ pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
 pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
 /// `outage=<Ready lastTransitionTime>,started=<time>`: written before the command runs.
 pub const ATTEMPT_ANNOTATION: &str = "node-lifecycled.io/fence-attempt";
-/// Power-cycle progress after the power-off (issue #27): `outage=<t>,on=started|done,at=<t>`,
-/// written before the power-on command runs and after it succeeds.
+/// Power-cycle progress after the power-off: `outage=<t>,on=started|done,at=<t>`, written before
+/// the power-on command runs and after it succeeds.
 pub const STATE_ANNOTATION: &str = "node-lifecycled.io/fence-state";
 /// `<Ready lastTransitionTime>` of the outage whose out-of-service taint we added.
 pub const TAINT_ADDED_ANNOTATION: &str = "node-lifecycled.io/out-of-service-added";
@@ -79,7 +79,7 @@ pub struct FencingPolicy {
     pub retry_backoff: Duration,
     pub retry_backoff_max: Duration,
     pub remove_out_of_service_on_recovery: bool,
-    /// A cordoned node (`spec.unschedulable`) is not fenced (issue #27; default true).
+    /// A cordoned node (`spec.unschedulable`) is not fenced (default true).
     pub skip_cordoned: bool,
     /// Power-off steps, tried in order until one succeeds (`[[fencing.step]]`; 1 = `command`).
     pub steps: usize,
@@ -157,7 +157,7 @@ pub struct FenceTarget {
     pub taint_added: Option<String>,
     /// [`STATE_ANNOTATION`] as read live (power-cycle progress).
     pub fence_state: Option<String>,
-    /// The maintenance annotation as read live (issue #27).
+    /// The maintenance annotation as read live.
     pub maintenance: crate::model::Maintenance,
     pub unschedulable: bool,
     pub out_of_service: bool,

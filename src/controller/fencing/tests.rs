@@ -1,5 +1,5 @@
-//! Fencing (issue #17) with the virtual clock: the composed controllers against a fake API that
-//! applies node writes, answers live reads from its own state (annotations included) and
+//! Fencing with the virtual clock: the composed controllers against a fake API that applies node
+//! writes, answers live reads from its own state (annotations included) and
 //! records fence commands, which each test ends by hand (exit status, timeout, dry-run).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

@@ -1,5 +1,5 @@
-//! The brake (`controller/brake.rs`, issue #26) as the node lifecycle keeps it: the count of
-//! unhealthy nodes per scope (suspects included, as the zone rules count them), the decision
+//! The brake (`controller/brake.rs`) as the node lifecycle keeps it: the count of unhealthy nodes
+//! per scope (suspects included, as the zone rules count them), the decision
 //! lines when a brake engages and releases, and the gate of the zone queues.
 
 use std::collections::HashSet;

@@ -78,8 +78,7 @@ impl NodeLifecycle {
         let new_ready = node.ready().map(|c| c.status);
         let new_no_execute = no_execute(Some(node));
         let labels_changed = before.is_some_and(|b| b.labels != node.labels);
-        // The zone key is built only when it changed (issue #14: two allocations per status
-        // event otherwise).
+        // The zone key is built only when it changed (two allocations per status event otherwise).
         let zone_moved = !self.settings.has_domain_key(node, &e.zone);
         let zone: Name = if zone_moved {
             Rc::from(self.settings.domain_key(node))
@@ -273,8 +272,8 @@ impl NodeLifecycle {
             // Upstream clears both NoExecute taints of every node it first sees, then its
             // first pass taints a dead node again with a new timeAdded: after each restart or
             // leader change the node is briefly untainted, pending deletions are cancelled and
-            // every countdown starts over (issue #25). A NoExecute taint on a node that is not
-            // Ready is the previous leader's decision and still holds: it stays, with its
+            // every countdown starts over. A NoExecute taint on a node that is not Ready is the
+            // previous leader's decision and still holds: it stays, with its
             // timeAdded (the zone queue's write of a taint already there changes nothing). A
             // Ready node's are stale, as upstream says. Every zone down is judged for all
             // nodes by `handle_disruption`, as for a running instance.

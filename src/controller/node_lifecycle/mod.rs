@@ -197,8 +197,8 @@ pub struct NodeLifecycle {
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
     past_evictions: BTreeMap<Name, u64>,
     timers: TimerHeap<Timer>,
-    /// The nodes' grace deadlines, a FIFO per grace (issue #14: a renewal appends, no heap
-    /// move); merged with `timers` in their sequence order.
+    /// The nodes' grace deadlines, a FIFO per grace (a renewal appends, no heap move); merged with
+    /// `timers` in their sequence order.
     graces: DeadlineLanes<Name>,
     /// Writes and live reads sent and not answered yet, with what each is about.
     in_flight: InFlight<Pending>,
@@ -222,7 +222,7 @@ pub struct NodeLifecycle {
     /// Test switch: the monitor pass evaluates every node, settled or not (the reference the
     /// differential test compares the pass with).
     full_monitor_pass: bool,
-    /// The brakes on mass decisions (`brake.rs`, issue #26); empty when none is configured.
+    /// The brakes on mass decisions (`brake.rs`); empty when none is configured.
     brakes: crate::controller::brake::Brakes,
 }
 

@@ -1,4 +1,5 @@
-//! Issue #26, part A, in the node lifecycle (`controller/partitions.rs` has the settings):
+//! Partitions are not failures, in the node lifecycle (`controller/partitions.rs` has the
+//! settings):
 //!
 //! - **Pods kept Ready** (`mark_pods_not_ready = "unless-disrupted"`). Pods are marked NotReady
 //!   at the verdict, when the node's domain may not look disrupted yet: in a correlated failure

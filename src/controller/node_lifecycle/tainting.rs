@@ -311,7 +311,7 @@ impl NodeLifecycle {
             if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
                 continue;
             }
-            // A held domain: no NoExecute taint, nor legacy eviction (issue #26).
+            // A held domain: no NoExecute taint, nor legacy eviction.
             if self.zones.get(&zone).is_some_and(|z| z.held) {
                 continue;
             }

@@ -1,5 +1,6 @@
-//! Issue #26 in taint eviction: the deletions an engaged brake holds (parked with their
-//! deadlines, let go at the release), and the per-pool toleration timing it judges pods with.
+//! The brake and per-pool eviction timing in taint eviction: the deletions an engaged brake holds
+//! (parked with their deadlines, let go at the release), and the per-pool toleration timing it
+//! judges pods with.
 
 use super::*;
 

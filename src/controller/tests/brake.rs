@@ -1,5 +1,5 @@
-//! The brake on mass decisions (`controller/brake.rs`, issue #26), through both controllers: a
-//! mass failure engages it before the first NoExecute taint, nothing is tainted or deleted on
+//! The brake on mass decisions (`controller/brake.rs`), through both controllers: a mass failure
+//! engages it before the first NoExecute taint, nothing is tainted or deleted on
 //! the nodes it covers while engaged, countdowns act at the release, which waits
 //! `disruption_cooldown`. Rows of the README's interactions table are tests named after them.
 

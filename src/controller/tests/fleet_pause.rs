@@ -1,5 +1,5 @@
-//! Issue #27: a fleet pause of tainting holds taint eviction's pod deletions like a stale cache
-//! does (the countdown keeps its deadline and acts when the pause ends); a pause of fencing
+//! A fleet pause of tainting holds taint eviction's pod deletions like a stale cache does (the
+//! countdown keeps its deadline and acts when the pause ends); a pause of fencing
 //! holds none.
 
 use crate::controller::fleet_pause::{FleetPause, PauseScope};

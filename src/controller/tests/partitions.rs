@@ -1,4 +1,4 @@
-//! Issue #26, part A (`node_lifecycle/partitions.rs`): pods kept Ready while a disruption
+//! Partitions are not failures (`node_lifecycle/partitions.rs`): pods kept Ready while a disruption
 //! domain is cut off, domains by label, and a fully dark domain held until `hold_max`. Each
 //! interaction row of the README's table ("Edge and bare-metal operators") has its test here,
 //! named after the row.

@@ -1,5 +1,5 @@
-//! Issue #26, part A: `full_disruption = "hold"` and `hold_max` (`node_lifecycle/partitions.rs`),
-//! and the README table's rows about holds; the fleet and helpers are `partitions.rs`'s.
+//! `full_disruption = "hold"` and `hold_max` (`node_lifecycle/partitions.rs`), and the README
+//! table's rows about holds; the fleet and helpers are `partitions.rs`'s.
 
 use std::time::Duration;
 

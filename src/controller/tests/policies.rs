@@ -1,5 +1,5 @@
-//! Issue #16, policies for edge and bare-metal fleets: edge autonomy, pools, custom condition
-//! taints and the disruption cooldown, each against the virtual clock.
+//! Policies for edge and bare-metal fleets: edge autonomy, pools, custom condition taints and the
+//! disruption cooldown, each against the virtual clock.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! Eviction timing per pool (`controller/pool_timing.rs`, issue #26): a pool's
-//! `default_toleration_seconds` stands in for the admission default of the pods that kept it,
+//! Eviction timing per pool (`controller/pool_timing.rs`): a pool's `default_toleration_seconds`
+//! stands in for the admission default of the pods that kept it,
 //! never for a pod's own choice, and counts from the taint's `timeAdded` across a restart.
 
 use super::harness::{cond, date, n, node, pod, secs, test_settings};

@@ -1,5 +1,5 @@
-//! Restarts and leader changes mid-outage (issue #25 item 2): a new process, or a new leader,
-//! changes nothing a watcher of the cluster can see. A node that is not Ready keeps its
+//! Restarts and leader changes mid-outage: a new process, or a new leader, changes nothing a
+//! watcher of the cluster can see. A node that is not Ready keeps its
 //! NoExecute taint and the taint's `timeAdded`; no pending deletion is cancelled; each pod goes
 //! at `timeAdded + tolerationSeconds`, not a full `tolerationSeconds` after the new start.
 //! What upstream does at first sight of a node that *is* Ready (its stale NoExecute taints come

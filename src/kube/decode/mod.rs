@@ -422,8 +422,8 @@ impl Decode for Node {
     }
 }
 
-/// What the maintenance annotation says (issue #27). A value that is neither empty nor an
-/// RFC 3339 time still counts as maintenance (fencing never acts on a guess), with a warning
+/// What the maintenance annotation says. A value that is neither empty nor an RFC 3339 time still
+/// counts as maintenance (fencing never acts on a guess), with a warning
 /// naming the node and the value, once.
 fn maintenance(
     ctx: &mut DecodeContext,

@@ -504,8 +504,8 @@ fn a_pod_carrying_the_disruption_target_condition_says_so() {
     assert!(!other.disruption_target);
 }
 
-/// Issue #16: a node keeps the labels pool selectors read, the OpenYurt autonomy annotations
-/// (interpreted) and the type+status of conditions beyond the five known ones — nothing else.
+/// A node keeps the labels pool selectors read, the OpenYurt autonomy annotations (interpreted) and
+/// the type+status of conditions beyond the five known ones — nothing else.
 #[test]
 fn edge_node_keeps_pool_labels_autonomy_and_other_conditions() {
     let json = |annotations: &str| {
@@ -605,8 +605,8 @@ fn real_status_heartbeat_and_lease_renewal_lines_decode_to_the_projections() {
     assert_eq!(lease.renew_time, Some(t("2026-11-23T18:23:11.364Z")));
 }
 
-/// Issue #27: the maintenance annotation is kept (interpreted), next to autonomy's; an
-/// unreadable value still counts as maintenance and is warned about once.
+/// The maintenance annotation is kept (interpreted), next to autonomy's; an unreadable value still
+/// counts as maintenance and is warned about once.
 #[test]
 fn node_keeps_the_maintenance_annotation_interpreted() {
     use crate::model::Maintenance;

@@ -107,8 +107,7 @@ impl KeyFilter for AllLabelKeys {
     }
 }
 
-/// The OpenYurt autonomy annotations and the maintenance one (issue #27), the only
-/// annotations read.
+/// The OpenYurt autonomy annotations and the maintenance one, the only annotations read.
 pub struct AutonomyKeys;
 impl KeyFilter for AutonomyKeys {
     const EXPECTING: &'static str = "a map of annotations";

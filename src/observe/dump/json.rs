@@ -120,7 +120,7 @@ impl DaemonSnapshot {
                 "next_timer_in_ms": self.event_loop.next_timer_in.map(millis),
             },
         });
-        // Issue #26: only with a brake configured, so a dump without one is as before.
+        // Only with a brake configured, so a dump without one is as before.
         if !c.brakes.is_empty()
             && let Some(o) = v.as_object_mut()
         {

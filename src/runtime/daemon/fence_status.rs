@@ -1,5 +1,5 @@
-//! The fence agent's credentials checked before an outage (issue #27): with `[fencing]
-//! status_command` and `status_interval`, every interval the status command runs against one
+//! The fence agent's credentials checked before an outage: with `[fencing] status_command` and
+//! `status_interval`, every interval the status command runs against one
 //! node (each in turn, among those `match_labels` selects; their labels are kept by the decoder
 //! for it), as a child of the fence runner (its own ids, never fed to the controllers), and
 //! `node_lifecycled_fence_agent_ok{node}` says how it answered. A failure warns; it never

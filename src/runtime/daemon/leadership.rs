@@ -60,8 +60,8 @@ impl Daemon {
         self.refresh_status();
     }
 
-    /// Feeds the controllers the fleet pause (issue #27) when the Lease's annotation changed
-    /// (read by every instance: a leader's renewals and a follower's polls both bring it).
+    /// Feeds the controllers the fleet pause when the Lease's annotation changed (read by every
+    /// instance: a leader's renewals and a follower's polls both bring it).
     fn sync_pause(&mut self, now: Time) {
         use crate::leader::pause::{PAUSE_ANNOTATION, interpret};
         let raw = self.leader.lock().annotation(PAUSE_ANNOTATION);

@@ -138,7 +138,7 @@ pub struct Daemon {
     informers_stale: [bool; 3],
     controllers: Controllers,
     executor: Executor,
-    /// Fence commands (issue #17): started for the controllers, answered as inputs.
+    /// Fence commands: started for the controllers, answered as inputs.
     fencer: FenceRunner,
     fences_to_start: Vec<(
         crate::controller::ActionId,
@@ -160,7 +160,7 @@ pub struct Daemon {
     decision_log: DecisionLog,
     control: Option<ControlServer>,
     /// The fleet pause annotation as last read from the leader Lease, and when this value was
-    /// first seen (issue #27, `leadership.rs`).
+    /// first seen (`leadership.rs`).
     pause_seen: Option<(String, Time)>,
     /// `status_command` runs (`fence_status.rs`).
     fence_status: fence_status::StatusProbe,
@@ -591,7 +591,7 @@ fn decode_context(config: &Config) -> DecodeContext {
 }
 
 /// Node label keys kept beside the built-in ones: pool selectors', and `match_labels`' when
-/// the status probe picks nodes by them from the store (issue #27).
+/// the status probe picks nodes by them from the store.
 pub(super) fn kept_label_keys(config: &Config) -> Vec<String> {
     // The pools' selectors, the disruption domains' labels (global and per pool), and the
     // fencing selector when the fence agents are probed.

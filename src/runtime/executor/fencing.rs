@@ -1,5 +1,5 @@
-//! The API side of fencing (issue #17): the live read of a node and its Lease before a fence,
-//! decoded for the fencing machine (the patch that carries its annotations is
+//! The API side of fencing: the live read of a node and its Lease before a fence, decoded for the
+//! fencing machine (the patch that carries its annotations is
 //! `kube::request::node_annotations_patch`).
 //!
 //! The read decodes the node with k8s-openapi, not the caches' compact projection: it is rare

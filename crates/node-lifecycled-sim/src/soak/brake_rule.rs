@@ -1,5 +1,5 @@
-//! The brake on mass decisions (`max_unhealthy`, issue #26) as the soak judges it, when the
-//! daemons run with one (`SoakOptions::brake`):
+//! The brake on mass decisions (`max_unhealthy`) as the soak judges it, when the daemons run with
+//! one (`SoakOptions::brake`):
 //! - `decision-under-brake` (safety): a new NoExecute taint or a pod deletion lands while the
 //!   brake is surely engaged: more nodes than the limit have shown Ready other than True in
 //!   the store for longer than the zone allowance (the daemon counts them, and its suspects,

@@ -28,7 +28,7 @@ pub const BRAKE_COOLDOWN: Duration = Duration::from_secs(2);
 /// The brake of the soak's pool `z1` (`--pools`), a percentage of zone z1's nodes.
 pub const POOL_BRAKE_PERCENT: f64 = 50.0;
 
-/// The issue #26 policies a soak may run with (`SoakOptions::brake`, `::pools`).
+/// The brake and pool policies a soak may run with (`SoakOptions::brake`, `::pools`).
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
     pub brake: Option<usize>,

@@ -1,5 +1,5 @@
-//! Issue #26, part A, in the soak (`--partitions`): the daemons group nodes into disruption
-//! domains by the label `example.com/site` (zones z1 and z2 make site s1, the others site s2:
+//! Partitions in the soak (`--partitions`): the daemons group nodes into disruption domains by the
+//! label `example.com/site` (zones z1 and z2 make site s1, the others site s2:
 //! a domain across zones and one that is a zone), keep pods Ready while a domain is disrupted
 //! (`unless-disrupted`, globally; site s1's pool says `always`), and hold a fully dark domain
 //! (`full_disruption = "hold"`, `hold_max` 20 s, 8 s for site s1's pool).

@@ -365,7 +365,7 @@ fn a_pod_left_running_after_its_toleration_is_a_liveness_violation() {
     log.taints(7.0, A, "z1-n001", &["unreachable"]);
     log.delete_pod(7.2, "default/web-0");
     // web-1 tolerates 6 s: due at 7 + 6 + 10 = 23 s (the dead node's taint at 17 s is met).
-    // (decision-late, judged from 14.7 s on, is the tighter rule of issue #25.)
+    // (decision-late, judged from 14.7 s on, is the tighter rule: never less safe than upstream.)
     log.checker.check_liveness(at(22.0));
     assert_eq!(log.rules(), ["decision-late"]);
     log.checker.check_liveness(at(24.0));
@@ -448,8 +448,8 @@ fn records_the_log_dropped_before_they_were_read_are_reported() {
     assert_eq!(log.rules(), ["write-log"]);
 }
 
-// Issue #25: the zone rules as upstream's batched pass would judge them, taints taken off dead
-// nodes, and decisions later than a reconnect allows.
+// The zone rules as upstream's batched pass would judge them, taints taken off dead nodes, and
+// decisions later than a reconnect allows.
 
 /// The kubelets of `nodes` renew every second until `last` (their last heartbeat) and are
 /// silent from `last + 0.5` on (ground truth).

@@ -132,8 +132,8 @@ impl Limits {
     ///   1 s) + 200 ms for one round trip or the relist; the slack 500 ms plus the longer of
     ///   the two daemons' measured CPU waits from 3 s before the pod was due to the deadline.
     ///   Not the 1.6 s of the evidence window: that stood for CPU waits before they were
-    ///   measured, and it would hide what this rule is for (after a reset the daemon of
-    ///   issue #25 holds deletions for the new pod watch's first line, 1 s later when the
+    ///   measured, and it would hide what this rule is for (after a reset the daemon, never less
+    ///   safe than upstream, holds deletions for the new pod watch's first line, 1 s later when the
     ///   server ends it at `timeoutSeconds=1`, + a 0.5 s settle: 1.5 s beyond the reconnect).
     ///   Only connection resets on a healthy server may push the deadline back; any fault that
     ///   stops a daemon (stall, freeze, leader kill, 500 or 429 burst, slow responses, an API
@@ -265,7 +265,7 @@ pub struct Checker {
     /// Per zone: since when taints have been allowed without a break.
     pub(super) allowed_since: BTreeMap<String, Time>,
     pub(super) all_full_since: Option<Time>,
-    /// Issue #26 (`domains.rs`): held domains' `hold_max`, since when each domain has been
+    /// Disruption domains (`domains.rs`): held domains' `hold_max`, since when each domain has been
     /// fully disrupted in the store, and the domains the daemons may be holding now.
     pub(super) holds: BTreeMap<String, Option<Duration>>,
     pub(super) full_since: BTreeMap<String, Time>,

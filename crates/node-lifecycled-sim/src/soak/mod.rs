@@ -50,14 +50,13 @@ pub struct SoakOptions {
     pub dir: Option<PathBuf>,
     pub nodes: usize,
     pub zones: usize,
-    /// Issue #26: disruption domains by label, pods kept Ready, held dark domains, a pool
-    /// (`domains.rs`).
+    /// Disruption domains by label, pods kept Ready, held dark domains, a pool (`domains.rs`).
     pub partitions: bool,
     /// Set (by a SIGINT/SIGTERM handler) to end the run early: the daemons are stopped and
     /// the run reports an error. `None`: the run goes to its end.
     pub stop: Option<Arc<AtomicBool>>,
     /// The daemons run with `max_unhealthy` (and a 2 s `disruption_cooldown`), judged by
-    /// `decision-under-brake` (issue #26). `None`: no brake, as before.
+    /// `decision-under-brake`. `None`: no brake, as before.
     pub brake: Option<usize>,
     /// The daemons' config has `[[pool]]`s (zone z1: its own brake at 50 % and
     /// `default_toleration_seconds`, which the soak's pods, tolerating other than the admission
@@ -399,7 +398,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
 }
 
 struct Run<'a> {
-    /// What the daemons' configs say beyond the soak's settings (issue #26).
+    /// What the daemons' configs say beyond the soak's settings.
     policy: daemons::Policy,
     sim: &'a crate::SimHandle,
     cluster: &'a crate::Cluster,

@@ -28,7 +28,7 @@ pub struct SoakReport {
     /// Daemons that stopped within the grace after SIGTERM at the end.
     pub clean_stops: usize,
     pub dir: PathBuf,
-    /// `--brake N`, `--pools` and `--partitions` as run (issue #26), for the replay command.
+    /// `--brake N`, `--pools` and `--partitions` as run, for the replay command.
     pub policy_args: String,
 }
 

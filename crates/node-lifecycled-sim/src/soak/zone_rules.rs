@@ -1,10 +1,10 @@
-//! The zone rules the soak judges new NoExecute taints by (SPEC §4): from the Ready conditions
-//! in the store, which zones forbid new taints (every zone fully disrupted, or a small zone
-//! partially disrupted: rate 0) and since when.
+//! The zone rules the soak judges new NoExecute taints by (docs/upstream.md, "Zones"): from the
+//! Ready conditions in the store, which zones forbid new taints (every zone fully disrupted, or a
+//! small zone partially disrupted: rate 0) and since when.
 //!
-//! Issue #25, stricter: upstream's `monitorNodeHealth` is a periodic batch, so nodes that die
-//! together are judged together; the daemon judges each node at its own deadline. At a new
-//! NoExecute taint the checker also takes the batched view: every node whose kubelet is silent
+//! Stricter: upstream's `monitorNodeHealth` is a periodic batch, so nodes that die together are
+//! judged together; the daemon judges each node at its own deadline. At a new NoExecute taint the
+//! checker also takes the batched view: every node whose kubelet is silent
 //! and whose grace period ends within one monitor period of the write counts as not ready (the
 //! batch that saw the tainted node Unknown could have seen it Unknown too), and by default
 //! (beyond upstream, `Limits::early_suspects`) every kubelet silent for more than twice its
@@ -223,7 +223,7 @@ impl Checker {
         let (forbids, all_full) = self.zone_rules();
         self.refresh_holds(at);
         for (zone, forbid) in forbids {
-            // A held domain forbids new taints too (issue #26, `domains.rs`).
+            // A held domain forbids new taints too (`domains.rs`).
             let forbid = forbid || self.is_held(&zone);
             let since = self.forbidden_since.entry(zone.clone()).or_default();
             match (forbid, *since) {

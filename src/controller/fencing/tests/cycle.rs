@@ -1,5 +1,5 @@
-//! Issue #27, escalation and power-cycle with the virtual clock: every step, timeouts, a
-//! restart at each step, recovery in the middle.
+//! Escalation and power-cycle with the virtual clock: every step, timeouts, a restart at each step,
+//! recovery in the middle.
 
 use super::*;
 use crate::controller::Decision;

@@ -1,5 +1,5 @@
-//! Issue #27, maintenance that pauses fencing: a node's maintenance annotation, its cordon and
-//! the fleet pause (with its expiry and across a failover), with the virtual clock.
+//! Maintenance that pauses fencing: a node's maintenance annotation, its cordon and the fleet pause
+//! (with its expiry and across a failover), with the virtual clock.
 
 use super::*;
 use crate::controller::Decision;

@@ -1,5 +1,5 @@
-//! Beyond upstream (issue #25 item 2): the pods under a taint found at a start or a takeover
-//! count from its `timeAdded`, which is what `tolerationSeconds` documents and what a restart
+//! Beyond upstream: the pods under a taint found at a start or a takeover count from its
+//! `timeAdded`, which is what `tolerationSeconds` documents and what a restart
 //! or a new leader finds on the node (upstream starts it when its taint manager first looks, so
 //! every restart gives the pod another full `tolerationSeconds`). Never from later than now: a
 //! `timeAdded` in the future is another host's clock running ahead. A taint that appears while
