@@ -16,7 +16,6 @@ use node_lifecycled::{logging, runtime};
 /// invocation or the file" from a crash worth restarting.
 const EXIT_RUNTIME: u8 = 1;
 const EX_USAGE: u8 = 64;
-const EX_DATAERR: u8 = 65;
 const EX_UNAVAILABLE: u8 = 69;
 const EX_NOPERM: u8 = 77;
 const EX_CONFIG: u8 = 78;
@@ -83,9 +82,9 @@ exit codes:
   78  configuration error (the message names the file, line and key), including a
       kubeconfig, certificate, key or token file that cannot be read or parsed, and
       for doctor a host file that is not the kind its option names
-  pause / resume: 0 written, 65 --for longer than fencing.max_pause (or 0), 69 the API
-      server did not answer or refused, 77 forbidden (RBAC), 78 configuration error
-      (leader_election.enabled = false: the pause lives on the leader Lease)
+  pause / resume: 0 written, 64 --for 0, 69 the API server did not answer or refused,
+      77 forbidden (RBAC), 78 configuration error (--for longer than fencing.max_pause;
+      leader_election.enabled = false: the pause lives on the leader Lease)
   status / explain: 0 answered, 1 the daemon refused (unknown node or pod), 69 no daemon
       answers on the socket, 77 permission denied on the socket (run as root)
 
@@ -369,7 +368,7 @@ fn pause_or_resume(
         }
         Err(failure) => {
             let (code, line) = match failure {
-                PauseFailure::TooLong(l) => (EX_DATAERR, l),
+                PauseFailure::Usage(l) => (EX_USAGE, l),
                 PauseFailure::Config(l) => (EX_CONFIG, l),
                 PauseFailure::Api(l) => (EX_UNAVAILABLE, l),
                 PauseFailure::Forbidden(l) => (EX_NOPERM, l),

@@ -18,8 +18,8 @@ use super::Options;
 /// Why a pause or resume was not written; each maps to an exit code in `main.rs`.
 #[derive(Debug, PartialEq, Eq)]
 pub enum PauseFailure {
-    /// `--for` beyond `[fencing] max_pause` (exit 65).
-    TooLong(String),
+    /// `--for` zero (exit 64, a usage error).
+    Usage(String),
     /// The configuration does not allow it, or cannot be used (exit 78).
     Config(String),
     /// The API server refused or did not answer (exit 69; 77 when forbidden).
@@ -30,13 +30,24 @@ pub enum PauseFailure {
 /// Checks `--for` against the configured maximum (before any network).
 pub fn check_duration(config: &Config, path: &str, d: Duration) -> Result<(), PauseFailure> {
     if d.is_zero() {
-        return Err(PauseFailure::TooLong(
+        return Err(PauseFailure::Usage(
             "--for must be longer than 0s".to_string(),
         ));
     }
     if d > config.fencing.max_pause {
-        return Err(PauseFailure::TooLong(format!(
-            "--for {} is longer than fencing.max_pause = \"{}\" in {path}",
+        // The configured maximum is what refuses it: a configuration error (exit 78), like
+        // every other value that breaks a key's limit.
+        // `file:line:` of the key when the file sets it, else the file (the default applies).
+        let at = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .position(|l| l.trim_start().starts_with("max_pause"))
+                    .map(|i| format!("{path}:{}", i + 1))
+            })
+            .unwrap_or_else(|| path.to_string());
+        return Err(PauseFailure::Config(format!(
+            "{at}: fencing.max_pause: --for {} is longer than the maximum, \"{}\"",
             format_duration(d),
             format_duration(config.fencing.max_pause)
         )));
@@ -243,14 +254,18 @@ mod tests {
             check_duration(&config, "c.toml", Duration::from_secs(7200)),
             Ok(())
         );
-        let Err(PauseFailure::TooLong(line)) =
+        let Err(PauseFailure::Config(line)) =
             check_duration(&config, "c.toml", Duration::from_secs(7201))
         else {
             panic!("accepted");
         };
         assert_eq!(
             line,
-            "--for 2h1s is longer than fencing.max_pause = \"2h\" in c.toml"
+            "c.toml: fencing.max_pause: --for 2h1s is longer than the maximum, \"2h\""
         );
+        assert!(matches!(
+            check_duration(&config, "c.toml", Duration::ZERO),
+            Err(PauseFailure::Usage(_))
+        ));
     }
 }

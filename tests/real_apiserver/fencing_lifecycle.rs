@@ -97,12 +97,12 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over()
     let mut b = Daemon::start("pause-b", &dir, &text_b, &[]);
     b.wait_log("initial sync complete", Duration::from_secs(30));
 
-    // Too long for max_pause: refused before any network, one line, exit 65.
+    // Too long for max_pause: refused before any network, one line naming the key, exit 78.
     let (code, text) = cli(
         &a.config,
         &["pause", "fencing", "--for", "11m", "--reason", "x"],
     );
-    assert_eq!(code, 65, "{text}");
+    assert_eq!(code, 78, "{text}");
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("fencing.max_pause"), "{text}");
 
