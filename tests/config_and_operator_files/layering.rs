@@ -330,7 +330,9 @@ fn no_module_of_the_controller_imports_one_that_imports_it_back() {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let is_test = rel.iter().any(|c| c == "tests" || c == "tests.rs" || c.ends_with("_tests.rs"));
+        let is_test = rel
+            .iter()
+            .any(|c| c == "tests" || c == "tests.rs" || c.ends_with("_tests.rs"));
         if is_test || rel == ["mod.rs"] {
             continue;
         }
@@ -358,7 +360,10 @@ fn a_circle_is_found_and_named() {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
     .collect();
-    assert_eq!(circle(&edges).as_deref(), Some("actions -> fencing -> actions"));
+    assert_eq!(
+        circle(&edges).as_deref(),
+        Some("actions -> fencing -> actions")
+    );
     let rel = ["fencing".to_string(), "machine.rs".to_string()];
     let text = "use super::super::{actions::Action, zones};\nuse super::outcomes;\n\
                 #[cfg(test)]\nmod tests;\npub use crate::controller::inputs::X;\n\
