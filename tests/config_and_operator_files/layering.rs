@@ -227,7 +227,8 @@ fn controller_imports(rel: &[String], text: &str) -> BTreeSet<String> {
         [.., last] if last == "mod.rs" => rel.len() - 1,
         _ => rel.len(),
     };
-    let mut found = BTreeSet::new();
+    // The file's own code: comments and test modules left out.
+    let mut code = String::new();
     let mut after_cfg_test = false;
     for line in text.lines() {
         let test_module = std::mem::replace(&mut after_cfg_test, line.starts_with("#[cfg(test)]"));
@@ -239,40 +240,84 @@ fn controller_imports(rel: &[String], text: &str) -> BTreeSet<String> {
             }
             continue;
         }
-        let code = line.split("//").next().unwrap_or("");
-        let mut names = |after: &str| {
-            let group = after.strip_prefix('{');
-            let items: Vec<&str> = match group {
-                Some(g) => g.split(['}', ',']).map(str::trim).collect(),
-                None => vec![after],
-            };
-            for item in items {
-                let name: String = item
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.insert(name);
-                }
-            }
-        };
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::controller::") {
-            rest = &rest[at + "crate::controller::".len()..];
-            names(rest);
+        code.push_str(line.split("//").next().unwrap_or(""));
+        code.push('\n');
+    }
+    let mut found = BTreeSet::new();
+    // After `crate::controller::` or the `super::`s: one path, or a `{ ... }` group of them,
+    // over as many lines as rustfmt gives it.
+    let mut names = |after: &str| match after.strip_prefix('{') {
+        Some(group) => found.extend(group_heads(group)),
+        None => found.extend(head(after)),
+    };
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::controller::") {
+        rest = &rest[at + "crate::controller::".len()..];
+        names(rest);
+    }
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("super::") {
+        let before = rest[..at].chars().next_back();
+        let mut after = &rest[at..];
+        let mut supers = 0;
+        while let Some(r) = after.strip_prefix("super::") {
+            supers += 1;
+            after = r;
         }
-        let mut rest = code;
-        while let Some(at) = rest.find("super::") {
-            let before = rest[..at].chars().next_back();
-            let mut after = &rest[at..];
-            let mut supers = 0;
-            while let Some(r) = after.strip_prefix("super::") {
-                supers += 1;
-                after = r;
+        rest = after;
+        if supers == to_controller && !before.is_some_and(|c| c == ':' || c.is_alphanumeric()) {
+            names(after);
+        }
+    }
+    found
+}
+
+/// The first name of a path (`actions` of `actions::Action`).
+fn head(path: &str) -> Option<String> {
+    let name: String = path
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// The first name of each path of a `{ ... }` group (`group` starts after its `{`): `a` and `c`
+/// of `a::{b, d}, c}`, not the names inside a nested group.
+fn group_heads(group: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut at_start = true;
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => at_start = true,
+            c if at_start && !c.is_whitespace() => {
+                at_start = false;
+                heads.extend(head(&group[i..]));
             }
-            rest = after;
-            if supers == to_controller && !before.is_some_and(|c| c == ':' || c.is_alphanumeric()) {
-                names(after);
+            _ => {}
+        }
+    }
+    heads
+}
+
+/// The items `src/controller/mod.rs` re-exports (`pub use actions::{Action, ActionId};`), by the
+/// module that defines them: `super::Settings` is an import of `settings`.
+fn reexported(mod_rs: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for line in mod_rs.lines() {
+        let Some((module, items)) = line
+            .strip_prefix("pub use ")
+            .and_then(|l| l.split_once("::"))
+        else {
+            continue;
+        };
+        for item in items.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !item.is_empty() {
+                found.insert(item.to_string(), module.to_string());
             }
         }
     }
@@ -322,6 +367,11 @@ fn no_module_of_the_controller_imports_one_that_imports_it_back() {
     let is_module = |name: &str| {
         controller.join(format!("{name}.rs")).is_file() || controller.join(name).is_dir()
     };
+    let reexports = reexported(&std::fs::read_to_string(controller.join("mod.rs")).unwrap());
+    assert!(
+        reexports.contains_key("Settings"),
+        "src/controller/mod.rs re-exports nothing"
+    );
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
         let rel: Vec<String> = file
@@ -340,7 +390,12 @@ fn no_module_of_the_controller_imports_one_that_imports_it_back() {
         let text = std::fs::read_to_string(file).unwrap();
         let targets: Vec<String> = controller_imports(&rel, &text)
             .into_iter()
-            .filter(|t| *t != unit && is_module(t))
+            .filter_map(|t| match reexports.get(&t) {
+                _ if is_module(&t) => Some(t),
+                Some(module) => Some(module.clone()),
+                None => None,
+            })
+            .filter(|t| *t != unit)
             .collect();
         edges.entry(unit).or_default().extend(targets);
     }
@@ -375,4 +430,29 @@ fn a_circle_is_found_and_named() {
             .into_iter()
             .collect()
     );
+}
+
+/// rustfmt wraps a long `use` group over several lines; a nested group names no module of the
+/// controller; an item re-exported by `src/controller/mod.rs` stands for its module.
+#[test]
+fn a_use_group_over_several_lines_is_read() {
+    let rel = ["node_lifecycle".to_string(), "mod.rs".to_string()];
+    let text =
+        "use super::{\n    actions::Action,\n    health::{self, zones},\n    Settings,\n};\n";
+    assert_eq!(
+        controller_imports(&rel, text),
+        ["Settings", "actions", "health"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+    let mod_rs =
+        "pub mod settings;\npub use settings::Settings;\npub use dump::{NodeDump, StateDump};\n";
+    let reexports = reexported(mod_rs);
+    assert_eq!(
+        reexports.get("Settings").map(String::as_str),
+        Some("settings")
+    );
+    assert_eq!(reexports.get("StateDump").map(String::as_str), Some("dump"));
+    assert_eq!(reexports.len(), 3);
 }
