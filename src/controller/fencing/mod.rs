@@ -51,13 +51,12 @@ mod outcomes;
 #[cfg(test)]
 mod tests;
 
-use std::time::Duration;
-
-use crate::model::{ConditionStatus, Name, Taint, TaintEffect};
+use crate::model::{Name, Taint, TaintEffect};
 use crate::time::Time;
 
-use super::inputs::LeaseReadOutcome;
-
+pub use super::actions::{FenceCommand, FenceStep};
+pub use super::inputs::{FenceOutcome, FenceTarget, FenceTargetOutcome};
+pub use super::settings::FencingPolicy;
 pub use machine::Fencing;
 
 pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
@@ -69,146 +68,6 @@ pub const ATTEMPT_ANNOTATION: &str = "node-lifecycled.io/fence-attempt";
 pub const STATE_ANNOTATION: &str = "node-lifecycled.io/fence-state";
 /// `<Ready lastTransitionTime>` of the outage whose out-of-service taint we added.
 pub const TAINT_ADDED_ANNOTATION: &str = "node-lifecycled.io/out-of-service-added";
-
-/// The controller's part of `[fencing]`; the command and its timeout belong to the shell.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FencingPolicy {
-    pub after: Duration,
-    pub max_concurrent: usize,
-    pub match_labels: Vec<(String, String)>,
-    pub retry_backoff: Duration,
-    pub retry_backoff_max: Duration,
-    pub remove_out_of_service_on_recovery: bool,
-    /// A cordoned node (`spec.unschedulable`) is not fenced (default true).
-    pub skip_cordoned: bool,
-    /// Power-off steps, tried in order until one succeeds (`[[fencing.step]]`; 1 = `command`).
-    pub steps: usize,
-    /// `mode = "power-cycle"`: after the taint and the pods gone, power on, wait for Ready
-    /// within `recover_timeout`, remove the taint.
-    pub power_cycle: bool,
-    pub recover_timeout: Duration,
-}
-
-impl FencingPolicy {
-    pub fn selects(&self, labels: &[(String, String)]) -> bool {
-        self.match_labels
-            .iter()
-            .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
-    }
-
-    /// Wait after the `failures`-th failure (1 for the first).
-    pub fn backoff(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(30);
-        self.retry_backoff
-            .saturating_mul(1u32 << doublings)
-            .min(self.retry_backoff_max)
-    }
-}
-
-/// Which command the shell runs: a power-off step (index into the configured steps) or the
-/// power-on of `power-cycle`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FenceStep {
-    Off(usize),
-    On,
-    /// `status_command`: the shell's credential check, never decided by the core.
-    Status,
-}
-
-impl Default for FenceStep {
-    fn default() -> FenceStep {
-        FenceStep::Off(0)
-    }
-}
-
-impl FenceStep {
-    /// `FENCE_STEP` in the command's environment: `1`, `2`, … or `on`.
-    pub fn env(self) -> String {
-        match self {
-            FenceStep::Off(i) => (i + 1).to_string(),
-            FenceStep::On => "on".to_string(),
-            FenceStep::Status => "status".to_string(),
-        }
-    }
-}
-
-/// What the fence command is told about its node (its environment, in the shell).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FenceCommand {
-    /// Which command (`FENCE_STEP` in its environment).
-    pub step: FenceStep,
-    pub node: Name,
-    pub uid: Name,
-    /// `(type, address)`, as in `status.addresses`.
-    pub addresses: Vec<(String, String)>,
-    pub labels: Vec<(String, String)>,
-}
-
-/// The node and its Lease as read live just before a fence (or a taint removal).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FenceTarget {
-    pub uid: Name,
-    pub resource_version: Name,
-    pub ready: Option<ConditionStatus>,
-    pub ready_since: Option<Time>,
-    pub labels: Vec<(String, String)>,
-    pub addresses: Vec<(String, String)>,
-    pub attempt: Option<String>,
-    pub taint_added: Option<String>,
-    /// [`STATE_ANNOTATION`] as read live (power-cycle progress).
-    pub fence_state: Option<String>,
-    /// The maintenance annotation as read live.
-    pub maintenance: crate::model::Maintenance,
-    pub unschedulable: bool,
-    pub out_of_service: bool,
-    pub lease: LeaseReadOutcome,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FenceTargetOutcome {
-    Found(Box<FenceTarget>),
-    NotFound,
-    /// The API server could not be read: no fence on a guess.
-    Failed(String),
-}
-
-/// How a fence command ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FenceOutcome {
-    Exited(i32),
-    /// Ended by a signal it did not get from us.
-    Signalled(i32),
-    /// Ran past `timeout`: killed.
-    TimedOut,
-    SpawnFailed(String),
-    /// Dry-run: logged, not run.
-    DryRun,
-}
-
-impl FenceOutcome {
-    /// The `result` label of `node_lifecycled_fencing_attempts_total`.
-    pub fn result(&self) -> &'static str {
-        match self {
-            FenceOutcome::Exited(0) => "success",
-            FenceOutcome::Exited(_) | FenceOutcome::Signalled(_) => "failure",
-            FenceOutcome::TimedOut => "timeout",
-            FenceOutcome::SpawnFailed(_) => "spawn_error",
-            FenceOutcome::DryRun => "dry_run",
-        }
-    }
-}
-
-impl std::fmt::Display for FenceOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FenceOutcome::Exited(code) => write!(f, "exit status {code}"),
-            FenceOutcome::Signalled(sig) => write!(f, "killed by signal {sig}"),
-            FenceOutcome::TimedOut => write!(f, "timed out (killed)"),
-            FenceOutcome::SpawnFailed(e) => write!(f, "could not start: {e}"),
-            FenceOutcome::DryRun => write!(f, "dry-run: not run"),
-        }
-    }
-}
 
 pub fn out_of_service_taint(now: Time) -> Taint {
     Taint {

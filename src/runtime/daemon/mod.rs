@@ -51,8 +51,7 @@ use super::state_dump::read_rss_bytes;
 
 use crate::config::{Config, ConfigChange};
 use crate::controller::cache_currency::cache_settle;
-use crate::controller::partitions::node_label_keys;
-use crate::controller::pools::selector_label_keys;
+use crate::controller::pools::{node_label_keys, selector_label_keys};
 use crate::controller::{Action, Controllers, Input};
 use crate::kube::decode::DecodeContext;
 use crate::kube::reflector::{Delta, EndTarget, ReflectorStats, Watched};

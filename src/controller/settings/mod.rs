@@ -1,6 +1,11 @@
 //! The controller's tunables (docs/upstream.md, "Settings and their defaults"), as plain data. The
 //! config file parser converts into this;
 //! `Default` is upstream's defaults.
+//!
+//! What a node's pool or domain makes of them is read through the methods of `pools.rs` and
+//! `partitions.rs` here; `fencing.rs` holds `[fencing]`'s part. The types the settings are made
+//! of (pools, brakes, partition modes, condition taints) are defined by their own modules,
+//! which never import the settings back.
 
 use std::time::Duration;
 
@@ -10,6 +15,12 @@ use super::brake::MaxUnhealthy;
 use super::condition_taints::ConditionTaint;
 use super::partitions::{FullDisruption, PodsNotReady};
 use super::pools::Pool;
+
+mod fencing;
+mod partitions;
+mod pools;
+
+pub use fencing::FencingPolicy;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -60,7 +71,7 @@ pub struct Settings {
     /// Custom condition taints (`condition_taints.rs`).
     pub condition_taints: Vec<ConditionTaint>,
     /// `[fencing]` when enabled; `None`: no node is ever fenced.
-    pub fencing: Option<super::fencing::FencingPolicy>,
+    pub fencing: Option<FencingPolicy>,
     /// The fleet-wide brake (`brake.rs`); `None`: none (upstream).
     pub max_unhealthy: Option<MaxUnhealthy>,
     /// The `tolerationSeconds` kube-apiserver's admission gives the not-ready/unreachable
