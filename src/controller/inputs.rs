@@ -124,7 +124,7 @@ pub struct FenceTarget {
     pub taint_added: Option<String>,
     /// [`STATE_ANNOTATION`](super::fencing::STATE_ANNOTATION) as read live (power-cycle progress).
     pub fence_state: Option<String>,
-    /// The maintenance annotation as read live (issue #27).
+    /// The maintenance annotation as read live.
     pub maintenance: crate::model::Maintenance,
     pub unschedulable: bool,
     pub out_of_service: bool,

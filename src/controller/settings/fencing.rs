@@ -1,4 +1,4 @@
-//! `[fencing]`'s part of the settings (issue #17): what the controller's fencing machine
+//! `[fencing]`'s part of the settings: what the controller's fencing machine
 //! (`controller/fencing/`) reads.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ pub struct FencingPolicy {
     pub retry_backoff: Duration,
     pub retry_backoff_max: Duration,
     pub remove_out_of_service_on_recovery: bool,
-    /// A cordoned node (`spec.unschedulable`) is not fenced (issue #27; default true).
+    /// A cordoned node (`spec.unschedulable`) is not fenced (default true).
     pub skip_cordoned: bool,
     /// Power-off steps, tried in order until one succeeds (`[[fencing.step]]`; 1 = `command`).
     pub steps: usize,

@@ -1,5 +1,5 @@
 //! The settings of disruption domains as a node's pool overrides them
-//! (`controller/partitions.rs`, issue #26).
+//! (`controller/partitions.rs`).
 
 use crate::model::Node;
 

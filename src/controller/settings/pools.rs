@@ -1,4 +1,4 @@
-//! The settings as a node's pool overrides them (`controller/pools.rs`, issue #16).
+//! The settings as a node's pool overrides them (`controller/pools.rs`).
 
 use std::time::Duration;
 
