@@ -2,7 +2,8 @@
 //!
 //! A pod is a 56-byte record in one slab plus its name: the uid as 16 bytes and the
 //! resourceVersion as an integer (text fallbacks in a side map), the namespace, node name and
-//! toleration list as 4-byte ids into shared tables. Pods are found by a 64-bit hash of
+//! toleration list as 4-byte ids into shared tables; and its creation second, 4 bytes in a
+//! column beside the slab (in the record it would pad it to 64). Pods are found by a 64-bit hash of
 //! `namespace/name` (an `u64 -> slot` map; a second pod with the same hash, astronomically
 //! rare, goes to an exact overflow map), and by node through a list of slots per node.
 //! Both controllers read pods from here; nobody else keeps a copy (kube-controller-manager's
@@ -15,6 +16,7 @@ use std::rc::Rc;
 use super::compact::{parse_resource_version, parse_uuid, render_uuid};
 use super::ref_table::RefTable;
 use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
+use crate::time::Time;
 
 mod view;
 pub use view::PodView;
@@ -152,6 +154,9 @@ pub struct PodBefore {
 #[derive(Debug)]
 pub struct PodTable {
     records: Vec<Record>,
+    /// `metadata.creationTimestamp` of the pod in each slot, in Unix seconds (0: none), in step
+    /// with `records` (same length and capacity).
+    created: Vec<u32>,
     free: Vec<u32>,
     index: HashMap<u64, u32, BuildHasherDefault<PreHashed>>,
     overflow: HashMap<PodKey, u32>,
@@ -175,6 +180,7 @@ impl PodTable {
     pub fn new() -> PodTable {
         PodTable {
             records: Vec::new(),
+            created: Vec::new(),
             free: Vec::new(),
             index: HashMap::default(),
             overflow: HashMap::new(),
@@ -372,8 +378,11 @@ impl PodTable {
                 // Grow by an eighth, not by doubling: the slab is the largest table we keep.
                 if self.records.len() == self.records.capacity() {
                     self.records.reserve_exact((self.records.len() / 8).max(64));
+                    let more = self.records.capacity() - self.created.len();
+                    self.created.reserve_exact(more);
                 }
                 self.records.push(record);
+                self.created.push(0);
                 (self.records.len() - 1) as u32
             }
         };
@@ -405,6 +414,7 @@ impl PodTable {
         r.set(DAEMONSET, pod.daemonset_owned);
         r.set(DISRUPTION, pod.disruption_target);
         r.set_ready(pod.ready);
+        self.created[slot as usize] = creation_second(pod.creation_timestamp);
         if uid.is_none() || rv.is_none() {
             self.text.insert(
                 slot,
@@ -471,6 +481,7 @@ impl PodTable {
             }
         }
         let r = std::mem::replace(&mut self.records[slot as usize], Record::vacant());
+        self.created[slot as usize] = 0;
         self.unlink_node(slot, r.node);
         self.namespaces.release(r.namespace);
         self.tolerations.release(r.tolerations);
@@ -525,10 +536,12 @@ impl PodTable {
         // Trailing vacant slots can go; others stay on the free list.
         while self.records.last().is_some_and(|r| !r.has(LIVE)) {
             self.records.pop();
+            self.created.pop();
             let last = self.records.len() as u32;
             self.free.retain(|s| *s != last);
         }
         self.records.shrink_to_fit();
+        self.created.shrink_to_fit();
         self.free.shrink_to_fit();
         self.index.shrink_to_fit();
         self.overflow.shrink_to_fit();
@@ -557,6 +570,7 @@ impl PodTable {
             .map(|t| malloc_size(16 + std::mem::size_of_val::<[Toleration]>(t)))
             .sum();
         self.records.capacity() * std::mem::size_of::<Record>()
+            + self.created.capacity() * 4
             + names
             + self.index.capacity() * 17
             + self.overflow.capacity() * (std::mem::size_of::<(PodKey, u32)>() + 1)
@@ -569,6 +583,14 @@ impl PodTable {
             + self.tolerations.table_bytes()
             + toleration_lists
     }
+}
+
+/// A creation time as the table keeps it: whole Unix seconds (what the API keeps), 0 for none.
+/// Past 2106 it saturates (the countdown never starts later than now anyway).
+fn creation_second(t: Option<Time>) -> u32 {
+    t.map_or(0, |t| {
+        u32::try_from(t.as_unix_millis() / 1000).unwrap_or(u32::MAX)
+    })
 }
 
 /// What glibc's malloc takes for a request of `n` bytes (16-byte chunks, 8 bytes of header,
