@@ -1,9 +1,9 @@
 //! The bound pods, compactly: the one copy of every pod the daemon keeps.
 //!
 //! A pod is a 56-byte record in one slab plus its name: the uid as 16 bytes and the
-//! resourceVersion as an integer (text fallbacks in a side map), the namespace, node name and
-//! toleration list as 4-byte ids into shared tables; and its creation second, 4 bytes in a
-//! column beside the slab (in the record it would pad it to 64). Pods are found by a 64-bit hash of
+//! resourceVersion as an integer sharing a word with the flags (text fallbacks in a side map),
+//! the namespace, node name and toleration list as 4-byte ids into shared tables, and the
+//! creation second. Pods are found by a 64-bit hash of
 //! `namespace/name` (an `u64 -> slot` map; a second pod with the same hash, astronomically
 //! rare, goes to an exact overflow map), and by node through a list of slots per node.
 //! Both controllers read pods from here; nobody else keeps a copy (kube-controller-manager's
@@ -34,15 +34,24 @@ const DISRUPTION: u16 = 1 << 9;
 const READY_SHIFT: u16 = 6;
 const READY_MASK: u16 = 0b111 << READY_SHIFT;
 
+/// ResourceVersions from this on are kept as text (etcd's revisions are far below: 2^48 is
+/// 281 trillion), so that the version and the flags share one word.
+const COMPACT_RV_LIMIT: u64 = 1 << 48;
+const FLAG_BITS: u32 = 16;
+
 #[derive(Debug)]
 struct Record {
     name: Box<str>,
     uid: [u8; 16],
-    resource_version: u64,
+    /// The resourceVersion (below [`COMPACT_RV_LIMIT`]) in the high 48 bits, the flags in the
+    /// low 16: one word, so that the creation second fits in the 56 bytes (with a `u16` of flags
+    /// of its own the record would be padded to 64).
+    version_flags: u64,
     namespace: u32,
     node: u32,
     tolerations: u32,
-    flags: u16,
+    /// `metadata.creationTimestamp` in Unix seconds (0: none).
+    created: u32,
 }
 
 impl Record {
@@ -50,28 +59,43 @@ impl Record {
         Record {
             name: Box::default(),
             uid: [0; 16],
-            resource_version: 0,
+            version_flags: 0,
             namespace: 0,
             node: NO_NODE,
             tolerations: 0,
-            flags: 0,
+            created: 0,
         }
+    }
+
+    fn flags(&self) -> u16 {
+        self.version_flags as u16
+    }
+
+    fn set_flags(&mut self, flags: u16) {
+        self.version_flags = (self.version_flags & !u64::from(u16::MAX)) | u64::from(flags);
+    }
+
+    fn resource_version(&self) -> u64 {
+        self.version_flags >> FLAG_BITS
+    }
+
+    /// `rv` must be below [`COMPACT_RV_LIMIT`] (larger ones are kept as text).
+    fn set_resource_version(&mut self, rv: u64) {
+        debug_assert!(rv < COMPACT_RV_LIMIT);
+        self.version_flags = (rv << FLAG_BITS) | u64::from(self.flags());
     }
 
     fn has(&self, flag: u16) -> bool {
-        self.flags & flag != 0
+        self.flags() & flag != 0
     }
 
     fn set(&mut self, flag: u16, on: bool) {
-        if on {
-            self.flags |= flag;
-        } else {
-            self.flags &= !flag;
-        }
+        let flags = self.flags();
+        self.set_flags(if on { flags | flag } else { flags & !flag });
     }
 
     fn ready(&self) -> Option<ConditionStatus> {
-        match (self.flags & READY_MASK) >> READY_SHIFT {
+        match (self.flags() & READY_MASK) >> READY_SHIFT {
             1 => Some(ConditionStatus::True),
             2 => Some(ConditionStatus::False),
             3 => Some(ConditionStatus::Unknown),
@@ -88,7 +112,7 @@ impl Record {
             Some(ConditionStatus::Unknown) => 3,
             Some(ConditionStatus::Other) => 4,
         };
-        self.flags = (self.flags & !READY_MASK) | (bits << READY_SHIFT);
+        self.set_flags((self.flags() & !READY_MASK) | (bits << READY_SHIFT));
     }
 }
 
@@ -154,9 +178,6 @@ pub struct PodBefore {
 #[derive(Debug)]
 pub struct PodTable {
     records: Vec<Record>,
-    /// `metadata.creationTimestamp` of the pod in each slot, in Unix seconds (0: none), in step
-    /// with `records` (same length and capacity).
-    created: Vec<u32>,
     free: Vec<u32>,
     index: HashMap<u64, u32, BuildHasherDefault<PreHashed>>,
     overflow: HashMap<PodKey, u32>,
@@ -180,7 +201,6 @@ impl PodTable {
     pub fn new() -> PodTable {
         PodTable {
             records: Vec::new(),
-            created: Vec::new(),
             free: Vec::new(),
             index: HashMap::default(),
             overflow: HashMap::new(),
@@ -298,7 +318,7 @@ impl PodTable {
         let view = self.view(PodId(slot));
         let record = view.record();
         let older = match parse_resource_version(&pod.resource_version) {
-            Some(incoming) if !record.has(TEXT_RV) => incoming < record.resource_version,
+            Some(incoming) if !record.has(TEXT_RV) => incoming < record.resource_version(),
             // A text version on either side: never called older.
             _ => false,
         };
@@ -363,11 +383,11 @@ impl PodTable {
         let record = Record {
             name: Box::from(&*pod.key.name),
             uid: [0; 16],
-            resource_version: 0,
+            version_flags: u64::from(LIVE | SEEN),
             namespace,
             node,
             tolerations,
-            flags: LIVE | SEEN,
+            created: 0,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -378,11 +398,8 @@ impl PodTable {
                 // Grow by an eighth, not by doubling: the slab is the largest table we keep.
                 if self.records.len() == self.records.capacity() {
                     self.records.reserve_exact((self.records.len() / 8).max(64));
-                    let more = self.records.capacity() - self.created.len();
-                    self.created.reserve_exact(more);
                 }
                 self.records.push(record);
-                self.created.push(0);
                 (self.records.len() - 1) as u32
             }
         };
@@ -404,17 +421,17 @@ impl PodTable {
     /// The uid, resourceVersion and flags of `pod` into `slot`.
     fn set_ids(&mut self, slot: u32, pod: &Pod) {
         let uid = parse_uuid(&pod.uid);
-        let rv = parse_resource_version(&pod.resource_version);
+        let rv = parse_resource_version(&pod.resource_version).filter(|v| *v < COMPACT_RV_LIMIT);
         let r = &mut self.records[slot as usize];
         r.uid = uid.unwrap_or([0; 16]);
-        r.resource_version = rv.unwrap_or(0);
+        r.set_resource_version(rv.unwrap_or(0));
+        r.created = creation_second(pod.creation_timestamp);
         r.set(TEXT_UID, uid.is_none());
         r.set(TEXT_RV, rv.is_none());
         r.set(DELETING, pod.deleting);
         r.set(DAEMONSET, pod.daemonset_owned);
         r.set(DISRUPTION, pod.disruption_target);
         r.set_ready(pod.ready);
-        self.created[slot as usize] = creation_second(pod.creation_timestamp);
         if uid.is_none() || rv.is_none() {
             self.text.insert(
                 slot,
@@ -481,7 +498,6 @@ impl PodTable {
             }
         }
         let r = std::mem::replace(&mut self.records[slot as usize], Record::vacant());
-        self.created[slot as usize] = 0;
         self.unlink_node(slot, r.node);
         self.namespaces.release(r.namespace);
         self.tolerations.release(r.tolerations);
@@ -536,12 +552,10 @@ impl PodTable {
         // Trailing vacant slots can go; others stay on the free list.
         while self.records.last().is_some_and(|r| !r.has(LIVE)) {
             self.records.pop();
-            self.created.pop();
             let last = self.records.len() as u32;
             self.free.retain(|s| *s != last);
         }
         self.records.shrink_to_fit();
-        self.created.shrink_to_fit();
         self.free.shrink_to_fit();
         self.index.shrink_to_fit();
         self.overflow.shrink_to_fit();
@@ -570,7 +584,6 @@ impl PodTable {
             .map(|t| malloc_size(16 + std::mem::size_of_val::<[Toleration]>(t)))
             .sum();
         self.records.capacity() * std::mem::size_of::<Record>()
-            + self.created.capacity() * 4
             + names
             + self.index.capacity() * 17
             + self.overflow.capacity() * (std::mem::size_of::<(PodKey, u32)>() + 1)

@@ -56,7 +56,7 @@ impl<'a> PodView<'a> {
                 return rv;
             }
         }
-        Rc::from(r.resource_version.to_string())
+        Rc::from(r.resource_version().to_string())
     }
 
     pub fn node_name(&self) -> Option<&'a Name> {
@@ -88,7 +88,7 @@ impl<'a> PodView<'a> {
 
     /// `metadata.creationTimestamp`, in whole seconds; `None` when the pod had none.
     pub fn creation_timestamp(&self) -> Option<Time> {
-        match self.table.created[self.slot as usize] {
+        match self.record().created {
             0 => None,
             secs => Some(Time::from_unix_millis(u64::from(secs) * 1000)),
         }
