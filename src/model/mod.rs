@@ -435,6 +435,10 @@ pub struct Pod {
     /// Carries taint eviction's `DisruptionTarget` condition already (status, reason and message
     /// as [`disruption`] names them): upstream does not write it again before the DELETE.
     pub disruption_target: bool,
+    /// `metadata.creationTimestamp` (the API server's clock; whole seconds, as the API keeps
+    /// it): a pod cannot have been under a taint since before it existed (taint eviction's
+    /// countdowns at a start or a takeover). `None` when absent or unreadable.
+    pub creation_timestamp: Option<Time>,
 }
 
 /// The pod condition taint eviction adds before deleting a pod (upstream

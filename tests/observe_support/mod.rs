@@ -82,6 +82,7 @@ pub fn pod(name: &str, node: &str, seconds: i64) -> Pod {
         deleting: false,
         daemonset_owned: false,
         disruption_target: false,
+        creation_timestamp: None,
     }
 }
 

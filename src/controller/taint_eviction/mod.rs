@@ -5,8 +5,8 @@
 //! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. A countdown starts when
 //! this machine first sees the taint (or the pod under it), as upstream's. Beyond upstream,
 //! whose restarts and new leaders give every pod another full `tolerationSeconds`, the taints
-//! found at a start or a takeover count from their `timeAdded`, never from later than now
-//! (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
+//! found at a start or a takeover count from their `timeAdded` (or the pod's creation if
+//! later), never from later than now (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
 //! them again in the taints' `timeAdded`.
 //!
 //! Upstream drains node updates before pod updates so a pod update never judges a pod against
@@ -50,7 +50,9 @@ use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CO
 use crate::controller::in_flight::{InFlight, TAINT_EVICTION_IDS};
 use crate::controller::inputs::{Input, Observed};
 use crate::controller::pool_timing::{PoolTiming, TimingSource};
-use crate::controller::tolerations::{Countdown, Verdict, countdown, countdown_start, verdict};
+use crate::controller::tolerations::{
+    Countdown, Verdict, countdown, countdown_start, found_under_taint_since, verdict,
+};
 use crate::model::{
     Autonomy, ClusterStore, ConditionStatus, Name, Node, PodChange, PodKey, PodView, Taint,
     Toleration,
@@ -195,7 +197,8 @@ impl TaintEviction {
     /// same actions. `seen_from`: no countdown starts before it (`tolerations::countdown`):
     /// `now` for a taint that appears while this machine watches (upstream's first sight: a
     /// write that lands late, after retries, gives no less than its whole `tolerationSeconds`),
-    /// `Time::ZERO` for the taints found at a start or a takeover (from their `timeAdded`).
+    /// `Time::ZERO` for the taints found at a start or a takeover (from their `timeAdded`, or
+    /// the pod's creation if later: `tolerations::found_under_taint_since`).
     fn node_changed(
         &mut self,
         store: &ClusterStore,
@@ -236,7 +239,8 @@ impl TaintEviction {
                 None => std::borrow::Cow::Borrowed(&pod.tolerations()[..]),
                 Some(t) => t.tolerations(node, pod.tolerations()),
             };
-            self.process_pod_on_node(&key, &tolerations, &taints, autonomy, seen_from, now, out);
+            let arrived = found_under_taint_since(seen_from, pod.creation_timestamp());
+            self.process_pod_on_node(&key, &tolerations, &taints, autonomy, arrived, now, out);
         }
         self.fire_due(store, now, out);
     }

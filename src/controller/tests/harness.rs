@@ -136,6 +136,7 @@ pub fn pod(name: &str, node: &str) -> Pod {
         deleting: false,
         daemonset_owned: false,
         disruption_target: false,
+        creation_timestamp: None,
     }
 }
 

@@ -542,6 +542,16 @@ impl Decode for Pod {
                 && wire::text(&c.reason) == disruption::REASON
                 && wire::text(&c.message) == disruption::MESSAGE
         });
+        // Lenient: a bad stamp costs only this field (the pod then counts as it did before
+        // pods kept one: from its taint's `timeAdded` at a start or a takeover).
+        let creation_timestamp = lenient_timestamp(
+            ctx,
+            "Pod",
+            &name,
+            "metadata.creationTimestamp",
+            &meta.creation_timestamp,
+        )
+        .filter(|t| *t > Time::ZERO);
         let daemonset_owned = meta
             .owner_references
             .unwrap_or_default()
@@ -557,6 +567,7 @@ impl Decode for Pod {
             deleting: meta.deletion_timestamp.is_some_and(|d| d.is_set()),
             daemonset_owned,
             disruption_target,
+            creation_timestamp,
         })
     }
 }

@@ -641,3 +641,30 @@ fn node_keeps_the_maintenance_annotation_interpreted() {
     .unwrap();
     assert_eq!(ctx.bad_fields_logged(), before, "warned twice");
 }
+
+/// A pod's `metadata.creationTimestamp` is kept (taint eviction counts a pod found under a
+/// taint at a start or a takeover from no earlier than its creation); absent, null or empty it
+/// is `None`; unreadable, the pod is kept without it (logged once).
+#[test]
+fn a_pods_creation_timestamp_is_kept_and_a_bad_one_costs_only_that_field() {
+    let mut ctx = DecodeContext::new();
+    let pod: Pod = decode_object(POD.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(pod.creation_timestamp, Some(t("2024-03-11T09:14:27Z")));
+    for meta in [
+        r#""creationTimestamp":null"#,
+        r#""creationTimestamp":"""#,
+        r#""x":1"#,
+    ] {
+        let json = format!(
+            r#"{{"metadata":{{"name":"p","namespace":"d",{meta}}},"spec":{{"nodeName":"n1"}}}}"#
+        );
+        let pod: Pod = decode_object(json.as_bytes(), &mut ctx).unwrap();
+        assert_eq!(pod.creation_timestamp, None, "{meta}");
+    }
+    assert_eq!(ctx.bad_fields_logged(), 0);
+    let bad = r#"{"metadata":{"name":"p","namespace":"d","creationTimestamp":"yesterday"},"spec":{"nodeName":"n1"}}"#;
+    let pod: Pod = decode_object(bad.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(pod.creation_timestamp, None);
+    assert_eq!(pod.node_name.as_deref(), Some("n1"));
+    assert_eq!(ctx.bad_fields_logged(), 1);
+}

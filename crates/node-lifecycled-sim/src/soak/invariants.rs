@@ -20,7 +20,8 @@
 //!   (master disruption mode).
 //! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
 //!   first NoExecute taint of an unbroken run, or the pod's creation if later (the daemon
-//!   counts from the taint's `timeAdded`, a pod bound later from its arrival); or deleted
+//!   counts from the taint's `timeAdded`, or the pod's creation if later at a start or a
+//!   takeover, a pod bound later from its arrival); or deleted
 //!   with no NoExecute taint on its node (beyond a running eviction's retry window); or a pod
 //!   that tolerates forever deleted.
 //! - `two-writers`: writes by two daemons less than `handover_gap` apart.

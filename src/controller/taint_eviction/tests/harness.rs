@@ -106,6 +106,7 @@ pub fn pod(name: &str, host: &str) -> Pod {
         deleting: false,
         daemonset_owned: false,
         disruption_target: false,
+        creation_timestamp: None,
     }
 }
 
