@@ -6,11 +6,11 @@
 _node_lifecycled() {
     local cur=${COMP_WORDS[COMP_CWORD]}
     local prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="run check-config doctor status explain"
+    local commands="run check-config doctor status explain pause resume"
     local command="" i
     for ((i = 1; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in
-            run | check-config | doctor | status | explain)
+            run | check-config | doctor | status | explain | pause | resume)
                 command=${COMP_WORDS[i]}
                 break
                 ;;
@@ -29,6 +29,17 @@ _node_lifecycled() {
             mapfile -t COMPREPLY < <(compgen -W "text json" -- "$cur")
             return
             ;;
+        --fence-sample)
+            mapfile -t COMPREPLY < <(compgen -W "1 3 5" -- "$cur")
+            return
+            ;;
+        --for)
+            mapfile -t COMPREPLY < <(compgen -W "30m 1h 2h 4h 8h" -- "$cur")
+            return
+            ;;
+        --reason)
+            return
+            ;;
     esac
 
     local options
@@ -37,9 +48,11 @@ _node_lifecycled() {
         run | check-config) options="--config --help" ;;
         doctor)
             options="--config --output --kubeconfig --kcm-manifest --k3s-config --rke2-config"
-            options="$options --k0s-config --microk8s-args --help"
+            options="$options --k0s-config --microk8s-args --fence-sample --help"
             ;;
         status) options="--config --socket --help" ;;
+        pause) options="fencing tainting all --for --reason --config --help" ;;
+        resume) options="fencing tainting all --config --help" ;;
         explain)
             options="--config --socket --help"
             # The node to explain, when kubectl can list them quickly (pods are NAMESPACE/POD).

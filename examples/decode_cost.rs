@@ -1,6 +1,6 @@
-//! What decoding costs (issue #14): nanoseconds per watch event, JSON line vs protobuf frame,
-//! for the objects the kubelets send all day (a Node status heartbeat and a Lease renewal, as
-//! kube-apiserver v1.20.2 serves them: the fixtures of `src/kube/decode/fixtures/`); and,
+//! What decoding costs: nanoseconds per watch event, JSON line vs protobuf frame, for the objects
+//! the kubelets send all day (a Node status heartbeat and a Lease renewal, as kube-apiserver
+//! v1.20.2 serves them: the fixtures of `src/kube/decode/fixtures/`); and,
 //! against a running server, a whole `resourceVersion=0` LIST through our streamed decoder
 //! asked as JSON and as protobuf (wall time, process CPU, bytes, items).
 //!

@@ -1,5 +1,5 @@
-//! CPU per unary API call (issue #14: the start-up `RegisteredNode` event POSTs cost ≈ 0.3 ms
-//! of CPU each against the real API server). POSTs events, then GETs a Lease, through the
+//! CPU per unary API call (the start-up `RegisteredNode` event POSTs cost ≈ 0.3 ms of CPU each
+//! against the real API server). POSTs events, then GETs a Lease, through the
 //! daemon's own `ApiClient` to the simulated API server over TLS (as a real API server speaks),
 //! one call at a time as the executor makes them, and prints the calling thread's CPU time per
 //! call and the TCP connections the server accepted.

@@ -31,7 +31,7 @@ usage:
                                               print the effective configuration and exit
   node-lifecycled doctor [--config PATH] [--output text|json] [--kubeconfig PATH]
                          [--kcm-manifest PATH] [--k3s-config PATH] [--rke2-config PATH]
-                         [--k0s-config PATH] [--microk8s-args PATH]
+                         [--k0s-config PATH] [--microk8s-args PATH] [--fence-sample N]
                                               check a host and cluster before and after the
                                               switch from kube-controller-manager: one line per
                                               check (ok / warn / fail, and what to do)
@@ -41,6 +41,13 @@ usage:
   node-lifecycled explain NODE|NAMESPACE/POD [--config PATH] [--socket PATH]
                                               ask the running daemon why a node or pod is as it
                                               is, its recent decisions and what happens next
+  node-lifecycled pause fencing|tainting|all --for DURATION --reason TEXT [--config PATH]
+                                              pause the whole fleet's fences, new NoExecute
+                                              taints and taint evictions, or both, for planned
+                                              work: written on the leader Lease, honoured by
+                                              every instance and the next leader; ends by itself
+  node-lifecycled resume [fencing|tainting|all] [--config PATH]
+                                              end the pause (or the part named; default all)
   node-lifecycled --version | --help
 
 options:
@@ -60,6 +67,8 @@ doctor options:
   --k0s-config PATH    default /etc/k0s/k0s.yaml
   --microk8s-args PATH default /var/snap/microk8s/current/args/kube-controller-manager
                        (a file that is not the kind its option names: exit 78)
+  --fence-sample N     run [fencing] status_command against up to N nodes fencing would
+                       select and report each answer (a failure fails the doctor)
 
 signals:
   SIGTERM, SIGINT  finish the action in hand and exit 0
@@ -73,6 +82,9 @@ exit codes:
   78  configuration error (the message names the file, line and key), including a
       kubeconfig, certificate, key or token file that cannot be read or parsed, and
       for doctor a host file that is not the kind its option names
+  pause / resume: 0 written, 64 --for 0, 69 the API server did not answer or refused,
+      77 forbidden (RBAC), 78 configuration error (--for longer than fencing.max_pause;
+      leader_election.enabled = false: the pause lives on the leader Lease)
   status / explain: 0 answered, 1 the daemon refused (unknown node or pod), 69 no daemon
       answers on the socket, 77 permission denied on the socket (run as root)
 
@@ -96,11 +108,25 @@ enum Command {
         config: PathBuf,
     },
     Doctor(doctor::Options),
+    /// `doctor --fence-sample N`: the doctor, then the status command against N nodes.
+    DoctorFenceSample(doctor::Options, usize),
     /// `status` or `explain …`: one request to the running daemon's control socket.
     Ask {
         config: PathBuf,
         socket: Option<PathBuf>,
         request: String,
+    },
+    /// `pause WHAT --for D --reason R`.
+    Pause {
+        options: doctor::Options,
+        what: node_lifecycled::leader::pause::PauseScope,
+        duration: Duration,
+        reason: String,
+    },
+    /// `resume [WHAT]`.
+    Resume {
+        options: doctor::Options,
+        what: node_lifecycled::leader::pause::PauseScope,
     },
     Version,
     Help,
@@ -125,6 +151,9 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
     let mut doctor_flags: Vec<&'static str> = Vec::new();
     let mut socket: Option<PathBuf> = None;
     let mut subject: Option<String> = None;
+    let mut pause_for: Option<Duration> = None;
+    let mut fence_sample: Option<usize> = None;
+    let mut reason: Option<String> = None;
     while let Some(arg) = args.next() {
         let Some(text) = arg.to_str() else {
             return Err(format!("unknown argument {arg:?}"));
@@ -147,7 +176,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                     return Err("--config given twice".to_string());
                 }
             }
-            "run" | "check-config" | "doctor" | "status" | "explain"
+            "run" | "check-config" | "doctor" | "status" | "explain" | "pause" | "resume"
                 if subcommand.is_none() && config.is_none() =>
             {
                 subcommand = Some(text.to_string());
@@ -158,7 +187,34 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                     return Err("--socket given twice".to_string());
                 }
             }
-            _ if subcommand.as_deref() == Some("explain")
+            "--fence-sample" if subcommand.as_deref() == Some("doctor") => {
+                let value = args.next().ok_or("--fence-sample needs a number N")?;
+                let n = value
+                    .to_str()
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .filter(|n| *n > 0)
+                    .ok_or(format!("--fence-sample: {value:?} is not a number above 0"))?;
+                if fence_sample.replace(n).is_some() {
+                    return Err("--fence-sample given twice".to_string());
+                }
+            }
+            "--for" if subcommand.as_deref() == Some("pause") => {
+                let value = args.next().ok_or("--for needs a DURATION")?;
+                let value = value.to_str().ok_or("--for: not a duration")?;
+                let d = node_lifecycled::time::parse_duration(value)
+                    .map_err(|e| format!("--for {value:?}: {e}"))?;
+                if pause_for.replace(d).is_some() {
+                    return Err("--for given twice".to_string());
+                }
+            }
+            "--reason" if subcommand.as_deref() == Some("pause") => {
+                let value = args.next().ok_or("--reason needs a TEXT")?;
+                let value = value.to_str().ok_or("--reason: not UTF-8")?;
+                if reason.replace(value.to_string()).is_some() {
+                    return Err("--reason given twice".to_string());
+                }
+            }
+            _ if matches!(subcommand.as_deref(), Some("explain" | "pause" | "resume"))
                 && subject.is_none()
                 && !text.starts_with('-') =>
             {
@@ -223,15 +279,104 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                 subject.ok_or("explain needs a NODE or NAMESPACE/POD")?
             ),
         },
+        Some(verb @ ("pause" | "resume")) => {
+            use node_lifecycled::leader::pause::PauseScope;
+            let what = match subject.as_deref() {
+                None if verb == "resume" => PauseScope::All,
+                None => return Err("pause needs fencing, tainting or all".to_string()),
+                Some(w) => PauseScope::parse(w)
+                    .ok_or(format!("{verb}: {w:?} is not fencing, tainting or all"))?,
+            };
+            let options = doctor::Options {
+                config,
+                kubeconfig: None,
+                output: Output::Text,
+                host: HostFiles::default(),
+            };
+            if verb == "resume" {
+                Command::Resume { options, what }
+            } else {
+                Command::Pause {
+                    options,
+                    what,
+                    duration: pause_for.ok_or("pause needs --for DURATION")?,
+                    reason: reason.ok_or("pause needs --reason TEXT")?,
+                }
+            }
+        }
         Some("check-config") => Command::CheckConfig { config },
-        Some("doctor") => Command::Doctor(doctor::Options {
-            config,
-            kubeconfig,
-            output: output.unwrap_or(Output::Text),
-            host,
-        }),
+        Some("doctor") => {
+            let options = doctor::Options {
+                config,
+                kubeconfig,
+                output: output.unwrap_or(Output::Text),
+                host,
+            };
+            match fence_sample {
+                Some(n) => Command::DoctorFenceSample(options, n),
+                None => Command::Doctor(options),
+            }
+        }
         _ => Command::Run { config },
     })
+}
+
+/// `doctor` (with `--fence-sample N`: and the status command against N nodes).
+fn doctor_command(options: &doctor::Options, fence_sample: Option<usize>) -> ExitCode {
+    let config = match Config::load(&options.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EX_CONFIG);
+        }
+    };
+    let report = match doctor::run_sampled(options, &config, fence_sample) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EX_CONFIG);
+        }
+    };
+    match options.output {
+        Output::Text => print!("{}", report.to_text()),
+        Output::Json => println!("{}", report.to_json()),
+    }
+    if report.worst() == doctor::Level::Fail {
+        ExitCode::from(EXIT_RUNTIME)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Loads the configuration, runs `act`, prints its line or its one-line error with its exit code.
+fn pause_or_resume(
+    options: &doctor::Options,
+    act: impl FnOnce(&Config) -> Result<String, doctor::pause::PauseFailure>,
+) -> ExitCode {
+    use doctor::pause::PauseFailure;
+    let config = match Config::load(&options.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EX_CONFIG);
+        }
+    };
+    match act(&config) {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            let (code, line) = match failure {
+                PauseFailure::Usage(l) => (EX_USAGE, l),
+                PauseFailure::Config(l) => (EX_CONFIG, l),
+                PauseFailure::Api(l) => (EX_UNAVAILABLE, l),
+                PauseFailure::Forbidden(l) => (EX_NOPERM, l),
+            };
+            eprintln!("node-lifecycled: {line}");
+            ExitCode::from(code)
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -286,36 +431,25 @@ fn main() -> ExitCode {
                 ExitCode::from(EX_CONFIG)
             }
         },
-        Command::Doctor(options) => {
-            let config = match Config::load(&options.config) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(EX_CONFIG);
-                }
-            };
-            let report = match doctor::run(&options, &config) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(EX_CONFIG);
-                }
-            };
-            match options.output {
-                Output::Text => print!("{}", report.to_text()),
-                Output::Json => println!("{}", report.to_json()),
-            }
-            if report.worst() == doctor::Level::Fail {
-                ExitCode::from(EXIT_RUNTIME)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+        Command::Doctor(options) => doctor_command(&options, None),
+        Command::DoctorFenceSample(options, n) => doctor_command(&options, Some(n)),
         Command::Ask {
             config,
             socket,
             request,
         } => ask(&config, socket, &request),
+        Command::Pause {
+            options,
+            what,
+            duration,
+            reason,
+        } => pause_or_resume(&options, |config| {
+            let now = runtime::Clock::start().now();
+            doctor::pause::pause(&options, config, what, duration, &reason, now)
+        }),
+        Command::Resume { options, what } => pause_or_resume(&options, |config| {
+            doctor::pause::resume(&options, config, what)
+        }),
         Command::Run { config: path } => {
             // The file is judged before anything else happens, network included.
             let config = match Config::load(&path) {

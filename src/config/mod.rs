@@ -6,7 +6,9 @@
 //! unhealthy_zone_threshold: must be in (0, 1], got 1.5`), because a daemon that quietly runs with
 //! a typo'd setting fails much later and much worse.
 
+mod brake;
 mod fencing;
+mod partitions;
 mod policies;
 mod raw;
 mod render;
@@ -26,6 +28,7 @@ use log::LevelFilter;
 use toml::Spanned;
 
 use crate::controller::condition_taints::ConditionTaint;
+use crate::controller::partitions::{FullDisruption, PodsNotReady};
 use crate::controller::pools::Pool;
 use crate::time::Rate;
 
@@ -35,7 +38,7 @@ pub use crate::logging::LogFormat;
 
 // Durations are written and read the same way everywhere: the text form lives with time.
 pub use crate::time::{format_duration, parse_duration};
-pub use fencing::FencingConfig;
+pub use fencing::{FenceMode, FenceStepConfig, FencingConfig};
 use raw::{DurationText, Field, RawApi, RawConfig, RawLeaderElection, key_at_line, line_of};
 pub use render::ConfigChange;
 
@@ -76,8 +79,24 @@ pub struct Config {
     pub disruption_cooldown: Duration,
     /// Count nodes that missed two Lease renewals as suspects in the zone rules (beyond upstream).
     pub early_suspects: bool,
+    /// Pods of a node that stops being Ready marked NotReady always, unless its disruption domain
+    /// is disrupted, or never (a pool may override it).
+    pub mark_pods_not_ready: PodsNotReady,
+    /// The label keys whose values make the disruption domains (empty: the zones).
+    pub disruption_domain: Vec<String>,
+    /// A fully disrupted domain is tainted at the normal rate (`evict`) or held.
+    pub full_disruption: FullDisruption,
+    /// How long a held domain waits (`None`: until it recovers).
+    pub hold_max: Option<Duration>,
     /// `[[pool]]`, in file order (first match wins).
     pub pools: Vec<Pool>,
+    /// The fleet-wide brake on mass decisions; `None`: none (upstream).
+    pub max_unhealthy: Option<crate::controller::brake::MaxUnhealthy>,
+    /// The `tolerationSeconds` admission gives pods that chose none (kube-apiserver's
+    /// `--default-not-ready-toleration-seconds`).
+    pub admission_default_toleration_seconds: u64,
+    /// What stands in for that default (pools override it); `None`: the pods' own.
+    pub default_toleration_seconds: Option<u64>,
     /// `[[condition_taint]]`, in file order.
     pub condition_taints: Vec<ConditionTaint>,
     pub fencing: FencingConfig,

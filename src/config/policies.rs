@@ -1,5 +1,5 @@
-//! Validation of the edge and bare-metal policies (issue #16): `[[pool]]` and
-//! `[[condition_taint]]` tables. Same rules as the rest of the file: one line naming the file,
+//! Validation of the edge and bare-metal policies: `[[pool]]` and `[[condition_taint]]` tables.
+//! Same rules as the rest of the file: one line naming the file,
 //! the line and the key; nothing guessed.
 
 use std::ops::Range;
@@ -25,7 +25,7 @@ pub const RESERVED_TAINT_PREFIXES: [&str; 3] = [
 
 /// A Kubernetes qualified name (`[prefix/]name`, name ≤ 63 of `[A-Za-z0-9._-]`, starting and
 /// ending alphanumeric; prefix a DNS subdomain): what label and taint keys must be.
-fn is_qualified_name(key: &str) -> bool {
+pub(super) fn is_qualified_name(key: &str) -> bool {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -145,18 +145,35 @@ impl Validator<'_> {
             )?;
             let rate =
                 |f: &Field<f64>, key: &str| f.as_ref().map(|_| self.rate(f, key, 0.0)).transpose();
+            let parts = self.partitions(
+                super::partitions::RawPartitions {
+                    mark_pods_not_ready: &p.mark_pods_not_ready,
+                    disruption_domain: &p.disruption_domain,
+                    full_disruption: &p.full_disruption,
+                    hold_max: &p.hold_max,
+                },
+                "pool.",
+            )?;
             pools.push(Pool {
                 name: Rc::from(name),
                 match_labels,
                 match_expressions,
                 node_monitor_grace_period,
                 node_startup_grace_period,
-                mark_pods_not_ready: p.mark_pods_not_ready.as_ref().map(|v| *v.get_ref()),
+                mark_pods_not_ready: parts.mark_pods_not_ready,
                 node_eviction_rate: rate(&p.node_eviction_rate, "pool.node_eviction_rate")?,
                 secondary_node_eviction_rate: rate(
                     &p.secondary_node_eviction_rate,
                     "pool.secondary_node_eviction_rate",
                 )?,
+                max_unhealthy: self.max_unhealthy(&p.max_unhealthy, "pool.max_unhealthy")?,
+                default_toleration_seconds: self.toleration_seconds(
+                    &p.default_toleration_seconds,
+                    "pool.default_toleration_seconds",
+                )?,
+                disruption_domain: parts.disruption_domain,
+                full_disruption: parts.full_disruption,
+                hold_max: parts.hold_max,
             });
         }
         Ok(pools)

@@ -7,6 +7,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::partitions::{ModeOrBool, OneOrMany};
+
 pub(super) type Field<T> = Option<Spanned<T>>;
 
 #[derive(Deserialize, Default)]
@@ -30,6 +32,13 @@ pub(super) struct RawConfig {
     pub autonomy: Field<bool>,
     pub disruption_cooldown: Field<DurationText>,
     pub early_suspects: Field<bool>,
+    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
+    pub admission_default_toleration_seconds: Field<i64>,
+    pub default_toleration_seconds: Field<i64>,
+    pub mark_pods_not_ready: Field<ModeOrBool>,
+    pub disruption_domain: Field<OneOrMany>,
+    pub full_disruption: Field<String>,
+    pub hold_max: Field<DurationText>,
     #[serde(default)]
     pub api: RawApi,
     #[serde(default)]
@@ -52,9 +61,14 @@ pub(super) struct RawPool {
     pub match_expressions: Vec<Spanned<RawRequirement>>,
     pub node_monitor_grace_period: Field<DurationText>,
     pub node_startup_grace_period: Field<DurationText>,
-    pub mark_pods_not_ready: Field<bool>,
+    pub mark_pods_not_ready: Field<ModeOrBool>,
     pub node_eviction_rate: Field<f64>,
     pub secondary_node_eviction_rate: Field<f64>,
+    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
+    pub default_toleration_seconds: Field<i64>,
+    pub disruption_domain: Field<OneOrMany>,
+    pub full_disruption: Field<String>,
+    pub hold_max: Field<DurationText>,
 }
 
 /// One entry of a pool's `match_expressions`.
@@ -89,6 +103,22 @@ pub(super) struct RawFencing {
     pub retry_backoff: Field<DurationText>,
     pub retry_backoff_max: Field<DurationText>,
     pub remove_out_of_service_on_recovery: Field<bool>,
+    pub skip_cordoned: Field<bool>,
+    pub max_pause: Field<DurationText>,
+    pub mode: Field<String>,
+    pub on_command: Field<Vec<String>>,
+    pub recover_timeout: Field<DurationText>,
+    pub step: Field<Vec<Spanned<RawFenceStep>>>,
+    pub status_command: Field<Vec<String>>,
+    pub status_interval: Field<DurationText>,
+}
+
+/// One `[[fencing.step]]`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFenceStep {
+    pub command: Field<Vec<String>>,
+    pub timeout: Field<DurationText>,
 }
 
 #[derive(Deserialize, Default)]

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use log::LevelFilter;
 
+use super::partitions::domain_text;
 use super::{ApiSource, Config, DumpFormat, LogFormat, format_duration};
 use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
@@ -132,6 +133,33 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(top, "autonomy", Some(c.autonomy.to_string()));
     put(top, "disruption_cooldown", Some(dur(c.disruption_cooldown)));
     put(top, "early_suspects", Some(c.early_suspects.to_string()));
+    put(top, "max_unhealthy", c.max_unhealthy.map(|m| m.to_toml()));
+    put(
+        top,
+        "admission_default_toleration_seconds",
+        Some(c.admission_default_toleration_seconds.to_string()),
+    );
+    put(
+        top,
+        "default_toleration_seconds",
+        c.default_toleration_seconds.map(|s| s.to_string()),
+    );
+    put(
+        top,
+        "mark_pods_not_ready",
+        Some(string(c.mark_pods_not_ready.as_str())),
+    );
+    put(
+        top,
+        "disruption_domain",
+        (!c.disruption_domain.is_empty()).then(|| domain_text(&c.disruption_domain)),
+    );
+    put(
+        top,
+        "full_disruption",
+        Some(string(c.full_disruption.as_str())),
+    );
+    put(top, "hold_max", c.hold_max.map(dur));
 
     let api = Some("api");
     let a = &c.api;
@@ -217,6 +245,40 @@ fn entries(c: &Config) -> Vec<Entry> {
         "remove_out_of_service_on_recovery",
         Some(f.remove_out_of_service_on_recovery.to_string()),
     );
+    put(fe, "skip_cordoned", Some(f.skip_cordoned.to_string()));
+    put(fe, "max_pause", Some(dur(f.max_pause)));
+    put(fe, "mode", Some(string(f.mode.as_str())));
+    let on: Vec<String> = f.on_command.iter().map(|a| string(a)).collect();
+    put(
+        fe,
+        "on_command",
+        (!on.is_empty()).then(|| format!("[{}]", on.join(", "))),
+    );
+    put(fe, "recover_timeout", Some(dur(f.recover_timeout)));
+    let steps: Vec<String> = f
+        .steps
+        .iter()
+        .map(|s| {
+            let argv: Vec<String> = s.command.iter().map(|a| string(a)).collect();
+            format!(
+                "{{ command = [{}], timeout = {} }}",
+                argv.join(", "),
+                dur(s.timeout)
+            )
+        })
+        .collect();
+    put(
+        fe,
+        "step",
+        (!steps.is_empty()).then(|| format!("[{}]", steps.join(", "))),
+    );
+    let status: Vec<String> = f.status_command.iter().map(|a| string(a)).collect();
+    put(
+        fe,
+        "status_command",
+        (!status.is_empty()).then(|| format!("[{}]", status.join(", "))),
+    );
+    put(fe, "status_interval", Some(dur(f.status_interval)));
     out
 }
 
@@ -287,14 +349,29 @@ fn pool_body(p: &Pool) -> String {
     if let Some(d) = p.node_startup_grace_period {
         let _ = writeln!(out, "node_startup_grace_period = {}", dur(d));
     }
-    if let Some(b) = p.mark_pods_not_ready {
-        let _ = writeln!(out, "mark_pods_not_ready = {b}");
+    if let Some(m) = p.mark_pods_not_ready {
+        let _ = writeln!(out, "mark_pods_not_ready = {}", string(m.as_str()));
     }
     if let Some(r) = p.node_eviction_rate {
         let _ = writeln!(out, "node_eviction_rate = {}", float(r.as_f64()));
     }
     if let Some(r) = p.secondary_node_eviction_rate {
         let _ = writeln!(out, "secondary_node_eviction_rate = {}", float(r.as_f64()));
+    }
+    if let Some(m) = p.max_unhealthy {
+        let _ = writeln!(out, "max_unhealthy = {}", m.to_toml());
+    }
+    if let Some(t) = p.default_toleration_seconds {
+        let _ = writeln!(out, "default_toleration_seconds = {t}");
+    }
+    if let Some(keys) = &p.disruption_domain {
+        let _ = writeln!(out, "disruption_domain = {}", domain_text(keys));
+    }
+    if let Some(m) = p.full_disruption {
+        let _ = writeln!(out, "full_disruption = {}", string(m.as_str()));
+    }
+    if let Some(d) = p.hold_max {
+        let _ = writeln!(out, "hold_max = {}", dur(d));
     }
     out
 }
@@ -329,6 +406,15 @@ fn unset_meaning(key: &str) -> &'static str {
         "context" => ": the kubeconfig's current-context",
         "identity" => ": hostname + \"_\" + a random suffix, chosen at start",
         "command" => ": no fence command (fencing needs one)",
+        "max_unhealthy" => ": no brake on mass decisions (upstream)",
+        "default_toleration_seconds" => {
+            ": pods keep the tolerations admission gave them (upstream)"
+        }
+        "disruption_domain" => ": the zones (region + zone labels)",
+        "hold_max" => ": a held domain waits until it recovers",
+        "on_command" => ": no power-on command (power-cycle needs one)",
+        "step" => ": one step, command with timeout",
+        "status_command" => ": the fence agent's credentials are not checked",
         _ => "",
     }
 }

@@ -440,7 +440,10 @@ fn policies_are_read_printed_and_read_back_the_same() {
     assert!(!c.early_suspects);
     assert_eq!(c.pools.len(), 2);
     assert_eq!(&*c.pools[1].name, "flaky-rack");
-    assert_eq!(c.pools[1].mark_pods_not_ready, Some(false));
+    assert_eq!(
+        c.pools[1].mark_pods_not_ready,
+        Some(crate::controller::partitions::PodsNotReady::Never)
+    );
     assert_eq!(c.pools[1].secondary_node_eviction_rate, Some(Rate::NEVER));
     assert_eq!(c.pools[0].node_eviction_rate, None);
     assert_eq!(c.condition_taints.len(), 1);
@@ -554,8 +557,8 @@ fn bad_policies_name_file_line_and_key() {
     }
 }
 
-/// Issue #17: `[fencing]` is off by default, its keys are validated like the others (file,
-/// line, key) and the program is checked when the config is loaded.
+/// `[fencing]` is off by default, its keys are validated like the others (file, line, key) and the
+/// program is checked when the config is loaded.
 #[test]
 fn fencing_is_off_by_default_and_its_keys_are_validated() {
     let c = parse("").unwrap();
@@ -641,4 +644,108 @@ fn api_content_type_asks_protobuf_by_default_and_json_on_request() {
     assert_eq!(c.api.content_type, ContentType::Json);
     let c = parse("[api]\ncontent_type = \"protobuf\"\n").unwrap();
     assert_eq!(c.api.content_type, ContentType::Protobuf);
+}
+
+/// `skip_cordoned` (default on) and `max_pause` (default 24h) are read, rendered back and validated
+/// (file, line, key).
+#[test]
+fn fencing_skip_cordoned_and_max_pause_are_read_rendered_and_validated() {
+    let c = parse("").unwrap();
+    assert!(c.fencing.skip_cordoned);
+    assert_eq!(c.fencing.max_pause, Duration::from_secs(24 * 3600));
+    let c = parse("[fencing]\nskip_cordoned = false\nmax_pause = \"2h\"\n").unwrap();
+    assert!(!c.fencing.skip_cordoned);
+    assert_eq!(c.fencing.max_pause, Duration::from_secs(7200));
+    let rendered = super::render::to_toml(&c);
+    assert!(rendered.contains("skip_cordoned = false"), "{rendered}");
+    assert!(rendered.contains("max_pause = \"2h\""), "{rendered}");
+    for (text, want) in [
+        (
+            "[fencing]\n\nmax_pause = \"0s\"\n",
+            "conf/test.toml:3: fencing.max_pause: must be greater than 0",
+        ),
+        (
+            "[fencing]\nskip_cordoned = \"yes\"\n",
+            "conf/test.toml:2: fencing.skip_cordoned",
+        ),
+    ] {
+        let got = error(text);
+        assert!(got.starts_with(want), "{text:?}\n got: {got}\nwant: {want}");
+    }
+}
+
+/// `mode`, `on_command`, `recover_timeout` and `[[fencing.step]]` are read, rendered back (the
+/// rendering parses to the same config) and validated (file, line, key).
+#[test]
+fn fencing_power_cycle_and_steps_are_read_rendered_and_validated() {
+    use super::{FenceMode, FenceStepConfig};
+    let c = parse("").unwrap();
+    assert_eq!(c.fencing.mode, FenceMode::PowerOff);
+    assert_eq!(c.fencing.recover_timeout, Duration::from_secs(600));
+    assert!(c.fencing.steps.is_empty());
+    let text = "[fencing]\nmode = \"power-cycle\"\non_command = [\"/bin/true\", \"on\"]\n\
+                recover_timeout = \"5m\"\n[[fencing.step]]\ncommand = [\"/bin/true\", \"soft\"]\n\
+                timeout = \"30s\"\n[[fencing.step]]\ncommand = [\"/bin/false\"]\ntimeout = \"1m\"\n";
+    let c = parse(text).unwrap();
+    assert_eq!(c.fencing.mode, FenceMode::PowerCycle);
+    assert_eq!(c.fencing.on_command, ["/bin/true", "on"]);
+    assert_eq!(
+        c.fencing.effective_steps(),
+        [
+            FenceStepConfig {
+                command: vec!["/bin/true".into(), "soft".into()],
+                timeout: Duration::from_secs(30)
+            },
+            FenceStepConfig {
+                command: vec!["/bin/false".into()],
+                timeout: Duration::from_secs(60)
+            }
+        ]
+    );
+    let rendered = super::render::to_toml(&c);
+    let again = parse(&rendered).unwrap();
+    assert_eq!(again.fencing, c.fencing, "{rendered}");
+    let one = parse("[fencing]\ncommand = [\"/bin/true\"]\ntimeout = \"7s\"\n").unwrap();
+    assert_eq!(one.fencing.effective_steps().len(), 1);
+    assert_eq!(
+        one.fencing.effective_steps()[0].timeout,
+        Duration::from_secs(7)
+    );
+    for (text, want) in [
+        (
+            "[fencing]\nmode = \"power-cycle\"\n",
+            "conf/test.toml:2: fencing.on_command: must be set when fencing.mode = \"power-cycle\"",
+        ),
+        (
+            "[fencing]\nmode = \"reboot\"\n",
+            "conf/test.toml:2: fencing.mode: \"reboot\": must be",
+        ),
+        (
+            "[fencing]\n[[fencing.step]]\ncommand = [\"/bin/true\"]\n",
+            "conf/test.toml:2: fencing.step[0].timeout: every step needs a timeout",
+        ),
+        (
+            "[fencing]\n[[fencing.step]]\ntimeout = \"1m\"\n",
+            "conf/test.toml:2: fencing.step[0].command: every step needs a command",
+        ),
+        (
+            "[fencing]\n[[fencing.step]]\ncommand = [\"/nonexistent/off\"]\ntimeout = \"1m\"\n",
+            "conf/test.toml:3: fencing.step[0].command: /nonexistent/off: No such file",
+        ),
+        (
+            "[fencing]\non_command = [\"relative\"]\n",
+            "conf/test.toml:2: fencing.on_command: \"relative\" must be an absolute path",
+        ),
+        (
+            "[fencing]\ncommand = [\"/bin/true\"]\n[[fencing.step]]\ncommand = [\"/bin/true\"]\ntimeout = \"1m\"\n",
+            "conf/test.toml:2: fencing.command: set either fencing.command or [[fencing.step]]",
+        ),
+        (
+            "[fencing]\nrecover_timeout = \"0s\"\n",
+            "conf/test.toml:2: fencing.recover_timeout: must be greater than 0",
+        ),
+    ] {
+        let got = error(text);
+        assert!(got.starts_with(want), "{text:?}\n got: {got}\nwant: {want}");
+    }
 }

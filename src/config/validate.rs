@@ -31,7 +31,12 @@ impl Validator<'_> {
         let (key, reason) = if let Some(field) = unknown_field(&message) {
             // toml points at the unknown key itself; its line gives the section.
             let key = located_key.unwrap_or_else(|| field.to_string());
-            (key, "unknown key".to_string())
+            let reason = if key.starts_with("pool.") && super::brake::GLOBAL_ONLY.contains(&field) {
+                format!("a [[pool]] cannot override {field}: it is set for the whole fleet only")
+            } else {
+                "unknown key".to_string()
+            };
+            (key, reason)
         } else {
             (located_key.unwrap_or_default(), plain_types(&message))
         };
@@ -144,8 +149,28 @@ impl Validator<'_> {
             self.duration(&raw.disruption_cooldown, "disruption_cooldown", "0s", true)?;
         let taint_based_eviction = flag(&raw.taint_based_eviction, true);
         let pools = self.pools(&raw.pool, api.watch_idle_timeout)?;
+        let parts = self.partitions(
+            super::partitions::RawPartitions {
+                mark_pods_not_ready: &raw.mark_pods_not_ready,
+                disruption_domain: &raw.disruption_domain,
+                full_disruption: &raw.full_disruption,
+                hold_max: &raw.hold_max,
+            },
+            "",
+        )?;
         let condition_taints = self.condition_taints(&raw.condition_taint, taint_based_eviction)?;
         let fencing = self.fencing(&raw.fencing)?;
+        let max_unhealthy = self.max_unhealthy(&raw.max_unhealthy, "max_unhealthy")?;
+        let admission_default_toleration_seconds = self
+            .toleration_seconds(
+                &raw.admission_default_toleration_seconds,
+                "admission_default_toleration_seconds",
+            )?
+            .unwrap_or(crate::controller::settings::DEFAULT_ADMISSION_TOLERATION_SECONDS);
+        let default_toleration_seconds = self.toleration_seconds(
+            &raw.default_toleration_seconds,
+            "default_toleration_seconds",
+        )?;
 
         // Relations between keys. The error goes to the key the user wrote, if only one was.
         if api.watch_idle_timeout >= node_monitor_grace_period {
@@ -205,9 +230,16 @@ impl Validator<'_> {
             autonomy: flag(&raw.autonomy, true),
             disruption_cooldown,
             early_suspects: flag(&raw.early_suspects, true),
+            mark_pods_not_ready: parts.mark_pods_not_ready.unwrap_or_default(),
+            disruption_domain: parts.disruption_domain.unwrap_or_default(),
+            full_disruption: parts.full_disruption.unwrap_or_default(),
+            hold_max: parts.hold_max,
             pools,
             condition_taints,
             fencing,
+            max_unhealthy,
+            admission_default_toleration_seconds,
+            default_toleration_seconds,
         })
     }
 

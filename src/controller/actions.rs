@@ -5,7 +5,6 @@
 use crate::model::{Name, NodeCondition, PodKey, Taint};
 
 use super::events::Event;
-use super::fencing::FenceCommand;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ActionId(pub u64);
@@ -112,4 +111,43 @@ impl Action {
             Action::RecordEvent(_) => None,
         }
     }
+}
+
+/// Which command the shell runs: a power-off step (index into the configured steps) or the
+/// power-on of `power-cycle`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceStep {
+    Off(usize),
+    On,
+    /// `status_command`: the shell's credential check, never decided by the core.
+    Status,
+}
+
+impl Default for FenceStep {
+    fn default() -> FenceStep {
+        FenceStep::Off(0)
+    }
+}
+
+impl FenceStep {
+    /// `FENCE_STEP` in the command's environment: `1`, `2`, … or `on`.
+    pub fn env(self) -> String {
+        match self {
+            FenceStep::Off(i) => (i + 1).to_string(),
+            FenceStep::On => "on".to_string(),
+            FenceStep::Status => "status".to_string(),
+        }
+    }
+}
+
+/// What the fence command is told about its node (its environment, in the shell).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FenceCommand {
+    /// Which command (`FENCE_STEP` in its environment).
+    pub step: FenceStep,
+    pub node: Name,
+    pub uid: Name,
+    /// `(type, address)`, as in `status.addresses`.
+    pub addresses: Vec<(String, String)>,
+    pub labels: Vec<(String, String)>,
 }

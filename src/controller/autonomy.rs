@@ -1,5 +1,5 @@
-//! Edge autonomy (issue #16): a node carrying OpenYurt's autonomy annotations keeps its pods
-//! when its link drops. The node itself is marked Unknown and tainted exactly as upstream (so
+//! Edge autonomy: a node carrying OpenYurt's autonomy annotations keeps its pods when its link
+//! drops. The node itself is marked Unknown and tainted exactly as upstream (so
 //! the scheduler avoids it), but its pods are not marked NotReady (their endpoints stay) and
 //! the not-ready/unreachable NoExecute taints evict them no sooner than the autonomy duration
 //! after the taint was added (never, for "forever"), even when their own `tolerationSeconds`

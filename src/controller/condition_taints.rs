@@ -1,5 +1,5 @@
-//! Custom condition taints (issue #16): `[[condition_taint]]` maps a node condition (for
-//! example node-problem-detector's `KernelDeadlock = "True"`) to a taint. Upstream's condition
+//! Custom condition taints: `[[condition_taint]]` maps a node condition (for example
+//! node-problem-detector's `KernelDeadlock = "True"`) to a taint. Upstream's condition
 //! → taint map is fixed; this one is the operator's.
 //!
 //! - `NoSchedule` taints are set and removed on every node change, like upstream's condition

@@ -23,8 +23,10 @@ use super::cache_currency::CacheCurrency;
 use super::decisions::Decision;
 use super::dump::StateDump;
 use super::fencing::Fencing;
+use super::fleet_pause::PauseGate;
 use super::inputs::{Input, Observed};
 use super::node_lifecycle::NodeLifecycle;
+use super::pool_timing::PoolTiming;
 use super::settings::Settings;
 use super::taint_eviction::{EvictionDump, TaintEviction};
 
@@ -37,8 +39,13 @@ pub struct Controllers {
     synced: bool,
     /// Whether the informers' caches may be acted on (`cache_currency.rs`).
     caches: CacheCurrency,
-    /// Zone NoExecute tainting and pod deletions wait for current caches (as of the last input).
+    /// Zone NoExecute tainting and pod deletions wait for current caches and for the end of
+    /// a fleet pause of tainting (as of the last input).
     held: bool,
+    /// Whether stale caches are (part of) why they are held.
+    held_by_caches: bool,
+    /// The fleet pause: the one place that says what it holds.
+    pause: PauseGate,
 }
 
 impl Controllers {
@@ -46,6 +53,7 @@ impl Controllers {
         let eviction = settings.taint_based_eviction.then(|| {
             let mut eviction = TaintEviction::new();
             eviction.set_autonomy(settings.autonomy);
+            eviction.set_timing(PoolTiming::of(&settings));
             eviction
         });
         let fencing = settings
@@ -59,17 +67,27 @@ impl Controllers {
             synced: false,
             caches: CacheCurrency::default(),
             held: false,
+            held_by_caches: false,
+            pause: PauseGate::default(),
         }
     }
 
     /// Holds or releases the work that must not run on a stale cache; called before every
     /// input, so a settle ending is noticed at the tick `next_deadline` asks for.
+    ///
+    /// THE hold gate: stale caches (`cache_currency.rs`) and a fleet pause of tainting
+    /// (`fleet_pause.rs`) hold the same work the same way; a pause of fencing blocks fences.
     fn apply_cache_currency(&mut self, now: Time) {
         let current = self.caches.is_current(now);
-        self.held = !current;
-        self.lifecycle.set_caches_current(current);
+        let hold = !current || self.pause.holds_tainting(now);
+        self.held = hold;
+        self.held_by_caches = !current;
+        self.lifecycle.set_caches_current(!hold);
         if let Some(eviction) = self.eviction.as_mut() {
-            eviction.set_held(!current);
+            eviction.set_held(hold);
+        }
+        if let Some(f) = self.fencing.as_mut() {
+            f.set_paused(self.pause.holds_fencing(now).map(|p| p.describe()));
         }
     }
 
@@ -78,7 +96,28 @@ impl Controllers {
         if let Input::InformersWatching(all) = input {
             self.caches.watching(all, now);
         }
+        // As the fencing machine was last told (the pause may have run out since).
+        let fencing_was_paused = self.fencing.as_ref().is_some_and(Fencing::is_paused);
+        self.pause.tick(now);
+        let fed = match input {
+            Input::FleetPause(pause) => {
+                self.pause.set(pause, now);
+                None
+            }
+            other => Some(other),
+        };
         self.apply_cache_currency(now);
+        let mut resumed = Vec::new();
+        if fencing_was_paused
+            && self.pause.holds_fencing(now).is_none()
+            && let Some(f) = self.fencing.as_mut().filter(|_| self.synced)
+        {
+            // Fencing may go on: every node is judged now, not at its next recheck.
+            f.synced(&self.lifecycle, now, &mut resumed);
+        }
+        let Some(input) = fed else {
+            return resumed;
+        };
         // Fencing's own answers go to it alone; it decides nothing before the initial sync.
         let input = match input {
             Input::FenceTargetRead { id, outcome } => {
@@ -113,15 +152,24 @@ impl Controllers {
             _ => (None, Vec::new()),
         };
         let mut evictions = Vec::new();
+        // The brakes count this input before any deletion is decided on it (`brake.rs`).
+        self.lifecycle.brakes_before(&observed, now);
+        self.follow_brakes(now, &mut evictions);
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
         let mut actions = Vec::new();
         self.lifecycle.decide(observed, now, &mut actions);
+        self.follow_brakes(now, &mut evictions);
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
-                eviction.initial_sync(self.lifecycle.store(), now, &mut evictions);
+                // A start or takeover in a mass failure: the brake holds the overdue deletions
+                // the taints found at start would fire at once.
+                let lifecycle = &self.lifecycle;
+                let store = lifecycle.store();
+                eviction.set_brake(lifecycle.brake_cover(), store, now, &mut evictions);
+                eviction.initial_sync(store, now, &mut evictions);
             }
         }
         if let Some(f) = self.fencing.as_mut() {
@@ -141,13 +189,26 @@ impl Controllers {
             }
         }
         actions.append(&mut evictions);
+        actions.append(&mut resumed);
         actions
+    }
+
+    /// Tells taint eviction which nodes the engaged brakes cover (a release lets the held
+    /// deletions go).
+    fn follow_brakes(&mut self, now: Time, out: &mut Vec<Action>) {
+        let lifecycle = &self.lifecycle;
+        if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
+            // Cheap without a brake: nothing covered, as before (a reload that removed the
+            // last brake lets its held deletions go).
+            eviction.set_brake(lifecycle.brake_cover(), lifecycle.store(), now, out);
+        }
     }
 
     /// What both controllers decided and why since the last call, oldest first within each
     /// (the node lifecycle's first): the evidence behind the actions they returned.
     pub fn take_decisions(&mut self) -> Vec<Decision> {
-        let mut decisions = self.lifecycle.take_decisions();
+        let mut decisions = self.pause.take_decisions();
+        decisions.extend(self.lifecycle.take_decisions());
         if let Some(eviction) = self.eviction.as_mut() {
             decisions.extend(eviction.take_decisions());
         }
@@ -170,8 +231,19 @@ impl Controllers {
         {
             (due, false) => (due, None),
             (due, true) => {
-                let at = self.caches.current_at();
-                (due.and_then(|d| at.map(|at| d.max(at))), at)
+                // Released when the caches are current and the pause is over, whichever is
+                // later (a pause's end is a deadline of its own, below).
+                let caches_at = if self.held_by_caches {
+                    self.caches.current_at()
+                } else {
+                    Some(Time::ZERO)
+                };
+                let pause_at = self.pause.next_deadline().unwrap_or(Time::ZERO);
+                let at = caches_at.map(|c| c.max(pause_at));
+                (
+                    due.and_then(|d| at.map(|at| d.max(at))),
+                    caches_at.filter(|_| self.held_by_caches),
+                )
             }
         };
         [
@@ -179,6 +251,7 @@ impl Controllers {
             eviction_due,
             fencing.and_then(|f| f.next_deadline()),
             current_at.filter(|_| self.synced),
+            self.pause.next_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -205,6 +278,7 @@ impl Controllers {
     pub fn apply_settings(&mut self, settings: Settings, now: Time) -> Vec<Action> {
         if let Some(eviction) = self.eviction.as_mut() {
             eviction.set_autonomy(settings.autonomy);
+            eviction.set_timing(PoolTiming::of(&settings));
         }
         match (settings.fencing.clone(), self.fencing.as_mut()) {
             (None, _) => self.fencing = None,
@@ -212,6 +286,9 @@ impl Controllers {
             (Some(policy), None) => self.fencing = Some(Fencing::new(policy, &settings)),
         }
         let mut actions = self.lifecycle.apply_settings(settings, now);
+        let mut evictions = Vec::new();
+        self.follow_brakes(now, &mut evictions);
+        actions.append(&mut evictions);
         if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
             f.synced(&self.lifecycle, now, &mut actions);
         }
@@ -229,6 +306,11 @@ impl Controllers {
         self.fencing.as_ref()
     }
 
+    /// The fleet pause in force at `now` (`status`, `explain`, the metric).
+    pub fn pause(&self, now: Time) -> Option<&super::fleet_pause::FleetPause> {
+        self.pause.current(now)
+    }
+
     /// A leader that lost its lease becomes a follower: a fresh, unsynced machine that knows
     /// the same nodes, leases and pods (so a later takeover starts from warm caches) but none of
     /// the old one's queues, pending writes or eviction countdowns, which belonged to a
@@ -242,6 +324,8 @@ impl Controllers {
         let mut follower = Controllers::new(settings, now);
         // The informers go on as they were: a follower's caches are as current as the leader's.
         follower.caches = self.caches;
+        // The pause is the cluster's, not the leadership's.
+        follower.pause = self.pause;
         follower
             .lifecycle
             .adopt_store(self.lifecycle.into_store(), now);

@@ -106,6 +106,22 @@ pub enum Decision {
         zone: Name,
         pods: Vec<PodKey>,
     },
+    /// A node is not Ready but its pods stay Ready (`mark_pods_not_ready = "unless-disrupted"`):
+    /// its domain, counted with its suspects, is `state`, or every
+    /// domain is down. Once per episode.
+    PodsKeptReady {
+        node: Name,
+        zone: Name,
+        state: ZoneState,
+        all_down: bool,
+    },
+    /// A fully disrupted domain enters (`end: None`, held `until`; `None`: until it recovers) or
+    /// leaves its hold (`full_disruption = "hold"`).
+    DomainHold {
+        zone: Name,
+        until: Option<Time>,
+        end: Option<HoldEnd>,
+    },
     /// A pod's eviction started: the NoExecute taint it does not tolerate (or the toleration
     /// that ran out).
     PodDeletion {
@@ -123,12 +139,16 @@ pub enum Decision {
     /// A fencing step (`controller/fencing`): `detail` is the whole line, its evidence as
     /// `key=value` pairs (`decision=fence node=… outage_since=… lease_renew=…`).
     Fencing { node: Name, detail: String },
+    /// A brake on mass decisions engaged or released (`brake.rs`).
+    Brake(super::brake::BrakeChange),
+    /// A fleet pause started or ended (`controller/fleet_pause.rs`): `detail` is the line.
+    Pause { detail: String },
 }
 
 impl Decision {
     /// Every [`Decision::kind`], in declaration order: `/metrics` counts each, zero included,
     /// so a kind that has not happened yet is a 0 and not a missing series.
-    pub const KINDS: [&'static str; 10] = [
+    pub const KINDS: [&'static str; 14] = [
         "node-unknown",
         "node-ready",
         "zone-state",
@@ -136,9 +156,13 @@ impl Decision {
         "zone-waits",
         "taints",
         "pods-not-ready",
+        "pods-kept-ready",
+        "domain-hold",
         "pod-deletion",
         "deletion-cancelled",
         "fencing",
+        "brake",
+        "pause",
     ];
 
     /// `DECISION=` in the journal: a stable name per kind (one of [`Decision::KINDS`]).
@@ -151,9 +175,13 @@ impl Decision {
             Decision::ZoneWaits { .. } => "zone-waits",
             Decision::Taints { .. } => "taints",
             Decision::PodsNotReady { .. } => "pods-not-ready",
+            Decision::PodsKeptReady { .. } => "pods-kept-ready",
+            Decision::DomainHold { .. } => "domain-hold",
             Decision::PodDeletion { .. } => "pod-deletion",
             Decision::DeletionCancelled { .. } => "deletion-cancelled",
             Decision::Fencing { .. } => "fencing",
+            Decision::Brake(_) => "brake",
+            Decision::Pause { .. } => "pause",
         }
     }
 
@@ -164,12 +192,16 @@ impl Decision {
             | Decision::NodeReady { node, .. }
             | Decision::Taints { node, .. }
             | Decision::PodsNotReady { node, .. }
+            | Decision::PodsKeptReady { node, .. }
             | Decision::Fencing { node, .. } => Some(node),
             Decision::PodDeletion { node, .. } => node.as_ref(),
             Decision::ZoneState { .. }
             | Decision::AllZonesDown { .. }
             | Decision::ZoneWaits { .. }
-            | Decision::DeletionCancelled { .. } => None,
+            | Decision::DomainHold { .. }
+            | Decision::DeletionCancelled { .. }
+            | Decision::Brake(_)
+            | Decision::Pause { .. } => None,
         }
     }
 
@@ -181,8 +213,34 @@ impl Decision {
             | Decision::ZoneState { zone, .. }
             | Decision::ZoneWaits { zone, .. }
             | Decision::Taints { zone, .. }
-            | Decision::PodsNotReady { zone, .. } => Some(zone),
+            | Decision::PodsNotReady { zone, .. }
+            | Decision::PodsKeptReady { zone, .. }
+            | Decision::DomainHold { zone, .. } => Some(zone),
             _ => None,
+        }
+    }
+}
+
+/// Why a domain's hold ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HoldEnd {
+    /// No longer fully disrupted.
+    Recovered,
+    /// `hold_max` has passed since it became fully disrupted: tainted at the normal rate.
+    HoldMax,
+    /// Every domain is down: all tainting stopped anyway.
+    AllDown,
+    /// A reload no longer holds it.
+    Settings,
+}
+
+impl HoldEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldEnd::Recovered => "no longer fully disrupted",
+            HoldEnd::HoldMax => "hold_max has passed: tainted at the normal rate",
+            HoldEnd::AllDown => "every domain is down: all tainting stopped",
+            HoldEnd::Settings => "the settings no longer hold it",
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct StateDump {
     pub nodes: Vec<NodeDump>,
     /// Writes sent and not answered yet.
     pub writes_in_flight: usize,
+    /// Every brake configured (`brake.rs`), fleet first; empty without `max_unhealthy`.
+    pub brakes: Vec<(super::brake::BrakeScope, super::brake::BrakeState)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,9 +1,9 @@
 //! What the shell feeds the controller. Every input comes with `now` (the controller's clock).
 
-use crate::model::{Kind, Lease, Name, Node, Pod, PodChange, PodKey};
+use crate::model::{ConditionStatus, Kind, Lease, Name, Node, Pod, PodChange, PodKey};
+use crate::time::Time;
 
 use super::actions::ActionId;
-use super::fencing::{FenceOutcome, FenceTargetOutcome};
 
 #[derive(Clone, Debug)]
 pub enum Input {
@@ -28,6 +28,9 @@ pub enum Input {
     InformersWatching(Option<std::time::Duration>),
     /// `now >= next_deadline()`.
     Tick,
+    /// The fleet pause as read from the leader Lease (`None`: none), fed whenever a read of
+    /// the Lease shows it changed (`fleet_pause.rs`).
+    FleetPause(Option<super::fleet_pause::FleetPause>),
     /// The result of an earlier write. On `Conflict` the shell first re-reads the object and
     /// feeds it as an upsert, then this result; the controller decides again.
     Result {
@@ -106,4 +109,70 @@ pub enum EvictionResult {
     Conflict,
     /// Anything else (timeout, 5xx, 429 after the shell's own handling): retried with backoff.
     Error(String),
+}
+
+/// The node and its Lease as read live just before a fence (or a taint removal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FenceTarget {
+    pub uid: Name,
+    pub resource_version: Name,
+    pub ready: Option<ConditionStatus>,
+    pub ready_since: Option<Time>,
+    pub labels: Vec<(String, String)>,
+    pub addresses: Vec<(String, String)>,
+    pub attempt: Option<String>,
+    pub taint_added: Option<String>,
+    /// [`STATE_ANNOTATION`](super::fencing::STATE_ANNOTATION) as read live (power-cycle progress).
+    pub fence_state: Option<String>,
+    /// The maintenance annotation as read live.
+    pub maintenance: crate::model::Maintenance,
+    pub unschedulable: bool,
+    pub out_of_service: bool,
+    pub lease: LeaseReadOutcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FenceTargetOutcome {
+    Found(Box<FenceTarget>),
+    NotFound,
+    /// The API server could not be read: no fence on a guess.
+    Failed(String),
+}
+
+/// How a fence command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FenceOutcome {
+    Exited(i32),
+    /// Ended by a signal it did not get from us.
+    Signalled(i32),
+    /// Ran past `timeout`: killed.
+    TimedOut,
+    SpawnFailed(String),
+    /// Dry-run: logged, not run.
+    DryRun,
+}
+
+impl FenceOutcome {
+    /// The `result` label of `node_lifecycled_fencing_attempts_total`.
+    pub fn result(&self) -> &'static str {
+        match self {
+            FenceOutcome::Exited(0) => "success",
+            FenceOutcome::Exited(_) | FenceOutcome::Signalled(_) => "failure",
+            FenceOutcome::TimedOut => "timeout",
+            FenceOutcome::SpawnFailed(_) => "spawn_error",
+            FenceOutcome::DryRun => "dry_run",
+        }
+    }
+}
+
+impl std::fmt::Display for FenceOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FenceOutcome::Exited(code) => write!(f, "exit status {code}"),
+            FenceOutcome::Signalled(sig) => write!(f, "killed by signal {sig}"),
+            FenceOutcome::TimedOut => write!(f, "timed out (killed)"),
+            FenceOutcome::SpawnFailed(e) => write!(f, "could not start: {e}"),
+            FenceOutcome::DryRun => write!(f, "dry-run: not run"),
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod autonomy;
+pub mod brake;
 pub mod cache_currency;
 pub mod condition_taints;
 pub mod controllers;
@@ -11,12 +12,15 @@ pub mod dump;
 pub mod events;
 pub mod explain;
 pub mod fencing;
+pub mod fleet_pause;
 pub mod health;
 pub mod in_flight;
 pub mod inputs;
 pub mod labels;
 pub mod no_schedule;
 pub mod node_lifecycle;
+pub mod partitions;
+pub mod pool_timing;
 pub mod pools;
 pub mod rate_limited_queue;
 pub mod settings;

@@ -1,5 +1,5 @@
-//! Node pools (issue #16): groups of nodes, chosen by label selector, with their own grace
-//! periods, pod marking and zone tainting rates. A rack on a flaky switch and the control
+//! Node pools: groups of nodes, chosen by label selector, with their own grace periods, pod marking
+//! and zone tainting rates. A rack on a flaky switch and the control
 //! plane's own nodes no longer share one 50 s grace.
 //!
 //! A node belongs to the first pool whose selector matches its labels, and to none when no
@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::model::{Name, Node};
 use crate::time::Rate;
 
-use super::settings::Settings;
+use super::brake::MaxUnhealthy;
+use super::partitions::{FullDisruption, PodsNotReady};
 
 /// A set-based selector requirement (`matchExpressions` of a Kubernetes label selector).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,9 +75,20 @@ pub struct Pool {
     pub match_expressions: Vec<LabelRequirement>,
     pub node_monitor_grace_period: Option<Duration>,
     pub node_startup_grace_period: Option<Duration>,
-    pub mark_pods_not_ready: Option<bool>,
+    /// `mark_pods_not_ready` (the old boolean reads as `always` / `never`).
+    pub mark_pods_not_ready: Option<PodsNotReady>,
     pub node_eviction_rate: Option<Rate>,
     pub secondary_node_eviction_rate: Option<Rate>,
+    /// The pool's own brake, counted over its nodes (`brake.rs`).
+    pub max_unhealthy: Option<MaxUnhealthy>,
+    /// Stands in for the admission default toleration of the pool's pods.
+    pub default_toleration_seconds: Option<u64>,
+    /// The label keys of its nodes' disruption domain (`partitions.rs`).
+    pub disruption_domain: Option<Vec<String>>,
+    /// What a fully disrupted domain holding its nodes means.
+    pub full_disruption: Option<FullDisruption>,
+    /// How long such a domain is held.
+    pub hold_max: Option<Duration>,
 }
 
 impl Pool {
@@ -96,7 +108,7 @@ impl Pool {
             .chain(self.match_expressions.iter().map(|r| r.key.as_str()))
     }
 
-    fn overrides_rates(&self) -> bool {
+    pub(crate) fn overrides_rates(&self) -> bool {
         self.node_eviction_rate.is_some() || self.secondary_node_eviction_rate.is_some()
     }
 }
@@ -117,51 +129,15 @@ pub fn selector_label_keys(pools: &[Pool]) -> Vec<String> {
     keys
 }
 
-impl Settings {
-    /// The node's (monitor, startup) grace periods: its pool's, else the global ones.
-    pub fn graces(&self, node: &Node) -> (Duration, Duration) {
-        let pool = pool_of(&self.pools, node);
-        (
-            pool.and_then(|p| p.node_monitor_grace_period)
-                .unwrap_or(self.node_monitor_grace_period),
-            pool.and_then(|p| p.node_startup_grace_period)
-                .unwrap_or(self.node_startup_grace_period),
-        )
-    }
-
-    /// Whether the node's pods are marked NotReady when it stops being Ready: its pool's
-    /// choice (default yes, as upstream), and never for an autonomous edge node.
-    pub fn marks_pods_not_ready(&self, node: &Node) -> bool {
-        pool_of(&self.pools, node)
-            .and_then(|p| p.mark_pods_not_ready)
-            .unwrap_or(true)
-            && !self.is_autonomous(node)
-    }
-
-    /// The (healthy, secondary) tainting rates of a zone whose nodes are `members`.
-    ///
-    /// A zone holding nodes of several pools is tainted at the lowest rate among them (nodes
-    /// in no pool count with the global rates): the rate bounds how fast a zone loses its
-    /// workloads, so the most cautious member decides. Without any pool overriding a rate,
-    /// the global rates, without looking at the members.
-    pub fn zone_rates<'a>(&self, members: impl Iterator<Item = &'a Node>) -> (Rate, Rate) {
-        let global = (self.node_eviction_rate, self.secondary_node_eviction_rate);
-        if !self.pools.iter().any(Pool::overrides_rates) {
-            return global;
+/// Every node label key the controller reads beyond the built-in ones: the pool selectors'
+/// and the disruption domains' (the decoder keeps them), without repeats, after `first`.
+pub fn node_label_keys(first: &[String], pools: &[Pool], domain: &[String]) -> Vec<String> {
+    let mut keys: Vec<String> = first.to_vec();
+    let pool_domains = pools.iter().filter_map(|p| p.disruption_domain.as_ref());
+    for key in domain.iter().chain(pool_domains.flatten()) {
+        if !keys.contains(key) {
+            keys.push(key.clone());
         }
-        let mut rates: Option<(Rate, Rate)> = None;
-        for node in members {
-            let pool = pool_of(&self.pools, node);
-            let mine = (
-                pool.and_then(|p| p.node_eviction_rate).unwrap_or(global.0),
-                pool.and_then(|p| p.secondary_node_eviction_rate)
-                    .unwrap_or(global.1),
-            );
-            rates = Some(match rates {
-                None => mine,
-                Some((a, b)) => (a.min(mine.0), b.min(mine.1)),
-            });
-        }
-        rates.unwrap_or(global)
     }
+    keys
 }

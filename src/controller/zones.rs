@@ -103,6 +103,12 @@ pub struct Zone {
     /// Its NoExecute decisions wait for suspects (`node_lifecycle/suspects.rs`): the wait's
     /// start is logged once.
     pub waiting_for_suspects: bool,
+    /// Since when it has been fully disrupted (`hold_max` counts from there).
+    pub full_since: Option<Time>,
+    /// Held (`full_disruption = "hold"`): no NoExecute taint nor eviction from its queue.
+    pub held: bool,
+    /// When the hold ends (`hold_max`); `None` with the domain's recovery only.
+    pub hold_until: Option<Time>,
 }
 
 impl Zone {
@@ -118,6 +124,11 @@ impl Zone {
         if !cooldown.is_zero() {
             self.cooldown_until = Some(now + cooldown);
         }
+    }
+
+    /// Nothing is tainted (nor evicted) from its queue now: a cooldown or a hold.
+    pub fn stops_tainting(&self, now: Time) -> bool {
+        self.in_cooldown(now) || self.held
     }
 
     pub fn unhealthy(&self) -> usize {

@@ -501,8 +501,8 @@ mod tests {
         decode_object::<Node>(json.as_bytes(), &mut DecodeContext::new()).unwrap()
     }
 
-    /// Issue #29: annotations left from an old OpenYurt install keep pods Ready and bound
-    /// through an outage while `autonomy = true`: a warning naming the nodes, what will happen
+    /// Annotations left from an old OpenYurt install keep pods Ready and bound through an outage
+    /// while `autonomy = true`: a warning naming the nodes, what will happen
     /// and how to remove them; with `autonomy = false` they are only named.
     #[test]
     fn nodes_with_openyurt_autonomy_annotations_are_named_with_what_happens_to_their_pods() {

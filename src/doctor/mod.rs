@@ -11,8 +11,10 @@
 
 pub mod cluster;
 pub mod controllers;
+pub mod fence_sample;
 pub mod fleet;
 pub mod host_files;
+pub mod pause;
 pub mod permissions;
 
 use std::path::PathBuf;
@@ -193,6 +195,15 @@ impl Report {
 /// Runs every check. `Err` is a configuration error (the file, the kubeconfig it names, a host
 /// file that is not the kind its option names): the caller exits 78 as the daemon would.
 pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
+    run_sampled(options, config, None)
+}
+
+/// [`run`], then with `fence_sample` the status command against that many nodes.
+pub fn run_sampled(
+    options: &Options,
+    config: &Config,
+    fence_sample: Option<usize>,
+) -> Result<Report, String> {
     let mut report = Report::default();
     // Before the network: a wrong file given is said at once, alone.
     let host = host_files::read(&options.host)?;
@@ -206,6 +217,9 @@ pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
     controllers::check(&host, &options.host, version, &mut report);
     if server.is_some() {
         fleet::check(&mut client, config, &mut report);
+        if let Some(n) = fence_sample {
+            fence_sample::check(&mut client, config, n, &mut report);
+        }
     }
     Ok(report)
 }

@@ -240,8 +240,12 @@ mod tests {
             !all.iter()
                 .any(|p| p.contains("update nodes ") || p == "update nodes")
         );
-        // nodes 4 + nodes/status 2 + pods 4 + pods/status 2 + events 2 + node leases 3 + leader 3
-        assert_eq!(all.len(), 20, "{all:#?}");
+        // nodes 4 + nodes/status 2 + pods 4 + pods/status 2 + events 2 + node leases 3 + leader 4
+        // (get, update, patch for `pause` / `resume`, create)
+        assert!(all.contains(
+            &"patch leases.coordination.k8s.io in kube-system named node-lifecycled".to_string()
+        ));
+        assert_eq!(all.len(), 21, "{all:#?}");
     }
 
     #[test]

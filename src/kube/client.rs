@@ -120,8 +120,8 @@ struct ListMeta {
 }
 
 /// The blocking API client of the single-threaded executor.
-/// Which client-side budget a call spends (issue #14). Writes and every other call share the
-/// configured qps/burst, as upstream's one client does. The live Lease reads that confirm a
+/// Which client-side budget a call spends. Writes and every other call share the configured
+/// qps/burst, as upstream's one client does. The live Lease reads that confirm a
 /// verdict have a budget of their own, of the same qps/burst: in a mass failure the shared
 /// budget is spent on pod writes, and a verdict whose read waited for it came hundreds of
 /// milliseconds late. A Lease GET is a small single-object read, made at most once per

@@ -2,8 +2,8 @@
 //!
 //! ureq resolves the host before every request, pooled connection or not, and its default
 //! resolver, whenever the call has a timeout (ours always do), runs the lookup on a new thread
-//! so it can give up in time. Profiling the daemon's start-up event POSTs (issue #14) showed that
-//! thread — created, run and joined per call, even for an IP literal — among the larger costs
+//! so it can give up in time. Profiling the daemon's start-up event POSTs showed that thread —
+//! created, run and joined per call, even for an IP literal — among the larger costs
 //! of a call. An IP literal (the in-cluster service address, most kubeconfigs) needs no lookup
 //! at all; a host name is looked up as ureq would, bounded by the call's timeout, and the answer
 //! kept for a while: it only matters when a new connection is opened.

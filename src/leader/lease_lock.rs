@@ -35,6 +35,15 @@ impl LeaseLock {
         }
     }
 
+    /// An annotation of the Lease as last read or written (the fleet pause lives in one).
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
+    }
+
     /// `namespace/name`, for logs.
     pub fn describe(&self) -> String {
         format!("{}/{}", self.namespace, self.name)

@@ -9,6 +9,7 @@
 pub mod elector;
 pub mod jitter;
 pub mod lease_lock;
+pub mod pause;
 pub mod record;
 pub mod settings;
 

@@ -333,8 +333,8 @@ mod tests {
         );
     }
 
-    /// Issue #11: under systemd, a decision line reaches journald as one datagram with its
-    /// fields, so `journalctl NODE=worker-3` finds it. A local datagram socket stands in.
+    /// Under systemd, a decision line reaches journald as one datagram with its fields, so
+    /// `journalctl NODE=worker-3` finds it. A local datagram socket stands in.
     #[test]
     fn the_native_journal_path_sends_message_priority_and_decision_fields() {
         let dir = std::env::temp_dir().join(format!("nl-journal-{}", std::process::id()));

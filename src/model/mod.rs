@@ -203,8 +203,67 @@ pub struct Node {
     /// Type and status of every other condition (node-problem-detector's `KernelDeadlock`, …),
     /// for custom condition taints; nothing else of them is kept, and they are never written.
     pub other_conditions: Vec<(Name, ConditionStatus)>,
-    /// What the node's OpenYurt autonomy annotations say (the only annotations kept).
+    /// What the node's OpenYurt autonomy annotations say.
     pub autonomy: Autonomy,
+    /// What the node's [`maintenance::ANNOTATION`] says (with autonomy's, the only annotations
+    /// kept): fencing leaves a node in maintenance alone.
+    pub maintenance: Maintenance,
+}
+
+/// Planned work on a node: `node-lifecycled.io/maintenance`, empty or an RFC 3339 time until which
+/// it holds.
+pub mod maintenance {
+    pub const ANNOTATION: &str = "node-lifecycled.io/maintenance";
+}
+
+/// A node's maintenance annotation, read at decode time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Maintenance {
+    /// No annotation.
+    #[default]
+    None,
+    /// Present with an empty value: until it is removed.
+    Indefinite,
+    /// Present with an RFC 3339 time: until then.
+    Until(Time),
+    /// Present with a value that is neither: counted as maintenance (never fence on a guess);
+    /// the value is kept for the warning and `explain`.
+    Unreadable(Rc<str>),
+}
+
+impl Maintenance {
+    /// The annotation's value as maintenance.
+    pub fn parse(value: &str) -> Maintenance {
+        let value = value.trim();
+        if value.is_empty() {
+            return Maintenance::Indefinite;
+        }
+        match Time::parse_rfc3339(value) {
+            Some(t) => Maintenance::Until(t),
+            None => Maintenance::Unreadable(Rc::from(value)),
+        }
+    }
+
+    /// Whether it holds at `now`.
+    pub fn holds(&self, now: Time) -> bool {
+        match self {
+            Maintenance::None => false,
+            Maintenance::Until(t) => now < *t,
+            Maintenance::Indefinite | Maintenance::Unreadable(_) => true,
+        }
+    }
+
+    /// For a decision line: what the annotation says.
+    pub fn describe(&self) -> String {
+        match self {
+            Maintenance::None => "none".into(),
+            Maintenance::Indefinite => "until the annotation is removed".into(),
+            Maintenance::Until(t) => format!("until {}", t.to_rfc3339()),
+            Maintenance::Unreadable(v) => {
+                format!("unreadable value {v:?}, counted as maintenance")
+            }
+        }
+    }
 }
 
 /// The OpenYurt edge autonomy annotations of a node, interpreted at decode time.
@@ -273,7 +332,7 @@ impl Node {
     }
 
     /// Whether [`Node::zone_key`] is `key`, without building it (the controller asks on every
-    /// node status event; issue #14).
+    /// node status event).
     pub fn has_zone_key(&self, key: &str) -> bool {
         let (region, zone) = self.region_and_zone();
         if region.is_empty() && zone.is_empty() {
@@ -376,6 +435,10 @@ pub struct Pod {
     /// Carries taint eviction's `DisruptionTarget` condition already (status, reason and message
     /// as [`disruption`] names them): upstream does not write it again before the DELETE.
     pub disruption_target: bool,
+    /// `metadata.creationTimestamp` (the API server's clock; whole seconds, as the API keeps
+    /// it): a pod cannot have been under a taint since before it existed (taint eviction's
+    /// countdowns at a start or a takeover). `None` when absent or unreadable.
+    pub creation_timestamp: Option<Time>,
 }
 
 /// The pod condition taint eviction adds before deleting a pod (upstream
@@ -420,6 +483,7 @@ mod tests {
                 conditions: Vec::new(),
                 other_conditions: Vec::new(),
                 autonomy: Default::default(),
+                maintenance: Default::default(),
             };
             let mut m = mix;
             for key in keys {

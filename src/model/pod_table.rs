@@ -1,8 +1,9 @@
 //! The bound pods, compactly: the one copy of every pod the daemon keeps.
 //!
 //! A pod is a 56-byte record in one slab plus its name: the uid as 16 bytes and the
-//! resourceVersion as an integer (text fallbacks in a side map), the namespace, node name and
-//! toleration list as 4-byte ids into shared tables. Pods are found by a 64-bit hash of
+//! resourceVersion as an integer sharing a word with the flags (text fallbacks in a side map),
+//! the namespace, node name and toleration list as 4-byte ids into shared tables, and the
+//! creation second. Pods are found by a 64-bit hash of
 //! `namespace/name` (an `u64 -> slot` map; a second pod with the same hash, astronomically
 //! rare, goes to an exact overflow map), and by node through a list of slots per node.
 //! Both controllers read pods from here; nobody else keeps a copy (kube-controller-manager's
@@ -15,6 +16,7 @@ use std::rc::Rc;
 use super::compact::{parse_resource_version, parse_uuid, render_uuid};
 use super::ref_table::RefTable;
 use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
+use crate::time::Time;
 
 mod view;
 pub use view::PodView;
@@ -32,15 +34,24 @@ const DISRUPTION: u16 = 1 << 9;
 const READY_SHIFT: u16 = 6;
 const READY_MASK: u16 = 0b111 << READY_SHIFT;
 
+/// ResourceVersions from this on are kept as text (etcd's revisions are far below: 2^48 is
+/// 281 trillion), so that the version and the flags share one word.
+const COMPACT_RV_LIMIT: u64 = 1 << 48;
+const FLAG_BITS: u32 = 16;
+
 #[derive(Debug)]
 struct Record {
     name: Box<str>,
     uid: [u8; 16],
-    resource_version: u64,
+    /// The resourceVersion (below [`COMPACT_RV_LIMIT`]) in the high 48 bits, the flags in the
+    /// low 16: one word, so that the creation second fits in the 56 bytes (with a `u16` of flags
+    /// of its own the record would be padded to 64).
+    version_flags: u64,
     namespace: u32,
     node: u32,
     tolerations: u32,
-    flags: u16,
+    /// `metadata.creationTimestamp` in Unix seconds (0: none).
+    created: u32,
 }
 
 impl Record {
@@ -48,28 +59,43 @@ impl Record {
         Record {
             name: Box::default(),
             uid: [0; 16],
-            resource_version: 0,
+            version_flags: 0,
             namespace: 0,
             node: NO_NODE,
             tolerations: 0,
-            flags: 0,
+            created: 0,
         }
+    }
+
+    fn flags(&self) -> u16 {
+        self.version_flags as u16
+    }
+
+    fn set_flags(&mut self, flags: u16) {
+        self.version_flags = (self.version_flags & !u64::from(u16::MAX)) | u64::from(flags);
+    }
+
+    fn resource_version(&self) -> u64 {
+        self.version_flags >> FLAG_BITS
+    }
+
+    /// `rv` must be below [`COMPACT_RV_LIMIT`] (larger ones are kept as text).
+    fn set_resource_version(&mut self, rv: u64) {
+        debug_assert!(rv < COMPACT_RV_LIMIT);
+        self.version_flags = (rv << FLAG_BITS) | u64::from(self.flags());
     }
 
     fn has(&self, flag: u16) -> bool {
-        self.flags & flag != 0
+        self.flags() & flag != 0
     }
 
     fn set(&mut self, flag: u16, on: bool) {
-        if on {
-            self.flags |= flag;
-        } else {
-            self.flags &= !flag;
-        }
+        let flags = self.flags();
+        self.set_flags(if on { flags | flag } else { flags & !flag });
     }
 
     fn ready(&self) -> Option<ConditionStatus> {
-        match (self.flags & READY_MASK) >> READY_SHIFT {
+        match (self.flags() & READY_MASK) >> READY_SHIFT {
             1 => Some(ConditionStatus::True),
             2 => Some(ConditionStatus::False),
             3 => Some(ConditionStatus::Unknown),
@@ -86,7 +112,7 @@ impl Record {
             Some(ConditionStatus::Unknown) => 3,
             Some(ConditionStatus::Other) => 4,
         };
-        self.flags = (self.flags & !READY_MASK) | (bits << READY_SHIFT);
+        self.set_flags((self.flags() & !READY_MASK) | (bits << READY_SHIFT));
     }
 }
 
@@ -292,7 +318,7 @@ impl PodTable {
         let view = self.view(PodId(slot));
         let record = view.record();
         let older = match parse_resource_version(&pod.resource_version) {
-            Some(incoming) if !record.has(TEXT_RV) => incoming < record.resource_version,
+            Some(incoming) if !record.has(TEXT_RV) => incoming < record.resource_version(),
             // A text version on either side: never called older.
             _ => false,
         };
@@ -357,11 +383,11 @@ impl PodTable {
         let record = Record {
             name: Box::from(&*pod.key.name),
             uid: [0; 16],
-            resource_version: 0,
+            version_flags: u64::from(LIVE | SEEN),
             namespace,
             node,
             tolerations,
-            flags: LIVE | SEEN,
+            created: 0,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -395,10 +421,11 @@ impl PodTable {
     /// The uid, resourceVersion and flags of `pod` into `slot`.
     fn set_ids(&mut self, slot: u32, pod: &Pod) {
         let uid = parse_uuid(&pod.uid);
-        let rv = parse_resource_version(&pod.resource_version);
+        let rv = parse_resource_version(&pod.resource_version).filter(|v| *v < COMPACT_RV_LIMIT);
         let r = &mut self.records[slot as usize];
         r.uid = uid.unwrap_or([0; 16]);
-        r.resource_version = rv.unwrap_or(0);
+        r.set_resource_version(rv.unwrap_or(0));
+        r.created = creation_second(pod.creation_timestamp);
         r.set(TEXT_UID, uid.is_none());
         r.set(TEXT_RV, rv.is_none());
         r.set(DELETING, pod.deleting);
@@ -569,6 +596,14 @@ impl PodTable {
             + self.tolerations.table_bytes()
             + toleration_lists
     }
+}
+
+/// A creation time as the table keeps it: whole Unix seconds (what the API keeps), 0 for none.
+/// Past 2106 it saturates (the countdown never starts later than now anyway).
+fn creation_second(t: Option<Time>) -> u32 {
+    t.map_or(0, |t| {
+        u32::try_from(t.as_unix_millis() / 1000).unwrap_or(u32::MAX)
+    })
 }
 
 /// What glibc's malloc takes for a request of `n` bytes (16-byte chunks, 8 bytes of header,

@@ -271,6 +271,7 @@ mod tests {
             conditions: Vec::new(),
             other_conditions: Vec::new(),
             autonomy: Default::default(),
+            maintenance: Default::default(),
         }
     }
 

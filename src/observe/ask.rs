@@ -10,6 +10,7 @@ use crate::time::Time;
 
 use super::decision_log::DecisionLog;
 use super::explain::{Acting, LogFigures, NodeFacts, PodFacts, explain_node, explain_pod, status};
+use super::explain_brake::{self, insert_after_next};
 use super::history::Subject;
 use super::snapshot::DaemonSnapshot;
 
@@ -41,13 +42,23 @@ pub fn answer(
                     name: Rc::from(name),
                 };
                 match pod_facts(controllers, log, &key) {
-                    Some(f) => explain_pod(&f, acting, now),
+                    Some(f) => {
+                        insert_after_next(
+                            explain_pod(&f, acting, now),
+                            explain_brake::pod_lines(controllers, &key),
+                        ) + &holds(controllers, None, now)
+                    }
                     None => format!("error: no pod {key} bound to a node is known"),
                 }
             }
             Some(_) => format!("error: {what:?} is neither a node nor NAMESPACE/POD"),
             None => match node_facts(controllers, log, what, now) {
-                Some(f) => explain_node(&f, acting, now),
+                Some(f) => {
+                    insert_after_next(
+                        explain_node(&f, acting, now),
+                        explain_brake::node_lines(controllers, what),
+                    ) + &holds(controllers, Some(what), now)
+                }
                 None => format!("error: no node {what:?} is known"),
             },
         },
@@ -56,6 +67,40 @@ pub fn answer(
             format!("{USAGE}, got {shown:?}")
         }
     }
+}
+
+/// What holds decisions back whatever the node's health: the fleet pause, and the node's
+/// maintenance annotation and cordon as fencing sees them.
+fn holds(controllers: &Controllers, node: Option<&str>, now: Time) -> String {
+    let mut out = String::new();
+    if let Some(p) = controllers.pause(now) {
+        out.push_str(&format!(
+            "pause: {} paused until {} by {}: {}\n",
+            p.what.as_str(),
+            p.until.to_rfc3339(),
+            p.by,
+            p.reason
+        ));
+    }
+    let Some(n) = node.and_then(|n| controllers.store().node(n)) else {
+        return out;
+    };
+    if controllers.fencing().is_some() {
+        if n.maintenance.holds(now) {
+            out.push_str(&format!(
+                "maintenance: {} (not fenced)\n",
+                n.maintenance.describe()
+            ));
+        }
+        if n.unschedulable
+            && controllers
+                .fencing()
+                .is_some_and(|f| f.policy().skip_cordoned)
+        {
+            out.push_str("cordoned: not fenced (fencing.skip_cordoned = true)\n");
+        }
+    }
+    out
 }
 
 pub fn node_facts(

@@ -536,7 +536,11 @@ pub fn render(d: &Decision) -> LogLine {
             pod = Some(key.to_string());
             format!("deletion of pod {key} cancelled")
         }
-        Decision::Fencing { detail, .. } => detail.clone(),
+        Decision::Fencing { detail, .. } | Decision::Pause { detail } => detail.clone(),
+        Decision::Brake(b) => brake_line(b),
+        Decision::PodsKeptReady { .. } | Decision::DomainHold { .. } => {
+            crate::observe::partition_lines::message(d)
+        }
     };
     LogLine {
         level: Level::Info,
@@ -545,6 +549,21 @@ pub fn render(d: &Decision) -> LogLine {
         pod,
         zone,
         decision: d.kind(),
+    }
+}
+
+/// `decision=brake`: one line when a brake engages, one when it releases.
+fn brake_line(b: &crate::controller::brake::BrakeChange) -> String {
+    if b.engaged {
+        format!(
+            "brake engaged ({}): {} of {} nodes not Ready or about to be judged, more than max_unhealthy = {}; no NoExecute taint, pod deletion or fence on its nodes until it releases",
+            b.scope, b.unhealthy, b.total, b.limit
+        )
+    } else {
+        format!(
+            "brake released ({}): {} of {} nodes not Ready, within max_unhealthy = {} for disruption_cooldown; held taints and deletions go ahead",
+            b.scope, b.unhealthy, b.total, b.limit
+        )
     }
 }
 

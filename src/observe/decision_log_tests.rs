@@ -111,8 +111,8 @@ fn zone_changes_taints_and_deletions_say_why() {
     assert_eq!(gone.fields().pod, Some("ns/web-1"));
 }
 
-/// Issue #11: 1,000 pod deletions are not 1,000 lines. One turn's deletions on one node for
-/// one reason are one line that says how many lines it folded.
+/// 1,000 pod deletions are not 1,000 lines. One turn's deletions on one node for one reason are one
+/// line that says how many lines it folded.
 #[test]
 fn deletions_of_one_turn_on_one_node_fold_into_one_line() {
     let mut log = DecisionLog::new();
@@ -219,7 +219,7 @@ fn dry_run_lines_say_so() {
     );
 }
 
-/// Issue #17's fencing steps reach the journal as decisions of their own, under the node.
+/// Fencing steps reach the journal as decisions of their own, under the node.
 #[test]
 fn a_fencing_step_is_one_line_under_its_node() {
     let detail = "fencing: decision=fence node=rack1-n4 uid=u1 outage_since=2026-11-22T11:50:00Z \

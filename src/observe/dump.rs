@@ -53,6 +53,7 @@ impl DaemonSnapshot {
         self.text_reflectors(&mut out);
         self.text_controller(&mut out);
         self.text_zones(&mut out);
+        self.text_brakes(&mut out);
         self.text_not_ready(&mut out);
         self.text_evictions(&mut out);
         self.text_client(&mut out);
@@ -160,6 +161,22 @@ impl DaemonSnapshot {
         more(out, "zones", zones.len() - shown);
     }
 
+    /// One line per brake configured (none without `max_unhealthy`).
+    fn text_brakes(&self, out: &mut TextLines) {
+        for (scope, b) in &self.controller.brakes {
+            let mut fields = vec![
+                kv("engaged", b.engaged()),
+                kv("unhealthy", b.unhealthy),
+                kv("total", b.total),
+                kv("max_unhealthy", b.limit),
+            ];
+            if let Some(since) = b.engaged_since {
+                fields.push(kv("engaged_for", dur(self.now.since(since))));
+            }
+            out.push_keyed("brake", kv("scope", scope), fields);
+        }
+    }
+
     fn text_not_ready(&self, out: &mut TextLines) {
         let nodes = self.not_ready_nodes();
         let shown = nodes.len().min(TEXT_NODES_SHOWN);
@@ -177,7 +194,8 @@ impl DaemonSnapshot {
                 kv("deadline_in", opt_dur(self.until(n.pending_deadline))),
                 kv("excluded", n.excluded_from_disruption),
             ];
-            // Issue #16 policies: shown only where they apply, so a plain fleet's dump is as before.
+            // Edge and bare-metal policies: shown only where they apply, so a plain fleet's dump is
+            // as before.
             if let Some(pool) = &n.pool {
                 fields.push(kv("pool", pool));
             }

@@ -321,6 +321,17 @@ pub fn status(s: &DaemonSnapshot, log: LogFigures) -> String {
             r.relists
         );
     }
+    if let Some(p) = &s.pause {
+        let _ = writeln!(
+            out,
+            "pause: {} paused until {} ({} left) by {}: {}",
+            p.what.as_str(),
+            p.until.to_rfc3339(),
+            short(p.until.since(s.now)),
+            p.by,
+            p.reason
+        );
+    }
     let c = &s.controller;
     if c.all_zones_fully_disrupted {
         out.push_str("every zone is fully disrupted: tainting and eviction are stopped\n");

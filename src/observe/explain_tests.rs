@@ -163,8 +163,8 @@ fn pod(eviction: PodEviction, taints: &[&str]) -> PodFacts {
     }
 }
 
-/// Issue #16's policies show where an operator asks: the node's pool and edge autonomy, and
-/// the zone's cooldown.
+/// The edge and bare-metal policies show where an operator asks: the node's pool and edge autonomy,
+/// and the zone's cooldown.
 #[test]
 fn explain_node_names_its_pool_autonomy_and_the_zones_cooldown() {
     let plain = explain_node(

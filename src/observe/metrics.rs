@@ -29,7 +29,45 @@ pub fn render(s: &DaemonSnapshot) -> String {
     api_latency(&mut e, s);
     pools(&mut e, s);
     fencing(&mut e, s);
+    brakes(&mut e, s);
+    paused(&mut e, s);
+    fence_agent(&mut e, s);
     e.out
+}
+
+/// Only with `max_unhealthy` configured: each brake, engaged or not, and its count.
+fn brakes(e: &mut Exposition, s: &DaemonSnapshot) {
+    use crate::controller::brake::BrakeScope;
+    let brakes = &s.controller.brakes;
+    if brakes.is_empty() {
+        return;
+    }
+    let labels = |scope: &BrakeScope| -> Vec<(&'static str, String)> {
+        match scope {
+            BrakeScope::Fleet => vec![("scope", "fleet".to_string())],
+            BrakeScope::Pool(p) => vec![("scope", "pool".to_string()), ("pool", p.to_string())],
+        }
+    };
+    e.family(
+        "node_lifecycled_brake_engaged",
+        "gauge",
+        "1 while the brake on mass decisions (max_unhealthy) is engaged: no NoExecute taint, pod deletion or fence on the nodes of its scope (fleet, or a pool).",
+    );
+    for (scope, b) in brakes {
+        let l = labels(scope);
+        let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        e.sample("node_lifecycled_brake_engaged", &l, u8::from(b.engaged()));
+    }
+    e.family(
+        "node_lifecycled_brake_unhealthy_nodes",
+        "gauge",
+        "Nodes of the brake's scope not Ready or about to be judged (suspects), as last counted.",
+    );
+    for (scope, b) in brakes {
+        let l = labels(scope);
+        let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        e.sample("node_lifecycled_brake_unhealthy_nodes", &l, b.unhealthy);
+    }
 }
 
 /// What upstream's zone gauges leave to arithmetic: each zone's state (one sample per state,
@@ -151,7 +189,7 @@ fn api_latency(e: &mut Exposition, s: &DaemonSnapshot) {
     }
 }
 
-/// Registered nodes per `[[pool]]` (issue #16); absent when no node is in a pool.
+/// Registered nodes per `[[pool]]`; absent when no node is in a pool.
 fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
     let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for node in &s.controller.nodes {
@@ -172,7 +210,44 @@ fn pools(e: &mut Exposition, s: &DaemonSnapshot) {
     }
 }
 
-/// Only with `[fencing]` enabled (issue #17).
+/// The fleet pause: 1 for what a pause in force holds, else 0 (always exported, so an alert can
+/// watch it).
+fn paused(e: &mut Exposition, s: &DaemonSnapshot) {
+    e.family(
+        "node_lifecycled_paused",
+        "gauge",
+        "1 while a fleet pause (node-lifecycled pause) holds fencing or tainting, else 0.",
+    );
+    for what in ["fencing", "tainting"] {
+        let on = s.pause.as_ref().is_some_and(|p| match what {
+            "fencing" => p.what.fencing(),
+            _ => p.what.tainting(),
+        });
+        e.sample("node_lifecycled_paused", &[("what", what)], u64::from(on));
+    }
+}
+
+/// The last `status_command` answer per node, once one has run.
+fn fence_agent(e: &mut Exposition, s: &DaemonSnapshot) {
+    // With fencing on the family is always there (alerts can name it); samples once run.
+    if s.fencing.is_none() && s.fence_agent_ok.is_empty() {
+        return;
+    }
+    e.family(
+        "node_lifecycled_fence_agent_ok",
+        "gauge",
+        "1 when fencing.status_command last answered exit 0 for the node (its fence agent reachable with our credentials), else 0.",
+    );
+    for (node, ok) in &s.fence_agent_ok {
+        e.sample(
+            "node_lifecycled_fence_agent_ok",
+            &[("node", node)],
+            u64::from(*ok),
+        );
+    }
+}
+
+/// Only with `[fencing]` enabled.
 fn fencing(e: &mut Exposition, s: &DaemonSnapshot) {
     let Some(f) = &s.fencing else {
         return;

@@ -15,10 +15,12 @@ pub mod ask;
 pub mod decision_log;
 pub mod dump;
 pub mod explain;
+pub mod explain_brake;
 mod exposition;
 pub mod histogram;
 pub mod history;
 pub mod metrics;
+mod partition_lines;
 pub mod snapshot;
 
 pub use histogram::{HealthTimings, Histogram, api_request_histogram, exponential_buckets};

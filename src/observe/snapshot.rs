@@ -43,6 +43,10 @@ pub struct DaemonSnapshot {
     pub fencing: Option<FencingMetrics>,
     /// Decisions made so far, by kind (`Decision::kind`).
     pub decisions: BTreeMap<&'static str, u64>,
+    /// The fleet pause in force, as read from the leader Lease.
+    pub pause: Option<crate::controller::fleet_pause::FleetPause>,
+    /// The last `status_command` answer per node (true: exit 0); empty when not run.
+    pub fence_agent_ok: BTreeMap<String, bool>,
 }
 
 /// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).

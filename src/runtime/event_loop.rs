@@ -14,8 +14,8 @@
 //! with a soft and a hard deadline fires at the first wake-up at or after `soft`, whatever
 //! woke the loop, and wakes the loop itself only at `hard`; the poll timeout comes from hard
 //! deadlines only. Work that may wait a little but need not be alone in a wake-up of its own
-//! rides one that happens anyway (issue #14: a rotated watch's response head, read at the
-//! next wake-up instead of waking the loop a millisecond after the rotation). "At or after
+//! rides one that happens anyway (a rotated watch's response head, read at the next wake-up instead
+//! of waking the loop a millisecond after the rotation). "At or after
 //! `soft`" is judged against the time the loop woke, so a lazy timer armed during a turn with
 //! `soft` later than that turn's wake-up never fires in the same turn.
 
@@ -256,8 +256,8 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
                 Ok(()) => {}
                 // A signal interrupted epoll_wait, and its handler has written its byte to its
                 // pipe by now: collect that readiness at once, in this same wake-up. Going
-                // round the loop instead made every signal two wake-ups (issue #14: the
-                // bench's SIGUSR1 dumps were 0.05/s of the idle figure).
+                // round the loop instead made every signal two wake-ups (the bench's SIGUSR1 dumps
+                // were 0.05/s of the idle figure).
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     match self.poll.poll(&mut self.events, Some(Duration::ZERO)) {
                         Ok(()) => {}

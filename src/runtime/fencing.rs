@@ -1,4 +1,4 @@
-//! Fence commands as child processes of the single-threaded daemon (issue #17).
+//! Fence commands as child processes of the single-threaded daemon.
 //!
 //! Nothing blocks and no thread is added:
 //! - the command is spawned with `std::process::Command` (an argv, no shell), stdin from
@@ -23,8 +23,8 @@ use log::{info, warn};
 use mio::unix::pipe::Receiver;
 use mio::{Interest, Token};
 
-use crate::config::{FencingConfig, format_duration};
-use crate::controller::fencing::{FenceCommand, FenceOutcome};
+use crate::config::{FenceStepConfig, FencingConfig, format_duration};
+use crate::controller::fencing::{FenceCommand, FenceOutcome, FenceStep};
 use crate::controller::{ActionId, Input};
 use crate::observe::FencingMetrics;
 use crate::time::Time;
@@ -73,6 +73,7 @@ impl Output {
 
 struct Running {
     id: ActionId,
+    step: FenceStep,
     node: String,
     child: Child,
     started: Time,
@@ -83,10 +84,114 @@ struct Running {
 }
 
 pub struct FenceRunner {
-    command: Vec<String>,
-    timeout: Duration,
+    /// The power-off steps (`[[fencing.step]]`, or `command` with `timeout`).
+    steps: Vec<FenceStepConfig>,
+    /// `power-cycle`'s power-on (`on_command`, with `timeout`).
+    on: Option<FenceStepConfig>,
+    /// The credential check (`status_command`, with `timeout`).
+    status: Option<FenceStepConfig>,
     running: Vec<Running>,
     pub metrics: FencingMetrics,
+}
+
+/// The command's environment for `command` (FENCE_STEP, NODE_*, DRY_RUN).
+fn command_env(command: &FenceCommand) -> Vec<(&'static str, String)> {
+    vec![
+        ("FENCE_STEP", command.step.env()),
+        ("NODE_NAME", command.node.to_string()),
+        ("NODE_UID", command.uid.to_string()),
+        ("NODE_ADDRESSES", addresses_env(&command.addresses)),
+        ("NODE_LABELS", labels_env(&command.labels)),
+        ("DRY_RUN", "false".to_string()),
+    ]
+}
+
+/// Runs `argv` for `command` to its end or `timeout` (then killed), blocking: for
+/// `doctor --fence-sample`, never for the daemon. Returns the outcome and the first
+/// [`OUTPUT_KEPT`] bytes of stdout and stderr together.
+pub fn run_blocking(
+    argv: &[String],
+    timeout: Duration,
+    command: &FenceCommand,
+) -> (FenceOutcome, String) {
+    let Some((program, args)) = argv.split_first() else {
+        return (
+            FenceOutcome::SpawnFailed("no command".into()),
+            String::new(),
+        );
+    };
+    let file = match tempfile_for_output() {
+        Ok(f) => f,
+        Err(e) => return (FenceOutcome::SpawnFailed(e.to_string()), String::new()),
+    };
+    let (out, err) = match (file.try_clone(), file.try_clone()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            return (FenceOutcome::SpawnFailed(e.to_string()), String::new());
+        }
+    };
+    let spawned = Command::new(program)
+        .args(args)
+        .envs(command_env(command))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                FenceOutcome::SpawnFailed(format!("{}: {e}", argv.join(" "))),
+                String::new(),
+            );
+        }
+    };
+    let started = std::time::Instant::now();
+    let outcome = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => {
+                break match (s.code(), s.signal()) {
+                    (Some(code), _) => FenceOutcome::Exited(code),
+                    (None, Some(sig)) => FenceOutcome::Signalled(sig),
+                    (None, None) => FenceOutcome::Exited(-1),
+                };
+            }
+            Ok(None) if started.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break FenceOutcome::TimedOut;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => break FenceOutcome::SpawnFailed(format!("waiting for it failed: {e}")),
+        }
+    };
+    let mut text = String::new();
+    let mut file = file;
+    use std::io::Seek;
+    let _ = file.seek(io::SeekFrom::Start(0));
+    let mut kept = Vec::new();
+    let _ = (&mut file).take(OUTPUT_KEPT as u64).read_to_end(&mut kept);
+    text.push_str(String::from_utf8_lossy(&kept).trim_end());
+    (outcome, text.replace('\n', " | "))
+}
+
+/// An unnamed temporary file for a blocking run's output (no pipe to drain while waiting).
+fn tempfile_for_output() -> io::Result<std::fs::File> {
+    let path = std::env::temp_dir().join(format!(
+        "node-lifecycled-status-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    let _ = std::fs::remove_file(&path);
+    Ok(file)
 }
 
 /// `type=address,…` as in `status.addresses`.
@@ -108,18 +213,37 @@ fn labels_env(labels: &[(String, String)]) -> String {
 
 impl FenceRunner {
     pub fn new(config: &FencingConfig) -> FenceRunner {
-        FenceRunner {
-            command: config.command.clone(),
-            timeout: config.timeout,
+        let mut runner = FenceRunner {
+            steps: Vec::new(),
+            on: None,
+            status: None,
             running: Vec::new(),
             metrics: FencingMetrics::default(),
-        }
+        };
+        runner.apply(config);
+        runner
     }
 
     /// Config reload: the next command runs with these; running ones keep their deadline.
     pub fn apply(&mut self, config: &FencingConfig) {
-        self.command = config.command.clone();
-        self.timeout = config.timeout;
+        self.steps = config.effective_steps();
+        self.on = (!config.on_command.is_empty()).then(|| FenceStepConfig {
+            command: config.on_command.clone(),
+            timeout: config.timeout,
+        });
+        self.status = (!config.status_command.is_empty()).then(|| FenceStepConfig {
+            command: config.status_command.clone(),
+            timeout: config.timeout,
+        });
+    }
+
+    /// The command and timeout of `step` (`None`: not configured).
+    fn step(&self, step: FenceStep) -> Option<&FenceStepConfig> {
+        match step {
+            FenceStep::Off(i) => self.steps.get(i),
+            FenceStep::On => self.on.as_ref(),
+            FenceStep::Status => self.status.as_ref(),
+        }
     }
 
     pub fn running(&self) -> usize {
@@ -133,10 +257,6 @@ impl FenceRunner {
             .filter(|r| !r.killed)
             .map(|r| r.deadline)
             .min()
-    }
-
-    fn shown(&self) -> String {
-        self.command.join(" ")
     }
 
     fn count(&mut self, outcome: &FenceOutcome, took: Duration) {
@@ -158,8 +278,14 @@ impl FenceRunner {
     ) -> Option<Input> {
         let now = lp.now();
         let node = command.node.to_string();
+        let (argv, timeout) = self
+            .step(command.step)
+            .map_or((Vec::new(), Duration::ZERO), |s| {
+                (s.command.clone(), s.timeout)
+            });
+        let shown = argv.join(" ");
         if dry_run {
-            info!("would fence {node} (command {})", self.shown());
+            info!("would fence {node} (command {shown})");
             let outcome = FenceOutcome::DryRun;
             self.count(&outcome, Duration::ZERO);
             return Some(Input::FenceExited {
@@ -168,15 +294,14 @@ impl FenceRunner {
                 took: Duration::ZERO,
             });
         }
-        let spawned = match self.command.split_first() {
-            None => Err(io::Error::other("fencing.command is empty")),
+        let spawned = match argv.split_first() {
+            None => Err(io::Error::other(format!(
+                "no command configured for step {}",
+                command.step.env()
+            ))),
             Some((program, args)) => Command::new(program)
                 .args(args)
-                .env("NODE_NAME", &node)
-                .env("NODE_UID", &*command.uid)
-                .env("NODE_ADDRESSES", addresses_env(&command.addresses))
-                .env("NODE_LABELS", labels_env(&command.labels))
-                .env("DRY_RUN", "false")
+                .envs(command_env(&command))
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -185,7 +310,7 @@ impl FenceRunner {
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
-                let outcome = FenceOutcome::SpawnFailed(format!("{}: {e}", self.shown()));
+                let outcome = FenceOutcome::SpawnFailed(format!("{shown}: {e}"));
                 warn!("fence command for node {node} {outcome}");
                 self.count(&outcome, Duration::ZERO);
                 return Some(Input::FenceExited {
@@ -212,17 +337,18 @@ impl FenceRunner {
         let stdout = register(child.stdout.take().map(Receiver::from));
         let stderr = register(child.stderr.take().map(Receiver::from));
         info!(
-            "fencing: started command for node={node} pid={} timeout={} command=\"{}\"",
+            "fencing: started command for node={node} step={} pid={} timeout={} command=\"{shown}\"",
+            command.step.env(),
             child.id(),
-            format_duration(self.timeout),
-            self.shown()
+            format_duration(timeout),
         );
         self.running.push(Running {
             id,
+            step: command.step,
             node,
             child,
             started: now,
-            deadline: now.saturating_add(self.timeout),
+            deadline: now.saturating_add(timeout),
             killed: false,
             stdout,
             stderr,
@@ -306,7 +432,9 @@ impl FenceRunner {
                 r.stdout.text(),
                 r.stderr.text()
             );
-            self.count(&outcome, took);
+            if r.step != FenceStep::Status {
+                self.count(&outcome, took);
+            }
             inputs.push(Input::FenceExited {
                 id: r.id,
                 outcome,

@@ -31,7 +31,14 @@ pub fn controller_settings(config: &Config) -> Settings {
         disruption_cooldown: config.disruption_cooldown,
         early_suspects: config.early_suspects,
         pools: config.pools.clone(),
+        mark_pods_not_ready: config.mark_pods_not_ready,
+        disruption_domain: config.disruption_domain.clone(),
+        full_disruption: config.full_disruption,
+        hold_max: config.hold_max,
         condition_taints: config.condition_taints.clone(),
+        max_unhealthy: config.max_unhealthy,
+        admission_default_toleration_seconds: config.admission_default_toleration_seconds,
+        default_toleration_seconds: config.default_toleration_seconds,
         fencing: config.fencing.enabled.then(|| FencingPolicy {
             after: config.fencing.after,
             max_concurrent: config.fencing.max_concurrent as usize,
@@ -39,6 +46,10 @@ pub fn controller_settings(config: &Config) -> Settings {
             retry_backoff: config.fencing.retry_backoff,
             retry_backoff_max: config.fencing.retry_backoff_max,
             remove_out_of_service_on_recovery: config.fencing.remove_out_of_service_on_recovery,
+            skip_cordoned: config.fencing.skip_cordoned,
+            steps: config.fencing.effective_steps().len().max(1),
+            power_cycle: config.fencing.mode == crate::config::FenceMode::PowerCycle,
+            recover_timeout: config.fencing.recover_timeout,
         }),
     }
 }

@@ -1,7 +1,7 @@
 //! Deadlines that only move later, in O(1): a FIFO per span ("lane") with lazy invalidation.
 //!
-//! Issue #14: every Lease renewal moves its node's grace deadline to `probe_time + grace`. In a
-//! heap that is a sift down thousands of entries per renewal. But `probe_time` is the
+//! Every Lease renewal moves its node's grace deadline to `probe_time + grace`. In a heap that is a
+//! sift down thousands of entries per renewal. But `probe_time` is the
 //! controller's own observation time, which never goes back, so with one grace value every new
 //! deadline is at or after every deadline already queued with that grace: appending to the
 //! lane keeps it sorted. The entry a key had before stays where it is and is dropped when it

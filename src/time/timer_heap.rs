@@ -150,8 +150,8 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
         (x.at, x.seq) < (y.at, y.seq)
     }
 
-    /// Records where the entry at `i` now is: a lookup, no key clone (issue #14: every Lease
-    /// renewal moves its node's grace deadline down a heap of thousands).
+    /// Records where the entry at `i` now is: a lookup, no key clone (every Lease renewal moves its
+    /// node's grace deadline down a heap of thousands).
     fn note_slot(&mut self, i: usize) {
         if let Some(slot) = self.slot.get_mut(&self.heap[i].key) {
             *slot = i;

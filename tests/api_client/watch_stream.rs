@@ -197,9 +197,9 @@ fn plain_watch_split_into_tiny_writes_delivers_every_event_then_ends_cleanly() {
     );
 }
 
-/// Issue #14: a paused (coalesced) stream read on its timer stops at a short read, which
-/// left the socket empty: one `recv` per read, not a second one that would block. A stream on
-/// readiness events still reads until `WouldBlock` (mio's edge-triggered rule).
+/// A paused (coalesced) stream read on its timer stops at a short read, which left the socket
+/// empty: one `recv` per read, not a second one that would block. A stream on readiness events
+/// still reads until `WouldBlock` (mio's edge-triggered rule).
 #[test]
 fn a_paused_stream_stops_at_a_short_read_and_a_registered_one_reads_until_it_would_block() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -451,8 +451,8 @@ mod tls {
         );
     }
 
-    /// Issue #14: the next watch goes out on the connection the last one left idle, without a
-    /// new TCP connection or TLS handshake; a kept connection the server closed as the request
+    /// The next watch goes out on the connection the last one left idle, without a new TCP
+    /// connection or TLS handshake; a kept connection the server closed as the request
     /// went out is reported as such (the informer then opens a new one at once).
     #[test]
     fn the_next_watch_rides_the_kept_tls_connection_and_a_closed_one_is_recognised() {
@@ -548,8 +548,8 @@ mod tls {
         );
     }
 
-    /// Issue #14: a wake-up's worth of small TLS records (the API server writes each event as
-    /// its own record) is taken from the socket in one large read and handed to rustls from
+    /// A wake-up's worth of small TLS records (the API server writes each event as its own record)
+    /// is taken from the socket in one large read and handed to rustls from
     /// memory, not in rustls' own 4 KiB socket reads: 60 renewals of 0.8 KB, about 48 KB with
     /// the TLS framing (before: 12 reads and more, then the one that would block).
     #[test]

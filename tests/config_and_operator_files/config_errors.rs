@@ -117,6 +117,65 @@ fn duration_in_parsecs_exits_78_naming_key_and_line() {
     assert!(line.contains("invalid duration \"5 parsecs\""), "{line}");
 }
 
+/// The partition keys: an unknown mode, a label that is not a label key, a bad duration, globally
+/// and in a pool, each one line naming file, line and key.
+#[test]
+fn partition_keys_bad_input_exits_78_naming_key_and_line() {
+    let cases = [
+        (
+            "mark_pods_not_ready = \"sometimes\"\n",
+            1,
+            "mark_pods_not_ready",
+        ),
+        ("\nfull_disruption = \"wait\"\n", 2, "full_disruption"),
+        (
+            "disruption_domain = [\"example.com/site\", \"bad key!\"]\n",
+            1,
+            "disruption_domain",
+        ),
+        ("disruption_domain = []\n", 1, "disruption_domain"),
+        ("hold_max = \"10 parsecs\"\n", 1, "hold_max"),
+        ("hold_max = \"0s\"\n", 1, "hold_max"),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nmark_pods_not_ready = \"no\"\n",
+            4,
+            "pool.mark_pods_not_ready",
+        ),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\ndisruption_domain = \"-x\"\n",
+            4,
+            "pool.disruption_domain",
+        ),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nfull_disruption = \"Hold\"\n",
+            4,
+            "pool.full_disruption",
+        ),
+        (
+            "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nhold_max = \"soon\"\n",
+            4,
+            "pool.hold_max",
+        ),
+    ];
+    for (i, (text, line, key)) in cases.into_iter().enumerate() {
+        let cfg = TempConfig::new(&format!("partition-{i}"), text);
+        let out = check_config(cfg.path());
+        assert_config_error(&out, &cfg.display(), line, key);
+    }
+    // The old boolean still reads, in a pool.
+    let old = TempConfig::new(
+        "partition-old",
+        "[[pool]]\nname = \"e\"\nmatch_labels = { a = \"b\" }\nmark_pods_not_ready = false\n",
+    );
+    let out = check_config(old.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        printed.contains("mark_pods_not_ready = \"never\""),
+        "{printed}"
+    );
+}
+
 #[test]
 fn the_daemon_itself_exits_78_on_a_bad_config_before_doing_anything() {
     let cfg = TempConfig::new(
@@ -220,7 +279,7 @@ fn example_config_documents_every_key_it_accepts() {
         assert!(shown, "conf/config.toml does not show {key}");
         checked += 1;
     }
-    assert_eq!(checked, 18 + 14 + 7 + 9);
+    assert_eq!(checked, 18 + 4 + 14 + 7 + 17 + 3);
 }
 
 #[test]
@@ -284,4 +343,97 @@ fn check_config_notes_stay_on_their_own_line() {
     );
     assert!(text.ends_with('\n'));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The brake and pool timing keys: each bad value is one line naming file, line and key, exit 78.
+#[test]
+fn brake_and_pool_timing_bad_input_exits_78_naming_key_and_line() {
+    let cases: [(&str, usize, &str, &str); 8] = [
+        (
+            "max_unhealthy = 0.4\n",
+            1,
+            "max_unhealthy",
+            "a percentage in quotes",
+        ),
+        (
+            "max_unhealthy = \"140%\"\n",
+            1,
+            "max_unhealthy",
+            "between 0% and 100%",
+        ),
+        (
+            "\nmax_unhealthy = \"-1%\"\n",
+            2,
+            "max_unhealthy",
+            "between 0% and 100%",
+        ),
+        (
+            "max_unhealthy = -3\n",
+            1,
+            "max_unhealthy",
+            "node count >= 0",
+        ),
+        (
+            "max_unhealthy = \"many\"\n",
+            1,
+            "max_unhealthy",
+            "a percentage",
+        ),
+        (
+            "default_toleration_seconds = -30\n",
+            1,
+            "default_toleration_seconds",
+            "must be seconds between 0",
+        ),
+        (
+            "[[pool]]\nname = \"edge\"\nmatch_labels = { site = \"e\" }\nmax_unhealthy = \"101%\"\n",
+            4,
+            "pool.max_unhealthy",
+            "between 0% and 100%",
+        ),
+        (
+            "[[pool]]\nname = \"edge\"\nmatch_labels = { site = \"e\" }\n\
+             admission_default_toleration_seconds = 30\n",
+            4,
+            "pool.admission_default_toleration_seconds",
+            "a [[pool]] cannot override admission_default_toleration_seconds",
+        ),
+    ];
+    for (i, (text, line, key, why)) in cases.iter().enumerate() {
+        let cfg = TempConfig::new(&format!("brake-{i}"), text);
+        let err = assert_config_error(&check_config(cfg.path()), &cfg.display(), *line, key);
+        assert!(err.contains(why), "{err}");
+    }
+}
+
+/// The brake and pool timing keys read back as written: check-config prints them, and what it
+/// prints is a config that means the same.
+#[test]
+fn brake_and_pool_timing_keys_round_trip_through_check_config() {
+    let text = "max_unhealthy = \"12.5%\"\nadmission_default_toleration_seconds = 120\n\
+                default_toleration_seconds = 600\n\
+                [[pool]]\nname = \"edge\"\nmatch_labels = { site = \"e\" }\n\
+                max_unhealthy = 2\ndefault_toleration_seconds = 30\n";
+    let cfg = TempConfig::new("brake-round-trip", text);
+    let out = check_config(cfg.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "max_unhealthy = \"12.5%\"",
+        "admission_default_toleration_seconds = 120",
+        "default_toleration_seconds = 600",
+        "max_unhealthy = 2",
+        "default_toleration_seconds = 30",
+    ] {
+        assert!(printed.contains(want), "{want} missing from\n{printed}");
+    }
+    let again = TempConfig::new("brake-round-trip-2", &printed);
+    let reprinted = check_config(again.path());
+    assert_eq!(reprinted.status.code(), Some(0), "{}", stderr(&reprinted));
+    // The same, but for the header naming the file.
+    let body = |s: &str| s.split_once('\n').map(|(_, b)| b.to_string());
+    assert_eq!(
+        body(&String::from_utf8(reprinted.stdout).unwrap()),
+        body(&printed)
+    );
 }

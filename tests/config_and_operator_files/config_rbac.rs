@@ -1,5 +1,6 @@
-//! conf/rbac.yaml grants exactly what SPEC §1 needs: the daemon's identity can do its job and
-//! nothing more. A permission added or dropped by accident fails here.
+//! conf/rbac.yaml grants exactly what the daemon needs (docs/upstream.md, "Watches and writes"):
+//! the daemon's identity can do its job and nothing more. A permission added or dropped by accident
+//! fails here.
 
 use std::collections::BTreeSet;
 
@@ -99,7 +100,8 @@ fn roles_grant_exactly_the_objects_and_verbs_of_spec_section_1() {
         "kube-system",
         "coordination.k8s.io",
         "leases",
-        &["get", "update"],
+        // patch: `node-lifecycled pause` / `resume` write the fleet pause annotation (#27).
+        &["get", "update", "patch"],
         "node-lifecycled",
     );
     grant(

@@ -1,6 +1,6 @@
 //! The Debian package as an operator gets it (`packaging/build-deb.sh`, run by `.ci/run` before
 //! the tests): its files, the conffile, the unit and maintainer scripts that do not start it,
-//! the man pages, completion and monitoring files (issue #29), and lintian's verdict.
+//! the man pages, completion and monitoring files, and lintian's verdict.
 //!
 //! The package is found at `$NODE_LIFECYCLED_DEB`, else as
 //! `${CARGO_TARGET_DIR:-target}/debian/node-lifecycled_<version>_*.deb`. Without one the tests
@@ -175,8 +175,8 @@ fn the_package_installs_the_daemon_the_unit_and_the_conffile_and_starts_nothing(
     );
 }
 
-/// Issue #29: `man node-lifecycled` works once installed, completion comes with the package,
-/// and so do the alerts and the dashboard; the files Debian policy asks for are there.
+/// `man node-lifecycled` works once installed, completion comes with the package, and so do the
+/// alerts and the dashboard; the files Debian policy asks for are there.
 #[test]
 fn the_package_ships_man_pages_completion_monitoring_files_changelog_and_checksums() {
     let Some(deb) = deb_or_skip() else {

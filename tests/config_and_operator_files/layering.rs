@@ -1,11 +1,11 @@
-//! The layers hold: no module of `src/` imports a module above it (DESIGN.md, src/lib.rs).
+//! The layers hold: no module of `src/` imports a module above it (src/lib.rs).
 //!
 //! Reads every `src/**/*.rs` and checks each `crate::X` path (in `use` lines and inline paths
 //! alike, `use crate::{a, b}` groups included) against the table below. Comments are skipped, so
 //! a doc link may point anywhere. A module may import only modules of a strictly lower rank:
 //! siblings of one rank (`kube`, `controller`, `logging`) know nothing of each other.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Top-level modules of the library by rank, lowest first.
@@ -212,4 +212,247 @@ fn an_upward_import_is_reported_with_file_and_line() {
     let fine = "use crate::model::Node;\nuse crate::kube::x;\nuse crate::runtime::y;\n";
     assert!(violations("runtime", "r.rs", fine).is_empty());
     assert_eq!(violations("newthing", "n.rs", "").len(), 1);
+}
+
+// ---- no circle inside src/controller ------------------------------------------------------
+
+/// The controller's own modules (a file or a directory directly under `src/controller/`) that
+/// one of its files names, through `crate::controller::X` or through as many `super::` as it takes
+/// to reach `controller` from that file. Test code (`tests` modules and files) is left out: a test
+/// may reach anywhere.
+fn controller_imports(rel: &[String], text: &str) -> BTreeSet<String> {
+    // How many `super::` lead from this file's module to `controller`.
+    let to_controller = match rel {
+        [_file] => 1,
+        [.., last] if last == "mod.rs" => rel.len() - 1,
+        _ => rel.len(),
+    };
+    // The file's own code: comments and test modules left out.
+    let mut code = String::new();
+    let mut after_cfg_test = false;
+    for line in text.lines() {
+        let test_module = std::mem::replace(&mut after_cfg_test, line.starts_with("#[cfg(test)]"));
+        if test_module && line.starts_with("mod ") {
+            // `mod tests;` names a file read on its own (and skipped); `mod tests {` ends the
+            // file's own code.
+            if line.trim_end().ends_with('{') {
+                break;
+            }
+            continue;
+        }
+        code.push_str(line.split("//").next().unwrap_or(""));
+        code.push('\n');
+    }
+    let mut found = BTreeSet::new();
+    // After `crate::controller::` or the `super::`s: one path, or a `{ ... }` group of them,
+    // over as many lines as rustfmt gives it.
+    let mut names = |after: &str| match after.strip_prefix('{') {
+        Some(group) => found.extend(group_heads(group)),
+        None => found.extend(head(after)),
+    };
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("crate::controller::") {
+        rest = &rest[at + "crate::controller::".len()..];
+        names(rest);
+    }
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("super::") {
+        let before = rest[..at].chars().next_back();
+        let mut after = &rest[at..];
+        let mut supers = 0;
+        while let Some(r) = after.strip_prefix("super::") {
+            supers += 1;
+            after = r;
+        }
+        rest = after;
+        if supers == to_controller && !before.is_some_and(|c| c == ':' || c.is_alphanumeric()) {
+            names(after);
+        }
+    }
+    found
+}
+
+/// The first name of a path (`actions` of `actions::Action`).
+fn head(path: &str) -> Option<String> {
+    let name: String = path
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// The first name of each path of a `{ ... }` group (`group` starts after its `{`): `a` and `c`
+/// of `a::{b, d}, c}`, not the names inside a nested group.
+fn group_heads(group: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut at_start = true;
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => at_start = true,
+            c if at_start && !c.is_whitespace() => {
+                at_start = false;
+                heads.extend(head(&group[i..]));
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
+/// The items `src/controller/mod.rs` re-exports (`pub use actions::{Action, ActionId};`), by the
+/// module that defines them: `super::Settings` is an import of `settings`.
+fn reexported(mod_rs: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for line in mod_rs.lines() {
+        let Some((module, items)) = line
+            .strip_prefix("pub use ")
+            .and_then(|l| l.split_once("::"))
+        else {
+            continue;
+        };
+        for item in items.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !item.is_empty() {
+                found.insert(item.to_string(), module.to_string());
+            }
+        }
+    }
+    found
+}
+
+/// A circle among the controller's modules, if there is one, as `a -> b -> ... -> a`.
+fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<String> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle.join(" -> "));
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for start in edges.keys() {
+        if let Some(found) = visit(start, edges, &mut Vec::new(), &mut done) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+#[test]
+fn no_module_of_the_controller_imports_one_that_imports_it_back() {
+    let controller = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
+    let mut files = Vec::new();
+    rust_files(&controller, &mut files);
+    let is_module = |name: &str| {
+        controller.join(format!("{name}.rs")).is_file() || controller.join(name).is_dir()
+    };
+    let reexports = reexported(&std::fs::read_to_string(controller.join("mod.rs")).unwrap());
+    assert!(
+        reexports.contains_key("Settings"),
+        "src/controller/mod.rs re-exports nothing"
+    );
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let rel: Vec<String> = file
+            .strip_prefix(&controller)
+            .unwrap()
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let is_test = rel
+            .iter()
+            .any(|c| c == "tests" || c == "tests.rs" || c.ends_with("_tests.rs"));
+        if is_test || rel == ["mod.rs"] {
+            continue;
+        }
+        let unit = rel[0].trim_end_matches(".rs").to_string();
+        let text = std::fs::read_to_string(file).unwrap();
+        let targets: Vec<String> = controller_imports(&rel, &text)
+            .into_iter()
+            .filter_map(|t| match reexports.get(&t) {
+                _ if is_module(&t) => Some(t),
+                Some(module) => Some(module.clone()),
+                None => None,
+            })
+            .filter(|t| *t != unit)
+            .collect();
+        edges.entry(unit).or_default().extend(targets);
+    }
+    assert!(edges.len() > 10, "read only {} modules", edges.len());
+    if let Some(found) = circle(&edges) {
+        panic!("src/controller has a circle of imports: {found}");
+    }
+}
+
+#[test]
+fn a_circle_is_found_and_named() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("actions", vec!["fencing"]),
+        ("fencing", vec!["zones", "actions"]),
+        ("zones", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(
+        circle(&edges).as_deref(),
+        Some("actions -> fencing -> actions")
+    );
+    let rel = ["fencing".to_string(), "machine.rs".to_string()];
+    let text = "use super::super::{actions::Action, zones};\nuse super::outcomes;\n\
+                #[cfg(test)]\nmod tests;\npub use crate::controller::inputs::X;\n\
+                #[cfg(test)]\nmod tests {\n    use crate::controller::pools;\n}\n";
+    assert_eq!(
+        controller_imports(&rel, text),
+        ["actions", "inputs", "zones"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+}
+
+/// rustfmt wraps a long `use` group over several lines; a nested group names no module of the
+/// controller; an item re-exported by `src/controller/mod.rs` stands for its module.
+#[test]
+fn a_use_group_over_several_lines_is_read() {
+    let rel = ["node_lifecycle".to_string(), "mod.rs".to_string()];
+    let text =
+        "use super::{\n    actions::Action,\n    health::{self, zones},\n    Settings,\n};\n";
+    assert_eq!(
+        controller_imports(&rel, text),
+        ["Settings", "actions", "health"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+    let mod_rs =
+        "pub mod settings;\npub use settings::Settings;\npub use dump::{NodeDump, StateDump};\n";
+    let reexports = reexported(mod_rs);
+    assert_eq!(
+        reexports.get("Settings").map(String::as_str),
+        Some("settings")
+    );
+    assert_eq!(reexports.get("StateDump").map(String::as_str), Some("dump"));
+    assert_eq!(reexports.len(), 3);
 }

@@ -1,4 +1,4 @@
-//! Issue #29: what an operator installs besides the daemon, checked as they will use it.
+//! What an operator installs besides the daemon, checked as they will use it.
 //!
 //! - `conf/monitoring/alerts.yaml`: valid rules whose `promtool test rules` suite
 //!   (`alerts_test.yaml`) sees every alert fire and stay quiet, each with a runbook line;
@@ -266,11 +266,14 @@ const TOKEN: &str = "ops-pack";
 
 #[test]
 fn the_alerts_and_the_dashboard_read_only_metrics_a_live_daemon_exports() {
-    // Fencing on (its metrics exist only then), for no node.
+    // Fencing on (its metrics exist only then), for no node; a pool's brake no pool reaches
+    // (its metrics exist only with max_unhealthy).
     let run = metrics_run(
         "ops-pack",
         TOKEN,
-        "[fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n\
+        "[[pool]]\nname = \"ops\"\nmatch_labels = { \"node-lifecycled.io/pool\" = \"none\" }\n\
+         max_unhealthy = 1000\n\
+         [fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n\
          match_labels = { \"node-lifecycled.io/fencing\" = \"never\" }\n",
     );
     let (sim, d, port) = (&run.sim, &run.daemon, run.port);

@@ -257,8 +257,8 @@ fn dumped_wakeups(line: &str) -> u64 {
     v["loop"]["wakeups"].as_u64().unwrap()
 }
 
-/// Issue #14: a signal interrupts the loop's wait (EINTR) and its handler writes a byte to the
-/// signal's pipe; both are one wake-up, not an empty one and then the pipe's. Dumps are asked
+/// A signal interrupts the loop's wait (EINTR) and its handler writes a byte to the signal's pipe;
+/// both are one wake-up, not an empty one and then the pipe's. Dumps are asked
 /// for in pairs, the second shortly after the first is out (once the loop is back in its
 /// wait, where the signal interrupts it): the wake-ups between two dumps are the second
 /// signal's own, plus whatever timer happened to fall between them (a retry of the

@@ -1,5 +1,5 @@
-//! Issue #6: faults never cause a wrong action. The lease watch stalls for longer than the grace
-//! period, the API server restarts (connections refused), every watch gets 410, writes get 409
+//! Faults never cause a wrong action. The lease watch stalls for longer than the grace period, the
+//! API server restarts (connections refused), every watch gets 410, writes get 409
 //! and 500 for a while, a corrupt line arrives: no node whose Lease was renewed is marked
 //! Unknown, nothing is deleted that should not be, and once the fault clears the daemon still
 //! acts on a real failure.

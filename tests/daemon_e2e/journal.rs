@@ -1,5 +1,4 @@
-//! Issue #11 "the journal tells the story", end to end: the real binary against the simulated
-//! API server.
+//! "The journal tells the story", end to end: the real binary against the simulated API server.
 //! - A node dies: one decision line each for its Unknown verdict (with the evidence), the
 //!   NoSchedule taint, the NoExecute taint, its pods marked NotReady, each pod deleted (with
 //!   the taint and the toleration that ran out), and its recovery. `status` and `explain`

@@ -1,5 +1,5 @@
-//! Issue #6: two daemons with leader election against one simulated API server. Only the
-//! leader writes (the server's write log names each writer by its bearer token); after kill -9
+//! Two daemons with leader election against one simulated API server. Only the leader writes (the
+//! server's write log names each writer by its bearer token); after kill -9
 //! of the leader the other takes over within lease duration + retry period; SIGTERM releases the
 //! lease and hands over within 3 s.
 //!

@@ -1,5 +1,5 @@
 //! The daemon binary end to end against the simulated cluster: start-up, node failure, zones,
-//! faults, leader election, signals, the journal and operation.
+//! faults, leader election, signals, the journal, operation and the fence agent's status check.
 //!
 //! One test binary; each module was its own before (one link step per group, not per file).
 
@@ -8,6 +8,7 @@ mod e2e_support;
 
 mod daemon_signals;
 mod faults;
+mod fence_status;
 mod journal;
 mod leader;
 mod leader_sim;

@@ -1,5 +1,5 @@
-//! Issue #6, first "done when": the real binary against the simulated API server over sockets.
-//! A node stops renewing its Lease → Ready=Unknown with upstream's reason and message at probe +
+//! A node failure, end to end: the real binary against the simulated API server over sockets. A
+//! node stops renewing its Lease → Ready=Unknown with upstream's reason and message at probe +
 //! grace, the unreachable NoSchedule and NoExecute taints, its pods NotReady with events, pods
 //! without a toleration deleted at once and pods with `tolerationSeconds` after it, tolerating
 //! pods kept. The node comes back → taints removed, pending evictions cancelled.

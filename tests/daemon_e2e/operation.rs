@@ -1,6 +1,6 @@
-//! Issue #6: operating the daemon. `dry_run = true`: everything runs, every write is logged as
-//! "would …" and counted, nothing is sent; turning it off with SIGHUP relists and then acts for
-//! real. The optional metrics endpoint serves `/metrics`, `/healthz` and `/readyz`.
+//! Operating the daemon. `dry_run = true`: everything runs, every write is logged as "would …" and
+//! counted, nothing is sent; turning it off with SIGHUP relists and then acts for real. The
+//! optional metrics endpoint serves `/metrics`, `/healthz` and `/readyz`.
 
 use std::time::Duration;
 

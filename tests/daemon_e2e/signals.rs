@@ -1,5 +1,5 @@
-//! Issue #6: the operator's signals on a daemon that is doing something. SIGUSR1 logs every
-//! section of the state (text lines parsed as logfmt here; then one JSON line); SIGHUP with a
+//! The operator's signals on a daemon that is doing something. SIGUSR1 logs every section of the
+//! state (text lines parsed as logfmt here; then one JSON line); SIGHUP with a
 //! new eviction rate applies it to the zones at once; SIGHUP with a broken file keeps the old
 //! configuration running.
 

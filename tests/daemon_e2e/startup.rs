@@ -1,6 +1,6 @@
-//! Issue #6: start and stop as systemd sees them. READY=1 only once nodes, leases and pods are
-//! listed; a STATUS= summary; STOPPING=1 and exit 0 on SIGTERM. An unreachable API server or
-//! refused credentials are logged plainly and retried, never READY, and SIGTERM still exits 0;
+//! Start and stop as systemd sees them. READY=1 only once nodes, leases and pods are listed; a
+//! STATUS= summary; STOPPING=1 and exit 0 on SIGTERM. An unreachable API server or refused
+//! credentials are logged plainly and retried, never READY, and SIGTERM still exits 0;
 //! a connection file that cannot be parsed exits 78 with one line.
 
 use std::os::unix::net::UnixDatagram;

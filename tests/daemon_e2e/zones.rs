@@ -1,4 +1,4 @@
-//! Issue #6: zones and disruption, end to end (SPEC §4). A 3-node zone losing 2 nodes stays
+//! Zones and disruption, end to end (docs/upstream.md, "Zones"). A 3-node zone losing 2 nodes stays
 //! Normal and is tainted at the normal rate; a 60-node zone losing 40 is partially disrupted and,
 //! at or under `large_cluster_size_threshold`, gets rate 0: no NoExecute taint; every node of
 //! every zone silent at once (the API server cut off from the nodes) taints and deletes nothing.

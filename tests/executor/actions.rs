@@ -1,6 +1,6 @@
 //! Each controller action as the executor sends it to a (simulated) API server over a real
 //! socket: the exact request (the simulator's write log: verb, target, body), its effect on the
-//! stored object, and the input fed back to the controllers (SPEC §11, `controller::actions`).
+//! stored object, and the input fed back to the controllers (`controller::actions`).
 
 use std::rc::Rc;
 use std::time::Duration;

@@ -1,5 +1,5 @@
-//! Dry-run (issue #6: "everything runs, every write is logged as 'would …' and counted, nothing
-//! is sent"; issue #5: both eviction modes respect it). The controllers must keep deciding as
+//! Dry-run ("everything runs, every write is logged as 'would …' and counted, nothing is sent";
+//! both eviction modes, taint-based and legacy, respect it). The controllers must keep deciding as
 //! they would for real, without re-issuing a write every pass although the cluster never
 //! changes: proved over 10 virtual minutes of a dead node, against the simulator.
 

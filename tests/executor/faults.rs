@@ -330,8 +330,8 @@ fn abandoning_answers_every_waiting_action_as_failed() {
     assert!(h.writes().is_empty());
 }
 
-/// Issue #14, mass failure: the pod writes of earlier verdicts have spent the whole client
-/// budget (qps 20 / burst 30), and a node falls due. Its live Lease read has a budget of its
+/// Mass failure: the pod writes of earlier verdicts have spent the whole client budget (qps 20 /
+/// burst 30), and a node falls due. Its live Lease read has a budget of its
 /// own and goes at once; its status write is next in line for the shared budget, ahead of the
 /// 70 pod writes still waiting, so it waits one token interval at most.
 #[test]

@@ -1,6 +1,6 @@
-//! Issue #17, the API side of fencing, against the simulated API server over a real socket:
-//! the live read before a fence (the node whole: labels, addresses, our annotations; then its
-//! Lease) and the one write carrying fencing's annotations and the full taint list.
+//! The API side of fencing, against the simulated API server over a real socket: the live read
+//! before a fence (the node whole: labels, addresses, our annotations; then its Lease) and the one
+//! write carrying fencing's annotations and the full taint list.
 
 use crate::executor_support::{Harness, n};
 use node_lifecycled::controller::fencing::{

@@ -1,6 +1,6 @@
-//! Issue #17, the shell: fence commands as child processes of the mio loop, with tiny real
-//! scripts. The loop is driven as the daemon drives it: SIGCHLD through the signal pipe, then
-//! `try_wait`; output pipes drained on readable events; the timeout on the timer heap.
+//! The shell: fence commands as child processes of the mio loop, with tiny real scripts. The loop
+//! is driven as the daemon drives it: SIGCHLD through the signal pipe, then `try_wait`; output
+//! pipes drained on readable events; the timeout on the timer heap.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -103,11 +103,13 @@ fn config(command: Vec<String>, timeout: Duration) -> FencingConfig {
         retry_backoff: Duration::from_secs(60),
         retry_backoff_max: Duration::from_secs(600),
         remove_out_of_service_on_recovery: true,
+        ..FencingConfig::default()
     }
 }
 
 fn target() -> FenceCommand {
     FenceCommand {
+        step: Default::default(),
         node: Name::from("worker-7"),
         uid: Name::from("uid-7"),
         addresses: vec![
@@ -248,4 +250,62 @@ fn a_chatty_command_cannot_fill_its_pipe_and_hang() {
     let (outcome, took, _) = run(config(vec![cmd], Duration::from_secs(30)), false);
     assert_eq!(outcome, FenceOutcome::Exited(0), "took {took:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The status command (credentials checked before the outage), as a real process: the node's
+/// environment with FENCE_STEP=status, its exit status and output reported, its
+/// timeout enforced — the blocking form `doctor --fence-sample` uses.
+#[test]
+fn the_status_command_reports_each_answer_with_the_nodes_environment_and_its_timeout() {
+    use node_lifecycled::controller::fencing::FenceStep;
+    use node_lifecycled::runtime::fencing::run_blocking;
+    let dir = scratch("status");
+    let record = dir.join("record");
+    let ok = script(
+        &dir,
+        &format!(
+            "echo \"$FENCE_STEP $NODE_NAME $NODE_ADDRESSES $*\" >> {}\necho Chassis Power is on; exit 0",
+            record.display()
+        ),
+    );
+    let command = FenceCommand {
+        step: FenceStep::Status,
+        ..target()
+    };
+    let argv = vec![ok, "power".to_string(), "status".to_string()];
+    let (outcome, output) = run_blocking(&argv, Duration::from_secs(10), &command);
+    assert_eq!(outcome, FenceOutcome::Exited(0));
+    assert_eq!(output, "Chassis Power is on");
+    assert_eq!(
+        std::fs::read_to_string(&record).unwrap(),
+        "status worker-7 InternalIP=10.0.0.7,Hostname=worker-7 power status\n"
+    );
+
+    let refused = script(
+        &dir,
+        "echo 'Error: Unable to establish IPMI v2 / RMCP+ session' >&2; exit 1",
+    );
+    let (outcome, output) = run_blocking(&[refused], Duration::from_secs(10), &command);
+    assert_eq!(outcome, FenceOutcome::Exited(1));
+    assert!(output.contains("Unable to establish IPMI"), "{output}");
+
+    let hangs = script(&dir, "exec sleep 30");
+    let started = std::time::Instant::now();
+    let (outcome, _) = run_blocking(&[hangs], Duration::from_millis(300), &command);
+    assert_eq!(outcome, FenceOutcome::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let (outcome, _) = run_blocking(
+        &["/nonexistent/status".to_string()],
+        Duration::from_secs(1),
+        &command,
+    );
+    assert!(
+        matches!(outcome, FenceOutcome::SpawnFailed(_)),
+        "{outcome:?}"
+    );
 }

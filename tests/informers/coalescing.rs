@@ -1,5 +1,5 @@
-//! Issue #14: watch events that arrive close together are read in one wake-up. 200 Lease
-//! renewals written 2 ms apart reach the store complete in a handful of informer calls instead
+//! Watch events that arrive close together are read in one wake-up. 200 Lease renewals written 2 ms
+//! apart reach the store complete in a handful of informer calls instead
 //! of one per renewal; once the watch is quiet again it costs no timer (the first event after
 //! a quiet spell is read on its own readiness event).
 
@@ -89,8 +89,8 @@ fn lease_renewals_arriving_together_are_read_in_a_few_wakeups_and_a_quiet_watch_
     assert_eq!(h.leases().stats().reflector.relists, 0);
 }
 
-/// Issue #14: a steady trickle (100 renewals a second, as 1,000 kubelets make) is read on a
-/// grid that widens while reads find few events: from the configured 50 ms (5 renewals a
+/// A steady trickle (100 renewals a second, as 1,000 kubelets make) is read on a grid that widens
+/// while reads find few events: from the configured 50 ms (5 renewals a
 /// read, 20 wake-ups a second) to 200 ms (20 a read, 5 a second). 300 renewals 10 ms apart
 /// take about 3 s: 60 reads on a fixed 50 ms grid, about 20 here.
 #[test]

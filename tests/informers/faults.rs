@@ -398,9 +398,9 @@ fn watch_bytes(h: &Harness) -> u64 {
     h.leases().stats().watch_bytes
 }
 
-/// Issue #25 item 3: a broken connection (the server drops every watch; a load balancer or an
-/// API server restart does the same) says nothing against the server. On a quiet resource its
-/// successor sends no line for most of its life, yet the cache is current again at its
+/// A broken connection (the server drops every watch; a load balancer or an API server restart does
+/// the same) says nothing against the server. On a quiet resource its successor sends no line for
+/// most of its life, yet the cache is current again at its
 /// response head (our version resumed, the backlog right behind it): the hold lasts the
 /// reconnect, not until the first line. The successor is a probe the server ends a second
 /// later (proof that it streams), and the next watch rotates on the same connection.

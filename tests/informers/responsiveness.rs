@@ -1,5 +1,5 @@
-//! Issue #3: the loop stays responsive while a watch delivers 10,000 events, through the
-//! informer on the real `EventLoop` against the simulated API server. The events are held back
+//! The loop stays responsive while a watch delivers 10,000 events, through the informer on the real
+//! `EventLoop` against the simulated API server. The events are held back
 //! by a stalled watch and released at once, so they arrive as fast as the socket carries them;
 //! a 10 ms timer measures how late the loop fires it meanwhile. Alone in its test binary so
 //! other tests do not compete for the CPU; as the machine is shared, the hard bound is on the

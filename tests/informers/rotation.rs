@@ -1,5 +1,5 @@
-//! Issue #14: a quiet watch is rotated (the server ends it at `timeoutSeconds`, well inside the
-//! idle timeout, so a healthy watch speaks before its idle deadline) at the cost of one
+//! A quiet watch is rotated (the server ends it at `timeoutSeconds`, well inside the idle timeout,
+//! so a healthy watch speaks before its idle deadline) at the cost of one
 //! wake-up: the one that reads the end, which sends the next watch on the same keep-alive
 //! connection. The new watch's response head, a millisecond later, is read at the loop's next
 //! wake-up, whatever causes it (the controller's pass; here a periodic probe timer), at the
@@ -100,8 +100,8 @@ fn quiet_watches_rotate_on_their_kept_connection_in_one_wakeup_each_beside_a_per
     assert_eq!(h.leases().stats().reflector.relists, 0);
 }
 
-/// Issue #14, the end itself: the pass may run up to `early` before its tick on a wake-up
-/// the loop makes anyway, and each watch's `timeoutSeconds` (still 70–90 % of the idle
+/// The end itself: the pass may run up to `early` before its tick on a wake-up the loop makes
+/// anyway, and each watch's `timeoutSeconds` (still 70–90 % of the idle
 /// timeout, whole seconds) is chosen so that the server's end lands in that window. The end's
 /// wake-up then runs the pass too, and the new watch's head rides the next pass: a quiet
 /// watch's rotation costs no wake-up of its own. Here a 4 s pass 1.6 s early (the daemon's

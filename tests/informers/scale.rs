@@ -1,5 +1,5 @@
-//! Issue #3 at scale, end to end over real sockets against the simulated API server: 10,000
-//! bound pods listed in pages, then watched through a burst of 5,000 mixed events, then a
+//! Responsive informers at scale, end to end over real sockets against the simulated API server:
+//! 10,000 bound pods listed in pages, then watched through a burst of 5,000 mixed events, then a
 //! forced 410 relist with deletions in between. After each phase the store built from the
 //! informer's deltas equals the server's objects decoded through the same path.
 
@@ -247,7 +247,7 @@ fn ten_thousand_pods_listed_in_pages_then_watched_stay_equal_to_the_server_throu
     );
 }
 
-/// Issue #14: the first full state is one `resourceVersion=0` LIST (the watch cache's answer, as
+/// The first full state is one `resourceVersion=0` LIST (the watch cache's answer, as
 /// kube-controller-manager's informers ask), read as it arrives and handed on a page's worth of
 /// items per loop turn: the store equals the server, and the loop turned between the parts.
 #[test]

@@ -1,5 +1,5 @@
-//! Issue #11: the control socket, served by the real event loop, against clients that behave
-//! and clients that do not: the socket is mode 0600; a bad or oversized request gets an error
+//! The control socket, served by the real event loop, against clients that behave and clients that
+//! do not: the socket is mode 0600; a bad or oversized request gets an error
 //! line; a client that connects and says nothing is dropped at its deadline while others are
 //! answered meanwhile; beyond the client limit a newcomer is told it is busy; a stale socket
 //! file is replaced and a live one is left alone.

@@ -1,5 +1,5 @@
-//! Issue #6 item 4, done-when: "SIGUSR1 output contains each section (text and JSON forms
-//! parsed in the test)". The snapshot comes from the real controllers fed a small cluster.
+//! The dump: "SIGUSR1 output contains each section (text and JSON forms parsed in the test)". The
+//! snapshot comes from the real controllers fed a small cluster.
 
 use std::collections::BTreeMap;
 

@@ -6,6 +6,7 @@
 #[path = "../observe_support/mod.rs"]
 mod observe_support;
 
+mod brake;
 mod control;
 mod dump;
 mod http;

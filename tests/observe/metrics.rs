@@ -1,5 +1,5 @@
-//! Issue #6 item 6: `/metrics` in the Prometheus text format with upstream's metric names
-//! (SPEC §13) plus ours, rendered from a snapshot of the real controllers.
+//! `/metrics` in the Prometheus text format with upstream's metric names (docs/upstream.md,
+//! "Metrics") plus ours, rendered from a snapshot of the real controllers.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -344,7 +344,7 @@ fn legacy_mode_has_no_taint_eviction_metrics() {
     assert!(types.contains_key("node_collector_zone_health"));
 }
 
-/// Issue #16: a node's pool is named in `/metrics` and in the dump; a plain fleet shows neither.
+/// A node's pool is named in `/metrics` and in the dump; a plain fleet shows neither.
 #[test]
 fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
     use node_lifecycled::controller::Settings;
@@ -366,6 +366,11 @@ fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
         mark_pods_not_ready: None,
         node_eviction_rate: None,
         secondary_node_eviction_rate: None,
+        max_unhealthy: None,
+        default_toleration_seconds: None,
+        disruption_domain: None,
+        full_disruption: None,
+        hold_max: None,
     };
     let settings = Settings {
         pools: vec![pool],
@@ -387,9 +392,9 @@ fn pools_are_counted_in_the_metrics_and_named_in_the_dump() {
     assert!(dump.contains("pool=zone-b"), "{dump}");
 }
 
-/// Issue #29: what the alerts and the dashboard of `conf/monitoring/` read beyond upstream's
-/// gauges: zone states, queues, nodes by Ready, whether each watch follows the server and for how
-/// long it has not, the grace period, decisions by kind and API latency by verb.
+/// What the alerts and the dashboard of `conf/monitoring/` read beyond upstream's gauges: zone
+/// states, queues, nodes by Ready, whether each watch follows the server and for how long it has
+/// not, the grace period, decisions by kind and API latency by verb.
 #[test]
 fn zone_states_nodes_by_ready_watch_currency_decisions_and_api_latency() {
     let c = cluster(true, 4);
@@ -480,5 +485,46 @@ fn zone_states_nodes_by_ready_watch_currency_decisions_and_api_latency() {
     assert_eq!(
         value(&samples, &format!("{name}_count"), &[("verb", "GET")]),
         2.0
+    );
+}
+
+/// The fleet pause is a gauge per held kind (0 without a pause, so alerts can watch it) and a line
+/// of `status`.
+#[test]
+fn the_fleet_pause_is_a_gauge_per_kind_and_a_status_line() {
+    use node_lifecycled::controller::fleet_pause::{FleetPause, PauseScope};
+    use node_lifecycled::observe::explain::{LogFigures, status};
+    let c = cluster(true, 0);
+    let mut s = snapshot(&c, DumpFormat::Text);
+    let (_, samples) = parse_exposition(&render(&s));
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "fencing")]),
+        0.0
+    );
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "tainting")]),
+        0.0
+    );
+    assert!(!status(&s, LogFigures::default()).contains("pause:"));
+    s.pause = Some(FleetPause {
+        what: PauseScope::Fencing,
+        until: s.now + std::time::Duration::from_secs(5400),
+        reason: "switch upgrade".into(),
+        by: "alice@cp-1".into(),
+    });
+    let (_, samples) = parse_exposition(&render(&s));
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "fencing")]),
+        1.0
+    );
+    assert_eq!(
+        value(&samples, "node_lifecycled_paused", &[("what", "tainting")]),
+        0.0
+    );
+    let text = status(&s, LogFigures::default());
+    assert!(
+        text.contains("pause: fencing paused until ")
+            && text.contains("(1h30m left) by alice@cp-1: switch upgrade"),
+        "{text}"
     );
 }

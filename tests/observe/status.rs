@@ -1,5 +1,5 @@
-//! Issue #11: `status` and `explain` rendered from real controllers (the cluster of the dump
-//! tests: zone r1/a with a not-Ready node carrying 30 pods that tolerate its taint for
+//! `status` and `explain` rendered from real controllers (the cluster of the dump tests: zone r1/a
+//! with a not-Ready node carrying 30 pods that tolerate its taint for
 //! 100..130 s, zone r1/b in an outage), through the same request parser the socket uses.
 
 use crate::observe_support::{cluster, snapshot};

@@ -57,6 +57,7 @@ pub fn node(name: &str, region: &str, zone: &str, ready: ConditionStatus, now: T
         }],
         other_conditions: Vec::new(),
         autonomy: Default::default(),
+        maintenance: Default::default(),
     }
 }
 
@@ -81,6 +82,7 @@ pub fn pod(name: &str, node: &str, seconds: i64) -> Pod {
         deleting: false,
         daemonset_owned: false,
         disruption_target: false,
+        creation_timestamp: None,
     }
 }
 
@@ -225,5 +227,7 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
         },
         fencing: None,
         decisions: [("node-unknown", 2), ("taints", 5)].into_iter().collect(),
+        pause: None,
+        fence_agent_ok: Default::default(),
     }
 }

@@ -1,5 +1,5 @@
-//! The monitor pass leaves out the nodes whose evaluation would do nothing (issue #14). This
-//! differential test runs the controller fuzz harness's scripts (the seed corpus and random
+//! The monitor pass leaves out the nodes whose evaluation would do nothing. This differential test
+//! runs the controller fuzz harness's scripts (the seed corpus and random
 //! ones: kubelets stopping and coming back, status flapping, failed and conflicting writes,
 //! failing Lease reads, nodes deleted and re-created, pods coming and going) once with that
 //! pass and once with the reference pass that evaluates every node, and requires the very same

@@ -1,6 +1,6 @@
-//! Issue #6 against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the node-failure
-//! scenario with the daemon connecting as `DAEMON_KUBECONFIG` (TLS client certificate, user
-//! `node-lifecycled`), holding only what `conf/rbac.yaml` grants (applied with the admin
+//! The daemon end to end against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the
+//! node-failure scenario with the daemon connecting as `DAEMON_KUBECONFIG` (TLS client certificate,
+//! user `node-lifecycled`), holding only what `conf/rbac.yaml` grants (applied with the admin
 //! kubeconfig), leader election on. The test plays the kubelets through the admin's API client.
 //!
 //! Fails if the server cannot be started, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it

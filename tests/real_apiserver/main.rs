@@ -12,9 +12,12 @@ mod kube_client_support;
 #[path = "../real_apiserver_support/mod.rs"]
 mod real_apiserver_support;
 
+mod brake;
 mod client;
 mod daemon;
 mod doctor;
+mod fencing_lifecycle;
+mod partitions;
 mod protobuf;
 mod sim_protobuf;
 mod upstream_safety;

@@ -1,7 +1,8 @@
-//! Issue #14 against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the informers
-//! take their first full state as one `resourceVersion=0` LIST and then watch, both answered in
-//! protobuf (`api.content_type = "protobuf"`, as kube-controller-manager asks), and see a Lease
-//! renewal and a node status change; their stores equal what the server lists in JSON.
+//! The performance work (BENCHMARKS.md) against a real kube-apiserver v1.20.2
+//! (`../shared/real-apiserver`): the informers take their first full state as one
+//! `resourceVersion=0` LIST and then watch, both answered in protobuf (`api.content_type =
+//! "protobuf"`, as kube-controller-manager asks), and see a Lease renewal and a node status change;
+//! their stores equal what the server lists in JSON.
 //!
 //! If the server cannot be started the test fails, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1.
 

@@ -496,10 +496,10 @@ fn assert_deleted_from_time_added(
     }
 }
 
-/// Issue #25 item 2: systemd restarts the daemon 1 s after a SIGKILL that came 5 s after it
-/// tainted a dead node. The new process leaves the taint and its `timeAdded` alone (upstream's
-/// first pass removes it and taints again 0.1 s later, cancelling every pending deletion and
-/// restarting the countdowns), and the pods go at `timeAdded + tolerationSeconds`.
+/// systemd restarts the daemon 1 s after a SIGKILL that came 5 s after it tainted a dead node. The
+/// new process leaves the taint and its `timeAdded` alone (upstream's first pass removes it and
+/// taints again 0.1 s later, cancelling every pending deletion and restarting the countdowns), and
+/// the pods go at `timeAdded + tolerationSeconds`.
 #[test]
 fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
     let Some((server, kubelets, victim, pods, _serial)) = restart_fleet() else {
@@ -540,7 +540,7 @@ fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
     );
 }
 
-/// Issue #25 item 2, failover: the leader is SIGKILLed 3 s after it tainted a dead node; the
+/// Restarts change nothing, failover: the leader is SIGKILLed 3 s after it tainted a dead node; the
 /// standby takes over when the lease runs out and, like a restart, keeps the taint and its
 /// `timeAdded` and deletes the pods at `timeAdded + tolerationSeconds`.
 #[test]
@@ -736,8 +736,8 @@ fn reset_before_due(name: &str, lead: Duration) -> Option<ResetOutcome> {
     })
 }
 
-/// Issue #25 item 3: 7 s before a pod's `tolerationSeconds` run out, every connection of the
-/// daemon is reset once (a load balancer, an API server restart; new connections accepted at
+/// 7 s before a pod's `tolerationSeconds` run out, every connection of the daemon is reset once (a
+/// load balancer, an API server restart; new connections accepted at
 /// once), with the installed watch idle timeout (30 s). Upstream deletes the pod on time; so
 /// must the daemon: the hold after a reset ends once the watches are re-established, not at
 /// their first line (~20 s later on a quiet resource).

@@ -1,6 +1,7 @@
-//! Issue #3 against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): informers for
-//! nodes, `kube-node-lease` Leases and bound pods, on the real event loop over TLS with the admin
-//! kubeconfig's client certificate, see objects created, changed and deleted with kubectl.
+//! Responsive informers against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`):
+//! informers for nodes, `kube-node-lease` Leases and bound pods, on the real event loop over TLS
+//! with the admin kubeconfig's client certificate, see objects created, changed and deleted with
+//! kubectl.
 //!
 //! One test starts the server once and runs the scenario in order. If the server cannot be
 //! started the test fails, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it says why).

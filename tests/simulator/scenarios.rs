@@ -1,7 +1,7 @@
 //! Scenarios of `node-lifecycled-sim run`: the TOML (every built-in parses; mistakes name the key
 //! and line), the timeline and the expectations read from the simulator's write log, the daemon
-//! config the run writes, and — once the daemon is wired (issue #6) — every built-in scenario
-//! played end to end against the real `node-lifecycled` binary.
+//! config the run writes, and — once the daemon is wired — every built-in scenario played end to
+//! end against the real `node-lifecycled` binary.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -657,7 +657,7 @@ fn builtin_rolling_reboot_holds_against_the_daemon() {
     play_builtin("rolling-reboot");
 }
 
-// ---- issue #16: policies for edge and bare-metal fleets ----------------------------------------
+// ---- policies for edge and bare-metal fleets ---------------------------------------------------
 
 #[test]
 fn builtin_edge_autonomy_holds_against_the_daemon() {
@@ -709,9 +709,47 @@ fn scenario_steps_label_and_annotate_nodes_and_name_mistakes() {
     assert_eq!(err, "x.toml:2: annotate needs nodes = [...]");
 }
 
-/// Issue #17, done when: a dead node is fenced once after `after`, gets the out-of-service
-/// taint, loses it when back; then a control-plane partition (every node silent) fences nobody.
+/// Fencing: a dead node is fenced once after `after`, gets the out-of-service taint, loses it when
+/// back; then a control-plane partition (every node silent) fences nobody.
 #[test]
 fn builtin_fencing_holds_against_the_daemon() {
     play_builtin("fencing");
+}
+
+// ---- a brake on mass decisions, eviction timing per pool ---------------------------------------
+
+#[test]
+fn builtin_brake_holds_against_the_daemon() {
+    play_builtin("brake");
+}
+
+#[test]
+fn builtin_pool_fast_failover_holds_against_the_daemon() {
+    play_builtin("pool-fast-failover");
+}
+
+// ---- partitions are not failures ----------------------------------------------------------------
+
+#[test]
+fn builtin_site_cut_off_holds_against_the_daemon() {
+    play_builtin("site-cut-off");
+}
+
+#[test]
+fn builtin_site_dark_hold_holds_against_the_daemon() {
+    play_builtin("site-dark-hold");
+}
+
+/// A node annotated for maintenance (empty, or a value that is no time) is not fenced until the
+/// window ends; the node beside it without the annotation is.
+#[test]
+fn builtin_fencing_maintenance_holds_against_the_daemon() {
+    play_builtin("fencing-maintenance");
+}
+
+/// A failing first step escalates to the power-off, the node is tainted, its pods go, it is powered
+/// on and, once Ready, untainted.
+#[test]
+fn builtin_fencing_power_cycle_holds_against_the_daemon() {
+    play_builtin("fencing-power-cycle");
 }

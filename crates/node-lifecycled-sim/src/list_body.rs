@@ -1,7 +1,7 @@
 //! A LIST answer written as it is serialized, in chunks, as the real API server writes one:
 //! the client reads (and decodes) the first items while the last are still being written, and
-//! the simulator never holds a second copy of a 150,000-pod body (issue #14: building the whole
-//! body first delayed the first byte of a `resourceVersion=0` list by the whole serialization).
+//! the simulator never holds a second copy of a 150,000-pod body (building the whole body first
+//! delayed the first byte of a `resourceVersion=0` list by the whole serialization).
 
 use std::io::{self, Write};
 use std::sync::Arc;

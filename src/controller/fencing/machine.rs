@@ -12,14 +12,10 @@ use super::super::actions::{Action, ActionId};
 use super::super::decisions::Decision;
 use super::super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::super::in_flight::ActionIds;
-use super::super::inputs::LeaseReadOutcome;
 use super::super::node_lifecycle::NodeLifecycle;
 use super::super::settings::Settings;
 use super::super::zones::ZoneState;
-use super::{
-    ATTEMPT_ANNOTATION, FenceCommand, FenceTarget, FenceTargetOutcome, FencingPolicy,
-    attempt_outage, attempt_record, is_out_of_service,
-};
+use super::{FenceCommand, FenceTargetOutcome, FencingPolicy, is_out_of_service};
 
 /// Fencing's action ids live apart from the node lifecycle's (which count up from 1), so the
 /// shell's answers can be routed by id alone.
@@ -39,8 +35,10 @@ pub(super) enum Phase {
         id: ActionId,
         command: FenceCommand,
     },
+    /// A command runs: a power-off step (escalating to the next on failure) or the power-on.
     Running {
         id: ActionId,
+        command: FenceCommand,
     },
     /// The command succeeded; the taint is not written yet (or its write failed).
     Fenced,
@@ -53,6 +51,22 @@ pub(super) enum Phase {
     /// Nothing more for this outage: fenced and tainted, not selected, dry-run, or the node
     /// came back while its command ran.
     Done,
+    /// `power-cycle` (`cycle.rs`): off and tainted; waiting until the node's pods are gone.
+    WaitingPods,
+    /// `power-cycle`: the state record (`on=started`) is being written; the power-on runs once
+    /// it is.
+    MarkingOn {
+        id: ActionId,
+        command: FenceCommand,
+    },
+    /// `power-cycle`: the power-on succeeded; its record (`on=done`) is being written.
+    MarkingOnDone {
+        id: ActionId,
+    },
+    /// `power-cycle`: powered on; Ready is awaited until `until`.
+    Recovering {
+        until: Time,
+    },
 }
 
 #[derive(Debug)]
@@ -74,6 +88,11 @@ pub(super) struct NodeFence {
     /// A live read found the node's out-of-service taint is not ours.
     pub(super) taint_foreign: bool,
     pub(super) write_tries: u32,
+    /// The power-off step the next attempt starts at (an earlier run's record, after a
+    /// restart; else 0).
+    pub(super) start_step: usize,
+    /// `power-cycle`: the live read that looks for our earlier progress was made.
+    pub(super) resume_checked: bool,
 }
 
 impl NodeFence {
@@ -90,6 +109,8 @@ impl NodeFence {
             taint_added: false,
             taint_foreign: false,
             write_tries: 0,
+            start_step: 0,
+            resume_checked: false,
         }
     }
 
@@ -101,13 +122,18 @@ impl NodeFence {
                 | Phase::Running { .. }
                 | Phase::Tainting { .. }
                 | Phase::Releasing { .. }
+                | Phase::MarkingOn { .. }
+                | Phase::MarkingOnDone { .. }
         )
     }
 
     fn holds_slot(&self) -> bool {
         matches!(
             self.phase,
-            Phase::Reading { release: false, .. } | Phase::Marking { .. } | Phase::Running { .. }
+            Phase::Reading { release: false, .. }
+                | Phase::Marking { .. }
+                | Phase::Running { .. }
+                | Phase::MarkingOn { .. }
         )
     }
 
@@ -115,9 +141,11 @@ impl NodeFence {
         match &self.phase {
             Phase::Reading { id, .. }
             | Phase::Marking { id, .. }
-            | Phase::Running { id }
+            | Phase::Running { id, .. }
             | Phase::Tainting { id }
-            | Phase::Releasing { id } => Some(*id),
+            | Phase::Releasing { id }
+            | Phase::MarkingOn { id, .. }
+            | Phase::MarkingOnDone { id } => Some(*id),
             _ => None,
         }
     }
@@ -134,6 +162,8 @@ pub struct Fencing {
     pub(super) timers: TimerHeap<Name>,
     /// Steps decided since the shell last took them (its decision log renders them).
     pub(super) decisions: Vec<Decision>,
+    /// A fleet pause holding fencing, described (`holds.rs`).
+    pub(super) paused: Option<String>,
 }
 
 /// An outage is named by Ready's `lastTransitionTime`, which the API keeps to the second; our
@@ -174,6 +204,7 @@ impl Fencing {
             nodes: BTreeMap::new(),
             timers: TimerHeap::new(),
             decisions: Vec::new(),
+            paused: None,
         }
     }
 
@@ -260,7 +291,7 @@ impl Fencing {
         self.evaluate(lc, name, now, out);
     }
 
-    fn block(&mut self, name: &Name, why: String, retry_at: Time) {
+    pub(super) fn block(&mut self, name: &Name, why: String, retry_at: Time) {
         self.timers.schedule(name.clone(), retry_at);
         let Some(e) = self.nodes.get_mut(name) else {
             return;
@@ -278,7 +309,13 @@ impl Fencing {
 
     /// Why no node may be fenced in this node's zone now, if so. The zone is seen whole: its
     /// nodes about to be judged count as not ready (`node_lifecycle/suspects.rs`).
-    fn gate(&self, lc: &NodeLifecycle, name: &str, now: Time) -> Option<String> {
+    pub(super) fn gate(&self, lc: &NodeLifecycle, name: &str, now: Time) -> Option<String> {
+        if let Some((scope, b)) = lc.brake_covering(name) {
+            return Some(format!(
+                "the brake is engaged ({scope}: {} of {} nodes unhealthy, max_unhealthy = {})",
+                b.unhealthy, b.total, b.limit
+            ));
+        }
         if lc.all_zones_down_with_suspects(now) {
             return Some("every zone is fully disrupted: the control plane may be cut off".into());
         }
@@ -320,18 +357,28 @@ impl Fencing {
             // success will find the node back and add no taint.
             e.outage = None;
             e.blocked = None;
+            e.resume_checked = false;
             if matches!(
                 e.phase,
                 Phase::Reading { release: false, .. }
                     | Phase::Marking { .. }
                     | Phase::Fenced
                     | Phase::Done
+                    | Phase::WaitingPods
+                    | Phase::Recovering { .. }
             ) {
+                if matches!(e.phase, Phase::WaitingPods | Phase::Recovering { .. }) {
+                    decide!(
+                        self,
+                        name,
+                        "fencing: decision=recovered node={name} reason=\"Ready again during the power-cycle\""
+                    );
+                }
                 e.phase = Phase::Idle;
             }
             if status == Some(ConditionStatus::True)
                 && has_taint
-                && self.policy.remove_out_of_service_on_recovery
+                && (self.policy.remove_out_of_service_on_recovery || self.policy.power_cycle)
                 && e.phase == Phase::Idle
             {
                 if e.taint_added {
@@ -365,9 +412,15 @@ impl Fencing {
             e.attempted = false;
             e.inherited_waited = false;
             e.blocked = None;
+            e.start_step = 0;
+            e.resume_checked = false;
             if !matches!(
                 e.phase,
-                Phase::Running { .. } | Phase::Tainting { .. } | Phase::Releasing { .. }
+                Phase::Running { .. }
+                    | Phase::Tainting { .. }
+                    | Phase::Releasing { .. }
+                    | Phase::MarkingOn { .. }
+                    | Phase::MarkingOnDone { .. }
             ) {
                 e.phase = Phase::Idle;
             }
@@ -377,8 +430,29 @@ impl Fencing {
                 self.taint(lc, name, now, out);
                 return;
             }
+            Phase::WaitingPods => {
+                self.wait_pods(lc, name, now, out);
+                return;
+            }
+            Phase::Recovering { until } => {
+                self.recovering(lc, name, until, now, out);
+                return;
+            }
             Phase::Idle => {}
             _ => return,
+        }
+        if has_taint && self.policy.power_cycle && !e.resume_checked {
+            // Ours before a restart or a failover? Only the live read's annotations tell: it
+            // picks the power-cycle up where it was (`cycle.rs`).
+            e.resume_checked = true;
+            let id = self.id();
+            let e = self.nodes.get_mut(name).expect("entry made above");
+            e.phase = Phase::Reading { id, release: false };
+            out.push(Action::ReadFenceTarget {
+                id,
+                node: name.clone(),
+            });
+            return;
         }
         if has_taint {
             // Declared off already (by us before a restart, or by a person): nothing to add.
@@ -392,6 +466,10 @@ impl Fencing {
             .max(e.not_before);
         if now < due {
             self.timers.schedule(name.clone(), due);
+            return;
+        }
+        if let Some(why) = self.held_off(&node.maintenance, node.unschedulable, now) {
+            self.block(name, why, now + self.recheck);
             return;
         }
         if let Some(why) = self.gate(lc, name, now) {
@@ -472,113 +550,6 @@ impl Fencing {
             return;
         }
         self.confirm(lc, &name, *target, now, out);
-    }
-
-    /// Step 2: the live read must confirm everything before the attempt is recorded.
-    fn confirm(
-        &mut self,
-        lc: &NodeLifecycle,
-        name: &Name,
-        t: FenceTarget,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
-        let e = self.nodes.get_mut(name).expect("caller found it");
-        let outage = e.outage;
-        if t.ready != Some(ConditionStatus::Unknown) || t.ready_since.map(second) != outage {
-            let why = format!(
-                "live read shows Ready={:?} since {}",
-                t.ready,
-                rfc(t.ready_since)
-            );
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        let renew = match &t.lease {
-            LeaseReadOutcome::Found(lease) => lease.renew_time,
-            LeaseReadOutcome::NotFound => None,
-            LeaseReadOutcome::Failed(why) => {
-                let why = format!("live Lease read failed: {why}");
-                self.block(name, why, now + self.recheck);
-                return;
-            }
-        };
-        if let Some(r) = renew
-            && now.since(r) < self.grace
-        {
-            let why = format!("Lease renewed at {}: the node is alive", r.to_rfc3339());
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        if !self.policy.selects(&t.labels) {
-            decide!(
-                self,
-                name,
-                "fencing: decision=skip node={name} outage_since={} reason=\"labels do not match fencing.match_labels\"",
-                rfc(outage)
-            );
-            e.phase = Phase::Done;
-            return;
-        }
-        if t.out_of_service {
-            e.phase = Phase::Done;
-            return;
-        }
-        let inherited = t.attempt.as_deref().and_then(attempt_outage);
-        if inherited.is_some() && inherited == outage && !e.attempted && !e.inherited_waited {
-            e.inherited_waited = true;
-            e.not_before = now.saturating_add(self.policy.after);
-            decide!(
-                self,
-                name,
-                "fencing: decision=wait node={name} outage_since={} record=\"{}\" reason=\"an earlier run started a fence for this outage: one more full `after` ({}) for a fresh verdict\"",
-                rfc(outage),
-                t.attempt.as_deref().unwrap_or(""),
-                crate::time::format_duration(self.policy.after)
-            );
-            self.timers.schedule(name.clone(), e.not_before);
-            return;
-        }
-        if let Some(why) = self.gate(lc, name, now) {
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        let Some(node) = lc.store().node(name) else {
-            return;
-        };
-        let Some(outage) = outage else {
-            return;
-        };
-        let id = self.id();
-        let e = self.nodes.get_mut(name).expect("caller found it");
-        e.blocked = None;
-        decide!(
-            self,
-            name,
-            "fencing: decision=fence node={name} uid={} outage_since={} lease_renew={} zone=Normal attempt={} evidence=\"Ready Unknown for {}s, Lease stale, read live\"",
-            node.uid,
-            outage.to_rfc3339(),
-            rfc(renew),
-            e.failures + 1,
-            now.since(outage).as_secs()
-        );
-        e.phase = Phase::Marking {
-            id,
-            command: FenceCommand {
-                node: name.clone(),
-                uid: node.uid.clone(),
-                addresses: t.addresses,
-                labels: t.labels,
-            },
-        };
-        out.push(Action::PatchNodeFencing {
-            id,
-            node: name.clone(),
-            uid: node.uid.clone(),
-            resource_version: node.resource_version.clone(),
-            annotations: vec![(ATTEMPT_ANNOTATION, Some(attempt_record(outage, now)))],
-            taints: None,
-        });
     }
 }
 

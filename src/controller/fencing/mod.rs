@@ -1,5 +1,5 @@
-//! Fencing for bare metal (issue #17), sans-IO: power off a node that stopped heartbeating
-//! through the operator's command, then let Kubernetes release its stateful pods and volumes
+//! Fencing for bare metal, sans-IO: power off a node that stopped heartbeating through the
+//! operator's command, then let Kubernetes release its stateful pods and volumes
 //! with the `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` taint (non-graceful node
 //! shutdown, GA in 1.28).
 //!
@@ -24,6 +24,10 @@
 //!    annotation, when `remove_out_of_service_on_recovery`. A taint we did not add is never
 //!    removed.
 //!
+//! Held off (`holds.rs`): a fleet pause of fencing, a node's maintenance annotation, or its cordon
+//! (with `skip_cordoned`) keeps it from steps 1 and 2, checked on the cache and again on the live
+//! read; the node is checked again every `node_monitor_period`.
+//!
 //! Restart rule: a node that carries an attempt record for its current outage that this
 //! process did not make (a restart, or a new leader, while a command ran) is not fenced at
 //! once: it gets one more full `after` from the moment the record was found, then every check
@@ -39,124 +43,31 @@ macro_rules! decide {
     };
 }
 
+mod confirm;
+mod cycle;
+mod holds;
 mod machine;
 mod outcomes;
 #[cfg(test)]
 mod tests;
 
-use std::time::Duration;
-
-use crate::model::{ConditionStatus, Name, Taint, TaintEffect};
+use crate::model::{Name, Taint, TaintEffect};
 use crate::time::Time;
 
-use super::inputs::LeaseReadOutcome;
-
+pub use super::actions::{FenceCommand, FenceStep};
+pub use super::inputs::{FenceOutcome, FenceTarget, FenceTargetOutcome};
+pub use super::settings::FencingPolicy;
 pub use machine::Fencing;
 
 pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
 pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
 /// `outage=<Ready lastTransitionTime>,started=<time>`: written before the command runs.
 pub const ATTEMPT_ANNOTATION: &str = "node-lifecycled.io/fence-attempt";
+/// Power-cycle progress after the power-off: `outage=<t>,on=started|done,at=<t>`, written before
+/// the power-on command runs and after it succeeds.
+pub const STATE_ANNOTATION: &str = "node-lifecycled.io/fence-state";
 /// `<Ready lastTransitionTime>` of the outage whose out-of-service taint we added.
 pub const TAINT_ADDED_ANNOTATION: &str = "node-lifecycled.io/out-of-service-added";
-
-/// The controller's part of `[fencing]`; the command and its timeout belong to the shell.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FencingPolicy {
-    pub after: Duration,
-    pub max_concurrent: usize,
-    pub match_labels: Vec<(String, String)>,
-    pub retry_backoff: Duration,
-    pub retry_backoff_max: Duration,
-    pub remove_out_of_service_on_recovery: bool,
-}
-
-impl FencingPolicy {
-    pub fn selects(&self, labels: &[(String, String)]) -> bool {
-        self.match_labels
-            .iter()
-            .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
-    }
-
-    /// Wait after the `failures`-th failure (1 for the first).
-    pub fn backoff(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(30);
-        self.retry_backoff
-            .saturating_mul(1u32 << doublings)
-            .min(self.retry_backoff_max)
-    }
-}
-
-/// What the fence command is told about its node (its environment, in the shell).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FenceCommand {
-    pub node: Name,
-    pub uid: Name,
-    /// `(type, address)`, as in `status.addresses`.
-    pub addresses: Vec<(String, String)>,
-    pub labels: Vec<(String, String)>,
-}
-
-/// The node and its Lease as read live just before a fence (or a taint removal).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FenceTarget {
-    pub uid: Name,
-    pub resource_version: Name,
-    pub ready: Option<ConditionStatus>,
-    pub ready_since: Option<Time>,
-    pub labels: Vec<(String, String)>,
-    pub addresses: Vec<(String, String)>,
-    pub attempt: Option<String>,
-    pub taint_added: Option<String>,
-    pub out_of_service: bool,
-    pub lease: LeaseReadOutcome,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FenceTargetOutcome {
-    Found(Box<FenceTarget>),
-    NotFound,
-    /// The API server could not be read: no fence on a guess.
-    Failed(String),
-}
-
-/// How a fence command ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FenceOutcome {
-    Exited(i32),
-    /// Ended by a signal it did not get from us.
-    Signalled(i32),
-    /// Ran past `timeout`: killed.
-    TimedOut,
-    SpawnFailed(String),
-    /// Dry-run: logged, not run.
-    DryRun,
-}
-
-impl FenceOutcome {
-    /// The `result` label of `node_lifecycled_fencing_attempts_total`.
-    pub fn result(&self) -> &'static str {
-        match self {
-            FenceOutcome::Exited(0) => "success",
-            FenceOutcome::Exited(_) | FenceOutcome::Signalled(_) => "failure",
-            FenceOutcome::TimedOut => "timeout",
-            FenceOutcome::SpawnFailed(_) => "spawn_error",
-            FenceOutcome::DryRun => "dry_run",
-        }
-    }
-}
-
-impl std::fmt::Display for FenceOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FenceOutcome::Exited(code) => write!(f, "exit status {code}"),
-            FenceOutcome::Signalled(sig) => write!(f, "killed by signal {sig}"),
-            FenceOutcome::TimedOut => write!(f, "timed out (killed)"),
-            FenceOutcome::SpawnFailed(e) => write!(f, "could not start: {e}"),
-            FenceOutcome::DryRun => write!(f, "dry-run: not run"),
-        }
-    }
-}
 
 pub fn out_of_service_taint(now: Time) -> Taint {
     Taint {
@@ -179,6 +90,43 @@ pub fn attempt_record(outage: Time, started: Time) -> String {
         outage.to_rfc3339(),
         started.to_rfc3339()
     )
+}
+
+/// The attempt record of step `step` (escalation: each step is recorded before it runs).
+pub fn attempt_record_step(outage: Time, started: Time, step: usize) -> String {
+    format!("{},step={step}", attempt_record(outage, started))
+}
+
+/// The step an attempt record names (0 when none).
+pub fn attempt_step(record: &str) -> usize {
+    record
+        .split(',')
+        .find_map(|part| part.strip_prefix("step="))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A power-cycle state record.
+pub fn state_record(outage: Time, on: &str, at: Time) -> String {
+    format!(
+        "outage={},on={on},at={}",
+        outage.to_rfc3339(),
+        at.to_rfc3339()
+    )
+}
+
+/// `(outage, on, at)` of a state record.
+pub fn parse_state(record: &str) -> Option<(Time, String, Time)> {
+    let field = |k: &str| {
+        record
+            .split(',')
+            .find_map(|part| part.strip_prefix(k).map(str::to_string))
+    };
+    Some((
+        Time::parse_rfc3339(&field("outage=")?)?,
+        field("on=")?,
+        Time::parse_rfc3339(&field("at=")?)?,
+    ))
 }
 
 /// The outage an attempt record names (`None` when unreadable: then it names no outage).

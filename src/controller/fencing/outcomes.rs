@@ -12,8 +12,8 @@ use super::super::node_lifecycle::NodeLifecycle;
 use super::super::settings::CONFLICT_RETRIES;
 use super::machine::{Fencing, Phase, event, rfc, second};
 use super::{
-    ATTEMPT_ANNOTATION, FenceOutcome, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
-    TAINT_ADDED_ANNOTATION, is_out_of_service, out_of_service_taint,
+    ATTEMPT_ANNOTATION, FenceOutcome, FenceStep, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
+    STATE_ANNOTATION, TAINT_ADDED_ANNOTATION, is_out_of_service, out_of_service_taint,
 };
 
 impl Fencing {
@@ -45,24 +45,64 @@ impl Fencing {
             Phase::Marking { command, .. } if ok => {
                 e.attempted = true;
                 let run = self.id();
+                let steps = self.policy.steps;
                 // `node_with` found it; never a panic on the way.
                 let Some(e) = self.nodes.get_mut(&name) else {
                     return;
                 };
-                e.phase = Phase::Running { id: run };
+                e.phase = Phase::Running {
+                    id: run,
+                    command: command.clone(),
+                };
                 if let Some(node) = lc.store().node(&name) {
+                    let step = match command.step {
+                        FenceStep::Off(i) if steps > 1 => format!(", step {}/{steps}", i + 1),
+                        _ => String::new(),
+                    };
                     out.push(event(
                         node,
                         EventType::Warning,
                         "FencingNode",
                         format!(
-                            "Node {name} has been Ready=Unknown since {}: running the fence command (try {})",
+                            "Node {name} has been Ready=Unknown since {}: running the fence command (try {}{step})",
                             rfc(e.outage),
                             e.failures + 1
                         ),
                     ));
                 }
                 out.push(Action::RunFenceCommand { id: run, command });
+            }
+            Phase::MarkingOn { command, .. } if ok => {
+                let run = self.id();
+                let Some(e) = self.nodes.get_mut(&name) else {
+                    return;
+                };
+                e.phase = Phase::Running {
+                    id: run,
+                    command: command.clone(),
+                };
+                if let Some(node) = lc.store().node(&name) {
+                    out.push(event(
+                        node,
+                        EventType::Normal,
+                        "PoweringOnNode",
+                        format!(
+                            "Node {name} is off and its pods are gone: running the power-on command"
+                        ),
+                    ));
+                }
+                out.push(Action::RunFenceCommand { id: run, command });
+            }
+            Phase::MarkingOn { .. } => {
+                e.phase = Phase::WaitingPods;
+                let at = if retry { now } else { now + self.recheck };
+                self.timers.schedule(name.clone(), at);
+            }
+            Phase::MarkingOnDone { .. } => {
+                // Written or not, the power-on succeeded: Ready is awaited from now.
+                let until = now.saturating_add(self.policy.recover_timeout);
+                e.phase = Phase::Recovering { until };
+                self.timers.schedule(name.clone(), until);
             }
             Phase::Marking { .. } => {
                 // A conflict brought the fresh node first: decide again on it, read and all.
@@ -71,7 +111,13 @@ impl Fencing {
             }
             Phase::Tainting { .. } if ok => {
                 e.taint_added = true;
-                e.phase = Phase::Done;
+                e.phase = if self.policy.power_cycle {
+                    // Next: the pods gone, then the power-on (`cycle.rs`).
+                    self.timers.schedule(name.clone(), now);
+                    Phase::WaitingPods
+                } else {
+                    Phase::Done
+                };
                 decide!(
                     self,
                     name,
@@ -134,7 +180,26 @@ impl Fencing {
         let Some(e) = self.nodes.get_mut(&name) else {
             return;
         };
-        e.phase = Phase::Idle;
+        let Phase::Running { command, .. } = std::mem::replace(&mut e.phase, Phase::Idle) else {
+            return;
+        };
+        if command.step == FenceStep::On {
+            self.on_power_on_exited(lc, &name, outcome, took, now, out);
+            return;
+        }
+        let step = match command.step {
+            FenceStep::Off(i) => i,
+            FenceStep::On | FenceStep::Status => 0,
+        };
+        let failed = !matches!(outcome, FenceOutcome::Exited(0) | FenceOutcome::DryRun);
+        if failed && step + 1 < self.policy.steps {
+            self.escalate(lc, &name, command, step, &outcome, now, out);
+            return;
+        }
+        let Some(e) = self.nodes.get_mut(&name) else {
+            return;
+        };
+        e.start_step = 0;
         match outcome {
             FenceOutcome::Exited(0) => {
                 decide!(
@@ -249,12 +314,16 @@ impl Fencing {
             return;
         };
         e.phase = Phase::Releasing { id };
+        let mut annotations = vec![(TAINT_ADDED_ANNOTATION, None), (ATTEMPT_ANNOTATION, None)];
+        if self.policy.power_cycle {
+            annotations.push((STATE_ANNOTATION, None));
+        }
         out.push(Action::PatchNodeFencing {
             id,
             node: name.clone(),
             uid: node.uid.clone(),
             resource_version: node.resource_version.clone(),
-            annotations: vec![(TAINT_ADDED_ANNOTATION, None), (ATTEMPT_ANNOTATION, None)],
+            annotations,
             taints: Some(taints),
         });
     }

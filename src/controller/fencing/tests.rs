@@ -1,12 +1,14 @@
-//! Fencing (issue #17) with the virtual clock: the composed controllers against a fake API that
-//! applies node writes, answers live reads from its own state (annotations included) and
+//! Fencing with the virtual clock: the composed controllers against a fake API that applies node
+//! writes, answers live reads from its own state (annotations included) and
 //! records fence commands, which each test ends by hand (exit status, timeout, dry-run).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::*;
 use crate::controller::tests::harness::{cond, date, lease, n, node, secs, test_settings};
-use crate::controller::{Action, ActionId, Controllers, Input, LeaseReadOutcome, Outcome};
+use crate::controller::{
+    Action, ActionId, Controllers, Input, LeaseReadOutcome, Outcome, Settings,
+};
 use crate::model::{ConditionStatus, Node, NodeConditionType};
 
 fn policy() -> FencingPolicy {
@@ -17,6 +19,10 @@ fn policy() -> FencingPolicy {
         retry_backoff: secs(60),
         retry_backoff_max: secs(600),
         remove_out_of_service_on_recovery: true,
+        skip_cordoned: true,
+        steps: 1,
+        power_cycle: false,
+        recover_timeout: secs(600),
     }
 }
 
@@ -32,6 +38,8 @@ struct Api {
     /// (time, id, node) of every fence command started.
     commands: Vec<(Time, ActionId, Name)>,
     running: Vec<(ActionId, Name)>,
+    /// (time, node, step) of every command started.
+    ran: Vec<(Time, Name, FenceStep)>,
     events: Vec<(&'static str, String)>,
     /// The live read fails while set.
     reads_fail: bool,
@@ -40,7 +48,10 @@ struct Api {
 
 impl Api {
     fn new(policy: FencingPolicy, t0: Time, names: &[&str]) -> Api {
-        let mut settings = test_settings();
+        Api::with(test_settings(), policy, t0, names)
+    }
+
+    fn with(mut settings: Settings, policy: FencingPolicy, t0: Time, names: &[&str]) -> Api {
         settings.fencing = Some(policy);
         let mut api = Api {
             ctl: Controllers::new(settings, t0),
@@ -51,6 +62,7 @@ impl Api {
             reporting_not_ready: BTreeSet::new(),
             commands: Vec::new(),
             running: Vec::new(),
+            ran: Vec::new(),
             events: Vec::new(),
             reads_fail: false,
             rv: 1,
@@ -156,6 +168,8 @@ impl Api {
                 inputs.push_back(Input::FenceTargetRead { id, outcome });
             }
             Action::RunFenceCommand { id, command } => {
+                self.ran
+                    .push((self.now, command.node.clone(), command.step));
                 self.commands.push((self.now, id, command.node.clone()));
                 self.running.push((id, command.node));
             }
@@ -207,6 +221,9 @@ impl Api {
             addresses: vec![("InternalIP".into(), "10.0.0.1".into())],
             attempt: notes.get(ATTEMPT_ANNOTATION).cloned(),
             taint_added: notes.get(TAINT_ADDED_ANNOTATION).cloned(),
+            fence_state: notes.get(STATE_ANNOTATION).cloned(),
+            maintenance: node.maintenance.clone(),
+            unschedulable: node.unschedulable,
             out_of_service: node.taints.iter().any(is_out_of_service),
             lease: match self.ctl.store().lease(name) {
                 Some(l) => LeaseReadOutcome::Found(l.clone()),
@@ -607,3 +624,28 @@ fn backoff_doubles_up_to_its_maximum() {
     );
     assert_eq!(attempt_outage("garbage"), None);
 }
+
+/// Row "brake vs fencing": two of six nodes dead is more than `max_unhealthy = 1`: nobody is
+/// fenced while the brake is engaged, however long; when one comes back the brake releases and
+/// the other, dead for longer than `after`, is fenced then.
+#[test]
+fn brake_vs_fencing_no_fence_while_engaged_then_fenced_after_release() {
+    let settings = Settings {
+        max_unhealthy: Some(crate::controller::brake::MaxUnhealthy::Count(1)),
+        ..test_settings()
+    };
+    let names = ["n1", "n2", "n3", "n4", "n5", "n6"];
+    let mut api = Api::with(settings, policy(), t0(), &names);
+    api.alive.remove(&n("n1"));
+    api.alive.remove(&n("n2"));
+    api.run_until(t0() + secs(3600));
+    assert!(api.commands.is_empty(), "{:?}", api.commands);
+    api.alive.insert(n("n2"));
+    api.run_until(t0() + secs(3700));
+    let fenced = api.commands_for("n1");
+    assert_eq!(fenced.len(), 1, "{:?}", api.commands);
+    assert!(fenced[0] > t0() + secs(3600), "{fenced:?}");
+    assert!(api.commands_for("n2").is_empty());
+}
+mod cycle;
+mod holds;

@@ -26,7 +26,7 @@ impl NodeLifecycle {
             return;
         };
         let Some(e) = self.nodes.get_mut(name) else {
-            let zone: Name = Rc::from(node.zone_key());
+            let zone: Name = Rc::from(self.settings.domain_key(node));
             let health = NodeHealth::first_seen(node, now);
             self.nodes.insert(
                 name.clone(),
@@ -78,11 +78,10 @@ impl NodeLifecycle {
         let new_ready = node.ready().map(|c| c.status);
         let new_no_execute = no_execute(Some(node));
         let labels_changed = before.is_some_and(|b| b.labels != node.labels);
-        // The zone key is built only when it changed (issue #14: two allocations per status
-        // event otherwise).
-        let zone_moved = !node.has_zone_key(&e.zone);
+        // The zone key is built only when it changed (two allocations per status event otherwise).
+        let zone_moved = !self.settings.has_domain_key(node, &e.zone);
         let zone: Name = if zone_moved {
-            Rc::from(node.zone_key())
+            Rc::from(self.settings.domain_key(node))
         } else {
             e.zone.clone()
         };
@@ -157,7 +156,7 @@ impl NodeLifecycle {
         if ready == ConditionStatus::True {
             return;
         }
-        self.mark_pods_not_ready(&node_name, Some(&change.key), out);
+        self.mark_pods_not_ready(&node_name, Some(&change.key), now, out);
         if !self.taint_based {
             self.process_no_taint_based_eviction(&node_name, ready, now, out);
         }
@@ -190,6 +189,8 @@ impl NodeLifecycle {
                     pass_ran = true;
                 }
                 Timer::EvictionPass => self.eviction_pass(now, out),
+                // The brakes are recounted after every tick (`decide`).
+                Timer::BrakeRelease => {}
                 Timer::TaintRetry(name) => {
                     if let Some(e) = self.nodes.get_mut(&name) {
                         e.taint_retry_pending = false;
@@ -220,6 +221,8 @@ impl NodeLifecycle {
     /// the next window would be open already (a new grid rather than two passes in a row).
     fn run_monitor_pass(&mut self, now: Time, nominal: Time, out: &mut Vec<Action>) {
         self.monitor_pass(now, out);
+        // Pods kept Ready on a node now failing alone (its domain's suspects renewed).
+        self.recheck_kept_pods(now, out);
         let period = self.settings.node_monitor_period;
         let early = self.settings.monitor_pass_early.min(period);
         let on_grid = nominal + period;
@@ -244,7 +247,7 @@ impl NodeLifecycle {
         e.registered_at = now;
         e.health = NodeHealth::first_seen(node, now);
         e.health.observe_lease(lease_renew, now);
-        e.zone = Rc::from(node.zone_key());
+        e.zone = Rc::from(self.settings.domain_key(node));
         // After a restart, pods still Ready on a node already Unknown (not heard from) are
         // marked (kubernetes#135205: upstream leaves them Ready). A node whose kubelet reports
         // Ready=False is alive and manages its pods; upstream does not mark them on a restart,
@@ -269,8 +272,8 @@ impl NodeLifecycle {
             // Upstream clears both NoExecute taints of every node it first sees, then its
             // first pass taints a dead node again with a new timeAdded: after each restart or
             // leader change the node is briefly untainted, pending deletions are cancelled and
-            // every countdown starts over (issue #25). A NoExecute taint on a node that is not
-            // Ready is the previous leader's decision and still holds: it stays, with its
+            // every countdown starts over. A NoExecute taint on a node that is not Ready is the
+            // previous leader's decision and still holds: it stays, with its
             // timeAdded (the zone queue's write of a taint already there changes nothing). A
             // Ready node's are stale, as upstream says. Every zone down is judged for all
             // nodes by `handle_disruption`, as for a running instance.

@@ -49,6 +49,9 @@ impl NodeLifecycle {
                 evictions_total: past_evictions.remove(&zone).unwrap_or(0),
                 cooldown_until: None,
                 waiting_for_suspects: false,
+                full_since: None,
+                held: false,
+                hold_until: None,
                 key: zone,
                 members: 0,
                 size: 0,
@@ -146,6 +149,7 @@ impl NodeLifecycle {
             if z.size == 0 {
                 // No node counted any more: the zone's state is forgotten.
                 z.state = None;
+                z.full_since = None;
                 continue;
             }
             new_states.insert(key.clone(), compute_zone_state(z.size, z.ready, threshold));
@@ -183,6 +187,7 @@ impl NodeLifecycle {
             for z in self.zones.values_mut().filter(|z| z.state.is_some()) {
                 z.queue.swap_limiter(Rate::NEVER, now);
                 z.state = Some(ZoneState::FullDisruption);
+                partitions::note_full_since(z, ZoneState::FullDisruption, now);
             }
             self.decisions.push(Decision::AllZonesDown {
                 entered: true,
@@ -208,11 +213,13 @@ impl NodeLifecycle {
                 let mut from = None;
                 if let Some(z) = self.zones.get_mut(key) {
                     from = z.state.replace(*state);
+                    partitions::note_full_since(z, *state, now);
                     z.start_cooldown(self.settings.disruption_cooldown, now);
                 }
                 self.set_limiter_in_zone(key, now);
                 self.zone_state_decision(key, from);
             }
+            self.recheck_kept_pods(now, out);
             return;
         }
         for (key, state) in &new_states {
@@ -226,9 +233,12 @@ impl NodeLifecycle {
                 z.start_cooldown(self.settings.disruption_cooldown, now);
             }
             let from = z.state.replace(*state);
+            partitions::note_full_since(z, *state, now);
             self.set_limiter_in_zone(key, now);
             self.zone_state_decision(key, from);
         }
+        // A domain's state changed: pods kept Ready may now be on a node failing alone.
+        self.recheck_kept_pods(now, out);
     }
 
     pub(super) fn zone_state_decision(&mut self, key: &Name, from: Option<ZoneState>) {

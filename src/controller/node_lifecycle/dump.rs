@@ -73,6 +73,12 @@ impl NodeLifecycle {
             zones,
             nodes,
             writes_in_flight: self.in_flight.len(),
+            brakes: self
+                .brakes
+                .scopes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         }
     }
 }

@@ -42,7 +42,7 @@ impl NodeLifecycle {
     pub(super) fn monitor_pass(&mut self, now: Time, out: &mut Vec<Action>) {
         // A settled node's evaluation does nothing, and no other node's evaluation can unsettle
         // it (they change their own entries, counts and queue places), so leaving it out keeps
-        // every decision and its order (issue #14: most of the pass at 5,000 healthy nodes).
+        // every decision and its order (most of the pass at 5,000 healthy nodes).
         let names: Vec<Name> = self
             .nodes
             .iter()
@@ -212,9 +212,9 @@ impl NodeLifecycle {
                 "NodeNotReady",
                 format!("Node {} status is now: NodeNotReady", node.name),
             ));
-            self.mark_pods_not_ready(name, None, out);
+            self.mark_pods_not_ready(name, None, now, out);
         } else if e.needs_pod_retry && observed != ConditionStatus::True {
-            self.mark_pods_not_ready(name, None, out);
+            self.mark_pods_not_ready(name, None, now, out);
         } else {
             e.needs_pod_retry = false;
         }

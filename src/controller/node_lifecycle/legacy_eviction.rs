@@ -45,11 +45,13 @@ impl NodeLifecycle {
 
     /// Upstream `evictPods`: an evicted node's new pods go at once; otherwise the node is queued.
     fn evict_pods(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        // An engaged brake covering the node holds its deletions (`brake.rs`).
+        let braked = self.brake_covering(name).is_some();
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
         if e.legacy == LegacyEviction::Evicted {
-            if e.legacy_job.is_none() {
+            if e.legacy_job.is_none() && !braked {
                 let zone = e.zone.clone();
                 self.start_delete_job(name, false, out);
                 // A pass with nothing to delete must close its job, or the next pass's new

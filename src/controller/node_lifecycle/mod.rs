@@ -11,11 +11,13 @@
 //! Writes are optimistic and asynchronous: each carries an id, the result comes back as an
 //! input. At most one taint write, one label write and one status write per node is in flight.
 
+mod brake;
 mod changes;
 mod disruption;
 mod dump;
 mod health;
 mod legacy_eviction;
+mod partitions;
 mod pods;
 mod results;
 mod suspects;
@@ -23,7 +25,7 @@ mod tainting;
 
 pub use legacy_eviction::NODE_LOST_REASON;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -66,6 +68,8 @@ enum Timer {
     StatusRetry(Name),
     /// A taint write that met a conflict, tried again after upstream's backoff.
     TaintRetry(Name),
+    /// An engaged brake's count has been within its limit: it releases after the cooldown.
+    BrakeRelease,
 }
 
 /// Where a node's health verdict stands.
@@ -193,12 +197,15 @@ pub struct NodeLifecycle {
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
     past_evictions: BTreeMap<Name, u64>,
     timers: TimerHeap<Timer>,
-    /// The nodes' grace deadlines, a FIFO per grace (issue #14: a renewal appends, no heap
-    /// move); merged with `timers` in their sequence order.
+    /// The nodes' grace deadlines, a FIFO per grace (a renewal appends, no heap move); merged with
+    /// `timers` in their sequence order.
     graces: DeadlineLanes<Name>,
     /// Writes and live reads sent and not answered yet, with what each is about.
     in_flight: InFlight<Pending>,
     pods_marking: HashSet<PodKey>,
+    /// Nodes not Ready whose pods are kept Ready (`mark_pods_not_ready = "unless-disrupted"`,
+    /// `partitions.rs`).
+    pods_kept_ready: BTreeSet<Name>,
     /// Legacy: pods whose status already says NodeLost.
     node_lost: HashSet<PodKey>,
     disruption_dirty: bool,
@@ -215,6 +222,8 @@ pub struct NodeLifecycle {
     /// Test switch: the monitor pass evaluates every node, settled or not (the reference the
     /// differential test compares the pass with).
     full_monitor_pass: bool,
+    /// The brakes on mass decisions (`brake.rs`); empty when none is configured.
+    brakes: crate::controller::brake::Brakes,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -263,6 +272,7 @@ impl NodeLifecycle {
             graces: DeadlineLanes::default(),
             in_flight: InFlight::starting_after(NODE_LIFECYCLE_IDS),
             pods_marking: HashSet::new(),
+            pods_kept_ready: BTreeSet::new(),
             node_lost: HashSet::new(),
             disruption_dirty: false,
             eviction_pass_held_since: None,
@@ -270,6 +280,7 @@ impl NodeLifecycle {
             retired_condition_taints: Vec::new(),
             caches_current: true,
             full_monitor_pass: false,
+            brakes: Default::default(),
         }
     }
 
@@ -429,6 +440,7 @@ impl NodeLifecycle {
     /// [`NodeLifecycle::observe`] reported at `now` and pushes its actions to `out`.
     pub fn decide(&mut self, observed: Observed, now: Time, out: &mut Vec<Action>) {
         let mut changed_node = None;
+        let brakes_follow = self.brakes_follow(&observed);
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
@@ -461,6 +473,10 @@ impl NodeLifecycle {
             if self.disruption_dirty {
                 self.handle_disruption(now, out);
             }
+            if brakes_follow {
+                self.update_brakes(now);
+            }
+            self.refresh_holds(now);
             if let Some(name) = changed_node {
                 self.taint_due_now(&name, now, out);
             }
@@ -490,6 +506,7 @@ impl NodeLifecycle {
         let names: Vec<Name> = self.nodes.keys().cloned().collect();
         for name in &names {
             self.arm_grace(name, now);
+            self.move_to_domain(name, now);
         }
         if !self.all_zones_fully_disrupted() {
             let keys: Vec<Name> = self.zones.keys().cloned().collect();
@@ -499,6 +516,7 @@ impl NodeLifecycle {
         }
         self.disruption_dirty = true;
         self.handle_disruption(now, &mut out);
+        self.update_brakes(now);
         for name in &names {
             self.evaluate(name, now, &mut out);
             // The condition taint rules may have changed.

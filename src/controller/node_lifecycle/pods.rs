@@ -8,6 +8,7 @@ impl NodeLifecycle {
         &mut self,
         node: &Name,
         only: Option<&PodKey>,
+        now: Time,
         out: &mut Vec<Action>,
     ) {
         // Only a pass over the whole node settles its retry (upstream's per-pod path never
@@ -25,6 +26,12 @@ impl NodeLifecycle {
         {
             return;
         }
+        // `unless-disrupted`: not while the node's domain is disrupted (`partitions.rs`).
+        if let Some(why) = self.keeps_pods_ready(node, now) {
+            self.keep_pods_ready(node, why);
+            return;
+        }
+        self.pods_kept_ready.remove(node);
         let pods = self.store.pods();
         let ids = match only {
             Some(k) => pods.id(k).into_iter().collect(),

@@ -41,7 +41,7 @@ pub(super) struct SuspectView {
 
 impl NodeLifecycle {
     /// Whether a counted-Ready node is a suspect at `now` (see the module doc).
-    fn is_suspect(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
+    pub(super) fn is_suspect(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
         if e.verdict != Verdict::Idle {
             return true;
         }
@@ -121,7 +121,7 @@ impl NodeLifecycle {
     }
 
     /// Every zone with a state would be fully disrupted with the suspects counted.
-    fn all_suspected_down(&self, view: &SuspectView) -> bool {
+    pub(super) fn all_suspected_down(&self, view: &SuspectView) -> bool {
         let mut any = false;
         for key in self.zones.keys() {
             match self.suspected_state(view, key) {

@@ -52,7 +52,7 @@ impl NodeLifecycle {
         let due = self
             .zones
             .get(&zone)
-            .filter(|z| !z.in_cooldown(now))
+            .filter(|z| !z.stops_tainting(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
         if !due || !self.caches_current || self.verdicts_in_flight() {
@@ -62,9 +62,12 @@ impl NodeLifecycle {
         if !self.zone_may_act(&view, &zone) {
             return;
         }
-        while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
-            self.taint_from_queue(&zone, &value.value, now, out);
+        // The brake counts this very change (and the suspects) before anything is tainted.
+        self.update_brakes(now);
+        if self.brakes.fleet_engaged() {
+            return;
         }
+        self.drain_zone_queue(&zone, now, out, Self::taint_from_queue);
     }
 
     pub(super) fn verdicts_in_flight(&self) -> bool {
@@ -204,6 +207,8 @@ impl NodeLifecycle {
     /// was queued (soak seed 31: a taint given out in a Normal zone landed 2.7 s after the zone
     /// became partially disrupted).
     fn requeue_forbidden_ops(&mut self, name: &Name, now: Time) {
+        // An engaged brake covering the node holds every queued NoExecute decision too.
+        let braked = self.brake_covering(name).is_some();
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
@@ -217,9 +222,10 @@ impl NodeLifecycle {
             else {
                 return true;
             };
-            let stopped = zones
-                .get(zone)
-                .is_some_and(|z| z.queue.rate().is_never() || z.in_cooldown(now));
+            let stopped = braked
+                || zones
+                    .get(zone)
+                    .is_some_and(|z| z.queue.rate().is_never() || z.stops_tainting(now));
             if stopped {
                 requeue.push(zone.clone());
             }
@@ -293,12 +299,20 @@ impl NodeLifecycle {
         if !self.caches_current || self.hold_eviction_pass(now) {
             return;
         }
+        // A hold may have run out (`hold_max`): the pass is armed for it.
+        self.refresh_holds(now);
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         // Built once, and only when some zone has work due: the zones' counts with their
         // suspects (`suspects.rs`).
         let mut view = None;
+        // Counted once, with the suspects, before any NoExecute decision (`brake.rs`).
+        let mut brakes_counted = false;
         for zone in keys {
             if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
+                continue;
+            }
+            // A held domain: no NoExecute taint, nor legacy eviction.
+            if self.zones.get(&zone).is_some_and(|z| z.held) {
                 continue;
             }
             let due = self
@@ -312,13 +326,19 @@ impl NodeLifecycle {
                 if !self.zone_may_act(view, &zone) {
                     continue;
                 }
-            }
-            while let Some(value) = self.zones.get_mut(&zone).and_then(|z| z.queue.pop_due(now)) {
-                if self.taint_based {
-                    self.taint_from_queue(&zone, &value.value, now, out);
-                } else {
-                    self.evict_from_queue(&zone, &value.value, now, out);
+                if !brakes_counted {
+                    brakes_counted = true;
+                    self.update_brakes(now);
                 }
+                // Everything is braked: the queues keep their order and tokens.
+                if self.brakes.fleet_engaged() {
+                    continue;
+                }
+            }
+            if self.taint_based {
+                self.drain_zone_queue(&zone, now, out, Self::taint_from_queue);
+            } else {
+                self.drain_zone_queue(&zone, now, out, Self::evict_from_queue);
             }
         }
     }
@@ -387,8 +407,21 @@ impl NodeLifecycle {
     /// sooner when a due head only waits for its zone's next token.
     pub(super) fn arm_eviction_pass(&mut self, now: Time) {
         let mut at: Option<Time> = None;
+        // A braked head waits for the release, which arms the pass again (`decide`).
+        let braked = self.brakes.any_engaged();
         for z in self.zones.values() {
-            if z.queue.is_empty() || z.queue.rate().is_never() {
+            if let Some(until) = z.hold_until.filter(|_| z.held) {
+                // The hold's end is a decision line, queue or not.
+                at = Some(at.map_or(until, |a| a.min(until)));
+            }
+            if z.queue.is_empty() || z.queue.rate().is_never() || z.held {
+                continue;
+            }
+            if braked
+                && z.queue
+                    .head()
+                    .is_some_and(|(head, _)| self.brake_covering(head).is_some())
+            {
                 continue;
             }
             let mut next = now + NODE_EVICTION_PERIOD;

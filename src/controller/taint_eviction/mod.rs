@@ -5,8 +5,8 @@
 //! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. A countdown starts when
 //! this machine first sees the taint (or the pod under it), as upstream's. Beyond upstream,
 //! whose restarts and new leaders give every pod another full `tolerationSeconds`, the taints
-//! found at a start or a takeover count from their `timeAdded`, never from later than now
-//! (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
+//! found at a start or a takeover count from their `timeAdded` (or the pod's creation if
+//! later), never from later than now (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
 //! them again in the taints' `timeAdded`.
 //!
 //! Upstream drains node updates before pod updates so a pod update never judges a pod against
@@ -21,6 +21,7 @@
 //! store's pods-by-node index); any other node update, and every pod update, is O(1) amortised.
 
 mod action;
+mod brake;
 mod dump;
 mod metrics;
 mod timed_evictions;
@@ -43,11 +44,15 @@ use std::time::Duration;
 
 use crate::controller::actions::{Action, ActionId};
 use crate::controller::autonomy::autonomous_countdown;
+use crate::controller::brake::BrakeCover;
 use crate::controller::decisions::Decision;
 use crate::controller::events::{Event, EventObject, EventType, TAINT_EVICTION_CONTROLLER};
 use crate::controller::in_flight::{InFlight, TAINT_EVICTION_IDS};
 use crate::controller::inputs::{Input, Observed};
-use crate::controller::tolerations::{Countdown, Verdict, countdown, countdown_start, verdict};
+use crate::controller::pool_timing::{PoolTiming, TimingSource};
+use crate::controller::tolerations::{
+    Countdown, Verdict, countdown, countdown_start, found_under_taint_since, verdict,
+};
 use crate::model::{
     Autonomy, ClusterStore, ConditionStatus, Name, Node, PodChange, PodKey, PodView, Taint,
     Toleration,
@@ -85,6 +90,13 @@ pub struct TaintEviction {
     /// The caches may be stale: no deletion starts (countdowns keep their deadlines and fire
     /// when released; `controller/cache_currency.rs`).
     held: bool,
+    /// The nodes an engaged brake covers (`controller/brake.rs`): their pods' deletions wait,
+    /// parked with their deadlines, and go when it releases.
+    brake: BrakeCover,
+    /// Pods whose deletion came due under the brake (their work is kept).
+    parked: Vec<PodKey>,
+    /// `default_toleration_seconds` (`controller/pool_timing.rs`); `None`: pods' own.
+    timing: Option<PoolTiming>,
 }
 
 impl Default for TaintEviction {
@@ -105,6 +117,9 @@ impl TaintEviction {
             decisions: Vec::new(),
             autonomy: false,
             held: false,
+            brake: BrakeCover::Nothing,
+            parked: Vec::new(),
+            timing: None,
         }
     }
 
@@ -182,7 +197,8 @@ impl TaintEviction {
     /// same actions. `seen_from`: no countdown starts before it (`tolerations::countdown`):
     /// `now` for a taint that appears while this machine watches (upstream's first sight: a
     /// write that lands late, after retries, gives no less than its whole `tolerationSeconds`),
-    /// `Time::ZERO` for the taints found at a start or a takeover (from their `timeAdded`).
+    /// `Time::ZERO` for the taints found at a start or a takeover (from their `timeAdded`, or
+    /// the pod's creation if later: `tolerations::found_under_taint_since`).
     fn node_changed(
         &mut self,
         store: &ClusterStore,
@@ -218,8 +234,13 @@ impl TaintEviction {
             if pod.deleting() {
                 continue;
             }
-            let (key, tolerations) = (pod.key(), pod.tolerations());
-            self.process_pod_on_node(&key, tolerations, &taints, autonomy, seen_from, now, out);
+            let key = pod.key();
+            let tolerations = match &self.timing {
+                None => std::borrow::Cow::Borrowed(&pod.tolerations()[..]),
+                Some(t) => t.tolerations(node, pod.tolerations()),
+            };
+            let arrived = found_under_taint_since(seen_from, pod.creation_timestamp());
+            self.process_pod_on_node(&key, &tolerations, &taints, autonomy, arrived, now, out);
         }
         self.fire_due(store, now, out);
     }
@@ -271,7 +292,11 @@ impl TaintEviction {
         let autonomy = self.autonomy_of(node);
         // A live change of the pod (bound, moved, new tolerations) under taints already
         // there: its countdown starts now, as upstream's, not at a taint older than the pod.
-        self.process_pod_on_node(key, pod.tolerations(), &taints, autonomy, now, now, out);
+        let tolerations = match &self.timing {
+            None => std::borrow::Cow::Borrowed(&pod.tolerations()[..]),
+            Some(t) => t.tolerations(node, pod.tolerations()),
+        };
+        self.process_pod_on_node(key, &tolerations, &taints, autonomy, now, now, out);
         self.fire_due(store, now, out);
     }
 
@@ -425,7 +450,23 @@ impl TaintEviction {
         if self.held {
             return;
         }
-        while let Some((key, due)) = self.evictions.pop_due(now) {
+        loop {
+            let next = if self.brake == BrakeCover::Nothing {
+                self.evictions.pop_due(now)
+            } else {
+                let brake = &self.brake;
+                let held = |key: &PodKey| {
+                    store
+                        .pods()
+                        .get(key)
+                        .and_then(|p| p.node_name().cloned())
+                        .is_some_and(|n| brake.covers(&n))
+                };
+                self.evictions.pop_due_unless(now, held, &mut self.parked)
+            };
+            let Some((key, due)) = next else {
+                break;
+            };
             let Some(pod) = store.pods().get(&key) else {
                 // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.
                 self.evictions.forget(&key);
@@ -436,7 +477,8 @@ impl TaintEviction {
                     fire_at,
                     counted_from,
                 } => {
-                    let evidence = deletion_evidence(store, &key, counted_from, fire_at);
+                    let evidence =
+                        deletion_evidence(store, &key, counted_from, fire_at, self.timing.as_ref());
                     self.decisions.push(evidence);
                     out.push(Action::RecordEvent(
                         self.pod_event(&key, format!("Marking for deletion Pod {key}")),
@@ -526,6 +568,7 @@ fn deletion_evidence(
     key: &PodKey,
     counted_from: Time,
     fire_at: Time,
+    timing: Option<&PoolTiming>,
 ) -> Decision {
     let pod = store.pods().get(key);
     let node_name = pod.as_ref().and_then(|p| p.node_name().cloned());
@@ -533,10 +576,16 @@ fn deletion_evidence(
     let taints: Vec<Taint> = node
         .map(|n| n.no_execute_taints().cloned().collect())
         .unwrap_or_default();
-    let tolerations: &[Toleration] = match &pod {
+    let own: &[Toleration] = match &pod {
         Some(p) => p.tolerations(),
         None => &[],
     };
+    // The seconds it was judged with: a pool's stand-in for the admission default.
+    let tolerations = match (timing, node) {
+        (Some(t), Some(node)) => t.tolerations(node, own),
+        _ => std::borrow::Cow::Borrowed(own),
+    };
+    let tolerations: &[Toleration] = &tolerations;
     // The taint that decides: one no toleration matches, else the one whose toleration runs
     // out first, each counted from its own start.
     let mut chosen: Option<(Taint, Option<u64>, Time)> = None;

@@ -132,6 +132,49 @@ impl TimedEvictions {
     /// The earliest due deadline, if any.
     pub fn pop_due(&mut self, now: Time) -> Option<(PodKey, Due)> {
         let (key, _) = self.timers.pop_due(now)?;
+        self.take_due(key)
+    }
+
+    /// `pop_due`, except that a due key `held` says must wait is parked instead: its timer
+    /// goes, its work stays (deadline and all) until [`TimedEvictions::unpark`].
+    pub fn pop_due_unless(
+        &mut self,
+        now: Time,
+        held: impl Fn(&PodKey) -> bool,
+        parked: &mut Vec<PodKey>,
+    ) -> Option<(PodKey, Due)> {
+        loop {
+            let (key, _) = self.timers.pop_due(now)?;
+            if held(&key) && self.work.contains_key(&key) {
+                parked.push(key);
+                continue;
+            }
+            return self.take_due(key);
+        }
+    }
+
+    /// Re-arms a parked key at its deadline (a deadline passed meanwhile fires on the next
+    /// `pop_due`; a failed attempt waiting for its retry is retried now).
+    pub fn unpark(&mut self, key: &PodKey, now: Time) {
+        match self.work.get(key) {
+            Some(Work::Scheduled {
+                created_at,
+                fire_at,
+                ..
+            }) => {
+                let at = (*fire_at).max(*created_at);
+                self.timers.schedule(key.clone(), at);
+            }
+            Some(Work::Running {
+                in_flight: None, ..
+            }) => {
+                self.timers.schedule(key.clone(), now);
+            }
+            _ => {}
+        }
+    }
+
+    fn take_due(&mut self, key: PodKey) -> Option<(PodKey, Due)> {
         match self.work.get(&key) {
             Some(Work::Scheduled {
                 created_at,

@@ -298,8 +298,8 @@ fn conflicting_taint_write_is_rebuilt_on_the_re_read_node() {
     );
 }
 
-/// Upstream quirk no longer kept (issue #25 item 2): upstream's `markNodeAsReachable` on first
-/// sight removes the NoExecute taint of a still-unhealthy node after a restart, then queues
+/// Upstream quirk no longer kept: upstream's `markNodeAsReachable` on first sight removes the
+/// NoExecute taint of a still-unhealthy node after a restart, then queues
 /// and taints it again with a new `timeAdded` (cancelling its pods' deletions and restarting
 /// their countdowns). Here the taint stays as it was: the node goes through its zone queue,
 /// whose write of a taint already there changes nothing, so nothing is written at all.

@@ -60,6 +60,7 @@ pub fn node(name: &str) -> NodeBuilder {
         conditions: Vec::new(),
         other_conditions: Vec::new(),
         autonomy: Default::default(),
+        maintenance: Default::default(),
     })
 }
 
@@ -135,6 +136,7 @@ pub fn pod(name: &str, node: &str) -> Pod {
         deleting: false,
         daemonset_owned: false,
         disruption_target: false,
+        creation_timestamp: None,
     }
 }
 

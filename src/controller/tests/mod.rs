@@ -3,12 +3,17 @@
 //! proves where we deliberately differ.
 
 mod beyond_upstream;
+mod brake;
+mod fleet_pause;
 pub(crate) mod harness;
 mod legacy_mode;
 mod lifecycle_with_eviction;
 mod monitor_pass;
 mod operation;
+mod partitions;
+mod partitions_hold;
 mod policies;
+mod pool_timing;
 mod restarts;
 mod upstream_monitor;
 mod upstream_review;

@@ -1,6 +1,6 @@
-//! The monitor pass leaves out the nodes whose evaluation would do nothing (issue #14). The
-//! stories where the pass is the only one to act, run with it and with the reference pass that
-//! evaluates every node: the same actions at the same instants, and the pass did its job.
+//! The monitor pass leaves out the nodes whose evaluation would do nothing. The stories where the
+//! pass is the only one to act, run with it and with the reference pass that evaluates every node:
+//! the same actions at the same instants, and the pass did its job.
 //! (`tests/randomized/monitor_pass.rs` compares the two on random scripts.)
 
 use super::harness::*;
@@ -86,7 +86,7 @@ fn ms(n: u64) -> std::time::Duration {
     std::time::Duration::from_millis(n)
 }
 
-/// Issue #14: the shell ticks the machine on a wake-up it makes anyway (a watch's end) up to
+/// The shell ticks the machine on a wake-up it makes anyway (a watch's end) up to
 /// `monitor_pass_early` before the pass's tick: the pass runs then, does its work (here the
 /// retried untaint), and the next tick is a period after the nominal one, so the grid the
 /// shell aims at stays put. Before the window opens a tick runs nothing; a late tick keeps the

@@ -1,11 +1,12 @@
-//! Issue #16, policies for edge and bare-metal fleets: edge autonomy, pools, custom condition
-//! taints and the disruption cooldown, each against the virtual clock.
+//! Policies for edge and bare-metal fleets: edge autonomy, pools, custom condition taints and the
+//! disruption cooldown, each against the virtual clock.
 
 use std::time::Duration;
 
 use super::harness::*;
 use crate::controller::Settings;
 use crate::controller::condition_taints::ConditionTaint;
+use crate::controller::partitions::PodsNotReady;
 use crate::controller::pools::{LabelRequirement, Pool, SelectorOperator};
 use crate::model::ConditionStatus::{False, True};
 use crate::model::TaintEffect::{NoExecute, NoSchedule};
@@ -97,9 +98,14 @@ fn flaky_rack(grace: Duration) -> Pool {
         }],
         node_monitor_grace_period: Some(grace),
         node_startup_grace_period: None,
-        mark_pods_not_ready: Some(false),
+        mark_pods_not_ready: Some(PodsNotReady::Never),
         node_eviction_rate: None,
         secondary_node_eviction_rate: None,
+        max_unhealthy: None,
+        default_toleration_seconds: None,
+        disruption_domain: None,
+        full_disruption: None,
+        hold_max: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Restarts and leader changes mid-outage (issue #25 item 2): a new process, or a new leader,
-//! changes nothing a watcher of the cluster can see. A node that is not Ready keeps its
+//! Restarts and leader changes mid-outage: a new process, or a new leader, changes nothing a
+//! watcher of the cluster can see. A node that is not Ready keeps its
 //! NoExecute taint and the taint's `timeAdded`; no pending deletion is cancelled; each pod goes
 //! at `timeAdded + tolerationSeconds`, not a full `tolerationSeconds` after the new start.
 //! What upstream does at first sight of a node that *is* Ready (its stale NoExecute taints come
@@ -272,4 +272,32 @@ fn every_zone_down_at_a_restart_still_lifts_the_no_execute_taints() {
     }
     c.run_until(added + secs(40));
     assert!(c.evicted.is_empty(), "{:?}", c.evicted);
+}
+
+/// Pod "b" was re-created (a new uid) 5 s after n1 was tainted, while the old leader ran, and
+/// the new leader starts 3 s later (soak seed 26: pods deleted 3.3 s after their creation with
+/// a 6 s toleration). "b" cannot have been under the taint since `timeAdded`: it gets its whole
+/// toleration from its creation, as upstream's fresh process would at least give it; "a",
+/// there before the taint, still goes at `timeAdded + tolerationSeconds`.
+#[test]
+fn a_pod_created_after_the_taint_at_a_takeover_gets_its_full_toleration_from_its_creation() {
+    let added = t0() + secs(50);
+    let created = added + secs(5);
+    let restart = added + secs(8);
+    let mut c = Cluster::new(test_settings(), restart);
+    listed_mid_outage(&mut c, added);
+    let mut b = c.pods[&super::harness::pod("b", "n1").key].clone();
+    b.uid = n("uid-b-recreated");
+    b.creation_timestamp = Some(created);
+    c.put_pod(b);
+    c.feed(Input::InitialSyncDone);
+    run_with_healthy_peers(&mut c, added + secs(40));
+    assert_taint_and_countdowns_untouched(&c, 0, added);
+    assert_eq!(
+        evictions(&c),
+        vec![
+            ("a".to_string(), added + TOLERATED),
+            ("b".to_string(), created + TOLERATED)
+        ]
+    );
 }

@@ -17,8 +17,8 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    Autonomy, ConditionStatus, Interner, Lease, Node, NodeCondition, NodeConditionType, Pod,
-    PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
+    Autonomy, ConditionStatus, Interner, Lease, Maintenance, Node, NodeCondition,
+    NodeConditionType, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
 };
 use crate::time::Time;
 
@@ -348,11 +348,9 @@ impl Decode for Node {
                 labels.push((ctx.intern(&k), ctx.intern(&v)));
             }
         }
-        let autonomy = autonomy(
-            ctx,
-            &name,
-            &meta.annotations.map(|a| a.0).unwrap_or_default(),
-        );
+        let annotations = meta.annotations.map(|a| a.0).unwrap_or_default();
+        let autonomy = autonomy(ctx, &name, &annotations);
+        let maintenance = maintenance(ctx, &name, &annotations);
         let spec = w.spec.unwrap_or_default();
         let mut taints = Vec::new();
         for t in spec.taints.unwrap_or_default() {
@@ -419,8 +417,37 @@ impl Decode for Node {
             conditions,
             other_conditions,
             autonomy,
+            maintenance,
         })
     }
+}
+
+/// What the maintenance annotation says. A value that is neither empty nor an RFC 3339 time still
+/// counts as maintenance (fencing never acts on a guess), with a warning
+/// naming the node and the value, once.
+fn maintenance(
+    ctx: &mut DecodeContext,
+    name: &str,
+    annotations: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
+) -> Maintenance {
+    use crate::model::maintenance::ANNOTATION;
+    let Some((_, value)) = annotations.iter().find(|(k, _)| k == ANNOTATION) else {
+        return Maintenance::None;
+    };
+    let parsed = Maintenance::parse(value);
+    if let Maintenance::Unreadable(_) = parsed {
+        let warned = format!("Node/{name}: annotation {ANNOTATION}");
+        if !ctx.warned.contains(&warned) {
+            log::warn!(
+                "{warned}: {value:?} is neither empty nor an RFC 3339 time: counted as \
+                 maintenance (the node is not fenced) until it is fixed or removed"
+            );
+            if ctx.warned.len() < WARNED_MAX {
+                ctx.warned.insert(warned);
+            }
+        }
+    }
+    parsed
 }
 
 /// What the OpenYurt annotations say. Any "forever" marker wins; a duration that cannot be
@@ -515,6 +542,16 @@ impl Decode for Pod {
                 && wire::text(&c.reason) == disruption::REASON
                 && wire::text(&c.message) == disruption::MESSAGE
         });
+        // Lenient: a bad stamp costs only this field (the pod then counts as it did before
+        // pods kept one: from its taint's `timeAdded` at a start or a takeover).
+        let creation_timestamp = lenient_timestamp(
+            ctx,
+            "Pod",
+            &name,
+            "metadata.creationTimestamp",
+            &meta.creation_timestamp,
+        )
+        .filter(|t| *t > Time::ZERO);
         let daemonset_owned = meta
             .owner_references
             .unwrap_or_default()
@@ -530,6 +567,7 @@ impl Decode for Pod {
             deleting: meta.deletion_timestamp.is_some_and(|d| d.is_set()),
             daemonset_owned,
             disruption_target,
+            creation_timestamp,
         })
     }
 }

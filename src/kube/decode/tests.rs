@@ -504,8 +504,8 @@ fn a_pod_carrying_the_disruption_target_condition_says_so() {
     assert!(!other.disruption_target);
 }
 
-/// Issue #16: a node keeps the labels pool selectors read, the OpenYurt autonomy annotations
-/// (interpreted) and the type+status of conditions beyond the five known ones — nothing else.
+/// A node keeps the labels pool selectors read, the OpenYurt autonomy annotations (interpreted) and
+/// the type+status of conditions beyond the five known ones — nothing else.
 #[test]
 fn edge_node_keeps_pool_labels_autonomy_and_other_conditions() {
     let json = |annotations: &str| {
@@ -603,4 +603,68 @@ fn real_status_heartbeat_and_lease_renewal_lines_decode_to_the_projections() {
     assert_eq!(&*lease.name, "node-00007");
     assert_eq!(&*lease.resource_version, "126215");
     assert_eq!(lease.renew_time, Some(t("2026-11-23T18:23:11.364Z")));
+}
+
+/// The maintenance annotation is kept (interpreted), next to autonomy's; an unreadable value still
+/// counts as maintenance and is warned about once.
+#[test]
+fn node_keeps_the_maintenance_annotation_interpreted() {
+    use crate::model::Maintenance;
+    let json = |annotations: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"bm-1","uid":"u","resourceVersion":"1",
+                "annotations":{{"kubectl.kubernetes.io/last-applied-configuration":"{{}}"{annotations}}}}},
+              "status":{{"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+        )
+    };
+    let mut ctx = DecodeContext::new();
+    let mut decode = |annotations: &str| -> Node {
+        decode_object(json(annotations).as_bytes(), &mut ctx).unwrap()
+    };
+    assert_eq!(decode("").maintenance, Maintenance::None);
+    assert_eq!(
+        decode(r#","node-lifecycled.io/maintenance":"""#).maintenance,
+        Maintenance::Indefinite
+    );
+    assert_eq!(
+        decode(r#","node-lifecycled.io/maintenance":"2026-03-01T10:00:00Z""#).maintenance,
+        Maintenance::Until(Time::parse_rfc3339("2026-03-01T10:00:00Z").unwrap())
+    );
+    let odd = decode(r#","node-lifecycled.io/maintenance":"tomorrow""#).maintenance;
+    assert_eq!(odd, Maintenance::Unreadable("tomorrow".into()));
+    assert!(odd.holds(Time::ZERO));
+    let before = ctx.bad_fields_logged();
+    decode_object::<Node>(
+        json(r#","node-lifecycled.io/maintenance":"tomorrow""#).as_bytes(),
+        &mut ctx,
+    )
+    .unwrap();
+    assert_eq!(ctx.bad_fields_logged(), before, "warned twice");
+}
+
+/// A pod's `metadata.creationTimestamp` is kept (taint eviction counts a pod found under a
+/// taint at a start or a takeover from no earlier than its creation); absent, null or empty it
+/// is `None`; unreadable, the pod is kept without it (logged once).
+#[test]
+fn a_pods_creation_timestamp_is_kept_and_a_bad_one_costs_only_that_field() {
+    let mut ctx = DecodeContext::new();
+    let pod: Pod = decode_object(POD.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(pod.creation_timestamp, Some(t("2024-03-11T09:14:27Z")));
+    for meta in [
+        r#""creationTimestamp":null"#,
+        r#""creationTimestamp":"""#,
+        r#""x":1"#,
+    ] {
+        let json = format!(
+            r#"{{"metadata":{{"name":"p","namespace":"d",{meta}}},"spec":{{"nodeName":"n1"}}}}"#
+        );
+        let pod: Pod = decode_object(json.as_bytes(), &mut ctx).unwrap();
+        assert_eq!(pod.creation_timestamp, None, "{meta}");
+    }
+    assert_eq!(ctx.bad_fields_logged(), 0);
+    let bad = r#"{"metadata":{"name":"p","namespace":"d","creationTimestamp":"yesterday"},"spec":{"nodeName":"n1"}}"#;
+    let pod: Pod = decode_object(bad.as_bytes(), &mut ctx).unwrap();
+    assert_eq!(pod.creation_timestamp, None);
+    assert_eq!(pod.node_name.as_deref(), Some("n1"));
+    assert_eq!(ctx.bad_fields_logged(), 1);
 }

@@ -107,12 +107,13 @@ impl KeyFilter for AllLabelKeys {
     }
 }
 
-/// The OpenYurt autonomy annotations, the only annotations read.
+/// The OpenYurt autonomy annotations and the maintenance one, the only annotations read.
 pub struct AutonomyKeys;
 impl KeyFilter for AutonomyKeys {
     const EXPECTING: &'static str = "a map of annotations";
     fn keep(key: &str) -> bool {
         crate::model::autonomy_annotations::is_kept(key)
+            || key == crate::model::maintenance::ANNOTATION
     }
 }
 

@@ -564,8 +564,8 @@ impl<T: Watched> Reflector<T> {
     }
 
     /// 70–90 % of the idle timeout (whole seconds, rounded down), at least one second. Each
-    /// rotation of a quiet watch costs wake-ups (issue #14: two on a kept connection), so it
-    /// asks for as much as leaves the server a tenth of the idle timeout (3 s at 30 s) to send
+    /// rotation of a quiet watch costs wake-ups (two on a kept connection), so it asks for as much
+    /// as leaves the server a tenth of the idle timeout (3 s at 30 s) to send
     /// the end before the idle deadline; the jitter keeps the three watches from rotating
     /// together forever. A frozen watch is still caught by the idle deadline itself.
     /// 70–90 % of the idle timeout in whole seconds, aimed at `end_target` when one fits.
@@ -604,7 +604,7 @@ impl<T: Watched> Reflector<T> {
     }
 }
 
-/// The version to resume from, kept in place: no allocation per watch event (issue #14).
+/// The version to resume from, kept in place: no allocation per watch event.
 fn note_version(held: &mut Option<String>, rv: &str) {
     if rv.is_empty() {
         return;

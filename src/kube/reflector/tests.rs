@@ -141,7 +141,7 @@ fn server_timeout_is_inside_the_idle_timeout_so_a_healthy_stream_never_idles_out
     for _ in 0..200 {
         let t = r.watch_timeout_seconds(Time::ZERO);
         // 30 s idle timeout: at least 3 s for the server's end to arrive before the deadline,
-        // and rotations no more often than every 21 s (each costs wake-ups, issue #14).
+        // and rotations no more often than every 21 s (each costs wake-ups).
         assert!((21..=27).contains(&t), "{t}");
         seen.insert(t);
     }

@@ -1,5 +1,5 @@
-//! Where the end of a watch should land (issue #14). The server ends each watch
-//! `timeoutSeconds` after it got the request, and on a quiet cluster that end is a wake-up of
+//! Where the end of a watch should land. The server ends each watch `timeoutSeconds` after it got
+//! the request, and on a quiet cluster that end is a wake-up of
 //! its own, three watches every 21–27 s. The shell wakes every `node_monitor_period` anyway for
 //! its periodic pass, which may run a little before its tick when the loop is awake then: a
 //! `timeoutSeconds` whose end lands in that window before a tick makes the end's wake-up the

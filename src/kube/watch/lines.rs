@@ -49,8 +49,7 @@ impl LineSplitter {
 
     /// Appends body bytes; pushes every completed line (without its `\n` / `\r\n`) to `out`.
     /// Blank lines are dropped. Lines that arrive whole are copied once, straight from
-    /// `bytes` (issue #14: every watch event passes here); only a line's unfinished start is
-    /// held back.
+    /// `bytes` (every watch event passes here); only a line's unfinished start is held back.
     pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Result<Vec<u8>, LineError>>) {
         if self.discarding {
             match find_newline(bytes) {

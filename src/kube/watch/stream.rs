@@ -13,7 +13,7 @@
 //! Rotation: a watch the server ended at its `timeoutSeconds` leaves an idle keep-alive
 //! connection, and the next watch is sent on it in the same turn ([`WatchStream::rewatch`]):
 //! no TCP connect, no TLS handshake, and one wake-up (the response head) besides the one that
-//! read the end (issue #14: a new connection cost 3–4 wake-ups and a handshake per rotation).
+//! read the end (a new connection cost 3–4 wake-ups and a handshake per rotation).
 
 use std::io::{self, BufRead, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -322,7 +322,7 @@ impl WatchStream {
 
     /// What to be woken for. Registering reports the current readiness at once, and a
     /// connected socket with nothing to send is writable: asking for writability then would
-    /// cost a wake-up that reads nothing (issue #14).
+    /// cost a wake-up that reads nothing.
     fn interest(&self) -> Interest {
         let unsent = !self.connected
             || !self.pending.is_empty()
@@ -389,7 +389,7 @@ impl WatchStream {
         // `WouldBlock` would cost a syscall for nothing. Not on readiness events (mio's
         // edge-triggered rule is to read until `WouldBlock`); a paused stream is read again
         // on its timer, and registering it again reports bytes that arrived meanwhile
-        // (issue #14: one `recv` per coalesced read instead of two).
+        // (one `recv` per coalesced read instead of two).
         let mut drained = false;
         loop {
             if drained {
@@ -483,7 +483,7 @@ impl WatchStream {
                 if drained {
                     return Ok(Drain::Done);
                 }
-                // One large read instead of one per 4 KiB (issue #14), until it would block.
+                // One large read instead of one per 4 KiB, until it would block.
                 self.socket_reads += 1;
                 match self.socket.read(&mut self.buf) {
                     Ok(0) => {

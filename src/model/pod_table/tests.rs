@@ -22,6 +22,7 @@ fn pod(ns: &str, name: &str, node: Option<&str>, rv: &str) -> Pod {
         deleting: false,
         daemonset_owned: false,
         disruption_target: false,
+        creation_timestamp: None,
     }
 }
 
@@ -165,4 +166,77 @@ fn a_pod_record_is_small() {
         "{}",
         std::mem::size_of::<Record>()
     );
+}
+
+/// The creation time is kept in whole seconds (what the API keeps): it reads back, follows a
+/// replacement, and a reused slot does not inherit it.
+#[test]
+fn the_creation_second_is_kept_and_a_reused_slot_does_not_inherit_it() {
+    use crate::time::Time;
+    let at = |ms: u64| Some(Time::from_unix_millis(ms));
+    let mut t = PodTable::new();
+    let mut a = pod("default", "a", Some("n1"), "1");
+    a.creation_timestamp = at(1_700_000_000_000);
+    let id = changed(t.upsert(a.clone())).id;
+    assert_eq!(t.view(id).to_pod(), a);
+    // Sub-second parts (never sent by the API) are dropped, never rounded up.
+    let mut b = pod("default", "b", Some("n1"), "2");
+    b.creation_timestamp = at(1_700_000_005_999);
+    t.upsert(b.clone());
+    assert_eq!(
+        t.get(&b.key).unwrap().creation_timestamp(),
+        at(1_700_000_005_000)
+    );
+    // A new pod under the same name: its own creation.
+    let mut a2 = pod("default", "a", Some("n1"), "3");
+    a2.uid = n("1f6bd7b6-2a33-4c55-9d1e-7a6b3f0c9e12");
+    a2.creation_timestamp = at(1_700_000_009_000);
+    t.upsert(a2.clone());
+    assert_eq!(t.get(&a2.key).unwrap().to_pod(), a2);
+    // The slot freed by "a" goes to a pod without a creation time: none.
+    t.remove(&a2.key);
+    let c = pod("default", "c", Some("n2"), "4");
+    let id_c = changed(t.upsert(c.clone())).id;
+    assert_eq!(id_c, id);
+    assert_eq!(t.view(id_c).creation_timestamp(), None);
+    // Through shrinking too.
+    t.remove(&c.key);
+    t.shrink_to_fit();
+    assert_eq!(
+        t.get(&b.key).unwrap().to_pod().creation_timestamp,
+        at(1_700_000_005_000)
+    );
+}
+
+/// The resourceVersion shares a word with the flags: setting one never disturbs the other, and
+/// a version too large for its 48 bits is kept as text, read back as sent.
+#[test]
+fn the_resource_version_and_the_flags_share_a_word_without_disturbing_each_other() {
+    let mut t = PodTable::new();
+    let max = (COMPACT_RV_LIMIT - 1).to_string();
+    let mut p = pod("default", "a", Some("n1"), &max);
+    p.deleting = true;
+    p.daemonset_owned = true;
+    p.ready = Some(ConditionStatus::Unknown);
+    t.upsert(p.clone());
+    assert_eq!(t.get(&p.key).unwrap().to_pod(), p);
+    t.set_ready(&p.key, ConditionStatus::False);
+    let view = t.get(&p.key).unwrap();
+    assert_eq!(&*view.resource_version(), max.as_str());
+    assert!(view.deleting() && view.daemonset_owned());
+    assert_eq!(view.ready(), Some(ConditionStatus::False));
+    // Beyond 48 bits: text, read back as sent.
+    let big = COMPACT_RV_LIMIT.to_string();
+    let mut q = pod("default", "a", Some("n1"), &big);
+    q.ready = Some(ConditionStatus::True);
+    t.upsert(q.clone());
+    assert_eq!(t.get(&q.key).unwrap().to_pod(), q);
+    // An older compact version is still refused against a compact one.
+    let r = pod("default", "b", Some("n1"), "1000");
+    t.upsert(r.clone());
+    assert!(matches!(
+        t.upsert(pod("default", "b", Some("n1"), "999")),
+        PodUpsert::Older
+    ));
+    assert_eq!(&*t.get(&r.key).unwrap().resource_version(), "1000");
 }

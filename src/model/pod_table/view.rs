@@ -56,7 +56,7 @@ impl<'a> PodView<'a> {
                 return rv;
             }
         }
-        Rc::from(r.resource_version.to_string())
+        Rc::from(r.resource_version().to_string())
     }
 
     pub fn node_name(&self) -> Option<&'a Name> {
@@ -86,6 +86,14 @@ impl<'a> PodView<'a> {
         self.record().has(DISRUPTION)
     }
 
+    /// `metadata.creationTimestamp`, in whole seconds; `None` when the pod had none.
+    pub fn creation_timestamp(&self) -> Option<Time> {
+        match self.record().created {
+            0 => None,
+            secs => Some(Time::from_unix_millis(u64::from(secs) * 1000)),
+        }
+    }
+
     /// The pod as a model value (for replays and tests).
     pub fn to_pod(&self) -> Pod {
         Pod {
@@ -98,6 +106,7 @@ impl<'a> PodView<'a> {
             deleting: self.deleting(),
             daemonset_owned: self.daemonset_owned(),
             disruption_target: self.disruption_target(),
+            creation_timestamp: self.creation_timestamp(),
         }
     }
 }

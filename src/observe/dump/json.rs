@@ -42,7 +42,7 @@ impl DaemonSnapshot {
         let not_ready = self.not_ready_nodes();
         let nodes_shown = not_ready.len().min(caps.nodes);
         let zones_shown = c.zones.len().min(caps.zones);
-        json!({
+        let mut v = json!({
             "dump": "node-lifecycled",
             "now": self.now.to_rfc3339(),
             "version": {
@@ -119,7 +119,28 @@ impl DaemonSnapshot {
                 "timers_pending": self.event_loop.timers_pending,
                 "next_timer_in_ms": self.event_loop.next_timer_in.map(millis),
             },
-        })
+        });
+        // Only with a brake configured, so a dump without one is as before.
+        if !c.brakes.is_empty()
+            && let Some(o) = v.as_object_mut()
+        {
+            let brakes: Vec<Value> = c
+                .brakes
+                .iter()
+                .map(|(scope, b)| {
+                    json!({
+                        "scope": scope.to_string(),
+                        "engaged": b.engaged(),
+                        "unhealthy": b.unhealthy,
+                        "total": b.total,
+                        "max_unhealthy": b.limit.to_string(),
+                        "engaged_since": b.engaged_since.map(|t| t.to_rfc3339()),
+                    })
+                })
+                .collect();
+            o.insert("brakes".into(), Value::Array(brakes));
+        }
+        v
     }
 
     fn json_zone(&self, z: &ZoneDump) -> Value {

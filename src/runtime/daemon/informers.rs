@@ -50,7 +50,7 @@ impl Informers {
     }
 
     /// Aims each watch's end into the pass's window before a tick (`window`: `(opens,
-    /// tick)`), away from the windows the other two watches' ends hold (issue #14).
+    /// tick)`), away from the windows the other two watches' ends hold.
     pub(super) fn aim_watch_ends(&mut self, window: Option<(Time, Time)>, period: Duration) {
         let ends = [
             self.nodes.expected_watch_end(),

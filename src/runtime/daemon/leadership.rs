@@ -42,7 +42,10 @@ impl Daemon {
     // ---- timers ---------------------------------------------------------------------------
 
     pub(super) fn on_leader_timer(&mut self, lp: &mut Lp) {
-        for transition in self.leader.step() {
+        let transitions = self.leader.step();
+        // The pause first: a takeover honours the pause its acquiring read brought.
+        self.sync_pause(lp.now());
+        for transition in transitions {
             let now = lp.now();
             match transition {
                 Transition::Acquired => self.maybe_act(now),
@@ -55,6 +58,31 @@ impl Daemon {
             self.stop_acting(now, "leader lease not renewed in time");
         }
         self.refresh_status();
+    }
+
+    /// Feeds the controllers the fleet pause when the Lease's annotation changed (read by every
+    /// instance: a leader's renewals and a follower's polls both bring it).
+    fn sync_pause(&mut self, now: Time) {
+        use crate::leader::pause::{PAUSE_ANNOTATION, interpret};
+        let raw = self.leader.lock().annotation(PAUSE_ANNOTATION);
+        if raw == self.pause_seen.as_ref().map(|(r, _)| r.as_str()) {
+            return;
+        }
+        self.pause_seen = raw.map(|r| (r.to_string(), now));
+        let pause = match interpret(raw, now, self.config.fencing.max_pause) {
+            None => None,
+            Some(Ok(p)) => Some(p),
+            Some(Err((held, why))) => {
+                warn!(
+                    "leader lease {}: annotation {PAUSE_ANNOTATION} cannot be read ({why}): \
+                     everything is paused until {} (fix it with node-lifecycled pause/resume)",
+                    self.leader.lock().describe(),
+                    held.until.to_rfc3339()
+                );
+                Some(held)
+            }
+        };
+        self.feed(Input::FleetPause(pause), now);
     }
 
     pub(super) fn leader_snapshot(&self, now: Time) -> LeaderSnapshot {

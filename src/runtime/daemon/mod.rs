@@ -18,6 +18,7 @@
 //! - Every handler ends in `rearm`: the controller, executor and leader timers follow the
 //!   machines' next deadlines.
 
+mod fence_status;
 mod informers;
 mod kinds;
 mod leadership;
@@ -50,7 +51,7 @@ use super::state_dump::read_rss_bytes;
 
 use crate::config::{Config, ConfigChange};
 use crate::controller::cache_currency::cache_settle;
-use crate::controller::pools::selector_label_keys;
+use crate::controller::pools::{node_label_keys, selector_label_keys};
 use crate::controller::{Action, Controllers, Input};
 use crate::kube::decode::DecodeContext;
 use crate::kube::reflector::{Delta, EndTarget, ReflectorStats, Watched};
@@ -136,7 +137,7 @@ pub struct Daemon {
     informers_stale: [bool; 3],
     controllers: Controllers,
     executor: Executor,
-    /// Fence commands (issue #17): started for the controllers, answered as inputs.
+    /// Fence commands: started for the controllers, answered as inputs.
     fencer: FenceRunner,
     fences_to_start: Vec<(
         crate::controller::ActionId,
@@ -157,6 +158,11 @@ pub struct Daemon {
     /// Every decision as one line (folded in floods), and the history `explain` shows.
     decision_log: DecisionLog,
     control: Option<ControlServer>,
+    /// The fleet pause annotation as last read from the leader Lease, and when this value was
+    /// first seen (`leadership.rs`).
+    pause_seen: Option<(String, Time)>,
+    /// `status_command` runs (`fence_status.rs`).
+    fence_status: fence_status::StatusProbe,
 }
 
 impl Daemon {
@@ -254,6 +260,8 @@ impl Daemon {
             watch_list_unknown: watch_list.is_none(),
             decision_log: DecisionLog::new(),
             control,
+            pause_seen: None,
+            fence_status: Default::default(),
         })
     }
 
@@ -368,7 +376,9 @@ impl Daemon {
 
     fn feed_all(&mut self, inputs: Vec<Input>, now: Time) {
         for input in inputs {
-            self.feed(input, now);
+            if !self.status_answered(&input) {
+                self.feed(input, now);
+            }
         }
     }
 
@@ -377,6 +387,7 @@ impl Daemon {
     fn rearm(&mut self, lp: &mut Lp) {
         // Fences first: an answer known at once (dry-run) is a decision logged below.
         self.start_fences(lp);
+        self.probe_fence_agent(lp);
         self.log_decisions(lp.now());
         match self.decision_log.next_deadline() {
             Some(at) => lp.schedule(TimerKind::Decisions, at),
@@ -387,7 +398,11 @@ impl Daemon {
         if let Some(at) = self.control.as_ref().and_then(ControlServer::next_deadline) {
             lp.schedule(TimerKind::Control, at);
         }
-        match self.fencer.next_deadline() {
+        match [self.fencer.next_deadline(), self.status_due()]
+            .into_iter()
+            .flatten()
+            .min()
+        {
             Some(at) => lp.schedule(TimerKind::Fence, at),
             None => {
                 lp.cancel(&TimerKind::Fence);
@@ -570,6 +585,23 @@ fn report(what: &str, result: io::Result<()>) {
 /// The decoder keeps the node labels the pool selectors read, beside its fixed set.
 fn decode_context(config: &Config) -> DecodeContext {
     let mut decode = DecodeContext::new();
-    decode.keep_node_labels(selector_label_keys(&config.pools));
+    decode.keep_node_labels(kept_label_keys(config));
     decode
+}
+
+/// Node label keys kept beside the built-in ones: pool selectors', and `match_labels`' when
+/// the status probe picks nodes by them from the store.
+pub(super) fn kept_label_keys(config: &Config) -> Vec<String> {
+    // The pools' selectors, the disruption domains' labels (global and per pool), and the
+    // fencing selector when the fence agents are probed.
+    let mut keys = node_label_keys(
+        &selector_label_keys(&config.pools),
+        &config.pools,
+        &config.disruption_domain,
+    );
+    let f = &config.fencing;
+    if !f.status_command.is_empty() && !f.status_interval.is_zero() {
+        keys.extend(f.match_labels.iter().map(|(k, _)| k.clone()));
+    }
+    keys
 }

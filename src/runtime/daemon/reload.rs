@@ -95,7 +95,7 @@ impl Daemon {
         // next update (a node's pool is decided on the labels the store has).
         self.shared
             .decode
-            .keep_node_labels(selector_label_keys(&self.config.pools));
+            .keep_node_labels(kept_label_keys(&self.config));
         self.fencer.apply(&self.config.fencing);
         let actions = self
             .controllers

@@ -202,6 +202,8 @@ impl Daemon {
                 .enabled
                 .then(|| self.fencer.metrics.clone()),
             decisions: self.decision_log.decided.clone(),
+            pause: self.controllers.pause(now).cloned(),
+            fence_agent_ok: self.fence_status.ok.clone(),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The API side of fencing (issue #17): the live read of a node and its Lease before a fence,
-//! decoded for the fencing machine (the patch that carries its annotations is
+//! The API side of fencing: the live read of a node and its Lease before a fence, decoded for the
+//! fencing machine (the patch that carries its annotations is
 //! `kube::request::node_annotations_patch`).
 //!
 //! The read decodes the node with k8s-openapi, not the caches' compact projection: it is rare
@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1 as core;
 
 use crate::controller::LeaseReadOutcome;
 use crate::controller::fencing::FenceTarget;
-use crate::model::{ConditionStatus, Name, Taint};
+use crate::model::{ConditionStatus, Maintenance, Name, Taint};
 use crate::time::Time;
 
 use crate::controller::fencing::{ATTEMPT_ANNOTATION, TAINT_ADDED_ANNOTATION, is_out_of_service};
@@ -27,7 +27,9 @@ pub fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
         .unwrap_or_default()
         .into_iter()
         .find(|c| c.type_ == "Ready");
-    let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
+    let spec = node.spec.unwrap_or_default();
+    let unschedulable = spec.unschedulable.unwrap_or(false);
+    let taints = spec.taints.unwrap_or_default();
     Ok(FenceTarget {
         uid: Name::from(meta.uid.unwrap_or_default()),
         resource_version: Name::from(meta.resource_version.unwrap_or_default()),
@@ -50,6 +52,13 @@ pub fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
             .collect(),
         attempt: annotations.get(ATTEMPT_ANNOTATION).cloned(),
         taint_added: annotations.get(TAINT_ADDED_ANNOTATION).cloned(),
+        fence_state: annotations
+            .get(crate::controller::fencing::STATE_ANNOTATION)
+            .cloned(),
+        maintenance: annotations
+            .get(crate::model::maintenance::ANNOTATION)
+            .map_or(Maintenance::None, |v| Maintenance::parse(v)),
+        unschedulable,
         out_of_service: taints.iter().any(|t| {
             is_out_of_service(&Taint {
                 key: Name::from(t.key.as_str()),

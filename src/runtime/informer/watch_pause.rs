@@ -20,8 +20,8 @@ const COALESCE_MAX_EVENTS: usize = 64;
 
 /// The coalescing period widens (doubles) while reads find fewer events than this on
 /// average: each read is a wake-up with a fixed cost (epoll, timers, TLS records, cold
-/// caches: about half of the daemon's CPU per event at 2,000 nodes, issue #14), so a trickle
-/// is read less often, up to `MAX_WIDENING` times the configured period.
+/// caches: about half of the daemon's CPU per event at 2,000 nodes), so a trickle is read less
+/// often, up to `MAX_WIDENING` times the configured period.
 const FEW_EVENTS_PER_READ: f32 = 12.0;
 /// … and narrows (halves) back towards the configured period while reads find more than this:
 /// a busy watch pays its wake-ups with many events each and is read on the configured grid.
@@ -69,9 +69,9 @@ impl CoalescePeriod {
 }
 
 impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
-    /// Reads events that arrive close together in one wake-up (issue #14: a wake-up per Lease
-    /// renewal cost more than the renewal). After a read that found a few events, the stream's
-    /// readiness events are paused and it is read again `watch_coalesce` later; a read that
+    /// Reads events that arrive close together in one wake-up (a wake-up per Lease renewal cost
+    /// more than the renewal). After a read that found a few events, the stream's readiness events
+    /// are paused and it is read again `watch_coalesce` later; a read that
     /// finds nothing, or a burst, resumes them, so a quiet watch costs no timer, its first
     /// event is read at once, and a burst or a full state flows at the socket's pace. An event
     /// is seen at most the coalescing period late: `watch_coalesce`, widened up to four times
@@ -120,8 +120,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
     }
 
-    /// A rotation costs one wake-up, the one that read the old watch's end (issue #14): the
-    /// new watch's response head, a millisecond behind its request, is read at the loop's
+    /// A rotation costs one wake-up, the one that read the old watch's end: the new watch's
+    /// response head, a millisecond behind its request, is read at the loop's
     /// next wake-up, whatever causes it, instead of on its own readiness event. The stream is
     /// paused (deregistered, as the coalescing pause does) and its read is a lazy deadline:
     /// soft just after this turn, hard `rotated_watch_read_within` later (an idle daemon's
@@ -168,7 +168,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
 
 /// When a paused watch is read again: the next multiple of `coalesce` since the epoch, so
 /// within `coalesce` of `now` and the same instant for every informer — the Lease and Node
-/// watches, both paused, are read in one wake-up instead of two (issue #14).
+/// watches, both paused, are read in one wake-up instead of two.
 fn coalesced_read_at(now: Time, coalesce: Duration) -> Time {
     let period = crate::time::duration_millis(coalesce).max(1);
     Time::from_unix_millis((now.as_unix_millis() / period + 1) * period)
@@ -188,8 +188,8 @@ mod tests {
         period.period(base)
     }
 
-    /// Issue #14: 200 Lease renewals a second (2,000 nodes) are read every 100 ms, 20 a read,
-    /// not every 50 ms; 33 node status patches a second every 200 ms (the widest); 500
+    /// 200 Lease renewals a second (2,000 nodes) are read every 100 ms, 20 a read, not every 50 ms;
+    /// 33 node status patches a second every 200 ms (the widest); 500
     /// renewals a second (5,000 nodes) stay on the configured 50 ms; a watch that gets busier
     /// narrows back, and a resumed one starts again from the configured period.
     #[test]

@@ -1,4 +1,4 @@
-//! `node-lifecycled-sim bench`: the scale benchmark (issue #7).
+//! `node-lifecycled-sim bench`: the scale benchmark.
 //!
 //! For each cluster size: the simulated API server and kubelets run in this process (threads),
 //! populated directly in the store; the release `node-lifecycled` runs as a child process against

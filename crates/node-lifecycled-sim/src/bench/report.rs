@@ -293,7 +293,7 @@ fn rows() -> Vec<Row> {
                 )
             },
             scalar: SizeReport::idle_besides_pass,
-            target: "≤ 0.2/s (issue #14)",
+            target: "≤ 0.2/s",
         },
         Row {
             figure: "idle context switches/s, CPU",

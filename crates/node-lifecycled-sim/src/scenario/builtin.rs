@@ -46,6 +46,30 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing",
         include_str!("../../../../conf/scenarios/fencing.toml"),
     ),
+    (
+        "brake",
+        include_str!("../../../../conf/scenarios/brake.toml"),
+    ),
+    (
+        "pool-fast-failover",
+        include_str!("../../../../conf/scenarios/pool-fast-failover.toml"),
+    ),
+    (
+        "site-cut-off",
+        include_str!("../../../../conf/scenarios/site-cut-off.toml"),
+    ),
+    (
+        "site-dark-hold",
+        include_str!("../../../../conf/scenarios/site-dark-hold.toml"),
+    ),
+    (
+        "fencing-maintenance",
+        include_str!("../../../../conf/scenarios/fencing-maintenance.toml"),
+    ),
+    (
+        "fencing-power-cycle",
+        include_str!("../../../../conf/scenarios/fencing-power-cycle.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

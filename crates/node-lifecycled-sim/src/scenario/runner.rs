@@ -301,8 +301,7 @@ pub fn run(
     if daemon_writes == 0 {
         let _ = writeln!(
             out,
-            "the daemon made no writes at all: check its log ({}); is it wired to the API \
-             (issue #6)?\n",
+            "the daemon made no writes at all: check its log ({}); is it wired to the API?\n",
             log_path.display()
         );
     }
@@ -356,7 +355,7 @@ fn spawn_daemon(daemon: &Path, config: &Path, log: File) -> Result<Child, String
         .env_remove("NOTIFY_SOCKET")
         .env_remove("WATCHDOG_USEC")
         .env_remove("WATCHDOG_PID")
-        // Where a scenario's fence command records its runs (issue #17).
+        // Where a scenario's fence command records its runs.
         .env(
             "NODE_LIFECYCLED_SIM_WORK_DIR",
             config.parent().unwrap_or(Path::new(".")),

@@ -23,9 +23,62 @@ pub const RENEW_DEADLINE: Duration = Duration::from_secs(2);
 pub const RETRY_PERIOD: Duration = Duration::from_millis(500);
 pub const WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub fn config_text(kubeconfig: &Path, identity: &str, log_level: &str) -> String {
+/// The release of the soak's brake waits this long (`disruption_cooldown`, also the zones').
+pub const BRAKE_COOLDOWN: Duration = Duration::from_secs(2);
+/// The brake of the soak's pool `z1` (`--pools`), a percentage of zone z1's nodes.
+pub const POOL_BRAKE_PERCENT: f64 = 50.0;
+
+/// The brake and pool policies a soak may run with (`SoakOptions::brake`, `::pools`).
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    pub brake: Option<usize>,
+    pub pools: bool,
+    /// Disruption domains by a site label, unless-disrupted, a hold and the site's pool
+    /// (`domains::TOP_KEYS`, `domains::POOL`).
+    pub partitions: bool,
+}
+
+impl Policy {
+    /// (top-level keys, tables after the rest).
+    fn text(&self) -> (String, String) {
+        let mut top = String::new();
+        if self.partitions {
+            top.push_str(super::domains::TOP_KEYS);
+        }
+        if let Some(n) = self.brake {
+            top.push_str(&format!("max_unhealthy = {n}\n"));
+        }
+        if self.brake.is_some() || self.pools {
+            top.push_str(&format!(
+                "disruption_cooldown = \"{}s\"\n",
+                BRAKE_COOLDOWN.as_secs()
+            ));
+        }
+        let tables = if self.pools {
+            format!(
+                "[[pool]]\nname = \"z1\"\n\
+             match_labels = {{ \"topology.kubernetes.io/zone\" = \"z1\" }}\n\
+             max_unhealthy = \"{POOL_BRAKE_PERCENT}%\"\ndefault_toleration_seconds = 1\n\
+             [[pool]]\nname = \"z2\"\n\
+             match_labels = {{ \"topology.kubernetes.io/zone\" = \"z2\" }}\n\
+             mark_pods_not_ready = false\n"
+            )
+        } else {
+            String::new()
+        };
+        let tables = if self.partitions {
+            format!("{tables}{}", super::domains::POOL)
+        } else {
+            tables
+        };
+        (top, tables)
+    }
+}
+
+pub fn config_text(kubeconfig: &Path, identity: &str, log_level: &str, policy: &Policy) -> String {
+    let (top, tables) = policy.text();
     format!(
-        "node_monitor_period = \"1s\"\n\
+        "{top}node_monitor_period = \"1s\"\n\
          node_monitor_grace_period = \"{}s\"\n\
          node_startup_grace_period = \"10s\"\n\
          node_eviction_rate = {EVICTION_RATE:?}\n\
@@ -44,7 +97,7 @@ pub fn config_text(kubeconfig: &Path, identity: &str, log_level: &str) -> String
          identity = \"{identity}\"\n\
          lease_duration = \"{}s\"\n\
          renew_deadline = \"{}s\"\n\
-         retry_period = \"{}ms\"\n",
+         retry_period = \"{}ms\"\n{tables}",
         GRACE.as_secs(),
         kubeconfig.display(),
         WATCH_IDLE_TIMEOUT.as_secs(),

@@ -1,4 +1,4 @@
-//! `decision-late` (issue #25): no eviction later than upstream's time plus an allowance.
+//! `decision-late`: no eviction later than upstream's time plus an allowance.
 //!
 //! `pod-not-evicted` (liveness) gives every due pod 10 s and moves its deadline back for every
 //! fault that stops the daemons. This rule is tighter and judges only what a healthy daemon

@@ -11,11 +11,11 @@ use crate::resource::{Resource, Verb};
 use crate::write_log::{Identity, WriteRecord};
 use node_lifecycled::time::Time;
 
-const A: &str = "token-a";
+pub(super) const A: &str = "token-a";
 const B: &str = "token-b";
 const T0: u64 = 1_700_000_000_000;
 
-fn at(seconds: f64) -> Time {
+pub(super) fn at(seconds: f64) -> Time {
     Time::from_unix_millis(T0 + (seconds * 1000.0) as u64)
 }
 
@@ -30,13 +30,13 @@ fn limits() -> Limits {
 }
 
 /// A log under construction: records numbered in order.
-struct Log {
-    checker: Checker,
+pub(super) struct Log {
+    pub(super) checker: Checker,
     seq: u64,
 }
 
 impl Log {
-    fn new() -> Log {
+    pub(super) fn new() -> Log {
         let mut checker = Checker::new(
             limits(),
             &[(A, "daemon-a"), (B, "daemon-b")],
@@ -110,7 +110,7 @@ impl Log {
         }
     }
 
-    fn unknown(&mut self, t: f64, token: &str, node: &str) {
+    pub(super) fn unknown(&mut self, t: f64, token: &str, node: &str) {
         self.write(
             t,
             Log::daemon(token),
@@ -125,7 +125,7 @@ impl Log {
         );
     }
 
-    fn taints(&mut self, t: f64, token: &str, node: &str, keys: &[&str]) {
+    pub(super) fn taints(&mut self, t: f64, token: &str, node: &str, keys: &[&str]) {
         let list: Vec<_> = keys
             .iter()
             .map(|k| json!({"key": format!("node.kubernetes.io/{k}"), "effect": "NoExecute"}))
@@ -157,11 +157,11 @@ impl Log {
         );
     }
 
-    fn rules(&self) -> Vec<&'static str> {
+    pub(super) fn rules(&self) -> Vec<&'static str> {
         self.checker.violations.iter().map(|v| v.rule).collect()
     }
 
-    fn violations(&self) -> &[Violation] {
+    pub(super) fn violations(&self) -> &[Violation] {
         &self.checker.violations
     }
 }
@@ -365,7 +365,7 @@ fn a_pod_left_running_after_its_toleration_is_a_liveness_violation() {
     log.taints(7.0, A, "z1-n001", &["unreachable"]);
     log.delete_pod(7.2, "default/web-0");
     // web-1 tolerates 6 s: due at 7 + 6 + 10 = 23 s (the dead node's taint at 17 s is met).
-    // (decision-late, judged from 14.7 s on, is the tighter rule of issue #25.)
+    // (decision-late, judged from 14.7 s on, is the tighter rule: never less safe than upstream.)
     log.checker.check_liveness(at(22.0));
     assert_eq!(log.rules(), ["decision-late"]);
     log.checker.check_liveness(at(24.0));
@@ -448,8 +448,8 @@ fn records_the_log_dropped_before_they_were_read_are_reported() {
     assert_eq!(log.rules(), ["write-log"]);
 }
 
-// Issue #25: the zone rules as upstream's batched pass would judge them, taints taken off dead
-// nodes, and decisions later than a reconnect allows.
+// The zone rules as upstream's batched pass would judge them, taints taken off dead nodes, and
+// decisions later than a reconnect allows.
 
 /// The kubelets of `nodes` renew every second until `last` (their last heartbeat) and are
 /// silent from `last + 0.5` on (ground truth).
@@ -461,7 +461,7 @@ fn die(log: &mut Log, nodes: &[String], last: f64) {
 }
 
 /// `node`'s kubelet posts Ready=True.
-fn ready_post(log: &mut Log, t: f64, node: &str) {
+pub(super) fn ready_post(log: &mut Log, t: f64, node: &str) {
     log.write(
         t,
         Identity::direct(KUBELET),

@@ -20,7 +20,8 @@
 //!   (master disruption mode).
 //! - `eviction-before-toleration`: a pod deleted before its toleration ran out, counted from the
 //!   first NoExecute taint of an unbroken run, or the pod's creation if later (the daemon
-//!   counts from the taint's `timeAdded`, a pod bound later from its arrival); or deleted
+//!   counts from the taint's `timeAdded`, or the pod's creation if later at a start or a
+//!   takeover, a pod bound later from its arrival); or deleted
 //!   with no NoExecute taint on its node (beyond a running eviction's retry window); or a pod
 //!   that tolerates forever deleted.
 //! - `two-writers`: writes by two daemons less than `handover_gap` apart.
@@ -97,6 +98,8 @@ pub struct Limits {
     pub status_interval: Duration,
     pub handover_gap: Duration,
     pub rss_limit_kib: u64,
+    /// The daemons' fleet-wide brake, if they run with one (`brake_rule`).
+    pub brake: Option<super::brake_rule::BrakeRule>,
 }
 
 impl Limits {
@@ -130,8 +133,8 @@ impl Limits {
     ///   1 s) + 200 ms for one round trip or the relist; the slack 500 ms plus the longer of
     ///   the two daemons' measured CPU waits from 3 s before the pod was due to the deadline.
     ///   Not the 1.6 s of the evidence window: that stood for CPU waits before they were
-    ///   measured, and it would hide what this rule is for (after a reset the daemon of
-    ///   issue #25 holds deletions for the new pod watch's first line, 1 s later when the
+    ///   measured, and it would hide what this rule is for (after a reset the daemon, never less
+    ///   safe than upstream, holds deletions for the new pod watch's first line, 1 s later when the
     ///   server ends it at `timeoutSeconds=1`, + a 0.5 s settle: 1.5 s beyond the reconnect).
     ///   Only connection resets on a healthy server may push the deadline back; any fault that
     ///   stops a daemon (stall, freeze, leader kill, 500 or 429 burst, slow responses, an API
@@ -159,6 +162,7 @@ impl Limits {
             status_interval: Duration::from_secs(1),
             handover_gap: Duration::from_millis(250),
             rss_limit_kib: 128 * 1024,
+            brake: None,
         }
     }
 }
@@ -262,6 +266,11 @@ pub struct Checker {
     /// Per zone: since when taints have been allowed without a break.
     pub(super) allowed_since: BTreeMap<String, Time>,
     pub(super) all_full_since: Option<Time>,
+    /// Disruption domains (`domains.rs`): held domains' `hold_max`, since when each domain has been
+    /// fully disrupted in the store, and the domains the daemons may be holding now.
+    pub(super) holds: BTreeMap<String, Option<Duration>>,
+    pub(super) full_since: BTreeMap<String, Time>,
+    pub(super) held: std::collections::BTreeSet<String>,
     /// Leaving master disruption mode restarts every node's grace period.
     pub(super) all_full_exit: Time,
     pub(super) last_write: HashMap<String, Time>,
@@ -277,6 +286,7 @@ pub struct Checker {
     pub(super) last_seq: u64,
     /// Records the log dropped before they were read (must stay 0).
     pub missed_records: u64,
+    pub(super) brake: super::brake_rule::BrakeTruth,
 }
 
 impl Checker {
@@ -294,6 +304,9 @@ impl Checker {
             forbidden_since: BTreeMap::new(),
             allowed_since: BTreeMap::new(),
             all_full_since: None,
+            holds: BTreeMap::new(),
+            full_since: BTreeMap::new(),
+            held: Default::default(),
             all_full_exit: Time::ZERO,
             last_write: HashMap::new(),
             quiet_until: start,
@@ -305,6 +318,7 @@ impl Checker {
             violations: Vec::new(),
             last_seq: 0,
             missed_records: 0,
+            brake: Default::default(),
         };
         for node in nodes {
             let zone = zone_of(node).to_string();
@@ -401,6 +415,7 @@ impl Checker {
                 n.kubelet_since = at;
             }
         }
+        self.update_brake(at);
     }
 
     /// The last write log record read.
@@ -458,6 +473,9 @@ impl Checker {
                     self.set_ready(node, status, r.wall);
                 }
                 FactKind::PodDeleted { pod, .. } => {
+                    if self.pods.get(pod).is_some_and(|p| p.deleted.is_none()) {
+                        self.check_brake(format!("{pod} deleted"), r.wall);
+                    }
                     self.check_deletion(&daemon, pod, r.wall);
                     self.check_decision_at_deletion(pod, r.wall);
                 }
@@ -477,6 +495,7 @@ impl Checker {
         for node in added {
             let had = self.nodes.get(node).is_some_and(NodeTruth::noexec);
             if !had {
+                self.check_brake(format!("{node} tainted NoExecute"), r.wall);
                 self.check_taint(&daemon, node, r.wall);
             }
         }

@@ -9,6 +9,11 @@ use node_lifecycled::time::Time;
 impl Checker {
     /// Judges the liveness obligations due at `now`.
     pub fn check_liveness(&mut self, now: Time) {
+        self.update_brake(now);
+        if !self.holds.is_empty() {
+            // A hold runs out with time (`domains.rs`): its dead nodes are due from then.
+            self.update_zones(now);
+        }
         let allowance = self.limits.liveness_allowance;
         let mut found = Vec::new();
         let dead_in_zone = |zone: &str| {

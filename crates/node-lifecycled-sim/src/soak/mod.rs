@@ -8,8 +8,12 @@
 //! deleted by the daemon are created again (same name, same node) once their kubelet has
 //! finished them, as a ReplicaSet would, so evictions keep happening.
 
+pub mod brake_rule;
 mod daemons;
 mod decisions;
+#[cfg(test)]
+mod domain_tests;
+pub mod domains;
 #[cfg(test)]
 mod invariant_tests;
 pub mod invariants;
@@ -46,9 +50,18 @@ pub struct SoakOptions {
     pub dir: Option<PathBuf>,
     pub nodes: usize,
     pub zones: usize,
+    /// Disruption domains by label, pods kept Ready, held dark domains, a pool (`domains.rs`).
+    pub partitions: bool,
     /// Set (by a SIGINT/SIGTERM handler) to end the run early: the daemons are stopped and
     /// the run reports an error. `None`: the run goes to its end.
     pub stop: Option<Arc<AtomicBool>>,
+    /// The daemons run with `max_unhealthy` (and a 2 s `disruption_cooldown`), judged by
+    /// `decision-under-brake`. `None`: no brake, as before.
+    pub brake: Option<usize>,
+    /// The daemons' config has `[[pool]]`s (zone z1: its own brake at 50 % and
+    /// `default_toleration_seconds`, which the soak's pods, tolerating other than the admission
+    /// default, ignore; zone z2: `mark_pods_not_ready = false`).
+    pub pools: bool,
 }
 
 impl SoakOptions {
@@ -60,7 +73,10 @@ impl SoakOptions {
             dir: None,
             nodes: 24,
             zones: 3,
+            partitions: false,
             stop: None,
+            brake: None,
+            pools: false,
         }
     }
 }
@@ -146,7 +162,23 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     }
 
     let max_delay = Duration::from_millis(schedule::MAX_INJECTED_DELAY_MS);
-    let limits = Limits::for_soak(daemons::GRACE, daemons::EVICTION_RATE, max_delay);
+    let mut limits = Limits::for_soak(daemons::GRACE, daemons::EVICTION_RATE, max_delay);
+    if options.brake.is_some() || options.pools {
+        limits.brake = Some(brake_rule::BrakeRule {
+            max_unhealthy: options.brake,
+            cooldown: daemons::BRAKE_COOLDOWN,
+            zones: if options.pools {
+                vec![("z1".to_string(), daemons::POOL_BRAKE_PERCENT)]
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    let policy = daemons::Policy {
+        brake: options.brake,
+        pools: options.pools,
+        partitions: options.partitions,
+    };
     let start = cluster.now();
     let pairs: Vec<(&str, &str)> = tokens
         .iter()
@@ -154,6 +186,24 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         .zip(DAEMON_NAMES)
         .collect();
     let mut checker = Checker::new(limits, &pairs, &populated.nodes, start);
+    if options.partitions {
+        checker.use_domains(domains::domain_of, domains::holds(), start);
+        for node in &populated.nodes {
+            let site = domains::site_of(node);
+            cluster
+                .update(Resource::Nodes, None, node, |v| {
+                    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                        let labels = meta
+                            .entry("labels")
+                            .or_insert_with(|| serde_json::json!({}));
+                        if let Some(labels) = labels.as_object_mut() {
+                            labels.insert(domains::SITE_LABEL.into(), serde_json::json!(site));
+                        }
+                    }
+                })
+                .map_err(|e| format!("cannot label node {node}: {}", e.message))?;
+        }
+    }
     for pod in &pods {
         let toleration = match pod.toleration {
             Toleration::None => Some(Duration::ZERO),
@@ -169,7 +219,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         fs::write(&kubeconfig, kubeconfig_yaml(sim.url(), token))
             .map_err(|e| format!("cannot write {}: {e}", kubeconfig.display()))?;
         let mut daemon = Daemon::new(name, &options.daemon, &dir);
-        daemon.write_config(&daemons::config_text(&kubeconfig, name, "info"))?;
+        daemon.write_config(&daemons::config_text(&kubeconfig, name, "info", &policy))?;
         let _ = fs::remove_file(&daemon.log);
         daemon.start()?;
         daemons.push((daemon, kubeconfig));
@@ -234,6 +284,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         log_level_debug: false,
         fault_log: String::new(),
         cpu_wait_seen: Default::default(),
+        policy,
     };
     let began = Instant::now();
     let mut next = 0;
@@ -318,6 +369,19 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
             .collect(),
         clean_stops,
         dir,
+        policy_args: format!(
+            "{}{}{}",
+            options
+                .brake
+                .map(|n| format!(" --brake {n}"))
+                .unwrap_or_default(),
+            if options.pools { " --pools" } else { "" },
+            if options.partitions {
+                " --partitions"
+            } else {
+                ""
+            }
+        ),
     };
     // Every write of the run, the kubelets' included, for reading a violation's story.
     let writes = report.dir.join("writes.log");
@@ -334,6 +398,8 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
 }
 
 struct Run<'a> {
+    /// What the daemons' configs say beyond the soak's settings.
+    policy: daemons::Policy,
     sim: &'a crate::SimHandle,
     cluster: &'a crate::Cluster,
     kubelets: &'a Kubelets,
@@ -490,11 +556,11 @@ impl Run<'_> {
                         } else {
                             "debug"
                         };
-                        daemons::config_text(kubeconfig, &daemon.name, level)
+                        daemons::config_text(kubeconfig, &daemon.name, level, &self.policy)
                     } else {
                         format!(
                             "{}node_monitor_grace_period_typo = \"5s\"\n",
-                            daemons::config_text(kubeconfig, &daemon.name, "info")
+                            daemons::config_text(kubeconfig, &daemon.name, "info", &self.policy)
                         )
                     };
                     daemon.write_config(&text)?;
@@ -528,7 +594,12 @@ impl Run<'_> {
                 "info"
             };
             for (daemon, kubeconfig) in &self.daemons {
-                daemon.write_config(&daemons::config_text(kubeconfig, &daemon.name, level))?;
+                daemon.write_config(&daemons::config_text(
+                    kubeconfig,
+                    &daemon.name,
+                    level,
+                    &self.policy,
+                ))?;
             }
         }
         for (daemon, _) in &mut self.daemons {

@@ -28,6 +28,8 @@ pub struct SoakReport {
     /// Daemons that stopped within the grace after SIGTERM at the end.
     pub clean_stops: usize,
     pub dir: PathBuf,
+    /// `--brake N`, `--pools` and `--partitions` as run, for the replay command.
+    pub policy_args: String,
 }
 
 impl SoakReport {
@@ -42,9 +44,10 @@ impl SoakReport {
     /// The command that replays this run.
     pub fn replay(&self) -> String {
         format!(
-            "node-lifecycled-sim soak --duration {}s --seed {}",
+            "node-lifecycled-sim soak --duration {}s --seed {}{}",
             self.duration.as_secs(),
-            self.seed
+            self.seed,
+            self.policy_args
         )
     }
 }

@@ -5,8 +5,8 @@
 //! Faults come as episodes a short random gap apart (mean about 2 s: a 30-minute soak sees
 //! several hundred). A kubelet episode (stop then resume, reboot, flap) takes a node that no
 //! other episode is using; zone and whole-cluster outages take every node they name.
-//! Correlated zone failures (issue #25): most of a zone's free nodes (past the unhealthy
-//! threshold, not all) silent at the same instant, or within one Lease renew interval; a
+//! Correlated zone failures: most of a zone's free nodes (past the unhealthy threshold, not all)
+//! silent at the same instant, or within one Lease renew interval; a
 //! quarter of the zone episodes kill the leader while their nodes are dead and tainted (and
 //! every plan opens with such an episode, so even a one-minute soak meets one); and kubelet
 //! stops with a connection reset planned about when one of the node's pods falls due.
@@ -127,8 +127,8 @@ struct Planner {
     force_kill: bool,
 }
 
-/// A zone's share of silent nodes that makes it partially disrupted (SPEC §4; the soak's
-/// daemons run upstream's 0.55).
+/// A zone's share of silent nodes that makes it partially disrupted (docs/upstream.md, "Zones"; the
+/// soak's daemons run upstream's 0.55).
 const UNHEALTHY_ZONE_THRESHOLD: f64 = 0.55;
 /// How many zone episodes in a hundred also kill the leader while their nodes are dead.
 const KILL_IN_OUTAGE_PERCENT: u64 = 25;
@@ -394,9 +394,10 @@ pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
     if at < end {
         // Every plan opens with a correlated zone failure that kills the leader while its
         // nodes are dead, so even a one-minute soak (the integration test's) meets the faults
-        // of issue #25; nothing else happens until the kill is done (the first verdicts come
-        // grace − 1 s after the stops, the kill 1.5–2.5 s after the grace period), so no other
-        // fault holds or delays what the daemon decides meanwhile.
+        // where the daemon must be no less safe than upstream (SOAK.md); nothing else happens until
+        // the kill is done (the first verdicts come grace − 1 s after the stops, the kill 1.5–2.5 s
+        // after the grace period), so no other fault holds or delays what the daemon decides
+        // meanwhile.
         let kind = if planner.rng.chance(50) {
             "zone-partial-sync"
         } else {

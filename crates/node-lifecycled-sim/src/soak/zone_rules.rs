@@ -1,10 +1,10 @@
-//! The zone rules the soak judges new NoExecute taints by (SPEC §4): from the Ready conditions
-//! in the store, which zones forbid new taints (every zone fully disrupted, or a small zone
-//! partially disrupted: rate 0) and since when.
+//! The zone rules the soak judges new NoExecute taints by (docs/upstream.md, "Zones"): from the
+//! Ready conditions in the store, which zones forbid new taints (every zone fully disrupted, or a
+//! small zone partially disrupted: rate 0) and since when.
 //!
-//! Issue #25, stricter: upstream's `monitorNodeHealth` is a periodic batch, so nodes that die
-//! together are judged together; the daemon judges each node at its own deadline. At a new
-//! NoExecute taint the checker also takes the batched view: every node whose kubelet is silent
+//! Stricter: upstream's `monitorNodeHealth` is a periodic batch, so nodes that die together are
+//! judged together; the daemon judges each node at its own deadline. At a new NoExecute taint the
+//! checker also takes the batched view: every node whose kubelet is silent
 //! and whose grace period ends within one monitor period of the write counts as not ready (the
 //! batch that saw the tainted node Unknown could have seen it Unknown too), and by default
 //! (beyond upstream, `Limits::early_suspects`) every kubelet silent for more than twice its
@@ -61,6 +61,7 @@ impl Checker {
             n.ready = status.to_string();
         }
         self.update_zones(at);
+        self.update_brake(at);
     }
 
     /// How long `n`'s kubelet has been silent at `at` (since its last heartbeat), `None`
@@ -218,9 +219,12 @@ impl Checker {
         (forbids, all_full)
     }
 
-    fn update_zones(&mut self, at: Time) {
+    pub(super) fn update_zones(&mut self, at: Time) {
         let (forbids, all_full) = self.zone_rules();
+        self.refresh_holds(at);
         for (zone, forbid) in forbids {
+            // A held domain forbids new taints too (`domains.rs`).
+            let forbid = forbid || self.is_held(&zone);
             let since = self.forbidden_since.entry(zone.clone()).or_default();
             match (forbid, *since) {
                 (true, None) => *since = Some(at),
@@ -244,6 +248,10 @@ impl Checker {
 
     pub(super) fn check_taint(&mut self, daemon: &str, node: &str, at: Time) {
         self.obligations.taints_checked += 1;
+        if !self.holds.is_empty() {
+            // A hold runs out with time, not with a store change.
+            self.update_zones(at);
+        }
         let Some(zone) = self.nodes.get(node).map(|n| n.zone.clone()) else {
             return;
         };
@@ -252,6 +260,19 @@ impl Checker {
         let Some(since) = by_store else {
             return self.check_taint_batched(daemon, node, &zone, at);
         };
+        if self.is_held(&zone) && self.all_full_since.is_none() {
+            let full = self.full_since.get(&zone).copied().unwrap_or(since);
+            return self.violation(
+                at,
+                "taint-in-held-domain",
+                format!(
+                    "{node} got a NoExecute taint although its domain {zone} is held \
+                     (fully disrupted for {:.1}s, hold_max {:?})",
+                    at.since(full).as_secs_f64(),
+                    self.holds.get(&zone).copied().flatten()
+                ),
+            );
+        }
         let why = if self.all_full_since.is_some() {
             "every zone is fully disrupted"
         } else {

@@ -1,5 +1,5 @@
-//! Edge autonomy (issue #16): the not-ready/unreachable NoExecute taints of an autonomous node
-//! evict its pods no sooner than the autonomy duration after the taint was added.
+//! Edge autonomy: the not-ready/unreachable NoExecute taints of an autonomous node evict its pods
+//! no sooner than the autonomy duration after the taint was added.
 
 use std::time::Duration;
 

@@ -90,6 +90,7 @@ pub fn node(name: &str, taints: Vec<Taint>) -> Node {
         conditions: Vec::new(),
         other_conditions: Vec::new(),
         autonomy: Default::default(),
+        maintenance: Default::default(),
     }
 }
 
@@ -105,6 +106,7 @@ pub fn pod(name: &str, host: &str) -> Pod {
         deleting: false,
         daemonset_owned: false,
         disruption_target: false,
+        creation_timestamp: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Beyond upstream (issue #25 item 2): the pods under a taint found at a start or a takeover
-//! count from its `timeAdded`, which is what `tolerationSeconds` documents and what a restart
+//! Beyond upstream: the pods under a taint found at a start or a takeover count from its
+//! `timeAdded`, which is what `tolerationSeconds` documents and what a restart
 //! or a new leader finds on the node (upstream starts it when its taint manager first looks, so
 //! every restart gives the pod another full `tolerationSeconds`). Never from later than now: a
 //! `timeAdded` in the future is another host's clock running ahead. A taint that appears while
@@ -132,4 +132,80 @@ fn a_stale_taint_on_a_ready_node_found_at_a_start_counts_from_now() {
     h.found_at_start(&ready);
     assert_eq!(h.evicted(), vec![]);
     assert_eq!(h.te.deadline_of(&key("pod1")), Some(h.now + 20 * SEC));
+}
+
+fn created_at(mut p: crate::model::Pod, at: crate::time::Time) -> crate::model::Pod {
+    p.creation_timestamp = Some(at);
+    p
+}
+
+/// A pod created after the taint was added (re-created or bound while the previous leader
+/// ran) and found under it at a takeover cannot have been under it since `timeAdded`: its
+/// whole toleration counts from its creation (soak seed 26: a new leader deleted pods 3.3 s
+/// after their creation with a 6 s toleration).
+#[test]
+fn a_pod_created_after_the_taint_at_a_takeover_gets_its_full_toleration_from_its_creation() {
+    let mut h = Harness::new();
+    let added = h.now;
+    h.advance(10 * SEC);
+    let created = h.now;
+    h.pod(&created_at(
+        tolerating(pod("pod1", "node1"), vec![toleration(1, 6)]),
+        created,
+    ));
+    h.advance(3 * SEC);
+    h.found_at_start(&node("node1", vec![taint(1, added)]));
+    assert_eq!(h.te.deadline_of(&key("pod1")), Some(created + 6 * SEC));
+    assert_eq!(
+        h.te.eviction_of(&key("pod1")),
+        PodEviction::Scheduled {
+            since: created,
+            fire_at: created + 6 * SEC
+        }
+    );
+    h.advance(3 * SEC - MS);
+    assert_eq!(h.evicted(), vec![]);
+    h.advance(MS);
+    assert_eq!(h.evicted(), vec![(created + 6 * SEC, "pod1".to_string())]);
+    let from = h.te.take_decisions().into_iter().find_map(|d| match d {
+        Decision::PodDeletion { countdown_from, .. } => Some(countdown_from),
+        _ => None,
+    });
+    assert_eq!(from, Some(created));
+}
+
+/// The later of `timeAdded` and the creation, and never later than now: a pod created before
+/// the taint counts from `timeAdded` as before; a creation in this host's future (the API
+/// server's clock ahead of ours) counts from now, upstream's first sight; and a taint seen
+/// arriving still counts from then, whatever the pod's creation.
+#[test]
+fn a_found_taint_counts_from_the_later_of_time_added_and_creation_never_after_now() {
+    let mut h = Harness::new();
+    let t0 = h.now;
+    h.pod(&created_at(
+        tolerating(pod("older", "node1"), vec![toleration(1, 20)]),
+        t0,
+    ));
+    h.advance(5 * SEC);
+    let added = h.now;
+    h.advance(5 * SEC);
+    let seen = h.now;
+    h.pod(&created_at(
+        tolerating(pod("ahead", "node1"), vec![toleration(1, 20)]),
+        seen + 30 * SEC,
+    ));
+    h.found_at_start(&node("node1", vec![taint(1, added)]));
+    assert_eq!(h.te.deadline_of(&key("older")), Some(added + 20 * SEC));
+    assert_eq!(h.te.deadline_of(&key("ahead")), Some(seen + 20 * SEC));
+
+    let mut h = Harness::new();
+    let created = h.now;
+    h.pod(&created_at(
+        tolerating(pod("pod1", "node2"), vec![toleration(1, 20)]),
+        created,
+    ));
+    h.advance(5 * SEC);
+    let seen = h.now;
+    h.node(&node("node2", vec![taint(1, created)]));
+    assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
 }

@@ -90,8 +90,8 @@ fn node_failure_taints_then_evicts_by_toleration_seconds() {
     assert!(c.pods.contains_key(&pod("elsewhere", "n2").key));
 }
 
-/// Issue #11: every step of a node's death and recovery comes out as a decision with its
-/// evidence: Unknown (last sign of life, grace, the live Lease read), the NoSchedule and
+/// Every step of a node's death and recovery comes out as a decision with its evidence: Unknown
+/// (last sign of life, grace, the live Lease read), the NoSchedule and
 /// NoExecute taints and why, the pods marked NotReady, the deletions with the taint and the
 /// toleration that ran out, and the node back to Ready with its taints off.
 #[test]

@@ -336,3 +336,40 @@ fn watch_events_of_every_type_decode_from_protobuf_frames() {
 }
 
 use crate::kube::decode::INITIAL_EVENTS_END;
+
+/// A pod's creationTimestamp (ObjectMeta field 8) from protobuf: the real server's objects
+/// give the same second as their JSON, and a hand-built pod reads its seconds; Go's zero time
+/// (an empty message) is none, and an unreadable one costs only that field, as in JSON.
+#[test]
+fn a_pods_creation_timestamp_decodes_from_protobuf() {
+    let (json, pb) = both::<Pod>(POD_JSON, POD_PB);
+    assert_eq!(
+        pb.creation_timestamp,
+        Time::parse_rfc3339("2026-11-23T18:11:46Z")
+    );
+    assert_eq!(pb.creation_timestamp, json.creation_timestamp);
+    let (_, ds) = both::<Pod>(DS_POD_JSON, DS_POD_PB);
+    assert!(ds.creation_timestamp.is_some());
+    let pod = |created: &[u8]| {
+        let meta = [
+            len_field(1, b"p"),
+            len_field(3, b"d"),
+            len_field(8, created),
+        ]
+        .concat();
+        let spec = len_field(10, b"n1");
+        envelope(&[len_field(1, &meta), len_field(2, &spec)].concat())
+    };
+    let mut ctx = DecodeContext::new();
+    let p: Pod = decode_object(&pod(&time(1_700_000_000, 0)), &mut ctx).unwrap();
+    assert_eq!(
+        p.creation_timestamp,
+        Some(Time::from_unix_millis(1_700_000_000_000))
+    );
+    assert_eq!(p.node_name.as_deref(), Some("n1"));
+    let p: Pod = decode_object(&pod(b""), &mut ctx).unwrap();
+    assert_eq!(p.creation_timestamp, None);
+    let p: Pod = decode_object(&pod(&time(1, 2_000_000_000)), &mut ctx).unwrap();
+    assert_eq!(p.creation_timestamp, None);
+    assert_eq!(ctx.bad_fields_logged(), 1);
+}

@@ -60,7 +60,7 @@ usage:
                        watch-cache LIST) in: protobuf (default, as kube-apiserver does for
                        nodes, pods and leases) or json (the daemon then reads JSON)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
-                           [--dir DIR]
+                           [--dir DIR] [--brake N] [--pools | --partitions]
       The randomized fault soak: two daemons with leader election against the simulated
       cluster (24 nodes in 3 zones by default) for --duration (default 30m) while a plan drawn
       from --seed (default 1) stops, reboots and flaps kubelets, drops, stalls, corrupts and
@@ -68,6 +68,14 @@ usage:
       kills the leader and reloads good and bad configs. Safety and liveness invariants are
       checked all along; prints faults by kind, decisions, violations and the replay command.
       Exit 1 on any violation.
+        --brake     the daemons run with max_unhealthy = N (a 2s disruption_cooldown): no
+                    NoExecute taint or deletion may land while more than N nodes are not Ready
+        --pools     the daemons' config has pools (zone z1 with its own 50% brake and
+                    default_toleration_seconds, zone z2 with mark_pods_not_ready = false)
+        --partitions  the daemons group nodes into disruption domains by a site label
+                    (across zones), keep pods Ready while a site is disrupted, hold a dark
+                    site until hold_max, with a pool of their own; the invariants are judged
+                    per domain (with --brake: pools, domains and a brake together)
   node-lifecycled-sim --help | --version
 
 exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
@@ -115,6 +123,12 @@ pub struct SoakArgs {
     pub zones: usize,
     pub daemon: Option<PathBuf>,
     pub dir: Option<PathBuf>,
+    /// `--brake N`: the daemons' max_unhealthy.
+    pub brake: Option<usize>,
+    /// `--pools`: the daemons' config has pools.
+    pub pools: bool,
+    /// `--partitions`: disruption domains by site, unless-disrupted, a hold, a site pool.
+    pub partitions: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -207,6 +221,12 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
             if nodes == 0 || zones == 0 || zones > nodes {
                 return Err("--nodes and --zones: at least one node per zone".into());
             }
+            let (pools, partitions) = (options.flag("--pools"), options.flag("--partitions"));
+            if pools && partitions {
+                // Both put nodes of zones z1 and z2 in pools of their own; first match wins,
+                // and the checker knows one layout at a time.
+                return Err("--pools and --partitions exclude each other".into());
+            }
             Command::Soak(SoakArgs {
                 duration,
                 seed,
@@ -214,6 +234,9 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
                 zones,
                 daemon: options.value("--daemon")?.map(PathBuf::from),
                 dir: options.value("--dir")?.map(PathBuf::from),
+                brake: options.number("--brake")?,
+                pools,
+                partitions,
             })
         }
         "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
@@ -320,7 +343,7 @@ struct Options {
 }
 
 /// The options that take no value.
-const FLAGS: &[&str] = &["quick"];
+const FLAGS: &[&str] = &["quick", "pools", "partitions"];
 
 /// The options that take a value (which subcommand takes which is checked by the subcommand).
 const VALUED: &[&str] = &[
@@ -344,6 +367,7 @@ const VALUED: &[&str] = &[
     "duration",
     "seed",
     "csv",
+    "brake",
 ];
 
 impl Options {
@@ -509,6 +533,7 @@ mod tests {
         assert!(parse(&["run", "stray"]).is_err());
         assert!(parse(&["bench", "--quick", "--quick"]).is_err());
         assert!(parse(&["serve", "--quick"]).is_err());
+        assert!(parse(&["soak", "--pools", "--partitions"]).is_err());
         assert_eq!(
             parse(&["check", "a.toml"]),
             Ok(Command::Check("a.toml".into()))

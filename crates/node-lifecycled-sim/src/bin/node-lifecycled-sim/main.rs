@@ -156,6 +156,9 @@ fn run_soak(args: SoakArgs) -> ExitCode {
     options.nodes = args.nodes;
     options.zones = args.zones;
     options.dir = args.dir;
+    options.brake = args.brake;
+    options.pools = args.pools;
+    options.partitions = args.partitions;
     // Interrupted, the soak stops its daemons before it exits (none is left running).
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -1,13 +1,26 @@
 //! The controller's tunables (docs/upstream.md, "Settings and their defaults"), as plain data. The
 //! config file parser converts into this;
 //! `Default` is upstream's defaults.
+//!
+//! What a node's pool or domain makes of them is read through the methods of `pools.rs` and
+//! `partitions.rs` here; `fencing.rs` holds `[fencing]`'s part. The types the settings are made
+//! of (pools, brakes, partition modes, condition taints) are defined by their own modules,
+//! which never import the settings back.
 
 use std::time::Duration;
 
 use crate::time::Rate;
 
+use super::brake::MaxUnhealthy;
 use super::condition_taints::ConditionTaint;
+use super::partitions::{FullDisruption, PodsNotReady};
 use super::pools::Pool;
+
+mod fencing;
+mod partitions;
+mod pools;
+
+pub use fencing::FencingPolicy;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -16,8 +29,8 @@ pub struct Settings {
     /// How much before its tick the pass may run when the shell ticks the machine anyway
     /// (`monitor_pass_window`): the shell's wake-up for something else then runs it too, and
     /// the next tick is counted from this one's nominal instant, so passes stay on their grid
-    /// and never run later than their tick (issue #14). Zero: only at or after its tick, the
-    /// next one a period after it ran (as upstream's `wait.Until`).
+    /// and never run later than their tick. Zero: only at or after its tick, the next one a period
+    /// after it ran (as upstream's `wait.Until`).
     pub monitor_pass_early: Duration,
     /// Silence allowed before Ready becomes Unknown.
     pub node_monitor_grace_period: Duration,
@@ -46,10 +59,28 @@ pub struct Settings {
     pub early_suspects: bool,
     /// Node pools, first match wins (`pools.rs`).
     pub pools: Vec<Pool>,
+    /// Pods of a node that stops being Ready are marked NotReady always (upstream), unless its
+    /// domain is disrupted, or never (`partitions.rs`).
+    pub mark_pods_not_ready: PodsNotReady,
+    /// The label keys whose values make a node's disruption domain (empty: the zone).
+    pub disruption_domain: Vec<String>,
+    /// A fully disrupted domain beside healthy ones is tainted (upstream) or held.
+    pub full_disruption: FullDisruption,
+    /// How long a domain is held (`None`: until it recovers).
+    pub hold_max: Option<Duration>,
     /// Custom condition taints (`condition_taints.rs`).
     pub condition_taints: Vec<ConditionTaint>,
-    /// `[fencing]` when enabled (issue #17); `None`: no node is ever fenced.
-    pub fencing: Option<super::fencing::FencingPolicy>,
+    /// `[fencing]` when enabled; `None`: no node is ever fenced.
+    pub fencing: Option<FencingPolicy>,
+    /// The fleet-wide brake (`brake.rs`); `None`: none (upstream).
+    pub max_unhealthy: Option<MaxUnhealthy>,
+    /// The `tolerationSeconds` kube-apiserver's admission gives the not-ready/unreachable
+    /// tolerations it adds (`--default-not-ready-toleration-seconds`, 300 s by default): a pod
+    /// whose two tolerations are exactly that is one that chose nothing (`tolerations.rs`).
+    pub admission_default_toleration_seconds: u64,
+    /// What stands in for the admission default of such pods (`[[pool]]` overrides it);
+    /// `None`: the pods' own (upstream).
+    pub default_toleration_seconds: Option<u64>,
 }
 
 impl Default for Settings {
@@ -69,11 +100,22 @@ impl Default for Settings {
             disruption_cooldown: Duration::ZERO,
             early_suspects: true,
             pools: Vec::new(),
+            mark_pods_not_ready: PodsNotReady::Always,
+            disruption_domain: Vec::new(),
+            full_disruption: FullDisruption::Evict,
+            hold_max: None,
             condition_taints: Vec::new(),
             fencing: None,
+            max_unhealthy: None,
+            admission_default_toleration_seconds: DEFAULT_ADMISSION_TOLERATION_SECONDS,
+            default_toleration_seconds: None,
         }
     }
 }
+
+/// kube-apiserver's `--default-not-ready-toleration-seconds` and
+/// `--default-unreachable-toleration-seconds`.
+pub const DEFAULT_ADMISSION_TOLERATION_SECONDS: u64 = 300;
 
 /// Period of the NoExecute tainting (or legacy eviction) pass over the zone queues.
 pub const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);

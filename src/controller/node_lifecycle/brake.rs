@@ -1,0 +1,184 @@
+//! The brake (`controller/brake.rs`) as the node lifecycle keeps it: the count of unhealthy nodes
+//! per scope (suspects included, as the zone rules count them), the decision
+//! lines when a brake engages and releases, and the gate of the zone queues.
+
+use std::collections::HashSet;
+
+use super::*;
+use crate::controller::brake::{BrakeChange, BrakeCover, BrakeScope, BrakeState, Brakes};
+use crate::controller::pools::pool_of;
+
+impl NodeLifecycle {
+    /// Recounts every configured brake at `now`: engages one over its limit at once, releases
+    /// one that has stayed within it for `disruption_cooldown` (a decision line each), and arms
+    /// the release. O(nodes); only with a brake configured.
+    pub(super) fn update_brakes(&mut self, now: Time) {
+        if !self.synced || (!self.settings.brakes_configured() && self.brakes.scopes.is_empty()) {
+            return;
+        }
+        // Scopes a reload removed are dropped; a brake engaged there is released (its limit is
+        // gone), with its line.
+        let mut wanted: BTreeMap<BrakeScope, crate::controller::brake::MaxUnhealthy> =
+            BTreeMap::new();
+        if let Some(limit) = self.settings.max_unhealthy {
+            wanted.insert(BrakeScope::Fleet, limit);
+        }
+        for p in &self.settings.pools {
+            if let Some(limit) = p.max_unhealthy {
+                wanted.insert(BrakeScope::Pool(p.name.clone()), limit);
+            }
+        }
+        let decisions = &mut self.decisions;
+        self.brakes.scopes.retain(|k, state| {
+            let keep = wanted.contains_key(k);
+            if !keep && state.engaged() {
+                decisions.push(Decision::Brake(BrakeChange {
+                    scope: k.clone(),
+                    engaged: false,
+                    unhealthy: state.unhealthy,
+                    total: state.total,
+                    limit: state.limit,
+                }));
+            }
+            keep
+        });
+        let mut counts: BTreeMap<BrakeScope, (usize, usize)> =
+            wanted.keys().map(|k| (k.clone(), (0, 0))).collect();
+        let pools_braked = wanted.len() > usize::from(wanted.contains_key(&BrakeScope::Fleet));
+        for (name, e) in &self.nodes {
+            if !e.registered {
+                continue;
+            }
+            let Some(node) = self.store.node(name) else {
+                continue;
+            };
+            let ready = node.ready().map(|c| c.status) == Some(ConditionStatus::True);
+            let unhealthy = !ready || self.is_suspect(name, e, now);
+            if let Some(c) = counts.get_mut(&BrakeScope::Fleet) {
+                c.0 += usize::from(unhealthy);
+                c.1 += 1;
+            }
+            if pools_braked
+                && let Some(pool) = pool_of(&self.settings.pools, node)
+                && let Some(c) = counts.get_mut(&BrakeScope::Pool(pool.name.clone()))
+            {
+                c.0 += usize::from(unhealthy);
+                c.1 += 1;
+            }
+        }
+        let cooldown = self.settings.disruption_cooldown;
+        let mut release_at: Option<Time> = None;
+        for (scope, limit) in wanted {
+            let (unhealthy, total) = counts.get(&scope).copied().unwrap_or_default();
+            let state = self
+                .brakes
+                .scopes
+                .entry(scope.clone())
+                .or_insert_with(|| BrakeState::new(limit));
+            state.limit = limit;
+            if state.step(unhealthy, total, now, cooldown) {
+                self.decisions.push(Decision::Brake(BrakeChange {
+                    scope,
+                    engaged: state.engaged(),
+                    unhealthy,
+                    total,
+                    limit,
+                }));
+            }
+            if let Some(at) = state.releases_at(cooldown) {
+                release_at = Some(release_at.map_or(at, |a: Time| a.min(at)));
+            }
+        }
+        match release_at {
+            Some(at) => {
+                self.timers.schedule(Timer::BrakeRelease, at);
+            }
+            None => {
+                self.timers.cancel(&Timer::BrakeRelease);
+            }
+        }
+    }
+
+    /// Whether an input may change a brake: node changes and verdicts may engage one; a Lease
+    /// renewal only takes a suspect off, so it matters only while one is engaged.
+    pub(super) fn brakes_follow(&self, observed: &Observed) -> bool {
+        if !self.settings.brakes_configured() && self.brakes.scopes.is_empty() {
+            return false;
+        }
+        match observed {
+            Observed::Nothing | Observed::Pod(_) | Observed::PodsGone(_) => false,
+            Observed::Lease(_) => self.brakes.any_engaged(),
+            _ => true,
+        }
+    }
+
+    /// Recounts the brakes before the other machines decide on `observed` (see
+    /// `Controllers::handle`): a deletion due at the very instant a mass failure is seen waits.
+    pub(in crate::controller) fn brakes_before(&mut self, observed: &Observed, now: Time) {
+        if self.brakes_follow(observed) {
+            self.update_brakes(now);
+        }
+    }
+
+    /// The engaged brake covering the node, if any.
+    pub fn brake_covering(&self, node: &str) -> Option<(&BrakeScope, &BrakeState)> {
+        if !self.brakes.any_engaged() {
+            return None;
+        }
+        let node = self.store.node(node)?;
+        let pool = pool_of(&self.settings.pools, node).map(|p| &p.name);
+        self.brakes.covering(pool)
+    }
+
+    /// Every brake configured, with its state (for `explain`, the dump and `/metrics`).
+    pub fn brakes(&self) -> &Brakes {
+        &self.brakes
+    }
+
+    /// The nodes whose pod deletions the engaged brakes hold.
+    pub fn brake_cover(&self) -> BrakeCover {
+        if !self.brakes.any_engaged() {
+            return BrakeCover::Nothing;
+        }
+        if self.brakes.fleet_engaged() {
+            return BrakeCover::Everything;
+        }
+        let nodes: HashSet<Name> = self
+            .store
+            .nodes()
+            .filter(|n| {
+                pool_of(&self.settings.pools, n).is_some_and(|p| {
+                    self.brakes
+                        .scopes
+                        .get(&BrakeScope::Pool(p.name.clone()))
+                        .is_some_and(BrakeState::engaged)
+                })
+            })
+            .map(|n| n.name.clone())
+            .collect();
+        BrakeCover::Nodes(nodes)
+    }
+
+    /// Pops the due heads of a zone's queue and hands each to `act`, except that a node an
+    /// engaged brake covers goes back, behind the nodes due now (as a braked head it arms no
+    /// pass: `arm_eviction_pass`; it is taken when the brake releases). `act` is the tainting or the
+    /// legacy eviction.
+    pub(super) fn drain_zone_queue(
+        &mut self,
+        zone: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+        act: fn(&mut NodeLifecycle, &Name, &Name, Time, &mut Vec<Action>),
+    ) {
+        while let Some(value) = self.zones.get_mut(zone).and_then(|z| z.queue.pop_due(now)) {
+            if self.brake_covering(&value.value).is_some() {
+                // Behind the nodes due now: another pool's node may go first.
+                if let Some(z) = self.zones.get_mut(zone) {
+                    z.queue.retry_at(&value.value, now + NODE_EVICTION_PERIOD);
+                }
+                continue;
+            }
+            act(self, zone, &value.value, now, out);
+        }
+    }
+}

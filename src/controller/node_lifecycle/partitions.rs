@@ -1,0 +1,186 @@
+//! Partitions are not failures, in the node lifecycle (`controller/partitions.rs` has the
+//! settings):
+//!
+//! - **Pods kept Ready** (`mark_pods_not_ready = "unless-disrupted"`). Pods are marked NotReady
+//!   at the verdict, when the node's domain may not look disrupted yet: in a correlated failure
+//!   the domain reads partially disrupted only after several verdicts. So the domain is judged
+//!   with its suspects (`suspects.rs`): the first node of a dying site counts the rest of the
+//!   site, about to be judged, as not ready, and its pods stay Ready. A node whose pods were
+//!   kept is looked at again when a domain's state changes and at each periodic pass: once its
+//!   domain is Normal again (its suspects renewed, or the rest of the site came back) while it
+//!   is still not Ready, it is failing alone, and its pods are marked then.
+//! - **A held domain** (`full_disruption = "hold"`). A fully disrupted domain beside healthy
+//!   ones (upstream taints it at the normal rate) adds no NoExecute taint and evicts nothing
+//!   until `hold_max` has passed since it became fully disrupted. Its queue keeps its nodes, as
+//!   in a cooldown; entering and leaving the hold are one decision line each.
+
+use super::*;
+use crate::controller::partitions::PodsNotReady;
+
+impl NodeLifecycle {
+    /// Whether the node's pods stay Ready now: its mode is `unless-disrupted` and its domain,
+    /// counted with its suspects, is partially or fully disrupted, or every domain is down.
+    pub(super) fn keeps_pods_ready(&self, name: &Name, now: Time) -> Option<(ZoneState, bool)> {
+        let node = self.store.node(name)?;
+        if self.settings.pods_not_ready_mode(node) != PodsNotReady::UnlessDisrupted {
+            return None;
+        }
+        let e = self.nodes.get(name).filter(|e| e.registered)?;
+        let view = self.suspect_view(now);
+        let all_down = self.all_zones_fully_disrupted() || self.all_suspected_down(&view);
+        // As counted now: the zone's recorded state is recomputed only after this input.
+        let state = self
+            .suspected_state(&view, &e.zone)
+            .unwrap_or(ZoneState::Normal);
+        let disrupted = matches!(
+            state,
+            ZoneState::PartialDisruption | ZoneState::FullDisruption
+        );
+        (disrupted || all_down).then_some((state, all_down))
+    }
+
+    /// Records that the node's pods stay Ready (one decision line per episode).
+    pub(super) fn keep_pods_ready(&mut self, name: &Name, (state, all_down): (ZoneState, bool)) {
+        if !self.pods_kept_ready.insert(name.clone()) {
+            return;
+        }
+        let zone = self
+            .nodes
+            .get(name)
+            .map(|e| e.zone.clone())
+            .unwrap_or_default();
+        self.decisions.push(Decision::PodsKeptReady {
+            node: name.clone(),
+            zone,
+            state,
+            all_down,
+        });
+    }
+
+    /// The nodes whose pods were kept Ready, looked at again: Ready again or gone, forgotten;
+    /// still not Ready in a domain no longer disrupted (failing alone), their pods are marked.
+    pub(super) fn recheck_kept_pods(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.pods_kept_ready.is_empty() {
+            return;
+        }
+        let names: Vec<Name> = self.pods_kept_ready.iter().cloned().collect();
+        for name in names {
+            let ready = self.store.node(&name).map(|n| n.ready().map(|c| c.status));
+            match ready {
+                None | Some(Some(ConditionStatus::True)) => {
+                    self.pods_kept_ready.remove(&name);
+                }
+                // Unknown but heard from again (its Lease renewed since its verdict): the
+                // kubelet is back and its Ready follows; its domain may read Normal a moment
+                // before, as its nodes return one by one. Not failing alone.
+                Some(Some(ConditionStatus::Unknown)) if self.heard_since_verdict(&name, now) => {}
+                Some(_) => {
+                    if self.keeps_pods_ready(&name, now).is_none() {
+                        self.pods_kept_ready.remove(&name);
+                        self.mark_pods_not_ready(&name, None, now, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The node's kubelet was heard from within the last `node_monitor_period` (a renewal
+    /// reached us), though its Ready is still Unknown.
+    fn heard_since_verdict(&self, name: &Name, now: Time) -> bool {
+        self.nodes
+            .get(name)
+            .is_some_and(|e| now.since(e.health.probe_time) < self.settings.node_monitor_period)
+    }
+
+    /// Whether the node's pods are being kept Ready (for `explain` and the dump).
+    pub fn pods_kept_ready(&self, node: &str) -> bool {
+        self.pods_kept_ready.contains(node)
+    }
+
+    /// A reload may change the node's disruption domain (`disruption_domain`, its pool's).
+    pub(super) fn move_to_domain(&mut self, name: &Name, now: Time) {
+        let (Some(e), Some(node)) = (self.nodes.get(name), self.store.node(name)) else {
+            return;
+        };
+        if !e.registered || self.settings.has_domain_key(node, &e.zone) {
+            return;
+        }
+        let domain: Name = Rc::from(self.settings.domain_key(node));
+        let ready = node.ready().map(|c| c.status);
+        self.move_zone(name, domain, now);
+        self.update_contribution(name, ready, now);
+    }
+
+    /// The domain's hold at `now`: `None` when it is not held, else when the hold ends
+    /// (`None`: with the domain's recovery only).
+    fn hold_of(&self, key: &Name, now: Time) -> Option<Option<Time>> {
+        let z = self.zones.get(key)?;
+        if z.state != Some(ZoneState::FullDisruption) || self.all_zones_fully_disrupted() {
+            return None;
+        }
+        let since = z.full_since?;
+        let members = self
+            .nodes
+            .iter()
+            .filter(|(_, e)| e.registered && e.zone == *key)
+            .filter_map(|(n, _)| self.store.node(n));
+        match self.settings.domain_hold(members)? {
+            None => Some(None),
+            Some(max) => {
+                let until = since + max;
+                (now < until).then_some(Some(until))
+            }
+        }
+    }
+
+    /// Brings every domain's hold up to date; entering and leaving are decision lines.
+    pub(super) fn refresh_holds(&mut self, now: Time) {
+        if self.settings.never_holds() && !self.zones.values().any(|z| z.held) {
+            return;
+        }
+        let keys: Vec<Name> = self.zones.keys().cloned().collect();
+        for key in keys {
+            let hold = self.hold_of(&key, now);
+            let all_down = self.all_zones_fully_disrupted();
+            let never_holds = self.settings.never_holds();
+            let Some(z) = self.zones.get_mut(&key) else {
+                continue;
+            };
+            if z.held == hold.is_some() && z.hold_until == hold.flatten() {
+                continue;
+            }
+            let entered = hold.is_some() && !z.held;
+            z.held = hold.is_some();
+            z.hold_until = hold.flatten();
+            let end = if z.held {
+                None
+            } else if z.state != Some(ZoneState::FullDisruption) {
+                Some(HoldEnd::Recovered)
+            } else if all_down {
+                Some(HoldEnd::AllDown)
+            } else if never_holds || z.full_since.is_none() {
+                Some(HoldEnd::Settings)
+            } else {
+                Some(HoldEnd::HoldMax)
+            };
+            if entered || end.is_some() {
+                self.decisions.push(Decision::DomainHold {
+                    zone: key.clone(),
+                    until: hold.flatten(),
+                    end,
+                });
+            }
+        }
+    }
+}
+
+/// Keeps `full_since` in line with a zone's new state.
+pub(super) fn note_full_since(z: &mut Zone, state: ZoneState, now: Time) {
+    if state == ZoneState::FullDisruption {
+        z.full_since.get_or_insert(now);
+    } else {
+        z.full_since = None;
+    }
+}
+
+pub use crate::controller::decisions::HoldEnd;

@@ -1,0 +1,172 @@
+//! Fencing as a lifecycle against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the
+//! fleet pause set by `node-lifecycled pause` with one instance's config lives on the leader Lease,
+//! survives that leader's renewals, and is honoured by the standby that takes the lease over
+//! when the leader is SIGKILLed; `resume` lets it fence.
+//!
+//! Fails if the server cannot be started, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it
+//! says why).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::e2e_support::{BIN, Daemon, TempDir, Timing, config_text, wait_until};
+use crate::real_apiserver_support::RealApiserver;
+use crate::real_apiserver_support::fleet::{
+    FleetSpec, admin_client, create_fleet, node_json, ready_of,
+};
+use serde_json::Value;
+
+const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/node-lifecycled";
+
+fn timing(identity: &str) -> Timing {
+    Timing {
+        grace: "6s",
+        startup_grace: "12s",
+        monitor_period: "1s",
+        eviction_rate: 0.5,
+        leader: Some(identity.to_string()),
+        ..Timing::default()
+    }
+}
+
+/// The daemon config with fencing on: the command appends the node's name to `runs`.
+fn fencing_config(server: &RealApiserver, identity: &str, runs: &Path) -> String {
+    let base = config_text(
+        Path::new(server.var("DAEMON_KUBECONFIG")),
+        &timing(identity),
+    );
+    format!(
+        "{base}[fencing]\nenabled = true\nafter = \"3s\"\ntimeout = \"5s\"\n\
+         retry_backoff = \"1s\"\nmax_pause = \"10m\"\n\
+         command = [\"/bin/sh\", \"-c\", \"echo \\\"$NODE_NAME\\\" >> {}\"]\n",
+        runs.display()
+    )
+}
+
+fn cli(config: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn pause_annotation(server: &RealApiserver) -> Option<String> {
+    let lease: Value = admin_client(server).get_json(LEASE).ok()?;
+    lease["metadata"]["annotations"]["node-lifecycled.io/pause"]
+        .as_str()
+        .map(str::to_string)
+}
+
+fn logs(a: &Daemon, b: &Daemon) -> String {
+    format!("--- a\n{}\n--- b\n{}", a.log(), b.log())
+}
+
+fn runs(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over() {
+    let Some(server) = RealApiserver::start() else {
+        return;
+    };
+    let spec = FleetSpec {
+        lease_duration_seconds: 4,
+        ..FleetSpec::zones(2, 3)
+    };
+    let kubelets = create_fleet(&server, &spec);
+    let dir = TempDir::new("fencing-lifecycle");
+    let fence_runs = dir.path().join("fence-runs");
+    let text_a = fencing_config(&server, "pause-a", &fence_runs);
+    let text_b = fencing_config(&server, "pause-b", &fence_runs);
+    let mut a = Daemon::start("pause-a", &dir, &text_a, &[]);
+    a.wait_log("acting as leader", Duration::from_secs(30));
+    let mut b = Daemon::start("pause-b", &dir, &text_b, &[]);
+    b.wait_log("initial sync complete", Duration::from_secs(30));
+
+    // Too long for max_pause: refused before any network, one line naming the key, exit 78.
+    let (code, text) = cli(
+        &a.config,
+        &["pause", "fencing", "--for", "11m", "--reason", "x"],
+    );
+    assert_eq!(code, 78, "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("fencing.max_pause"), "{text}");
+
+    let (code, text) = cli(
+        &a.config,
+        &[
+            "pause",
+            "fencing",
+            "--for",
+            "5m",
+            "--reason",
+            "switch upgrade",
+        ],
+    );
+    assert_eq!(code, 0, "{text}");
+    a.wait_log("pause: decision=start what=fencing", Duration::from_secs(5));
+    b.wait_log("pause: decision=start what=fencing", Duration::from_secs(5));
+    // The leader renews every 500 ms: the annotation must outlive its renewals.
+    std::thread::sleep(Duration::from_secs(2));
+    let stored = pause_annotation(&server).expect("the leader's renewals dropped the pause");
+    assert!(stored.contains("\"reason\":\"switch upgrade\""), "{stored}");
+
+    // The leader dies; a node dies; the standby takes over during the pause.
+    a.signal("KILL");
+    a.wait_exit(Duration::from_secs(5));
+    let victim = "z1-n2";
+    kubelets.set_alive(victim, false);
+    b.wait_log("acting as leader", Duration::from_secs(15));
+    let mut admin = admin_client(&server);
+    wait_until(
+        "the victim Unknown",
+        Duration::from_secs(30),
+        || ready_of(&node_json(&mut admin, victim)).0 == "Unknown",
+        || format!("{victim} never Unknown\n{}", logs(&a, &b)),
+    );
+    // Unknown for well past `after` (3 s): nothing is fenced while paused.
+    std::thread::sleep(Duration::from_secs(8));
+    assert!(
+        runs(&fence_runs).is_empty(),
+        "fenced during the pause\n{}",
+        logs(&a, &b)
+    );
+    assert!(b.has_line("fleet pause of fencing"), "{}", logs(&a, &b));
+
+    // Resumed: the new leader fences at once.
+    let resumed = Instant::now();
+    let (code, text) = cli(&b.config, &["resume"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(pause_annotation(&server).is_none());
+    b.wait_log("pause: decision=end what=fencing", Duration::from_secs(5));
+    wait_until(
+        "fenced after resume",
+        Duration::from_secs(15),
+        || runs(&fence_runs) == [victim],
+        || {
+            format!(
+                "not fenced after resume: {:?}\n{}",
+                runs(&fence_runs),
+                logs(&a, &b)
+            )
+        },
+    );
+    eprintln!(
+        "fenced {:.1}s after `resume`",
+        resumed.elapsed().as_secs_f64()
+    );
+}
