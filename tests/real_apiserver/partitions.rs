@@ -21,8 +21,8 @@ use crate::e2e_support::{Daemon, TempDir, Timing, config_text, holds_for, wait_u
 use crate::real_apiserver_support::RealApiserver;
 use crate::real_apiserver_support::fleet::{
     FleetSpec, Kubelets, UNREACHABLE_NO_EXECUTE, UNREACHABLE_NO_SCHEDULE, admin_client,
-    create_fleet, create_running_pod, node_json, pod_deleting, ready_of, taint_time_added,
-    taints_of,
+    create_fleet, create_running_pod, deleted, no_execute_tainted, node_json, ready_of,
+    taint_time_added, taints_of,
 };
 use node_lifecycled::kube::{ApiClient, PatchType};
 use node_lifecycled::time::Time;
@@ -104,22 +104,6 @@ fn run(name: &str, extra: &str) -> Option<Run> {
 
 fn site() -> Vec<String> {
     SITE_NODES.iter().map(|n| n.to_string()).collect()
-}
-
-fn no_execute_tainted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
-    nodes
-        .iter()
-        .filter(|n| taints_of(&node_json(admin, n)).contains(UNREACHABLE_NO_EXECUTE))
-        .cloned()
-        .collect()
-}
-
-fn deleted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
-    nodes
-        .iter()
-        .map(|n| format!("{n}-at-once"))
-        .filter(|p| pod_deleting(admin, p))
-        .collect()
 }
 
 /// The pods on `nodes` whose Ready condition is not True.

@@ -24,10 +24,9 @@ use crate::e2e_support::{Daemon, TempDir, Timing, config_text, holds_for, wait_u
 use crate::real_apiserver_support::RealApiserver;
 use crate::real_apiserver_support::fleet::{
     FleetSpec, Kubelets, UNREACHABLE_NO_EXECUTE, UNREACHABLE_NO_SCHEDULE, admin_client,
-    create_fleet, create_running_pod, node_json, pod_deleting, ready_of, taint_time_added,
-    taints_of,
+    create_fleet, create_running_pod, deleted, no_execute_tainted, node_json, pod_deleting,
+    ready_of, taint_time_added, taints_of,
 };
-use node_lifecycled::kube::ApiClient;
 use node_lifecycled::time::Time;
 
 /// One scenario at a time: each measures timing against its own server, and two servers with
@@ -115,22 +114,6 @@ fn zone_run(name: &str, zones: usize, per_zone: usize, spread_phases: bool) -> O
         _dir: dir,
         _serial: serial,
     })
-}
-
-fn no_execute_tainted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
-    nodes
-        .iter()
-        .filter(|n| taints_of(&node_json(admin, n)).contains(UNREACHABLE_NO_EXECUTE))
-        .cloned()
-        .collect()
-}
-
-fn deleted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
-    nodes
-        .iter()
-        .map(|n| format!("{n}-at-once"))
-        .filter(|p| pod_deleting(admin, p))
-        .collect()
 }
 
 /// Every node of `nodes` Ready=Unknown and tainted `unreachable:NoSchedule` (judged), then

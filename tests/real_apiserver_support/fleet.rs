@@ -369,3 +369,22 @@ impl Drop for Kubelets {
         }
     }
 }
+
+/// The nodes of `nodes` tainted `unreachable:NoExecute` now.
+pub fn no_execute_tainted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|n| taints_of(&node_json(admin, n)).contains(UNREACHABLE_NO_EXECUTE))
+        .cloned()
+        .collect()
+}
+
+/// The `<node>-at-once` pods (`create_running_pod`, tolerating nothing) of `nodes` that are
+/// deleted or being deleted.
+pub fn deleted(admin: &mut ApiClient, nodes: &[String]) -> Vec<String> {
+    nodes
+        .iter()
+        .map(|n| format!("{n}-at-once"))
+        .filter(|p| pod_deleting(admin, p))
+        .collect()
+}
