@@ -470,13 +470,18 @@ impl NodeLifecycle {
             },
         }
         if self.synced {
+            // A hold starts or ends with its domain's state (its `hold_max` runs out in the
+            // eviction pass): not looked at on inputs that changed no zone, such as renewals.
+            let zones_changed = self.disruption_dirty;
             if self.disruption_dirty {
                 self.handle_disruption(now, out);
             }
             if brakes_follow {
                 self.update_brakes(now);
             }
-            self.refresh_holds(now);
+            if zones_changed {
+                self.refresh_holds(now);
+            }
             if let Some(name) = changed_node {
                 self.taint_due_now(&name, now, out);
             }
@@ -516,6 +521,8 @@ impl NodeLifecycle {
         }
         self.disruption_dirty = true;
         self.handle_disruption(now, &mut out);
+        // The settings may hold a domain, or no longer.
+        self.refresh_holds(now);
         self.update_brakes(now);
         for name in &names {
             self.evaluate(name, now, &mut out);
