@@ -8,7 +8,6 @@
 //! Fails if the server cannot be started, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::e2e_support::{Daemon, TempDir, Timing, config_text, holds_for, wait_until};
@@ -21,9 +20,6 @@ use crate::real_apiserver_support::fleet::{
 use node_lifecycled::kube::{ApiClient, PatchType};
 use serde::de::IgnoredAny;
 use serde_json::json;
-
-/// One scenario at a time (each its own server).
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Grace 8 s, Leases of 8 s renewed every 2 s, a 1 s pass, a fast zone rate.
 fn timing() -> Timing {
@@ -42,7 +38,6 @@ struct Run {
     kubelets: Kubelets,
     d: Daemon,
     _dir: TempDir,
-    _serial: MutexGuard<'static, ()>,
 }
 
 /// `zones` zones of `per_zone` nodes (`z1-n1`, ...), `pods` created, then the daemon with
@@ -55,7 +50,6 @@ fn start(
     top: &str,
     tables: &str,
 ) -> Option<Run> {
-    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let server = RealApiserver::start()?;
     let spec = FleetSpec {
         lease_duration_seconds: 8,
@@ -76,7 +70,6 @@ fn start(
         kubelets,
         d,
         _dir: dir,
-        _serial: serial,
     })
 }
 

@@ -14,7 +14,6 @@
 //! says why).
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::e2e_support::{Daemon, TempDir, Timing, config_text, holds_for, wait_until};
@@ -28,9 +27,6 @@ use node_lifecycled::kube::{ApiClient, PatchType};
 use node_lifecycled::time::Time;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-
-/// One scenario at a time (one server each, timing measured).
-static SERIAL: Mutex<()> = Mutex::new(());
 
 const SITE_NODES: [&str; 4] = ["z1-n1", "z1-n2", "z2-n1", "z2-n2"];
 
@@ -53,15 +49,11 @@ struct Run {
     all: Vec<String>,
     d: Daemon,
     _dir: TempDir,
-    _serial: MutexGuard<'static, ()>,
 }
 
 /// Two zones of four nodes, the site labelled, one pod per node deleted at once by a NoExecute
 /// taint, and the daemon leading with `extra` top-level keys; the fleet healthy for 3 s.
 fn run(name: &str, extra: &str) -> Option<Run> {
-    let serial = SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let server = RealApiserver::start()?;
     let spec = FleetSpec {
         lease_duration_seconds: 8,
@@ -98,7 +90,6 @@ fn run(name: &str, extra: &str) -> Option<Run> {
         all,
         d,
         _dir: dir,
-        _serial: serial,
     })
 }
 

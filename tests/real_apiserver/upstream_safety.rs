@@ -17,7 +17,6 @@
 //! says why).
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::e2e_support::{Daemon, TempDir, Timing, config_text, holds_for, wait_until};
@@ -29,19 +28,12 @@ use crate::real_apiserver_support::fleet::{
 };
 use node_lifecycled::time::Time;
 
-/// One scenario at a time: each measures timing against its own server, and two servers with
-/// their etcds on a 2-core machine would blur every figure.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// A started server with the fleet of `spec` and its kubelets running (and the lock that keeps
-/// the scenarios apart), or `None` when the server is unavailable and the skip variable says so.
-fn fleet(spec: &FleetSpec) -> Option<(RealApiserver, Kubelets, MutexGuard<'static, ()>)> {
-    let serial = SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+/// A started server with the fleet of `spec` and its kubelets running (`RealApiserver::start`
+/// keeps the scenarios apart: each measures timing against its own server), or `None` when the server is unavailable and the skip variable says so.
+fn fleet(spec: &FleetSpec) -> Option<(RealApiserver, Kubelets)> {
     let server = RealApiserver::start()?;
     let kubelets = create_fleet(&server, spec);
-    Some((server, kubelets, serial))
+    Some((server, kubelets))
 }
 
 /// The daemon as `DAEMON_KUBECONFIG`, started and leading.
@@ -94,12 +86,11 @@ struct ZoneRun {
     all: Vec<String>,
     d: Daemon,
     _dir: TempDir,
-    _serial: MutexGuard<'static, ()>,
 }
 
 fn zone_run(name: &str, zones: usize, per_zone: usize, spread_phases: bool) -> Option<ZoneRun> {
     let spec = zone_fleet(zones, per_zone, spread_phases);
-    let (server, kubelets, serial) = fleet(&spec)?;
+    let (server, kubelets) = fleet(&spec)?;
     let all = spec.names();
     at_once_pods(&server, &all);
     let dir = TempDir::new(name);
@@ -112,7 +103,6 @@ fn zone_run(name: &str, zones: usize, per_zone: usize, spread_phases: bool) -> O
         all,
         d,
         _dir: dir,
-        _serial: serial,
     })
 }
 
@@ -336,20 +326,13 @@ const RESTART_TOLERATION: Duration = Duration::from_secs(12);
 
 /// A fleet of 2 zones × 3 nodes whose victim `z1-n2` carries two pods tolerating the
 /// unreachable taint for [`RESTART_TOLERATION`].
-#[allow(clippy::type_complexity)]
-fn restart_fleet() -> Option<(
-    RealApiserver,
-    Kubelets,
-    String,
-    Vec<String>,
-    MutexGuard<'static, ()>,
-)> {
+fn restart_fleet() -> Option<(RealApiserver, Kubelets, String, Vec<String>)> {
     let spec = FleetSpec {
         lease_duration_seconds: 8,
         spread_phases: true,
         ..FleetSpec::zones(2, 3)
     };
-    let (server, kubelets, serial) = fleet(&spec)?;
+    let (server, kubelets) = fleet(&spec)?;
     let victim = "z1-n2".to_string();
     let pods: Vec<String> = ["a", "b"]
         .iter()
@@ -359,7 +342,7 @@ fn restart_fleet() -> Option<(
     for p in &pods {
         create_running_pod(&server, p, &victim, Some(seconds));
     }
-    Some((server, kubelets, victim, pods, serial))
+    Some((server, kubelets, victim, pods))
 }
 
 /// Silences `victim` and waits for its `unreachable:NoExecute` taint: its `timeAdded`, and
@@ -485,7 +468,7 @@ fn assert_deleted_from_time_added(
 /// the pods go at `timeAdded + tolerationSeconds`.
 #[test]
 fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
-    let Some((server, kubelets, victim, pods, _serial)) = restart_fleet() else {
+    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
         return;
     };
     let dir = TempDir::new("safety-restart");
@@ -528,7 +511,7 @@ fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
 /// `timeAdded` and deletes the pods at `timeAdded + tolerationSeconds`.
 #[test]
 fn a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown() {
-    let Some((server, kubelets, victim, pods, _serial)) = restart_fleet() else {
+    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
         return;
     };
     let dir = TempDir::new("safety-failover");
@@ -629,7 +612,7 @@ fn reset_before_due(name: &str, lead: Duration) -> Option<ResetOutcome> {
         spread_phases: true,
         ..FleetSpec::zones(2, 3)
     };
-    let (server, kubelets, _serial) = fleet(&spec)?;
+    let (server, kubelets) = fleet(&spec)?;
     let victim = "z1-n2".to_string();
     let pod = "reset-victim";
     create_running_pod(&server, pod, &victim, Some(TOLERATION as i64));

@@ -4,6 +4,12 @@
 //! measures, so a second `start` waits for the first server's drop.
 //! Unavailable → the test fails loudly, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 says why
 //! it may be skipped.
+//!
+//! Two things make a server cheap to start and stop, which matters with one server per
+//! scenario: the PKI up.sh makes (five RSA keys) is made once per process and copied into each
+//! server's state folder (up.sh keeps a PKI it finds there), and a server is thrown away with
+//! SIGKILL rather than waited for (down.sh's graceful stop waits up to 5 s per process for a
+//! server nobody will read again).
 
 pub mod fleet;
 pub mod reset_proxy;
@@ -12,7 +18,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use serde_json::Value;
 
@@ -29,6 +35,45 @@ pub struct RealApiserver {
 /// The one server of the process.
 static ONE_SERVER: Mutex<()> = Mutex::new(());
 
+/// The PKI of the process's first server, copied into every later server's state folder.
+static PKI: OnceLock<PathBuf> = OnceLock::new();
+
+/// A fresh state folder for up.sh, holding a copy of the process's PKI once there is one.
+fn fresh_state() -> PathBuf {
+    let base = std::env::temp_dir();
+    let state = (0u32..)
+        .map(|i| base.join(format!("real-apiserver.{}.{i}", std::process::id())))
+        .find(|p| std::fs::create_dir(p).is_ok())
+        .expect("a fresh state folder");
+    if let Some(pki) = PKI.get() {
+        let copy = state.join("pki");
+        std::fs::create_dir(&copy).expect("pki folder");
+        for entry in std::fs::read_dir(pki).expect("cached pki") {
+            let entry = entry.expect("cached pki entry");
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).expect("copy pki");
+        }
+    }
+    state
+}
+
+/// Keeps the first server's PKI for the next ones (best effort: without it up.sh makes one).
+fn keep_pki(state: &Path) {
+    if PKI.get().is_some() {
+        return;
+    }
+    let keep = std::env::temp_dir().join(format!("real-apiserver-pki.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&keep);
+    let copied = std::fs::create_dir(&keep).is_ok()
+        && std::fs::read_dir(state.join("pki")).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .all(|entry| std::fs::copy(entry.path(), keep.join(entry.file_name())).is_ok())
+        });
+    if copied {
+        let _ = PKI.set(keep);
+    }
+}
+
 impl RealApiserver {
     pub fn start() -> Option<RealApiserver> {
         // A test that panicked with the server up poisons the lock; its drop still stopped it.
@@ -36,7 +81,10 @@ impl RealApiserver {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver");
-        let output = Command::new(scripts.join("up.sh")).output();
+        let state = fresh_state();
+        let output = Command::new(scripts.join("up.sh"))
+            .env("STATE", &state)
+            .output();
         let failure = match &output {
             Err(e) => Some(format!(
                 "cannot run {}: {e}",
@@ -57,6 +105,7 @@ impl RealApiserver {
             }
             panic!("real kube-apiserver unavailable: {why} (set {SKIP_VARIABLE}=1 to skip)");
         }
+        keep_pki(&state);
         let stdout = String::from_utf8_lossy(&output.unwrap().stdout).into_owned();
         let vars = stdout
             .lines()
@@ -129,6 +178,16 @@ impl RealApiserver {
 impl Drop for RealApiserver {
     fn drop(&mut self) {
         if let Some(state) = self.vars.get("STATE") {
+            // Killed outright (nothing reads this server again), then down.sh finds both
+            // processes gone and removes the folder.
+            for process in ["kube-apiserver", "etcd"] {
+                let pid = std::fs::read_to_string(
+                    Path::new(state).join("run").join(format!("{process}.pid")),
+                );
+                if let Ok(pid) = pid.as_deref().map(str::trim) {
+                    let _ = Command::new("kill").args(["-KILL", pid]).status();
+                }
+            }
             let _ = Command::new(self.scripts.join("down.sh"))
                 .arg(state)
                 .status();

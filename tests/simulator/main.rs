@@ -4,5 +4,6 @@
 //! One test binary; each module was its own before (one link step per group, not per file).
 
 mod bench;
+mod plays;
 mod scenarios;
 mod soak;

@@ -14,6 +14,8 @@ use node_lifecycled_sim::scenario::{
     self, BUILTIN, RunOptions, Scenario, daemon_config, evaluate, kubeconfig_yaml, zone_summary,
 };
 use node_lifecycled_sim::timeline::{Fact, FactKind, FactReader, Timeline};
+
+use crate::plays::play_builtin;
 use node_lifecycled_sim::{Identity, Resource, SimConfig, SimServer, Verb, WriteRecord};
 use serde_json::json;
 
@@ -608,23 +610,6 @@ fn run_reports_a_daemon_that_exits_at_once_with_its_log() {
         err.starts_with("cannot start /nonexistent/node-lifecycled"),
         "{err}"
     );
-}
-
-/// Plays a built-in scenario against the real daemon binary and shows the run on failure.
-fn play_builtin(name: &str) {
-    let scenario = Scenario::load(name).unwrap();
-    let options = RunOptions {
-        daemon: PathBuf::from(env!("CARGO_BIN_EXE_node-lifecycled")),
-        config: None,
-        work_dir: None,
-    };
-    let mut out = Vec::new();
-    let report = scenario::run(&scenario, &options, &mut out);
-    let printed = String::from_utf8_lossy(&out);
-    match report {
-        Ok(r) => assert!(r.passed, "scenario {name} failed:\n{printed}"),
-        Err(e) => panic!("scenario {name} could not run: {e}\n{printed}"),
-    }
 }
 
 #[test]

@@ -129,14 +129,19 @@ fn work_dir(options: &RunOptions) -> io::Result<PathBuf> {
     let dir = match &options.work_dir {
         Some(d) => d.clone(),
         None => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            std::env::temp_dir().join(format!(
-                "node-lifecycled-sim-{}-{nanos:x}",
-                std::process::id()
-            ))
+            // A folder no other run has: runs in one process (tests play scenarios at once)
+            // are told apart by a counter, processes by their pid.
+            static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            loop {
+                let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let dir = std::env::temp_dir()
+                    .join(format!("node-lifecycled-sim-{}-{run}", std::process::id()));
+                match fs::create_dir(&dir) {
+                    Ok(()) => return Ok(dir),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
+                }
+            }
         }
     };
     fs::create_dir_all(&dir)?;
