@@ -29,7 +29,7 @@ fn defaults() -> Settings {
 fn unknown_verdict_at_probe_time_plus_grace_to_the_millisecond() {
     let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(defaults(), t0(), vec![n0, n1], vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(defaults(), t0(), vec![n0, n1], vec![], vec![]);
     // node1 keeps posting status; node0 falls silent. Its probe time is t0 (first sight).
     let mut t = t0();
     while t < t0() + secs(120) {
@@ -64,7 +64,7 @@ fn node0_writes(h: &Harness) -> Vec<Time> {
 fn a_live_lease_read_showing_a_fresh_renewal_prevents_the_verdict() {
     let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         defaults(),
         t0(),
         vec![n0, n1],
@@ -93,7 +93,7 @@ fn a_live_lease_read_showing_a_fresh_renewal_prevents_the_verdict() {
 fn no_verdict_while_the_lease_cannot_be_read_then_verdict_once_confirmed_stale() {
     let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         defaults(),
         t0(),
         vec![n0, n1],
@@ -126,7 +126,7 @@ fn restart_with_a_dead_node_marks_its_still_ready_pods() {
         pod("c", "node1"),
     ];
     let n1 = node("node1").ready(True, t0(), t0()).build();
-    let h = Harness::started(defaults(), t0(), vec![n0, n1], pods, vec![]);
+    let h = Harness::lifecycle_alone_started(defaults(), t0(), vec![n0, n1], pods, vec![]);
     let marked: Vec<String> = h
         .log
         .iter()
@@ -146,7 +146,7 @@ fn entering_and_leaving_full_disruption() {
         node("a2").zone("r", "a").ready(True, t0(), t0()).build(),
         node("b1").zone("r", "b").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(defaults(), t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(defaults(), t0(), nodes, vec![], vec![]);
     // a1 dies first and is tainted; the others keep heartbeating.
     let mut t = t0();
     while t < t0() + secs(60) {
@@ -205,7 +205,8 @@ fn heartbeats_pausing_40s_with_grace_50s_never_mark_unknown_nor_taint() {
         node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
     let leases = vec![lease("node0", t0()), lease("node1", t0())];
-    let mut h = Harness::started(defaults(), t0(), nodes, vec![pod("p", "node0")], leases);
+    let mut h =
+        Harness::lifecycle_alone_started(defaults(), t0(), nodes, vec![pod("p", "node0")], leases);
     let mut t = t0();
     for _ in 0..30 {
         t += secs(40);
@@ -226,7 +227,8 @@ fn node_deletion_forgets_and_recreation_with_new_uid_starts_fresh() {
         .ready(Unknown, t0(), t0())
         .build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(defaults(), t0(), vec![n0, n1.clone()], vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(defaults(), t0(), vec![n0, n1.clone()], vec![], vec![]);
     h.run_for(secs(1));
     assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute));
     h.run_until(t0() + secs(30));
@@ -272,7 +274,7 @@ fn conflicting_taint_write_is_rebuilt_on_the_re_read_node() {
         .ready(False, t0(), t0())
         .build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::new(defaults(), t0());
+    let mut h = Harness::lifecycle_alone(defaults(), t0());
     h.put_node(n0);
     h.put_node(n1);
     // Another writer adds its own taint behind our back (our cache does not see it yet).
@@ -314,7 +316,13 @@ fn restart_keeps_existing_no_execute_taints_of_a_node_not_ready() {
     tainted.taints[1].time_added = Some(t0());
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
     let start = t0() + secs(30);
-    let mut h = Harness::started(defaults(), start, vec![tainted.clone(), n1], vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(
+        defaults(),
+        start,
+        vec![tainted.clone(), n1],
+        vec![],
+        vec![],
+    );
     h.run_for(ms(500));
     let patches: Vec<_> = h
         .log
@@ -436,7 +444,7 @@ fn a_failed_untaint_of_a_recovered_node_is_retried_on_the_next_pass() {
         node("node0").zone("r", "z").ready(True, t1, t1).build(),
         node("node1").zone("r", "z").ready(True, t1, t1).build(),
     ];
-    let mut h = Harness::started(test_settings(), t1, nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t1, nodes, vec![], vec![]);
     let t2 = t1 + secs(51);
     h.jump(t2 - h.now);
     h.set_conditions("node1", vec![cond(NodeConditionType::Ready, True, t2, t1)]);

@@ -190,6 +190,6 @@ fn every_domain_down_stops_tainting_whatever_the_hold() {
     let all: Vec<(String, Time)> = names().into_iter().map(|(n, _, _)| (n, cut)).collect();
     let silent: Vec<(&str, Time)> = all.iter().map(|(n, t)| (n.as_str(), *t)).collect();
     heartbeat(&mut h, t0() + secs(200), |_| Duration::ZERO, &silent);
-    assert!(h.ctl.all_zones_down());
+    assert!(h.ctl.lifecycle().all_zones_down());
     assert_eq!(no_execute_writes(&h), vec![]);
 }

@@ -53,7 +53,7 @@ fn edge_cluster(settings: Settings) -> Harness {
     edge.autonomy = Autonomy::For(secs(3600));
     let other = node("other").zone("r", "a").ready(True, t0(), t0()).build();
     let pods = vec![pod("on-edge", "edge"), pod("on-other", "other")];
-    Harness::started(settings, t0(), vec![edge, other], pods, vec![])
+    Harness::lifecycle_alone_started(settings, t0(), vec![edge, other], pods, vec![])
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn a_pools_grace_period_decides_its_nodes_unknown_time_to_the_millisecond() {
         node("alive").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
     let pods = vec![pod("p-in-pool", "in-pool"), pod("p-no-pool", "no-pool")];
-    let mut h = Harness::started(settings, t0(), nodes, pods, vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, pods, vec![]);
     // At t0 + 5 s "joins-later" is labelled into the pool: its verdict moves earlier.
     h.run_until(t0() + secs(5));
     let mut relabelled = h.nodes["joins-later"].clone();
@@ -186,7 +186,7 @@ fn a_zone_with_nodes_of_several_pools_is_tainted_at_its_most_cautious_rate() {
         })
         .collect();
     nodes[5].labels.push((n("example.com/rack"), n("r7")));
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     // n0 and n1 fall silent; the rest (n5 of the slow pool among them) keep posting.
     keep_posting(&mut h, &["n2", "n3", "n4", "n5"], t0() + secs(70));
     let mut tainted: Vec<Time> = ["n0", "n1"]
@@ -230,7 +230,7 @@ fn a_custom_no_schedule_taint_follows_its_condition_at_once() {
         ..test_settings()
     };
     let nodes = vec![node("n1").zone("r", "a").ready(True, t0(), t0()).build()];
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     h.run_until(t0() + secs(1));
     set_other_condition(&mut h, "n1", "KernelDeadlock", True);
     assert!(h.has_taint("n1", "example.com/kernel-deadlock", NoSchedule));
@@ -255,7 +255,7 @@ fn a_custom_no_execute_taint_waits_for_its_zones_token() {
         .iter()
         .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
         .collect();
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     h.run_until(t0() + secs(20));
     let at = h.now;
     set_other_condition(&mut h, "n1", "KernelDeadlock", True);
@@ -286,7 +286,7 @@ fn a_custom_no_execute_taint_waits_while_the_whole_cluster_is_down() {
         .iter()
         .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
         .collect();
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     // Everything goes silent: all zones fully disrupted, nothing is tainted.
     h.run_until(t0() + secs(55));
     assert_eq!(
@@ -316,7 +316,8 @@ fn outage(cooldown: Duration) -> Harness {
         .iter()
         .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
         .collect();
-    let mut h = Harness::started(cooldown_settings(cooldown), t0(), nodes, vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(cooldown_settings(cooldown), t0(), nodes, vec![], vec![]);
     h.run_until(t0() + secs(100));
     assert_eq!(
         h.zone_state("r", "a"),
@@ -382,7 +383,7 @@ fn a_zone_leaving_full_disruption_cools_down_while_other_zones_taint() {
         node("b1").zone("r", "b").ready(True, t0(), t0()).build(),
         node("b2").zone("r", "b").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     // a1 and b2 are silent from the start; a3 posts until t0 + 40 s: zone a (a2 reports
     // Ready=False) is fully down from t0 + 90 s.
     keep_posting(&mut h, &["a3", "a4", "b1"], t0() + secs(40));
@@ -420,7 +421,7 @@ fn a_reload_applies_pools_and_removes_the_taints_of_dropped_condition_rules() {
             .build(),
         node("alive").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     set_other_condition(&mut h, "rack", "KernelDeadlock", True);
     assert!(h.has_taint("rack", "example.com/kernel-deadlock", NoSchedule));
     h.run_until(t0() + secs(10));

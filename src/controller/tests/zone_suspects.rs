@@ -31,7 +31,7 @@ fn fleet(settings: Settings, lease_seconds: Option<u32>) -> Harness {
             ..lease(name, t0())
         })
         .collect();
-    Harness::started(settings, t0(), nodes, vec![], leases)
+    Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], leases)
 }
 
 fn fleet_names() -> Vec<(String, &'static str)> {
@@ -215,7 +215,7 @@ fn every_node_silent_together_taints_nothing() {
     };
     heartbeat(&mut h, t0() + secs(150), secs(10), phase, &silent);
     assert_eq!(no_execute_writes(&h), vec![]);
-    assert!(h.ctl.all_zones_down());
+    assert!(h.ctl.lifecycle().all_zones_down());
     let w = waits(&mut h);
     assert!(
         matches!(&w[..], [Decision::ZoneWaits { all_down: true, .. }, ..]),
@@ -258,13 +258,16 @@ fn the_zone_state_for_fencing_counts_the_suspects() {
         |_| Duration::ZERO,
         &silent,
     );
-    assert_eq!(h.ctl.zone_state_of("a1"), Some(ZoneState::Normal));
     assert_eq!(
-        h.ctl.zone_state_with_suspects("a1", h.now),
+        h.ctl.lifecycle().zone_state_of("a1"),
+        Some(ZoneState::Normal)
+    );
+    assert_eq!(
+        h.ctl.lifecycle().zone_state_with_suspects("a1", h.now),
         Some(ZoneState::PartialDisruption)
     );
     assert_eq!(
-        h.ctl.zone_state_with_suspects("b1", h.now),
+        h.ctl.lifecycle().zone_state_with_suspects("b1", h.now),
         Some(ZoneState::Normal)
     );
 }
@@ -324,7 +327,7 @@ fn after_a_restart_missed_renewals_are_read_from_the_leases() {
             }
         })
         .collect();
-    let mut h = Harness::started(test_settings(), t0(), nodes, vec![], leases);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t0(), nodes, vec![], leases);
     let silent = [("a1", t0()), ("a2", t0()), ("a3", t0())];
     heartbeat(
         &mut h,
