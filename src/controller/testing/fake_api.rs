@@ -2,15 +2,17 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use crate::controller::fencing::{
-    ATTEMPT_ANNOTATION, STATE_ANNOTATION, TAINT_ADDED_ANNOTATION, is_out_of_service,
-};
-use crate::controller::inputs::{EvictionResult, FenceTarget, FenceTargetOutcome};
+use crate::controller::inputs::EvictionResult;
 use crate::controller::{
     Action, ActionId, Controllers, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome, Settings,
 };
-use crate::model::{ConditionStatus, Lease, Name, Node, Pod, PodKey};
+use crate::model::{
+    ConditionStatus, Lease, Name, Node, NodeCondition, NodeConditionType, Pod, PodKey,
+};
 use crate::time::Time;
+
+/// How often a live kubelet renews its Lease and posts status in `run_until`.
+const KUBELET_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The order in which a successful write's answer and its watch echo reach the controllers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,6 +70,15 @@ pub struct FakeApi {
     /// A second daemon standing by (never told `InitialSyncDone`): it gets every watch event
     /// the leader gets, and must decide nothing.
     pub standby: Option<Controllers>,
+    /// An eviction deletes the pod at once (`true`, the default: its kubelet confirms in no
+    /// time); `false`: the pod stays, terminating, until the test deletes it (its node's
+    /// kubelet is down, as on a node fencing powers off).
+    pub evictions_remove: bool,
+    /// Nodes whose kubelet is up while time runs (`run_until`): it renews its Lease and posts
+    /// its Ready condition every 10 s.
+    pub alive: BTreeSet<Name>,
+    /// Kubelets of `alive` that post Ready=False (alive, not ready).
+    pub reporting_not_ready: BTreeSet<Name>,
     /// The object the action being executed wrote (or re-read after a conflict).
     pending_echo: Option<Input>,
     rv: u64,
@@ -96,6 +107,9 @@ impl FakeApi {
             echo: EchoOrder::default(),
             late: Vec::new(),
             standby: None,
+            evictions_remove: true,
+            alive: BTreeSet::new(),
+            reporting_not_ready: BTreeSet::new(),
             pending_echo: None,
             rv: 1,
         }
@@ -129,7 +143,7 @@ impl FakeApi {
     }
 
     /// Replaces a node's status conditions (the kubelet posting status).
-    pub fn set_conditions(&mut self, name: &str, conditions: Vec<crate::model::NodeCondition>) {
+    pub fn set_conditions(&mut self, name: &str, conditions: Vec<NodeCondition>) {
         if let Some(mut node) = self.nodes.get(name).cloned() {
             node.conditions = conditions;
             self.put_node(node);
@@ -170,8 +184,21 @@ impl FakeApi {
         }
     }
 
-    /// Lets virtual time run to `until`, firing each timer at its own deadline.
+    /// Lets virtual time run to `until`, firing each timer at its own deadline; the kubelets
+    /// of `alive` post every 10 s on the way and at `until`.
     pub fn run_until(&mut self, until: Time) {
+        if self.alive.is_empty() {
+            self.fire_until(until);
+            return;
+        }
+        while self.now < until {
+            let step = (self.now + KUBELET_PERIOD).min(until);
+            self.fire_until(step);
+            self.kubelets_post();
+        }
+    }
+
+    fn fire_until(&mut self, until: Time) {
         while let Some(t) = self.ctl.next_deadline() {
             if t > until {
                 break;
@@ -180,6 +207,44 @@ impl FakeApi {
             self.feed(Input::Tick);
         }
         self.now = self.now.max(until);
+    }
+
+    /// Every live kubelet renews its Lease and posts its Ready condition at `now` (the
+    /// transition time kept while the status does not change).
+    fn kubelets_post(&mut self) {
+        let alive: Vec<Name> = self.alive.iter().cloned().collect();
+        for name in alive {
+            let mut lease = self.leases.get(&name).cloned().unwrap_or_else(|| Lease {
+                name: name.clone(),
+                renew_time: None,
+                duration_seconds: None,
+                resource_version: Name::from("1"),
+            });
+            lease.renew_time = Some(self.now);
+            self.put_lease(lease);
+            let status = if self.reporting_not_ready.contains(&name) {
+                ConditionStatus::False
+            } else {
+                ConditionStatus::True
+            };
+            let Some(mut node) = self.nodes.get(&name).cloned() else {
+                continue;
+            };
+            let since = node
+                .ready()
+                .filter(|c| c.status == status)
+                .and_then(|c| c.last_transition_time)
+                .unwrap_or(self.now);
+            node.conditions = vec![NodeCondition {
+                kind: NodeConditionType::Ready,
+                status,
+                last_heartbeat_time: Some(self.now),
+                last_transition_time: Some(since),
+                reason: None,
+                message: None,
+            }];
+            self.put_node(node);
+        }
     }
 
     pub fn run_for(&mut self, d: std::time::Duration) {
@@ -374,13 +439,17 @@ impl FakeApi {
                 self.answer(id, outcome, inputs);
             }
             Action::EvictPod { id, pod, .. } => {
-                let result = match self.pods.remove(&pod) {
-                    Some(_) => {
-                        self.evicted.push((self.now, pod.clone()));
-                        self.pending_echo = Some(Input::PodDeleted(pod));
-                        EvictionResult::Deleted
-                    }
-                    None => EvictionResult::NotFound,
+                let result = if !self.pods.contains_key(&pod) {
+                    EvictionResult::NotFound
+                } else if self.evictions_remove {
+                    self.pods.remove(&pod);
+                    self.evicted.push((self.now, pod.clone()));
+                    self.pending_echo = Some(Input::PodDeleted(pod));
+                    EvictionResult::Deleted
+                } else {
+                    self.evicted.push((self.now, pod.clone()));
+                    self.write_pod(&pod, |p| p.deleting = true);
+                    EvictionResult::Deleted
                 };
                 self.deliver(Input::EvictionResult { id, result }, inputs);
             }
@@ -402,13 +471,6 @@ impl FakeApi {
             Action::RunFenceCommand { id, command } => {
                 self.running.push((id, command.node));
             }
-        }
-    }
-
-    fn lease_read(&self, node: &Name) -> LeaseReadOutcome {
-        match self.leases.get(node) {
-            Some(l) => LeaseReadOutcome::Found(l.clone()),
-            None => LeaseReadOutcome::NotFound,
         }
     }
 
@@ -474,35 +536,5 @@ impl FakeApi {
                 self.late.push(echo);
             }
         }
-    }
-
-    fn read_target(&self, name: &Name) -> FenceTargetOutcome {
-        if self.faults.fence_reads_fail {
-            return FenceTargetOutcome::Failed("503 Service Unavailable".into());
-        }
-        let Some(node) = self.nodes.get(name) else {
-            return FenceTargetOutcome::NotFound;
-        };
-        let notes = self.annotations.get(name).cloned().unwrap_or_default();
-        let ready = node.ready();
-        FenceTargetOutcome::Found(Box::new(FenceTarget {
-            uid: node.uid.clone(),
-            resource_version: node.resource_version.clone(),
-            ready: ready.map(|c| c.status),
-            ready_since: ready.and_then(|c| c.last_transition_time),
-            labels: node
-                .labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            addresses: vec![("InternalIP".into(), "10.0.0.1".into())],
-            attempt: notes.get(ATTEMPT_ANNOTATION).cloned(),
-            taint_added: notes.get(TAINT_ADDED_ANNOTATION).cloned(),
-            fence_state: notes.get(STATE_ANNOTATION).cloned(),
-            maintenance: node.maintenance.clone(),
-            unschedulable: node.unschedulable,
-            out_of_service: node.taints.iter().any(is_out_of_service),
-            lease: self.lease_read(name),
-        }))
     }
 }

@@ -26,6 +26,7 @@
 //! [`Action`]: crate::controller::Action
 
 mod fake_api;
+mod live_reads;
 mod reads;
 
 pub use fake_api::{EchoOrder, FakeApi, Faults};
