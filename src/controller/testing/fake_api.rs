@@ -59,6 +59,8 @@ pub struct FakeApi {
     pub pod_reasons: BTreeMap<PodKey, String>,
     /// Every action the controllers returned, with the time it was returned.
     pub log: Vec<(Time, Action)>,
+    /// How many writes were answered 409 (a stale resourceVersion).
+    pub conflicts: usize,
     /// (time, pod) of every eviction that deleted a pod.
     pub evicted: Vec<(Time, PodKey)>,
     /// Fence commands started and not yet ended (`exit_fence`).
@@ -101,6 +103,7 @@ impl FakeApi {
             annotations: BTreeMap::new(),
             pod_reasons: BTreeMap::new(),
             log: Vec::new(),
+            conflicts: 0,
             evicted: Vec::new(),
             running: Vec::new(),
             faults: Faults::default(),
@@ -510,6 +513,7 @@ impl FakeApi {
 
     fn answer(&mut self, id: ActionId, outcome: Outcome, inputs: &mut VecDeque<Input>) {
         if outcome == Outcome::Conflict {
+            self.conflicts += 1;
             // The re-read goes first whatever the order: the controller decides again on it.
             if let Some(fresh) = self.pending_echo.take() {
                 inputs.push_back(fresh);
