@@ -48,6 +48,9 @@ pub struct Controllers {
     pause: PauseGate,
     /// Test-only (`without_taint_eviction`): no taint eviction whatever the settings say.
     taint_eviction_off: bool,
+    /// Test-only (`taint_eviction_alone`): the node lifecycle keeps the store and decides
+    /// nothing.
+    lifecycle_off: bool,
 }
 
 impl Controllers {
@@ -72,6 +75,7 @@ impl Controllers {
             held_by_caches: false,
             pause: PauseGate::default(),
             taint_eviction_off: false,
+            lifecycle_off: false,
         }
     }
 
@@ -85,6 +89,18 @@ impl Controllers {
         let mut controllers = Controllers::new(settings, now);
         controllers.eviction = None;
         controllers.taint_eviction_off = true;
+        controllers
+    }
+
+    /// Test-only: taint eviction alone. The node lifecycle keeps the store (every input goes
+    /// into it as always) but judges no node, writes nothing and sets no timer, so the taints
+    /// are the tests' own. Upstream tests its taint eviction controller the same way, with no
+    /// node lifecycle controller running (`pkg/controller/tainteviction/
+    /// taint_eviction_test.go`); suites that use it say why in their header.
+    #[doc(hidden)]
+    pub fn taint_eviction_alone(settings: Settings, now: Time) -> Controllers {
+        let mut controllers = Controllers::new(settings, now);
+        controllers.lifecycle_off = true;
         controllers
     }
 
@@ -175,7 +191,9 @@ impl Controllers {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
         let mut actions = Vec::new();
-        self.lifecycle.decide(observed, now, &mut actions);
+        if !self.lifecycle_off {
+            self.lifecycle.decide(observed, now, &mut actions);
+        }
         self.follow_brakes(now, &mut evictions);
         if became_synced {
             self.synced = true;
@@ -263,7 +281,9 @@ impl Controllers {
             }
         };
         [
-            self.lifecycle.next_deadline(),
+            self.lifecycle
+                .next_deadline()
+                .filter(|_| !self.lifecycle_off),
             eviction_due,
             fencing.and_then(|f| f.next_deadline()),
             current_at.filter(|_| self.synced),

@@ -26,6 +26,9 @@ pub enum EchoOrder {
     AnswerOnly,
 }
 
+/// How a test answers evictions itself (`FakeApi::eviction_answer`).
+pub type EvictionAnswer = dyn FnMut(&PodKey, u32) -> Option<EvictionResult>;
+
 /// Injected API behaviour.
 #[derive(Default)]
 pub struct Faults {
@@ -76,6 +79,10 @@ pub struct FakeApi {
     /// time); `false`: the pod stays, terminating, until the test deletes it (its node's
     /// kubelet is down, as on a node fencing powers off).
     pub evictions_remove: bool,
+    /// When set, it answers every eviction instead: the result for attempt `n` of evicting a
+    /// pod, `None` for no answer (the test feeds one later); the pod is left as it is (taint
+    /// eviction's own suites: what the machine does with the answer alone).
+    pub eviction_answer: Option<Box<EvictionAnswer>>,
     /// Nodes whose kubelet is up while time runs (`run_until`): it renews its Lease and posts
     /// its Ready condition every 10 s.
     pub alive: BTreeSet<Name>,
@@ -111,6 +118,7 @@ impl FakeApi {
             late: Vec::new(),
             standby: None,
             evictions_remove: true,
+            eviction_answer: None,
             alive: BTreeSet::new(),
             reporting_not_ready: BTreeSet::new(),
             pending_echo: None,
@@ -440,6 +448,14 @@ impl FakeApi {
                 // Graceful: the pod stays, terminating, until its kubelet confirms.
                 let outcome = self.write_pod(&pod, |p| p.deleting = true);
                 self.answer(id, outcome, inputs);
+            }
+            Action::EvictPod {
+                id, pod, attempt, ..
+            } if self.eviction_answer.is_some() => {
+                let answer = self.eviction_answer.as_mut().and_then(|f| f(&pod, attempt));
+                if let Some(result) = answer {
+                    inputs.push_back(Input::EvictionResult { id, result });
+                }
             }
             Action::EvictPod { id, pod, .. } => {
                 let result = if !self.pods.contains_key(&pod) {

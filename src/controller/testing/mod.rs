@@ -29,4 +29,4 @@ mod fake_api;
 mod live_reads;
 mod reads;
 
-pub use fake_api::{EchoOrder, FakeApi, Faults};
+pub use fake_api::{EchoOrder, EvictionAnswer, FakeApi, Faults};
