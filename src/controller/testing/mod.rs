@@ -18,11 +18,21 @@
 //! - [`EchoOrder::AnswerOnly`]: the answer alone; the echoes wait in [`FakeApi::late`] until
 //!   [`FakeApi::deliver_late`] (a lagging or broken watch).
 //!
-//! A suite that tests one machine alone still goes through [`Controllers`]
-//! ([`Controllers::without_taint_eviction`]) and says why in its header.
+//! Its other knobs, each what a suite relies on: [`Faults`] (writes failing or answered 409,
+//! live reads failing or lagging), `alive` (kubelets that renew their Lease and post status
+//! every 10 s while time runs), `evictions_remove` (an eviction deletes the pod at once, or
+//! leaves it terminating: a dead kubelet), `eviction_answer` (the test answers evictions
+//! itself, or not at all), `standby` (a second daemon fed every watch event, which must decide
+//! nothing); `conflicts` counts the 409s.
+//!
+//! A suite that tests one machine alone still goes through [`Controllers`] and says why in its
+//! header: [`Controllers::without_taint_eviction`] (the node lifecycle suites, as upstream's
+//! `node_lifecycle_controller_test.go`) or [`Controllers::taint_eviction_alone`] (upstream's
+//! `taint_eviction_test.go`).
 //!
 //! [`Controllers`]: crate::controller::Controllers
 //! [`Controllers::without_taint_eviction`]: crate::controller::Controllers::without_taint_eviction
+//! [`Controllers::taint_eviction_alone`]: crate::controller::Controllers::taint_eviction_alone
 //! [`Action`]: crate::controller::Action
 
 mod fake_api;

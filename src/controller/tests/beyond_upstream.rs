@@ -1,6 +1,7 @@
 //! Where we deliberately do better than upstream (docs/upstream.md, "Where we do better than
 //! upstream") and node deletion. Legacy mode: `legacy_mode.rs`; the dump, reloads and scale:
 //! `operation.rs`.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 

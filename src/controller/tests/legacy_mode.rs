@@ -1,5 +1,6 @@
 //! Legacy direct eviction (`taint_based_eviction = false`; docs/upstream.md, "Legacy direct
 //! eviction"): which pods go, when, and when it stops.
+//! The node lifecycle alone (`harness.rs` says why; legacy mode runs no taint eviction anyway).
 
 use super::harness::*;
 use crate::controller::{Action, LegacyEviction, Settings, ZoneState};

@@ -2,6 +2,7 @@
 //! pass is the only one to act, run with it and with the reference pass that evaluates every node:
 //! the same actions at the same instants, and the pass did its job.
 //! (`tests/randomized/monitor_pass.rs` compares the two on random scripts.)
+//! The node lifecycle alone (`harness.rs` says why).
 
 use super::harness::*;
 use crate::model::ConditionStatus::True;

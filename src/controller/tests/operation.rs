@@ -1,5 +1,6 @@
 //! What an operator sees and changes while the core runs: the state dump, a config reload,
 //! and a fleet of 5,000 nodes and 150,000 pods.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 

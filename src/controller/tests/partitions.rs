@@ -2,6 +2,7 @@
 //! domain is cut off, domains by label, and a fully dark domain held until `hold_max`. Each
 //! interaction row of the README's table ("Edge and bare-metal operators") has its test here,
 //! named after the row.
+//! The node lifecycle alone (`harness.rs` says why): the pods kept Ready are asserted on.
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! `full_disruption = "hold"` and `hold_max` (`node_lifecycle/partitions.rs`), and the README
 //! table's rows about holds; the fleet and helpers are `partitions.rs`'s.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The divergences a line-by-line review of upstream master found
 //! (`node_lifecycle_controller.go`, `controller_utils.go`, `component-helpers/node/topology`):
 //! each test is named after what it proves and fails on the behaviour before its fix.
+//! The node lifecycle alone, as upstream's tests run it (`harness.rs`).
 
 use super::harness::*;
 use crate::controller::ZoneState;

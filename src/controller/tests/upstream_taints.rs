@@ -1,6 +1,7 @@
 //! Ports of upstream's taint and label tests: `TestApplyNoExecuteTaints`,
 //! `TestApplyNoExecuteTaintsToUnreachableNode`, `TestApplyNoExecuteTaintsToNodesEnqueueTwice`,
 //! `TestSwapUnreachableNotReadyTaints`, `TestTaintsNodeByCondition`, `TestReconcileNodeLabels`.
+//! The node lifecycle alone, as upstream's tests run it (`harness.rs`).
 
 use super::harness::*;
 use crate::model::ConditionStatus::{False, True, Unknown};

@@ -1,6 +1,7 @@
 //! A zone seen whole (`node_lifecycle/suspects.rs`): the first verdict of a correlated failure
 //! does not taint before the zone is judged with its nodes about to be judged, as upstream's
 //! batched pass judges it; a single dead node is still tainted at its deadline.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 

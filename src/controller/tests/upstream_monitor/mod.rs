@@ -5,6 +5,7 @@
 //!
 //! Upstream tests call `monitorNodeHealth` at two instants an hour apart; here the clock
 //! jumps (`jump`) to the second instant, the new statuses are fed, and every due timer fires.
+//! The node lifecycle alone, as upstream's tests run it (`harness.rs`).
 
 use std::time::Duration;
 
