@@ -46,6 +46,11 @@ pub struct Controllers {
     held_by_caches: bool,
     /// The fleet pause: the one place that says what it holds.
     pause: PauseGate,
+    /// Test-only (`without_taint_eviction`): no taint eviction whatever the settings say.
+    taint_eviction_off: bool,
+    /// Test-only (`taint_eviction_alone`): the node lifecycle keeps the store and decides
+    /// nothing.
+    lifecycle_off: bool,
 }
 
 impl Controllers {
@@ -69,7 +74,34 @@ impl Controllers {
             held: false,
             held_by_caches: false,
             pause: PauseGate::default(),
+            taint_eviction_off: false,
+            lifecycle_off: false,
         }
+    }
+
+    /// Test-only: the node lifecycle (and fencing, if configured) without the taint eviction
+    /// machine, settings unchanged: NoExecute taints are written, nobody evicts by them. Upstream
+    /// tests its node lifecycle controller the same way, with no taint eviction controller
+    /// running (`pkg/controller/nodelifecycle/node_lifecycle_controller_test.go`); suites that
+    /// use it say why in their header (`controller::testing::FakeApi`).
+    #[doc(hidden)]
+    pub fn without_taint_eviction(settings: Settings, now: Time) -> Controllers {
+        let mut controllers = Controllers::new(settings, now);
+        controllers.eviction = None;
+        controllers.taint_eviction_off = true;
+        controllers
+    }
+
+    /// Test-only: taint eviction alone. The node lifecycle keeps the store (every input goes
+    /// into it as always) but judges no node, writes nothing and sets no timer, so the taints
+    /// are the tests' own. Upstream tests its taint eviction controller the same way, with no
+    /// node lifecycle controller running (`pkg/controller/tainteviction/
+    /// taint_eviction_test.go`); suites that use it say why in their header.
+    #[doc(hidden)]
+    pub fn taint_eviction_alone(settings: Settings, now: Time) -> Controllers {
+        let mut controllers = Controllers::new(settings, now);
+        controllers.lifecycle_off = true;
+        controllers
     }
 
     /// Holds or releases the work that must not run on a stale cache; called before every
@@ -159,7 +191,9 @@ impl Controllers {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
         let mut actions = Vec::new();
-        self.lifecycle.decide(observed, now, &mut actions);
+        if !self.lifecycle_off {
+            self.lifecycle.decide(observed, now, &mut actions);
+        }
         self.follow_brakes(now, &mut evictions);
         if became_synced {
             self.synced = true;
@@ -247,7 +281,9 @@ impl Controllers {
             }
         };
         [
-            self.lifecycle.next_deadline(),
+            self.lifecycle
+                .next_deadline()
+                .filter(|_| !self.lifecycle_off),
             eviction_due,
             fencing.and_then(|f| f.next_deadline()),
             current_at.filter(|_| self.synced),
@@ -319,9 +355,14 @@ impl Controllers {
     /// times restart from `now`: the follower's own observation.
     pub fn into_follower(self, now: Time) -> Controllers {
         let mut settings = self.lifecycle.settings().clone();
-        settings.taint_based_eviction = self.eviction.is_some();
+        // Taint eviction switched off by `without_taint_eviction` stays off.
+        settings.taint_based_eviction = self.eviction.is_some() || self.taint_eviction_off;
         settings.fencing = self.fencing.as_ref().map(|f| f.policy().clone());
-        let mut follower = Controllers::new(settings, now);
+        let mut follower = if self.taint_eviction_off {
+            Controllers::without_taint_eviction(settings, now)
+        } else {
+            Controllers::new(settings, now)
+        };
         // The informers go on as they were: a follower's caches are as current as the leader's.
         follower.caches = self.caches;
         // The pause is the cluster's, not the leadership's.

@@ -26,6 +26,8 @@ pub mod rate_limited_queue;
 pub mod settings;
 pub mod taint_eviction;
 pub mod taint_ops;
+#[doc(hidden)]
+pub mod testing;
 pub mod tolerations;
 pub mod zones;
 

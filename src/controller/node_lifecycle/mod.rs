@@ -378,14 +378,6 @@ impl NodeLifecycle {
         debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
     }
 
-    /// Applies one input: watched objects go into the store first, then the decision.
-    pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
-        let observed = self.observe(input);
-        let mut out = Vec::new();
-        self.decide(observed, now, &mut out);
-        out
-    }
-
     /// Puts a watched object (or its deletion, or a full state's start or end) into the store
     /// and says what changed; other inputs pass through.
     pub fn observe(&mut self, input: Input) -> Observed {

@@ -1,6 +1,7 @@
 //! Where we deliberately do better than upstream (docs/upstream.md, "Where we do better than
 //! upstream") and node deletion. Legacy mode: `legacy_mode.rs`; the dump, reloads and scale:
 //! `operation.rs`.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ fn defaults() -> Settings {
 fn unknown_verdict_at_probe_time_plus_grace_to_the_millisecond() {
     let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(defaults(), t0(), vec![n0, n1], vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(defaults(), t0(), vec![n0, n1], vec![], vec![]);
     // node1 keeps posting status; node0 falls silent. Its probe time is t0 (first sight).
     let mut t = t0();
     while t < t0() + secs(120) {
@@ -64,7 +65,7 @@ fn node0_writes(h: &Harness) -> Vec<Time> {
 fn a_live_lease_read_showing_a_fresh_renewal_prevents_the_verdict() {
     let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         defaults(),
         t0(),
         vec![n0, n1],
@@ -93,7 +94,7 @@ fn a_live_lease_read_showing_a_fresh_renewal_prevents_the_verdict() {
 fn no_verdict_while_the_lease_cannot_be_read_then_verdict_once_confirmed_stale() {
     let n0 = node("node0").zone("r", "a").ready(True, t0(), t0()).build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         defaults(),
         t0(),
         vec![n0, n1],
@@ -126,7 +127,7 @@ fn restart_with_a_dead_node_marks_its_still_ready_pods() {
         pod("c", "node1"),
     ];
     let n1 = node("node1").ready(True, t0(), t0()).build();
-    let h = Harness::started(defaults(), t0(), vec![n0, n1], pods, vec![]);
+    let h = Harness::lifecycle_alone_started(defaults(), t0(), vec![n0, n1], pods, vec![]);
     let marked: Vec<String> = h
         .log
         .iter()
@@ -146,7 +147,7 @@ fn entering_and_leaving_full_disruption() {
         node("a2").zone("r", "a").ready(True, t0(), t0()).build(),
         node("b1").zone("r", "b").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(defaults(), t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(defaults(), t0(), nodes, vec![], vec![]);
     // a1 dies first and is tainted; the others keep heartbeating.
     let mut t = t0();
     while t < t0() + secs(60) {
@@ -205,7 +206,8 @@ fn heartbeats_pausing_40s_with_grace_50s_never_mark_unknown_nor_taint() {
         node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
     let leases = vec![lease("node0", t0()), lease("node1", t0())];
-    let mut h = Harness::started(defaults(), t0(), nodes, vec![pod("p", "node0")], leases);
+    let mut h =
+        Harness::lifecycle_alone_started(defaults(), t0(), nodes, vec![pod("p", "node0")], leases);
     let mut t = t0();
     for _ in 0..30 {
         t += secs(40);
@@ -226,7 +228,8 @@ fn node_deletion_forgets_and_recreation_with_new_uid_starts_fresh() {
         .ready(Unknown, t0(), t0())
         .build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::started(defaults(), t0(), vec![n0, n1.clone()], vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(defaults(), t0(), vec![n0, n1.clone()], vec![], vec![]);
     h.run_for(secs(1));
     assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute));
     h.run_until(t0() + secs(30));
@@ -272,7 +275,7 @@ fn conflicting_taint_write_is_rebuilt_on_the_re_read_node() {
         .ready(False, t0(), t0())
         .build();
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
-    let mut h = Harness::new(defaults(), t0());
+    let mut h = Harness::lifecycle_alone(defaults(), t0());
     h.put_node(n0);
     h.put_node(n1);
     // Another writer adds its own taint behind our back (our cache does not see it yet).
@@ -314,7 +317,13 @@ fn restart_keeps_existing_no_execute_taints_of_a_node_not_ready() {
     tainted.taints[1].time_added = Some(t0());
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
     let start = t0() + secs(30);
-    let mut h = Harness::started(defaults(), start, vec![tainted.clone(), n1], vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(
+        defaults(),
+        start,
+        vec![tainted.clone(), n1],
+        vec![],
+        vec![],
+    );
     h.run_for(ms(500));
     let patches: Vec<_> = h
         .log
@@ -436,7 +445,7 @@ fn a_failed_untaint_of_a_recovered_node_is_retried_on_the_next_pass() {
         node("node0").zone("r", "z").ready(True, t1, t1).build(),
         node("node1").zone("r", "z").ready(True, t1, t1).build(),
     ];
-    let mut h = Harness::started(test_settings(), t1, nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t1, nodes, vec![], vec![]);
     let t2 = t1 + secs(51);
     h.jump(t2 - h.now);
     h.set_conditions("node1", vec![cond(NodeConditionType::Ready, True, t2, t1)]);
@@ -466,12 +475,13 @@ fn a_failed_untaint_of_a_recovered_node_is_retried_on_the_next_pass() {
 /// once the zone is Normal again it is written (nothing lost).
 #[test]
 fn a_queued_taint_waiting_behind_a_write_is_not_sent_after_its_zone_stops_tainting() {
-    use crate::controller::{Input, NodeLifecycle, Outcome};
+    use crate::controller::{Controllers, Input, Outcome};
     use crate::model::Node;
     let t0 = date(2026, 1, 1, 12, 0, 0);
-    let mut ctl = NodeLifecycle::new(test_settings(), t0);
+    // The node lifecycle alone (`harness.rs` says why); answers held by hand, not `FakeApi`.
+    let mut ctl = Controllers::without_taint_eviction(test_settings(), t0);
     let mut rv = 1u64;
-    let mut put = |ctl: &mut NodeLifecycle, mut node: Node, now: Time| {
+    let mut put = |ctl: &mut Controllers, mut node: Node, now: Time| {
         rv += 1;
         node.resource_version = n(&rv.to_string());
         let mut actions = ctl.handle(Input::NodeUpsert(node.clone()), now);
@@ -513,7 +523,10 @@ fn a_queued_taint_waiting_behind_a_write_is_not_sent_after_its_zone_stops_tainti
     for name in ["n2", "n3"] {
         put(&mut ctl, node(name).ready(False, t2, t2).build(), t2);
     }
-    assert_eq!(ctl.zone_state_of("n1"), Some(ZoneState::PartialDisruption));
+    assert_eq!(
+        ctl.lifecycle().zone_state_of("n1"),
+        Some(ZoneState::PartialDisruption)
+    );
     // The write in flight comes back: its answer, then its result.
     let mut written = n1.clone();
     written.taints = held_taints;

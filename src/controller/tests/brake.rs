@@ -43,7 +43,7 @@ fn fleet(settings: Settings, autonomous: &[&str]) -> Cluster {
         if autonomous.contains(&name.as_str()) {
             built.autonomy = Autonomy::Forever;
         }
-        c.feed(Input::LeaseUpsert(renewal(&name, t0())));
+        c.put_lease(renewal(&name, t0()));
         c.put_node(built);
     }
     c.feed(Input::InitialSyncDone);
@@ -72,7 +72,7 @@ fn run(c: &mut Cluster, until: Time, silent: impl Fn(&str, Time) -> bool) {
         c.run_until(t);
         for name in names() {
             if !silent(&name, t) {
-                c.feed(Input::LeaseUpsert(renewal(&name, t)));
+                c.put_lease(renewal(&name, t));
             }
         }
     }
@@ -89,11 +89,11 @@ fn back(c: &mut Cluster, name: &str) {
     )];
     c.put_node(node);
     let t = c.now;
-    c.feed(Input::LeaseUpsert(renewal(name, t)));
+    c.put_lease(renewal(name, t));
 }
 
 fn no_execute_writes(c: &Cluster) -> Vec<(Time, String)> {
-    c.taint_writes
+    c.taint_writes()
         .iter()
         .filter(|(_, _, taints)| {
             taints
@@ -376,9 +376,9 @@ fn a_start_in_a_mass_failure_holds_the_overdue_deletions_under_the_brake() {
                     effect: TaintEffect::NoExecute,
                     time_added: Some(before(100)),
                 });
-                c.feed(Input::LeaseUpsert(renewal(&name, since)));
+                c.put_lease(renewal(&name, since));
             } else {
-                c.feed(Input::LeaseUpsert(renewal(&name, t0())));
+                c.put_lease(renewal(&name, t0()));
             }
             c.put_node(built);
             c.put_pod(with_tolerations(

@@ -21,7 +21,7 @@ fn cluster_with_a_due_pod(what: Option<PauseScope>, t0: Time, until: Time) -> Cl
         })));
     }
     for name in ["n1", "n2"] {
-        c.feed(Input::LeaseUpsert(lease(name, t0)));
+        c.put_lease(lease(name, t0));
         let mut b = node(name).ready(ConditionStatus::True, t0, t0);
         if name == "n2" {
             b = b.taint("user", TaintEffect::NoExecute);

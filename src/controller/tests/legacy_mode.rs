@@ -1,5 +1,6 @@
 //! Legacy direct eviction (`taint_based_eviction = false`; docs/upstream.md, "Legacy direct
 //! eviction"): which pods go, when, and when it stops.
+//! The node lifecycle alone (`harness.rs` says why; legacy mode runs no taint eviction anyway).
 
 use super::harness::*;
 use crate::controller::{Action, LegacyEviction, Settings, ZoneState};
@@ -35,7 +36,7 @@ fn legacy_eviction_skips_daemonset_and_deleting_pods_and_waits_for_the_timeout()
     let mut going = pod("going", "node0");
     going.deleting = true;
     let pods = vec![pod("app", "node0"), ds, going];
-    let mut h = Harness::started(legacy(), t0(), vec![n0, n1], pods, vec![]);
+    let mut h = Harness::lifecycle_alone_started(legacy(), t0(), vec![n0, n1], pods, vec![]);
     let mut t = t0();
     let beat = |h: &mut Harness, t: Time| {
         h.set_conditions(
@@ -92,7 +93,7 @@ fn legacy_evicted_node_deletes_pods_bound_later_even_after_an_empty_pass() {
     let n1 = node("node1").zone("r", "a").ready(True, t0(), t0()).build();
     let mut ds = pod("ds", "node0");
     ds.daemonset_owned = true;
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         legacy(),
         t0(),
         vec![n0, n1],
@@ -143,7 +144,13 @@ fn legacy_eviction_stops_when_all_zones_are_fully_disrupted() {
         .zone("r", "a")
         .ready(Unknown, t0(), t0())
         .build();
-    let mut h = Harness::started(legacy(), t0(), vec![n0], vec![pod("app", "node0")], vec![]);
+    let mut h = Harness::lifecycle_alone_started(
+        legacy(),
+        t0(),
+        vec![n0],
+        vec![pod("app", "node0")],
+        vec![],
+    );
     h.run_until(t0() + secs(900));
     assert_eq!(h.zone_state("r", "a"), Some(ZoneState::FullDisruption));
     assert!(h.pod_reasons.is_empty());

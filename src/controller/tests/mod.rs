@@ -4,6 +4,8 @@
 
 mod beyond_upstream;
 mod brake;
+mod echo_orders;
+mod edge_autonomy;
 mod fleet_pause;
 pub(crate) mod harness;
 mod legacy_mode;

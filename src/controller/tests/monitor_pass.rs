@@ -2,6 +2,7 @@
 //! pass is the only one to act, run with it and with the reference pass that evaluates every node:
 //! the same actions at the same instants, and the pass did its job.
 //! (`tests/randomized/monitor_pass.rs` compares the two on random scripts.)
+//! The node lifecycle alone (`harness.rs` says why).
 
 use super::harness::*;
 use crate::model::ConditionStatus::True;
@@ -38,7 +39,7 @@ fn recovered_node_whose_untaint_fails_once(
     settings: crate::controller::Settings,
     prepare: impl FnOnce(&mut Harness),
 ) -> Harness {
-    let mut h = Harness::new(settings, t0());
+    let mut h = Harness::lifecycle_alone(settings, t0());
     prepare(&mut h);
     h.faults.fail_taint_writes = 1;
     h.put_lease(lease("n1", t0()));
@@ -140,7 +141,7 @@ fn a_tick_in_the_window_before_the_pass_runs_it_and_the_next_tick_stays_on_the_g
 /// and the next pass is a period after the one that ran, late or not.
 #[test]
 fn without_an_early_window_the_pass_runs_at_its_tick_and_the_next_is_a_period_later() {
-    let mut h = Harness::new(test_settings(), t0());
+    let mut h = Harness::lifecycle_alone(test_settings(), t0());
     h.put_lease(lease("n1", t0()));
     h.put_node(node("n1").zone("r", "z").ready(True, t0(), t0()).build());
     h.feed(crate::controller::Input::InitialSyncDone);

@@ -1,5 +1,6 @@
 //! What an operator sees and changes while the core runs: the state dump, a config reload,
 //! and a fleet of 5,000 nodes and 150,000 pods.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 
@@ -37,7 +38,7 @@ fn state_dump_shows_zones_queues_and_nodes() {
         node("node2").zone("r", "a").ready(True, t0(), t0()).build(),
         node("node3").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(defaults(), t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(defaults(), t0(), nodes, vec![], vec![]);
     h.run_for(ms(150));
     let d = h.dump();
     assert!(d.synced && d.taint_based_eviction && !d.all_zones_fully_disrupted);
@@ -81,7 +82,7 @@ fn config_reload_changes_rates_and_graces_live() {
         node("node0").zone("r", "a").ready(True, t0(), t0()).build(),
         node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(defaults(), t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(defaults(), t0(), nodes, vec![], vec![]);
     let faster = Settings {
         node_monitor_grace_period: secs(20),
         node_eviction_rate: Rate::from_f64(1.0).unwrap(),
@@ -111,7 +112,7 @@ fn five_thousand_nodes_and_150k_pods() {
     let pods = (0..NODES * PODS)
         .map(|i| pod(&format!("pod{i}"), &format!("node{}", i % NODES)))
         .collect();
-    let mut h = Harness::started(defaults(), t0(), nodes, pods, vec![]);
+    let mut h = Harness::lifecycle_alone_started(defaults(), t0(), nodes, pods, vec![]);
     h.run_until(t0() + secs(49));
     assert!(h.status_writes().is_empty());
     h.run_until(t0() + secs(60));

@@ -2,6 +2,7 @@
 //! domain is cut off, domains by label, and a fully dark domain held until `hold_max`. Each
 //! interaction row of the README's table ("Edge and bare-metal operators") has its test here,
 //! named after the row.
+//! The node lifecycle alone (`harness.rs` says why): the pods kept Ready are asserted on.
 
 use std::time::Duration;
 
@@ -59,7 +60,7 @@ pub(super) fn fleet(settings: Settings) -> Harness {
             ..lease(name, t0())
         })
         .collect();
-    Harness::started(settings, t0(), nodes, pods, leases)
+    Harness::lifecycle_alone_started(settings, t0(), nodes, pods, leases)
 }
 
 /// Runs to `until`, each kubelet renewing every 10 s from its phase (`phase`), the ones in
@@ -286,7 +287,7 @@ fn unless_disrupted_keeps_pods_ready_when_every_domain_is_down() {
     let all: Vec<(String, Time)> = names().into_iter().map(|(n, _, _)| (n, cut)).collect();
     let silent: Vec<(&str, Time)> = all.iter().map(|(n, t)| (n.as_str(), *t)).collect();
     heartbeat(&mut h, t0() + secs(120), |_| Duration::ZERO, &silent);
-    assert!(h.ctl.all_zones_down());
+    assert!(h.ctl.lifecycle().all_zones_down());
     for (node, _, _) in names() {
         assert_eq!(marked(&h, &node), vec![], "{node}");
     }

@@ -1,5 +1,6 @@
 //! `full_disruption = "hold"` and `hold_max` (`node_lifecycle/partitions.rs`), and the README
 //! table's rows about holds; the fleet and helpers are `partitions.rs`'s.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 
@@ -190,6 +191,6 @@ fn every_domain_down_stops_tainting_whatever_the_hold() {
     let all: Vec<(String, Time)> = names().into_iter().map(|(n, _, _)| (n, cut)).collect();
     let silent: Vec<(&str, Time)> = all.iter().map(|(n, t)| (n.as_str(), *t)).collect();
     heartbeat(&mut h, t0() + secs(200), |_| Duration::ZERO, &silent);
-    assert!(h.ctl.all_zones_down());
+    assert!(h.ctl.lifecycle().all_zones_down());
     assert_eq!(no_execute_writes(&h), vec![]);
 }

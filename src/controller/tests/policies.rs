@@ -1,5 +1,6 @@
-//! Policies for edge and bare-metal fleets: edge autonomy, pools, custom condition taints and the
-//! disruption cooldown, each against the virtual clock.
+//! Policies for bare-metal fleets: pools, custom condition taints and the disruption cooldown,
+//! each against the virtual clock (edge autonomy: `edge_autonomy.rs`). The node lifecycle alone
+//! (`harness.rs` says why).
 
 use std::time::Duration;
 
@@ -10,20 +11,20 @@ use crate::controller::partitions::PodsNotReady;
 use crate::controller::pools::{LabelRequirement, Pool, SelectorOperator};
 use crate::model::ConditionStatus::{False, True};
 use crate::model::TaintEffect::{NoExecute, NoSchedule};
-use crate::model::{Autonomy, Name, NodeConditionType, TaintEffect, taint_keys};
+use crate::model::{NodeConditionType, TaintEffect, taint_keys};
 use crate::time::Rate;
 use crate::time::Time;
 
-fn t0() -> Time {
+pub(super) fn t0() -> Time {
     date(2024, 5, 1, 8, 0, 0)
 }
 
-fn ms(v: u64) -> Duration {
+pub(super) fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
 /// The kubelets of `names` post status every 10 s until `until`; everything else stays silent.
-fn keep_posting(h: &mut Harness, names: &[&str], until: Time) {
+pub(super) fn keep_posting(h: &mut Harness, names: &[&str], until: Time) {
     while h.now + secs(10) <= until {
         let t = h.now + secs(10);
         h.run_until(t);
@@ -38,51 +39,12 @@ fn keep_posting(h: &mut Harness, names: &[&str], until: Time) {
     h.run_until(until);
 }
 
-fn verdict_times(h: &Harness, name: &str) -> Vec<Time> {
+pub(super) fn verdict_times(h: &Harness, name: &str) -> Vec<Time> {
     h.status_writes()
         .into_iter()
         .filter(|(_, n, _)| &**n == name)
         .map(|(t, _, _)| t)
         .collect()
-}
-
-// ---- edge autonomy -------------------------------------------------------------------------
-
-fn edge_cluster(settings: Settings) -> Harness {
-    let mut edge = node("edge").zone("r", "a").ready(True, t0(), t0()).build();
-    edge.autonomy = Autonomy::For(secs(3600));
-    let other = node("other").zone("r", "a").ready(True, t0(), t0()).build();
-    let pods = vec![pod("on-edge", "edge"), pod("on-other", "other")];
-    Harness::started(settings, t0(), vec![edge, other], pods, vec![])
-}
-
-#[test]
-fn autonomous_node_goes_unknown_and_is_tainted_as_upstream_but_its_pods_keep_ready() {
-    let mut h = edge_cluster(test_settings());
-    keep_posting(&mut h, &["other"], t0() + secs(60));
-    // The node itself: Unknown at the same millisecond as any node, tainted, NodeNotReady.
-    assert_eq!(verdict_times(&h, "edge"), vec![t0() + secs(50) + ms(1)]);
-    assert!(h.has_taint("edge", taint_keys::UNREACHABLE, NoExecute));
-    assert!(h.has_taint("edge", taint_keys::UNREACHABLE, NoSchedule));
-    assert!(
-        h.node_events()
-            .iter()
-            .any(|(n, reason, _)| n == "edge" && *reason == "NodeNotReady")
-    );
-    // Its pods: never marked NotReady (their endpoints stay), even on later passes.
-    assert!(h.pod_marks("on-edge").is_empty());
-    assert_eq!(h.pod_status_updates(), 0);
-}
-
-#[test]
-fn with_autonomy_switched_off_the_annotations_are_ignored() {
-    let settings = Settings {
-        autonomy: false,
-        ..test_settings()
-    };
-    let mut h = edge_cluster(settings);
-    keep_posting(&mut h, &["other"], t0() + secs(60));
-    assert_eq!(h.pod_marks("on-edge"), vec![t0() + secs(50) + ms(1)]);
 }
 
 // ---- pools ---------------------------------------------------------------------------------
@@ -138,7 +100,7 @@ fn a_pools_grace_period_decides_its_nodes_unknown_time_to_the_millisecond() {
         node("alive").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
     let pods = vec![pod("p-in-pool", "in-pool"), pod("p-no-pool", "no-pool")];
-    let mut h = Harness::started(settings, t0(), nodes, pods, vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, pods, vec![]);
     // At t0 + 5 s "joins-later" is labelled into the pool: its verdict moves earlier.
     h.run_until(t0() + secs(5));
     let mut relabelled = h.nodes["joins-later"].clone();
@@ -186,7 +148,7 @@ fn a_zone_with_nodes_of_several_pools_is_tainted_at_its_most_cautious_rate() {
         })
         .collect();
     nodes[5].labels.push((n("example.com/rack"), n("r7")));
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     // n0 and n1 fall silent; the rest (n5 of the slow pool among them) keep posting.
     keep_posting(&mut h, &["n2", "n3", "n4", "n5"], t0() + secs(70));
     let mut tainted: Vec<Time> = ["n0", "n1"]
@@ -230,7 +192,7 @@ fn a_custom_no_schedule_taint_follows_its_condition_at_once() {
         ..test_settings()
     };
     let nodes = vec![node("n1").zone("r", "a").ready(True, t0(), t0()).build()];
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     h.run_until(t0() + secs(1));
     set_other_condition(&mut h, "n1", "KernelDeadlock", True);
     assert!(h.has_taint("n1", "example.com/kernel-deadlock", NoSchedule));
@@ -255,7 +217,7 @@ fn a_custom_no_execute_taint_waits_for_its_zones_token() {
         .iter()
         .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
         .collect();
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     h.run_until(t0() + secs(20));
     let at = h.now;
     set_other_condition(&mut h, "n1", "KernelDeadlock", True);
@@ -286,7 +248,7 @@ fn a_custom_no_execute_taint_waits_while_the_whole_cluster_is_down() {
         .iter()
         .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
         .collect();
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     // Everything goes silent: all zones fully disrupted, nothing is tainted.
     h.run_until(t0() + secs(55));
     assert_eq!(
@@ -316,7 +278,8 @@ fn outage(cooldown: Duration) -> Harness {
         .iter()
         .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
         .collect();
-    let mut h = Harness::started(cooldown_settings(cooldown), t0(), nodes, vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(cooldown_settings(cooldown), t0(), nodes, vec![], vec![]);
     h.run_until(t0() + secs(100));
     assert_eq!(
         h.zone_state("r", "a"),
@@ -382,7 +345,7 @@ fn a_zone_leaving_full_disruption_cools_down_while_other_zones_taint() {
         node("b1").zone("r", "b").ready(True, t0(), t0()).build(),
         node("b2").zone("r", "b").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     // a1 and b2 are silent from the start; a3 posts until t0 + 40 s: zone a (a2 reports
     // Ready=False) is fully down from t0 + 90 s.
     keep_posting(&mut h, &["a3", "a4", "b1"], t0() + secs(40));
@@ -420,7 +383,7 @@ fn a_reload_applies_pools_and_removes_the_taints_of_dropped_condition_rules() {
             .build(),
         node("alive").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
     set_other_condition(&mut h, "rack", "KernelDeadlock", True);
     assert!(h.has_taint("rack", "example.com/kernel-deadlock", NoSchedule));
     h.run_until(t0() + secs(10));
@@ -436,174 +399,3 @@ fn a_reload_applies_pools_and_removes_the_taints_of_dropped_condition_rules() {
 }
 
 // ---- autonomy through both machines ----------------------------------------------------------
-
-/// A write the fake API server applies to its copy of a node.
-type NodeEdit = Box<dyn Fn(&mut crate::model::Node)>;
-
-/// The node lifecycle and taint eviction together, against a fake API server that applies
-/// every write at once: when each pod was marked NotReady and evicted.
-struct Fleet {
-    c: crate::controller::Controllers,
-    nodes: std::collections::BTreeMap<String, crate::model::Node>,
-    now: Time,
-    rv: u64,
-    marked: Vec<(Time, String)>,
-    evicted: Vec<(Time, String)>,
-}
-
-impl Fleet {
-    fn new(
-        settings: Settings,
-        nodes: Vec<crate::model::Node>,
-        pods: Vec<crate::model::Pod>,
-    ) -> Fleet {
-        use crate::controller::Input;
-        let mut f = Fleet {
-            c: crate::controller::Controllers::new(settings, t0()),
-            nodes: Default::default(),
-            now: t0(),
-            rv: 100,
-            marked: Vec::new(),
-            evicted: Vec::new(),
-        };
-        for p in pods {
-            f.c.handle(Input::PodUpsert(p), t0());
-        }
-        for n in nodes {
-            f.nodes.insert(n.name.to_string(), n.clone());
-            f.c.handle(Input::NodeUpsert(n), t0());
-        }
-        f.feed(Input::InitialSyncDone);
-        f
-    }
-
-    fn feed(&mut self, input: crate::controller::Input) {
-        use crate::controller::taint_eviction::EvictionResult;
-        use crate::controller::{Action, Input, Outcome};
-        let mut queue = std::collections::VecDeque::from([input]);
-        while let Some(input) = queue.pop_front() {
-            for action in self.c.handle(input, self.now) {
-                let (id, node, change): (_, Name, NodeEdit) = match action {
-                    Action::UpdateNodeConditions {
-                        id,
-                        node,
-                        conditions,
-                        ..
-                    } => (
-                        id,
-                        node,
-                        Box::new(move |n| n.conditions = conditions.clone()),
-                    ),
-                    Action::PatchNodeTaints {
-                        id, node, taints, ..
-                    } => (id, node, Box::new(move |n| n.taints = taints.clone())),
-                    Action::MarkPodNotReady { id, pod, .. } => {
-                        self.marked.push((self.now, pod.name.to_string()));
-                        let outcome = Outcome::Ok;
-                        queue.push_back(Input::Result { id, outcome });
-                        continue;
-                    }
-                    Action::EvictPod { id, pod, .. } => {
-                        self.evicted.push((self.now, pod.name.to_string()));
-                        let result = EvictionResult::Deleted;
-                        queue.push_back(Input::EvictionResult { id, result });
-                        queue.push_back(Input::PodDeleted(pod));
-                        continue;
-                    }
-                    _ => continue,
-                };
-                self.rv += 1;
-                let n = self.nodes.get_mut(&*node).expect("known node");
-                change(n);
-                n.resource_version = Name::from(self.rv.to_string());
-                queue.push_back(Input::NodeUpsert(n.clone()));
-                let outcome = Outcome::Ok;
-                queue.push_back(Input::Result { id, outcome });
-            }
-        }
-    }
-
-    /// Virtual time runs to `until`; `alive` posts status every 10 s.
-    fn run(&mut self, alive: &str, until: Time) {
-        use crate::controller::Input;
-        let mut next_post = self.now + secs(10);
-        while self.now < until {
-            let next = self
-                .c
-                .next_deadline()
-                .unwrap_or(until)
-                .min(next_post)
-                .min(until);
-            self.now = self.now.max(next);
-            if self.now == next_post {
-                let mut n = self.nodes[alive].clone();
-                n.conditions = vec![cond(NodeConditionType::Ready, True, self.now, t0())];
-                self.rv += 1;
-                n.resource_version = Name::from(self.rv.to_string());
-                self.nodes.insert(alive.to_string(), n.clone());
-                self.feed(Input::NodeUpsert(n));
-                next_post += secs(10);
-            }
-            self.feed(Input::Tick);
-        }
-    }
-}
-
-/// What the API server's DefaultTolerationSeconds admission adds: 300 s.
-fn web_pod(name: &str, node: &str) -> crate::model::Pod {
-    use crate::model::{Toleration, TolerationOperator};
-    let mut p = pod(name, node);
-    p.tolerations = [taint_keys::NOT_READY, taint_keys::UNREACHABLE]
-        .into_iter()
-        .map(|k| Toleration {
-            key: n(k),
-            operator: TolerationOperator::Exists,
-            value: n(""),
-            effect: Some(NoExecute),
-            toleration_seconds: Some(300),
-        })
-        .collect::<Vec<_>>()
-        .into();
-    p
-}
-
-#[test]
-fn an_autonomous_nodes_pods_keep_ready_and_outlive_their_own_toleration_seconds() {
-    let fleet = |autonomy: Autonomy| {
-        let mut edge = node("edge").zone("r", "a").ready(True, t0(), t0()).build();
-        edge.autonomy = autonomy;
-        let nodes = vec![
-            edge,
-            node("alive").zone("r", "a").ready(True, t0(), t0()).build(),
-        ];
-        let mut f = Fleet::new(test_settings(), nodes, vec![web_pod("web", "edge")]);
-        f.run("alive", t0() + secs(1000));
-        f
-    };
-    // Upstream: Unknown at t0 + 50 s, pod marked NotReady then, tainted at once (the test
-    // rate), evicted 300 s later.
-    let plain = fleet(Autonomy::None);
-    let unknown = t0() + secs(50) + ms(1);
-    assert_eq!(plain.marked, vec![(unknown, "web".to_string())]);
-    let taint_added = plain.nodes["edge"]
-        .taints
-        .iter()
-        .find(|t| &*t.key == taint_keys::UNREACHABLE && t.effect == NoExecute)
-        .and_then(|t| t.time_added)
-        .expect("tainted");
-    assert_eq!(
-        plain.evicted,
-        vec![(unknown + secs(300), "web".to_string())]
-    );
-    // Ten minutes of autonomy: the same taint, never marked, evicted at timeAdded + 600 s.
-    let edge = fleet(Autonomy::For(secs(600)));
-    assert!(edge.marked.is_empty());
-    assert!(edge.nodes["edge"].has_taint(taint_keys::UNREACHABLE, &NoExecute));
-    assert_eq!(
-        edge.evicted,
-        vec![(taint_added + secs(600), "web".to_string())]
-    );
-    // Forever: never.
-    let forever = fleet(Autonomy::Forever);
-    assert!(forever.marked.is_empty() && forever.evicted.is_empty());
-}

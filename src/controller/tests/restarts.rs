@@ -71,7 +71,7 @@ fn run_with_healthy_peers(c: &mut Cluster, until: Time) {
 /// 3 not Ready is Normal.
 fn listed_mid_outage(c: &mut Cluster, added: Time) {
     let now = c.now;
-    c.feed(Input::LeaseUpsert(lease("n1", t0())));
+    c.put_lease(lease("n1", t0()));
     let mut n1 = node("n1")
         .ready(ConditionStatus::Unknown, t0(), added)
         .taint(taint_keys::UNREACHABLE, TaintEffect::NoSchedule)
@@ -79,7 +79,7 @@ fn listed_mid_outage(c: &mut Cluster, added: Time) {
     n1.taints.push(unreachable_no_execute(added));
     c.put_node(n1);
     for name in ["n2", "n3"] {
-        c.feed(Input::LeaseUpsert(lease(name, now)));
+        c.put_lease(lease(name, now));
         c.put_node(node(name).ready(ConditionStatus::True, now, t0()).build());
     }
     put_pods(c, ConditionStatus::False);
@@ -89,7 +89,7 @@ fn listed_mid_outage(c: &mut Cluster, added: Time) {
 /// and is tainted at the end of its grace. Returns the taint's `timeAdded` and how many taint
 /// writes were sent by then (the last added it).
 fn leader_tainting_a_dead_node(c: &mut Cluster) -> (Time, usize) {
-    c.feed(Input::LeaseUpsert(lease("n1", t0())));
+    c.put_lease(lease("n1", t0()));
     for name in ["n1", "n2", "n3"] {
         c.put_node(node(name).ready(ConditionStatus::True, t0(), t0()).build());
     }
@@ -99,7 +99,7 @@ fn leader_tainting_a_dead_node(c: &mut Cluster) -> (Time, usize) {
     run_with_healthy_peers(c, until);
     let added = no_execute_added(c).expect("n1 tainted at the end of its grace");
     assert!(c.evicted.is_empty(), "{:?}", c.evicted);
-    (added, c.taint_writes.len())
+    (added, c.taint_writes().len())
 }
 
 /// `timeAdded` of n1's unreachable:NoExecute taint, as the API holds it.
@@ -115,7 +115,7 @@ fn no_execute_added(c: &Cluster) -> Option<Time> {
 /// unreachable:NoExecute taint with `timeAdded` = `added`; the API still holds it so, and no
 /// deletion was cancelled.
 fn assert_taint_and_countdowns_untouched(c: &Cluster, before: usize, added: Time) {
-    for (at, node, taints) in c.taint_writes.iter().skip(before) {
+    for (at, node, taints) in c.taint_writes().iter().skip(before) {
         if &**node != "n1" {
             continue;
         }
@@ -128,7 +128,7 @@ fn assert_taint_and_countdowns_untouched(c: &Cluster, before: usize, added: Time
     }
     assert_eq!(no_execute_added(c), Some(added), "n1's NoExecute taint");
     let cancelled: Vec<String> = c
-        .events
+        .timed_events()
         .iter()
         .filter(|(_, e)| e.message.starts_with("Cancelling deletion"))
         .map(|(at, e)| format!("{at:?} {}", e.message))
@@ -223,7 +223,7 @@ fn a_ready_node_with_a_stale_no_execute_taint_at_a_restart_is_untainted_as_upstr
         .build();
     n1.taints.push(unreachable_no_execute(added));
     for name in ["n1", "n2", "n3"] {
-        c.feed(Input::LeaseUpsert(lease(name, restart)));
+        c.put_lease(lease(name, restart));
     }
     c.put_node(n1);
     for name in ["n2", "n3"] {
@@ -249,7 +249,7 @@ fn every_zone_down_at_a_restart_still_lifts_the_no_execute_taints() {
     let restart = added + secs(8);
     let mut c = Cluster::new(test_settings(), restart);
     for name in ["n1", "n2", "n3"] {
-        c.feed(Input::LeaseUpsert(lease(name, t0())));
+        c.put_lease(lease(name, t0()));
         let mut dead = node(name)
             .ready(ConditionStatus::Unknown, t0(), added)
             .taint(taint_keys::UNREACHABLE, TaintEffect::NoSchedule)

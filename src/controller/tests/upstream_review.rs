@@ -1,6 +1,7 @@
 //! The divergences a line-by-line review of upstream master found
 //! (`node_lifecycle_controller.go`, `controller_utils.go`, `component-helpers/node/topology`):
 //! each test is named after what it proves and fails on the behaviour before its fix.
+//! The node lifecycle alone, as upstream's tests run it (`harness.rs`).
 
 use super::harness::*;
 use crate::controller::ZoneState;
@@ -50,7 +51,7 @@ fn two_nodes() -> Vec<crate::model::Node> {
 #[test]
 fn a_pod_bound_to_a_dead_node_does_not_cancel_the_retry_of_its_failed_pods() {
     let pods = vec![pod("p1", "node0"), pod("p2", "node0")];
-    let mut h = Harness::started(test_settings(), t0(), two_nodes(), pods, vec![]);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t0(), two_nodes(), pods, vec![]);
     h.faults
         .fail_pod_status_of
         .extend(["p1", "p2"].map(String::from));
@@ -84,7 +85,7 @@ fn an_empty_beta_zone_label_still_wins_over_the_ga_one() {
         .label(labels::ZONE, "a")
         .ready(True, t0(), t0())
         .build();
-    let h = Harness::started(test_settings(), t0(), vec![n0], vec![], vec![]);
+    let h = Harness::lifecycle_alone_started(test_settings(), t0(), vec![n0], vec![], vec![]);
     assert!(h.zone_state("r", "").is_some(), "{:?}", h.dump().zones);
     assert_eq!(h.zone_state("r", "a"), None);
 }
@@ -94,7 +95,8 @@ fn an_empty_beta_zone_label_still_wins_over_the_ga_one() {
 fn a_pod_whose_ready_is_unknown_is_marked_not_ready_too() {
     let mut p = pod("p1", "node0");
     p.ready = Some(Unknown);
-    let mut h = Harness::started(test_settings(), t0(), two_nodes(), vec![p], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(test_settings(), t0(), two_nodes(), vec![p], vec![]);
     keep_node1_alive(&mut h, t0() + secs(51));
     assert_eq!(h.pod_marks("p1").len(), 1);
     assert_eq!(h.pods[&key("p1")].ready, Some(False));
@@ -116,7 +118,7 @@ fn a_restart_marks_pods_on_silent_nodes_only() {
         node("node2").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
     let pods = vec![pod("on-false", "node0"), pod("on-unknown", "node1")];
-    let mut h = Harness::started(test_settings(), t0(), nodes, pods, vec![]);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t0(), nodes, pods, vec![]);
     h.run_for(secs(1));
     assert!(h.pod_marks("on-false").is_empty(), "{:?}", h.log);
     assert_eq!(h.pod_marks("on-unknown"), vec![t0()]);
@@ -126,7 +128,7 @@ fn a_restart_marks_pods_on_silent_nodes_only() {
 /// not found: a failed update still gets the event.
 #[test]
 fn a_failed_pod_status_write_still_records_node_not_ready_on_the_pod() {
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         t0(),
         two_nodes(),
@@ -159,7 +161,7 @@ fn a_zones_eviction_count_survives_the_zone_emptying() {
         node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
         node("node2").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(test_settings(), t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t0(), nodes, vec![], vec![]);
     h.tainting_pass();
     assert!(h.has_taint("node0", taint_keys::UNREACHABLE, NoExecute));
     let count = |h: &Harness| {
@@ -187,7 +189,8 @@ fn a_zones_eviction_count_survives_the_zone_emptying() {
 /// bound meanwhile is judged against what the API says (Ready=True), not the failed write.
 #[test]
 fn a_failed_status_write_leaves_the_saved_ready_condition_alone() {
-    let mut h = Harness::started(test_settings(), t0(), two_nodes(), vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(test_settings(), t0(), two_nodes(), vec![], vec![]);
     h.faults.fail_node_status = 1;
     keep_node1_alive(&mut h, t0() + secs(50));
     h.run_until(t0() + secs(50) + std::time::Duration::from_millis(1));
@@ -201,7 +204,8 @@ fn a_failed_status_write_leaves_the_saved_ready_condition_alone() {
 /// the NoSchedule one when its zone has a token, as a node judged Unknown does.
 #[test]
 fn a_kubelet_reporting_not_ready_is_tainted_no_execute_in_the_same_instant() {
-    let mut h = Harness::started(test_settings(), t0(), two_nodes(), vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(test_settings(), t0(), two_nodes(), vec![], vec![]);
     keep_node1_alive(&mut h, t0() + secs(20));
     let at = t0() + secs(23);
     h.run_until(at);
@@ -234,7 +238,7 @@ fn an_unreadable_ready_status_taints_nothing_until_grace_overwrites_it() {
         node("node1").zone("r", "a").ready(True, t0(), t0()).build(),
         node("node2").zone("r", "a").ready(True, t0(), t0()).build(),
     ];
-    let mut h = Harness::started(test_settings(), t0(), nodes, vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t0(), nodes, vec![], vec![]);
     h.tainting_pass();
     assert!(h.taints("node0").is_empty(), "{:?}", h.taints("node0"));
     let mut t = t0();
@@ -259,7 +263,8 @@ fn an_unreadable_ready_status_taints_nothing_until_grace_overwrites_it() {
 /// tries in all, instead of waiting for the next pass.
 #[test]
 fn a_failed_status_write_is_tried_again_after_twenty_milliseconds() {
-    let mut h = Harness::started(test_settings(), t0(), two_nodes(), vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(test_settings(), t0(), two_nodes(), vec![], vec![]);
     h.faults.fail_node_status = 2;
     keep_node1_alive(&mut h, t0() + secs(50));
     h.run_until(t0() + secs(51));
@@ -278,7 +283,8 @@ fn a_failed_status_write_is_tried_again_after_twenty_milliseconds() {
 /// of trying again at once.
 #[test]
 fn a_conflicting_taint_write_is_tried_again_after_upstreams_backoff() {
-    let mut h = Harness::started(test_settings(), t0(), two_nodes(), vec![], vec![]);
+    let mut h =
+        Harness::lifecycle_alone_started(test_settings(), t0(), two_nodes(), vec![], vec![]);
     keep_node1_alive(&mut h, t0() + secs(20));
     h.faults.conflict_taint_writes = 1;
     let at = t0() + secs(23);

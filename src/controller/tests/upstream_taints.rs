@@ -1,6 +1,7 @@
 //! Ports of upstream's taint and label tests: `TestApplyNoExecuteTaints`,
 //! `TestApplyNoExecuteTaintsToUnreachableNode`, `TestApplyNoExecuteTaintsToNodesEnqueueTwice`,
 //! `TestSwapUnreachableNotReadyTaints`, `TestTaintsNodeByCondition`, `TestReconcileNodeLabels`.
+//! The node lifecycle alone, as upstream's tests run it (`harness.rs`).
 
 use super::harness::*;
 use crate::model::ConditionStatus::{False, True, Unknown};
@@ -31,7 +32,7 @@ fn test_apply_no_execute_taints() {
             .ready(True, date(2016, 1, 1, 12, 0, 0), date(2016, 1, 1, 12, 0, 0))
             .build(),
     ];
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         fake_now(),
         nodes,
@@ -84,7 +85,7 @@ fn test_apply_no_execute_taints_to_unreachable_node() {
         z1("node0").ready(True, t1, t1).build(),
         z1("node1").ready(True, t1, t1).build(),
     ];
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         t1,
         nodes,
@@ -117,7 +118,7 @@ fn test_apply_no_execute_taints_to_nodes_enqueue_twice() {
         z1("node1").ready(True, fake_now(), fake_now()).build(),
         z1("node2").ready(False, t2015(), t2015()).build(),
     ];
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         fake_now(),
         nodes,
@@ -153,7 +154,7 @@ fn test_swap_unreachable_not_ready_taints() {
         z1("node0").ready(Unknown, t2015(), t2015()).build(),
         z1("node1").ready(True, fake_now(), fake_now()).build(),
     ];
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         fake_now(),
         nodes,
@@ -192,7 +193,7 @@ fn test_swap_unreachable_not_ready_taints() {
 #[test]
 fn test_taints_node_by_condition() {
     let t = t2015();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         fake_now(),
         vec![z1("node0").ready(True, t, t).build()],
@@ -270,7 +271,7 @@ fn test_taints_node_by_condition() {
 #[test]
 fn test_reconcile_node_labels() {
     let t = t2015();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         fake_now(),
         vec![z1("node0").ready(True, t, t).build()],

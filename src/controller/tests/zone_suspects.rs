@@ -1,6 +1,7 @@
 //! A zone seen whole (`node_lifecycle/suspects.rs`): the first verdict of a correlated failure
 //! does not taint before the zone is judged with its nodes about to be judged, as upstream's
 //! batched pass judges it; a single dead node is still tainted at its deadline.
+//! The node lifecycle alone (`harness.rs` says why).
 
 use std::time::Duration;
 
@@ -31,7 +32,7 @@ fn fleet(settings: Settings, lease_seconds: Option<u32>) -> Harness {
             ..lease(name, t0())
         })
         .collect();
-    Harness::started(settings, t0(), nodes, vec![], leases)
+    Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], leases)
 }
 
 fn fleet_names() -> Vec<(String, &'static str)> {
@@ -215,7 +216,7 @@ fn every_node_silent_together_taints_nothing() {
     };
     heartbeat(&mut h, t0() + secs(150), secs(10), phase, &silent);
     assert_eq!(no_execute_writes(&h), vec![]);
-    assert!(h.ctl.all_zones_down());
+    assert!(h.ctl.lifecycle().all_zones_down());
     let w = waits(&mut h);
     assert!(
         matches!(&w[..], [Decision::ZoneWaits { all_down: true, .. }, ..]),
@@ -258,13 +259,16 @@ fn the_zone_state_for_fencing_counts_the_suspects() {
         |_| Duration::ZERO,
         &silent,
     );
-    assert_eq!(h.ctl.zone_state_of("a1"), Some(ZoneState::Normal));
     assert_eq!(
-        h.ctl.zone_state_with_suspects("a1", h.now),
+        h.ctl.lifecycle().zone_state_of("a1"),
+        Some(ZoneState::Normal)
+    );
+    assert_eq!(
+        h.ctl.lifecycle().zone_state_with_suspects("a1", h.now),
         Some(ZoneState::PartialDisruption)
     );
     assert_eq!(
-        h.ctl.zone_state_with_suspects("b1", h.now),
+        h.ctl.lifecycle().zone_state_with_suspects("b1", h.now),
         Some(ZoneState::Normal)
     );
 }
@@ -324,7 +328,7 @@ fn after_a_restart_missed_renewals_are_read_from_the_leases() {
             }
         })
         .collect();
-    let mut h = Harness::started(test_settings(), t0(), nodes, vec![], leases);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), t0(), nodes, vec![], leases);
     let silent = [("a1", t0()), ("a2", t0()), ("a3", t0())];
     heartbeat(
         &mut h,

@@ -30,7 +30,7 @@ fn lines(api: &mut Api) -> Vec<String> {
 }
 
 fn steps_of(api: &Api, name: &str) -> Vec<FenceStep> {
-    api.ran
+    api.ran()
         .iter()
         .filter(|(_, n, _)| &**n == name)
         .map(|(_, _, s)| *s)
@@ -56,7 +56,7 @@ fn restart(api: &mut Api, p: FencingPolicy, at: Time) {
         } else {
             t0()
         };
-        api.feed(Input::LeaseUpsert(lease(name, renew)));
+        api.put_lease(lease(name, renew));
         let node = api.nodes[&n(name)].clone();
         api.feed(Input::NodeUpsert(node));
     }
@@ -72,7 +72,7 @@ fn state(api: &Api) -> Option<String> {
 
 #[test]
 fn a_failed_or_timed_out_step_escalates_to_the_next_at_once() {
-    let mut api = Api::new(stepped(3), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(stepped(3), t0(), &["n1", "n2", "n3"]);
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     assert_eq!(steps_of(&api, "n1"), [FenceStep::Off(0)]);
@@ -82,8 +82,8 @@ fn a_failed_or_timed_out_step_escalates_to_the_next_at_once() {
     let record = &api.annotations[&n("n1")][ATTEMPT_ANNOTATION];
     assert!(record.ends_with(",step=1"), "{record}");
     api.exit("n1", FenceOutcome::TimedOut);
-    assert_eq!(api.ran.last().unwrap().2, FenceStep::Off(2));
-    assert_eq!(api.ran.last().unwrap().0, api.now, "escalation waited");
+    assert_eq!(api.ran().last().unwrap().2, FenceStep::Off(2));
+    assert_eq!(api.ran().last().unwrap().0, api.now, "escalation waited");
     api.exit("n1", FenceOutcome::Exited(0));
     assert!(api.out_of_service("n1"));
     assert_eq!(
@@ -107,7 +107,7 @@ fn a_failed_or_timed_out_step_escalates_to_the_next_at_once() {
 
 #[test]
 fn when_every_step_fails_the_attempt_backs_off_and_starts_again_at_the_first() {
-    let mut api = Api::new(stepped(2), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(stepped(2), t0(), &["n1", "n2", "n3"]);
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     api.exit("n1", FenceOutcome::Exited(1));
@@ -115,7 +115,7 @@ fn when_every_step_fails_the_attempt_backs_off_and_starts_again_at_the_first() {
     assert!(!api.out_of_service("n1"));
     let failed_at = api.now;
     api.run_until(failed_at + secs(59));
-    assert_eq!(api.ran.len(), 2, "retried before the backoff");
+    assert_eq!(api.ran().len(), 2, "retried before the backoff");
     api.run_until(failed_at + secs(70));
     assert_eq!(
         steps_of(&api, "n1"),
@@ -126,24 +126,24 @@ fn when_every_step_fails_the_attempt_backs_off_and_starts_again_at_the_first() {
 /// A restart while step 2 ran: a fresh verdict (one more `after`), then step 2 again, not 1.
 #[test]
 fn a_restart_during_a_later_step_picks_up_at_that_step() {
-    let mut api = Api::new(stepped(3), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(stepped(3), t0(), &["n1", "n2", "n3"]);
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     api.exit("n1", FenceOutcome::Exited(1));
-    assert_eq!(api.ran.len(), 2);
+    assert_eq!(api.ran().len(), 2);
     let at = since + secs(320);
     restart(&mut api, stepped(3), at);
     api.run_until(at + secs(299));
-    assert_eq!(api.ran.len(), 2, "ran without a fresh verdict");
+    assert_eq!(api.ran().len(), 2, "ran without a fresh verdict");
     api.run_until(at + secs(320));
-    assert_eq!(api.ran.last().unwrap().2, FenceStep::Off(1));
+    assert_eq!(api.ran().last().unwrap().2, FenceStep::Off(1));
 }
 
 /// The whole cycle: off, taint, pods gone, on (recorded before and after), Ready, taint off.
 #[test]
 fn power_cycle_goes_off_taint_pods_gone_on_ready_untaint() {
-    let mut api = Api::new(cycling(), t0(), &["n1", "n2", "n3"]);
-    api.feed(Input::PodUpsert(pod("db-0", "n1")));
+    let mut api = Api::fencing(cycling(), t0(), &["n1", "n2", "n3"]);
+    api.put_pod(pod("db-0", "n1"));
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     api.exit("n1", FenceOutcome::Exited(0));
@@ -151,10 +151,10 @@ fn power_cycle_goes_off_taint_pods_gone_on_ready_untaint() {
     // The pod is still bound: no power-on.
     api.run_until(since + secs(400));
     assert_eq!(steps_of(&api, "n1"), [FenceStep::Off(0)]);
-    api.feed(Input::PodDeleted(PodKey {
+    api.delete_pod(&PodKey {
         namespace: n("default"),
         name: n("db-0"),
-    }));
+    });
     api.run_until(since + secs(406));
     assert_eq!(steps_of(&api, "n1"), [FenceStep::Off(0), FenceStep::On]);
     let started = state(&api).expect("no state record before the power-on");
@@ -174,18 +174,22 @@ fn power_cycle_goes_off_taint_pods_gone_on_ready_untaint() {
         api.reasons(),
         ["FencingNode", "NodeFenced", "FencedNodeRecovered"]
     );
-    assert!(api.events.iter().any(|(r, _)| *r == "PoweringOnNode"));
+    assert!(
+        api.reasons_and_messages()
+            .iter()
+            .any(|(r, _)| *r == "PoweringOnNode")
+    );
     let log = lines(&mut api);
     assert!(
         log.iter().any(|l| l.contains("decision=power-on node=n1")),
         "{log:?}"
     );
-    assert_eq!(api.ran.len(), 2);
+    assert_eq!(api.ran().len(), 2);
 }
 
 #[test]
 fn a_node_not_ready_within_recover_timeout_keeps_its_taint_and_is_reported() {
-    let mut api = Api::new(cycling(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(cycling(), t0(), &["n1", "n2", "n3"]);
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     api.exit("n1", FenceOutcome::Exited(0));
@@ -195,24 +199,24 @@ fn a_node_not_ready_within_recover_timeout_keeps_its_taint_and_is_reported() {
     api.exit("n1", FenceOutcome::Exited(0));
     api.run_until(on + secs(299));
     assert!(
-        !api.events
+        !api.reasons_and_messages()
             .iter()
             .any(|(r, _)| *r == "FencedNodeNotRecovered")
     );
     api.run_until(on + secs(301));
     assert!(
-        api.events
+        api.reasons_and_messages()
             .iter()
             .any(|(r, _)| *r == "FencedNodeNotRecovered")
     );
     assert!(api.out_of_service("n1"));
     api.run_until(on + secs(7200));
-    assert_eq!(api.ran.len(), 2, "powered on or off again");
+    assert_eq!(api.ran().len(), 2, "powered on or off again");
 }
 
 #[test]
 fn a_failed_power_on_is_retried_after_the_backoff() {
-    let mut api = Api::new(cycling(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(cycling(), t0(), &["n1", "n2", "n3"]);
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     api.exit("n1", FenceOutcome::Exited(0));
@@ -220,20 +224,24 @@ fn a_failed_power_on_is_retried_after_the_backoff() {
     let first = api.now;
     api.exit("n1", FenceOutcome::TimedOut);
     api.run_until(first + secs(55));
-    assert_eq!(api.ran.len(), 2);
+    assert_eq!(api.ran().len(), 2);
     api.run_until(first + secs(70));
     assert_eq!(
         steps_of(&api, "n1"),
         [FenceStep::Off(0), FenceStep::On, FenceStep::On]
     );
-    assert!(api.events.iter().any(|(r, _)| *r == "PowerOnFailed"));
+    assert!(
+        api.reasons_and_messages()
+            .iter()
+            .any(|(r, _)| *r == "PowerOnFailed")
+    );
 }
 
 /// Someone powered it on while its pods drained: released at once, never powered on by us.
 #[test]
 fn a_node_back_in_the_middle_of_the_cycle_is_released_without_a_power_on() {
-    let mut api = Api::new(cycling(), t0(), &["n1", "n2", "n3"]);
-    api.feed(Input::PodUpsert(pod("db-0", "n1")));
+    let mut api = Api::fencing(cycling(), t0(), &["n1", "n2", "n3"]);
+    api.put_pod(pod("db-0", "n1"));
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     api.exit("n1", FenceOutcome::Exited(0));
@@ -253,24 +261,24 @@ fn a_node_back_in_the_middle_of_the_cycle_is_released_without_a_power_on() {
 #[test]
 fn a_restart_at_each_power_cycle_step_goes_on_from_the_recorded_step() {
     // After the taint, before the power-on.
-    let mut api = Api::new(cycling(), t0(), &["n1", "n2", "n3"]);
-    api.feed(Input::PodUpsert(pod("db-0", "n1")));
+    let mut api = Api::fencing(cycling(), t0(), &["n1", "n2", "n3"]);
+    api.put_pod(pod("db-0", "n1"));
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
     api.exit("n1", FenceOutcome::Exited(0));
     let at = since + secs(330);
     restart(&mut api, cycling(), at);
-    api.feed(Input::PodUpsert(pod("db-0", "n1")));
+    api.put_pod(pod("db-0", "n1"));
     api.run_until(at + secs(30));
     assert_eq!(
         steps_of(&api, "n1"),
         [FenceStep::Off(0)],
         "powered off twice"
     );
-    api.feed(Input::PodDeleted(PodKey {
+    api.delete_pod(&PodKey {
         namespace: n("default"),
         name: n("db-0"),
-    }));
+    });
     api.run_until(at + secs(40));
     assert_eq!(steps_of(&api, "n1"), [FenceStep::Off(0), FenceStep::On]);
     let log = lines(&mut api);
@@ -295,26 +303,26 @@ fn a_restart_at_each_power_cycle_step_goes_on_from_the_recorded_step() {
     let at = on_done + secs(100);
     restart(&mut api, cycling(), at);
     api.run_until(at + secs(10));
-    assert_eq!(api.ran.len(), 3, "a command after on=done");
+    assert_eq!(api.ran().len(), 3, "a command after on=done");
     api.run_until(on_done + secs(301));
     assert!(
-        api.events
+        api.reasons_and_messages()
             .iter()
             .any(|(r, _)| *r == "FencedNodeNotRecovered")
     );
-    assert_eq!(api.ran.len(), 3);
+    assert_eq!(api.ran().len(), 3);
 }
 
 /// An out-of-service taint a person added (no record of ours): never powered on.
 #[test]
 fn a_node_powered_off_by_someone_else_is_never_powered_on() {
-    let mut api = Api::new(cycling(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(cycling(), t0(), &["n1", "n2", "n3"]);
     let mut tainted = api.nodes[&n("n1")].clone();
     tainted.taints.push(out_of_service_taint(t0()));
-    api.put(tainted);
+    api.put_node(tainted);
     kill_n1(&mut api);
     api.run_until(t0() + secs(3600));
-    assert!(api.ran.is_empty(), "{:?}", api.ran);
+    assert!(api.ran().is_empty(), "{:?}", api.ran());
     let log = lines(&mut api);
     assert!(
         log.iter().any(|l| l.contains("decision=keep node=n1")),

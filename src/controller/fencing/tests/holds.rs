@@ -24,7 +24,7 @@ fn lines(api: &mut Api) -> Vec<String> {
 fn annotate(api: &mut Api, name: &str, m: Maintenance) {
     let mut node = api.nodes[&n(name)].clone();
     node.maintenance = m;
-    api.put(node);
+    api.put_node(node);
 }
 
 fn pause(what: PauseScope, until: Time) -> Input {
@@ -45,12 +45,12 @@ fn kill_n1(api: &mut Api) -> Time {
 
 #[test]
 fn a_node_in_maintenance_is_not_fenced_until_its_window_ends() {
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     let since = kill_n1(&mut api);
     let window_end = since + secs(900);
     annotate(&mut api, "n1", Maintenance::Until(window_end));
     api.run_until(before(window_end, 1));
-    assert!(api.commands.is_empty(), "fenced during maintenance");
+    assert!(api.commands().is_empty(), "fenced during maintenance");
     let log = lines(&mut api);
     assert!(
         log.iter().any(|l| l.contains("decision=wait node=n1")
@@ -65,11 +65,11 @@ fn a_node_in_maintenance_is_not_fenced_until_its_window_ends() {
 #[test]
 fn an_empty_or_unreadable_maintenance_value_holds_until_the_annotation_goes() {
     for m in [Maintenance::Indefinite, Maintenance::parse("next tuesday")] {
-        let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+        let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
         let since = kill_n1(&mut api);
         annotate(&mut api, "n1", m.clone());
         api.run_until(since + secs(7200));
-        assert!(api.commands.is_empty(), "{m:?}: fenced on a guess");
+        assert!(api.commands().is_empty(), "{m:?}: fenced on a guess");
         annotate(&mut api, "n1", Maintenance::None);
         api.run_until(since + secs(7210));
         assert_eq!(api.commands_for("n1").len(), 1, "{m:?}");
@@ -79,13 +79,13 @@ fn an_empty_or_unreadable_maintenance_value_holds_until_the_annotation_goes() {
 /// The live read is the evidence: an annotation the cache has not shown yet still stops it.
 #[test]
 fn maintenance_seen_only_by_the_live_read_stops_the_fence() {
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     let since = kill_n1(&mut api);
     api.run_until(since + secs(290));
     // Written on the server only: the watch has not delivered it.
     api.nodes.get_mut(&n("n1")).unwrap().maintenance = Maintenance::Indefinite;
     api.run_until(since + secs(900));
-    assert!(api.commands.is_empty(), "{:?}", api.commands);
+    assert!(api.commands().is_empty(), "{:?}", api.commands());
 }
 
 #[test]
@@ -93,13 +93,13 @@ fn a_cordoned_node_is_not_fenced_unless_skip_cordoned_is_off() {
     for skip in [true, false] {
         let mut p = policy();
         p.skip_cordoned = skip;
-        let mut api = Api::new(p, t0(), &["n1", "n2", "n3"]);
+        let mut api = Api::fencing(p, t0(), &["n1", "n2", "n3"]);
         let mut node = api.nodes[&n("n1")].clone();
         node.unschedulable = true;
-        api.put(node);
+        api.put_node(node);
         let since = kill_n1(&mut api);
         api.run_until(since + secs(900));
-        assert_eq!(api.commands.is_empty(), skip, "skip_cordoned = {skip}");
+        assert_eq!(api.commands().is_empty(), skip, "skip_cordoned = {skip}");
         if skip {
             let log = lines(&mut api);
             assert!(log.iter().any(|l| l.contains("cordoned")), "{log:?}");
@@ -109,12 +109,12 @@ fn a_cordoned_node_is_not_fenced_unless_skip_cordoned_is_off() {
 
 #[test]
 fn a_fleet_pause_of_fencing_holds_every_fence_and_ends_by_itself() {
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     let until = t0() + secs(1200);
     api.feed(pause(PauseScope::Fencing, until));
     let since = kill_n1(&mut api);
     api.run_until(before(until, 1));
-    assert!(api.commands.is_empty(), "fenced during a pause");
+    assert!(api.commands().is_empty(), "fenced during a pause");
     assert!(since + secs(301) < until, "the outage is long past `after`");
     // Expired: it ends at its `until`, not at some later recheck, and fencing goes on.
     api.run_until(until + secs(1));
@@ -142,11 +142,11 @@ fn a_fleet_pause_of_fencing_holds_every_fence_and_ends_by_itself() {
 
 #[test]
 fn a_resume_lets_fencing_go_on_at_once() {
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     api.feed(pause(PauseScope::All, t0() + secs(7200)));
     let since = kill_n1(&mut api);
     api.run_until(since + secs(600));
-    assert!(api.commands.is_empty());
+    assert!(api.commands().is_empty());
     api.feed(Input::FleetPause(None));
     assert_eq!(api.commands_for("n1"), vec![since + secs(600)]);
     let log = lines(&mut api);
@@ -161,7 +161,7 @@ fn a_pause_holds_only_what_it_names() {
             &*t.key == "node.kubernetes.io/unreachable" && t.effect == TaintEffect::NoExecute
         })
     };
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     api.feed(pause(PauseScope::Tainting, t0() + secs(7200)));
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
@@ -171,11 +171,11 @@ fn a_pause_holds_only_what_it_names() {
         "a NoExecute taint during a pause of tainting"
     );
 
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     api.feed(pause(PauseScope::Fencing, t0() + secs(7200)));
     let since = kill_n1(&mut api);
     api.run_until(since + secs(301));
-    assert!(api.commands.is_empty());
+    assert!(api.commands().is_empty());
     assert!(unreachable(&api), "fencing held a NoExecute taint");
 }
 
@@ -184,7 +184,7 @@ fn a_pause_holds_only_what_it_names() {
 fn a_pause_of_tainting_holds_new_noexecute_taints_until_it_ends() {
     let mut p = policy();
     p.after = secs(36_000);
-    let mut api = Api::new(p, t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(p, t0(), &["n1", "n2", "n3"]);
     let until = t0() + secs(900);
     api.feed(pause(PauseScope::Tainting, until));
     kill_n1(&mut api);
@@ -204,7 +204,7 @@ fn a_pause_of_tainting_holds_new_noexecute_taints_until_it_ends() {
 /// shell feeds it before the initial sync) and honours it.
 #[test]
 fn a_new_leader_honours_the_pause_it_reads_on_takeover() {
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     let until = t0() + secs(3600);
     api.feed(pause(PauseScope::Fencing, until));
     let since = kill_n1(&mut api);
@@ -218,14 +218,14 @@ fn a_new_leader_honours_the_pause_it_reads_on_takeover() {
     api.feed(pause(PauseScope::Fencing, until));
     for name in ["n1", "n2", "n3"] {
         let renew = if name == "n1" { t0() } else { takeover };
-        api.feed(Input::LeaseUpsert(lease(name, renew)));
+        api.put_lease(lease(name, renew));
         let node = api.nodes[&n(name)].clone();
         api.feed(Input::NodeUpsert(node));
     }
     api.feed(Input::InitialSyncDone);
     api.run_until(before(until, 1));
     assert!(
-        api.commands.is_empty(),
+        api.commands().is_empty(),
         "the new leader fenced during the pause"
     );
     api.run_until(until + secs(1));
@@ -235,7 +235,7 @@ fn a_new_leader_honours_the_pause_it_reads_on_takeover() {
 /// A follower made from a leader that lost its lease keeps the pause (it is the cluster's).
 #[test]
 fn into_follower_keeps_the_pause() {
-    let api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     let mut ctl = api.ctl;
     ctl.handle(pause(PauseScope::All, t0() + secs(60)), t0());
     let follower = ctl.into_follower(t0() + secs(1));
@@ -245,7 +245,7 @@ fn into_follower_keeps_the_pause() {
 
 #[test]
 fn a_pause_already_over_when_read_is_not_started() {
-    let mut api = Api::new(policy(), t0(), &["n1", "n2", "n3"]);
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     api.feed(pause(PauseScope::All, before(t0(), 1)));
     assert!(lines(&mut api).is_empty());
     assert!(api.ctl.pause(t0()).is_none());

@@ -16,7 +16,7 @@ fn unreachable_since(at: crate::time::Time) -> Taint {
 /// API server's default) and one not tolerating it at all.
 fn edge(autonomy: Autonomy, on: bool, extra: Vec<Taint>) -> Harness {
     let mut h = Harness::new();
-    h.te.set_autonomy(on);
+    h.set_autonomy(on);
     let mut taints = vec![unreachable_since(start())];
     taints.extend(extra);
     let mut node = node("edge", taints);
@@ -51,7 +51,7 @@ fn an_autonomous_nodes_pods_outlive_their_own_toleration_seconds() {
 #[test]
 fn a_pod_tolerating_longer_than_the_autonomy_keeps_its_own_deadline() {
     let mut h = Harness::new();
-    h.te.set_autonomy(true);
+    h.set_autonomy(true);
     let mut node = node("edge", vec![unreachable_since(start())]);
     node.autonomy = Autonomy::For(Duration::from_secs(60));
     h.node(&node);

@@ -70,7 +70,7 @@ fn eviction_is_an_event_then_one_evict_pod_carrying_the_uid() {
         }
         other => panic!("expected EvictPod, got {other:?}"),
     }
-    assert_eq!(h.te.metrics.pod_deletions_total, 1);
+    assert_eq!(h.te().metrics.pod_deletions_total, 1);
 }
 
 #[test]
@@ -87,10 +87,10 @@ fn not_found_and_conflict_are_successes_that_are_not_retried() {
         assert_eq!(h.evicted().len(), 1, "{result:?}");
         h.advance(3600 * SEC);
         assert_eq!(h.evicted(), vec![], "{result:?}: no retry");
-        assert_eq!(h.te.metrics.pod_deletions_total, 0, "{result:?}");
-        assert_eq!(h.te.metrics.already_gone_total, gone);
-        assert_eq!(h.te.metrics.replaced_total, replaced);
-        assert_eq!(h.te.metrics.retries_total, 0);
+        assert_eq!(h.te().metrics.pod_deletions_total, 0, "{result:?}");
+        assert_eq!(h.te().metrics.already_gone_total, gone);
+        assert_eq!(h.te().metrics.replaced_total, replaced);
+        assert_eq!(h.te().metrics.retries_total, 0);
     }
 }
 
@@ -127,14 +127,14 @@ fn errors_are_retried_with_backoff_then_given_up_after_five_attempts() {
         .filter(|l| matches!(l.action, Action::RecordEvent(_)))
         .count();
     assert_eq!(events, 1);
-    let m = &h.te.metrics;
+    let m = &h.te().metrics;
     assert_eq!(
         (m.retries_total, m.gave_up_total, m.pod_deletions_total),
         (u64::from(MAX_ATTEMPTS) - 1, 1, 0)
     );
     assert_eq!(m.recent_gave_up[0].pod, key("pod1"));
     assert_eq!(m.recent_gave_up[0].error, "503 Service Unavailable");
-    let dump = h.te.dump(h.now);
+    let dump = h.te().dump(h.now);
     assert_eq!((dump.pending, dump.running, dump.gave_up_total), (0, 0, 1));
     assert!(dump.to_string().contains("gave up on default/pod1"));
 
@@ -158,7 +158,7 @@ fn a_retry_that_succeeds_counts_one_deletion_and_its_latency_from_the_deadline()
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 10)]));
     h.advance(3600 * SEC);
     assert_eq!(h.evicted().len(), 3);
-    let m = &h.te.metrics;
+    let m = &h.te().metrics;
     assert_eq!(
         (m.pod_deletions_total, m.retries_total, m.gave_up_total),
         (1, 2, 0)
@@ -185,7 +185,7 @@ fn pod_deleted_during_backoff_stops_retries() {
     assert!(h.take().is_empty(), "no cancel event: nothing was pending");
     h.advance(60 * SEC);
     assert!(h.take().is_empty());
-    assert_eq!(h.te.next_deadline(), None);
+    assert_eq!(h.te().next_deadline(), None);
 }
 
 /// A failed DELETE waits in backoff; the node recovers meanwhile (its NoExecute taint is
@@ -201,9 +201,10 @@ fn taint_removed_during_backoff_stops_retries() {
     h.node(&node("node1", vec![]));
     h.advance(60 * SEC);
     assert_eq!(h.evicted(), vec![], "no attempt after the taint went");
-    assert_eq!(h.te.next_deadline(), None);
+    assert_eq!(h.te().next_deadline(), None);
     assert_eq!(
-        h.te.metrics.retries_total, 1,
+        h.te().metrics.retries_total,
+        1,
         "the one retry scheduled before the taint went"
     );
 }
@@ -239,7 +240,7 @@ fn a_result_for_a_pod_deleted_meanwhile_counts_but_never_retries() {
     let ids = evict_ids(&h.take());
     h.delete_pod("pod1");
     h.result(ids[0], EvictionResult::Deleted);
-    assert_eq!(h.te.metrics.pod_deletions_total, 1);
+    assert_eq!(h.te().metrics.pod_deletions_total, 1);
     h.result(ActionId(999), EvictionResult::Error("unknown id".into()));
     h.advance(60 * SEC);
     assert!(h.take().is_empty());
@@ -301,7 +302,7 @@ fn node_updates_with_the_same_no_execute_taints_are_ignored() {
     let mut n1 = node("node1", vec![taint(1, t0)]);
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 100)]));
     h.node(&n1);
-    let examined = h.te.pods_examined();
+    let examined = h.te().pods_examined();
     h.advance(50 * SEC);
     n1.taints.push(crate::model::Taint {
         effect: TaintEffect::NoSchedule,
@@ -309,12 +310,12 @@ fn node_updates_with_the_same_no_execute_taints_are_ignored() {
     });
     n1.resource_version = n("2");
     h.node(&n1);
-    assert_eq!(h.te.pods_examined(), examined, "no pod looked at");
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
+    assert_eq!(h.te().pods_examined(), examined, "no pod looked at");
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
     // A changed timeAdded is a change (semantic deep-equal), but the countdown is kept.
     h.node(&node("node1", vec![taint(1, h.now)]));
-    assert_eq!(h.te.pods_examined(), examined + 1);
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
+    assert_eq!(h.te().pods_examined(), examined + 1);
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
 }
 
 /// Upstream replaces a countdown that started this very instant (its start time is not before
@@ -326,7 +327,7 @@ fn countdown_started_this_instant_follows_the_latest_tolerations() {
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 100)]));
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 5)]));
     assert!(h.take().is_empty());
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(h.now + 5 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(h.now + 5 * SEC));
 }
 
 #[test]
@@ -340,7 +341,7 @@ fn same_name_with_a_new_uid_is_a_new_pod() {
     h.pod(&replacement);
     assert_eq!(h.events(), vec!["Cancelling deletion of Pod default/web-0"]);
     // A countdown of its own, from its arrival (the taint is older than the pod).
-    assert_eq!(h.te.deadline_of(&key("web-0")), Some(h.now + 100 * SEC));
+    assert_eq!(h.te().deadline_of(&key("web-0")), Some(h.now + 100 * SEC));
     h.advance(100 * SEC);
     let log = h.take();
     let uids: Vec<_> = log
@@ -376,7 +377,7 @@ fn dump_lists_the_twenty_soonest_pending_evictions() {
         ));
     }
     h.advance(500 * MS);
-    let dump = h.te.dump(h.now);
+    let dump = h.te().dump(h.now);
     assert_eq!(dump.pending, 30);
     assert_eq!(dump.next.len(), 20);
     assert_eq!(dump.next[0].pod, key("pod01"));
@@ -396,7 +397,7 @@ fn gave_up_list_keeps_only_the_most_recent() {
         h.pod(&pod(&format!("pod{i:02}"), "node1"));
     }
     h.advance(60 * SEC);
-    let m = &h.te.metrics;
+    let m = &h.te().metrics;
     assert_eq!(m.gave_up_total, total as u64);
     assert_eq!(m.recent_gave_up.len(), GAVE_UP_KEPT);
     assert_eq!(m.recent_gave_up[0].pod, key("pod05"));
@@ -425,8 +426,8 @@ fn results_in_any_order_reach_their_own_pods() {
     });
     h.advance(SEC);
     assert_eq!(*seen.borrow(), vec![("pod0".to_string(), 2)]);
-    assert_eq!(h.te.metrics.pod_deletions_total, 2);
-    assert_eq!(h.te.dump(h.now).running, 0);
+    assert_eq!(h.te().metrics.pod_deletions_total, 2);
+    assert_eq!(h.te().dump(h.now).running, 0);
 }
 
 /// A toleration of i64::MAX seconds is a deadline at the end of time, not an overflow.
@@ -438,7 +439,7 @@ fn huge_toleration_seconds_saturate_instead_of_overflowing() {
         pod("pod1", "node1"),
         vec![toleration(1, i64::MAX)],
     ));
-    assert_eq!(h.te.next_deadline(), Some(crate::time::Time::MAX));
+    assert_eq!(h.te().next_deadline(), Some(crate::time::Time::MAX));
     h.advance(365 * 24 * 3600 * SEC);
     assert!(h.take().is_empty());
 }

@@ -1,15 +1,16 @@
-//! A virtual clock and builders, so each upstream case is a few lines.
+//! A virtual clock, builders and taint eviction's view of the one fake API, so each upstream
+//! case is a few lines.
 
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::super::{EvictionResult, TaintEviction};
 use crate::controller::events::Event;
-use crate::controller::{Action, ActionId};
-use crate::controller::{Input, Observed};
+use crate::controller::testing::{EvictionAnswer, FakeApi};
+use crate::controller::{Action, ActionId, Controllers, Input, Settings};
 use crate::model::{
-    ClusterStore, Name, Node, Pod, PodKey, PodUpsert, Taint, TaintEffect, Toleration,
-    TolerationOperator, Upserted, taint_keys,
+    ClusterStore, Name, Node, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
+    taint_keys,
 };
 use crate::time::Time;
 
@@ -116,7 +117,7 @@ pub fn tolerating(mut p: Pod, tolerations: Vec<Toleration>) -> Pod {
 }
 
 /// The fake API server: the result for attempt `n` of evicting a pod (`None`: answer later).
-pub type ApiAnswer = dyn FnMut(&PodKey, u32) -> Option<EvictionResult>;
+pub type ApiAnswer = EvictionAnswer;
 
 /// Every action with the virtual time it was emitted at.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,97 +126,125 @@ pub struct Logged {
     pub action: Action,
 }
 
+/// Taint eviction's view of the one fake API (`controller::testing::FakeApi`), over
+/// `Controllers::taint_eviction_alone`. Why alone: these suites port upstream's
+/// `taint_eviction_test.go`, which runs the taint eviction controller with no node lifecycle
+/// controller; their nodes carry the tests' own taints and no heartbeat, which the node
+/// lifecycle would judge and taint itself. The composed machine is tested in
+/// `controller/tests/lifecycle_with_eviction/`.
+///
+/// The machine starts (its initial sync) at the first node change, or when `found_at_start`
+/// says the nodes listed so far were there at the start: pods stored before that are judged
+/// then, as upstream's informers deliver them before the controller runs.
 pub struct Harness {
-    pub te: TaintEviction,
-    /// The cluster as known: the machine reads nodes and pods from here.
-    pub store: ClusterStore,
-    rv: u64,
+    api: FakeApi,
     pub now: Time,
-    /// Everything emitted since the last `take`.
-    pub log: Vec<Logged>,
     /// How the fake API server answers each `EvictPod` (at once, same instant).
     pub answer: Box<ApiAnswer>,
-    out: Vec<Action>,
+    /// Actions already handed out by `take`.
+    taken: usize,
 }
 
 impl Harness {
     pub fn new() -> Harness {
+        let settings = Settings {
+            // `TaintEviction::new`'s own default; `set_autonomy` turns it on.
+            autonomy: false,
+            ..Settings::default()
+        };
+        let now = start();
         Harness {
-            te: TaintEviction::new(),
-            store: ClusterStore::new(),
-            rv: 1,
-            now: start(),
-            log: Vec::new(),
+            api: FakeApi::over(Controllers::taint_eviction_alone(settings, now), now),
+            now,
             answer: Box::new(|_, _| Some(EvictionResult::Deleted)),
-            out: Vec::new(),
+            taken: 0,
         }
+    }
+
+    /// Runs `f` on the fake API at `now`, answering evictions with `answer`.
+    fn on_api(&mut self, f: impl FnOnce(&mut FakeApi)) {
+        self.api.now = self.now;
+        let answer = std::mem::replace(&mut self.answer, Box::new(|_, _| None));
+        self.api.eviction_answer = Some(answer);
+        f(&mut self.api);
+        if let Some(answer) = self.api.eviction_answer.take() {
+            self.answer = answer;
+        }
+        self.now = self.api.now;
+    }
+
+    fn ensure_started(&mut self) {
+        if !self.api.ctl.is_synced() {
+            self.on_api(|api| api.feed(Input::InitialSyncDone));
+        }
+    }
+
+    /// The machine under test.
+    pub fn te(&self) -> &TaintEviction {
+        self.api
+            .ctl
+            .eviction()
+            .expect("taint eviction runs in these suites")
+    }
+
+    /// The cluster as the machine knows it.
+    pub fn store(&self) -> &ClusterStore {
+        self.api.ctl.store()
+    }
+
+    pub fn take_decisions(&mut self) -> Vec<crate::controller::Decision> {
+        self.api.ctl.take_decisions()
+    }
+
+    /// Edge autonomy on or off (config `autonomy`), as a reload.
+    pub fn set_autonomy(&mut self, on: bool) {
+        self.ensure_started();
+        let settings = Settings {
+            autonomy: on,
+            ..Settings::default()
+        };
+        self.on_api(|api| api.apply_settings(settings));
     }
 
     /// The API server stores `node` (with a new resourceVersion) and the watch delivers it.
     pub fn node(&mut self, node: &Node) {
-        let name = node.name.clone();
-        let mut node = node.clone();
-        node.resource_version = self.next_rv();
-        if let Upserted::Changed { before } = self.store.upsert_node(node) {
-            let changed = Observed::Node { name, before };
-            self.te
-                .decide(&self.store, &changed, self.now, &mut self.out);
-        }
-        self.settle();
+        self.ensure_started();
+        let node = node.clone();
+        self.on_api(|api| api.put_node(node));
     }
 
     /// `node` was already there when this machine started (or took over): stored, then the
     /// initial sync judges it.
     pub fn found_at_start(&mut self, node: &Node) {
-        let mut node = node.clone();
-        node.resource_version = self.next_rv();
-        self.store.upsert_node(node);
-        self.te.initial_sync(&self.store, self.now, &mut self.out);
-        self.settle();
+        let node = node.clone();
+        self.on_api(|api| api.put_node(node));
+        self.ensure_started();
     }
 
     pub fn delete_node(&mut self, name: &str) {
-        if let Some(node) = self.store.remove_node(name) {
-            let gone = Observed::NodesGone(vec![node]);
-            self.te.decide(&self.store, &gone, self.now, &mut self.out);
-        }
-        self.settle();
+        self.ensure_started();
+        self.on_api(|api| api.delete_node(name));
     }
 
     /// The API server stores `pod` (with a new resourceVersion) and the watch delivers it.
     pub fn pod(&mut self, pod: &Pod) {
-        let mut pod = pod.clone();
-        pod.resource_version = self.next_rv();
-        if let PodUpsert::Changed(change) = self.store.upsert_pod(pod) {
-            let changed = Observed::Pod(change);
-            self.te
-                .decide(&self.store, &changed, self.now, &mut self.out);
-        }
-        self.settle();
+        let pod = pod.clone();
+        self.on_api(|api| api.put_pod(pod));
     }
 
     pub fn delete_pod(&mut self, name: &str) {
-        let node = self.store.remove_pod(&key(name)).flatten();
-        let gone = Observed::PodsGone(vec![(key(name), node)]);
-        self.te.decide(&self.store, &gone, self.now, &mut self.out);
-        self.settle();
+        self.ensure_started();
+        self.on_api(|api| api.delete_pod(&key(name)));
     }
 
     pub fn result(&mut self, id: ActionId, result: EvictionResult) {
-        let answer = Observed::Input(Input::EvictionResult { id, result });
-        self.te
-            .decide(&self.store, &answer, self.now, &mut self.out);
-        self.settle();
-    }
-
-    fn next_rv(&mut self) -> Name {
-        self.rv += 1;
-        n(&self.rv.to_string())
+        self.ensure_started();
+        self.on_api(|api| api.feed(Input::EvictionResult { id, result }));
     }
 
     /// The NoExecute taints of `node` in the store.
     pub fn node_taints(&self, node: &str) -> Option<Vec<Taint>> {
-        self.store
+        self.store()
             .node(node)
             .map(|n| n.no_execute_taints().cloned().collect())
     }
@@ -224,44 +253,28 @@ impl Harness {
     /// event loop does with `next_deadline` as its poll timeout.
     pub fn advance(&mut self, d: Duration) {
         let target = self.now + d;
-        while let Some(at) = self.te.next_deadline() {
+        while let Some(at) = self.api.ctl.next_deadline() {
             if at > target {
                 break;
             }
             assert!(at >= self.now, "deadline {at} in the past of {}", self.now);
             self.now = at;
-            let tick = Observed::Input(Input::Tick);
-            self.te.decide(&self.store, &tick, self.now, &mut self.out);
-            self.settle();
+            self.on_api(|api| api.feed(Input::Tick));
         }
         self.now = target;
     }
 
-    /// Logs new actions and answers evictions through `answer` until nothing new comes out.
-    fn settle(&mut self) {
-        while !self.out.is_empty() {
-            let batch = std::mem::take(&mut self.out);
-            for action in batch {
-                if let Action::EvictPod {
-                    id, pod, attempt, ..
-                } = &action
-                {
-                    if let Some(result) = (self.answer)(pod, *attempt) {
-                        let answer = Observed::Input(Input::EvictionResult { id: *id, result });
-                        self.te
-                            .decide(&self.store, &answer, self.now, &mut self.out);
-                    }
-                }
-                self.log.push(Logged {
-                    at: self.now,
-                    action,
-                });
-            }
-        }
-    }
-
+    /// Every action emitted since the last `take`, then forgets them.
     pub fn take(&mut self) -> Vec<Logged> {
-        std::mem::take(&mut self.log)
+        let new = self.api.log[self.taken..]
+            .iter()
+            .map(|(at, action)| Logged {
+                at: *at,
+                action: action.clone(),
+            })
+            .collect();
+        self.taken = self.api.log.len();
+        new
     }
 
     /// `(time, pod name)` of every eviction attempt since the last `take`, then forgets them.

@@ -88,9 +88,9 @@ fn five_thousand_nodes_one_zone_loses_ten_nodes() {
         }
         names.push(on_node);
     }
-    assert_eq!(h.store.pod_count(), NODES * PODS_PER_NODE);
+    assert_eq!(h.store().pod_count(), NODES * PODS_PER_NODE);
     assert_eq!(
-        h.te.pods_examined(),
+        h.te().pods_examined(),
         0,
         "nothing to judge on untainted nodes"
     );
@@ -101,7 +101,7 @@ fn five_thousand_nodes_one_zone_loses_ten_nodes() {
         node.resource_version = n("2");
         h.node(&node);
     }
-    assert_eq!(h.te.pods_examined(), 0);
+    assert_eq!(h.te().pods_examined(), 0);
 
     // Zone 3 loses 10 nodes; the core taints them one per 10 s; the last one recovers.
     let lost: Vec<usize> = (0..NODES).filter(|i| i % ZONES == 3).take(LOST).collect();
@@ -131,9 +131,9 @@ fn five_thousand_nodes_one_zone_loses_ten_nodes() {
             } else {
                 vec![]
             };
-            let before = h.te.pods_examined();
+            let before = h.te().pods_examined();
             h.node(&zone_node(i, taints));
-            work_per_event.push(h.te.pods_examined() - before);
+            work_per_event.push(h.te().pods_examined() - before);
             if tainted {
                 for (j, name) in names[i].iter().enumerate() {
                     let Some(delay) = delay_for(j) else { continue };
@@ -163,9 +163,9 @@ fn five_thousand_nodes_one_zone_loses_ten_nodes() {
     );
     // 9 nodes x 25 + the recovered node's 15 that were due before it came back.
     assert_eq!(got.len(), 9 * 25 + 15);
-    assert_eq!(h.te.metrics.pod_deletions_total, got.len() as u64);
-    assert_eq!(h.te.pending_len(), 0);
-    assert_eq!(h.te.next_deadline(), None);
+    assert_eq!(h.te().metrics.pod_deletions_total, got.len() as u64);
+    assert_eq!(h.te().pending_len(), 0);
+    assert_eq!(h.te().next_deadline(), None);
 }
 
 /// The cost of a node taint change does not grow with the cluster: the same node, with the
@@ -185,11 +185,11 @@ fn node_taint_change_costs_pods_on_that_node_only() {
                 h.pod(&p);
             }
         }
-        let before = h.te.pods_examined();
+        let before = h.te().pods_examined();
         h.node(&zone_node(0, vec![no_execute(taint_keys::NOT_READY)]));
         h.node(&zone_node(0, vec![no_execute(taint_keys::UNREACHABLE)]));
         h.node(&zone_node(0, vec![]));
-        costs.push(h.te.pods_examined() - before);
+        costs.push(h.te().pods_examined() - before);
     }
     assert_eq!(costs, vec![3 * PODS_PER_NODE as u64; 2]);
 }

@@ -19,9 +19,9 @@ fn a_countdown_runs_from_the_taints_time_added() {
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
     h.advance(5 * SEC);
     h.found_at_start(&node("node1", vec![taint(1, added)]));
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(added + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(added + 20 * SEC));
     assert_eq!(
-        h.te.eviction_of(&key("pod1")),
+        h.te().eviction_of(&key("pod1")),
         PodEviction::Scheduled {
             since: added,
             fire_at: added + 20 * SEC
@@ -31,7 +31,7 @@ fn a_countdown_runs_from_the_taints_time_added() {
     assert_eq!(h.evicted(), vec![]);
     h.advance(MS);
     assert_eq!(h.evicted(), vec![(added + 20 * SEC, "pod1".to_string())]);
-    let from = h.te.take_decisions().into_iter().find_map(|d| match d {
+    let from = h.take_decisions().into_iter().find_map(|d| match d {
         Decision::PodDeletion { countdown_from, .. } => Some(countdown_from),
         _ => None,
     });
@@ -49,7 +49,7 @@ fn a_countdown_already_over_at_first_sight_evicts_at_once() {
     h.advance(30 * SEC);
     h.found_at_start(&node("node1", vec![taint(1, added)]));
     assert_eq!(h.evicted(), vec![(added + 30 * SEC, "pod1".to_string())]);
-    let latency = &h.te.metrics.pod_deletion_duration;
+    let latency = &h.te().metrics.pod_deletion_duration;
     assert_eq!((latency.count, latency.sum_ms), (1, 0));
 }
 
@@ -60,7 +60,7 @@ fn a_time_added_in_the_future_counts_from_now() {
     let seen = h.now;
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
     h.found_at_start(&node("node1", vec![taint(1, seen + 30 * SEC)]));
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(seen + 20 * SEC));
     h.advance(20 * SEC);
     assert_eq!(h.evicted(), vec![(seen + 20 * SEC, "pod1".to_string())]);
 }
@@ -79,11 +79,11 @@ fn each_taint_counts_from_its_own_time_added() {
     h.advance(50 * SEC);
     // taint1 since t0 (100 s: t0 + 100), taint2 since t0 + 50 (60 s: t0 + 110).
     h.found_at_start(&node("node1", vec![taint(1, t0), taint(2, h.now)]));
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
     h.advance(50 * SEC);
     assert_eq!(h.evicted(), vec![(t0 + 100 * SEC, "pod1".to_string())]);
     // The evidence names the taint whose toleration ran out first, not the shortest one.
-    let evidence = h.te.take_decisions().into_iter().find_map(|d| match d {
+    let evidence = h.take_decisions().into_iter().find_map(|d| match d {
         Decision::PodDeletion {
             taint: Some(taint),
             toleration_seconds,
@@ -106,7 +106,7 @@ fn a_taint_that_appears_while_watching_counts_from_then() {
     h.advance(5 * SEC);
     let seen = h.now;
     h.node(&node("node1", vec![taint(1, added)]));
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(seen + 20 * SEC));
 }
 
 /// Found at a start on a node that is Ready again (its kubelet came back while nobody led, and
@@ -131,7 +131,7 @@ fn a_stale_taint_on_a_ready_node_found_at_a_start_counts_from_now() {
     }];
     h.found_at_start(&ready);
     assert_eq!(h.evicted(), vec![]);
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(h.now + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(h.now + 20 * SEC));
 }
 
 fn created_at(mut p: crate::model::Pod, at: crate::time::Time) -> crate::model::Pod {
@@ -155,9 +155,9 @@ fn a_pod_created_after_the_taint_at_a_takeover_gets_its_full_toleration_from_its
     ));
     h.advance(3 * SEC);
     h.found_at_start(&node("node1", vec![taint(1, added)]));
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(created + 6 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(created + 6 * SEC));
     assert_eq!(
-        h.te.eviction_of(&key("pod1")),
+        h.te().eviction_of(&key("pod1")),
         PodEviction::Scheduled {
             since: created,
             fire_at: created + 6 * SEC
@@ -167,7 +167,7 @@ fn a_pod_created_after_the_taint_at_a_takeover_gets_its_full_toleration_from_its
     assert_eq!(h.evicted(), vec![]);
     h.advance(MS);
     assert_eq!(h.evicted(), vec![(created + 6 * SEC, "pod1".to_string())]);
-    let from = h.te.take_decisions().into_iter().find_map(|d| match d {
+    let from = h.take_decisions().into_iter().find_map(|d| match d {
         Decision::PodDeletion { countdown_from, .. } => Some(countdown_from),
         _ => None,
     });
@@ -195,8 +195,8 @@ fn a_found_taint_counts_from_the_later_of_time_added_and_creation_never_after_no
         seen + 30 * SEC,
     ));
     h.found_at_start(&node("node1", vec![taint(1, added)]));
-    assert_eq!(h.te.deadline_of(&key("older")), Some(added + 20 * SEC));
-    assert_eq!(h.te.deadline_of(&key("ahead")), Some(seen + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("older")), Some(added + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("ahead")), Some(seen + 20 * SEC));
 
     let mut h = Harness::new();
     let created = h.now;
@@ -207,5 +207,5 @@ fn a_found_taint_counts_from_the_later_of_time_added_and_creation_never_after_no
     h.advance(5 * SEC);
     let seen = h.now;
     h.node(&node("node2", vec![taint(1, created)]));
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(seen + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(seen + 20 * SEC));
 }

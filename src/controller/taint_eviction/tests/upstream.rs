@@ -74,7 +74,7 @@ fn test_create_pod_finite_toleration_fires_after_100s() {
     h.node(&node("node1", vec![taint(1, h.now)]));
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 100)]));
     let t0 = h.now;
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
     h.advance(100 * SEC - MS);
     assert_eq!(h.evicted(), vec![]);
     h.advance(MS);
@@ -95,8 +95,8 @@ fn test_delete_pod() {
     assert_eq!(h.events(), vec!["Cancelling deletion of Pod default/pod1"]);
     h.advance(3600 * SEC);
     assert!(h.take().is_empty());
-    assert_eq!(h.te.pending_len(), 0);
-    assert_eq!(h.store.pod_count(), 0);
+    assert_eq!(h.te().pending_len(), 0);
+    assert_eq!(h.store().pod_count(), 0);
 }
 
 /// TestUpdatePod, cases 1, 2: `prev` seen, then `new` on tainted node1.
@@ -130,7 +130,7 @@ fn test_update_pod_removing_toleration() {
     let mut h = Harness::new();
     h.node(&node("node1", vec![taint(1, h.now)]));
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 100)]));
-    assert!(h.te.deadline_of(&key("pod1")).is_some());
+    assert!(h.te().deadline_of(&key("pod1")).is_some());
     h.advance(10 * MS);
     h.pod(&pod("pod1", "node1"));
     let log = h.take();
@@ -163,7 +163,7 @@ fn test_update_pod_lengthening_toleration_shouldnt_work() {
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 1)]));
     h.advance(10 * MS);
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 100)]));
-    assert_eq!(h.te.deadline_of(&key("pod1")), Some(t0 + SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(t0 + SEC));
     h.advance(SEC);
     assert_eq!(h.evicted(), vec![(t0 + SEC, "pod1".to_string())]);
 }
@@ -297,7 +297,7 @@ fn test_update_node_with_multiple_taints() {
         pod("pod1", "node1"),
         vec![exists(&t1, None), exists(&t2, Some(60))],
     ));
-    let pending = |h: &Harness| h.te.deadline_of(&key("pod1"));
+    let pending = |h: &Harness| h.te().deadline_of(&key("pod1"));
 
     h.node(&node("node1", vec![]));
     assert_eq!(pending(&h), None, "no taint");

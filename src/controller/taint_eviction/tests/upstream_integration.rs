@@ -119,7 +119,7 @@ fn full_disruption_cancels_pending_evictions_but_user_taints_still_evict() {
         h.node(&node(&format!("node-{i}"), vec![unreachable.clone()]));
     }
     h.advance(120 * SEC);
-    assert_eq!(h.te.pending_len(), 3);
+    assert_eq!(h.te().pending_len(), 3);
     // Entering disruption mode: our taints go; node-2 also gets a user's taint.
     h.node(&node("node-0", vec![]));
     h.node(&node("node-1", vec![]));

@@ -20,7 +20,7 @@ fn a_zone_is_not_tainted_while_a_watch_is_down() {
     use crate::controller::cache_currency::CACHE_SETTLE_MAX as CACHE_SETTLE;
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
-    c.feed(Input::LeaseUpsert(lease("n1", t0)));
+    c.put_lease(lease("n1", t0));
     c.put_node(node("n1").ready(ConditionStatus::True, t0, t0).build());
     c.put_node(node("n2").ready(ConditionStatus::True, t0, t0).build());
     c.feed(Input::InitialSyncDone);
@@ -70,7 +70,7 @@ fn a_new_leader_deletes_no_pod_before_its_caches_are_current() {
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
     for name in ["n1", "n2"] {
-        c.feed(Input::LeaseUpsert(lease(name, t0)));
+        c.put_lease(lease(name, t0));
         c.put_node(
             node(name)
                 .ready(ConditionStatus::True, t0, t0)

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::controller::controllers::Controllers;
 use crate::controller::inputs::Input;
+use crate::controller::testing::EchoOrder;
 use crate::controller::tests::harness::{date, lease, n, node, pod, secs, test_settings};
 use crate::model::{
     ConditionStatus, NodeConditionType, TaintEffect, Toleration, TolerationOperator, taint_keys,
@@ -47,7 +48,7 @@ fn nothing_is_evicted_before_the_initial_sync_then_untolerating_pods_go_at_once(
 fn node_failure_taints_then_evicts_by_toleration_seconds() {
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
-    c.feed(Input::LeaseUpsert(lease("n1", t0)));
+    c.put_lease(lease("n1", t0));
     c.put_node(node("n1").ready(ConditionStatus::True, t0, t0).build());
     c.put_node(node("n2").ready(ConditionStatus::True, t0, t0).build());
     c.put_pod(pod("plain", "n1"));
@@ -99,7 +100,7 @@ fn a_node_failure_is_told_as_decisions_with_their_evidence() {
     use crate::controller::decisions::{Decision, Heartbeat, LeaseEvidence};
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
-    c.feed(Input::LeaseUpsert(lease("n1", t0)));
+    c.put_lease(lease("n1", t0));
     c.put_node(node("n1").ready(ConditionStatus::True, t0, t0).build());
     c.put_pod(pod("plain", "n1"));
     c.put_pod(with_tolerations(
@@ -249,7 +250,7 @@ fn a_node_failure_is_told_as_decisions_with_their_evidence() {
 fn into_follower_keeps_the_caches_and_forgets_the_leaderships_work() {
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
-    c.feed(Input::LeaseUpsert(lease("n1", t0)));
+    c.put_lease(lease("n1", t0));
     c.put_node(
         node("n1")
             .ready(ConditionStatus::True, t0, t0)
@@ -321,7 +322,7 @@ fn a_watch_event_older_than_our_writes_answer_is_ignored() {
 fn a_noexecute_taint_the_lifecycle_removes_itself_cancels_the_countdown() {
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
-    c.answer_first = true;
+    c.echo = EchoOrder::AnswerFirst;
     let tainted = node("n1")
         .ready(ConditionStatus::True, t0, t0)
         .taint(taint_keys::UNREACHABLE, TaintEffect::NoExecute)
@@ -353,7 +354,7 @@ fn a_noexecute_taint_the_lifecycle_removes_itself_cancels_the_countdown() {
 fn a_taint_removed_by_disruption_mode_and_added_again_restarts_the_countdown() {
     let t0 = date(2026, 1, 1, 12, 0, 0);
     let mut c = Cluster::new(test_settings(), t0);
-    c.answer_first = true;
+    c.echo = EchoOrder::AnswerFirst;
     c.put_node(node("n1").ready(ConditionStatus::True, t0, t0).build());
     c.put_node(node("n2").ready(ConditionStatus::True, t0, t0).build());
     c.put_pod(with_tolerations(

@@ -5,6 +5,7 @@
 //!
 //! Upstream tests call `monitorNodeHealth` at two instants an hour apart; here the clock
 //! jumps (`jump`) to the second instant, the new statuses are fed, and every due timer fires.
+//! The node lifecycle alone, as upstream's tests run it (`harness.rs`).
 
 use std::time::Duration;
 
@@ -56,7 +57,13 @@ fn monitor_case(
     initial: Zones,
     following: Zones,
 ) {
-    let mut h = Harness::started(test_settings(), fake_now(), nodes.clone(), vec![], vec![]);
+    let mut h = Harness::lifecycle_alone_started(
+        test_settings(),
+        fake_now(),
+        nodes.clone(),
+        vec![],
+        vec![],
+    );
     assert_eq!(zone_states(&h), expect(&initial), "initial");
     h.jump(Duration::from_secs(3600));
     for (node, conditions) in nodes.iter().zip(updated) {
@@ -241,7 +248,7 @@ fn update_status_case(
     later: Option<(Duration, Option<Vec<NodeCondition>>, Option<Time>)>,
 ) -> Harness {
     let leases = lease0.map(|t| vec![lease("node0", t)]).unwrap_or_default();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         fake_now(),
         vec![n0],

@@ -49,7 +49,7 @@ fn test_monitor_node_health_mark_pods_not_ready_with_worker_size() {
     let pods = (0..NODES * PODS_PER_NODE)
         .map(|i| pod(&format!("pod{i}"), &format!("node{}", i % NODES)))
         .collect();
-    let mut h = Harness::started(test_settings(), fake_now(), nodes, pods, vec![]);
+    let mut h = Harness::lifecycle_alone_started(test_settings(), fake_now(), nodes, pods, vec![]);
     h.jump(secs(60));
     for i in 0..NODES {
         h.set_conditions(&format!("node{i}"), ready(True, fake_now(), fake_now()));
@@ -64,7 +64,7 @@ fn test_monitor_node_health_mark_pods_not_ready_with_worker_size() {
 fn retry_case(fail_pod_status: usize) -> Harness {
     let t0 = fake_now();
     let mk = |s, hb, tr| node("node0").created(t0).ready(s, hb, tr).build();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         t0,
         vec![mk(True, t0, t0)],
@@ -112,7 +112,7 @@ fn test_node_event_generation_exactly_one_registered_node() {
             date(2015, 8, 10, 0, 0, 0),
         )
         .build();
-    let h = Harness::started(
+    let h = Harness::lifecycle_alone_started(
         test_settings(),
         date(2016, 9, 10, 12, 0, 0),
         vec![n0],
@@ -168,12 +168,24 @@ fn test_try_update_node_health_current_equals_saved() {
             b = b.ready(s, created, created);
         }
         // The health record starts at the creation time, as upstream's test presets it.
-        let mut h = Harness::started(test_settings(), created, vec![b.build()], vec![], vec![]);
+        let mut h = Harness::lifecycle_alone_started(
+            test_settings(),
+            created,
+            vec![b.build()],
+            vec![],
+            vec![],
+        );
         h.jump(fresh - created);
         h.tick();
-        let health = h.ctl.health("node0").expect("node0 tracked");
+        let health = h.ctl.lifecycle().health("node0").expect("node0 tracked");
         let saved = health.saved_ready.as_ref().map(|r| r.status);
-        let current = h.ctl.node("node0").unwrap().ready().map(|c| c.status);
+        let current = h
+            .ctl
+            .lifecycle()
+            .node("node0")
+            .unwrap()
+            .ready()
+            .map(|c| c.status);
         assert_eq!(current, saved, "{name}");
         let expected = if created == stale {
             Some(Unknown)
@@ -209,7 +221,7 @@ fn test_pod_status_change_legacy_node_lost() {
         .label(labels::ZONE_BETA, "zone1")
         .ready(True, fake_now(), fake_now())
         .build();
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         settings,
         fake_now(),
         vec![n0, n1],
@@ -250,12 +262,12 @@ fn test_pod_status_change_legacy_node_lost() {
 fn test_process_pod_mark_pod_not_ready() {
     let t = fake_now();
     // Node health not gathered yet (controller not synced): nothing.
-    let mut h = Harness::new(test_settings(), t);
+    let mut h = Harness::lifecycle_alone(test_settings(), t);
     h.put_node(node("node0").created(t).ready(False, t, t).build());
     h.put_pod(pod("pod0", "node0"));
     assert_eq!(h.pod_status_updates(), 0);
     // Node Ready: nothing.
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         t,
         vec![node("node0").created(t).ready(True, t, t).build()],
@@ -265,7 +277,7 @@ fn test_process_pod_mark_pod_not_ready() {
     h.put_pod(pod("pod0", "node0"));
     assert_eq!(h.pod_status_updates(), 0);
     // Node not Ready: the newly bound pod is marked.
-    let mut h = Harness::started(
+    let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         t,
         vec![node("node0").created(t).ready(False, t, t).build()],
