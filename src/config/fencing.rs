@@ -6,6 +6,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::controller::fencing::FencingPolicy;
+
 use super::raw::{Field, RawFenceStep, RawFencing};
 use super::{ConfigError, Validator, flag};
 
@@ -69,6 +71,22 @@ pub struct FenceStepConfig {
 }
 
 impl FencingConfig {
+    /// What the controllers decide fencing with: `None` while it is off.
+    pub fn policy(&self) -> Option<FencingPolicy> {
+        self.enabled.then(|| FencingPolicy {
+            after: self.after,
+            max_concurrent: self.max_concurrent as usize,
+            match_labels: self.match_labels.clone(),
+            retry_backoff: self.retry_backoff,
+            retry_backoff_max: self.retry_backoff_max,
+            remove_out_of_service_on_recovery: self.remove_out_of_service_on_recovery,
+            skip_cordoned: self.skip_cordoned,
+            steps: self.effective_steps().len().max(1),
+            power_cycle: self.mode == FenceMode::PowerCycle,
+            recover_timeout: self.recover_timeout,
+        })
+    }
+
     /// The power-off steps in order: `[[fencing.step]]`, or `command` with `timeout`.
     pub fn effective_steps(&self) -> Vec<FenceStepConfig> {
         if !self.steps.is_empty() {

@@ -1,4 +1,5 @@
-//! The file as written: every key optional, every value with its position.
+//! The sections of the file as written: every key optional, every value with its position (the
+//! top level is `keys.rs`'s `RawConfig`).
 //!
 //! serde does the shape checks (unknown keys, wrong types) and `deny_unknown_fields` makes a typo
 //! an error instead of a silently ignored setting; `Spanned` keeps each value's byte range so the
@@ -10,46 +11,6 @@ use toml::Spanned;
 use super::partitions::{ModeOrBool, OneOrMany};
 
 pub(super) type Field<T> = Option<Spanned<T>>;
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawConfig {
-    pub node_monitor_period: Field<DurationText>,
-    pub node_monitor_grace_period: Field<DurationText>,
-    pub node_startup_grace_period: Field<DurationText>,
-    pub node_eviction_rate: Field<f64>,
-    pub secondary_node_eviction_rate: Field<f64>,
-    pub large_cluster_size_threshold: Field<i64>,
-    pub unhealthy_zone_threshold: Field<f64>,
-    pub taint_based_eviction: Field<bool>,
-    pub pod_eviction_timeout: Field<DurationText>,
-    pub dry_run: Field<bool>,
-    pub log_level: Field<String>,
-    pub dump_format: Field<String>,
-    pub metrics_address: Field<String>,
-    pub log_format: Field<String>,
-    pub control_socket: Field<String>,
-    pub autonomy: Field<bool>,
-    pub disruption_cooldown: Field<DurationText>,
-    pub early_suspects: Field<bool>,
-    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
-    pub admission_default_toleration_seconds: Field<i64>,
-    pub default_toleration_seconds: Field<i64>,
-    pub mark_pods_not_ready: Field<ModeOrBool>,
-    pub disruption_domain: Field<OneOrMany>,
-    pub full_disruption: Field<String>,
-    pub hold_max: Field<DurationText>,
-    #[serde(default)]
-    pub api: RawApi,
-    #[serde(default)]
-    pub leader_election: RawLeaderElection,
-    #[serde(default)]
-    pub pool: Vec<Spanned<RawPool>>,
-    #[serde(default)]
-    pub condition_taint: Vec<Spanned<RawConditionTaint>>,
-    #[serde(default)]
-    pub fencing: RawFencing,
-}
 
 /// One `[[pool]]`.
 #[derive(Deserialize)]

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use log::LevelFilter;
 
 use super::partitions::domain_text;
-use super::{ApiSource, Config, DumpFormat, LogFormat, format_duration};
+use super::{ApiSource, Config, format_duration};
 use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
 
@@ -55,111 +55,9 @@ fn entries(c: &Config) -> Vec<Entry> {
             value,
         })
     };
-    let top = None;
-    put(top, "node_monitor_period", Some(dur(c.node_monitor_period)));
-    put(
-        top,
-        "node_monitor_grace_period",
-        Some(dur(c.node_monitor_grace_period)),
-    );
-    put(
-        top,
-        "node_startup_grace_period",
-        Some(dur(c.node_startup_grace_period)),
-    );
-    put(
-        top,
-        "node_eviction_rate",
-        Some(float(c.node_eviction_rate.as_f64())),
-    );
-    put(
-        top,
-        "secondary_node_eviction_rate",
-        Some(float(c.secondary_node_eviction_rate.as_f64())),
-    );
-    put(
-        top,
-        "large_cluster_size_threshold",
-        Some(c.large_cluster_size_threshold.to_string()),
-    );
-    put(
-        top,
-        "unhealthy_zone_threshold",
-        Some(float(c.unhealthy_zone_threshold)),
-    );
-    put(
-        top,
-        "taint_based_eviction",
-        Some(c.taint_based_eviction.to_string()),
-    );
-    put(
-        top,
-        "pod_eviction_timeout",
-        Some(dur(c.pod_eviction_timeout)),
-    );
-    put(top, "dry_run", Some(c.dry_run.to_string()));
-    put(top, "log_level", Some(string(level_name(c.log_level))));
-    put(
-        top,
-        "dump_format",
-        Some(string(match c.dump_format {
-            DumpFormat::Text => "text",
-            DumpFormat::Json => "json",
-        })),
-    );
-    put(
-        top,
-        "metrics_address",
-        c.metrics_address.map(|a| string(&a.to_string())),
-    );
-    put(
-        top,
-        "log_format",
-        Some(string(match c.log_format {
-            LogFormat::Text => "text",
-            LogFormat::Json => "json",
-        })),
-    );
-    put(
-        top,
-        "control_socket",
-        Some(string(
-            &c.control_socket
-                .as_deref()
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        )),
-    );
-    put(top, "autonomy", Some(c.autonomy.to_string()));
-    put(top, "disruption_cooldown", Some(dur(c.disruption_cooldown)));
-    put(top, "early_suspects", Some(c.early_suspects.to_string()));
-    put(top, "max_unhealthy", c.max_unhealthy.map(|m| m.to_toml()));
-    put(
-        top,
-        "admission_default_toleration_seconds",
-        Some(c.admission_default_toleration_seconds.to_string()),
-    );
-    put(
-        top,
-        "default_toleration_seconds",
-        c.default_toleration_seconds.map(|s| s.to_string()),
-    );
-    put(
-        top,
-        "mark_pods_not_ready",
-        Some(string(c.mark_pods_not_ready.as_str())),
-    );
-    put(
-        top,
-        "disruption_domain",
-        (!c.disruption_domain.is_empty()).then(|| domain_text(&c.disruption_domain)),
-    );
-    put(
-        top,
-        "full_disruption",
-        Some(string(c.full_disruption.as_str())),
-    );
-    put(top, "hold_max", c.hold_max.map(dur));
+    for (key, value) in super::keys::top_level_entries(c) {
+        put(None, key, value);
+    }
 
     let api = Some("api");
     let a = &c.api;
@@ -302,10 +200,10 @@ pub(super) fn to_toml(c: &Config) -> String {
             }
         }
     }
-    for pool in &c.pools {
+    for pool in &c.controller.pools {
         let _ = write!(out, "\n[[pool]]\n{}", pool_body(pool));
     }
-    for rule in &c.condition_taints {
+    for rule in &c.controller.condition_taints {
         let _ = write!(out, "\n[[condition_taint]]\n{}", condition_taint_body(rule));
     }
     out
@@ -433,16 +331,17 @@ pub(super) fn changes(old: &Config, new: &Config) -> Vec<ConfigChange> {
             new: n.value,
         })
         .collect();
-    if old.pools != new.pools {
+    if old.controller.pools != new.controller.pools {
         out.push(ConfigChange {
             key: "pool".to_string(),
-            old: one_line(old.pools.iter().map(pool_body).collect()),
-            new: one_line(new.pools.iter().map(pool_body).collect()),
+            old: one_line(old.controller.pools.iter().map(pool_body).collect()),
+            new: one_line(new.controller.pools.iter().map(pool_body).collect()),
         });
     }
-    if old.condition_taints != new.condition_taints {
+    if old.controller.condition_taints != new.controller.condition_taints {
         let bodies = |c: &Config| {
-            c.condition_taints
+            c.controller
+                .condition_taints
                 .iter()
                 .map(condition_taint_body)
                 .collect()
@@ -467,14 +366,14 @@ pub(crate) fn level_name(level: LevelFilter) -> &'static str {
     }
 }
 
-fn dur(d: std::time::Duration) -> String {
+pub(super) fn dur(d: std::time::Duration) -> String {
     string(&format_duration(d))
 }
 
-fn string(s: &str) -> String {
+pub(super) fn string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-fn float(x: f64) -> String {
+pub(super) fn float(x: f64) -> String {
     toml::Value::Float(x).to_string()
 }

@@ -15,18 +15,27 @@ fn error(text: &str) -> String {
 #[test]
 fn empty_file_gives_upstream_defaults() {
     let c = parse("").unwrap();
-    assert_eq!(c.node_monitor_period, Duration::from_secs(5));
-    assert_eq!(c.node_monitor_grace_period, Duration::from_secs(50));
-    assert_eq!(c.node_startup_grace_period, Duration::from_secs(60));
-    assert_eq!(c.node_eviction_rate, Rate::from_f64(0.1).unwrap());
+    assert_eq!(c.controller.node_monitor_period, Duration::from_secs(5));
     assert_eq!(
-        c.secondary_node_eviction_rate,
+        c.controller.node_monitor_grace_period,
+        Duration::from_secs(50)
+    );
+    assert_eq!(
+        c.controller.node_startup_grace_period,
+        Duration::from_secs(60)
+    );
+    assert_eq!(
+        c.controller.node_eviction_rate,
+        Rate::from_f64(0.1).unwrap()
+    );
+    assert_eq!(
+        c.controller.secondary_node_eviction_rate,
         Rate::from_f64(0.01).unwrap()
     );
-    assert_eq!(c.large_cluster_size_threshold, 50);
-    assert_eq!(c.unhealthy_zone_threshold, 0.55);
-    assert!(c.taint_based_eviction);
-    assert_eq!(c.pod_eviction_timeout, Duration::from_secs(300));
+    assert_eq!(c.controller.large_cluster_size_threshold, 50);
+    assert_eq!(c.controller.unhealthy_zone_threshold, 0.55);
+    assert!(c.controller.taint_based_eviction);
+    assert_eq!(c.controller.pod_eviction_timeout, Duration::from_secs(300));
     assert!(!c.dry_run);
     assert_eq!(c.log_level, LevelFilter::Info);
     assert_eq!(c.dump_format, DumpFormat::Text);
@@ -212,11 +221,15 @@ fn value_ranges_are_checked() {
     assert_eq!(
         parse("pod_eviction_timeout = \"0s\"")
             .unwrap()
+            .controller
             .pod_eviction_timeout,
         Duration::ZERO
     );
     assert_eq!(
-        parse("node_eviction_rate = 0").unwrap().node_eviction_rate,
+        parse("node_eviction_rate = 0")
+            .unwrap()
+            .controller
+            .node_eviction_rate,
         Rate::NEVER
     );
 }
@@ -435,18 +448,21 @@ effect = "NoExecute"
 #[test]
 fn policies_are_read_printed_and_read_back_the_same() {
     let c = parse(POLICIES).unwrap();
-    assert!(!c.autonomy);
-    assert_eq!(c.disruption_cooldown, Duration::from_secs(120));
-    assert!(!c.early_suspects);
-    assert_eq!(c.pools.len(), 2);
-    assert_eq!(&*c.pools[1].name, "flaky-rack");
+    assert!(!c.controller.autonomy);
+    assert_eq!(c.controller.disruption_cooldown, Duration::from_secs(120));
+    assert!(!c.controller.early_suspects);
+    assert_eq!(c.controller.pools.len(), 2);
+    assert_eq!(&*c.controller.pools[1].name, "flaky-rack");
     assert_eq!(
-        c.pools[1].mark_pods_not_ready,
+        c.controller.pools[1].mark_pods_not_ready,
         Some(crate::controller::partitions::PodsNotReady::Never)
     );
-    assert_eq!(c.pools[1].secondary_node_eviction_rate, Some(Rate::NEVER));
-    assert_eq!(c.pools[0].node_eviction_rate, None);
-    assert_eq!(c.condition_taints.len(), 1);
+    assert_eq!(
+        c.controller.pools[1].secondary_node_eviction_rate,
+        Some(Rate::NEVER)
+    );
+    assert_eq!(c.controller.pools[0].node_eviction_rate, None);
+    assert_eq!(c.controller.condition_taints.len(), 1);
     let printed = c.to_toml();
     assert!(
         printed.contains("[[pool]]\nname = \"control-plane\""),
@@ -457,8 +473,12 @@ fn policies_are_read_printed_and_read_back_the_same() {
     assert_eq!(back, c, "{printed}");
     // Defaults: autonomy on, no cooldown, no pools, no custom taints.
     let d = Config::default();
-    assert!(d.autonomy && d.disruption_cooldown.is_zero() && d.early_suspects);
-    assert!(d.pools.is_empty() && d.condition_taints.is_empty());
+    assert!(
+        d.controller.autonomy
+            && d.controller.disruption_cooldown.is_zero()
+            && d.controller.early_suspects
+    );
+    assert!(d.controller.pools.is_empty() && d.controller.condition_taints.is_empty());
     // A reload names what changed.
     let keys: Vec<String> = c.changes_since(&d).into_iter().map(|ch| ch.key).collect();
     assert_eq!(
