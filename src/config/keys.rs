@@ -1,36 +1,44 @@
-//! The top-level keys of the file, one line each: the key, its kind (`kinds.rs`: how it is read,
-//! checked and printed) and, after `in`, the settings that hold it (`controller`: the
-//! controllers' `Settings`, whose `Default` is the key's default; none: `Config` itself).
+//! The keys of the file, one line each in the table of their section: the key, its kind
+//! (`kinds.rs`: how it is read, checked and printed) and, after `in`, the field of the settings
+//! that hold it (top level: `controller` is the controllers' `Settings`; none: `Config` itself).
+//! The settings' `Default` is the key's default.
 //!
-//! From this table come the key's field in `RawConfig` (what serde reads), its check (in table
-//! order, before the sections') and its line in the printed configuration (in table order),
-//! so a key is declared in its settings struct, named here and documented in conf/config.toml.
+//! From a table come the key's field in the raw struct serde reads, its check (in table order;
+//! the top level before the sections) and its line in the printed configuration (in table
+//! order). So a key is declared in its settings struct, named in a table here and documented in
+//! conf/config.toml; rules between keys stay with the section's validation.
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::kinds::*;
-use super::raw::{Field, RawApi, RawConditionTaint, RawFencing, RawLeaderElection, RawPool};
-use super::{Config, ConfigError, Validator};
+use super::raw::{Field, RawApi, RawConditionTaint, RawFencing, RawPool};
+use super::{Config, ConfigError, LeaderElectionConfig, Validator};
 
-macro_rules! top_level_keys {
+/// One table: `Raw => Target` names the struct serde reads and the settings it fills in,
+/// `prefix` goes before a key in errors (`"api."`), `check` and `entries` name the functions
+/// made; `sections` are further fields of the raw struct, read by their own table.
+macro_rules! key_table {
     (
+        $(#[$doc:meta])*
+        $raw:ident => $target:ty, prefix $prefix:literal, $check:ident, $entries:ident;
         keys { $( $key:ident : $kind:ident $(in $owner:ident)? , )* }
-        sections { $( $section:ident : $raw:ty , )* }
+        $( sections { $( $section:ident : $sraw:ty , )* } )?
     ) => {
-        /// The file as written: every key optional, every value with its position.
+        $(#[$doc])*
         #[derive(Deserialize, Default)]
         #[serde(deny_unknown_fields)]
-        pub(super) struct RawConfig {
+        pub(super) struct $raw {
             $( pub $key: Field<<$kind as Kind>::Raw>, )*
-            $( #[serde(default)] pub $section: $raw, )*
+            $( $( #[serde(default)] pub $section: $sraw, )* )?
         }
 
         impl Validator<'_> {
-            /// Sets each top-level key the file gives into `c`, checked.
-            pub(super) fn top_level(&self, raw: &RawConfig, c: &mut Config) -> Result<(), ConfigError> {
+            /// Sets each key the file gives into `c`, checked, in table order.
+            pub(super) fn $check(&self, raw: &$raw, c: &mut $target) -> Result<(), ConfigError> {
                 $(
-                    if let Some(value) = <$kind as Kind>::check(self, &raw.$key, stringify!($key))? {
+                    let key = concat!($prefix, stringify!($key));
+                    if let Some(value) = <$kind as Kind>::check(self, &raw.$key, key)? {
                         c $(.$owner)? .$key = value;
                     }
                 )*
@@ -38,14 +46,16 @@ macro_rules! top_level_keys {
             }
         }
 
-        /// Each top-level key with its TOML spelling (`None`: unset), in table order.
-        pub(super) fn top_level_entries(c: &Config) -> Vec<(&'static str, Option<String>)> {
+        /// Each key with its TOML spelling (`None`: unset), in table order.
+        pub(super) fn $entries(c: &$target) -> Vec<(&'static str, Option<String>)> {
             vec![ $( (stringify!($key), <$kind as Kind>::render(&c $(.$owner)? .$key)), )* ]
         }
     };
 }
 
-top_level_keys! {
+key_table! {
+    /// The file as written: every key optional, every value with its position.
+    RawConfig => Config, prefix "", top_level, top_level_entries;
     keys {
         node_monitor_period: Period in controller,
         node_monitor_grace_period: Period in controller,
@@ -79,5 +89,20 @@ top_level_keys! {
         pool: Vec<Spanned<RawPool>>,
         condition_taint: Vec<Spanned<RawConditionTaint>>,
         fencing: RawFencing,
+    }
+}
+
+key_table! {
+    /// `[leader_election]` (`leader/settings.rs`).
+    RawLeaderElection => LeaderElectionConfig, prefix "leader_election.", leader_election_keys,
+        leader_election_entries;
+    keys {
+        enabled: Flag,
+        namespace: ObjectName,
+        name: ObjectName,
+        lease_duration: Period,
+        renew_deadline: Period,
+        retry_period: Period,
+        identity: Identity,
     }
 }

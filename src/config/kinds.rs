@@ -18,7 +18,7 @@ use super::brake::RawMaxUnhealthy;
 use super::partitions::{ModeOrBool, OneOrMany, domain_text};
 use super::raw::{DurationText, Field};
 use super::render::{dur, float, level_name, string};
-use super::{ConfigError, DumpFormat, Validator, parse_level};
+use super::{ConfigError, DumpFormat, Validator, is_dns_subdomain, parse_level};
 
 pub(super) trait Kind {
     /// The value as written; its `Deserialize` makes serde's type error say what is expected.
@@ -70,6 +70,11 @@ pub(super) struct LogText;
 pub(super) struct LoopbackAddress;
 /// An absolute socket path; `""`: none.
 pub(super) struct SocketPath;
+
+/// A Kubernetes object name (RFC 1123 subdomain), as of a namespace or a Lease.
+pub(super) struct ObjectName;
+/// A non-blank text, or unset.
+pub(super) struct Identity;
 
 fn set<T>(field: &Field<T>) -> Option<&toml::Spanned<T>> {
     field.as_ref()
@@ -400,5 +405,54 @@ impl Kind for SocketPath {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         ))
+    }
+}
+
+impl Kind for ObjectName {
+    type Raw = String;
+    type Value = String;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<String>,
+        key: &str,
+    ) -> Result<Option<String>, ConfigError> {
+        let Some(x) = f else { return Ok(None) };
+        if is_dns_subdomain(x.get_ref()) {
+            return Ok(Some(x.get_ref().clone()));
+        }
+        Err(v.error(
+            Some(x.span()),
+            key,
+            format!(
+                "must be a Kubernetes object name (lowercase letters, digits, '-', '.'), got {:?}",
+                x.get_ref()
+            ),
+        ))
+    }
+    fn render(s: &String) -> Option<String> {
+        Some(string(s))
+    }
+}
+
+impl Kind for Identity {
+    type Raw = String;
+    type Value = Option<String>;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<String>,
+        key: &str,
+    ) -> Result<Option<Option<String>>, ConfigError> {
+        let Some(x) = f else { return Ok(None) };
+        if x.get_ref().trim().is_empty() {
+            return Err(v.error(
+                Some(x.span()),
+                key,
+                "must not be empty (leave it out for hostname plus a random suffix)".to_string(),
+            ));
+        }
+        Ok(Some(Some(x.get_ref().clone())))
+    }
+    fn render(s: &Option<String>) -> Option<String> {
+        s.as_deref().map(string)
     }
 }

@@ -39,8 +39,8 @@ pub use crate::logging::LogFormat;
 // Durations are written and read the same way everywhere: the text form lives with time.
 pub use crate::time::{format_duration, parse_duration};
 pub use fencing::{FenceMode, FenceStepConfig, FencingConfig};
-use keys::RawConfig;
-use raw::{DurationText, Field, RawApi, RawLeaderElection, key_at_line, line_of};
+use keys::{RawConfig, RawLeaderElection};
+use raw::{DurationText, Field, RawApi, key_at_line, line_of};
 pub use render::ConfigChange;
 
 /// Where the packaged unit and `--config` default point.

@@ -101,18 +101,6 @@ pub(super) struct RawApi {
     pub content_type: Field<String>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawLeaderElection {
-    pub enabled: Field<bool>,
-    pub namespace: Field<String>,
-    pub name: Field<String>,
-    pub lease_duration: Field<DurationText>,
-    pub renew_deadline: Field<DurationText>,
-    pub retry_period: Field<DurationText>,
-    pub identity: Field<String>,
-}
-
 /// A duration as written ("1m30s"); parsed in validation so the error can say why. Its own
 /// type only to make serde's type error say what is expected instead of "a string".
 pub(super) struct DurationText(pub String);

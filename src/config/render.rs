@@ -104,15 +104,9 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(api, "watch_idle_timeout", Some(dur(a.watch_idle_timeout)));
     put(api, "content_type", Some(string(a.content_type.as_str())));
 
-    let le = Some("leader_election");
-    let l = &c.leader_election;
-    put(le, "enabled", Some(l.enabled.to_string()));
-    put(le, "namespace", Some(string(&l.namespace)));
-    put(le, "name", Some(string(&l.name)));
-    put(le, "lease_duration", Some(dur(l.lease_duration)));
-    put(le, "renew_deadline", Some(dur(l.renew_deadline)));
-    put(le, "retry_period", Some(dur(l.retry_period)));
-    put(le, "identity", l.identity.as_deref().map(string));
+    for (key, value) in super::keys::leader_election_entries(&c.leader_election) {
+        put(Some("leader_election"), key, value);
+    }
 
     let fe = Some("fencing");
     let f = &c.fencing;

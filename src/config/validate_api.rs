@@ -207,44 +207,10 @@ impl Validator<'_> {
         &self,
         raw: &RawLeaderElection,
     ) -> Result<LeaderElectionConfig, ConfigError> {
-        let object_name = |field: &Field<String>,
-                           key: &str,
-                           default: &str|
-         -> Result<String, ConfigError> {
-            let Some(v) = field else {
-                return Ok(default.to_string());
-            };
-            if is_dns_subdomain(v.get_ref()) {
-                Ok(v.get_ref().clone())
-            } else {
-                Err(self.error(
-                    Some(v.span()),
-                    key,
-                    format!(
-                        "must be a Kubernetes object name (lowercase letters, digits, '-', '.'), got {:?}",
-                        v.get_ref()
-                    ),
-                ))
-            }
-        };
-        let lease_duration = self.duration(
-            &raw.lease_duration,
-            "leader_election.lease_duration",
-            "15s",
-            false,
-        )?;
-        let renew_deadline = self.duration(
-            &raw.renew_deadline,
-            "leader_election.renew_deadline",
-            "10s",
-            false,
-        )?;
-        let retry_period = self.duration(
-            &raw.retry_period,
-            "leader_election.retry_period",
-            "2s",
-            false,
-        )?;
+        let mut le = LeaderElectionConfig::default();
+        self.leader_election_keys(raw, &mut le)?;
+        let (lease_duration, renew_deadline, retry_period) =
+            (le.lease_duration, le.renew_deadline, le.retry_period);
         // client-go's leaderelection.NewLeaderElector enforces the same ordering.
         if renew_deadline >= lease_duration {
             let (span, key) = pick(
@@ -276,25 +242,6 @@ impl Validator<'_> {
                 ),
             ));
         }
-        let identity = match &raw.identity {
-            Some(v) if v.get_ref().trim().is_empty() => {
-                return Err(self.error(
-                    Some(v.span()),
-                    "leader_election.identity",
-                    "must not be empty (leave it out for hostname plus a random suffix)"
-                        .to_string(),
-                ));
-            }
-            other => other.as_ref().map(|v| v.get_ref().clone()),
-        };
-        Ok(LeaderElectionConfig {
-            enabled: flag(&raw.enabled, true),
-            namespace: object_name(&raw.namespace, "leader_election.namespace", "kube-system")?,
-            name: object_name(&raw.name, "leader_election.name", "node-lifecycled")?,
-            lease_duration,
-            renew_deadline,
-            retry_period,
-            identity,
-        })
+        Ok(le)
     }
 }
