@@ -12,7 +12,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::kinds::*;
-use super::raw::{Field, RawApi, RawConditionTaint, RawFencing, RawPool};
+use std::collections::BTreeMap;
+
+use crate::controller::pools::Pool;
+
+use super::raw::{Field, RawApi, RawConditionTaint, RawFencing, RawRequirement};
 use super::{Config, ConfigError, LeaderElectionConfig, Validator};
 
 /// One table: `Raw => Target` names the struct serde reads and the settings it fills in,
@@ -49,6 +53,42 @@ macro_rules! key_table {
         /// Each key with its TOML spelling (`None`: unset), in table order.
         pub(super) fn $entries(c: &$target) -> Vec<(&'static str, Option<String>)> {
             vec![ $( (stringify!($key), <$kind as Kind>::render(&c $(.$owner)? .$key)), )* ]
+        }
+    };
+}
+
+/// Like `key_table!`, for the keys a table overrides (`Override`: unset inherits).
+macro_rules! override_table {
+    (
+        $(#[$doc:meta])*
+        $raw:ident => $target:ty, prefix $prefix:literal, $check:ident, $entries:ident;
+        overrides { $( $key:ident : $kind:ident , )* }
+        own { $( $(#[$fmeta:meta])* $field:ident : $fraw:ty , )* }
+    ) => {
+        $(#[$doc])*
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct $raw {
+            $( $(#[$fmeta])* pub $field: $fraw, )*
+            $( pub $key: Field<<$kind as Kind>::Raw>, )*
+        }
+
+        impl Validator<'_> {
+            /// Sets each override the table gives into `c`, checked, in table order.
+            pub(super) fn $check(&self, raw: &$raw, c: &mut $target) -> Result<(), ConfigError> {
+                $(
+                    let key = concat!($prefix, stringify!($key));
+                    if let Some(value) = <$kind as Kind>::check(self, &raw.$key, key)? {
+                        c.$key = <$kind as Override>::field(value);
+                    }
+                )*
+                Ok(())
+            }
+        }
+
+        /// Each override with its TOML spelling (`None`: inherited), in table order.
+        pub(super) fn $entries(c: &$target) -> Vec<(&'static str, Option<String>)> {
+            vec![ $( (stringify!($key), <$kind as Override>::render_field(&c.$key)), )* ]
         }
     };
 }
@@ -104,5 +144,29 @@ key_table! {
         renew_deadline: Period,
         retry_period: Period,
         identity: Identity,
+    }
+}
+
+override_table! {
+    /// One `[[pool]]`: a selector and the settings it overrides (`controller/pools.rs`); the
+    /// name and the selector are checked in `policies.rs`.
+    RawPool => Pool, prefix "pool.", pool_keys, pool_entries;
+    overrides {
+        node_monitor_grace_period: Period,
+        node_startup_grace_period: Period,
+        mark_pods_not_ready: PodsMode,
+        node_eviction_rate: PerSecond,
+        secondary_node_eviction_rate: PerSecond,
+        max_unhealthy: Brake,
+        default_toleration_seconds: MaybeSeconds,
+        disruption_domain: DomainKeys,
+        full_disruption: Disruption,
+        hold_max: Limit,
+    }
+    own {
+        name: Field<String>,
+        match_labels: Field<BTreeMap<String, String>>,
+        #[serde(default)]
+        match_expressions: Vec<Spanned<RawRequirement>>,
     }
 }

@@ -36,6 +36,47 @@ pub(super) trait Kind {
     fn render(value: &Self::Value) -> Option<String>;
 }
 
+/// A key a `[[pool]]` may override: its field in the pool (`controller/pools.rs`) is unset to
+/// inherit the global value.
+pub(super) trait Override: Kind {
+    type Field;
+    fn field(value: Self::Value) -> Self::Field;
+    fn render_field(field: &Self::Field) -> Option<String>;
+}
+
+/// Kinds whose value is plain: the pool's field is an `Option` of it.
+macro_rules! override_plain {
+    ($($kind:ident),*) => {$(
+        impl Override for $kind {
+            type Field = Option<<$kind as Kind>::Value>;
+            fn field(value: Self::Value) -> Self::Field {
+                Some(value)
+            }
+            fn render_field(field: &Self::Field) -> Option<String> {
+                field.as_ref().and_then(<$kind as Kind>::render)
+            }
+        }
+    )*};
+}
+
+/// Kinds whose value is already optional: the pool's field is the value, unset inherits.
+macro_rules! override_optional {
+    ($($kind:ident),*) => {$(
+        impl Override for $kind {
+            type Field = <$kind as Kind>::Value;
+            fn field(value: Self::Value) -> Self::Field {
+                value
+            }
+            fn render_field(field: &Self::Field) -> Option<String> {
+                <$kind as Kind>::render(field)
+            }
+        }
+    )*};
+}
+
+override_plain!(Period, PerSecond, PodsMode, DomainKeys, Disruption);
+override_optional!(Limit, Brake, MaybeSeconds);
+
 /// A duration greater than zero.
 pub(super) struct Period;
 /// A duration, zero allowed.

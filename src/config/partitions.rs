@@ -1,18 +1,12 @@
-//! Validation of the partition keys (`controller/partitions.rs`): `mark_pods_not_ready` (a mode, or
-//! the old boolean), `disruption_domain` (a label key or a list of them), `full_disruption` and
-//! `hold_max`, global and per `[[pool]]`. Same rules as the rest of the
-//! file: one line naming the file, the line and the key.
-
-use std::time::Duration;
+//! The partition keys as written (`controller/partitions.rs`): `mark_pods_not_ready` (a mode, or
+//! the old boolean) and `disruption_domain` (a label key or a list of them), global and per
+//! `[[pool]]`; their kinds are in `kinds.rs`. Same rules as the rest of the file: one line
+//! naming the file, the line and the key.
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::controller::partitions::{FullDisruption, PodsNotReady};
-
-use super::kinds::{Disruption, DomainKeys, Kind, Limit, PodsMode};
 use super::policies::is_qualified_name;
-use super::raw::{DurationText, Field};
 use super::{ConfigError, Validator};
 
 /// `mark_pods_not_ready`: a mode, or the boolean it replaces (true = always, false = never).
@@ -31,47 +25,7 @@ pub(super) enum OneOrMany {
     Many(Vec<String>),
 }
 
-/// The four keys as written, global or in one pool.
-pub(super) struct RawPartitions<'r> {
-    pub mark_pods_not_ready: &'r Field<ModeOrBool>,
-    pub disruption_domain: &'r Field<OneOrMany>,
-    pub full_disruption: &'r Field<String>,
-    pub hold_max: &'r Field<DurationText>,
-}
-
-/// The four keys validated; `None`: not set.
-#[derive(Default)]
-pub(super) struct Partitions {
-    pub mark_pods_not_ready: Option<PodsNotReady>,
-    pub disruption_domain: Option<Vec<String>>,
-    pub full_disruption: Option<FullDisruption>,
-    pub hold_max: Option<Duration>,
-}
-
 impl Validator<'_> {
-    /// `prefix` is `""` at the top level, `"pool."` in a pool.
-    pub(super) fn partitions(
-        &self,
-        raw: RawPartitions<'_>,
-        prefix: &str,
-    ) -> Result<Partitions, ConfigError> {
-        let key = |k: &str| format!("{prefix}{k}");
-        Ok(Partitions {
-            mark_pods_not_ready: PodsMode::check(
-                self,
-                raw.mark_pods_not_ready,
-                &key("mark_pods_not_ready"),
-            )?,
-            disruption_domain: DomainKeys::check(
-                self,
-                raw.disruption_domain,
-                &key("disruption_domain"),
-            )?,
-            full_disruption: Disruption::check(self, raw.full_disruption, &key("full_disruption"))?,
-            hold_max: Limit::check(self, raw.hold_max, &key("hold_max"))?.flatten(),
-        })
-    }
-
     pub(super) fn domain_labels(
         &self,
         v: &Spanned<OneOrMany>,

@@ -8,29 +8,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::partitions::{ModeOrBool, OneOrMany};
-
 pub(super) type Field<T> = Option<Spanned<T>>;
-
-/// One `[[pool]]`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPool {
-    pub name: Field<String>,
-    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
-    #[serde(default)]
-    pub match_expressions: Vec<Spanned<RawRequirement>>,
-    pub node_monitor_grace_period: Field<DurationText>,
-    pub node_startup_grace_period: Field<DurationText>,
-    pub mark_pods_not_ready: Field<ModeOrBool>,
-    pub node_eviction_rate: Field<f64>,
-    pub secondary_node_eviction_rate: Field<f64>,
-    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
-    pub default_toleration_seconds: Field<i64>,
-    pub disruption_domain: Field<OneOrMany>,
-    pub full_disruption: Field<String>,
-    pub hold_max: Field<DurationText>,
-}
 
 /// One entry of a pool's `match_expressions`.
 #[derive(Deserialize)]

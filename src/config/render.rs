@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 
 use log::LevelFilter;
 
-use super::partitions::domain_text;
 use super::{ApiSource, Config, format_duration};
 use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
@@ -235,35 +234,10 @@ fn pool_body(p: &Pool) -> String {
             .collect();
         let _ = writeln!(out, "match_expressions = [{}]", exprs.join(", "));
     }
-    if let Some(d) = p.node_monitor_grace_period {
-        let _ = writeln!(out, "node_monitor_grace_period = {}", dur(d));
-    }
-    if let Some(d) = p.node_startup_grace_period {
-        let _ = writeln!(out, "node_startup_grace_period = {}", dur(d));
-    }
-    if let Some(m) = p.mark_pods_not_ready {
-        let _ = writeln!(out, "mark_pods_not_ready = {}", string(m.as_str()));
-    }
-    if let Some(r) = p.node_eviction_rate {
-        let _ = writeln!(out, "node_eviction_rate = {}", float(r.as_f64()));
-    }
-    if let Some(r) = p.secondary_node_eviction_rate {
-        let _ = writeln!(out, "secondary_node_eviction_rate = {}", float(r.as_f64()));
-    }
-    if let Some(m) = p.max_unhealthy {
-        let _ = writeln!(out, "max_unhealthy = {}", m.to_toml());
-    }
-    if let Some(t) = p.default_toleration_seconds {
-        let _ = writeln!(out, "default_toleration_seconds = {t}");
-    }
-    if let Some(keys) = &p.disruption_domain {
-        let _ = writeln!(out, "disruption_domain = {}", domain_text(keys));
-    }
-    if let Some(m) = p.full_disruption {
-        let _ = writeln!(out, "full_disruption = {}", string(m.as_str()));
-    }
-    if let Some(d) = p.hold_max {
-        let _ = writeln!(out, "hold_max = {}", dur(d));
+    for (key, value) in super::keys::pool_entries(p) {
+        if let Some(v) = value {
+            let _ = writeln!(out, "{key} = {v}");
+        }
     }
     out
 }
