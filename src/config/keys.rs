@@ -11,13 +11,14 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::fencing::{Argv, FenceConcurrency, FenceLabels, FenceModeText, FenceSteps};
 use super::kinds::*;
 use std::collections::BTreeMap;
 
 use crate::controller::pools::Pool;
 
-use super::raw::{Field, RawApi, RawConditionTaint, RawFencing, RawRequirement};
-use super::{Config, ConfigError, LeaderElectionConfig, Validator};
+use super::raw::{Field, RawApi, RawConditionTaint, RawRequirement};
+use super::{Config, ConfigError, FencingConfig, LeaderElectionConfig, Validator};
 
 /// One table: `Raw => Target` names the struct serde reads and the settings it fills in,
 /// `prefix` goes before a key in errors (`"api."`), `check` and `entries` name the functions
@@ -26,7 +27,7 @@ macro_rules! key_table {
     (
         $(#[$doc:meta])*
         $raw:ident => $target:ty, prefix $prefix:literal, $check:ident, $entries:ident;
-        keys { $( $key:ident : $kind:ident $(in $owner:ident)? , )* }
+        keys { $( $key:ident : $kind:ident $(in $owner:ident)? $(as $field:ident)? , )* }
         $( sections { $( $section:ident : $sraw:ty , )* } )?
     ) => {
         $(#[$doc])*
@@ -43,7 +44,7 @@ macro_rules! key_table {
                 $(
                     let key = concat!($prefix, stringify!($key));
                     if let Some(value) = <$kind as Kind>::check(self, &raw.$key, key)? {
-                        c $(.$owner)? .$key = value;
+                        field!(c $(.$owner)?; $key $(, $field)?) = value;
                     }
                 )*
                 Ok(())
@@ -52,9 +53,18 @@ macro_rules! key_table {
 
         /// Each key with its TOML spelling (`None`: unset), in table order.
         pub(super) fn $entries(c: &$target) -> Vec<(&'static str, Option<String>)> {
-            vec![ $( (stringify!($key), <$kind as Kind>::render(&c $(.$owner)? .$key)), )* ]
+            vec![ $( (
+                stringify!($key),
+                <$kind as Kind>::render(&field!(c $(.$owner)?; $key $(, $field)?)),
+            ), )* ]
         }
     };
+}
+
+/// The field holding a key: named like the key, or as `as` says.
+macro_rules! field {
+    ($c:ident $(.$owner:ident)?; $key:ident) => { $c $(.$owner)? .$key };
+    ($c:ident $(.$owner:ident)?; $key:ident, $field:ident) => { $c $(.$owner)? .$field };
 }
 
 /// Like `key_table!`, for the keys a table overrides (`Override`: unset inherits).
@@ -168,5 +178,29 @@ override_table! {
         match_labels: Field<BTreeMap<String, String>>,
         #[serde(default)]
         match_expressions: Vec<Spanned<RawRequirement>>,
+    }
+}
+
+key_table! {
+    /// `[fencing]` (`fencing.rs`; the controllers' part is `FencingConfig::policy`).
+    RawFencing => FencingConfig, prefix "fencing.", fencing_keys, fencing_entries;
+    keys {
+        enabled: Flag,
+        command: Argv,
+        after: Period,
+        timeout: Period,
+        max_concurrent: FenceConcurrency,
+        match_labels: FenceLabels,
+        retry_backoff: Period,
+        retry_backoff_max: Period,
+        remove_out_of_service_on_recovery: Flag,
+        skip_cordoned: Flag,
+        max_pause: Period,
+        mode: FenceModeText,
+        on_command: Argv,
+        recover_timeout: Period,
+        step: FenceSteps as steps,
+        status_command: Argv,
+        status_interval: Delay,
     }
 }

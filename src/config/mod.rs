@@ -17,7 +17,7 @@ mod render;
 mod validate;
 use crate::kube::decode::proto::ContentType;
 pub use validate::parse_level;
-use validate::{Validator, flag, is_dns_subdomain};
+use validate::{Validator, is_dns_subdomain};
 mod validate_api;
 
 use std::fmt;

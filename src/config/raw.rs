@@ -30,28 +30,6 @@ pub(super) struct RawConditionTaint {
     pub effect: Field<String>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawFencing {
-    pub enabled: Field<bool>,
-    pub command: Field<Vec<String>>,
-    pub after: Field<DurationText>,
-    pub timeout: Field<DurationText>,
-    pub max_concurrent: Field<i64>,
-    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
-    pub retry_backoff: Field<DurationText>,
-    pub retry_backoff_max: Field<DurationText>,
-    pub remove_out_of_service_on_recovery: Field<bool>,
-    pub skip_cordoned: Field<bool>,
-    pub max_pause: Field<DurationText>,
-    pub mode: Field<String>,
-    pub on_command: Field<Vec<String>>,
-    pub recover_timeout: Field<DurationText>,
-    pub step: Field<Vec<Spanned<RawFenceStep>>>,
-    pub status_command: Field<Vec<String>>,
-    pub status_interval: Field<DurationText>,
-}
-
 /// One `[[fencing.step]]`.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]

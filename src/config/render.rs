@@ -107,69 +107,9 @@ fn entries(c: &Config) -> Vec<Entry> {
         put(Some("leader_election"), key, value);
     }
 
-    let fe = Some("fencing");
-    let f = &c.fencing;
-    put(fe, "enabled", Some(f.enabled.to_string()));
-    let argv: Vec<String> = f.command.iter().map(|a| string(a)).collect();
-    put(
-        fe,
-        "command",
-        (!argv.is_empty()).then(|| format!("[{}]", argv.join(", "))),
-    );
-    put(fe, "after", Some(dur(f.after)));
-    put(fe, "timeout", Some(dur(f.timeout)));
-    put(fe, "max_concurrent", Some(f.max_concurrent.to_string()));
-    let labels: Vec<String> = f
-        .match_labels
-        .iter()
-        .map(|(k, v)| format!("{} = {}", string(k), string(v)))
-        .collect();
-    put(
-        fe,
-        "match_labels",
-        Some(format!("{{ {} }}", labels.join(", "))),
-    );
-    put(fe, "retry_backoff", Some(dur(f.retry_backoff)));
-    put(fe, "retry_backoff_max", Some(dur(f.retry_backoff_max)));
-    put(
-        fe,
-        "remove_out_of_service_on_recovery",
-        Some(f.remove_out_of_service_on_recovery.to_string()),
-    );
-    put(fe, "skip_cordoned", Some(f.skip_cordoned.to_string()));
-    put(fe, "max_pause", Some(dur(f.max_pause)));
-    put(fe, "mode", Some(string(f.mode.as_str())));
-    let on: Vec<String> = f.on_command.iter().map(|a| string(a)).collect();
-    put(
-        fe,
-        "on_command",
-        (!on.is_empty()).then(|| format!("[{}]", on.join(", "))),
-    );
-    put(fe, "recover_timeout", Some(dur(f.recover_timeout)));
-    let steps: Vec<String> = f
-        .steps
-        .iter()
-        .map(|s| {
-            let argv: Vec<String> = s.command.iter().map(|a| string(a)).collect();
-            format!(
-                "{{ command = [{}], timeout = {} }}",
-                argv.join(", "),
-                dur(s.timeout)
-            )
-        })
-        .collect();
-    put(
-        fe,
-        "step",
-        (!steps.is_empty()).then(|| format!("[{}]", steps.join(", "))),
-    );
-    let status: Vec<String> = f.status_command.iter().map(|a| string(a)).collect();
-    put(
-        fe,
-        "status_command",
-        (!status.is_empty()).then(|| format!("[{}]", status.join(", "))),
-    );
-    put(fe, "status_interval", Some(dur(f.status_interval)));
+    for (key, value) in super::keys::fencing_entries(&c.fencing) {
+        put(Some("fencing"), key, value);
+    }
     out
 }
 
