@@ -17,25 +17,27 @@ use std::collections::BTreeMap;
 
 use crate::controller::pools::Pool;
 
-use super::raw::{Field, RawApi, RawConditionTaint, RawRequirement};
-use super::{Config, ConfigError, FencingConfig, LeaderElectionConfig, Validator};
+use super::raw::{Field, RawConditionTaint, RawRequirement};
+use super::validate_api::{Burst, ContentTypeText, Qps};
+use super::{ApiConfig, Config, ConfigError, FencingConfig, LeaderElectionConfig, Validator};
 
 /// One table: `Raw => Target` names the struct serde reads and the settings it fills in,
 /// `prefix` goes before a key in errors (`"api."`), `check` and `entries` name the functions
-/// made; `sections` are further fields of the raw struct, read by their own table.
+/// made; `own` are further fields of the raw struct that the section's validation reads
+/// itself (a section's table, keys that together make one value).
 macro_rules! key_table {
     (
         $(#[$doc:meta])*
         $raw:ident => $target:ty, prefix $prefix:literal, $check:ident, $entries:ident;
         keys { $( $key:ident : $kind:ident $(in $owner:ident)? $(as $field:ident)? , )* }
-        $( sections { $( $section:ident : $sraw:ty , )* } )?
+        $( own { $( $(#[$fmeta:meta])* $own:ident : $oraw:ty , )* } )?
     ) => {
         $(#[$doc])*
         #[derive(Deserialize, Default)]
         #[serde(deny_unknown_fields)]
         pub(super) struct $raw {
             $( pub $key: Field<<$kind as Kind>::Raw>, )*
-            $( $( #[serde(default)] pub $section: $sraw, )* )?
+            $( $( $(#[$fmeta])* pub $own: $oraw, )* )?
         }
 
         impl Validator<'_> {
@@ -133,11 +135,16 @@ key_table! {
         full_disruption: Disruption in controller,
         hold_max: Limit in controller,
     }
-    sections {
+    own {
+        #[serde(default)]
         api: RawApi,
+        #[serde(default)]
         leader_election: RawLeaderElection,
+        #[serde(default)]
         pool: Vec<Spanned<RawPool>>,
+        #[serde(default)]
         condition_taint: Vec<Spanned<RawConditionTaint>>,
+        #[serde(default)]
         fencing: RawFencing,
     }
 }
@@ -202,5 +209,30 @@ key_table! {
         step: FenceSteps as steps,
         status_command: Argv,
         status_interval: Delay,
+    }
+}
+
+key_table! {
+    /// `[api]`: where the API server is (`api.kubeconfig`, `api.in_cluster` or `api.server`
+    /// and its credentials make one `ApiSource`, checked in `validate_api.rs`) and how it is
+    /// asked.
+    RawApi => ApiConfig, prefix "api.", api_keys, api_entries;
+    keys {
+        allow_insecure_skip_tls_verify: Flag,
+        qps: Qps,
+        burst: Burst,
+        request_timeout: Period,
+        watch_idle_timeout: Period,
+        content_type: ContentTypeText,
+    }
+    own {
+        kubeconfig: Field<String>,
+        context: Field<String>,
+        in_cluster: Field<bool>,
+        server: Field<String>,
+        certificate_authority: Field<String>,
+        client_certificate: Field<String>,
+        client_key: Field<String>,
+        token_file: Field<String>,
     }
 }

@@ -39,8 +39,8 @@ pub use crate::logging::LogFormat;
 // Durations are written and read the same way everywhere: the text form lives with time.
 pub use crate::time::{format_duration, parse_duration};
 pub use fencing::{FenceMode, FenceStepConfig, FencingConfig};
-use keys::{RawConfig, RawLeaderElection};
-use raw::{DurationText, Field, RawApi, key_at_line, line_of};
+use keys::{RawApi, RawConfig, RawLeaderElection};
+use raw::{DurationText, Field, key_at_line, line_of};
 pub use render::ConfigChange;
 
 /// Where the packaged unit and `--config` default point.
@@ -75,13 +75,10 @@ pub struct Config {
 }
 
 impl Config {
-    /// The daemon's own keys at their defaults around the sections as validated; the
-    /// top-level keys the file sets are written over it (`keys.rs`).
-    fn with_defaults(
-        api: ApiConfig,
-        leader_election: LeaderElectionConfig,
-        fencing: FencingConfig,
-    ) -> Config {
+    /// Each layer's defaults and the daemon's own; what the file sets is written over it
+    /// (`keys.rs`). `Config::default()` is this, checked by the validation of an empty file.
+    fn with_defaults() -> Config {
+        let fencing = FencingConfig::default();
         Config {
             controller: Settings {
                 fencing: fencing.policy(),
@@ -93,8 +90,8 @@ impl Config {
             metrics_address: None,
             log_format: LogFormat::Text,
             control_socket: Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
-            api,
-            leader_election,
+            api: ApiConfig::default(),
+            leader_election: LeaderElectionConfig::default(),
             fencing,
         }
     }
@@ -125,6 +122,25 @@ pub struct ApiConfig {
     pub watch_idle_timeout: Duration,
     /// What the watch-cache LIST and the watches ask for (upstream `--kube-api-content-type`).
     pub content_type: ContentType,
+}
+
+/// client-go's and kube-controller-manager's defaults (`--kube-api-qps` 20, `--kube-api-burst`
+/// 30, protobuf), the kubeconfig beside the control plane's (`DEFAULT_KUBECONFIG`).
+impl Default for ApiConfig {
+    fn default() -> ApiConfig {
+        ApiConfig {
+            source: ApiSource::Kubeconfig {
+                path: PathBuf::from(DEFAULT_KUBECONFIG),
+                context: None,
+            },
+            allow_insecure_skip_tls_verify: false,
+            qps: Rate::per_second(20),
+            burst: 30,
+            request_timeout: Duration::from_secs(5),
+            watch_idle_timeout: Duration::from_secs(30),
+            content_type: ContentType::Protobuf,
+        }
+    }
 }
 
 /// The three mutually exclusive ways of finding the API server.

@@ -38,25 +38,6 @@ pub(super) struct RawFenceStep {
     pub timeout: Field<DurationText>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawApi {
-    pub kubeconfig: Field<String>,
-    pub context: Field<String>,
-    pub in_cluster: Field<bool>,
-    pub server: Field<String>,
-    pub certificate_authority: Field<String>,
-    pub client_certificate: Field<String>,
-    pub client_key: Field<String>,
-    pub token_file: Field<String>,
-    pub allow_insecure_skip_tls_verify: Field<bool>,
-    pub qps: Field<f64>,
-    pub burst: Field<i64>,
-    pub request_timeout: Field<DurationText>,
-    pub watch_idle_timeout: Field<DurationText>,
-    pub content_type: Field<String>,
-}
-
 /// A duration as written ("1m30s"); parsed in validation so the error can say why. Its own
 /// type only to make serde's type error say what is expected instead of "a string".
 pub(super) struct DurationText(pub String);

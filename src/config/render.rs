@@ -92,16 +92,9 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(api, "client_certificate", cert);
     put(api, "client_key", key);
     put(api, "token_file", token);
-    put(
-        api,
-        "allow_insecure_skip_tls_verify",
-        Some(a.allow_insecure_skip_tls_verify.to_string()),
-    );
-    put(api, "qps", Some(float(a.qps.as_f64())));
-    put(api, "burst", Some(a.burst.to_string()));
-    put(api, "request_timeout", Some(dur(a.request_timeout)));
-    put(api, "watch_idle_timeout", Some(dur(a.watch_idle_timeout)));
-    put(api, "content_type", Some(string(a.content_type.as_str())));
+    for (key, value) in super::keys::api_entries(a) {
+        put(api, key, value);
+    }
 
     for (key, value) in super::keys::leader_election_entries(&c.leader_election) {
         put(Some("leader_election"), key, value);

@@ -49,13 +49,8 @@ impl Validator<'_> {
     }
 
     pub(super) fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
-        // The sections' defaults (what an empty table gives) until the sections are read, so
-        // that the top-level keys are checked first.
-        let mut c = Config::with_defaults(
-            self.api(&RawApi::default())?,
-            self.leader_election(&RawLeaderElection::default())?,
-            FencingConfig::default(),
-        );
+        // Every layer's defaults; the top-level keys are checked first, then the sections.
+        let mut c = Config::with_defaults();
         self.top_level(&raw, &mut c)?;
         let api = self.api(&raw.api)?;
         let leader_election = self.leader_election(&raw.leader_election)?;
@@ -194,10 +189,6 @@ impl Validator<'_> {
         };
         Err(self.error(Some(v.span()), key, format!("{why}, got {:?}", v.get_ref())))
     }
-}
-
-pub(super) fn flag(field: &Field<bool>, default: bool) -> bool {
-    field.as_ref().map_or(default, |v| *v.get_ref())
 }
 
 /// Of two related keys, the one to blame: the first if the file sets it, else the second.
