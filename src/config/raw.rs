@@ -1,9 +1,11 @@
-//! The sections of the file as written: every key optional, every value with its position (the
-//! top level is `keys.rs`'s `RawConfig`).
+//! The file as written, beyond what the tables of `keys.rs` generate: the nested tables of
+//! pools, condition taints and fence steps, durations as text, and the line and key of a byte
+//! offset. Every key optional, every value with its position.
 //!
 //! serde does the shape checks (unknown keys, wrong types) and `deny_unknown_fields` makes a typo
 //! an error instead of a silently ignored setting; `Spanned` keeps each value's byte range so the
-//! validation in `mod.rs` can name the line of a value that is well-typed but out of range.
+//! validation (`kinds.rs`, `validate.rs`) can name the line of a value that is well-typed but out
+//! of range.
 
 use serde::Deserialize;
 use toml::Spanned;
