@@ -2,12 +2,18 @@
 //! then releasing its stateful pods with the out-of-service taint. Off by default: the command is
 //! site-specific (IPMI, Redfish, a PDU) and a wrong one powers off a live node.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use super::raw::{Field, RawFenceStep, RawFencing};
-use super::{ConfigError, Validator, flag};
+use crate::controller::fencing::FencingPolicy;
+
+use super::keys::RawFencing;
+use super::kinds::Kind;
+use super::raw::{Field, RawFenceStep};
+use super::render::{dur, string};
+use super::{ConfigError, Validator};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FencingConfig {
@@ -69,6 +75,22 @@ pub struct FenceStepConfig {
 }
 
 impl FencingConfig {
+    /// What the controllers decide fencing with: `None` while it is off.
+    pub fn policy(&self) -> Option<FencingPolicy> {
+        self.enabled.then(|| FencingPolicy {
+            after: self.after,
+            max_concurrent: self.max_concurrent as usize,
+            match_labels: self.match_labels.clone(),
+            retry_backoff: self.retry_backoff,
+            retry_backoff_max: self.retry_backoff_max,
+            remove_out_of_service_on_recovery: self.remove_out_of_service_on_recovery,
+            skip_cordoned: self.skip_cordoned,
+            steps: self.effective_steps().len().max(1),
+            power_cycle: self.mode == FenceMode::PowerCycle,
+            recover_timeout: self.recover_timeout,
+        })
+    }
+
     /// The power-off steps in order: `[[fencing.step]]`, or `command` with `timeout`.
     pub fn effective_steps(&self) -> Vec<FenceStepConfig> {
         if !self.steps.is_empty() {
@@ -114,10 +136,10 @@ const MAX_CONCURRENT: i64 = 64;
 
 impl Validator<'_> {
     pub(super) fn fencing(&self, raw: &RawFencing) -> Result<FencingConfig, ConfigError> {
-        let enabled = flag(&raw.enabled, false);
-        let command = self.argv(&raw.command, "fencing.command")?;
-        let steps = self.steps(&raw.step)?;
-        if !steps.is_empty() && !command.is_empty() {
+        let mut f = FencingConfig::default();
+        self.fencing_keys(raw, &mut f)?;
+        // Rules between keys; the error goes to the key that must change.
+        if !f.steps.is_empty() && !f.command.is_empty() {
             let span = raw.command.as_ref().map(|v| v.span());
             return Err(self.error(
                 span,
@@ -125,22 +147,7 @@ impl Validator<'_> {
                 "set either fencing.command or [[fencing.step]], not both".into(),
             ));
         }
-        let mode = match &raw.mode {
-            None => FenceMode::PowerOff,
-            Some(v) => match v.get_ref().as_str() {
-                "power-off" => FenceMode::PowerOff,
-                "power-cycle" => FenceMode::PowerCycle,
-                other => {
-                    return Err(self.error(
-                        Some(v.span()),
-                        "fencing.mode",
-                        format!("{other:?}: must be \"power-off\" or \"power-cycle\""),
-                    ));
-                }
-            },
-        };
-        let on_command = self.argv(&raw.on_command, "fencing.on_command")?;
-        if mode == FenceMode::PowerCycle && on_command.is_empty() {
+        if f.mode == FenceMode::PowerCycle && f.on_command.is_empty() {
             let span = raw.mode.as_ref().map(|v| v.span());
             return Err(self.error(
                 span,
@@ -148,13 +155,7 @@ impl Validator<'_> {
                 "must be set when fencing.mode = \"power-cycle\"".into(),
             ));
         }
-        let recover_timeout = self.duration(
-            &raw.recover_timeout,
-            "fencing.recover_timeout",
-            "10m",
-            false,
-        )?;
-        if enabled && command.is_empty() && steps.is_empty() {
+        if f.enabled && f.command.is_empty() && f.steps.is_empty() {
             let span = raw.enabled.as_ref().map(|v| v.span());
             return Err(self.error(
                 span,
@@ -162,17 +163,7 @@ impl Validator<'_> {
                 "must be set when fencing.enabled = true".into(),
             ));
         }
-        let after = self.duration(&raw.after, "fencing.after", "5m", false)?;
-        let timeout = self.duration(&raw.timeout, "fencing.timeout", "2m", false)?;
-        let retry_backoff =
-            self.duration(&raw.retry_backoff, "fencing.retry_backoff", "1m", false)?;
-        let retry_backoff_max = self.duration(
-            &raw.retry_backoff_max,
-            "fencing.retry_backoff_max",
-            "30m",
-            false,
-        )?;
-        if retry_backoff_max < retry_backoff {
+        if f.retry_backoff_max < f.retry_backoff {
             let span = raw
                 .retry_backoff_max
                 .as_ref()
@@ -184,43 +175,7 @@ impl Validator<'_> {
                 "must not be shorter than fencing.retry_backoff".into(),
             ));
         }
-        let max_concurrent = match &raw.max_concurrent {
-            None => 1,
-            Some(v) => match *v.get_ref() {
-                n @ 1..=MAX_CONCURRENT => n as u32,
-                n => {
-                    return Err(self.error(
-                        Some(v.span()),
-                        "fencing.max_concurrent",
-                        format!("must be in 1..={MAX_CONCURRENT}, got {n}"),
-                    ));
-                }
-            },
-        };
-        Ok(FencingConfig {
-            enabled,
-            command,
-            after,
-            timeout,
-            max_concurrent,
-            match_labels: self.match_labels(&raw.match_labels)?,
-            retry_backoff,
-            retry_backoff_max,
-            remove_out_of_service_on_recovery: flag(&raw.remove_out_of_service_on_recovery, true),
-            skip_cordoned: flag(&raw.skip_cordoned, true),
-            max_pause: self.duration(&raw.max_pause, "fencing.max_pause", "24h", false)?,
-            mode,
-            on_command,
-            recover_timeout,
-            steps,
-            status_command: self.argv(&raw.status_command, "fencing.status_command")?,
-            status_interval: self.duration(
-                &raw.status_interval,
-                "fencing.status_interval",
-                "0s",
-                true,
-            )?,
-        })
+        Ok(f)
     }
 
     /// A command key: an argv whose program is an absolute path to an executable file.
@@ -280,15 +235,14 @@ impl Validator<'_> {
 
     fn match_labels(
         &self,
-        field: &Field<std::collections::BTreeMap<String, String>>,
+        field: &Field<BTreeMap<String, String>>,
+        prefix: &str,
     ) -> Result<Vec<(String, String)>, ConfigError> {
         let Some(v) = field else {
             return Ok(Vec::new());
         };
         for (key, value) in v.get_ref() {
-            let bad = |why: String| {
-                self.error(Some(v.span()), &format!("fencing.match_labels.{key}"), why)
-            };
+            let bad = |why: String| self.error(Some(v.span()), &format!("{prefix}.{key}"), why);
             if key.is_empty() || key.len() > 317 || key.chars().any(char::is_whitespace) {
                 return Err(bad("is not a label key".into()));
             }
@@ -304,6 +258,124 @@ impl Validator<'_> {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
+    }
+}
+
+/// A command: an argv whose program is an absolute path to an executable file (empty: none).
+pub(super) struct Argv;
+/// `max_concurrent`: 1 to `MAX_CONCURRENT`.
+pub(super) struct FenceConcurrency;
+/// `match_labels`: label key = value pairs (empty: every node).
+pub(super) struct FenceLabels;
+/// `mode`: `power-off` or `power-cycle`.
+pub(super) struct FenceModeText;
+/// `[[fencing.step]]`: each a command with a timeout.
+pub(super) struct FenceSteps;
+
+fn argv_text(argv: &[String]) -> Option<String> {
+    let quoted: Vec<String> = argv.iter().map(|a| string(a)).collect();
+    (!quoted.is_empty()).then(|| format!("[{}]", quoted.join(", ")))
+}
+
+impl Kind for Argv {
+    type Raw = Vec<String>;
+    type Value = Vec<String>;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<Vec<String>>,
+        key: &str,
+    ) -> Result<Option<Vec<String>>, ConfigError> {
+        f.as_ref().map(|_| v.argv(f, key)).transpose()
+    }
+    fn render(argv: &Vec<String>) -> Option<String> {
+        argv_text(argv)
+    }
+}
+
+impl Kind for FenceConcurrency {
+    type Raw = i64;
+    type Value = u32;
+    fn check(v: &Validator<'_>, f: &Field<i64>, key: &str) -> Result<Option<u32>, ConfigError> {
+        let Some(x) = f else { return Ok(None) };
+        match *x.get_ref() {
+            n @ 1..=MAX_CONCURRENT => Ok(Some(n as u32)),
+            n => Err(v.error(
+                Some(x.span()),
+                key,
+                format!("must be in 1..={MAX_CONCURRENT}, got {n}"),
+            )),
+        }
+    }
+    fn render(n: &u32) -> Option<String> {
+        Some(n.to_string())
+    }
+}
+
+impl Kind for FenceLabels {
+    type Raw = BTreeMap<String, String>;
+    type Value = Vec<(String, String)>;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<BTreeMap<String, String>>,
+        key: &str,
+    ) -> Result<Option<Vec<(String, String)>>, ConfigError> {
+        f.as_ref().map(|_| v.match_labels(f, key)).transpose()
+    }
+    fn render(labels: &Vec<(String, String)>) -> Option<String> {
+        let pairs: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{} = {}", string(k), string(v)))
+            .collect();
+        Some(format!("{{ {} }}", pairs.join(", ")))
+    }
+}
+
+impl Kind for FenceModeText {
+    type Raw = String;
+    type Value = FenceMode;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<String>,
+        key: &str,
+    ) -> Result<Option<FenceMode>, ConfigError> {
+        let Some(x) = f else { return Ok(None) };
+        match x.get_ref().as_str() {
+            "power-off" => Ok(Some(FenceMode::PowerOff)),
+            "power-cycle" => Ok(Some(FenceMode::PowerCycle)),
+            other => Err(v.error(
+                Some(x.span()),
+                key,
+                format!("{other:?}: must be \"power-off\" or \"power-cycle\""),
+            )),
+        }
+    }
+    fn render(m: &FenceMode) -> Option<String> {
+        Some(string(m.as_str()))
+    }
+}
+
+impl Kind for FenceSteps {
+    type Raw = Vec<toml::Spanned<RawFenceStep>>;
+    type Value = Vec<FenceStepConfig>;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<Self::Raw>,
+        _key: &str,
+    ) -> Result<Option<Vec<FenceStepConfig>>, ConfigError> {
+        f.as_ref().map(|_| v.steps(f)).transpose()
+    }
+    fn render(steps: &Vec<FenceStepConfig>) -> Option<String> {
+        let tables: Vec<String> = steps
+            .iter()
+            .map(|s| {
+                format!(
+                    "{{ command = {}, timeout = {} }}",
+                    argv_text(&s.command).unwrap_or_else(|| "[]".to_string()),
+                    dur(s.timeout)
+                )
+            })
+            .collect();
+        (!tables.is_empty()).then(|| format!("[{}]", tables.join(", ")))
     }
 }
 

@@ -8,6 +8,8 @@
 
 mod brake;
 mod fencing;
+mod keys;
+mod kinds;
 mod partitions;
 mod policies;
 mod raw;
@@ -15,7 +17,7 @@ mod render;
 mod validate;
 use crate::kube::decode::proto::ContentType;
 pub use validate::parse_level;
-use validate::{Validator, flag, is_dns_subdomain};
+use validate::{Validator, is_dns_subdomain};
 mod validate_api;
 
 use std::fmt;
@@ -27,9 +29,7 @@ use std::time::Duration;
 use log::LevelFilter;
 use toml::Spanned;
 
-use crate::controller::condition_taints::ConditionTaint;
-use crate::controller::partitions::{FullDisruption, PodsNotReady};
-use crate::controller::pools::Pool;
+use crate::controller::Settings;
 use crate::time::Rate;
 
 // Settings owned by the layer that uses them; the config file fills them in.
@@ -39,7 +39,8 @@ pub use crate::logging::LogFormat;
 // Durations are written and read the same way everywhere: the text form lives with time.
 pub use crate::time::{format_duration, parse_duration};
 pub use fencing::{FenceMode, FenceStepConfig, FencingConfig};
-use raw::{DurationText, Field, RawApi, RawConfig, RawLeaderElection, key_at_line, line_of};
+use keys::{RawApi, RawConfig, RawLeaderElection};
+use raw::{DurationText, Field, key_at_line, line_of};
 pub use render::ConfigChange;
 
 /// Where the packaged unit and `--config` default point.
@@ -51,17 +52,14 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/node-lifecycled/config.toml";
 /// thing wherever it is checked; running in a pod is an explicit `in_cluster = true`.
 pub const DEFAULT_KUBECONFIG: &str = "/etc/kubernetes/node-lifecycled.conf";
 
+/// The whole configuration. Each layer's keys are that layer's settings type, embedded here
+/// as the file fills it in (`controller`); the daemon's own keys are fields of `Config`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    pub node_monitor_period: Duration,
-    pub node_monitor_grace_period: Duration,
-    pub node_startup_grace_period: Duration,
-    pub node_eviction_rate: Rate,
-    pub secondary_node_eviction_rate: Rate,
-    pub large_cluster_size_threshold: u32,
-    pub unhealthy_zone_threshold: f64,
-    pub taint_based_eviction: bool,
-    pub pod_eviction_timeout: Duration,
+    /// The top-level controller keys, `[[pool]]` and `[[condition_taint]]`; its `fencing` is
+    /// `[fencing]`'s policy when enabled (`FencingConfig::policy`). `monitor_pass_early` is the
+    /// controller's default: the daemon sets its own (`runtime/settings.rs`).
+    pub controller: Settings,
     pub dry_run: bool,
     pub log_level: LevelFilter,
     pub dump_format: DumpFormat,
@@ -73,33 +71,30 @@ pub struct Config {
     pub control_socket: Option<PathBuf>,
     pub api: ApiConfig,
     pub leader_election: LeaderElectionConfig,
-    /// Honour the OpenYurt edge autonomy annotations.
-    pub autonomy: bool,
-    /// No NoExecute taint for this long after a full disruption ends (zero: upstream).
-    pub disruption_cooldown: Duration,
-    /// Count nodes that missed two Lease renewals as suspects in the zone rules (beyond upstream).
-    pub early_suspects: bool,
-    /// Pods of a node that stops being Ready marked NotReady always, unless its disruption domain
-    /// is disrupted, or never (a pool may override it).
-    pub mark_pods_not_ready: PodsNotReady,
-    /// The label keys whose values make the disruption domains (empty: the zones).
-    pub disruption_domain: Vec<String>,
-    /// A fully disrupted domain is tainted at the normal rate (`evict`) or held.
-    pub full_disruption: FullDisruption,
-    /// How long a held domain waits (`None`: until it recovers).
-    pub hold_max: Option<Duration>,
-    /// `[[pool]]`, in file order (first match wins).
-    pub pools: Vec<Pool>,
-    /// The fleet-wide brake on mass decisions; `None`: none (upstream).
-    pub max_unhealthy: Option<crate::controller::brake::MaxUnhealthy>,
-    /// The `tolerationSeconds` admission gives pods that chose none (kube-apiserver's
-    /// `--default-not-ready-toleration-seconds`).
-    pub admission_default_toleration_seconds: u64,
-    /// What stands in for that default (pools override it); `None`: the pods' own.
-    pub default_toleration_seconds: Option<u64>,
-    /// `[[condition_taint]]`, in file order.
-    pub condition_taints: Vec<ConditionTaint>,
     pub fencing: FencingConfig,
+}
+
+impl Config {
+    /// Each layer's defaults and the daemon's own; what the file sets is written over it
+    /// (`keys.rs`). `Config::default()` is this, checked by the validation of an empty file.
+    fn with_defaults() -> Config {
+        let fencing = FencingConfig::default();
+        Config {
+            controller: Settings {
+                fencing: fencing.policy(),
+                ..Settings::default()
+            },
+            dry_run: false,
+            log_level: LevelFilter::Info,
+            dump_format: DumpFormat::Text,
+            metrics_address: None,
+            log_format: LogFormat::Text,
+            control_socket: Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
+            api: ApiConfig::default(),
+            leader_election: LeaderElectionConfig::default(),
+            fencing,
+        }
+    }
 }
 
 /// Where `control_socket` points when the file does not say (systemd's `RuntimeDirectory=`).
@@ -127,6 +122,25 @@ pub struct ApiConfig {
     pub watch_idle_timeout: Duration,
     /// What the watch-cache LIST and the watches ask for (upstream `--kube-api-content-type`).
     pub content_type: ContentType,
+}
+
+/// client-go's and kube-controller-manager's defaults (`--kube-api-qps` 20, `--kube-api-burst`
+/// 30, protobuf), the kubeconfig beside the control plane's (`DEFAULT_KUBECONFIG`).
+impl Default for ApiConfig {
+    fn default() -> ApiConfig {
+        ApiConfig {
+            source: ApiSource::Kubeconfig {
+                path: PathBuf::from(DEFAULT_KUBECONFIG),
+                context: None,
+            },
+            allow_insecure_skip_tls_verify: false,
+            qps: Rate::per_second(20),
+            burst: 30,
+            request_timeout: Duration::from_secs(5),
+            watch_idle_timeout: Duration::from_secs(30),
+            content_type: ContentType::Protobuf,
+        }
+    }
 }
 
 /// The three mutually exclusive ways of finding the API server.

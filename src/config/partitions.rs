@@ -1,17 +1,12 @@
-//! Validation of the partition keys (`controller/partitions.rs`): `mark_pods_not_ready` (a mode, or
-//! the old boolean), `disruption_domain` (a label key or a list of them), `full_disruption` and
-//! `hold_max`, global and per `[[pool]]`. Same rules as the rest of the
-//! file: one line naming the file, the line and the key.
-
-use std::time::Duration;
+//! The partition keys as written (`controller/partitions.rs`): `mark_pods_not_ready` (a mode, or
+//! the old boolean) and `disruption_domain` (a label key or a list of them), global and per
+//! `[[pool]]`; their kinds are in `kinds.rs`. Same rules as the rest of the file: one line
+//! naming the file, the line and the key.
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::controller::partitions::{FullDisruption, PodsNotReady};
-
 use super::policies::is_qualified_name;
-use super::raw::{DurationText, Field};
 use super::{ConfigError, Validator};
 
 /// `mark_pods_not_ready`: a mode, or the boolean it replaces (true = always, false = never).
@@ -30,75 +25,12 @@ pub(super) enum OneOrMany {
     Many(Vec<String>),
 }
 
-/// The four keys as written, global or in one pool.
-pub(super) struct RawPartitions<'r> {
-    pub mark_pods_not_ready: &'r Field<ModeOrBool>,
-    pub disruption_domain: &'r Field<OneOrMany>,
-    pub full_disruption: &'r Field<String>,
-    pub hold_max: &'r Field<DurationText>,
-}
-
-/// The four keys validated; `None`: not set.
-#[derive(Default)]
-pub(super) struct Partitions {
-    pub mark_pods_not_ready: Option<PodsNotReady>,
-    pub disruption_domain: Option<Vec<String>>,
-    pub full_disruption: Option<FullDisruption>,
-    pub hold_max: Option<Duration>,
-}
-
 impl Validator<'_> {
-    /// `prefix` is `""` at the top level, `"pool."` in a pool.
-    pub(super) fn partitions(
+    pub(super) fn domain_labels(
         &self,
-        raw: RawPartitions<'_>,
-        prefix: &str,
-    ) -> Result<Partitions, ConfigError> {
-        let key = |k: &str| format!("{prefix}{k}");
-        let mark_pods_not_ready = match raw.mark_pods_not_ready {
-            None => None,
-            Some(v) => Some(match v.get_ref() {
-                ModeOrBool::Bool(true) => PodsNotReady::Always,
-                ModeOrBool::Bool(false) => PodsNotReady::Never,
-                ModeOrBool::Mode(m) => PodsNotReady::parse(m).ok_or_else(|| {
-                    self.error(
-                        Some(v.span()),
-                        &key("mark_pods_not_ready"),
-                        format!(
-                            "must be \"always\", \"unless-disrupted\" or \"never\" (or the old \
-                             true / false), got {m:?}"
-                        ),
-                    )
-                })?,
-            }),
-        };
-        let disruption_domain = match raw.disruption_domain {
-            None => None,
-            Some(v) => Some(self.domain_labels(v, &key("disruption_domain"))?),
-        };
-        let full_disruption = match raw.full_disruption {
-            None => None,
-            Some(v) => Some(FullDisruption::parse(v.get_ref()).ok_or_else(|| {
-                self.error(
-                    Some(v.span()),
-                    &key("full_disruption"),
-                    format!("must be \"evict\" or \"hold\", got {:?}", v.get_ref()),
-                )
-            })?),
-        };
-        let hold_max = match raw.hold_max {
-            None => None,
-            Some(_) => Some(self.duration(raw.hold_max, &key("hold_max"), "0s", false)?),
-        };
-        Ok(Partitions {
-            mark_pods_not_ready,
-            disruption_domain,
-            full_disruption,
-            hold_max,
-        })
-    }
-
-    fn domain_labels(&self, v: &Spanned<OneOrMany>, key: &str) -> Result<Vec<String>, ConfigError> {
+        v: &Spanned<OneOrMany>,
+        key: &str,
+    ) -> Result<Vec<String>, ConfigError> {
         let keys = match v.get_ref() {
             OneOrMany::One(k) => vec![k.clone()],
             OneOrMany::Many(ks) => ks.clone(),
@@ -165,11 +97,14 @@ mark_pods_not_ready = false
     #[test]
     fn partition_keys_are_read_printed_and_read_back_the_same() {
         let c = Config::from_str(PARTITIONS, Path::new("<test>")).unwrap();
-        assert_eq!(c.mark_pods_not_ready, PodsNotReady::UnlessDisrupted);
-        assert_eq!(c.disruption_domain, ["example.com/site"]);
-        assert_eq!(c.full_disruption, FullDisruption::Hold);
-        assert_eq!(c.hold_max, Some(Duration::from_secs(1800)));
-        let racks = &c.pools[0];
+        assert_eq!(
+            c.controller.mark_pods_not_ready,
+            PodsNotReady::UnlessDisrupted
+        );
+        assert_eq!(c.controller.disruption_domain, ["example.com/site"]);
+        assert_eq!(c.controller.full_disruption, FullDisruption::Hold);
+        assert_eq!(c.controller.hold_max, Some(Duration::from_secs(1800)));
+        let racks = &c.controller.pools[0];
         assert_eq!(racks.mark_pods_not_ready, Some(PodsNotReady::Always));
         assert_eq!(
             racks.disruption_domain.as_deref(),
@@ -182,8 +117,11 @@ mark_pods_not_ready = false
         );
         assert_eq!(racks.full_disruption, Some(FullDisruption::Evict));
         assert_eq!(racks.hold_max, Some(Duration::from_secs(3600)));
-        assert_eq!(c.pools[1].mark_pods_not_ready, Some(PodsNotReady::Never));
-        assert_eq!(c.pools[1].disruption_domain, None);
+        assert_eq!(
+            c.controller.pools[1].mark_pods_not_ready,
+            Some(PodsNotReady::Never)
+        );
+        assert_eq!(c.controller.pools[1].disruption_domain, None);
         let printed = c.to_toml();
         let back = Config::from_str(&printed, Path::new("<printed>"))
             .unwrap_or_else(|e| panic!("{e}\n{printed}"));
@@ -208,10 +146,10 @@ mark_pods_not_ready = false
     #[test]
     fn without_the_keys_the_defaults_are_upstreams() {
         let d = Config::default();
-        assert_eq!(d.mark_pods_not_ready, PodsNotReady::Always);
-        assert!(d.disruption_domain.is_empty());
-        assert_eq!(d.full_disruption, FullDisruption::Evict);
-        assert_eq!(d.hold_max, None);
+        assert_eq!(d.controller.mark_pods_not_ready, PodsNotReady::Always);
+        assert!(d.controller.disruption_domain.is_empty());
+        assert_eq!(d.controller.full_disruption, FullDisruption::Evict);
+        assert_eq!(d.controller.hold_max, None);
         let printed = d.to_toml();
         assert!(
             printed.contains("mark_pods_not_ready = \"always\""),

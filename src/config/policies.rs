@@ -12,7 +12,8 @@ use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::{LabelRequirement, Pool, SelectorOperator};
 use crate::model::{ConditionStatus, TaintEffect};
 
-use super::raw::{Field, RawConditionTaint, RawPool};
+use super::keys::RawPool;
+use super::raw::{Field, RawConditionTaint};
 use super::{ConfigError, Validator, format_duration};
 
 /// Taint key prefixes owned by Kubernetes components (the node lifecycle controller, cloud
@@ -117,16 +118,14 @@ impl Validator<'_> {
                     ),
                 ));
             }
-            let grace = |f: &Field<super::raw::DurationText>, key: &str| {
-                f.as_ref()
-                    .map(|_| self.duration(f, key, "1s", false))
-                    .transpose()
+            let mut pool = Pool {
+                name: Rc::from(name),
+                match_labels,
+                match_expressions,
+                ..Pool::default()
             };
-            let node_monitor_grace_period = grace(
-                &p.node_monitor_grace_period,
-                "pool.node_monitor_grace_period",
-            )?;
-            if let Some(g) = node_monitor_grace_period
+            self.pool_keys(p, &mut pool)?;
+            if let Some(g) = pool.node_monitor_grace_period
                 && watch_idle_timeout >= g
             {
                 return Err(self.error(
@@ -139,42 +138,7 @@ impl Validator<'_> {
                     ),
                 ));
             }
-            let node_startup_grace_period = grace(
-                &p.node_startup_grace_period,
-                "pool.node_startup_grace_period",
-            )?;
-            let rate =
-                |f: &Field<f64>, key: &str| f.as_ref().map(|_| self.rate(f, key, 0.0)).transpose();
-            let parts = self.partitions(
-                super::partitions::RawPartitions {
-                    mark_pods_not_ready: &p.mark_pods_not_ready,
-                    disruption_domain: &p.disruption_domain,
-                    full_disruption: &p.full_disruption,
-                    hold_max: &p.hold_max,
-                },
-                "pool.",
-            )?;
-            pools.push(Pool {
-                name: Rc::from(name),
-                match_labels,
-                match_expressions,
-                node_monitor_grace_period,
-                node_startup_grace_period,
-                mark_pods_not_ready: parts.mark_pods_not_ready,
-                node_eviction_rate: rate(&p.node_eviction_rate, "pool.node_eviction_rate")?,
-                secondary_node_eviction_rate: rate(
-                    &p.secondary_node_eviction_rate,
-                    "pool.secondary_node_eviction_rate",
-                )?,
-                max_unhealthy: self.max_unhealthy(&p.max_unhealthy, "pool.max_unhealthy")?,
-                default_toleration_seconds: self.toleration_seconds(
-                    &p.default_toleration_seconds,
-                    "pool.default_toleration_seconds",
-                )?,
-                disruption_domain: parts.disruption_domain,
-                full_disruption: parts.full_disruption,
-                hold_max: parts.hold_max,
-            });
+            pools.push(pool);
         }
         Ok(pools)
     }

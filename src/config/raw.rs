@@ -1,75 +1,16 @@
-//! The file as written: every key optional, every value with its position.
+//! The file as written, beyond what the tables of `keys.rs` generate: the nested tables of
+//! pools, condition taints and fence steps, durations as text, and the line and key of a byte
+//! offset. Every key optional, every value with its position.
 //!
 //! serde does the shape checks (unknown keys, wrong types) and `deny_unknown_fields` makes a typo
 //! an error instead of a silently ignored setting; `Spanned` keeps each value's byte range so the
-//! validation in `mod.rs` can name the line of a value that is well-typed but out of range.
+//! validation (`kinds.rs`, `validate.rs`) can name the line of a value that is well-typed but out
+//! of range.
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::partitions::{ModeOrBool, OneOrMany};
-
 pub(super) type Field<T> = Option<Spanned<T>>;
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawConfig {
-    pub node_monitor_period: Field<DurationText>,
-    pub node_monitor_grace_period: Field<DurationText>,
-    pub node_startup_grace_period: Field<DurationText>,
-    pub node_eviction_rate: Field<f64>,
-    pub secondary_node_eviction_rate: Field<f64>,
-    pub large_cluster_size_threshold: Field<i64>,
-    pub unhealthy_zone_threshold: Field<f64>,
-    pub taint_based_eviction: Field<bool>,
-    pub pod_eviction_timeout: Field<DurationText>,
-    pub dry_run: Field<bool>,
-    pub log_level: Field<String>,
-    pub dump_format: Field<String>,
-    pub metrics_address: Field<String>,
-    pub log_format: Field<String>,
-    pub control_socket: Field<String>,
-    pub autonomy: Field<bool>,
-    pub disruption_cooldown: Field<DurationText>,
-    pub early_suspects: Field<bool>,
-    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
-    pub admission_default_toleration_seconds: Field<i64>,
-    pub default_toleration_seconds: Field<i64>,
-    pub mark_pods_not_ready: Field<ModeOrBool>,
-    pub disruption_domain: Field<OneOrMany>,
-    pub full_disruption: Field<String>,
-    pub hold_max: Field<DurationText>,
-    #[serde(default)]
-    pub api: RawApi,
-    #[serde(default)]
-    pub leader_election: RawLeaderElection,
-    #[serde(default)]
-    pub pool: Vec<Spanned<RawPool>>,
-    #[serde(default)]
-    pub condition_taint: Vec<Spanned<RawConditionTaint>>,
-    #[serde(default)]
-    pub fencing: RawFencing,
-}
-
-/// One `[[pool]]`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPool {
-    pub name: Field<String>,
-    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
-    #[serde(default)]
-    pub match_expressions: Vec<Spanned<RawRequirement>>,
-    pub node_monitor_grace_period: Field<DurationText>,
-    pub node_startup_grace_period: Field<DurationText>,
-    pub mark_pods_not_ready: Field<ModeOrBool>,
-    pub node_eviction_rate: Field<f64>,
-    pub secondary_node_eviction_rate: Field<f64>,
-    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
-    pub default_toleration_seconds: Field<i64>,
-    pub disruption_domain: Field<OneOrMany>,
-    pub full_disruption: Field<String>,
-    pub hold_max: Field<DurationText>,
-}
 
 /// One entry of a pool's `match_expressions`.
 #[derive(Deserialize)]
@@ -91,65 +32,12 @@ pub(super) struct RawConditionTaint {
     pub effect: Field<String>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawFencing {
-    pub enabled: Field<bool>,
-    pub command: Field<Vec<String>>,
-    pub after: Field<DurationText>,
-    pub timeout: Field<DurationText>,
-    pub max_concurrent: Field<i64>,
-    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
-    pub retry_backoff: Field<DurationText>,
-    pub retry_backoff_max: Field<DurationText>,
-    pub remove_out_of_service_on_recovery: Field<bool>,
-    pub skip_cordoned: Field<bool>,
-    pub max_pause: Field<DurationText>,
-    pub mode: Field<String>,
-    pub on_command: Field<Vec<String>>,
-    pub recover_timeout: Field<DurationText>,
-    pub step: Field<Vec<Spanned<RawFenceStep>>>,
-    pub status_command: Field<Vec<String>>,
-    pub status_interval: Field<DurationText>,
-}
-
 /// One `[[fencing.step]]`.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFenceStep {
     pub command: Field<Vec<String>>,
     pub timeout: Field<DurationText>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawApi {
-    pub kubeconfig: Field<String>,
-    pub context: Field<String>,
-    pub in_cluster: Field<bool>,
-    pub server: Field<String>,
-    pub certificate_authority: Field<String>,
-    pub client_certificate: Field<String>,
-    pub client_key: Field<String>,
-    pub token_file: Field<String>,
-    pub allow_insecure_skip_tls_verify: Field<bool>,
-    pub qps: Field<f64>,
-    pub burst: Field<i64>,
-    pub request_timeout: Field<DurationText>,
-    pub watch_idle_timeout: Field<DurationText>,
-    pub content_type: Field<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawLeaderElection {
-    pub enabled: Field<bool>,
-    pub namespace: Field<String>,
-    pub name: Field<String>,
-    pub lease_duration: Field<DurationText>,
-    pub renew_deadline: Field<DurationText>,
-    pub retry_period: Field<DurationText>,
-    pub identity: Field<String>,
 }
 
 /// A duration as written ("1m30s"); parsed in validation so the error can say why. Its own

@@ -7,8 +7,7 @@ use std::fmt::Write as _;
 
 use log::LevelFilter;
 
-use super::partitions::domain_text;
-use super::{ApiSource, Config, DumpFormat, LogFormat, format_duration};
+use super::{ApiSource, Config, format_duration};
 use crate::controller::condition_taints::ConditionTaint;
 use crate::controller::pools::Pool;
 
@@ -55,111 +54,9 @@ fn entries(c: &Config) -> Vec<Entry> {
             value,
         })
     };
-    let top = None;
-    put(top, "node_monitor_period", Some(dur(c.node_monitor_period)));
-    put(
-        top,
-        "node_monitor_grace_period",
-        Some(dur(c.node_monitor_grace_period)),
-    );
-    put(
-        top,
-        "node_startup_grace_period",
-        Some(dur(c.node_startup_grace_period)),
-    );
-    put(
-        top,
-        "node_eviction_rate",
-        Some(float(c.node_eviction_rate.as_f64())),
-    );
-    put(
-        top,
-        "secondary_node_eviction_rate",
-        Some(float(c.secondary_node_eviction_rate.as_f64())),
-    );
-    put(
-        top,
-        "large_cluster_size_threshold",
-        Some(c.large_cluster_size_threshold.to_string()),
-    );
-    put(
-        top,
-        "unhealthy_zone_threshold",
-        Some(float(c.unhealthy_zone_threshold)),
-    );
-    put(
-        top,
-        "taint_based_eviction",
-        Some(c.taint_based_eviction.to_string()),
-    );
-    put(
-        top,
-        "pod_eviction_timeout",
-        Some(dur(c.pod_eviction_timeout)),
-    );
-    put(top, "dry_run", Some(c.dry_run.to_string()));
-    put(top, "log_level", Some(string(level_name(c.log_level))));
-    put(
-        top,
-        "dump_format",
-        Some(string(match c.dump_format {
-            DumpFormat::Text => "text",
-            DumpFormat::Json => "json",
-        })),
-    );
-    put(
-        top,
-        "metrics_address",
-        c.metrics_address.map(|a| string(&a.to_string())),
-    );
-    put(
-        top,
-        "log_format",
-        Some(string(match c.log_format {
-            LogFormat::Text => "text",
-            LogFormat::Json => "json",
-        })),
-    );
-    put(
-        top,
-        "control_socket",
-        Some(string(
-            &c.control_socket
-                .as_deref()
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        )),
-    );
-    put(top, "autonomy", Some(c.autonomy.to_string()));
-    put(top, "disruption_cooldown", Some(dur(c.disruption_cooldown)));
-    put(top, "early_suspects", Some(c.early_suspects.to_string()));
-    put(top, "max_unhealthy", c.max_unhealthy.map(|m| m.to_toml()));
-    put(
-        top,
-        "admission_default_toleration_seconds",
-        Some(c.admission_default_toleration_seconds.to_string()),
-    );
-    put(
-        top,
-        "default_toleration_seconds",
-        c.default_toleration_seconds.map(|s| s.to_string()),
-    );
-    put(
-        top,
-        "mark_pods_not_ready",
-        Some(string(c.mark_pods_not_ready.as_str())),
-    );
-    put(
-        top,
-        "disruption_domain",
-        (!c.disruption_domain.is_empty()).then(|| domain_text(&c.disruption_domain)),
-    );
-    put(
-        top,
-        "full_disruption",
-        Some(string(c.full_disruption.as_str())),
-    );
-    put(top, "hold_max", c.hold_max.map(dur));
+    for (key, value) in super::keys::top_level_entries(c) {
+        put(None, key, value);
+    }
 
     let api = Some("api");
     let a = &c.api;
@@ -195,90 +92,17 @@ fn entries(c: &Config) -> Vec<Entry> {
     put(api, "client_certificate", cert);
     put(api, "client_key", key);
     put(api, "token_file", token);
-    put(
-        api,
-        "allow_insecure_skip_tls_verify",
-        Some(a.allow_insecure_skip_tls_verify.to_string()),
-    );
-    put(api, "qps", Some(float(a.qps.as_f64())));
-    put(api, "burst", Some(a.burst.to_string()));
-    put(api, "request_timeout", Some(dur(a.request_timeout)));
-    put(api, "watch_idle_timeout", Some(dur(a.watch_idle_timeout)));
-    put(api, "content_type", Some(string(a.content_type.as_str())));
+    for (key, value) in super::keys::api_entries(a) {
+        put(api, key, value);
+    }
 
-    let le = Some("leader_election");
-    let l = &c.leader_election;
-    put(le, "enabled", Some(l.enabled.to_string()));
-    put(le, "namespace", Some(string(&l.namespace)));
-    put(le, "name", Some(string(&l.name)));
-    put(le, "lease_duration", Some(dur(l.lease_duration)));
-    put(le, "renew_deadline", Some(dur(l.renew_deadline)));
-    put(le, "retry_period", Some(dur(l.retry_period)));
-    put(le, "identity", l.identity.as_deref().map(string));
+    for (key, value) in super::keys::leader_election_entries(&c.leader_election) {
+        put(Some("leader_election"), key, value);
+    }
 
-    let fe = Some("fencing");
-    let f = &c.fencing;
-    put(fe, "enabled", Some(f.enabled.to_string()));
-    let argv: Vec<String> = f.command.iter().map(|a| string(a)).collect();
-    put(
-        fe,
-        "command",
-        (!argv.is_empty()).then(|| format!("[{}]", argv.join(", "))),
-    );
-    put(fe, "after", Some(dur(f.after)));
-    put(fe, "timeout", Some(dur(f.timeout)));
-    put(fe, "max_concurrent", Some(f.max_concurrent.to_string()));
-    let labels: Vec<String> = f
-        .match_labels
-        .iter()
-        .map(|(k, v)| format!("{} = {}", string(k), string(v)))
-        .collect();
-    put(
-        fe,
-        "match_labels",
-        Some(format!("{{ {} }}", labels.join(", "))),
-    );
-    put(fe, "retry_backoff", Some(dur(f.retry_backoff)));
-    put(fe, "retry_backoff_max", Some(dur(f.retry_backoff_max)));
-    put(
-        fe,
-        "remove_out_of_service_on_recovery",
-        Some(f.remove_out_of_service_on_recovery.to_string()),
-    );
-    put(fe, "skip_cordoned", Some(f.skip_cordoned.to_string()));
-    put(fe, "max_pause", Some(dur(f.max_pause)));
-    put(fe, "mode", Some(string(f.mode.as_str())));
-    let on: Vec<String> = f.on_command.iter().map(|a| string(a)).collect();
-    put(
-        fe,
-        "on_command",
-        (!on.is_empty()).then(|| format!("[{}]", on.join(", "))),
-    );
-    put(fe, "recover_timeout", Some(dur(f.recover_timeout)));
-    let steps: Vec<String> = f
-        .steps
-        .iter()
-        .map(|s| {
-            let argv: Vec<String> = s.command.iter().map(|a| string(a)).collect();
-            format!(
-                "{{ command = [{}], timeout = {} }}",
-                argv.join(", "),
-                dur(s.timeout)
-            )
-        })
-        .collect();
-    put(
-        fe,
-        "step",
-        (!steps.is_empty()).then(|| format!("[{}]", steps.join(", "))),
-    );
-    let status: Vec<String> = f.status_command.iter().map(|a| string(a)).collect();
-    put(
-        fe,
-        "status_command",
-        (!status.is_empty()).then(|| format!("[{}]", status.join(", "))),
-    );
-    put(fe, "status_interval", Some(dur(f.status_interval)));
+    for (key, value) in super::keys::fencing_entries(&c.fencing) {
+        put(Some("fencing"), key, value);
+    }
     out
 }
 
@@ -302,10 +126,10 @@ pub(super) fn to_toml(c: &Config) -> String {
             }
         }
     }
-    for pool in &c.pools {
+    for pool in &c.controller.pools {
         let _ = write!(out, "\n[[pool]]\n{}", pool_body(pool));
     }
-    for rule in &c.condition_taints {
+    for rule in &c.controller.condition_taints {
         let _ = write!(out, "\n[[condition_taint]]\n{}", condition_taint_body(rule));
     }
     out
@@ -343,35 +167,10 @@ fn pool_body(p: &Pool) -> String {
             .collect();
         let _ = writeln!(out, "match_expressions = [{}]", exprs.join(", "));
     }
-    if let Some(d) = p.node_monitor_grace_period {
-        let _ = writeln!(out, "node_monitor_grace_period = {}", dur(d));
-    }
-    if let Some(d) = p.node_startup_grace_period {
-        let _ = writeln!(out, "node_startup_grace_period = {}", dur(d));
-    }
-    if let Some(m) = p.mark_pods_not_ready {
-        let _ = writeln!(out, "mark_pods_not_ready = {}", string(m.as_str()));
-    }
-    if let Some(r) = p.node_eviction_rate {
-        let _ = writeln!(out, "node_eviction_rate = {}", float(r.as_f64()));
-    }
-    if let Some(r) = p.secondary_node_eviction_rate {
-        let _ = writeln!(out, "secondary_node_eviction_rate = {}", float(r.as_f64()));
-    }
-    if let Some(m) = p.max_unhealthy {
-        let _ = writeln!(out, "max_unhealthy = {}", m.to_toml());
-    }
-    if let Some(t) = p.default_toleration_seconds {
-        let _ = writeln!(out, "default_toleration_seconds = {t}");
-    }
-    if let Some(keys) = &p.disruption_domain {
-        let _ = writeln!(out, "disruption_domain = {}", domain_text(keys));
-    }
-    if let Some(m) = p.full_disruption {
-        let _ = writeln!(out, "full_disruption = {}", string(m.as_str()));
-    }
-    if let Some(d) = p.hold_max {
-        let _ = writeln!(out, "hold_max = {}", dur(d));
+    for (key, value) in super::keys::pool_entries(p) {
+        if let Some(v) = value {
+            let _ = writeln!(out, "{key} = {v}");
+        }
     }
     out
 }
@@ -433,16 +232,17 @@ pub(super) fn changes(old: &Config, new: &Config) -> Vec<ConfigChange> {
             new: n.value,
         })
         .collect();
-    if old.pools != new.pools {
+    if old.controller.pools != new.controller.pools {
         out.push(ConfigChange {
             key: "pool".to_string(),
-            old: one_line(old.pools.iter().map(pool_body).collect()),
-            new: one_line(new.pools.iter().map(pool_body).collect()),
+            old: one_line(old.controller.pools.iter().map(pool_body).collect()),
+            new: one_line(new.controller.pools.iter().map(pool_body).collect()),
         });
     }
-    if old.condition_taints != new.condition_taints {
+    if old.controller.condition_taints != new.controller.condition_taints {
         let bodies = |c: &Config| {
-            c.condition_taints
+            c.controller
+                .condition_taints
                 .iter()
                 .map(condition_taint_body)
                 .collect()
@@ -467,14 +267,14 @@ pub(crate) fn level_name(level: LevelFilter) -> &'static str {
     }
 }
 
-fn dur(d: std::time::Duration) -> String {
+pub(super) fn dur(d: std::time::Duration) -> String {
     string(&format_duration(d))
 }
 
-fn string(s: &str) -> String {
+pub(super) fn string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-fn float(x: f64) -> String {
+pub(super) fn float(x: f64) -> String {
     toml::Value::Float(x).to_string()
 }

@@ -49,128 +49,17 @@ impl Validator<'_> {
     }
 
     pub(super) fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
-        let node_monitor_period =
-            self.duration(&raw.node_monitor_period, "node_monitor_period", "5s", false)?;
-        let node_monitor_grace_period = self.duration(
-            &raw.node_monitor_grace_period,
-            "node_monitor_grace_period",
-            "50s",
-            false,
-        )?;
-        let node_startup_grace_period = self.duration(
-            &raw.node_startup_grace_period,
-            "node_startup_grace_period",
-            "60s",
-            false,
-        )?;
-        let node_eviction_rate = self.rate(&raw.node_eviction_rate, "node_eviction_rate", 0.1)?;
-        let secondary_node_eviction_rate = self.rate(
-            &raw.secondary_node_eviction_rate,
-            "secondary_node_eviction_rate",
-            0.01,
-        )?;
-        let large_cluster_size_threshold = match &raw.large_cluster_size_threshold {
-            None => 50,
-            Some(v) => u32::try_from(*v.get_ref()).map_err(|_| {
-                self.error(
-                    Some(v.span()),
-                    "large_cluster_size_threshold",
-                    format!("must be a node count >= 0, got {}", v.get_ref()),
-                )
-            })?,
-        };
-        let unhealthy_zone_threshold = match &raw.unhealthy_zone_threshold {
-            None => 0.55,
-            Some(v) => {
-                let t = *v.get_ref();
-                if !(t > 0.0 && t <= 1.0) {
-                    return Err(self.error(
-                        Some(v.span()),
-                        "unhealthy_zone_threshold",
-                        format!("must be in (0, 1], got {t}"),
-                    ));
-                }
-                t
-            }
-        };
-        let pod_eviction_timeout = self.duration(
-            &raw.pod_eviction_timeout,
-            "pod_eviction_timeout",
-            "5m",
-            true,
-        )?;
-        let log_level = match &raw.log_level {
-            None => LevelFilter::Info,
-            Some(v) => parse_level(v.get_ref()).ok_or_else(|| {
-                self.error(
-                    Some(v.span()),
-                    "log_level",
-                    format!(
-                        "must be one of error, warn, info, debug, trace, got {:?}",
-                        v.get_ref()
-                    ),
-                )
-            })?,
-        };
-        let dump_format = match raw.dump_format.as_ref().map(|v| (v.get_ref().as_str(), v)) {
-            None | Some(("text", _)) => DumpFormat::Text,
-            Some(("json", _)) => DumpFormat::Json,
-            Some((other, v)) => {
-                return Err(self.error(
-                    Some(v.span()),
-                    "dump_format",
-                    format!("must be \"text\" or \"json\", got {other:?}"),
-                ));
-            }
-        };
-        let metrics_address = match &raw.metrics_address {
-            None => None,
-            Some(v) => Some(self.metrics_address(v)?),
-        };
-        let log_format = match raw.log_format.as_ref().map(|v| (v.get_ref().as_str(), v)) {
-            None | Some(("text", _)) => LogFormat::Text,
-            Some(("json", _)) => LogFormat::Json,
-            Some((other, v)) => {
-                return Err(self.error(
-                    Some(v.span()),
-                    "log_format",
-                    format!("must be \"text\" or \"json\", got {other:?}"),
-                ));
-            }
-        };
-        let control_socket = match &raw.control_socket {
-            None => Some(PathBuf::from(DEFAULT_CONTROL_SOCKET)),
-            Some(v) if v.get_ref().is_empty() => None,
-            Some(v) => Some(self.control_socket(v)?),
-        };
+        // Every layer's defaults; the top-level keys are checked first, then the sections.
+        let mut c = Config::with_defaults();
+        self.top_level(&raw, &mut c)?;
         let api = self.api(&raw.api)?;
         let leader_election = self.leader_election(&raw.leader_election)?;
-        let disruption_cooldown =
-            self.duration(&raw.disruption_cooldown, "disruption_cooldown", "0s", true)?;
-        let taint_based_eviction = flag(&raw.taint_based_eviction, true);
-        let pools = self.pools(&raw.pool, api.watch_idle_timeout)?;
-        let parts = self.partitions(
-            super::partitions::RawPartitions {
-                mark_pods_not_ready: &raw.mark_pods_not_ready,
-                disruption_domain: &raw.disruption_domain,
-                full_disruption: &raw.full_disruption,
-                hold_max: &raw.hold_max,
-            },
-            "",
-        )?;
-        let condition_taints = self.condition_taints(&raw.condition_taint, taint_based_eviction)?;
+        c.controller.pools = self.pools(&raw.pool, api.watch_idle_timeout)?;
+        c.controller.condition_taints =
+            self.condition_taints(&raw.condition_taint, c.controller.taint_based_eviction)?;
         let fencing = self.fencing(&raw.fencing)?;
-        let max_unhealthy = self.max_unhealthy(&raw.max_unhealthy, "max_unhealthy")?;
-        let admission_default_toleration_seconds = self
-            .toleration_seconds(
-                &raw.admission_default_toleration_seconds,
-                "admission_default_toleration_seconds",
-            )?
-            .unwrap_or(crate::controller::settings::DEFAULT_ADMISSION_TOLERATION_SECONDS);
-        let default_toleration_seconds = self.toleration_seconds(
-            &raw.default_toleration_seconds,
-            "default_toleration_seconds",
-        )?;
+        c.controller.fencing = fencing.policy();
+        let node_monitor_grace_period = c.controller.node_monitor_grace_period;
 
         // Relations between keys. The error goes to the key the user wrote, if only one was.
         if api.watch_idle_timeout >= node_monitor_grace_period {
@@ -209,38 +98,10 @@ impl Validator<'_> {
             ));
         }
 
-        Ok(Config {
-            node_monitor_period,
-            node_monitor_grace_period,
-            node_startup_grace_period,
-            node_eviction_rate,
-            secondary_node_eviction_rate,
-            large_cluster_size_threshold,
-            unhealthy_zone_threshold,
-            taint_based_eviction,
-            pod_eviction_timeout,
-            dry_run: flag(&raw.dry_run, false),
-            log_level,
-            dump_format,
-            metrics_address,
-            log_format,
-            control_socket,
-            api,
-            leader_election,
-            autonomy: flag(&raw.autonomy, true),
-            disruption_cooldown,
-            early_suspects: flag(&raw.early_suspects, true),
-            mark_pods_not_ready: parts.mark_pods_not_ready.unwrap_or_default(),
-            disruption_domain: parts.disruption_domain.unwrap_or_default(),
-            full_disruption: parts.full_disruption.unwrap_or_default(),
-            hold_max: parts.hold_max,
-            pools,
-            condition_taints,
-            fencing,
-            max_unhealthy,
-            admission_default_toleration_seconds,
-            default_toleration_seconds,
-        })
+        c.api = api;
+        c.leader_election = leader_election;
+        c.fencing = fencing;
+        Ok(c)
     }
 
     pub(super) fn duration(
@@ -289,11 +150,15 @@ impl Validator<'_> {
             .ok_or_else(|| self.error(span, key, format!("too large, got {value}")))
     }
 
-    pub(super) fn metrics_address(&self, v: &Spanned<String>) -> Result<SocketAddr, ConfigError> {
+    pub(super) fn metrics_address(
+        &self,
+        v: &Spanned<String>,
+        key: &str,
+    ) -> Result<SocketAddr, ConfigError> {
         let fail = |why: &str| {
             self.error(
                 Some(v.span()),
-                "metrics_address",
+                key,
                 format!("{why}, got {:?} (e.g. \"127.0.0.1:9184\")", v.get_ref()),
             )
         };
@@ -306,7 +171,11 @@ impl Validator<'_> {
         Ok(addr)
     }
 
-    pub(super) fn control_socket(&self, v: &Spanned<String>) -> Result<PathBuf, ConfigError> {
+    pub(super) fn control_socket(
+        &self,
+        v: &Spanned<String>,
+        key: &str,
+    ) -> Result<PathBuf, ConfigError> {
         let path = PathBuf::from(v.get_ref());
         // sockaddr_un holds 108 bytes with the terminating NUL.
         let why = if !path.is_absolute() {
@@ -318,16 +187,8 @@ impl Validator<'_> {
         } else {
             return Ok(path);
         };
-        Err(self.error(
-            Some(v.span()),
-            "control_socket",
-            format!("{why}, got {:?}", v.get_ref()),
-        ))
+        Err(self.error(Some(v.span()), key, format!("{why}, got {:?}", v.get_ref())))
     }
-}
-
-pub(super) fn flag(field: &Field<bool>, default: bool) -> bool {
-    field.as_ref().map_or(default, |v| *v.get_ref())
 }
 
 /// Of two related keys, the one to blame: the first if the file sets it, else the second.

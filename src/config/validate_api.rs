@@ -1,6 +1,7 @@
-//! Validation of the `[api]` and `[leader_election]` tables (moved unchanged from
-//! config/mod.rs).
+//! Validation of the `[api]` and `[leader_election]` tables: the source of `[api]`, the kinds
+//! only `[api]` has, and the rules between keys (their tables are in `keys.rs`).
 
+use super::kinds::{Kind, PerSecond};
 use super::validate::*;
 use super::*;
 use crate::kube::decode::proto::ContentType;
@@ -121,71 +122,22 @@ impl Validator<'_> {
                 }
             }
         };
-        let allow_insecure_skip_tls_verify = flag(&raw.allow_insecure_skip_tls_verify, false);
-        if allow_insecure_skip_tls_verify {
-            if let Some(ca) = &raw.certificate_authority {
-                // client-go refuses the same combination: a CA that is then not checked is a lie.
-                return Err(self.error(
-                    Some(ca.span()),
-                    "api.certificate_authority",
-                    "cannot be combined with api.allow_insecure_skip_tls_verify".to_string(),
-                ));
-            }
-        }
-        let qps = self.rate(&raw.qps, "api.qps", 20.0)?;
-        if qps.is_never() {
+        let mut api = ApiConfig {
+            source,
+            ..ApiConfig::default()
+        };
+        self.api_keys(raw, &mut api)?;
+        if api.allow_insecure_skip_tls_verify
+            && let Some(ca) = &raw.certificate_authority
+        {
+            // client-go refuses the same combination: a CA that is then not checked is a lie.
             return Err(self.error(
-                raw.qps.as_ref().map(Spanned::span),
-                "api.qps",
-                format!("must be greater than 0, got {}", qps.as_f64()),
+                Some(ca.span()),
+                "api.certificate_authority",
+                "cannot be combined with api.allow_insecure_skip_tls_verify".to_string(),
             ));
         }
-        let burst = match &raw.burst {
-            None => 30,
-            Some(v) => match u32::try_from(*v.get_ref()) {
-                Ok(b) if (1..=1_000_000).contains(&b) => b,
-                _ => {
-                    return Err(self.error(
-                        Some(v.span()),
-                        "api.burst",
-                        format!("must be in 1..=1000000, got {}", v.get_ref()),
-                    ));
-                }
-            },
-        };
-        let content_type = match &raw.content_type {
-            None => ContentType::Protobuf,
-            Some(v) => match v.get_ref().as_str() {
-                "protobuf" => ContentType::Protobuf,
-                "json" => ContentType::Json,
-                other => {
-                    return Err(self.error(
-                        Some(v.span()),
-                        "api.content_type",
-                        format!("must be \"protobuf\" or \"json\", got {other:?}"),
-                    ));
-                }
-            },
-        };
-        Ok(ApiConfig {
-            content_type,
-            source,
-            allow_insecure_skip_tls_verify,
-            qps,
-            burst,
-            request_timeout: self.duration(
-                &raw.request_timeout,
-                "api.request_timeout",
-                "5s",
-                false,
-            )?,
-            watch_idle_timeout: self.duration(
-                &raw.watch_idle_timeout,
-                "api.watch_idle_timeout",
-                "30s",
-                false,
-            )?,
-        })
+        Ok(api)
     }
 
     pub(super) fn server_url(&self, v: &Spanned<String>) -> Result<(), ConfigError> {
@@ -207,44 +159,10 @@ impl Validator<'_> {
         &self,
         raw: &RawLeaderElection,
     ) -> Result<LeaderElectionConfig, ConfigError> {
-        let object_name = |field: &Field<String>,
-                           key: &str,
-                           default: &str|
-         -> Result<String, ConfigError> {
-            let Some(v) = field else {
-                return Ok(default.to_string());
-            };
-            if is_dns_subdomain(v.get_ref()) {
-                Ok(v.get_ref().clone())
-            } else {
-                Err(self.error(
-                    Some(v.span()),
-                    key,
-                    format!(
-                        "must be a Kubernetes object name (lowercase letters, digits, '-', '.'), got {:?}",
-                        v.get_ref()
-                    ),
-                ))
-            }
-        };
-        let lease_duration = self.duration(
-            &raw.lease_duration,
-            "leader_election.lease_duration",
-            "15s",
-            false,
-        )?;
-        let renew_deadline = self.duration(
-            &raw.renew_deadline,
-            "leader_election.renew_deadline",
-            "10s",
-            false,
-        )?;
-        let retry_period = self.duration(
-            &raw.retry_period,
-            "leader_election.retry_period",
-            "2s",
-            false,
-        )?;
+        let mut le = LeaderElectionConfig::default();
+        self.leader_election_keys(raw, &mut le)?;
+        let (lease_duration, renew_deadline, retry_period) =
+            (le.lease_duration, le.renew_deadline, le.retry_period);
         // client-go's leaderelection.NewLeaderElector enforces the same ordering.
         if renew_deadline >= lease_duration {
             let (span, key) = pick(
@@ -276,25 +194,77 @@ impl Validator<'_> {
                 ),
             ));
         }
-        let identity = match &raw.identity {
-            Some(v) if v.get_ref().trim().is_empty() => {
-                return Err(self.error(
-                    Some(v.span()),
-                    "leader_election.identity",
-                    "must not be empty (leave it out for hostname plus a random suffix)"
-                        .to_string(),
-                ));
-            }
-            other => other.as_ref().map(|v| v.get_ref().clone()),
+        Ok(le)
+    }
+}
+
+/// `api.qps`: a rate above zero.
+pub(super) struct Qps;
+/// `api.burst`: 1 to 1,000,000 calls.
+pub(super) struct Burst;
+/// `api.content_type`: `protobuf` or `json`.
+pub(super) struct ContentTypeText;
+
+impl Kind for Qps {
+    type Raw = f64;
+    type Value = Rate;
+    fn check(v: &Validator<'_>, f: &Field<f64>, key: &str) -> Result<Option<Rate>, ConfigError> {
+        let Some(qps) = PerSecond::check(v, f, key)? else {
+            return Ok(None);
         };
-        Ok(LeaderElectionConfig {
-            enabled: flag(&raw.enabled, true),
-            namespace: object_name(&raw.namespace, "leader_election.namespace", "kube-system")?,
-            name: object_name(&raw.name, "leader_election.name", "node-lifecycled")?,
-            lease_duration,
-            renew_deadline,
-            retry_period,
-            identity,
-        })
+        if qps.is_never() {
+            return Err(v.error(
+                f.as_ref().map(Spanned::span),
+                key,
+                format!("must be greater than 0, got {}", qps.as_f64()),
+            ));
+        }
+        Ok(Some(qps))
+    }
+    fn render(r: &Rate) -> Option<String> {
+        PerSecond::render(r)
+    }
+}
+
+impl Kind for Burst {
+    type Raw = i64;
+    type Value = u32;
+    fn check(v: &Validator<'_>, f: &Field<i64>, key: &str) -> Result<Option<u32>, ConfigError> {
+        let Some(x) = f else { return Ok(None) };
+        match u32::try_from(*x.get_ref()) {
+            Ok(b) if (1..=1_000_000).contains(&b) => Ok(Some(b)),
+            _ => Err(v.error(
+                Some(x.span()),
+                key,
+                format!("must be in 1..=1000000, got {}", x.get_ref()),
+            )),
+        }
+    }
+    fn render(b: &u32) -> Option<String> {
+        Some(b.to_string())
+    }
+}
+
+impl Kind for ContentTypeText {
+    type Raw = String;
+    type Value = ContentType;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<String>,
+        key: &str,
+    ) -> Result<Option<ContentType>, ConfigError> {
+        let Some(x) = f else { return Ok(None) };
+        match x.get_ref().as_str() {
+            "protobuf" => Ok(Some(ContentType::Protobuf)),
+            "json" => Ok(Some(ContentType::Json)),
+            other => Err(v.error(
+                Some(x.span()),
+                key,
+                format!("must be \"protobuf\" or \"json\", got {other:?}"),
+            )),
+        }
+    }
+    fn render(c: &ContentType) -> Option<String> {
+        Some(super::render::string(c.as_str()))
     }
 }

@@ -67,8 +67,9 @@ impl LabelRequirement {
     }
 }
 
-/// One `[[pool]]` of the config: a selector and the settings it overrides.
-#[derive(Clone, Debug, PartialEq)]
+/// One `[[pool]]` of the config: a selector and the settings it overrides (`Default`: an
+/// unnamed pool selecting every node, overriding nothing).
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Pool {
     pub name: Name,
     pub match_labels: Vec<(String, String)>,

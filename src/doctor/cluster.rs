@@ -207,7 +207,8 @@ fn clock_skew(date: Option<&str>, received: SystemTime, config: &Config) -> Chec
             format!("within {}s of the API server", SKEW_WARN.as_secs()),
         )
     } else {
-        let level_check = if abs >= SKEW_FAIL || abs >= config.node_monitor_grace_period {
+        let level_check = if abs >= SKEW_FAIL || abs >= config.controller.node_monitor_grace_period
+        {
             Check::fail(GROUP, "clock skew", message)
         } else {
             Check::warn(GROUP, "clock skew", message)

@@ -146,7 +146,7 @@ fn zone_name(key: &str) -> String {
 /// Every fleet check from what was listed; `leases` `None` when they could not be read.
 pub fn analyse(nodes: &[Node], leases: Option<&[KubeletLease]>, config: &Config) -> Vec<Check> {
     let mut out = Vec::new();
-    let threshold = config.large_cluster_size_threshold;
+    let threshold = config.controller.large_cluster_size_threshold;
     let mut zones: BTreeMap<String, usize> = BTreeMap::new();
     for node in nodes {
         *zones.entry(node.zone_key()).or_default() += 1;
@@ -196,7 +196,7 @@ pub fn analyse(nodes: &[Node], leases: Option<&[KubeletLease]>, config: &Config)
             )
         },
     ));
-    out.push(autonomy_check(nodes, config.autonomy));
+    out.push(autonomy_check(nodes, config.controller.autonomy));
     let unknown: Vec<&str> = nodes
         .iter()
         .filter(|n| {
@@ -239,7 +239,11 @@ pub fn analyse(nodes: &[Node], leases: Option<&[KubeletLease]>, config: &Config)
         .action("pods without tolerations on them are being evicted; the daemon takes these taints over")
     });
     if let Some(leases) = leases {
-        out.push(lease_check(nodes, leases, config.node_monitor_grace_period));
+        out.push(lease_check(
+            nodes,
+            leases,
+            config.controller.node_monitor_grace_period,
+        ));
     }
     out
 }

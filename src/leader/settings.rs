@@ -15,6 +15,23 @@ pub struct LeaderElectionConfig {
     pub identity: Option<String>,
 }
 
+/// client-go's leader election defaults as kube-controller-manager sets them
+/// (`--leader-elect-lease-duration` 15s, `--leader-elect-renew-deadline` 10s,
+/// `--leader-elect-retry-period` 2s), in kube-system.
+impl Default for LeaderElectionConfig {
+    fn default() -> LeaderElectionConfig {
+        LeaderElectionConfig {
+            enabled: true,
+            namespace: "kube-system".to_string(),
+            name: "node-lifecycled".to_string(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            identity: None,
+        }
+    }
+}
+
 impl LeaderElectionConfig {
     /// The configured identity, or upstream's shape of default: `<hostname>_<random>`, so two
     /// instances on one host (or a restart racing its predecessor's lease) never share one.

@@ -335,31 +335,40 @@ fn text_config(out: &mut TextLines, s: &DaemonSnapshot) {
             kv("qps", c.api.qps.as_f64()),
             kv("burst", c.api.burst),
             kv("leader_election", leader_election(c)),
-            kv("taint_based_eviction", c.taint_based_eviction),
+            kv("taint_based_eviction", c.controller.taint_based_eviction),
             kv("dry_run", c.dry_run),
             kv("log_level", c.log_level.as_str().to_ascii_lowercase()),
             kv("dump_format", dump_format(c.dump_format)),
             kv("metrics_address", metrics_address(c)),
-            kv("node_monitor_period", dur(c.node_monitor_period)),
+            kv("node_monitor_period", dur(c.controller.node_monitor_period)),
             kv(
                 "node_monitor_grace_period",
-                dur(c.node_monitor_grace_period),
+                dur(c.controller.node_monitor_grace_period),
             ),
             kv(
                 "node_startup_grace_period",
-                dur(c.node_startup_grace_period),
+                dur(c.controller.node_startup_grace_period),
             ),
-            kv("node_eviction_rate", c.node_eviction_rate.as_f64()),
+            kv(
+                "node_eviction_rate",
+                c.controller.node_eviction_rate.as_f64(),
+            ),
             kv(
                 "secondary_node_eviction_rate",
-                c.secondary_node_eviction_rate.as_f64(),
+                c.controller.secondary_node_eviction_rate.as_f64(),
             ),
             kv(
                 "large_cluster_size_threshold",
-                c.large_cluster_size_threshold,
+                c.controller.large_cluster_size_threshold,
             ),
-            kv("unhealthy_zone_threshold", c.unhealthy_zone_threshold),
-            kv("pod_eviction_timeout", dur(c.pod_eviction_timeout)),
+            kv(
+                "unhealthy_zone_threshold",
+                c.controller.unhealthy_zone_threshold,
+            ),
+            kv(
+                "pod_eviction_timeout",
+                dur(c.controller.pod_eviction_timeout),
+            ),
         ],
     );
 }

@@ -158,7 +158,7 @@ fn watch_currency(e: &mut Exposition, s: &DaemonSnapshot) {
     e.sample(
         "node_lifecycled_node_monitor_grace_period_seconds",
         &[],
-        s.config.node_monitor_grace_period.as_secs_f64(),
+        s.config.controller.node_monitor_grace_period.as_secs_f64(),
     );
 }
 

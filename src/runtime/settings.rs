@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use crate::config::{ApiConfig, Config};
 use crate::controller::Settings;
-use crate::controller::fencing::FencingPolicy;
 use crate::kube::ClientSettings;
 use crate::kube::reflector::ReflectorConfig;
 use crate::kube::watch::WatchOptions;
@@ -14,43 +13,12 @@ use crate::kube::watch::WatchOptions;
 use super::executor::ExecutorSettings;
 use super::informer::InformerConfig;
 
-/// What the controllers decide with (docs/upstream.md, "Settings and their defaults").
+/// What the controllers decide with (docs/upstream.md, "Settings and their defaults"): the
+/// file's, and the daemon's own `monitor_pass_early`.
 pub fn controller_settings(config: &Config) -> Settings {
     Settings {
-        node_monitor_period: config.node_monitor_period,
-        monitor_pass_early: monitor_pass_early(config.node_monitor_period),
-        node_monitor_grace_period: config.node_monitor_grace_period,
-        node_startup_grace_period: config.node_startup_grace_period,
-        node_eviction_rate: config.node_eviction_rate,
-        secondary_node_eviction_rate: config.secondary_node_eviction_rate,
-        large_cluster_size_threshold: config.large_cluster_size_threshold,
-        unhealthy_zone_threshold: config.unhealthy_zone_threshold,
-        taint_based_eviction: config.taint_based_eviction,
-        pod_eviction_timeout: config.pod_eviction_timeout,
-        autonomy: config.autonomy,
-        disruption_cooldown: config.disruption_cooldown,
-        early_suspects: config.early_suspects,
-        pools: config.pools.clone(),
-        mark_pods_not_ready: config.mark_pods_not_ready,
-        disruption_domain: config.disruption_domain.clone(),
-        full_disruption: config.full_disruption,
-        hold_max: config.hold_max,
-        condition_taints: config.condition_taints.clone(),
-        max_unhealthy: config.max_unhealthy,
-        admission_default_toleration_seconds: config.admission_default_toleration_seconds,
-        default_toleration_seconds: config.default_toleration_seconds,
-        fencing: config.fencing.enabled.then(|| FencingPolicy {
-            after: config.fencing.after,
-            max_concurrent: config.fencing.max_concurrent as usize,
-            match_labels: config.fencing.match_labels.clone(),
-            retry_backoff: config.fencing.retry_backoff,
-            retry_backoff_max: config.fencing.retry_backoff_max,
-            remove_out_of_service_on_recovery: config.fencing.remove_out_of_service_on_recovery,
-            skip_cordoned: config.fencing.skip_cordoned,
-            steps: config.fencing.effective_steps().len().max(1),
-            power_cycle: config.fencing.mode == crate::config::FenceMode::PowerCycle,
-            recover_timeout: config.fencing.recover_timeout,
-        }),
+        monitor_pass_early: monitor_pass_early(config.controller.node_monitor_period),
+        ..config.controller.clone()
     }
 }
 

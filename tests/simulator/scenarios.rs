@@ -550,10 +550,17 @@ fn the_daemon_config_layers_demo_scenario_and_user_settings_and_connects_to_the_
     let path = dir.join("config.toml");
     std::fs::write(&path, toml::to_string(&table).unwrap()).unwrap();
     let config = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(config.node_monitor_grace_period, Duration::from_secs(7));
-    assert_eq!(config.node_monitor_period, Duration::from_secs(1), "demo");
     assert_eq!(
-        config.node_eviction_rate.as_f64(),
+        config.controller.node_monitor_grace_period,
+        Duration::from_secs(7)
+    );
+    assert_eq!(
+        config.controller.node_monitor_period,
+        Duration::from_secs(1),
+        "demo"
+    );
+    assert_eq!(
+        config.controller.node_eviction_rate.as_f64(),
         0.5,
         "user over scenario"
     );

@@ -1,6 +1,7 @@
-//! The controller's tunables (docs/upstream.md, "Settings and their defaults"), as plain data. The
-//! config file parser converts into this;
-//! `Default` is upstream's defaults.
+//! The controller's tunables (docs/upstream.md, "Settings and their defaults"), as plain data.
+//! `Default` is upstream's defaults, and the defaults of the config file's keys: the file fills
+//! these fields in directly (`config/keys.rs` names each key's field), and `config::Config`
+//! embeds this struct.
 //!
 //! What a node's pool or domain makes of them is read through the methods of `pools.rs` and
 //! `partitions.rs` here; `fencing.rs` holds `[fencing]`'s part. The types the settings are made

@@ -216,8 +216,8 @@ impl Daemon {
         let seed = Jitter::seed_from_entropy();
         let informer_config = informer_config(
             &config.api,
-            config.node_monitor_grace_period,
-            config.node_monitor_period,
+            config.controller.node_monitor_grace_period,
+            config.controller.node_monitor_period,
             watch_list == Some(true),
         );
         let informers = Informers::new(&informer_config, seed, now);
@@ -420,7 +420,7 @@ impl Daemon {
                 lp.cancel(&TimerKind::Controller);
             }
         }
-        let period = self.config.node_monitor_period;
+        let period = self.config.controller.node_monitor_period;
         let window = self.controllers.monitor_pass_window();
         self.informers.aim_watch_ends(window, period);
         match self.executor.next_wakeup().filter(|_| self.acting) {
@@ -595,9 +595,9 @@ pub(super) fn kept_label_keys(config: &Config) -> Vec<String> {
     // The pools' selectors, the disruption domains' labels (global and per pool), and the
     // fencing selector when the fence agents are probed.
     let mut keys = node_label_keys(
-        &selector_label_keys(&config.pools),
-        &config.pools,
-        &config.disruption_domain,
+        &selector_label_keys(&config.controller.pools),
+        &config.controller.pools,
+        &config.controller.disruption_domain,
     );
     let f = &config.fencing;
     if !f.status_command.is_empty() && !f.status_interval.is_zero() {

@@ -68,7 +68,7 @@ impl Daemon {
         self.config.api = old.api.clone();
         self.config.leader_election = old.leader_election.clone();
         self.config.metrics_address = old.metrics_address;
-        self.config.taint_based_eviction = old.taint_based_eviction;
+        self.config.controller.taint_based_eviction = old.controller.taint_based_eviction;
         if self.config.log_level != old.log_level && !self.log.set_level(self.config.log_level) {
             warn!(
                 "log_level {} not applied: RUST_LOG={:?} sets the filter",

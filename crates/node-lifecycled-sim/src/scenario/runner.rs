@@ -230,8 +230,8 @@ pub fn run(
         node_lifecycled::config::format_duration(scenario.kubelet.renew_interval),
         sim.url(),
         options.daemon.display(),
-        node_lifecycled::config::format_duration(checked.node_monitor_grace_period),
-        checked.node_eviction_rate.as_f64(),
+        node_lifecycled::config::format_duration(checked.controller.node_monitor_grace_period),
+        checked.controller.node_eviction_rate.as_f64(),
         config_path.display(),
         log_path.display(),
     );
@@ -243,8 +243,13 @@ pub fn run(
         cluster: &cluster,
         kubelets: &kubelets,
         pods: populated.pods.clone(),
-        reader: FactReader::new(Some(&token), start_elapsed)
-            .owning(checked.condition_taints.iter().map(|c| c.key.to_string())),
+        reader: FactReader::new(Some(&token), start_elapsed).owning(
+            checked
+                .controller
+                .condition_taints
+                .iter()
+                .map(|c| c.key.to_string()),
+        ),
         timeline: Timeline::default(),
         facts: Vec::new(),
         start: Instant::now(),
