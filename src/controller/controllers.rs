@@ -158,9 +158,28 @@ impl Controllers {
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
+        // A write of ours that this result says landed enters the store now, through the
+        // store's one writer, before the lifecycle decides on the result (as if its answer had
+        // come first, as the live shell feeds it: `runtime/executor/live.rs`, `absorb_answer`).
+        let landed = self
+            .lifecycle
+            .landed(&observed)
+            .map(|landed| self.lifecycle.observe(Input::Landed(landed)));
         let mut actions = Vec::new();
         self.lifecycle.decide(observed, now, &mut actions);
         self.follow_brakes(now, &mut evictions);
+        // The other machines see the node it changed as any node change, after the lifecycle
+        // decided (the lifecycle knows its own write: it decided on the result).
+        let changed = match &landed {
+            Some(node_changed @ Observed::Node { name, .. }) => {
+                if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
+                    let store = self.lifecycle.store();
+                    eviction.decide(store, node_changed, now, &mut evictions);
+                }
+                Some(name.clone())
+            }
+            _ => changed,
+        };
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {
