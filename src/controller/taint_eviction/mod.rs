@@ -38,8 +38,6 @@ pub use metrics::{
     DELETION_LATENCY_BUCKETS_MS, EvictionMetrics, GAVE_UP_KEPT, GaveUp, LatencyHistogram,
 };
 
-use std::collections::HashMap;
-use std::rc::Rc;
 use std::time::Duration;
 
 use crate::controller::actions::{Action, ActionId};
@@ -70,10 +68,6 @@ pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 #[derive(Debug)]
 pub struct TaintEviction {
-    /// The NoExecute taints last judged, of the nodes that have some (none: untainted). Nodes
-    /// are compared against this, not against the store's previous version: a write of ours
-    /// may have put the taints in the store before any node change was observed.
-    tainted: HashMap<Name, Rc<[Taint]>>,
     evictions: TimedEvictions,
     /// Attempts handed to the shell and not yet reported back.
     in_flight: InFlight<PodKey>,
@@ -108,7 +102,6 @@ impl Default for TaintEviction {
 impl TaintEviction {
     pub fn new() -> Self {
         TaintEviction {
-            tainted: HashMap::new(),
             evictions: TimedEvictions::default(),
             in_flight: InFlight::starting_after(TAINT_EVICTION_IDS),
             no_uid: Name::default(),
@@ -166,11 +159,7 @@ impl TaintEviction {
             }
             // A deleted node's taints are gone with it; pending evictions of its pods are kept,
             // as upstream's (their pods are orphans that pod GC removes anyway).
-            Observed::NodesGone(nodes) => {
-                for node in nodes {
-                    self.tainted.remove(&node.name);
-                }
-            }
+            Observed::NodesGone(_) => {}
             _ => {}
         }
     }
@@ -211,22 +200,15 @@ impl TaintEviction {
         let Some(node) = store.node(name) else {
             return;
         };
-        let unchanged = match self.tainted.get(name) {
-            Some(known) => known.iter().eq(node.no_execute_taints()),
-            None => node.no_execute_taints().next().is_none(),
-        };
-        // A node seen for the first time is judged even when untainted (a node re-created
-        // under an old name cancels its pods' countdowns, as upstream).
-        if unchanged && before.is_some() {
+        // Compared with the version it replaced: every change of the store comes here as an
+        // `Observed` (our own taint writes too: `node_lifecycle/observe.rs`), so that version's
+        // taints are the ones last judged. A node seen for the first time is judged even when
+        // untainted (a node re-created under an old name cancels its pods' countdowns, as
+        // upstream).
+        if before.is_some_and(|b| b.no_execute_taints().eq(node.no_execute_taints())) {
             return;
         }
         let taints: Vec<Taint> = node.no_execute_taints().cloned().collect();
-        if taints.is_empty() {
-            self.tainted.remove(name);
-        } else {
-            self.tainted
-                .insert(node.name.clone(), Rc::from(taints.as_slice()));
-        }
         let autonomy = self.autonomy_of(node);
         let pods = store.pods();
         for id in pods.on_node(name) {
