@@ -191,3 +191,7 @@ impl NodeLifecycle {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "observe_tests.rs"]
+mod tests;
