@@ -190,7 +190,8 @@ pub struct NodeLifecycle {
     taint_based: bool,
     synced: bool,
     /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
-    /// too, through [`super::Controllers`]).
+    /// too, through [`super::Controllers`]). Changed only by `observe` (`observe.rs`), and
+    /// replaced whole only when a follower takes over a leader's (`adopt_store`).
     store: ClusterStore,
     /// What the controller keeps per node beside the node itself.
     nodes: BTreeMap<Name, NodeEntry>,
