@@ -3,11 +3,15 @@
 //! shared informers; here they share the inputs and one action stream).
 //!
 //! One [`ClusterStore`] holds the cluster for both: every watched object goes into it first
-//! (`NodeLifecycle::observe`), then both decide on what changed, reading objects from it.
+//! (`NodeLifecycle::observe`, its one writer), then both decide on what changed, reading objects
+//! from it. A write of the node lifecycle that a result says landed goes in the same way
+//! (`Input::Landed`), before the lifecycle decides on the result; taint eviction and fencing see
+//! the node it changed as any node change.
 //! Routing: node and pod changes go to both; leases, action results and lease reads to the node
 //! lifecycle; eviction results to taint eviction. The node lifecycle's own taint writes reach
-//! taint eviction the way they do upstream: through the node watch (or the write's answer), as
-//! a later `NodeUpsert`.
+//! taint eviction as a node change, as upstream's reach its taint manager through the node
+//! watch: from the write's answer (a `NodeUpsert` the shell feeds ahead of the result), or from
+//! the result itself when no answer came (`Input::Landed`), whichever is first.
 //!
 //! Nothing is decided before the initial sync of nodes, leases and pods: until
 //! `InitialSyncDone`, taint eviction is not fed at all; at that moment it judges the pods of
@@ -190,11 +194,30 @@ impl Controllers {
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
+        // A write of ours that this result says landed enters the store now, through the
+        // store's one writer, before the lifecycle decides on the result (as if its answer had
+        // come first, as the live shell feeds it: `runtime/executor/live.rs`, `absorb_answer`).
+        let landed = self
+            .lifecycle
+            .landed(&observed)
+            .map(|landed| self.lifecycle.observe(Input::Landed(landed)));
         let mut actions = Vec::new();
         if !self.lifecycle_off {
             self.lifecycle.decide(observed, now, &mut actions);
         }
         self.follow_brakes(now, &mut evictions);
+        // The other machines see the node it changed as any node change, after the lifecycle
+        // decided (the lifecycle knows its own write: it decided on the result).
+        let changed = match &landed {
+            Some(node_changed @ Observed::Node { name, .. }) => {
+                if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
+                    let store = self.lifecycle.store();
+                    eviction.decide(store, node_changed, now, &mut evictions);
+                }
+                Some(name.clone())
+            }
+            _ => changed,
+        };
         if became_synced {
             self.synced = true;
             if let Some(eviction) = self.eviction.as_mut() {

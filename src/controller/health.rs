@@ -89,15 +89,18 @@ impl NodeHealth {
 
     /// A Lease renewal is evidence of life when it is newer than the one saved.
     pub fn observe_lease(&mut self, renew_time: Option<Time>, now: Time) -> bool {
-        let Some(renew) = renew_time else {
+        let Some(renew) = renew_time.filter(|r| self.is_newer_renewal(Some(*r))) else {
             return false;
         };
-        if self.lease_renew.is_some_and(|saved| saved >= renew) {
-            return false;
-        }
         self.lease_renew = Some(renew);
         self.probe_time = now;
         true
+    }
+
+    /// Whether a Lease renewed at `renew_time` is newer than the renewal saved (what
+    /// [`NodeHealth::observe_lease`] would take).
+    pub fn is_newer_renewal(&self, renew_time: Option<Time>) -> bool {
+        renew_time.is_some_and(|renew| self.lease_renew.is_none_or(|saved| saved < renew))
     }
 
     /// The grace this node is entitled to: startup grace until it posts a Ready condition.

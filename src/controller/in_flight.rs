@@ -63,6 +63,11 @@ impl<P> InFlight<P> {
         self.requests.remove(&id)
     }
 
+    /// What the request `id` is about, while it is not answered.
+    pub fn get(&self, id: ActionId) -> Option<&P> {
+        self.requests.get(&id)
+    }
+
     pub fn len(&self) -> usize {
         self.requests.len()
     }

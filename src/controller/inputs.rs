@@ -1,6 +1,8 @@
 //! What the shell feeds the controller. Every input comes with `now` (the controller's clock).
 
-use crate::model::{ConditionStatus, Kind, Lease, Name, Node, Pod, PodChange, PodKey};
+use crate::model::{
+    ConditionStatus, Kind, Lease, Name, Node, NodeCondition, Pod, PodChange, PodKey, Taint,
+};
 use crate::time::Time;
 
 use super::actions::ActionId;
@@ -58,6 +60,42 @@ pub enum Input {
         id: ActionId,
         result: EvictionResult,
     },
+    /// A write (or live read) of the node lifecycle known to have landed. Not for the shell,
+    /// which feeds the write's answer as an upsert: `Controllers::handle` makes it from a
+    /// `Result` or `LeaseRead` (`NodeLifecycle::landed`) so that its effect enters the store
+    /// through `NodeLifecycle::observe`, the store's one writer, like every other change.
+    Landed(Landed),
+}
+
+/// What a write of ours put in the cluster, known from its result before the watch (or the
+/// write's answer) brings the new version: it goes into the store at once, so decisions read
+/// what is true and the next write of the object does not conflict.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Landed {
+    /// The conditions written over the node's version `resource_version` (nothing if the store
+    /// holds another version by now: that one is newer).
+    NodeConditions {
+        node: Name,
+        resource_version: Name,
+        conditions: Vec<NodeCondition>,
+    },
+    /// The taints written over the node's version `resource_version` (as above).
+    NodeTaints {
+        node: Name,
+        resource_version: Name,
+        taints: Vec<Taint>,
+    },
+    /// Labels merged into the node (a patch of these keys, whatever the version).
+    NodeLabels {
+        node: Name,
+        labels: Vec<(Name, Name)>,
+    },
+    /// The pod's Ready condition is now False.
+    PodNotReady(PodKey),
+    /// The pod's deletion was accepted.
+    PodDeleting(PodKey),
+    /// A Lease read live that is fresher than the one the watch delivered.
+    Lease(Lease),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

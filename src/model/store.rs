@@ -2,7 +2,9 @@
 //! copy of each, shared by both controllers (kube-runtime's `Store` is the model).
 //!
 //! The informers write into it (through the controllers' inputs), so do the answers of our own
-//! API writes, and both controllers read it. Two rules keep it honest:
+//! API writes and the writes known to have landed, all through one writer
+//! (`controller/node_lifecycle/observe.rs`: `tests/config_and_operator_files/layering.rs` holds
+//! every other file of `src/` to reads), and both controllers read it. Two rules keep it honest:
 //! - an object older than the one held is ignored (a delayed watch event must not undo what
 //!   our write's answer already put here, or the next write would conflict);
 //! - a full state (the LIST after a start or a `410 Gone`, or a watch-list's initial events)

@@ -227,22 +227,7 @@ fn controller_imports(rel: &[String], text: &str) -> BTreeSet<String> {
         [.., last] if last == "mod.rs" => rel.len() - 1,
         _ => rel.len(),
     };
-    // The file's own code: comments and test modules left out.
-    let mut code = String::new();
-    let mut after_cfg_test = false;
-    for line in text.lines() {
-        let test_module = std::mem::replace(&mut after_cfg_test, line.starts_with("#[cfg(test)]"));
-        if test_module && line.starts_with("mod ") {
-            // `mod tests;` names a file read on its own (and skipped); `mod tests {` ends the
-            // file's own code.
-            if line.trim_end().ends_with('{') {
-                break;
-            }
-            continue;
-        }
-        code.push_str(line.split("//").next().unwrap_or(""));
-        code.push('\n');
-    }
+    let code = own_code(text);
     let mut found = BTreeSet::new();
     // After `crate::controller::` or the `super::`s: one path, or a `{ ... }` group of them,
     // over as many lines as rustfmt gives it.
@@ -270,6 +255,35 @@ fn controller_imports(rel: &[String], text: &str) -> BTreeSet<String> {
         }
     }
     found
+}
+
+/// A file's own code: comments and test modules left out (a line count kept, so line numbers
+/// hold up to the first test module).
+fn own_code(text: &str) -> String {
+    let mut code = String::new();
+    let mut after_cfg_test = false;
+    for line in text.lines() {
+        let test_module = std::mem::replace(&mut after_cfg_test, line.starts_with("#[cfg(test)]"));
+        if test_module && line.starts_with("mod ") {
+            // `mod tests;` names a file read on its own (and skipped); `mod tests {` ends the
+            // file's own code.
+            if line.trim_end().ends_with('{') {
+                break;
+            }
+            code.push('\n');
+            continue;
+        }
+        code.push_str(line.split("//").next().unwrap_or(""));
+        code.push('\n');
+    }
+    code
+}
+
+/// Whether a file of `src/` (relative path components) is test code: a `tests` directory or
+/// file, or a `*_tests.rs` file.
+fn is_test_file(rel: &[String]) -> bool {
+    rel.iter()
+        .any(|c| c == "tests" || c == "tests.rs" || c.ends_with("_tests.rs"))
 }
 
 /// The first name of a path (`actions` of `actions::Action`).
@@ -380,10 +394,7 @@ fn no_module_of_the_controller_imports_one_that_imports_it_back() {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let is_test = rel
-            .iter()
-            .any(|c| c == "tests" || c == "tests.rs" || c.ends_with("_tests.rs"));
-        if is_test || rel == ["mod.rs"] {
+        if is_test_file(&rel) || rel == ["mod.rs"] {
             continue;
         }
         let unit = rel[0].trim_end_matches(".rs").to_string();
@@ -455,4 +466,128 @@ fn a_use_group_over_several_lines_is_read() {
     );
     assert_eq!(reexports.get("StateDump").map(String::as_str), Some("dump"));
     assert_eq!(reexports.len(), 3);
+}
+
+// ---- the store has one writer ----------------------------------------------------------------
+
+/// The store's one writer: every change of the `ClusterStore` is an input it turns into an
+/// `Observed` (`NodeLifecycle::observe`), so every machine sees every change.
+const STORE_WRITER: &str = "controller/node_lifecycle/observe.rs";
+
+/// The names of the `&mut self` methods of `pub fn`s in a source file.
+fn mutating_methods(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("pub fn "))
+        .filter(|rest| rest.contains("(&mut self"))
+        .filter_map(head)
+        .collect()
+}
+
+/// The store's mutating methods: the `ClusterStore`'s, and the `PodTable`'s (reached through
+/// `pods_mut`) but for the names std's collections share (`remove`, `shrink_to_fit`): those are
+/// caught at the `pods_mut` that leads to them.
+fn store_mutators(src: &Path) -> Vec<String> {
+    let read = |f: &str| std::fs::read_to_string(src.join(f)).expect("model source");
+    let mut names = mutating_methods(&read("model/store.rs"));
+    assert!(
+        names.len() >= 10 && names.iter().any(|n| n == "pods_mut"),
+        "read only {names:?} from src/model/store.rs"
+    );
+    for name in mutating_methods(&read("model/pod_table.rs")) {
+        if !["remove", "shrink_to_fit", "upsert"].contains(&name.as_str()) && !names.contains(&name)
+        {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// The calls of `mutators` (`.name(` or `::name(`) in a file's own code, as messages.
+fn store_writes(file: &str, text: &str, mutators: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, line) in own_code(text).lines().enumerate() {
+        for name in mutators {
+            let mut rest = line;
+            while let Some(at) = rest.find(name.as_str()) {
+                let before = &rest[..at];
+                let after = rest[at + name.len()..].trim_start();
+                rest = &rest[at + name.len()..];
+                if (before.ends_with('.') || before.ends_with("::")) && after.starts_with('(') {
+                    found.push(format!(
+                        "{file}:{}: `{name}` changes the store outside its one writer \
+                         (src/{STORE_WRITER}): make the change an input it observes",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_store_is_changed_only_by_its_one_writer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert!(
+        src.join(STORE_WRITER).is_file(),
+        "src/{STORE_WRITER} is gone"
+    );
+    let mutators = store_mutators(&src);
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for path in &files {
+        let rel: Vec<String> = path
+            .strip_prefix(&src)
+            .unwrap()
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let file = rel.join("/");
+        if rel[0] == "model" || file == STORE_WRITER || is_test_file(&rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).expect("source file");
+        problems.extend(store_writes(&format!("src/{file}"), &text, &mutators));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} store change(s) outside its writer:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// The check can fail: a chained `pods_mut().set_ready`, a `node_mut` on its own line, a call
+/// through the type; a read, a comment or a test module pass.
+#[test]
+fn a_store_change_outside_its_writer_is_reported() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mutators = store_mutators(&src);
+    for name in [
+        "upsert_node",
+        "node_mut",
+        "pods_mut",
+        "set_deleting",
+        "end_full_state",
+    ] {
+        assert!(
+            mutators.iter().any(|m| m == name),
+            "{name} not in {mutators:?}"
+        );
+    }
+    let text = "fn f(s: &mut ClusterStore) {\n    s.pods_mut()\n        .set_ready(&k, c);\n\
+                \x20   if let Some(n) = s.node_mut(&name) {}\n    ClusterStore::upsert_lease(s, l);\n\
+                \x20   s.node(&name); // s.remove_node(&name)\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn g() { s.upsert_pod(p); }\n}\n";
+    let found = store_writes("src/x.rs", text, &mutators);
+    let lines: Vec<&str> = found
+        .iter()
+        .map(|m| m.split(": ").next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        lines,
+        ["src/x.rs:2", "src/x.rs:3", "src/x.rs:4", "src/x.rs:5"],
+        "{found:?}"
+    );
 }

@@ -229,18 +229,15 @@ impl NodeLifecycle {
 
     pub(super) fn on_delete_pod_result(
         &mut self,
-        pod: &PodKey,
         node: &Name,
         node_uid: &Name,
         outcome: Outcome,
         now: Time,
     ) {
         match outcome {
-            Outcome::Ok => {
-                // Known to be deleting, whether or not the watch said so yet.
-                self.store.pods_mut().set_deleting(pod);
-            }
-            Outcome::NotFound => {}
+            // On success the pod is known to be deleting, whether or not the watch said so
+            // yet: it is in the store so already (`observe.rs`, `landed`).
+            Outcome::Ok | Outcome::NotFound => {}
             Outcome::Conflict | Outcome::Failed(_) => self.job_failed(node),
         }
         self.job_step_done(node, node_uid, now);

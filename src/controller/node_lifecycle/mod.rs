@@ -17,6 +17,7 @@ mod disruption;
 mod dump;
 mod health;
 mod legacy_eviction;
+mod observe;
 mod partitions;
 mod pods;
 mod results;
@@ -189,7 +190,8 @@ pub struct NodeLifecycle {
     taint_based: bool,
     synced: bool,
     /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
-    /// too, through [`super::Controllers`]).
+    /// too, through [`super::Controllers`]). Changed only by `observe` (`observe.rs`), and
+    /// replaced whole only when a follower takes over a leader's (`adopt_store`).
     store: ClusterStore,
     /// What the controller keeps per node beside the node itself.
     nodes: BTreeMap<Name, NodeEntry>,
@@ -376,56 +378,6 @@ impl NodeLifecycle {
             self.on_node_changed(name, None, now, &mut out);
         }
         debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
-    }
-
-    /// Puts a watched object (or its deletion, or a full state's start or end) into the store
-    /// and says what changed; other inputs pass through.
-    pub fn observe(&mut self, input: Input) -> Observed {
-        match input {
-            Input::NodeUpsert(node) => {
-                let name = node.name.clone();
-                match self.store.upsert_node(node) {
-                    Upserted::Changed { before } => Observed::Node { name, before },
-                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
-                }
-            }
-            Input::NodeDeleted(name) => match self.store.remove_node(&name) {
-                Some(node) => Observed::NodesGone(vec![node]),
-                None => Observed::Nothing,
-            },
-            Input::LeaseUpsert(lease) => {
-                let name = lease.name.clone();
-                match self.store.upsert_lease(lease) {
-                    Upserted::Changed { .. } => Observed::Lease(name),
-                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
-                }
-            }
-            Input::LeaseDeleted(name) => {
-                self.store.remove_lease(&name);
-                Observed::Nothing
-            }
-            Input::PodUpsert(pod) => match self.store.upsert_pod(pod) {
-                PodUpsert::Changed(change) => Observed::Pod(change),
-                PodUpsert::Older | PodUpsert::Unchanged => Observed::Nothing,
-            },
-            Input::PodDeleted(key) => match self.store.remove_pod(&key) {
-                Some(node) => Observed::PodsGone(vec![(key, node)]),
-                None => Observed::Nothing,
-            },
-            Input::FullStateBegin(kind) => {
-                self.store.begin_full_state(kind);
-                Observed::Nothing
-            }
-            Input::FullStateEnd(kind) => {
-                let vanished = self.store.end_full_state(kind);
-                match kind {
-                    Kind::Nodes => Observed::NodesGone(vanished.nodes),
-                    Kind::Leases => Observed::Nothing,
-                    Kind::Pods => Observed::PodsGone(vanished.pods),
-                }
-            }
-            other => Observed::Input(other),
-        }
     }
 
     /// The machine API (the same shape as `TaintEviction::decide`): decides on what

@@ -24,7 +24,7 @@ impl NodeLifecycle {
             Pending::NodeTaints { node, uid } => {
                 self.on_taints_result(&node, &uid, id, outcome, now, out)
             }
-            Pending::NodeLabels { node, uid, labels } => {
+            Pending::NodeLabels { node, uid, .. } => {
                 let Some(e) = self.entry_for(&node, &uid) else {
                     return;
                 };
@@ -32,17 +32,9 @@ impl NodeLifecycle {
                     return;
                 }
                 e.label_write = None;
-                if outcome == Outcome::Ok {
-                    // Known to be written, whether or not its answer or the watch came yet.
-                    if let Some(n) = self.store.node_mut(&node) {
-                        for (k, v) in labels {
-                            match n.labels.iter_mut().find(|(key, _)| *key == k) {
-                                Some(slot) => slot.1 = v,
-                                None => n.labels.push((k, v)),
-                            }
-                        }
-                    }
-                } else if outcome == Outcome::Conflict {
+                // On success the labels are in the store already (`observe.rs`, `landed`):
+                // known to be written, whether or not its answer or the watch came yet.
+                if outcome == Outcome::Conflict {
                     self.pump_labels(&node, out);
                 }
             }
@@ -52,9 +44,7 @@ impl NodeLifecycle {
                 match outcome {
                     Outcome::NotFound => {}
                     Outcome::Ok => {
-                        self.store
-                            .pods_mut()
-                            .set_ready(&pod, ConditionStatus::False);
+                        // The pod is NotReady in the store already (`observe.rs`, `landed`).
                         if let Some(p) = self.store.pods().get(&pod) {
                             out.push(pod_event(
                                 p,
@@ -83,8 +73,8 @@ impl NodeLifecycle {
             Pending::PodNodeLost { pod, node, uid } => {
                 self.on_node_lost_result(&pod, &node, &uid, outcome, now, out)
             }
-            Pending::DeletePod { pod, node, uid } => {
-                self.on_delete_pod_result(&pod, &node, &uid, outcome, now)
+            Pending::DeletePod { node, uid, .. } => {
+                self.on_delete_pod_result(&node, &uid, outcome, now)
             }
         }
     }
@@ -109,7 +99,6 @@ impl NodeLifecycle {
         }
         let Verdict::Writing {
             observed,
-            resource_version,
             conditions,
             ..
         } = std::mem::replace(&mut e.verdict, Verdict::Idle)
@@ -126,13 +115,9 @@ impl NodeLifecycle {
                 {
                     e.health.saved_ready = Some(ReadySnapshot::of(ready));
                 }
-                // The write succeeded: the node's conditions are what was written, whether or
-                // not the watch has delivered the new version yet.
-                if let Some(n) = self.store.node_mut(node)
-                    && n.resource_version == resource_version
-                {
-                    n.conditions = conditions;
-                }
+                // The write succeeded: the node's conditions in the store are what was written,
+                // whether or not the watch has delivered the new version yet (`observe.rs`,
+                // `landed`: they went in before this answer is decided on).
                 let current = Some(ConditionStatus::Unknown);
                 self.after_health(node, observed, current, now, out);
                 // Upstream queues the node for its NoExecute taint one pass later, when it
@@ -189,11 +174,7 @@ impl NodeLifecycle {
         match outcome {
             Outcome::Ok => {
                 e.taint_tries = 0;
-                if let Some(n) = self.store.node_mut(node)
-                    && n.resource_version == write.resource_version
-                {
-                    n.taints = write.taints;
-                }
+                // The taints written are in the store already (`observe.rs`, `landed`).
                 self.taint_ops_done(node, &write.ops, true, now);
                 self.pump_taints(node, now, out);
             }
@@ -255,8 +236,8 @@ impl NodeLifecycle {
             LeaseReadOutcome::Found(lease) => {
                 let renew = lease.renew_time;
                 if e.health.observe_lease(renew, now) {
-                    // Fresher than what the watch told us: the verdict is cancelled.
-                    self.store.upsert_lease(lease);
+                    // Fresher than what the watch told us: the verdict is cancelled (the Lease
+                    // is in the store already: `observe.rs`, `landed`).
                     self.arm_grace(&node, now);
                     return;
                 }
