@@ -11,6 +11,8 @@ use crate::model::{
 };
 use crate::time::Time;
 
+pub use super::faults::Faults;
+
 /// How often a live kubelet renews its Lease and posts status in `run_until`.
 const KUBELET_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -26,29 +28,11 @@ pub enum EchoOrder {
     AnswerOnly,
 }
 
+/// What the fake API delivers to the controllers passes through this first (`FakeApi::wire`).
+pub type Wire = dyn FnMut(Input) -> Input;
+
 /// How a test answers evictions itself (`FakeApi::eviction_answer`).
 pub type EvictionAnswer = dyn FnMut(&PodKey, u32) -> Option<EvictionResult>;
-
-/// Injected API behaviour.
-#[derive(Default)]
-pub struct Faults {
-    /// Fail this many upcoming pod status writes (MarkPodNotReady) with an error.
-    pub fail_pod_status: usize,
-    /// Fail every pod status write of these pods (by name) while they are listed.
-    pub fail_pod_status_of: BTreeSet<String>,
-    /// Answer this many upcoming taint writes 409 (another writer changed the node first).
-    pub conflict_taint_writes: usize,
-    /// Fail this many upcoming taint writes with an error (a 500).
-    pub fail_taint_writes: usize,
-    /// Fail this many upcoming node status writes (UpdateNodeConditions) with an error (a 500).
-    pub fail_node_status: usize,
-    /// Fail live Lease reads while true.
-    pub lease_reads_fail: bool,
-    /// Answer live Lease reads with this Lease instead of the API's (a watch that lags).
-    pub lease_read_override: Option<Lease>,
-    /// Fail the live reads of fencing targets while true (a 503).
-    pub fence_reads_fail: bool,
-}
 
 pub struct FakeApi {
     pub ctl: Controllers,
@@ -88,6 +72,21 @@ pub struct FakeApi {
     pub alive: BTreeSet<Name>,
     /// Kubelets of `alive` that post Ready=False (alive, not ready).
     pub reporting_not_ready: BTreeSet<Name>,
+    /// Actions wait here unanswered, oldest first, while `hold_answers` is set, until
+    /// [`FakeApi::answer_held`] answers one (record events are not held: nothing answers them).
+    pub held: Vec<Action>,
+    /// Hold every action instead of executing it (a script picks which to answer, when, and
+    /// how: the randomized controller runs in `tests/fuzz_support/controller/`).
+    pub hold_answers: bool,
+    /// Every input goes through it before the controllers see it (the randomized runs render
+    /// objects to JSON and decode them, as a watch delivers them).
+    pub wire: Option<Box<Wire>>,
+    /// When set, the controllers' decisions are taken after every turn and kept here, each
+    /// with the length `log` had before that turn's actions (so decisions and actions can be
+    /// told in the order they came); when not, they stay in the controllers.
+    pub decisions: Option<Vec<(usize, Time, crate::controller::Decision)>>,
+    /// Print every input and action (replaying a randomized run's finding).
+    pub trace: bool,
     /// The object the action being executed wrote (or re-read after a conflict).
     pending_echo: Option<Input>,
     rv: u64,
@@ -121,6 +120,11 @@ impl FakeApi {
             eviction_answer: None,
             alive: BTreeSet::new(),
             reporting_not_ready: BTreeSet::new(),
+            held: Vec::new(),
+            hold_answers: false,
+            wire: None,
+            decisions: None,
+            trace: false,
             pending_echo: None,
             rv: 1,
         }
@@ -164,6 +168,11 @@ impl FakeApi {
     pub fn delete_node(&mut self, name: &str) {
         self.nodes.remove(name);
         self.feed(Input::NodeDeleted(Name::from(name)));
+    }
+
+    pub fn delete_lease(&mut self, name: &str) {
+        self.leases.remove(name);
+        self.feed(Input::LeaseDeleted(Name::from(name)));
     }
 
     pub fn put_lease(&mut self, mut l: Lease) {
@@ -302,9 +311,34 @@ impl FakeApi {
     pub fn feed(&mut self, input: Input) {
         let mut inputs = VecDeque::from([input]);
         while let Some(input) = inputs.pop_front() {
+            let input = match self.wire.as_mut() {
+                Some(wire) => wire(input),
+                None => input,
+            };
+            if self.trace {
+                eprintln!("{:?} <- {input:?}", self.now);
+            }
             self.tell_standby(&input);
-            for action in self.ctl.handle(input, self.now) {
-                self.execute(action, &mut inputs);
+            let actions = self.ctl.handle(input, self.now);
+            if let Some(kept) = self.decisions.as_mut() {
+                let (at, now) = (self.log.len(), self.now);
+                kept.extend(self.ctl.take_decisions().into_iter().map(|d| (at, now, d)));
+            }
+            for action in actions {
+                if self.trace {
+                    eprintln!("{:?} -> {action:?}", self.now);
+                }
+                // Nothing answers a record event; a fence command is held in `running`.
+                let answerless = matches!(
+                    action,
+                    Action::RecordEvent(_) | Action::RunFenceCommand { .. }
+                );
+                if self.hold_answers && !answerless {
+                    self.log.push((self.now, action.clone()));
+                    self.held.push(action);
+                } else {
+                    self.execute(action, &mut inputs);
+                }
             }
         }
     }
@@ -338,7 +372,7 @@ impl FakeApi {
         }
     }
 
-    fn execute(&mut self, action: Action, inputs: &mut VecDeque<Input>) {
+    pub(super) fn execute(&mut self, action: Action, inputs: &mut VecDeque<Input>) {
         self.log.push((self.now, action.clone()));
         let failed = |what: &str| Outcome::Failed(String::from(what));
         match action {
@@ -457,9 +491,12 @@ impl FakeApi {
                     inputs.push_back(Input::EvictionResult { id, result });
                 }
             }
-            Action::EvictPod { id, pod, .. } => {
+            Action::EvictPod { id, pod, uid, .. } => {
                 let result = if !self.pods.contains_key(&pod) {
                     EvictionResult::NotFound
+                } else if self.pods.get(&pod).is_some_and(|p| p.uid != uid) {
+                    // The eviction's UID precondition: the pod was replaced.
+                    EvictionResult::Conflict
                 } else if self.evictions_remove {
                     self.pods.remove(&pod);
                     self.evicted.push((self.now, pod.clone()));

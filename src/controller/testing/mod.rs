@@ -25,6 +25,12 @@
 //! itself, or not at all), `standby` (a second daemon fed every watch event, which must decide
 //! nothing); `conflicts` counts the 409s.
 //!
+//! For scripts that pick the order of everything (the randomized runs, `tests/fuzz_support/
+//! controller/`): `hold_answers` holds every action until [`FakeApi::answer_held`] answers the
+//! one picked, executed or failed ([`HeldAnswer`]); `wire` passes every input through the test's
+//! hands first (rendered to JSON and decoded, as a watch delivers it); `decisions` takes the
+//! controllers' decisions after every turn, in order with `log`; `trace` prints the run.
+//!
 //! A suite that tests one machine alone still goes through [`Controllers`] and says why in its
 //! header: [`Controllers::without_taint_eviction`] (the node lifecycle suites, as upstream's
 //! `node_lifecycle_controller_test.go`) or [`Controllers::taint_eviction_alone`] (upstream's
@@ -36,7 +42,10 @@
 //! [`Action`]: crate::controller::Action
 
 mod fake_api;
+mod faults;
+mod held;
 mod live_reads;
 mod reads;
 
-pub use fake_api::{EchoOrder, EvictionAnswer, FakeApi, Faults};
+pub use fake_api::{EchoOrder, EvictionAnswer, FakeApi, Faults, Wire};
+pub use held::HeldAnswer;
