@@ -6,7 +6,7 @@
 //! without touching the network, and the executor schedules it. The clock is injected, as
 //! everywhere in the daemon, so tests drive it by hand.
 
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -24,6 +24,7 @@ use crate::time::Time;
 
 pub use super::transport::USER_AGENT;
 
+mod answer;
 mod status;
 pub(crate) use status::error_from_response;
 use status::{read_error, request_error};
@@ -478,44 +479,13 @@ impl ApiClient {
             .reader()
     }
 
-    /// Decodes a 2xx body as it streams in, reading it to the end (keep-alive).
+    /// Decodes a 2xx body, reading it to the end (keep-alive): see `answer::decode`.
     fn decode<T: DeserializeOwned>(
         &self,
         label: &str,
         response: Response<Body>,
     ) -> Result<T, ApiError> {
-        let mut reader = RecordingReader {
-            inner: BufReader::with_capacity(64 * 1024, self.body_reader(response)),
-            error: None,
-        };
-        match serde_json::from_reader(&mut reader) {
-            Ok(value) => Ok(value),
-            Err(e) => match reader.error.take() {
-                // The body broke off or timed out: that is the transport, not the JSON.
-                Some(io_error) => Err(read_error(&self.base_url, label, io_error)),
-                None => Err(ApiError::Decode(format!("{label}: {e}"))),
-            },
-        }
-    }
-}
-
-/// Keeps the I/O error behind a serde_json failure (serde only keeps its message).
-struct RecordingReader<R> {
-    inner: R,
-    error: Option<ureq::Error>,
-}
-
-impl<R: Read> Read for RecordingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.inner.read(buf).inspect_err(|e| {
-            if self.error.is_none() {
-                let copy = std::io::Error::new(e.kind(), e.to_string());
-                self.error = Some(match e.kind() {
-                    std::io::ErrorKind::TimedOut => ureq::Error::Timeout(ureq::Timeout::Global),
-                    _ => ureq::Error::Io(copy),
-                });
-            }
-        })
+        answer::decode(&self.base_url, label, self.body_reader(response))
     }
 }
 

@@ -411,6 +411,47 @@ fn a_2xx_body_that_is_not_the_expected_json_is_a_decode_error() {
     );
 }
 
+/// Answers up to 64 KiB are read whole and decoded from the slice, longer ones stream through
+/// the reader: both decode alike, and a bad one is a decode error either way.
+#[test]
+fn short_and_long_answers_decode_alike() {
+    let server = serve(|req| {
+        let pad = if req.path.contains("short") {
+            100
+        } else {
+            200_000
+        };
+        let name = req.path.rsplit('/').next().unwrap_or_default().to_string();
+        let name = if name.starts_with("bad") {
+            json!(7)
+        } else {
+            json!(name)
+        };
+        Reply::json(
+            200,
+            json!({"metadata": {"name": name}, "pad": "x".repeat(pad)}),
+        )
+    });
+    let clock = VirtualClock::new();
+    let mut client = connect(&server, unthrottled(), &clock);
+    for name in ["short", "long"] {
+        let got: NodeName = client.get_json(&format!("/api/v1/nodes/{name}")).unwrap();
+        assert_eq!(got.metadata.name, name);
+        let _: serde::de::IgnoredAny = client
+            .post(&format!("/api/v1/nodes/{name}"), b"{}")
+            .unwrap();
+    }
+    // Every answer was read to its end: one keep-alive connection throughout.
+    assert_eq!(server.connections(), 1);
+    for path in ["/api/v1/nodes/short/bad", "/api/v1/nodes/long/bad"] {
+        let err = client.get_json::<NodeName>(path).unwrap_err();
+        assert!(
+            matches!(&err, ApiError::Decode(m) if m.contains("invalid type")),
+            "{path}: {err:?}"
+        );
+    }
+}
+
 #[test]
 fn a_refused_connection_is_a_transport_error_naming_the_server() {
     let port = {

@@ -43,12 +43,24 @@ impl NodeLifecycle {
         // A settled node's evaluation does nothing, and no other node's evaluation can unsettle
         // it (they change their own entries, counts and queue places), so leaving it out keeps
         // every decision and its order (most of the pass at 5,000 healthy nodes).
-        let names: Vec<Name> = self
-            .nodes
-            .iter()
-            .filter(|(name, e)| self.full_monitor_pass || !self.settled(name, e, now))
-            .map(|(name, _)| name.clone())
-            .collect();
+        // The entries and the store's nodes are both maps ordered by name: each node is found
+        // by walking the store alongside, not by a lookup by name per entry (a dozen string
+        // comparisons each, most of the pass: BENCHMARKS.md, "Where a Lease event's cost goes").
+        let names: Vec<Name> = {
+            let mut store_nodes = self.store.nodes().peekable();
+            self.nodes
+                .iter()
+                .filter(|(name, e)| {
+                    if self.full_monitor_pass {
+                        return true;
+                    }
+                    while store_nodes.next_if(|n| *n.name < ***name).is_some() {}
+                    let node = store_nodes.peek().copied().filter(|n| n.name == **name);
+                    !self.settled(name, node, e, now)
+                })
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
         for name in &names {
             self.evaluate(name, now, out);
         }
@@ -62,11 +74,12 @@ impl NodeLifecycle {
     /// its zone, without NoExecute taints, taint writes or queue place, with no pods to mark
     /// again. Condition taints and the legacy mode are always evaluated (they re-queue nodes).
     /// `tests/randomized/monitor_pass.rs` runs random scripts both ways.
-    fn settled(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
+    /// `node`: the store's node of that name.
+    fn settled(&self, name: &str, node: Option<&Node>, e: &NodeEntry, now: Time) -> bool {
         if !e.registered || e.verdict != Verdict::Idle {
             return true;
         }
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = node else {
             return true;
         };
         if !self.taint_based

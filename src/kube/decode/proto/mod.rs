@@ -120,7 +120,18 @@ pub struct Reader<'a> {
 }
 
 /// Reads a base-128 varint at `buf[pos..]`: `Ok(None)` when the bytes end inside it.
+#[inline]
 pub fn varint(buf: &[u8], pos: usize) -> Result<Option<(u64, usize)>, &'static str> {
+    // Tags, lengths of names and small integers: one byte, most fields of a Lease.
+    if let Some(&byte) = buf.get(pos)
+        && byte < 0x80
+    {
+        return Ok(Some((u64::from(byte), pos + 1)));
+    }
+    varint_long(buf, pos)
+}
+
+fn varint_long(buf: &[u8], pos: usize) -> Result<Option<(u64, usize)>, &'static str> {
     let mut value = 0u64;
     for i in 0..10 {
         let Some(&byte) = buf.get(pos + i) else {
