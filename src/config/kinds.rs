@@ -373,41 +373,31 @@ fn text_or_json<T>(
     }
 }
 
-impl Kind for DumpText {
-    type Raw = String;
-    type Value = DumpFormat;
-    fn check(
-        v: &Validator<'_>,
-        f: &Field<String>,
-        key: &str,
-    ) -> Result<Option<DumpFormat>, ConfigError> {
-        text_or_json(v, f, key, (DumpFormat::Text, DumpFormat::Json))
-    }
-    fn render(d: &DumpFormat) -> Option<String> {
-        Some(string(match d {
-            DumpFormat::Text => "text",
-            DumpFormat::Json => "json",
-        }))
-    }
+/// `text` or `json` as one of the owner's two-valued formats (`dump_format`, `log_format`).
+macro_rules! text_or_json_kind {
+    ($kind:ident, $format:ident) => {
+        impl Kind for $kind {
+            type Raw = String;
+            type Value = $format;
+            fn check(
+                v: &Validator<'_>,
+                f: &Field<String>,
+                key: &str,
+            ) -> Result<Option<$format>, ConfigError> {
+                text_or_json(v, f, key, ($format::Text, $format::Json))
+            }
+            fn render(format: &$format) -> Option<String> {
+                Some(string(match format {
+                    $format::Text => "text",
+                    $format::Json => "json",
+                }))
+            }
+        }
+    };
 }
 
-impl Kind for LogText {
-    type Raw = String;
-    type Value = LogFormat;
-    fn check(
-        v: &Validator<'_>,
-        f: &Field<String>,
-        key: &str,
-    ) -> Result<Option<LogFormat>, ConfigError> {
-        text_or_json(v, f, key, (LogFormat::Text, LogFormat::Json))
-    }
-    fn render(l: &LogFormat) -> Option<String> {
-        Some(string(match l {
-            LogFormat::Text => "text",
-            LogFormat::Json => "json",
-        }))
-    }
-}
+text_or_json_kind!(DumpText, DumpFormat);
+text_or_json_kind!(LogText, LogFormat);
 
 impl Kind for LoopbackAddress {
     type Raw = String;
