@@ -17,8 +17,10 @@ pub mod domains;
 #[cfg(test)]
 mod invariant_tests;
 pub mod invariants;
+pub mod limits;
 mod liveness;
 pub mod report;
+mod safety;
 pub mod schedule;
 mod zone_rules;
 
@@ -30,7 +32,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use daemons::Daemon;
-use invariants::{Checker, DRIVER, FaultClass, KUBELET, Limits};
+use invariants::{Checker, DRIVER, FaultClass, KUBELET};
+use limits::Limits;
 use schedule::{BurstTarget, Fault, PlanShape, Step};
 
 use crate::kubelets::{KubeletConfig, Kubelets};
