@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::*;
-use crate::kube::decode::{Bookmark, Status};
+use crate::kube::decode::{Bookmark, ListPage, Status, WatchEvent};
+use crate::kube::watch::StreamEnd;
 use crate::model::{Lease, Node, Pod};
 use crate::time::Rng;
 
