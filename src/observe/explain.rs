@@ -9,7 +9,7 @@ use crate::controller::{NodeDump, ZoneDump, ZoneState};
 use crate::model::ConditionStatus;
 use crate::time::Time;
 
-use super::decision_log::status as status_word;
+use super::decision_line::status as status_word;
 use super::history::Entry;
 use super::snapshot::DaemonSnapshot;
 

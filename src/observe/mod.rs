@@ -12,6 +12,7 @@
 //! controller pass and feeds [`HealthTimings`].
 
 pub mod ask;
+pub mod decision_line;
 pub mod decision_log;
 pub mod dump;
 pub mod explain;
