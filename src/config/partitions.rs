@@ -32,19 +32,19 @@ pub(super) enum OneOrMany {
 
 /// The four keys as written, global or in one pool.
 pub(super) struct RawPartitions<'r> {
-    pub mark_pods_not_ready: &'r Field<ModeOrBool>,
-    pub disruption_domain: &'r Field<OneOrMany>,
-    pub full_disruption: &'r Field<String>,
-    pub hold_max: &'r Field<DurationText>,
+    pub(crate) mark_pods_not_ready: &'r Field<ModeOrBool>,
+    pub(crate) disruption_domain: &'r Field<OneOrMany>,
+    pub(crate) full_disruption: &'r Field<String>,
+    pub(crate) hold_max: &'r Field<DurationText>,
 }
 
 /// The four keys validated; `None`: not set.
 #[derive(Default)]
 pub(super) struct Partitions {
-    pub mark_pods_not_ready: Option<PodsNotReady>,
-    pub disruption_domain: Option<Vec<String>>,
-    pub full_disruption: Option<FullDisruption>,
-    pub hold_max: Option<Duration>,
+    pub(crate) mark_pods_not_ready: Option<PodsNotReady>,
+    pub(crate) disruption_domain: Option<Vec<String>>,
+    pub(crate) full_disruption: Option<FullDisruption>,
+    pub(crate) hold_max: Option<Duration>,
 }
 
 impl Validator<'_> {

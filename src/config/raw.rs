@@ -14,142 +14,142 @@ pub(super) type Field<T> = Option<Spanned<T>>;
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {
-    pub node_monitor_period: Field<DurationText>,
-    pub node_monitor_grace_period: Field<DurationText>,
-    pub node_startup_grace_period: Field<DurationText>,
-    pub node_eviction_rate: Field<f64>,
-    pub secondary_node_eviction_rate: Field<f64>,
-    pub large_cluster_size_threshold: Field<i64>,
-    pub unhealthy_zone_threshold: Field<f64>,
-    pub taint_based_eviction: Field<bool>,
-    pub pod_eviction_timeout: Field<DurationText>,
-    pub dry_run: Field<bool>,
-    pub log_level: Field<String>,
-    pub dump_format: Field<String>,
-    pub metrics_address: Field<String>,
-    pub log_format: Field<String>,
-    pub control_socket: Field<String>,
-    pub autonomy: Field<bool>,
-    pub disruption_cooldown: Field<DurationText>,
-    pub early_suspects: Field<bool>,
-    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
-    pub admission_default_toleration_seconds: Field<i64>,
-    pub default_toleration_seconds: Field<i64>,
-    pub mark_pods_not_ready: Field<ModeOrBool>,
-    pub disruption_domain: Field<OneOrMany>,
-    pub full_disruption: Field<String>,
-    pub hold_max: Field<DurationText>,
+    pub(crate) node_monitor_period: Field<DurationText>,
+    pub(crate) node_monitor_grace_period: Field<DurationText>,
+    pub(crate) node_startup_grace_period: Field<DurationText>,
+    pub(crate) node_eviction_rate: Field<f64>,
+    pub(crate) secondary_node_eviction_rate: Field<f64>,
+    pub(crate) large_cluster_size_threshold: Field<i64>,
+    pub(crate) unhealthy_zone_threshold: Field<f64>,
+    pub(crate) taint_based_eviction: Field<bool>,
+    pub(crate) pod_eviction_timeout: Field<DurationText>,
+    pub(crate) dry_run: Field<bool>,
+    pub(crate) log_level: Field<String>,
+    pub(crate) dump_format: Field<String>,
+    pub(crate) metrics_address: Field<String>,
+    pub(crate) log_format: Field<String>,
+    pub(crate) control_socket: Field<String>,
+    pub(crate) autonomy: Field<bool>,
+    pub(crate) disruption_cooldown: Field<DurationText>,
+    pub(crate) early_suspects: Field<bool>,
+    pub(crate) max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
+    pub(crate) admission_default_toleration_seconds: Field<i64>,
+    pub(crate) default_toleration_seconds: Field<i64>,
+    pub(crate) mark_pods_not_ready: Field<ModeOrBool>,
+    pub(crate) disruption_domain: Field<OneOrMany>,
+    pub(crate) full_disruption: Field<String>,
+    pub(crate) hold_max: Field<DurationText>,
     #[serde(default)]
-    pub api: RawApi,
+    pub(crate) api: RawApi,
     #[serde(default)]
-    pub leader_election: RawLeaderElection,
+    pub(crate) leader_election: RawLeaderElection,
     #[serde(default)]
-    pub pool: Vec<Spanned<RawPool>>,
+    pub(crate) pool: Vec<Spanned<RawPool>>,
     #[serde(default)]
-    pub condition_taint: Vec<Spanned<RawConditionTaint>>,
+    pub(crate) condition_taint: Vec<Spanned<RawConditionTaint>>,
     #[serde(default)]
-    pub fencing: RawFencing,
+    pub(crate) fencing: RawFencing,
 }
 
 /// One `[[pool]]`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPool {
-    pub name: Field<String>,
-    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
+    pub(crate) name: Field<String>,
+    pub(crate) match_labels: Field<std::collections::BTreeMap<String, String>>,
     #[serde(default)]
-    pub match_expressions: Vec<Spanned<RawRequirement>>,
-    pub node_monitor_grace_period: Field<DurationText>,
-    pub node_startup_grace_period: Field<DurationText>,
-    pub mark_pods_not_ready: Field<ModeOrBool>,
-    pub node_eviction_rate: Field<f64>,
-    pub secondary_node_eviction_rate: Field<f64>,
-    pub max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
-    pub default_toleration_seconds: Field<i64>,
-    pub disruption_domain: Field<OneOrMany>,
-    pub full_disruption: Field<String>,
-    pub hold_max: Field<DurationText>,
+    pub(crate) match_expressions: Vec<Spanned<RawRequirement>>,
+    pub(crate) node_monitor_grace_period: Field<DurationText>,
+    pub(crate) node_startup_grace_period: Field<DurationText>,
+    pub(crate) mark_pods_not_ready: Field<ModeOrBool>,
+    pub(crate) node_eviction_rate: Field<f64>,
+    pub(crate) secondary_node_eviction_rate: Field<f64>,
+    pub(crate) max_unhealthy: Field<super::brake::RawMaxUnhealthy>,
+    pub(crate) default_toleration_seconds: Field<i64>,
+    pub(crate) disruption_domain: Field<OneOrMany>,
+    pub(crate) full_disruption: Field<String>,
+    pub(crate) hold_max: Field<DurationText>,
 }
 
 /// One entry of a pool's `match_expressions`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRequirement {
-    pub key: Field<String>,
-    pub operator: Field<String>,
-    pub values: Field<Vec<String>>,
+    pub(crate) key: Field<String>,
+    pub(crate) operator: Field<String>,
+    pub(crate) values: Field<Vec<String>>,
 }
 
 /// One `[[condition_taint]]`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConditionTaint {
-    pub condition: Field<String>,
-    pub status: Field<String>,
-    pub key: Field<String>,
-    pub value: Field<String>,
-    pub effect: Field<String>,
+    pub(crate) condition: Field<String>,
+    pub(crate) status: Field<String>,
+    pub(crate) key: Field<String>,
+    pub(crate) value: Field<String>,
+    pub(crate) effect: Field<String>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFencing {
-    pub enabled: Field<bool>,
-    pub command: Field<Vec<String>>,
-    pub after: Field<DurationText>,
-    pub timeout: Field<DurationText>,
-    pub max_concurrent: Field<i64>,
-    pub match_labels: Field<std::collections::BTreeMap<String, String>>,
-    pub retry_backoff: Field<DurationText>,
-    pub retry_backoff_max: Field<DurationText>,
-    pub remove_out_of_service_on_recovery: Field<bool>,
-    pub skip_cordoned: Field<bool>,
-    pub max_pause: Field<DurationText>,
-    pub mode: Field<String>,
-    pub on_command: Field<Vec<String>>,
-    pub recover_timeout: Field<DurationText>,
-    pub step: Field<Vec<Spanned<RawFenceStep>>>,
-    pub status_command: Field<Vec<String>>,
-    pub status_interval: Field<DurationText>,
+    pub(crate) enabled: Field<bool>,
+    pub(crate) command: Field<Vec<String>>,
+    pub(crate) after: Field<DurationText>,
+    pub(crate) timeout: Field<DurationText>,
+    pub(crate) max_concurrent: Field<i64>,
+    pub(crate) match_labels: Field<std::collections::BTreeMap<String, String>>,
+    pub(crate) retry_backoff: Field<DurationText>,
+    pub(crate) retry_backoff_max: Field<DurationText>,
+    pub(crate) remove_out_of_service_on_recovery: Field<bool>,
+    pub(crate) skip_cordoned: Field<bool>,
+    pub(crate) max_pause: Field<DurationText>,
+    pub(crate) mode: Field<String>,
+    pub(crate) on_command: Field<Vec<String>>,
+    pub(crate) recover_timeout: Field<DurationText>,
+    pub(crate) step: Field<Vec<Spanned<RawFenceStep>>>,
+    pub(crate) status_command: Field<Vec<String>>,
+    pub(crate) status_interval: Field<DurationText>,
 }
 
 /// One `[[fencing.step]]`.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFenceStep {
-    pub command: Field<Vec<String>>,
-    pub timeout: Field<DurationText>,
+    pub(crate) command: Field<Vec<String>>,
+    pub(crate) timeout: Field<DurationText>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawApi {
-    pub kubeconfig: Field<String>,
-    pub context: Field<String>,
-    pub in_cluster: Field<bool>,
-    pub server: Field<String>,
-    pub certificate_authority: Field<String>,
-    pub client_certificate: Field<String>,
-    pub client_key: Field<String>,
-    pub token_file: Field<String>,
-    pub allow_insecure_skip_tls_verify: Field<bool>,
-    pub qps: Field<f64>,
-    pub burst: Field<i64>,
-    pub request_timeout: Field<DurationText>,
-    pub watch_idle_timeout: Field<DurationText>,
-    pub content_type: Field<String>,
+    pub(crate) kubeconfig: Field<String>,
+    pub(crate) context: Field<String>,
+    pub(crate) in_cluster: Field<bool>,
+    pub(crate) server: Field<String>,
+    pub(crate) certificate_authority: Field<String>,
+    pub(crate) client_certificate: Field<String>,
+    pub(crate) client_key: Field<String>,
+    pub(crate) token_file: Field<String>,
+    pub(crate) allow_insecure_skip_tls_verify: Field<bool>,
+    pub(crate) qps: Field<f64>,
+    pub(crate) burst: Field<i64>,
+    pub(crate) request_timeout: Field<DurationText>,
+    pub(crate) watch_idle_timeout: Field<DurationText>,
+    pub(crate) content_type: Field<String>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLeaderElection {
-    pub enabled: Field<bool>,
-    pub namespace: Field<String>,
-    pub name: Field<String>,
-    pub lease_duration: Field<DurationText>,
-    pub renew_deadline: Field<DurationText>,
-    pub retry_period: Field<DurationText>,
-    pub identity: Field<String>,
+    pub(crate) enabled: Field<bool>,
+    pub(crate) namespace: Field<String>,
+    pub(crate) name: Field<String>,
+    pub(crate) lease_duration: Field<DurationText>,
+    pub(crate) renew_deadline: Field<DurationText>,
+    pub(crate) retry_period: Field<DurationText>,
+    pub(crate) identity: Field<String>,
 }
 
 /// A duration as written ("1m30s"); parsed in validation so the error can say why. Its own

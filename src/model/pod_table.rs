@@ -20,8 +20,8 @@ use crate::time::Time;
 
 mod memory;
 mod view;
-pub use memory::malloc_size;
-pub use view::PodView;
+pub(crate) use memory::malloc_size;
+pub(crate) use view::PodView;
 
 const NO_NODE: u32 = u32::MAX;
 
@@ -122,6 +122,13 @@ impl Record {
 #[derive(Debug, Default)]
 struct TextIds {
     uid: Option<Name>,
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "read by PodView::resource_version, which only the unit tests call"
+        )
+    )]
     resource_version: Option<Name>,
 }
 
@@ -145,7 +152,7 @@ impl Hasher for PreHashed {
 
 /// A slot in the table, valid until the pod is removed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodId(u32);
+pub(crate) struct PodId(u32);
 
 /// What an upsert did.
 #[derive(Debug)]
@@ -161,24 +168,25 @@ pub enum PodUpsert {
 /// A pod that changed: its slot, and what it was before (`None` for a new pod).
 #[derive(Debug)]
 pub struct PodChange {
-    pub id: PodId,
-    pub key: PodKey,
-    pub before: Option<PodBefore>,
+    pub(crate) id: PodId,
+    pub(crate) key: PodKey,
+    pub(crate) before: Option<PodBefore>,
 }
 
 /// What the consumers compare against.
 #[derive(Clone, Debug)]
-pub struct PodBefore {
+pub(crate) struct PodBefore {
     /// A different pod under the same name (its uid changed).
-    pub replaced: bool,
-    pub node: Option<Name>,
-    pub tolerations: Rc<[Toleration]>,
-    pub deleting: bool,
-    pub ready: Option<ConditionStatus>,
+    pub(crate) replaced: bool,
+    pub(crate) node: Option<Name>,
+    pub(crate) tolerations: Rc<[Toleration]>,
+    pub(crate) deleting: bool,
+    #[expect(dead_code, reason = "never read: the Ready status an upsert replaced")]
+    pub(crate) ready: Option<ConditionStatus>,
 }
 
 #[derive(Debug)]
-pub struct PodTable {
+pub(crate) struct PodTable {
     records: Vec<Record>,
     free: Vec<u32>,
     index: HashMap<u64, u32, BuildHasherDefault<PreHashed>>,
@@ -200,7 +208,7 @@ impl Default for PodTable {
 }
 
 impl PodTable {
-    pub fn new() -> PodTable {
+    pub(crate) fn new() -> PodTable {
         PodTable {
             records: Vec::new(),
             free: Vec::new(),
@@ -216,12 +224,8 @@ impl PodTable {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.live
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
     }
 
     fn hash(&self, namespace: &str, name: &str) -> u64 {
@@ -250,23 +254,23 @@ impl PodTable {
             .map(|(_, s)| *s)
     }
 
-    pub fn id(&self, key: &PodKey) -> Option<PodId> {
+    pub(crate) fn id(&self, key: &PodKey) -> Option<PodId> {
         self.find(&key.namespace, &key.name).map(PodId)
     }
 
-    pub fn get(&self, key: &PodKey) -> Option<PodView<'_>> {
+    pub(crate) fn get(&self, key: &PodKey) -> Option<PodView<'_>> {
         self.id(key).map(|id| self.view(id))
     }
 
     /// The pod in slot `id` (which must be live: ids are only valid until the pod is removed).
-    pub fn view(&self, id: PodId) -> PodView<'_> {
+    pub(crate) fn view(&self, id: PodId) -> PodView<'_> {
         PodView {
             table: self,
             slot: id.0,
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = PodView<'_>> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = PodView<'_>> + '_ {
         self.records
             .iter()
             .enumerate()
@@ -279,7 +283,7 @@ impl PodTable {
 
     /// The pods bound to `node`, in `namespace/name` order (so that what is decided about them
     /// comes out in a reproducible order).
-    pub fn on_node(&self, node: &str) -> Vec<PodId> {
+    pub(crate) fn on_node(&self, node: &str) -> Vec<PodId> {
         let Some(id) = self.nodes.id_of(node) else {
             return Vec::new();
         };
@@ -293,14 +297,15 @@ impl PodTable {
     }
 
     /// Number of pods bound to `node`.
-    pub fn count_on_node(&self, node: &str) -> usize {
+    #[cfg(test)]
+    pub(crate) fn count_on_node(&self, node: &str) -> usize {
         self.nodes
             .id_of(node)
             .map_or(0, |id| self.by_node[id as usize].len())
     }
 
     /// Stores `pod` unless the table already holds this or a newer version.
-    pub fn upsert(&mut self, pod: Pod) -> PodUpsert {
+    pub(crate) fn upsert(&mut self, pod: Pod) -> PodUpsert {
         match self.find(&pod.key.namespace, &pod.key.name) {
             Some(slot) => self.update(slot, pod),
             None => {
@@ -475,7 +480,7 @@ impl PodTable {
     }
 
     /// Removes the pod; returns the node it was bound to.
-    pub fn remove(&mut self, key: &PodKey) -> Option<Option<Name>> {
+    pub(crate) fn remove(&mut self, key: &PodKey) -> Option<Option<Name>> {
         let slot = self.find(&key.namespace, &key.name)?;
         Some(self.remove_slot(slot, key))
     }
@@ -510,21 +515,21 @@ impl PodTable {
     }
 
     /// A write we know succeeded (the pod's Ready condition set), before the watch says so.
-    pub fn set_ready(&mut self, key: &PodKey, ready: ConditionStatus) {
+    pub(crate) fn set_ready(&mut self, key: &PodKey, ready: ConditionStatus) {
         if let Some(slot) = self.find(&key.namespace, &key.name) {
             self.records[slot as usize].set_ready(Some(ready));
         }
     }
 
     /// A deletion we know was accepted, before the watch says so.
-    pub fn set_deleting(&mut self, key: &PodKey) {
+    pub(crate) fn set_deleting(&mut self, key: &PodKey) {
         if let Some(slot) = self.find(&key.namespace, &key.name) {
             self.records[slot as usize].set(DELETING, true);
         }
     }
 
     /// A full state (LIST or watch-list) starts: every pod is unseen until it is delivered again.
-    pub fn begin_full_state(&mut self) {
+    pub(crate) fn begin_full_state(&mut self) {
         for r in &mut self.records {
             r.set(SEEN, false);
         }
@@ -532,7 +537,7 @@ impl PodTable {
 
     /// The full state is complete: pods it did not deliver are gone. Returns their keys and
     /// nodes, and sizes the tables to what they hold.
-    pub fn end_full_state(&mut self) -> Vec<(PodKey, Option<Name>)> {
+    pub(crate) fn end_full_state(&mut self) -> Vec<(PodKey, Option<Name>)> {
         let unseen: Vec<(u32, PodKey)> = self
             .iter()
             .filter(|v| !v.record().has(SEEN))

@@ -46,7 +46,7 @@ pub(super) fn status(s: Option<ConditionStatus>) -> &'static str {
 }
 
 /// Why a pod goes: the taint and its `timeAdded`, the toleration that ran out.
-pub fn deletion_reason(d: &Decision) -> String {
+pub(crate) fn deletion_reason(d: &Decision) -> String {
     let Decision::PodDeletion {
         taint,
         toleration_seconds,

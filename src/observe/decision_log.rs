@@ -25,26 +25,26 @@ use super::decision_line::{deletion_reason, list, render, taint_text};
 use super::history::{Entry, History, Subject};
 
 /// How long a kind's line budget in a zone lasts.
-pub const WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const WINDOW: Duration = Duration::from_secs(10);
 /// Nodes (or pods) one kind speaks of in one zone per window before folding starts.
-pub const SUBJECTS_PER_WINDOW: usize = 3;
+pub(crate) const SUBJECTS_PER_WINDOW: usize = 3;
 /// Names listed in a folded line.
 pub(super) const NAMES_SHOWN: usize = 3;
 
 /// One line to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogLine {
-    pub level: Level,
+    pub(crate) level: Level,
     pub message: String,
-    pub node: Option<String>,
-    pub pod: Option<String>,
+    pub(crate) node: Option<String>,
+    pub(crate) pod: Option<String>,
     /// `region/zone`.
-    pub zone: Option<String>,
-    pub decision: &'static str,
+    pub(crate) zone: Option<String>,
+    pub(crate) decision: &'static str,
 }
 
 impl LogLine {
-    pub fn fields(&self) -> crate::logging::Fields<'_> {
+    pub(crate) fn fields(&self) -> crate::logging::Fields<'_> {
         crate::logging::Fields {
             node: self.node.as_deref(),
             pod: self.pod.as_deref(),
@@ -71,10 +71,10 @@ pub struct DecisionLog {
     windows: BTreeMap<(&'static str, String), Window>,
     history: History,
     /// Lines logged, and lines folded into others.
-    pub lines: u64,
-    pub folded: u64,
+    pub(crate) lines: u64,
+    pub(crate) folded: u64,
     /// Decisions recorded, by [`Decision::kind`], folded or not (`/metrics`).
-    pub decided: BTreeMap<&'static str, u64>,
+    pub(crate) decided: BTreeMap<&'static str, u64>,
 }
 
 impl DecisionLog {
@@ -132,7 +132,7 @@ impl DecisionLog {
     }
 
     /// Summary lines of windows that ended by `now`.
-    pub fn flush(&mut self, now: Time) -> Vec<LogLine> {
+    pub(crate) fn flush(&mut self, now: Time) -> Vec<LogLine> {
         let ended: Vec<(&'static str, String)> = self
             .windows
             .iter()
@@ -175,7 +175,7 @@ impl DecisionLog {
     }
 
     /// When [`DecisionLog::flush`] has a summary to tell.
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         self.windows
             .values()
             .filter(|w| w.folded_lines > 0)
@@ -184,11 +184,11 @@ impl DecisionLog {
     }
 
     /// The recent decisions about `subject`, oldest first.
-    pub fn history(&self, subject: &Subject) -> Vec<Entry> {
+    pub(crate) fn history(&self, subject: &Subject) -> Vec<Entry> {
         self.history.of(subject)
     }
 
-    pub fn history_bytes(&self) -> usize {
+    pub(crate) fn history_bytes(&self) -> usize {
         self.history.heap_bytes()
     }
 }

@@ -34,7 +34,7 @@ use crate::time::TimerHeap;
 
 /// Longest single wait. Nothing needs it (deadlines wake us), but a bounded wait keeps the loop
 /// observable (wake-up counts move) and limits the damage of a deadline computed wrongly.
-pub const MAX_POLL_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const MAX_POLL_WAIT: Duration = Duration::from_secs(60);
 
 /// What the loop calls. `S` says what a registered source is, `T` what a timer is for.
 pub trait Handler<S, T> {
@@ -79,7 +79,7 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         Ok(token)
     }
 
-    pub fn reregister<E: Source + ?Sized>(
+    pub(crate) fn reregister<E: Source + ?Sized>(
         &mut self,
         io: &mut E,
         token: Token,
@@ -90,13 +90,13 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
 
     /// The poll's registry, for a source that pauses and resumes its own readiness events
     /// (its token and kind stay known meanwhile).
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
 
     /// Forgets the source; returns its kind. The OS-level deregistration error is ignored on
     /// purpose: the usual cause is a socket already closed, which deregisters itself.
-    pub fn deregister<E: Source + ?Sized>(&mut self, io: &mut E, token: Token) -> Option<S> {
+    pub(crate) fn deregister<E: Source + ?Sized>(&mut self, io: &mut E, token: Token) -> Option<S> {
         let _ = self.registry.deregister(io);
         self.sources.remove(&token)
     }
@@ -104,7 +104,7 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
     /// For a source that registers itself, such as a watch stream, which registers its socket
     /// as it starts connecting: `register` gets the registry and the token to use. The token is
     /// spent even if `register` fails (tokens are never reused).
-    pub fn register_with<R, E>(
+    pub(crate) fn register_with<R, E>(
         &mut self,
         kind: S,
         register: impl FnOnce(&Registry, Token) -> Result<R, E>,
@@ -117,7 +117,7 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
     }
 
     /// The counterpart of `register_with`: `deregister` gets the registry, the source is forgotten.
-    pub fn deregister_with<R>(
+    pub(crate) fn deregister_with<R>(
         &mut self,
         token: Token,
         deregister: impl FnOnce(&Registry) -> R,
@@ -126,11 +126,12 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         (self.sources.remove(&token), result)
     }
 
-    pub fn source(&self, token: Token) -> Option<&S> {
+    #[cfg(test)]
+    pub(crate) fn source(&self, token: Token) -> Option<&S> {
         self.sources.get(&token)
     }
 
-    pub fn sources(&self) -> usize {
+    pub(crate) fn sources(&self) -> usize {
         self.sources.len()
     }
 
@@ -177,7 +178,7 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         self.clock.now()
     }
 
-    pub fn clock(&self) -> &Clock {
+    pub(crate) fn clock(&self) -> &Clock {
         &self.clock
     }
 
@@ -186,7 +187,7 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
     }
 
     /// The loop's counters and timers as the state dump and `/metrics` show them.
-    pub fn snapshot(&self) -> LoopSnapshot {
+    pub(crate) fn snapshot(&self) -> LoopSnapshot {
         let now = self.now();
         LoopSnapshot {
             stats: self.stats,
@@ -205,10 +206,6 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
     /// the loop in phases).
     pub fn resume(&mut self) {
         self.stop_requested = false;
-    }
-
-    pub fn is_stopping(&self) -> bool {
-        self.stop_requested
     }
 }
 
@@ -311,7 +308,7 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
 }
 
 /// How long to wait: until the earliest deadline, at most `cap`, zero if already due.
-pub fn poll_timeout(now: Time, next_deadline: Option<Time>, cap: Duration) -> Duration {
+pub(crate) fn poll_timeout(now: Time, next_deadline: Option<Time>, cap: Duration) -> Duration {
     match next_deadline {
         Some(at) => at.since(now).min(cap),
         None => cap,

@@ -14,7 +14,7 @@ use super::{DecodeContext, DecodeError, ListPage, wire};
 
 /// Largest single item accepted (a Node or Pod is a few KiB; the API server's own limit on an
 /// object is about 1.5 MiB in etcd). Past this the response is refused, not buffered.
-pub const MAX_ITEM_BYTES: usize = 16 << 20;
+pub(crate) const MAX_ITEM_BYTES: usize = 16 << 20;
 
 /// Bytes asked of the reader at a time.
 const READ_CHUNK: usize = 64 << 10;
@@ -48,7 +48,7 @@ pub enum Next<'a> {
 /// Incremental splitter of one LIST response body (sans-IO: [`ListSplitter::push`] bytes,
 /// [`ListSplitter::next_item`] items).
 #[derive(Debug)]
-pub struct ListSplitter {
+pub(crate) struct ListSplitter {
     buf: Vec<u8>,
     /// Where the next token starts; everything before it has been consumed.
     pos: usize,
@@ -64,7 +64,7 @@ impl Default for ListSplitter {
 }
 
 impl ListSplitter {
-    pub fn new() -> ListSplitter {
+    pub(crate) fn new() -> ListSplitter {
         ListSplitter {
             buf: Vec::new(),
             pos: 0,
@@ -75,7 +75,7 @@ impl ListSplitter {
     }
 
     /// Appends bytes, first dropping what has been consumed (the buffer holds one token's worth).
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         if self.pos > 0 {
             self.buf.drain(..self.pos);
             self.pos = 0;
@@ -84,26 +84,24 @@ impl ListSplitter {
     }
 
     /// Bytes buffered and not yet consumed.
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     /// `metadata.resourceVersion` of the list (known once the metadata has been read: the API
     /// server writes it before the items).
-    pub fn resource_version(&self) -> &str {
+    pub(crate) fn resource_version(&self) -> &str {
         &self.resource_version
     }
 
-    pub fn continue_token(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn continue_token(&self) -> Option<&str> {
         self.continue_token.as_deref()
     }
 
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     /// The next item, or what is needed to get one.
-    pub fn next_item(&mut self) -> Result<Next<'_>, DecodeError> {
+    pub(crate) fn next_item(&mut self) -> Result<Next<'_>, DecodeError> {
         loop {
             let Some(at) = skip_ws(&self.buf, self.pos) else {
                 return Ok(if self.state == State::Done {
@@ -329,7 +327,8 @@ impl<R: Read> ListStream<R> {
     }
 
     /// Bytes buffered and not yet consumed.
-    pub fn pending(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
         match &self.splitter {
             Splitter::Json(s) => s.pending(),
             Splitter::Protobuf(s) => s.pending(),
@@ -337,7 +336,7 @@ impl<R: Read> ListStream<R> {
     }
 
     /// The reader, e.g. to read what follows the list to the end.
-    pub fn into_reader(self) -> R {
+    pub(crate) fn into_reader(self) -> R {
         self.reader
     }
 

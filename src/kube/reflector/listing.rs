@@ -8,7 +8,7 @@ use crate::time::Time;
 impl<T: Watched> Reflector<T> {
     /// Part of a streamed LIST (`from_watch_cache`): the items read so far. The rest of the
     /// same response follows; its last part comes through `list_page_received`.
-    pub fn list_items_received(&mut self, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
+    pub(crate) fn list_items_received(&mut self, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
         let Phase::Listing {
             listed,
             begun,
@@ -61,7 +61,7 @@ impl<T: Watched> Reflector<T> {
         self.ready_at = now;
     }
 
-    pub fn list_failed(&mut self, now: Time, failure: ListFailure) {
+    pub(crate) fn list_failed(&mut self, now: Time, failure: ListFailure) {
         let Phase::Listing {
             outstanding,
             from_cache,

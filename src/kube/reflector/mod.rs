@@ -67,31 +67,31 @@ pub enum WatchFlow {
 
 /// A failed LIST request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListFailure {
+pub(crate) struct ListFailure {
     /// `410 Gone`: the continue token expired; the list restarts from the first page.
-    pub gone: bool,
-    pub message: String,
+    pub(crate) gone: bool,
+    pub(crate) message: String,
 }
 
 /// For the dump and the metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReflectorStats {
-    pub synced: bool,
+    pub(crate) synced: bool,
     pub resource_version: Option<String>,
-    pub last_event_at: Option<Time>,
+    pub(crate) last_event_at: Option<Time>,
     /// Watches opened after the first one.
     pub reconnects: u64,
     /// Full lists (or watch-lists) after the first one.
     pub relists: u64,
     /// Objects delivered by the last full state (the store holds the current count).
-    pub objects: usize,
+    pub(crate) objects: usize,
     /// Watch lines that could not be decoded and were skipped.
     pub skipped_events: u64,
     pub consecutive_failures: u32,
     pub last_error: Option<String>,
     pub watch_list: bool,
     /// When the current watch was opened; `None` while not watching.
-    pub watching_since: Option<Time>,
+    pub(crate) watching_since: Option<Time>,
 }
 
 #[derive(Debug)]
@@ -208,17 +208,17 @@ impl<T: Watched> Reflector<T> {
         }
     }
 
-    pub fn is_synced(&self) -> bool {
+    pub(crate) fn is_synced(&self) -> bool {
         self.full_states > 0
     }
 
     /// A full state is due (after a `410 Gone`) or being delivered: the cache may be behind.
-    pub fn needs_full_state(&self) -> bool {
+    pub(crate) fn needs_full_state(&self) -> bool {
         self.needs_full_state
     }
 
     /// A full state is being delivered (LIST pages, or a watch-list's initial events).
-    pub fn delivering_full_state(&self) -> bool {
+    pub(crate) fn delivering_full_state(&self) -> bool {
         matches!(
             self.phase,
             Phase::Listing { .. } | Phase::Watching { initial: Some(_) }
@@ -227,7 +227,7 @@ impl<T: Watched> Reflector<T> {
 
     /// The next full state (after a `410 Gone`) is a watch-list: the server's version, unknown
     /// at the start, turned out to support it. A full state in progress is not interrupted.
-    pub fn enable_watch_list(&mut self) {
+    pub(crate) fn enable_watch_list(&mut self) {
         self.watch_list = true;
         self.watch_list_misses = 0;
     }
@@ -387,17 +387,17 @@ impl<T: Watched> Reflector<T> {
     /// [`PROBE_TIMEOUT_SECONDS`]: after a broken watch, the shell counts its successor as
     /// current at its response head and wants the server to prove soon that it streams
     /// (`runtime/informer/currency.rs`). A watch-list (a full state) is never a probe.
-    pub fn set_probe_next(&mut self, probe: bool) {
+    pub(crate) fn set_probe_next(&mut self, probe: bool) {
         self.probe_next = probe;
     }
 
     /// Where later watches' ends should land (`None`: anywhere in the range).
-    pub fn set_end_target(&mut self, target: Option<EndTarget>) {
+    pub(crate) fn set_end_target(&mut self, target: Option<EndTarget>) {
         self.end_target = target;
     }
 
     /// When the server is expected to end the watch last asked for (sent, not yet ended).
-    pub fn expected_watch_end(&self) -> Option<Time> {
+    pub(crate) fn expected_watch_end(&self) -> Option<Time> {
         self.expected_end
     }
 

@@ -44,7 +44,7 @@ pub enum Drain {
 
 /// Could not even start a watch (the reflector treats it like a broken stream).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpenError(pub String);
+pub struct OpenError(pub(crate) String);
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -226,7 +226,7 @@ impl WatchStream {
         self.ended && self.awaiting_reused
     }
 
-    pub fn token(&self) -> Token {
+    pub(crate) fn token(&self) -> Token {
         self.token
     }
 
@@ -236,7 +236,7 @@ impl WatchStream {
 
     /// The status of the current response once its head has been read; `None` before it
     /// and once the response has ended.
-    pub fn response_status(&self) -> Option<u16> {
+    pub(crate) fn response_status(&self) -> Option<u16> {
         if self.ended {
             return None;
         }

@@ -6,7 +6,7 @@ use crate::model::{PodKey, Toleration};
 
 impl PodTable {
     /// Gives back what a sync's growth left unused.
-    pub fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         // Trailing vacant slots can go; others stay on the free list.
         while self.records.last().is_some_and(|r| !r.has(LIVE)) {
             self.records.pop();
@@ -25,7 +25,7 @@ impl PodTable {
     }
 
     /// Heap bytes held for pods (records, names, indexes, shared tables), as allocated.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         let names: usize = self
             .records
             .iter()
@@ -58,7 +58,7 @@ impl PodTable {
 
 /// What glibc's malloc takes for a request of `n` bytes (16-byte chunks, 8 bytes of header,
 /// at least 32): the honest cost of a small allocation.
-pub fn malloc_size(n: usize) -> usize {
+pub(crate) fn malloc_size(n: usize) -> usize {
     if n == 0 {
         return 0;
     }

@@ -68,12 +68,12 @@ use crate::observe::{
     LoopSnapshot, ReflectorSnapshot, RequestCount, StoreMemory,
 };
 use crate::time::Time;
-pub use kinds::{SourceKind, TimerKind, Watch};
+pub(crate) use kinds::{SourceKind, TimerKind, Watch};
 
 type Lp = LoopControl<SourceKind, TimerKind>;
 
 /// Logged once the loop runs; tests and operators wait for it before sending signals.
-pub const READY_FOR_SIGNALS: &str = "ready for signals";
+pub(crate) const READY_FOR_SIGNALS: &str = "ready for signals";
 
 /// One executor turn stops starting calls after this long (one call may then still take up to
 /// the request timeout): the loop's other timers and watches run between turns.
@@ -117,7 +117,7 @@ struct InformerShared {
     config: InformerConfig,
 }
 
-pub struct Daemon {
+pub(crate) struct Daemon {
     config_path: PathBuf,
     config: Config,
     log: LogControl,
@@ -274,10 +274,6 @@ impl Daemon {
         }
         self.informers.start(lp);
         // The loop's before-sleep hook arms the rest before the first wait.
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.config
     }
 
     fn all_synced(&self) -> bool {

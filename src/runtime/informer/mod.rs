@@ -90,7 +90,7 @@ pub struct InformerIo<'a, S, K> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InformerStats {
     /// `Node`, `Lease`, `Pod`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     pub reflector: ReflectorStats,
     /// Bytes received on watch streams (TLS records included), closed ones too.
     pub watch_bytes: u64,
@@ -223,7 +223,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     }
 
     /// Closes the watch and disarms the timer.
-    pub fn stop(&mut self, lp: &mut LoopControl<S, K>) {
+    pub(crate) fn stop(&mut self, lp: &mut LoopControl<S, K>) {
         self.cache_list = None;
         self.close_stream(lp);
         self.close_kept(lp);
@@ -231,7 +231,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     }
 
     /// Later full states (relists) use watch-list streaming (the server turned out to have it).
-    pub fn enable_watch_list(&mut self) {
+    pub(crate) fn enable_watch_list(&mut self) {
         self.reflector.enable_watch_list();
     }
 
@@ -256,7 +256,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// Request sent → response head of the watch that last made the cache current again
     /// after a failure, on a new connection; `None` when a LIST did (or nothing failed yet).
     /// The caches' settle is measured by it (`controller/cache_currency.rs`).
-    pub fn recovery_rtt(&self) -> Option<Duration> {
+    pub(crate) fn recovery_rtt(&self) -> Option<Duration> {
         self.recovery_rtt
     }
 
@@ -271,12 +271,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     }
 
     /// When the server should end the watch last sent.
-    pub fn expected_watch_end(&self) -> Option<Time> {
+    pub(crate) fn expected_watch_end(&self) -> Option<Time> {
         self.reflector.expected_watch_end()
-    }
-
-    pub fn timer(&self) -> &K {
-        &self.timer
     }
 
     pub fn stats(&self) -> InformerStats {
