@@ -29,6 +29,29 @@
 //! The simulated cluster the tests, the demo and the benchmark run against is not here: it is the
 //! workspace crate `crates/node-lifecycled-sim` (library and the `node-lifecycled-sim` binary), a
 //! dev-dependency of this package's tests that depends on this library, never the other way.
+//!
+//! # The public surface
+//!
+//! Everything is `pub(crate)` unless something outside this library uses it; what is `pub`
+//! is there for one of these users (the compiler checks it: an item made `pub(crate)` that one of
+//! them needs fails `cargo build --workspace --all-targets`):
+//!
+//! | module       | the daemon binary (`src/main.rs`)             | the simulator, `tests/`, `examples/`                       |
+//! |--------------|-----------------------------------------------|------------------------------------------------------------|
+//! | `config`     | `Config::load`, the default path              | configs built and rendered, durations parsed               |
+//! | `runtime`    | `daemon::run`, the API connection check       | the event loop, informers, executor and endpoints, driven alone |
+//! | `doctor`     | `node-lifecycled doctor`, pause and resume    | —                                                          |
+//! | `leader`     | the pause scopes                              | the elector on a virtual clock                             |
+//! | `logging`    | the log output set up                         | the journal's protocol                                     |
+//! | `observe`    | —                                             | snapshots rendered: dump, metrics, decision log, explain   |
+//! | `controller` | —                                             | `Controllers` fed inputs (fuzzing, the monitor pass against upstream's, cost benches) |
+//! | `kube`       | —                                             | the client, watch streams, reflector and decoding against the simulator |
+//! | `model`      | —                                             | the compact objects and the cluster store                  |
+//! | `time`       | durations                                     | the virtual clock's instants, rates and the seeded random generator |
+//!
+//! Only the daemon binary is the product's interface; the rest of the surface exists for the
+//! simulator crate and the tests, and carries no stability promise. Switches that only tests
+//! flip (`Controllers::use_full_monitor_pass`) are documented as such where they are defined.
 
 pub mod config;
 pub mod controller;

@@ -59,7 +59,7 @@ pub enum FenceMode {
 }
 
 impl FenceMode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FenceMode::PowerOff => "power-off",
             FenceMode::PowerCycle => "power-cycle",
@@ -70,8 +70,8 @@ impl FenceMode {
 /// One fence step: its command and how long it may run before the next step is tried.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FenceStepConfig {
-    pub command: Vec<String>,
-    pub timeout: Duration,
+    pub(crate) command: Vec<String>,
+    pub(crate) timeout: Duration,
 }
 
 impl FencingConfig {
@@ -92,7 +92,7 @@ impl FencingConfig {
     }
 
     /// The power-off steps in order: `[[fencing.step]]`, or `command` with `timeout`.
-    pub fn effective_steps(&self) -> Vec<FenceStepConfig> {
+    pub(crate) fn effective_steps(&self) -> Vec<FenceStepConfig> {
         if !self.steps.is_empty() {
             return self.steps.clone();
         }

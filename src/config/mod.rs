@@ -16,7 +16,7 @@ mod raw;
 mod render;
 mod validate;
 use crate::kube::decode::proto::ContentType;
-pub use validate::parse_level;
+pub(crate) use validate::parse_level;
 use validate::{Validator, is_dns_subdomain};
 mod validate_api;
 
@@ -33,7 +33,7 @@ use crate::controller::Settings;
 use crate::time::Rate;
 
 // Settings owned by the layer that uses them; the config file fills them in.
-pub use crate::leader::LeaderElectionConfig;
+pub(crate) use crate::leader::LeaderElectionConfig;
 pub use crate::logging::LogFormat;
 
 // Durations are written and read the same way everywhere: the text form lives with time.
@@ -50,7 +50,7 @@ pub const DEFAULT_CONFIG_PATH: &str = "/etc/node-lifecycled/config.toml";
 /// component's kubeconfig in /etc/kubernetes (controller-manager.conf, scheduler.conf), so ours
 /// sits beside them. Chosen over guessing from the environment so the same file means the same
 /// thing wherever it is checked; running in a pod is an explicit `in_cluster = true`.
-pub const DEFAULT_KUBECONFIG: &str = "/etc/kubernetes/node-lifecycled.conf";
+pub(crate) const DEFAULT_KUBECONFIG: &str = "/etc/kubernetes/node-lifecycled.conf";
 
 /// The whole configuration. Each layer's keys are that layer's settings type, embedded here
 /// as the file fills it in (`controller`); the daemon's own keys are fields of `Config`.
@@ -109,19 +109,19 @@ pub enum DumpFormat {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApiConfig {
     pub source: ApiSource,
-    pub allow_insecure_skip_tls_verify: bool,
+    pub(crate) allow_insecure_skip_tls_verify: bool,
     /// Client-side throttle of API calls (upstream `--kube-api-qps`).
     pub qps: Rate,
     pub burst: u32,
     /// Hard limit of one unary call; well under the leader renew deadline so a stuck call cannot
     /// cost the lease.
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// A watch stream silent for this long is presumed dead and reopened. Each watch asks the
     /// server to end it (`timeoutSeconds`) at 70–90 % of this, so a healthy one always speaks
     /// in time.
-    pub watch_idle_timeout: Duration,
+    pub(crate) watch_idle_timeout: Duration,
     /// What the watch-cache LIST and the watches ask for (upstream `--kube-api-content-type`).
-    pub content_type: ContentType,
+    pub(crate) content_type: ContentType,
 }
 
 /// client-go's and kube-controller-manager's defaults (`--kube-api-qps` 20, `--kube-api-burst`
@@ -164,7 +164,7 @@ pub enum ApiSource {
 
 impl ApiSource {
     /// Where the API server is found, in one phrase (the state dump, `doctor`).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             ApiSource::Kubeconfig {
                 path,
@@ -192,12 +192,12 @@ impl Default for Config {
 /// A configuration problem, shown as one line: `<path>:<line>: <key>: <reason>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// 1-based; `None` when the problem is not on a line (unreadable file, a default in conflict).
-    pub line: Option<usize>,
+    pub(crate) line: Option<usize>,
     /// Dotted key (`api.qps`); empty for syntax errors that are not about one key.
-    pub key: String,
-    pub reason: String,
+    pub(crate) key: String,
+    pub(crate) reason: String,
 }
 
 impl fmt::Display for ConfigError {

@@ -18,7 +18,7 @@ use super::{ConfigError, Validator, format_duration};
 
 /// Taint key prefixes owned by Kubernetes components (the node lifecycle controller, cloud
 /// providers, kubeadm): a custom taint there would fight their writers.
-pub const RESERVED_TAINT_PREFIXES: [&str; 3] = [
+pub(crate) const RESERVED_TAINT_PREFIXES: [&str; 3] = [
     "node.kubernetes.io/",
     "node.cloudprovider.kubernetes.io/",
     "node-role.kubernetes.io/",

@@ -16,28 +16,28 @@ pub(super) type Field<T> = Option<Spanned<T>>;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRequirement {
-    pub key: Field<String>,
-    pub operator: Field<String>,
-    pub values: Field<Vec<String>>,
+    pub(crate) key: Field<String>,
+    pub(crate) operator: Field<String>,
+    pub(crate) values: Field<Vec<String>>,
 }
 
 /// One `[[condition_taint]]`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConditionTaint {
-    pub condition: Field<String>,
-    pub status: Field<String>,
-    pub key: Field<String>,
-    pub value: Field<String>,
-    pub effect: Field<String>,
+    pub(crate) condition: Field<String>,
+    pub(crate) status: Field<String>,
+    pub(crate) key: Field<String>,
+    pub(crate) value: Field<String>,
+    pub(crate) effect: Field<String>,
 }
 
 /// One `[[fencing.step]]`.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFenceStep {
-    pub command: Field<Vec<String>>,
-    pub timeout: Field<DurationText>,
+    pub(crate) command: Field<Vec<String>>,
+    pub(crate) timeout: Field<DurationText>,
 }
 
 /// A duration as written ("1m30s"); parsed in validation so the error can say why. Its own

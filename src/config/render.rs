@@ -15,15 +15,15 @@ use crate::controller::pools::Pool;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigChange {
     /// Dotted key, `api.qps`.
-    pub key: String,
+    pub(crate) key: String,
     /// TOML spelling of the old and new value; `None` when unset.
-    pub old: Option<String>,
-    pub new: Option<String>,
+    pub(crate) old: Option<String>,
+    pub(crate) new: Option<String>,
 }
 
 impl ConfigChange {
     /// Keys read once at start-up: connections and identities are built from them.
-    pub fn needs_restart(&self) -> bool {
+    pub(crate) fn needs_restart(&self) -> bool {
         self.key.starts_with("api.")
             || self.key.starts_with("leader_election.")
             || self.key == "metrics_address"

@@ -221,7 +221,7 @@ pub(super) fn unknown_field(message: &str) -> Option<&str> {
     rest.split('`').next()
 }
 
-pub fn parse_level(text: &str) -> Option<LevelFilter> {
+pub(crate) fn parse_level(text: &str) -> Option<LevelFilter> {
     Some(match text {
         "error" => LevelFilter::Error,
         "warn" => LevelFilter::Warn,

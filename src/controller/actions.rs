@@ -131,7 +131,7 @@ impl Default for FenceStep {
 
 impl FenceStep {
     /// `FENCE_STEP` in the command's environment: `1`, `2`, … or `on`.
-    pub fn env(self) -> String {
+    pub(crate) fn env(self) -> String {
         match self {
             FenceStep::Off(i) => (i + 1).to_string(),
             FenceStep::On => "on".to_string(),

@@ -15,7 +15,7 @@ use super::settings::Settings;
 use super::tolerations::{Countdown, countdown, countdown_start};
 
 impl Settings {
-    pub fn is_autonomous(&self, node: &Node) -> bool {
+    pub(crate) fn is_autonomous(&self, node: &Node) -> bool {
         self.autonomy && node.autonomy != Autonomy::None
     }
 }
@@ -29,7 +29,7 @@ fn covered(taint: &Taint) -> bool {
 /// The countdown for a pod on a node with `autonomy`: upstream's over the taints autonomy does
 /// not cover, combined with, for the covered ones, the later of the pod's own deadline and
 /// `timeAdded + duration` (each counted from its taint's start, `countdown_start`).
-pub fn autonomous_countdown(
+pub(crate) fn autonomous_countdown(
     autonomy: Autonomy,
     taints: &[Taint],
     tolerations: &[Toleration],

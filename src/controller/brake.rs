@@ -35,7 +35,7 @@ pub enum MaxUnhealthy {
 
 impl MaxUnhealthy {
     /// More nodes than the limit are unhealthy: `unhealthy > n`, or `unhealthy > p % of total`.
-    pub fn exceeded(self, unhealthy: usize, total: usize) -> bool {
+    pub(crate) fn exceeded(self, unhealthy: usize, total: usize) -> bool {
         match self {
             MaxUnhealthy::Count(n) => unhealthy > n as usize,
             MaxUnhealthy::Percent(p) => unhealthy as f64 * 100.0 > p * total as f64,
@@ -43,7 +43,7 @@ impl MaxUnhealthy {
     }
 
     /// The value as the config file writes it (`10` or `"40%"`).
-    pub fn to_toml(self) -> String {
+    pub(crate) fn to_toml(self) -> String {
         match self {
             MaxUnhealthy::Count(n) => n.to_string(),
             MaxUnhealthy::Percent(_) => format!("\"{self}\""),
@@ -62,7 +62,7 @@ impl fmt::Display for MaxUnhealthy {
 
 /// What one brake covers: every node, or the nodes of one pool.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum BrakeScope {
+pub(crate) enum BrakeScope {
     Fleet,
     Pool(Name),
 }
@@ -78,29 +78,29 @@ impl fmt::Display for BrakeScope {
 
 /// One brake's state.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BrakeState {
-    pub limit: MaxUnhealthy,
+pub(crate) struct BrakeState {
+    pub(crate) limit: MaxUnhealthy,
     /// Since when it is engaged; `None`: released.
-    pub engaged_since: Option<Time>,
+    pub(crate) engaged_since: Option<Time>,
     /// While engaged: since when the count has been back within the limit.
-    pub within_since: Option<Time>,
+    pub(crate) within_since: Option<Time>,
     /// The last count: unhealthy nodes (suspects included) and all nodes of the scope.
-    pub unhealthy: usize,
-    pub total: usize,
+    pub(crate) unhealthy: usize,
+    pub(crate) total: usize,
 }
 
 /// A brake engaged or released (one decision line each).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BrakeChange {
-    pub scope: BrakeScope,
-    pub engaged: bool,
-    pub unhealthy: usize,
-    pub total: usize,
-    pub limit: MaxUnhealthy,
+    pub(crate) scope: BrakeScope,
+    pub(crate) engaged: bool,
+    pub(crate) unhealthy: usize,
+    pub(crate) total: usize,
+    pub(crate) limit: MaxUnhealthy,
 }
 
 impl BrakeState {
-    pub fn new(limit: MaxUnhealthy) -> BrakeState {
+    pub(crate) fn new(limit: MaxUnhealthy) -> BrakeState {
         BrakeState {
             limit,
             engaged_since: None,
@@ -110,13 +110,19 @@ impl BrakeState {
         }
     }
 
-    pub fn engaged(&self) -> bool {
+    pub(crate) fn engaged(&self) -> bool {
         self.engaged_since.is_some()
     }
 
     /// Takes a new count at `now`. Engages at once when over the limit; releases once the
     /// count has stayed within it for `cooldown` (zero: at once). True when it changed.
-    pub fn step(&mut self, unhealthy: usize, total: usize, now: Time, cooldown: Duration) -> bool {
+    pub(crate) fn step(
+        &mut self,
+        unhealthy: usize,
+        total: usize,
+        now: Time,
+        cooldown: Duration,
+    ) -> bool {
         self.unhealthy = unhealthy;
         self.total = total;
         let over = self.limit.exceeded(unhealthy, total);
@@ -145,7 +151,7 @@ impl BrakeState {
     }
 
     /// When an engaged brake whose count is within the limit releases.
-    pub fn releases_at(&self, cooldown: Duration) -> Option<Time> {
+    pub(crate) fn releases_at(&self, cooldown: Duration) -> Option<Time> {
         self.engaged_since?;
         self.within_since.map(|t| t + cooldown)
     }
@@ -153,23 +159,23 @@ impl BrakeState {
 
 /// The brakes configured, by scope.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Brakes {
-    pub scopes: BTreeMap<BrakeScope, BrakeState>,
+pub(crate) struct Brakes {
+    pub(crate) scopes: BTreeMap<BrakeScope, BrakeState>,
 }
 
 impl Brakes {
-    pub fn any_engaged(&self) -> bool {
+    pub(crate) fn any_engaged(&self) -> bool {
         self.scopes.values().any(BrakeState::engaged)
     }
 
-    pub fn fleet_engaged(&self) -> bool {
+    pub(crate) fn fleet_engaged(&self) -> bool {
         self.scopes
             .get(&BrakeScope::Fleet)
             .is_some_and(BrakeState::engaged)
     }
 
     /// The engaged brake covering a node of `pool`, if any (the fleet's first).
-    pub fn covering(&self, pool: Option<&Name>) -> Option<(&BrakeScope, &BrakeState)> {
+    pub(crate) fn covering(&self, pool: Option<&Name>) -> Option<(&BrakeScope, &BrakeState)> {
         if let Some((scope, state)) = self.scopes.get_key_value(&BrakeScope::Fleet)
             && state.engaged()
         {
@@ -184,7 +190,7 @@ impl Brakes {
 
 /// Which nodes' pod deletions an engaged brake holds (what taint eviction is told).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum BrakeCover {
+pub(crate) enum BrakeCover {
     #[default]
     Nothing,
     Everything,
@@ -192,7 +198,7 @@ pub enum BrakeCover {
 }
 
 impl BrakeCover {
-    pub fn covers(&self, node: &str) -> bool {
+    pub(crate) fn covers(&self, node: &str) -> bool {
         match self {
             BrakeCover::Nothing => false,
             BrakeCover::Everything => true,

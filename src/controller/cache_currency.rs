@@ -48,8 +48,8 @@ use std::time::Duration;
 use crate::time::Time;
 
 /// The settle's bounds (see [`cache_settle`]).
-pub const CACHE_SETTLE_MIN: Duration = Duration::from_millis(50);
-pub const CACHE_SETTLE_MAX: Duration = Duration::from_millis(500);
+pub(crate) const CACHE_SETTLE_MIN: Duration = Duration::from_millis(50);
+pub(crate) const CACHE_SETTLE_MAX: Duration = Duration::from_millis(500);
 
 /// After every informer streams again, how long before the caches count as current: the
 /// events missed since our version arrive right behind the watch's response head, written by
@@ -59,13 +59,13 @@ pub const CACHE_SETTLE_MAX: Duration = Duration::from_millis(500);
 /// `CACHE_SETTLE_MIN` for a busy machine to run the server and read them, at most
 /// `CACHE_SETTLE_MAX` (a server that slow is backed off from anyway). A cache made current
 /// by a full state (`rtt` unknown) waits the least.
-pub fn cache_settle(rtt: Option<Duration>) -> Duration {
+pub(crate) fn cache_settle(rtt: Option<Duration>) -> Duration {
     rtt.unwrap_or_default()
         .clamp(CACHE_SETTLE_MIN, CACHE_SETTLE_MAX)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CacheCurrency {
+pub(crate) struct CacheCurrency {
     /// Since when every informer has been streaming, and the settle after it; `None` while
     /// one is not.
     watching_since: Option<(Time, Duration)>,
@@ -82,7 +82,7 @@ impl Default for CacheCurrency {
 impl CacheCurrency {
     /// The shell's report (`Input::InformersWatching`): `Some(settle)` when every informer
     /// streams (a repeated report keeps the first time and settle), `None` when one does not.
-    pub fn watching(&mut self, all: Option<Duration>, now: Time) {
+    pub(crate) fn watching(&mut self, all: Option<Duration>, now: Time) {
         match (all, self.watching_since) {
             (Some(settle), None) => self.watching_since = Some((now, settle)),
             (Some(_), Some(_)) => {}
@@ -91,13 +91,13 @@ impl CacheCurrency {
     }
 
     /// The caches may be acted on at `now`.
-    pub fn is_current(&self, now: Time) -> bool {
+    pub(crate) fn is_current(&self, now: Time) -> bool {
         self.current_at().is_some_and(|at| now >= at)
     }
 
     /// When the caches become current if every informer keeps watching; `None` while one is
     /// not watching (an input, not a time, ends that wait).
-    pub fn current_at(&self) -> Option<Time> {
+    pub(crate) fn current_at(&self) -> Option<Time> {
         self.watching_since.map(|(since, settle)| since + settle)
     }
 }

@@ -20,26 +20,26 @@ use crate::time::Time;
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConditionTaint {
     /// The condition type, e.g. `KernelDeadlock`.
-    pub condition: Name,
-    pub status: ConditionStatus,
+    pub(crate) condition: Name,
+    pub(crate) status: ConditionStatus,
     pub key: Name,
-    pub value: Name,
+    pub(crate) value: Name,
     /// `NoSchedule` or `NoExecute` (the only ones the config accepts).
-    pub effect: TaintEffect,
+    pub(crate) effect: TaintEffect,
 }
 
 impl ConditionTaint {
     /// The node reports the condition with the configured status.
-    pub fn holds(&self, node: &Node) -> bool {
+    pub(crate) fn holds(&self, node: &Node) -> bool {
         node.condition_status(&self.condition) == Some(self.status)
     }
 
     /// The node carries this taint (key and effect; the value is ours to set).
-    pub fn present(&self, node: &Node) -> bool {
+    pub(crate) fn present(&self, node: &Node) -> bool {
         node.has_taint(&self.key, &self.effect)
     }
 
-    pub fn taint(&self, time_added: Option<Time>) -> Taint {
+    pub(crate) fn taint(&self, time_added: Option<Time>) -> Taint {
         Taint {
             key: self.key.clone(),
             value: self.value.clone(),
@@ -51,7 +51,7 @@ impl ConditionTaint {
 
 /// NoExecute custom taints whose condition holds but which the node lacks: the node waits in
 /// its zone queue for them.
-pub fn missing_no_execute<'a>(
+pub(crate) fn missing_no_execute<'a>(
     rules: &'a [ConditionTaint],
     node: &'a Node,
 ) -> impl Iterator<Item = &'a ConditionTaint> {
@@ -64,7 +64,7 @@ pub fn missing_no_execute<'a>(
 /// NoSchedule ones are added and removed as their conditions say; NoExecute ones are only
 /// removed here (when their condition no longer holds), and added when `add_no_execute` (the
 /// zone queue granted the node its token).
-pub fn reconcile(
+pub(crate) fn reconcile(
     rules: &[ConditionTaint],
     node: &Node,
     taints: &mut Vec<Taint>,
@@ -94,7 +94,7 @@ pub fn reconcile(
 
 /// A reload replaces `old` rules with `new` ones: the taints of rules gone stay ours and join
 /// `retired` (removed from every node); a rule configured again leaves it.
-pub fn retire_condition_taints(
+pub(crate) fn retire_condition_taints(
     retired: &mut Vec<ConditionTaint>,
     old: &[ConditionTaint],
     new: &[ConditionTaint],

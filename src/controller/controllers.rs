@@ -320,14 +320,14 @@ impl Controllers {
     /// The periodic pass's window, `(opens, tick)`: a `handle(Input::Tick, now)` with `now`
     /// from `opens` on runs the pass (`Settings::monitor_pass_early`); the shell may wait for
     /// a wake-up it makes anyway until `tick`, and aims its own (a watch's end) into it.
-    pub fn monitor_pass_window(&self) -> Option<(Time, Time)> {
+    pub(crate) fn monitor_pass_window(&self) -> Option<(Time, Time)> {
         self.lifecycle.monitor_pass_window()
     }
 
     /// When `next_deadline` is the pass's tick: the instant its window opens, from which the
     /// tick may come early (a lazy deadline for the shell). `None` when something else is
     /// due first, or the window is empty.
-    pub fn next_soft_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_soft_deadline(&self) -> Option<Time> {
         let (opens, tick) = self.monitor_pass_window()?;
         (opens < tick && self.next_deadline() == Some(tick)).then_some(opens)
     }
@@ -361,12 +361,12 @@ impl Controllers {
         self.lifecycle.use_full_monitor_pass(full);
     }
 
-    pub fn fencing(&self) -> Option<&Fencing> {
+    pub(crate) fn fencing(&self) -> Option<&Fencing> {
         self.fencing.as_ref()
     }
 
     /// The fleet pause in force at `now` (`status`, `explain`, the metric).
-    pub fn pause(&self, now: Time) -> Option<&super::fleet_pause::FleetPause> {
+    pub(crate) fn pause(&self, now: Time) -> Option<&super::fleet_pause::FleetPause> {
         self.pause.current(now)
     }
 
@@ -376,7 +376,7 @@ impl Controllers {
     /// leadership that is over (a new leadership finds the countdowns again in the taints'
     /// `timeAdded`, and keeps the taints of nodes not Ready: `NodeLifecycle::register`). Probe
     /// times restart from `now`: the follower's own observation.
-    pub fn into_follower(self, now: Time) -> Controllers {
+    pub(crate) fn into_follower(self, now: Time) -> Controllers {
         let mut settings = self.lifecycle.settings().clone();
         // Taint eviction switched off by `without_taint_eviction` stays off.
         settings.taint_based_eviction = self.eviction.is_some() || self.taint_eviction_off;
@@ -398,15 +398,16 @@ impl Controllers {
     }
 
     /// The cluster as both controllers know it.
-    pub fn store(&self) -> &ClusterStore {
+    pub(crate) fn store(&self) -> &ClusterStore {
         self.lifecycle.store()
     }
 
-    pub fn is_synced(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_synced(&self) -> bool {
         self.synced
     }
 
-    pub fn lifecycle(&self) -> &NodeLifecycle {
+    pub(crate) fn lifecycle(&self) -> &NodeLifecycle {
         &self.lifecycle
     }
 

@@ -43,14 +43,14 @@ pub enum LeaseEvidence {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaintReason {
     /// The node's Ready status when the write was decided (`None`: no Ready condition).
-    pub ready: Option<ConditionStatus>,
+    pub(crate) ready: Option<ConditionStatus>,
     /// The zone whose rate-limited queue handed out this NoExecute taint, if one did.
-    pub zone_queue: Option<Name>,
+    pub(crate) zone_queue: Option<Name>,
     /// The opposite NoExecute taint was swapped at once (not rate limited).
-    pub swapped: bool,
+    pub(crate) swapped: bool,
     /// Both NoExecute taints came off because the node is reachable again (or every zone is
     /// down and all tainting stopped).
-    pub reachable: bool,
+    pub(crate) reachable: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -186,7 +186,7 @@ impl Decision {
     }
 
     /// The node it is about, if any.
-    pub fn node(&self) -> Option<&Name> {
+    pub(crate) fn node(&self) -> Option<&Name> {
         match self {
             Decision::NodeUnknown { node, .. }
             | Decision::NodeReady { node, .. }
@@ -206,7 +206,7 @@ impl Decision {
     }
 
     /// The zone key it is about, if any.
-    pub fn zone(&self) -> Option<&Name> {
+    pub(crate) fn zone(&self) -> Option<&Name> {
         match self {
             Decision::NodeUnknown { zone, .. }
             | Decision::NodeReady { zone, .. }
@@ -235,7 +235,7 @@ pub enum HoldEnd {
 }
 
 impl HoldEnd {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HoldEnd::Recovered => "no longer fully disrupted",
             HoldEnd::HoldMax => "hold_max has passed: tainted at the normal rate",

@@ -10,7 +10,7 @@ use super::zones::ZoneState;
 
 /// Legacy mode (docs/upstream.md, "Legacy direct eviction"): where a node's pod eviction stands.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum LegacyEviction {
+pub(crate) enum LegacyEviction {
     Unmarked,
     ToBeEvicted,
     Evicted,
@@ -18,58 +18,58 @@ pub enum LegacyEviction {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct StateDump {
-    pub now: Time,
-    pub synced: bool,
-    pub taint_based_eviction: bool,
+    pub(crate) now: Time,
+    pub(crate) synced: bool,
+    pub(crate) taint_based_eviction: bool,
     /// Every zone is in FullDisruption: nothing is tainted or evicted.
-    pub all_zones_fully_disrupted: bool,
-    pub next_deadline: Option<Time>,
-    pub zones: Vec<ZoneDump>,
-    pub nodes: Vec<NodeDump>,
+    pub(crate) all_zones_fully_disrupted: bool,
+    pub(crate) next_deadline: Option<Time>,
+    pub(crate) zones: Vec<ZoneDump>,
+    pub(crate) nodes: Vec<NodeDump>,
     /// Writes sent and not answered yet.
-    pub writes_in_flight: usize,
+    pub(crate) writes_in_flight: usize,
     /// Every brake configured (`brake.rs`), fleet first; empty without `max_unhealthy`.
-    pub brakes: Vec<(super::brake::BrakeScope, super::brake::BrakeState)>,
+    pub(crate) brakes: Vec<(super::brake::BrakeScope, super::brake::BrakeState)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct ZoneDump {
+pub(crate) struct ZoneDump {
     /// The raw zone key (`region:\0:zone`, empty without labels).
-    pub key: Name,
+    pub(crate) key: Name,
     /// `region/zone`.
-    pub display: String,
+    pub(crate) display: String,
     /// `None` until the first disruption pass saw it counted.
-    pub state: Option<ZoneState>,
-    pub size: usize,
-    pub unhealthy: usize,
-    pub rate: Rate,
-    pub tokens: u64,
-    pub queue_len: usize,
+    pub(crate) state: Option<ZoneState>,
+    pub(crate) size: usize,
+    pub(crate) unhealthy: usize,
+    pub(crate) rate: Rate,
+    pub(crate) tokens: u64,
+    pub(crate) queue_len: usize,
     /// Node at the head of the queue and when it is due.
-    pub queue_head: Option<(Name, Time)>,
-    pub evictions_total: u64,
+    pub(crate) queue_head: Option<(Name, Time)>,
+    pub(crate) evictions_total: u64,
     /// End of the disruption cooldown, while one runs.
-    pub cooldown_until: Option<Time>,
+    pub(crate) cooldown_until: Option<Time>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct NodeDump {
-    pub name: Name,
-    pub zone: String,
+pub(crate) struct NodeDump {
+    pub(crate) name: Name,
+    pub(crate) zone: String,
     /// The Ready condition's status as last seen (`None`: no Ready condition).
-    pub ready: Option<ConditionStatus>,
-    pub probe_age: Duration,
-    pub grace: Duration,
+    pub(crate) ready: Option<ConditionStatus>,
+    pub(crate) probe_age: Duration,
+    pub(crate) grace: Duration,
     /// `key:Effect` of every taint.
-    pub taints: Vec<String>,
+    pub(crate) taints: Vec<String>,
     /// When the health verdict is due (`probe_time + grace`), if armed.
-    pub pending_deadline: Option<Time>,
+    pub(crate) pending_deadline: Option<Time>,
     /// `idle`, `reading-lease`, `writing-status`.
-    pub verdict: &'static str,
-    pub excluded_from_disruption: bool,
-    pub legacy: Option<LegacyEviction>,
+    pub(crate) verdict: &'static str,
+    pub(crate) excluded_from_disruption: bool,
+    pub(crate) legacy: Option<LegacyEviction>,
     /// The `[[pool]]` the node belongs to (`None`: no pool, the global settings).
-    pub pool: Option<Name>,
+    pub(crate) pool: Option<Name>,
     /// Edge autonomy in force for the node (annotated, and `autonomy` on).
-    pub autonomous: bool,
+    pub(crate) autonomous: bool,
 }

@@ -11,7 +11,7 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",

@@ -7,23 +7,23 @@ use crate::model::PodKey;
 use crate::time::Time;
 
 use super::Controllers;
-pub use super::taint_eviction::PodEviction;
+pub(crate) use super::taint_eviction::PodEviction;
 
 /// A node waiting in its zone's queue for a NoExecute taint.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QueuedTaint {
+pub(crate) struct QueuedTaint {
     /// 0: next in line.
-    pub position: usize,
+    pub(crate) position: usize,
     /// About when its token comes at the zone's current rate; `None`: the rate is zero
     /// (tainting stopped in the zone).
-    pub eta: Option<Time>,
+    pub(crate) eta: Option<Time>,
     /// The zone waits for nodes about to be judged (`node_lifecycle/suspects.rs`).
-    pub waits_for_suspects: bool,
+    pub(crate) waits_for_suspects: bool,
 }
 
 impl Controllers {
     /// The node's place in its zone's queue, if it is queued.
-    pub fn queued_taint(&self, node: &str, now: Time) -> Option<QueuedTaint> {
+    pub(crate) fn queued_taint(&self, node: &str, now: Time) -> Option<QueuedTaint> {
         let queue = self.lifecycle().zone_queue_of(node)?;
         let position = queue.queued().position(|n| &**n == node)?;
         let rate = queue.rate();
@@ -39,7 +39,7 @@ impl Controllers {
     }
 
     /// Where the pod's eviction stands (always `None` in legacy mode).
-    pub fn pod_eviction(&self, pod: &PodKey) -> PodEviction {
+    pub(crate) fn pod_eviction(&self, pod: &PodKey) -> PodEviction {
         self.eviction()
             .map_or(PodEviction::None, |e| e.eviction_of(pod))
     }

@@ -29,8 +29,6 @@ pub enum PauseScope {
 }
 
 impl PauseScope {
-    pub const ALL: [PauseScope; 3] = [PauseScope::Fencing, PauseScope::Tainting, PauseScope::All];
-
     pub fn parse(s: &str) -> Option<PauseScope> {
         match s {
             "fencing" => Some(PauseScope::Fencing),
@@ -40,7 +38,7 @@ impl PauseScope {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PauseScope::Fencing => "fencing",
             PauseScope::Tainting => "tainting",
@@ -48,11 +46,11 @@ impl PauseScope {
         }
     }
 
-    pub fn fencing(self) -> bool {
+    pub(crate) fn fencing(self) -> bool {
         matches!(self, PauseScope::Fencing | PauseScope::All)
     }
 
-    pub fn tainting(self) -> bool {
+    pub(crate) fn tainting(self) -> bool {
         matches!(self, PauseScope::Tainting | PauseScope::All)
     }
 }
@@ -69,7 +67,7 @@ pub struct FleetPause {
 
 impl FleetPause {
     /// `what=… until=… by=… reason="…"`, for decision lines, `status` and `explain`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "what={} until={} by={} reason={:?}",
             self.what.as_str(),
@@ -82,7 +80,7 @@ impl FleetPause {
 
 /// The pause the core honours.
 #[derive(Clone, Debug, Default)]
-pub struct PauseGate {
+pub(crate) struct PauseGate {
     /// The pause last fed, expired or not (an expired one is not fed again as new).
     fed: Option<FleetPause>,
     /// Whether `fed` holds now: started and not yet ended.
@@ -93,7 +91,7 @@ pub struct PauseGate {
 impl PauseGate {
     /// The pause read from the cluster (`None`: there is none). The same pause fed again is
     /// nothing new; one that is already over when fed is not started.
-    pub fn set(&mut self, pause: Option<FleetPause>, now: Time) {
+    pub(crate) fn set(&mut self, pause: Option<FleetPause>, now: Time) {
         if pause == self.fed {
             return;
         }
@@ -122,7 +120,7 @@ impl PauseGate {
     }
 
     /// Ends an expired pause; true when one ended now.
-    pub fn tick(&mut self, now: Time) -> bool {
+    pub(crate) fn tick(&mut self, now: Time) -> bool {
         let expired = self.active && self.fed.as_ref().is_some_and(|p| now >= p.until);
         if expired {
             self.active = false;
@@ -141,26 +139,26 @@ impl PauseGate {
     }
 
     /// The pause in force at `now`, if any.
-    pub fn current(&self, now: Time) -> Option<&FleetPause> {
+    pub(crate) fn current(&self, now: Time) -> Option<&FleetPause> {
         self.fed.as_ref().filter(|p| self.active && now < p.until)
     }
 
     /// Whether new NoExecute taints and pod deletions are held.
-    pub fn holds_tainting(&self, now: Time) -> bool {
+    pub(crate) fn holds_tainting(&self, now: Time) -> bool {
         self.current(now).is_some_and(|p| p.what.tainting())
     }
 
     /// The pause that holds fencing, if one does.
-    pub fn holds_fencing(&self, now: Time) -> Option<&FleetPause> {
+    pub(crate) fn holds_fencing(&self, now: Time) -> Option<&FleetPause> {
         self.current(now).filter(|p| p.what.fencing())
     }
 
     /// When the pause in force ends by itself.
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         self.fed.as_ref().filter(|_| self.active).map(|p| p.until)
     }
 
-    pub fn take_decisions(&mut self) -> Vec<Decision> {
+    pub(crate) fn take_decisions(&mut self) -> Vec<Decision> {
         std::mem::take(&mut self.decisions)
     }
 }

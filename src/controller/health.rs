@@ -11,14 +11,14 @@ use crate::time::Time;
 
 /// What of the node's Ready condition is compared between observations.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReadySnapshot {
-    pub status: ConditionStatus,
-    pub last_heartbeat_time: Option<Time>,
-    pub last_transition_time: Option<Time>,
+pub(crate) struct ReadySnapshot {
+    pub(crate) status: ConditionStatus,
+    pub(crate) last_heartbeat_time: Option<Time>,
+    pub(crate) last_transition_time: Option<Time>,
 }
 
 impl ReadySnapshot {
-    pub fn of(c: &NodeCondition) -> ReadySnapshot {
+    pub(crate) fn of(c: &NodeCondition) -> ReadySnapshot {
         ReadySnapshot {
             status: c.status,
             last_heartbeat_time: c.last_heartbeat_time,
@@ -28,19 +28,19 @@ impl ReadySnapshot {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeHealth {
-    pub probe_time: Time,
-    pub ready_transition_time: Time,
+pub(crate) struct NodeHealth {
+    pub(crate) probe_time: Time,
+    pub(crate) ready_transition_time: Time,
     /// The Ready condition as last saved (upstream `nodeHealth.status`).
-    pub saved_ready: Option<ReadySnapshot>,
+    pub(crate) saved_ready: Option<ReadySnapshot>,
     /// `renewTime` of the newest Lease seen; `None`: never had one.
-    pub lease_renew: Option<Time>,
+    pub(crate) lease_renew: Option<Time>,
 }
 
 impl NodeHealth {
     /// First sight of a node. Without a Ready condition its clock starts at its creation (the
     /// startup grace counts from there); with one, now.
-    pub fn first_seen(node: &Node, now: Time) -> NodeHealth {
+    pub(crate) fn first_seen(node: &Node, now: Time) -> NodeHealth {
         match node.ready() {
             None => NodeHealth {
                 probe_time: node.creation_timestamp,
@@ -58,7 +58,7 @@ impl NodeHealth {
     }
 
     /// A newer version of the node was seen. Returns true if `probe_time` moved.
-    pub fn observe_node(&mut self, node: &Node, now: Time) -> bool {
+    pub(crate) fn observe_node(&mut self, node: &Node, now: Time) -> bool {
         let Some(current) = node.ready() else {
             // Upstream overwrites the saved status before comparing, so a Ready condition that
             // disappears does not refresh the probe time: the startup grace counts from the
@@ -104,7 +104,7 @@ impl NodeHealth {
     }
 
     /// The grace this node is entitled to: startup grace until it posts a Ready condition.
-    pub fn grace(node: &Node, monitor: Duration, startup: Duration) -> Duration {
+    pub(crate) fn grace(node: &Node, monitor: Duration, startup: Duration) -> Duration {
         if node.ready().is_some() {
             monitor
         } else {
@@ -113,7 +113,7 @@ impl NodeHealth {
     }
 
     /// The first instant at which the node is overdue (`now > probe_time + grace`).
-    pub fn verdict_at(&self, grace: Duration) -> Time {
+    pub(crate) fn verdict_at(&self, grace: Duration) -> Time {
         self.probe_time + grace + Duration::from_millis(1)
     }
 }
@@ -121,7 +121,7 @@ impl NodeHealth {
 /// The node's conditions once its grace ran out: Ready, MemoryPressure, DiskPressure and
 /// PIDPressure become Unknown (NetworkUnavailable is the network plugin's, left alone).
 /// Returns `None` when the Ready condition would not change (nothing to write).
-pub fn stale_conditions(node: &Node, now: Time) -> Option<Vec<NodeCondition>> {
+pub(crate) fn stale_conditions(node: &Node, now: Time) -> Option<Vec<NodeCondition>> {
     let observed = node.ready().map(|c| c.status);
     let mut conditions = node.conditions.clone();
     for kind in [

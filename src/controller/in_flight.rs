@@ -9,22 +9,22 @@ use super::actions::{Action, ActionId};
 
 /// Where each machine's ids start. Every machine numbers its own requests; the ranges keep the
 /// ids unique across the one action stream, so a log line or a trace names one request.
-pub const NODE_LIFECYCLE_IDS: u64 = 0;
-pub const TAINT_EVICTION_IDS: u64 = 1 << 61;
-pub const FENCING_IDS: u64 = 1 << 62;
+pub(crate) const NODE_LIFECYCLE_IDS: u64 = 0;
+pub(crate) const TAINT_EVICTION_IDS: u64 = 1 << 61;
+pub(crate) const FENCING_IDS: u64 = 1 << 62;
 
 /// Hands out a machine's ids: its range's start + 1, + 2, ...
 #[derive(Debug)]
-pub struct ActionIds {
+pub(crate) struct ActionIds {
     last: u64,
 }
 
 impl ActionIds {
-    pub fn starting_after(base: u64) -> ActionIds {
+    pub(crate) fn starting_after(base: u64) -> ActionIds {
         ActionIds { last: base }
     }
 
-    pub fn allocate(&mut self) -> ActionId {
+    pub(crate) fn allocate(&mut self) -> ActionId {
         self.last += 1;
         ActionId(self.last)
     }
@@ -32,13 +32,13 @@ impl ActionIds {
 
 /// The requests sent and not answered yet, with what each one is about (`P`).
 #[derive(Debug)]
-pub struct InFlight<P> {
+pub(crate) struct InFlight<P> {
     ids: ActionIds,
     requests: HashMap<ActionId, P>,
 }
 
 impl<P> InFlight<P> {
-    pub fn starting_after(base: u64) -> InFlight<P> {
+    pub(crate) fn starting_after(base: u64) -> InFlight<P> {
         InFlight {
             ids: ActionIds::starting_after(base),
             requests: HashMap::new(),
@@ -46,7 +46,7 @@ impl<P> InFlight<P> {
     }
 
     /// Allocates the id, records `about` under it and pushes `action(id)` to `out`.
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         about: P,
         action: impl FnOnce(ActionId) -> Action,
@@ -59,7 +59,7 @@ impl<P> InFlight<P> {
     }
 
     /// The request `id` answered, forgotten from now on (`None`: unknown or answered before).
-    pub fn answered(&mut self, id: ActionId) -> Option<P> {
+    pub(crate) fn answered(&mut self, id: ActionId) -> Option<P> {
         self.requests.remove(&id)
     }
 
@@ -72,11 +72,7 @@ impl<P> InFlight<P> {
         self.requests.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.requests.is_empty()
-    }
-
-    pub fn values(&self) -> impl Iterator<Item = &P> {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &P> {
         self.requests.values()
     }
 }

@@ -153,7 +153,7 @@ pub enum EvictionResult {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FenceTarget {
     pub uid: Name,
-    pub resource_version: Name,
+    pub(crate) resource_version: Name,
     pub ready: Option<ConditionStatus>,
     pub ready_since: Option<Time>,
     pub labels: Vec<(String, String)>,
@@ -161,10 +161,10 @@ pub struct FenceTarget {
     pub attempt: Option<String>,
     pub taint_added: Option<String>,
     /// [`STATE_ANNOTATION`](super::fencing::STATE_ANNOTATION) as read live (power-cycle progress).
-    pub fence_state: Option<String>,
+    pub(crate) fence_state: Option<String>,
     /// The maintenance annotation as read live.
-    pub maintenance: crate::model::Maintenance,
-    pub unschedulable: bool,
+    pub(crate) maintenance: crate::model::Maintenance,
+    pub(crate) unschedulable: bool,
     pub out_of_service: bool,
     pub lease: LeaseReadOutcome,
 }
@@ -192,7 +192,7 @@ pub enum FenceOutcome {
 
 impl FenceOutcome {
     /// The `result` label of `node_lifecycled_fencing_attempts_total`.
-    pub fn result(&self) -> &'static str {
+    pub(crate) fn result(&self) -> &'static str {
         match self {
             FenceOutcome::Exited(0) => "success",
             FenceOutcome::Exited(_) | FenceOutcome::Signalled(_) => "failure",

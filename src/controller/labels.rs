@@ -10,7 +10,7 @@ const RECONCILED: [(&str, &str); 2] = [
 
 /// Labels to write so that each beta label equals its stable label; empty when nothing to do
 /// (no labels, no stable label, or already equal).
-pub fn labels_to_update(node: &Node) -> Vec<(Name, Name)> {
+pub(crate) fn labels_to_update(node: &Node) -> Vec<(Name, Name)> {
     let mut out = Vec::new();
     for (primary, secondary) in RECONCILED {
         let Some(value) = node.label(primary) else {

@@ -1,35 +1,35 @@
 //! The node lifecycle logic, sans-IO: `(input, now) -> actions`. Never reads a clock, opens a
 //! socket or logs a decision it did not return.
 
-pub mod actions;
-pub mod autonomy;
+pub(crate) mod actions;
+pub(crate) mod autonomy;
 pub mod brake;
-pub mod cache_currency;
-pub mod condition_taints;
-pub mod controllers;
-pub mod decisions;
-pub mod dump;
+pub(crate) mod cache_currency;
+pub(crate) mod condition_taints;
+pub(crate) mod controllers;
+pub(crate) mod decisions;
+pub(crate) mod dump;
 pub mod events;
-pub mod explain;
+pub(crate) mod explain;
 pub mod fencing;
 pub mod fleet_pause;
-pub mod health;
-pub mod in_flight;
-pub mod inputs;
-pub mod labels;
-pub mod no_schedule;
-pub mod node_lifecycle;
-pub mod partitions;
-pub mod pool_timing;
+pub(crate) mod health;
+pub(crate) mod in_flight;
+pub(crate) mod inputs;
+pub(crate) mod labels;
+pub(crate) mod no_schedule;
+pub(crate) mod node_lifecycle;
+pub(crate) mod partitions;
+pub(crate) mod pool_timing;
 pub mod pools;
-pub mod rate_limited_queue;
-pub mod settings;
+pub(crate) mod rate_limited_queue;
+pub(crate) mod settings;
 pub mod taint_eviction;
-pub mod taint_ops;
+pub(crate) mod taint_ops;
 #[doc(hidden)]
 pub mod testing;
-pub mod tolerations;
-pub mod zones;
+pub(crate) mod tolerations;
+pub(crate) mod zones;
 
 #[cfg(test)]
 mod tests;
@@ -37,8 +37,8 @@ mod tests;
 pub use actions::{Action, ActionId};
 pub use controllers::Controllers;
 pub use decisions::{Decision, Heartbeat, LeaseEvidence, TaintReason};
-pub use dump::{LegacyEviction, NodeDump, StateDump, ZoneDump};
+pub(crate) use dump::{LegacyEviction, NodeDump, StateDump, ZoneDump};
 pub use inputs::{Input, LeaseReadOutcome, Observed, Outcome};
-pub use node_lifecycle::{NODE_LOST_REASON, NodeLifecycle};
+pub(crate) use node_lifecycle::NODE_LOST_REASON;
 pub use settings::Settings;
-pub use zones::ZoneState;
+pub(crate) use zones::ZoneState;

@@ -20,7 +20,7 @@ fn condition_taint(kind: NodeConditionType, status: ConditionStatus) -> Option<&
 }
 
 /// The NoSchedule keys this controller owns.
-pub const OWNED_KEYS: [&str; 7] = [
+pub(crate) const OWNED_KEYS: [&str; 7] = [
     taint_keys::NOT_READY,
     taint_keys::UNREACHABLE,
     taint_keys::MEMORY_PRESSURE,
@@ -31,7 +31,7 @@ pub const OWNED_KEYS: [&str; 7] = [
 ];
 
 /// The NoSchedule taint keys the node should carry, in a stable order.
-pub fn desired_keys(node: &Node) -> Vec<&'static str> {
+pub(crate) fn desired_keys(node: &Node) -> Vec<&'static str> {
     let mut keys: Vec<&'static str> = node
         .conditions
         .iter()
@@ -46,7 +46,7 @@ pub fn desired_keys(node: &Node) -> Vec<&'static str> {
 
 /// (to add, to remove) NoSchedule keys, comparing the desired set with the node's NoSchedule
 /// taints among [`OWNED_KEYS`].
-pub fn diff(node: &Node) -> (Vec<&'static str>, Vec<&'static str>) {
+pub(crate) fn diff(node: &Node) -> (Vec<&'static str>, Vec<&'static str>) {
     let desired = desired_keys(node);
     let has = |key: &str| node.has_taint(key, &TaintEffect::NoSchedule);
     let add = desired.iter().copied().filter(|k| !has(k)).collect();

@@ -25,7 +25,7 @@ pub enum PodsNotReady {
 }
 
 impl PodsNotReady {
-    pub fn parse(s: &str) -> Option<PodsNotReady> {
+    pub(crate) fn parse(s: &str) -> Option<PodsNotReady> {
         match s {
             "always" => Some(PodsNotReady::Always),
             "unless-disrupted" => Some(PodsNotReady::UnlessDisrupted),
@@ -34,7 +34,7 @@ impl PodsNotReady {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PodsNotReady::Always => "always",
             PodsNotReady::UnlessDisrupted => "unless-disrupted",
@@ -55,7 +55,7 @@ pub enum FullDisruption {
 }
 
 impl FullDisruption {
-    pub fn parse(s: &str) -> Option<FullDisruption> {
+    pub(crate) fn parse(s: &str) -> Option<FullDisruption> {
         match s {
             "evict" => Some(FullDisruption::Evict),
             "hold" => Some(FullDisruption::Hold),
@@ -63,7 +63,7 @@ impl FullDisruption {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FullDisruption::Evict => "evict",
             FullDisruption::Hold => "hold",
@@ -72,4 +72,4 @@ impl FullDisruption {
 }
 
 /// How long a domain is held: `None` without end.
-pub type HoldFor = Option<Duration>;
+pub(crate) type HoldFor = Option<Duration>;

@@ -28,9 +28,9 @@ use super::settings::{DEFAULT_ADMISSION_TOLERATION_SECONDS, Settings};
 
 /// What taint eviction needs of the settings to time the pods of a node.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PoolTiming {
-    pub admission_default: u64,
-    pub global: Option<u64>,
+pub(crate) struct PoolTiming {
+    pub(crate) admission_default: u64,
+    pub(crate) global: Option<u64>,
     /// Only the pools that set a value, in file order, with the rest (a node belongs to the
     /// first pool matching it, whether or not that one sets a value).
     pools: Vec<Pool>,
@@ -38,7 +38,7 @@ pub struct PoolTiming {
 
 /// Which value a pod's not-ready/unreachable tolerations count with, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TimingSource {
+pub(crate) enum TimingSource {
     /// The pod's own tolerations: it chose them, or nothing stands in on its node.
     Own,
     /// The admission default, replaced by this many seconds from the node's pool (`None`: the
@@ -48,7 +48,7 @@ pub enum TimingSource {
 
 impl PoolTiming {
     /// `None` when no `default_toleration_seconds` is set anywhere: pods keep their own.
-    pub fn of(settings: &Settings) -> Option<PoolTiming> {
+    pub(crate) fn of(settings: &Settings) -> Option<PoolTiming> {
         let any = settings.default_toleration_seconds.is_some()
             || settings
                 .pools
@@ -71,7 +71,7 @@ impl PoolTiming {
     }
 
     /// Where the pod's timing on `node` comes from.
-    pub fn source(&self, node: &Node, tolerations: &[Toleration]) -> TimingSource {
+    pub(crate) fn source(&self, node: &Node, tolerations: &[Toleration]) -> TimingSource {
         match self.for_node(node) {
             Some((seconds, pool)) if is_admission_default(tolerations, self.admission_default) => {
                 TimingSource::Replaced { seconds, pool }
@@ -81,7 +81,7 @@ impl PoolTiming {
     }
 
     /// The tolerations the pod is judged with on `node`.
-    pub fn tolerations<'a>(
+    pub(crate) fn tolerations<'a>(
         &self,
         node: &Node,
         tolerations: &'a [Toleration],
@@ -111,7 +111,7 @@ fn is_node_condition_key(key: &str) -> bool {
 /// The pod's not-ready/unreachable NoExecute tolerations are exactly what admission adds: one
 /// of each, operator Exists, no value, effect NoExecute, `seconds`; and no other toleration
 /// (a wildcard) could match either taint.
-pub fn is_admission_default(tolerations: &[Toleration], seconds: u64) -> bool {
+pub(crate) fn is_admission_default(tolerations: &[Toleration], seconds: u64) -> bool {
     let (mut not_ready, mut unreachable) = (0, 0);
     for t in tolerations {
         let may_match_no_execute = t

@@ -32,7 +32,7 @@ pub enum SelectorOperator {
 }
 
 impl SelectorOperator {
-    pub fn parse(s: &str) -> Option<SelectorOperator> {
+    pub(crate) fn parse(s: &str) -> Option<SelectorOperator> {
         match s {
             "In" => Some(SelectorOperator::In),
             "NotIn" => Some(SelectorOperator::NotIn),
@@ -42,7 +42,7 @@ impl SelectorOperator {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SelectorOperator::In => "In",
             SelectorOperator::NotIn => "NotIn",
@@ -54,7 +54,7 @@ impl SelectorOperator {
 
 impl LabelRequirement {
     /// Kubernetes' semantics: `NotIn` and `DoesNotExist` match a node without the label.
-    pub fn matches(&self, node: &Node) -> bool {
+    pub(crate) fn matches(&self, node: &Node) -> bool {
         let value = node.label(&self.key);
         match self.operator {
             SelectorOperator::In => value.is_some_and(|v| self.values.iter().any(|w| **w == **v)),
@@ -94,7 +94,7 @@ pub struct Pool {
 
 impl Pool {
     /// Every `match_labels` pair and every expression hold (an empty selector matches all).
-    pub fn matches(&self, node: &Node) -> bool {
+    pub(crate) fn matches(&self, node: &Node) -> bool {
         self.match_labels
             .iter()
             .all(|(k, v)| node.label(k).is_some_and(|have| **have == **v))
@@ -102,7 +102,7 @@ impl Pool {
     }
 
     /// The label keys the selector reads (the decoder must keep them).
-    pub fn label_keys(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn label_keys(&self) -> impl Iterator<Item = &str> {
         self.match_labels
             .iter()
             .map(|(k, _)| k.as_str())
@@ -115,12 +115,12 @@ impl Pool {
 }
 
 /// The first pool matching the node.
-pub fn pool_of<'a>(pools: &'a [Pool], node: &Node) -> Option<&'a Pool> {
+pub(crate) fn pool_of<'a>(pools: &'a [Pool], node: &Node) -> Option<&'a Pool> {
     pools.iter().find(|p| p.matches(node))
 }
 
 /// Every label key some pool selector reads, without repeats.
-pub fn selector_label_keys(pools: &[Pool]) -> Vec<String> {
+pub(crate) fn selector_label_keys(pools: &[Pool]) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     for key in pools.iter().flat_map(Pool::label_keys) {
         if !keys.iter().any(|k| k == key) {
@@ -132,7 +132,7 @@ pub fn selector_label_keys(pools: &[Pool]) -> Vec<String> {
 
 /// Every node label key the controller reads beyond the built-in ones: the pool selectors'
 /// and the disruption domains' (the decoder keeps them), without repeats, after `first`.
-pub fn node_label_keys(first: &[String], pools: &[Pool], domain: &[String]) -> Vec<String> {
+pub(crate) fn node_label_keys(first: &[String], pools: &[Pool], domain: &[String]) -> Vec<String> {
     let mut keys: Vec<String> = first.to_vec();
     let pool_domains = pools.iter().filter_map(|p| p.disruption_domain.as_ref());
     for key in domain.iter().chain(pool_domains.flatten()) {

@@ -18,11 +18,11 @@ use crate::time::Time;
 use crate::time::{Rate, TokenBucket};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TimedValue {
-    pub value: Name,
-    pub uid: Name,
-    pub added_at: Time,
-    pub process_at: Time,
+pub(crate) struct TimedValue {
+    pub(crate) value: Name,
+    pub(crate) uid: Name,
+    pub(crate) added_at: Time,
+    pub(crate) process_at: Time,
 }
 
 #[derive(Debug)]
@@ -34,7 +34,7 @@ struct Entry {
 }
 
 #[derive(Debug)]
-pub struct RateLimitedTimedQueue {
+pub(crate) struct RateLimitedTimedQueue {
     order: BTreeMap<(Time, u64), Name>,
     set: HashMap<Name, Entry>,
     limiter: TokenBucket,
@@ -45,7 +45,7 @@ pub struct RateLimitedTimedQueue {
 const BURST: u64 = 1;
 
 impl RateLimitedTimedQueue {
-    pub fn new(rate: Rate, now: Time) -> RateLimitedTimedQueue {
+    pub(crate) fn new(rate: Rate, now: Time) -> RateLimitedTimedQueue {
         RateLimitedTimedQueue {
             order: BTreeMap::new(),
             set: HashMap::new(),
@@ -55,7 +55,7 @@ impl RateLimitedTimedQueue {
     }
 
     /// Queues `value` due now; false (and nothing changes) if it is already in the set.
-    pub fn add(&mut self, value: &Name, uid: &Name, now: Time) -> bool {
+    pub(crate) fn add(&mut self, value: &Name, uid: &Name, now: Time) -> bool {
         if self.set.contains_key(value) {
             return false;
         }
@@ -72,7 +72,7 @@ impl RateLimitedTimedQueue {
     }
 
     /// Forgets `value` (queued or processed); true if it was in the set.
-    pub fn remove(&mut self, value: &str) -> bool {
+    pub(crate) fn remove(&mut self, value: &str) -> bool {
         match self.set.remove(value) {
             Some(entry) => {
                 if let Some(slot) = entry.slot {
@@ -84,14 +84,15 @@ impl RateLimitedTimedQueue {
         }
     }
 
-    pub fn clear(&mut self) {
+    #[cfg(test)]
+    pub(crate) fn clear(&mut self) {
         self.order.clear();
         self.set.clear();
     }
 
     /// One step of upstream's `Try` loop: takes a token (even if the head is not due), then
     /// hands out the head if it is due. The entry leaves the queue but stays in the set.
-    pub fn pop_due(&mut self, now: Time) -> Option<TimedValue> {
+    pub(crate) fn pop_due(&mut self, now: Time) -> Option<TimedValue> {
         let (&slot, _) = self.order.first_key_value()?;
         if !self.limiter.try_take(now) {
             return None;
@@ -111,7 +112,7 @@ impl RateLimitedTimedQueue {
     }
 
     /// Puts a handed-out entry back, due at `at`; ignored if it was removed meanwhile.
-    pub fn retry_at(&mut self, value: &Name, at: Time) -> bool {
+    pub(crate) fn retry_at(&mut self, value: &Name, at: Time) -> bool {
         let Some(slot) = self.set.get(value).map(|e| e.slot) else {
             return false;
         };
@@ -125,7 +126,7 @@ impl RateLimitedTimedQueue {
         true
     }
 
-    pub fn swap_limiter(&mut self, rate: Rate, now: Time) {
+    pub(crate) fn swap_limiter(&mut self, rate: Rate, now: Time) {
         if self.limiter.rate() == rate {
             return;
         }
@@ -137,38 +138,38 @@ impl RateLimitedTimedQueue {
         self.limiter = bucket;
     }
 
-    pub fn rate(&self) -> Rate {
+    pub(crate) fn rate(&self) -> Rate {
         self.limiter.rate()
     }
 
     /// When the next token is there (`now` if it already is); `None` at rate zero.
-    pub fn next_token(&self, now: Time) -> Option<Time> {
+    pub(crate) fn next_token(&self, now: Time) -> Option<Time> {
         self.limiter.next_available(now)
     }
 
-    pub fn tokens(&self, now: Time) -> u64 {
+    pub(crate) fn tokens(&self, now: Time) -> u64 {
         self.limiter.tokens(now)
     }
 
     /// Entries waiting in the queue (processed ones are only in the set).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.order.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.order.is_empty()
     }
 
-    pub fn contains(&self, value: &str) -> bool {
+    pub(crate) fn contains(&self, value: &str) -> bool {
         self.set.contains_key(value)
     }
 
-    pub fn head(&self) -> Option<(&Name, Time)> {
+    pub(crate) fn head(&self) -> Option<(&Name, Time)> {
         self.order.first_key_value().map(|(slot, v)| (v, slot.0))
     }
 
     /// Queued values in processing order.
-    pub fn queued(&self) -> impl Iterator<Item = &Name> {
+    pub(crate) fn queued(&self) -> impl Iterator<Item = &Name> {
         self.order.values()
     }
 

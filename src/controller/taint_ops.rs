@@ -9,7 +9,7 @@ use super::no_schedule;
 
 /// Which NoExecute taint mirrors a not-Ready node.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum NoExecuteKind {
+pub(crate) enum NoExecuteKind {
     /// Ready False: `node.kubernetes.io/not-ready`.
     NotReady,
     /// Ready Unknown: `node.kubernetes.io/unreachable`.
@@ -17,14 +17,14 @@ pub enum NoExecuteKind {
 }
 
 impl NoExecuteKind {
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             NoExecuteKind::NotReady => taint_keys::NOT_READY,
             NoExecuteKind::Unreachable => taint_keys::UNREACHABLE,
         }
     }
 
-    pub fn opposite(self) -> NoExecuteKind {
+    pub(crate) fn opposite(self) -> NoExecuteKind {
         match self {
             NoExecuteKind::NotReady => NoExecuteKind::Unreachable,
             NoExecuteKind::Unreachable => NoExecuteKind::NotReady,
@@ -33,7 +33,7 @@ impl NoExecuteKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TaintOp {
+pub(crate) enum TaintOp {
     /// Add `kind`, remove its opposite (`SwapNodeControllerTaint`). `zone` is set when the op
     /// comes from the zone's rate-limited queue: its outcome is reported back to the queue.
     Apply {
@@ -70,7 +70,7 @@ fn remove(taints: &mut Vec<Taint>, key: &str, effect: &TaintEffect) {
 }
 
 /// The node's taints after the NoSchedule reconciliation and `ops`.
-pub fn desired_taints(
+pub(crate) fn desired_taints(
     node: &Node,
     ops: &[TaintOp],
     (rules, retired): (&[ConditionTaint], &[ConditionTaint]),
@@ -113,6 +113,6 @@ pub fn desired_taints(
     taints
 }
 
-pub fn has_no_execute(node: &Node, kind: NoExecuteKind) -> bool {
+pub(crate) fn has_no_execute(node: &Node, kind: NoExecuteKind) -> bool {
     node.has_taint(kind.key(), &TaintEffect::NoExecute)
 }

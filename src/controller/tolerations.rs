@@ -15,7 +15,7 @@ use crate::model::{Taint, Toleration, TolerationOperator};
 use crate::time::Time;
 
 /// Whether `toleration` tolerates `taint`.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+pub(crate) fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     if toleration
         .effect
         .as_ref()
@@ -48,7 +48,7 @@ fn compare_numeric(toleration: &str, taint: &str, op: impl Fn(i64, i64) -> bool)
 
 /// `GetMatchingTolerations`: `None` when some taint is not tolerated, else the toleration used
 /// for each taint (the first that matches it), in taint order. No taints: `Some(empty)`.
-pub fn matching_tolerations<'a>(
+pub(crate) fn matching_tolerations<'a>(
     taints: &[Taint],
     tolerations: &'a [Toleration],
 ) -> Option<Vec<&'a Toleration>> {
@@ -62,7 +62,9 @@ pub fn matching_tolerations<'a>(
 /// `getMinTolerationTime`: the smallest `tolerationSeconds` among `used`; zero or negative
 /// means evict now; `None` means none of them has a limit (tolerated forever).
 /// An empty list gives zero, as upstream (the caller never asks with no taints).
-pub fn min_toleration_time<'a>(used: impl IntoIterator<Item = &'a Toleration>) -> Option<Duration> {
+pub(crate) fn min_toleration_time<'a>(
+    used: impl IntoIterator<Item = &'a Toleration>,
+) -> Option<Duration> {
     let mut used = used.into_iter().peekable();
     if used.peek().is_none() {
         return Some(Duration::ZERO);
@@ -80,7 +82,7 @@ pub fn min_toleration_time<'a>(used: impl IntoIterator<Item = &'a Toleration>) -
 
 /// What the NoExecute taints of a node mean for one pod.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Some taint is not tolerated: evict now.
     NotTolerated,
     /// Every taint is tolerated, the tightest for this long (zero: evict now).
@@ -90,7 +92,7 @@ pub enum Verdict {
 }
 
 /// The verdict for a pod with `tolerations` on a node with the NoExecute `taints`.
-pub fn verdict(taints: &[Taint], tolerations: &[Toleration]) -> Verdict {
+pub(crate) fn verdict(taints: &[Taint], tolerations: &[Toleration]) -> Verdict {
     if taints.is_empty() {
         return Verdict::TolerateForever;
     }
@@ -106,7 +108,7 @@ pub fn verdict(taints: &[Taint], tolerations: &[Toleration]) -> Verdict {
 /// When a pod's NoExecute countdown ends: [`verdict`] with each toleration counted from its
 /// taint's start ([`countdown_start`]) instead of from now.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Countdown {
+pub(crate) enum Countdown {
     /// Some taint is not tolerated: evict now.
     NotTolerated,
     /// Every taint is tolerated; the first toleration to run out does so at `at`, counted
@@ -121,7 +123,7 @@ pub enum Countdown {
 /// another full `tolerationSeconds`): from the taint's `timeAdded`, which is what
 /// `tolerationSeconds` documents and what survives on the node. `now` when it has none, and
 /// never later than `now`: a `timeAdded` in the future is the writer's clock running ahead.
-pub fn countdown_start(taint: &Taint, now: Time) -> Time {
+pub(crate) fn countdown_start(taint: &Taint, now: Time) -> Time {
     taint.time_added.map_or(now, |added| added.min(now))
 }
 
@@ -135,7 +137,7 @@ pub fn countdown_start(taint: &Taint, now: Time) -> Time {
 /// from then, as upstream's. The pods found under a taint at a start or a takeover count from
 /// its `timeAdded`, or from their creation if later (`floor` = the pod's `creationTimestamp`,
 /// [`Time::ZERO`] when it has none).
-pub fn countdown(
+pub(crate) fn countdown(
     taints: &[Taint],
     tolerations: &[Toleration],
     now: Time,
@@ -182,7 +184,7 @@ pub fn countdown(
 /// skew: the count is then at worst the one from `timeAdded` it replaces (it is a max), never
 /// shorter. Both stamps are whole seconds (the API truncates), so as with `timeAdded` the count
 /// may start up to 1 s before the pod's real creation.
-pub fn found_under_taint_since(seen_from: Time, created: Option<Time>) -> Time {
+pub(crate) fn found_under_taint_since(seen_from: Time, created: Option<Time>) -> Time {
     if seen_from == Time::ZERO {
         created.unwrap_or(Time::ZERO)
     } else {

@@ -1,7 +1,9 @@
 //! Zones and their disruption state (docs/upstream.md, "Zones", upstream `ComputeZoneState`,
 //! `setLimiterInZone`).
 
-use crate::model::{Name, Node};
+use crate::model::Name;
+#[cfg(test)]
+use crate::model::Node;
 use crate::time::Rate;
 use crate::time::Time;
 
@@ -17,14 +19,14 @@ pub enum ZoneState {
 }
 
 impl ZoneState {
-    pub const ALL: [ZoneState; 4] = [
+    pub(crate) const ALL: [ZoneState; 4] = [
         ZoneState::Initial,
         ZoneState::Normal,
         ZoneState::FullDisruption,
         ZoneState::PartialDisruption,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ZoneState::Initial => "Initial",
             ZoneState::Normal => "Normal",
@@ -36,7 +38,7 @@ impl ZoneState {
 
 /// The state of a zone with `ready` Ready nodes out of `size` (nodes without a Ready condition
 /// count as not ready).
-pub fn compute_zone_state(size: usize, ready: usize, unhealthy_threshold: f64) -> ZoneState {
+pub(crate) fn compute_zone_state(size: usize, ready: usize, unhealthy_threshold: f64) -> ZoneState {
     let not_ready = size.saturating_sub(ready);
     if ready == 0 && not_ready > 0 {
         ZoneState::FullDisruption
@@ -49,7 +51,8 @@ pub fn compute_zone_state(size: usize, ready: usize, unhealthy_threshold: f64) -
 
 /// The tainting rate of a zone in `state` with `size` nodes (`None`: leave the limiter alone,
 /// as upstream does for `Initial`).
-pub fn zone_rate(state: ZoneState, size: usize, settings: &Settings) -> Option<Rate> {
+#[cfg(test)]
+pub(crate) fn zone_rate(state: ZoneState, size: usize, settings: &Settings) -> Option<Rate> {
     let rates = (
         settings.node_eviction_rate,
         settings.secondary_node_eviction_rate,
@@ -58,7 +61,7 @@ pub fn zone_rate(state: ZoneState, size: usize, settings: &Settings) -> Option<R
 }
 
 /// [`zone_rate`] with the zone's (healthy, secondary) rates, which its pools may lower.
-pub fn zone_rate_with(
+pub(crate) fn zone_rate_with(
     state: ZoneState,
     size: usize,
     settings: &Settings,
@@ -78,66 +81,67 @@ pub fn zone_rate_with(
 }
 
 /// `node.kubernetes.io/exclude-disruption` present (any value).
-pub fn is_node_excluded_from_disruption_checks(node: &Node) -> bool {
+#[cfg(test)]
+pub(crate) fn is_node_excluded_from_disruption_checks(node: &Node) -> bool {
     node.excluded_from_disruption()
 }
 
 /// A zone: its queue (NoExecute tainting, or pod eviction in legacy mode), the health counts
 /// of its non-excluded nodes, and its state once computed.
 #[derive(Debug)]
-pub struct Zone {
-    pub key: Name,
+pub(crate) struct Zone {
+    pub(crate) key: Name,
     /// Registered nodes in the zone, excluded ones too (they are tainted all the same).
-    pub members: usize,
+    pub(crate) members: usize,
     /// Non-excluded nodes (upstream `zone_size`).
-    pub size: usize,
+    pub(crate) size: usize,
     /// Non-excluded nodes whose current Ready is True.
-    pub ready: usize,
+    pub(crate) ready: usize,
     /// `None` until the first disruption pass sees the zone (upstream: no entry in zoneStates).
-    pub state: Option<ZoneState>,
-    pub queue: RateLimitedTimedQueue,
+    pub(crate) state: Option<ZoneState>,
+    pub(crate) queue: RateLimitedTimedQueue,
     /// `node_collector_evictions_total{zone}`: taints applied (or, legacy, nodes evicted).
-    pub evictions_total: u64,
+    pub(crate) evictions_total: u64,
     /// End of the disruption cooldown: no NoExecute taint is added here before it.
-    pub cooldown_until: Option<Time>,
+    pub(crate) cooldown_until: Option<Time>,
     /// Its NoExecute decisions wait for suspects (`node_lifecycle/suspects.rs`): the wait's
     /// start is logged once.
-    pub waiting_for_suspects: bool,
+    pub(crate) waiting_for_suspects: bool,
     /// Since when it has been fully disrupted (`hold_max` counts from there).
-    pub full_since: Option<Time>,
+    pub(crate) full_since: Option<Time>,
     /// Held (`full_disruption = "hold"`): no NoExecute taint nor eviction from its queue.
-    pub held: bool,
+    pub(crate) held: bool,
     /// When the hold ends (`hold_max`); `None` with the domain's recovery only.
-    pub hold_until: Option<Time>,
+    pub(crate) hold_until: Option<Time>,
 }
 
 impl Zone {
     /// Within the cooldown that follows the end of a full disruption (`disruption_cooldown`):
     /// the kubelets are still catching up, so silence is not yet evidence. The queue keeps its
     /// nodes; those that report in meanwhile leave it and are never tainted.
-    pub fn in_cooldown(&self, now: Time) -> bool {
+    pub(crate) fn in_cooldown(&self, now: Time) -> bool {
         self.cooldown_until.is_some_and(|until| now < until)
     }
 
     /// Starts the cooldown (nothing with a zero `cooldown`, the upstream behaviour).
-    pub fn start_cooldown(&mut self, cooldown: std::time::Duration, now: Time) {
+    pub(crate) fn start_cooldown(&mut self, cooldown: std::time::Duration, now: Time) {
         if !cooldown.is_zero() {
             self.cooldown_until = Some(now + cooldown);
         }
     }
 
     /// Nothing is tainted (nor evicted) from its queue now: a cooldown or a hold.
-    pub fn stops_tainting(&self, now: Time) -> bool {
+    pub(crate) fn stops_tainting(&self, now: Time) -> bool {
         self.in_cooldown(now) || self.held
     }
 
-    pub fn unhealthy(&self) -> usize {
+    pub(crate) fn unhealthy(&self) -> usize {
         self.size.saturating_sub(self.ready)
     }
 }
 
 /// How the zone key reads in logs and dumps: `region/zone`, without the NUL separator.
-pub fn display_zone(key: &str) -> String {
+pub(crate) fn display_zone(key: &str) -> String {
     if key.is_empty() {
         return String::from("(none)");
     }

@@ -14,7 +14,7 @@ use crate::time::Time;
 const GROUP: &str = "cluster";
 
 /// Oldest server the daemon is built and tested against.
-pub const OLDEST_SUPPORTED: (u32, u32) = (1, 20);
+pub(crate) const OLDEST_SUPPORTED: (u32, u32) = (1, 20);
 
 /// Skew beyond which timestamps we write (`timeAdded`, which taint eviction counts
 /// `tolerationSeconds` from) are too far off to trust.
@@ -23,9 +23,9 @@ const SKEW_WARN: Duration = Duration::from_secs(2);
 
 /// What the server said about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Server {
+pub(crate) struct Server {
     /// `(major, minor)`; `None` when /version did not say in digits.
-    pub version: Option<(u32, u32)>,
+    pub(crate) version: Option<(u32, u32)>,
 }
 
 /// The daemon's connection, read as the daemon would read it. The packaged config points at
@@ -33,7 +33,7 @@ pub struct Server {
 /// it, the file the unit loads the credential from is read instead.
 /// Returns the client and what it connects to, for the `connection` line that
 /// [`check_server`] writes once the server has answered.
-pub fn connect(options: &Options, config: &Config) -> Result<(ApiClient, String), String> {
+pub(crate) fn connect(options: &Options, config: &Config) -> Result<(ApiClient, String), String> {
     let insecure = config.api.allow_insecure_skip_tls_verify;
     let (connection, source) = match (&options.kubeconfig, &config.api.source) {
         (Some(path), source) => {
@@ -95,7 +95,7 @@ fn is_systemd_credential(path: &Path) -> bool {
 
 /// GET /version: reachability, TLS, credentials accepted, version, and the `Date` header for
 /// the clock skew. `None` when the server cannot be used (the cause is in the report).
-pub fn check_server(
+pub(crate) fn check_server(
     client: &mut ApiClient,
     connection: &str,
     config: &Config,
@@ -164,7 +164,7 @@ fn unreachable(connection: &str, e: &ApiError) -> Check {
 }
 
 /// `"1"`, `"20+"` (as some distributions report) -> `(1, 20)`.
-pub fn parse_version(major: &str, minor: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_version(major: &str, minor: &str) -> Option<(u32, u32)> {
     let digits = |s: &str| -> Option<u32> {
         let d: String = s.chars().take_while(char::is_ascii_digit).collect();
         d.parse().ok()
@@ -220,7 +220,7 @@ fn clock_skew(date: Option<&str>, received: SystemTime, config: &Config) -> Chec
 }
 
 /// RFC 9110 IMF-fixdate, as Go's net/http writes `Date`: `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub fn parse_http_date(text: &str) -> Option<Time> {
+pub(crate) fn parse_http_date(text: &str) -> Option<Time> {
     let parts: Vec<&str> = text.split_whitespace().collect();
     let [_weekday, day, month, year, clock, "GMT"] = parts.as_slice() else {
         return None;
@@ -236,7 +236,11 @@ pub fn parse_http_date(text: &str) -> Option<Time> {
 
 /// Who the server says we are (SelfSubjectReview, authentication.k8s.io/v1 since 1.28).
 /// Older servers are not asked: RBAC answers 403 before routing finds nothing there.
-pub fn check_identity(client: &mut ApiClient, version: Option<(u32, u32)>, report: &mut Report) {
+pub(crate) fn check_identity(
+    client: &mut ApiClient,
+    version: Option<(u32, u32)>,
+    report: &mut Report,
+) {
     if version.is_some_and(|v| v < (1, 28)) {
         report.push(Check::ok(
             GROUP,

@@ -15,7 +15,7 @@ const GROUP: &str = "controllers";
 
 /// The controllers this daemon replaces, by the server's minor version (`None`: unknown,
 /// assume current names).
-pub fn replaced(version: Option<(u32, u32)>) -> &'static [&'static str] {
+pub(crate) fn replaced(version: Option<(u32, u32)>) -> &'static [&'static str] {
     match version {
         Some(v) if v < (1, 29) => &["nodelifecycle"],
         _ => &["node-lifecycle-controller", "taint-eviction-controller"],
@@ -43,7 +43,7 @@ fn items(value: Option<&str>) -> Vec<&str> {
 }
 
 /// Upstream's `IsControllerEnabled` for a controller that is on by default.
-pub fn enabled(value: Option<&str>, name: &str, version: Option<(u32, u32)>) -> bool {
+pub(crate) fn enabled(value: Option<&str>, name: &str, version: Option<(u32, u32)>) -> bool {
     let mut star = false;
     for item in items(value) {
         if let Some(off) = item.strip_prefix('-') {
@@ -60,7 +60,7 @@ pub fn enabled(value: Option<&str>, name: &str, version: Option<(u32, u32)>) -> 
 }
 
 /// The `--controllers` value that keeps everything else as it is and turns ours off.
-pub fn disabling_value(value: Option<&str>, version: Option<(u32, u32)>) -> String {
+pub(crate) fn disabling_value(value: Option<&str>, version: Option<(u32, u32)>) -> String {
     let targets = replaced(version);
     let mut out: Vec<String> = items(value)
         .into_iter()
@@ -75,7 +75,12 @@ pub fn disabling_value(value: Option<&str>, version: Option<(u32, u32)>) -> Stri
 }
 
 /// One line per host file found (`host_files::read`), or one saying none was.
-pub fn check(found: &[Found], host: &HostFiles, version: Option<(u32, u32)>, report: &mut Report) {
+pub(crate) fn check(
+    found: &[Found],
+    host: &HostFiles,
+    version: Option<(u32, u32)>,
+    report: &mut Report,
+) {
     for f in found {
         report.push(check_found(f, version));
     }

@@ -22,7 +22,7 @@ struct NodeList {
 }
 
 /// The node as the status command is told about it (every label, the addresses).
-pub fn command_for(node: &core::Node) -> FenceCommand {
+pub(crate) fn command_for(node: &core::Node) -> FenceCommand {
     let meta = &node.metadata;
     FenceCommand {
         step: FenceStep::Status,
@@ -46,7 +46,7 @@ pub fn command_for(node: &core::Node) -> FenceCommand {
 }
 
 /// One check per sampled node (ok, or fail with the answer), or why none ran.
-pub fn check(client: &mut ApiClient, config: &Config, sample: usize, report: &mut Report) {
+pub(crate) fn check(client: &mut ApiClient, config: &Config, sample: usize, report: &mut Report) {
     let f = &config.fencing;
     if f.status_command.is_empty() {
         report.push(

@@ -23,27 +23,27 @@ const SHOWN: usize = 10;
 
 /// What doctor reads of a kubelet's Lease.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct KubeletLease {
+pub(crate) struct KubeletLease {
     #[serde(default)]
-    pub metadata: LeaseMeta,
+    pub(crate) metadata: LeaseMeta,
     #[serde(default)]
-    pub spec: Option<KubeletLeaseSpec>,
+    pub(crate) spec: Option<KubeletLeaseSpec>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct LeaseMeta {
+pub(crate) struct LeaseMeta {
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct KubeletLeaseSpec {
+pub(crate) struct KubeletLeaseSpec {
     #[serde(default)]
-    pub lease_duration_seconds: Option<i64>,
+    pub(crate) lease_duration_seconds: Option<i64>,
 }
 
-pub fn check(client: &mut ApiClient, config: &Config, report: &mut Report) {
+pub(crate) fn check(client: &mut ApiClient, config: &Config, report: &mut Report) {
     let nodes = match list_nodes(client) {
         Ok(n) => n,
         Err(e) => {
@@ -144,7 +144,11 @@ fn zone_name(key: &str) -> String {
 }
 
 /// Every fleet check from what was listed; `leases` `None` when they could not be read.
-pub fn analyse(nodes: &[Node], leases: Option<&[KubeletLease]>, config: &Config) -> Vec<Check> {
+pub(crate) fn analyse(
+    nodes: &[Node],
+    leases: Option<&[KubeletLease]>,
+    config: &Config,
+) -> Vec<Check> {
     let mut out = Vec::new();
     let threshold = config.controller.large_cluster_size_threshold;
     let mut zones: BTreeMap<String, usize> = BTreeMap::new();

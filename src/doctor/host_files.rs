@@ -14,18 +14,18 @@ use serde_yaml_ng::Value;
 
 use super::HostFiles;
 
-pub const KUBEADM_MANIFEST: &str = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
-pub const K3S_CONFIG: &str = "/etc/rancher/k3s/config.yaml";
-pub const RKE2_CONFIG: &str = "/etc/rancher/rke2/config.yaml";
-pub const K0S_CONFIG: &str = "/etc/k0s/k0s.yaml";
-pub const MICROK8S_ARGS: &str = "/var/snap/microk8s/current/args/kube-controller-manager";
+pub(crate) const KUBEADM_MANIFEST: &str = "/etc/kubernetes/manifests/kube-controller-manager.yaml";
+pub(crate) const K3S_CONFIG: &str = "/etc/rancher/k3s/config.yaml";
+pub(crate) const RKE2_CONFIG: &str = "/etc/rancher/rke2/config.yaml";
+pub(crate) const K0S_CONFIG: &str = "/etc/k0s/k0s.yaml";
+pub(crate) const MICROK8S_ARGS: &str = "/var/snap/microk8s/current/args/kube-controller-manager";
 
 /// What k0s passes as `--controllers` when `spec.controllerManager.extraArgs` has none (its
 /// `cmDefaultArgs`): the token controllers its joins need stay on in any fix.
-pub const K0S_DEFAULT_CONTROLLERS: &str = "*,bootstrapsigner,tokencleaner";
+pub(crate) const K0S_DEFAULT_CONTROLLERS: &str = "*,bootstrapsigner,tokencleaner";
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Flavour {
+pub(crate) enum Flavour {
     Kubeadm,
     K3s,
     Rke2,
@@ -34,7 +34,7 @@ pub enum Flavour {
 }
 
 impl Flavour {
-    pub const ALL: [Flavour; 5] = [
+    pub(crate) const ALL: [Flavour; 5] = [
         Flavour::Kubeadm,
         Flavour::K3s,
         Flavour::Rke2,
@@ -43,7 +43,7 @@ impl Flavour {
     ];
 
     /// How the file is named in a report line.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Flavour::Kubeadm => "kubeadm manifest",
             Flavour::K3s => "k3s config",
@@ -54,7 +54,7 @@ impl Flavour {
     }
 
     /// The doctor option that names another file.
-    pub fn option(self) -> &'static str {
+    pub(crate) fn option(self) -> &'static str {
         match self {
             Flavour::Kubeadm => "--kcm-manifest",
             Flavour::K3s => "--k3s-config",
@@ -76,7 +76,7 @@ impl Flavour {
         }
     }
 
-    pub fn path(self, host: &HostFiles) -> &Path {
+    pub(crate) fn path(self, host: &HostFiles) -> &Path {
         match self {
             Flavour::Kubeadm => &host.kubeadm_manifest,
             Flavour::K3s => &host.k3s_config,
@@ -87,7 +87,7 @@ impl Flavour {
     }
 
     /// What the file says of `--controllers`; `Err` when it is not this kind of file.
-    pub fn parse(self, text: &str) -> Result<Setting, String> {
+    pub(crate) fn parse(self, text: &str) -> Result<Setting, String> {
         match self {
             Flavour::Kubeadm => kubeadm_controllers(text).map(Setting::flag),
             Flavour::K3s | Flavour::Rke2 => k3s_controllers(text).map(Setting::flag),
@@ -97,7 +97,7 @@ impl Flavour {
     }
 
     /// How to set `--controllers={value}` in this distribution's file and apply it.
-    pub fn fix(self, path: &Path, value: &str) -> String {
+    pub(crate) fn fix(self, path: &Path, value: &str) -> String {
         let path = path.display();
         match self {
             Flavour::Kubeadm => format!(
@@ -121,11 +121,11 @@ impl Flavour {
 
 /// What a host file sets `--controllers` to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Setting {
+pub(crate) struct Setting {
     /// The value kube-controller-manager runs with; `None`: no flag, every default controller.
-    pub value: Option<String>,
+    pub(crate) value: Option<String>,
     /// How the report shows it.
-    pub shown: String,
+    pub(crate) shown: String,
 }
 
 impl Setting {
@@ -140,15 +140,15 @@ impl Setting {
 
 /// A host file that exists: what it sets, or why it could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
-    pub flavour: Flavour,
-    pub path: PathBuf,
-    pub setting: Result<Setting, String>,
+pub(crate) struct Found {
+    pub(crate) flavour: Flavour,
+    pub(crate) path: PathBuf,
+    pub(crate) setting: Result<Setting, String>,
 }
 
 /// Every host file of `host` that exists. `Err`: one of them is not the kind its option names;
 /// the message names the file and what was expected.
-pub fn read(host: &HostFiles) -> Result<Vec<Found>, String> {
+pub(crate) fn read(host: &HostFiles) -> Result<Vec<Found>, String> {
     let mut found = Vec::new();
     for flavour in Flavour::ALL {
         let path = flavour.path(host);
@@ -196,7 +196,7 @@ fn controllers_flag(args: &[String]) -> Result<Option<String>, String> {
 }
 
 /// The `--controllers` value of a kubeadm static-pod manifest (`None`: the flag is absent).
-pub fn kubeadm_controllers(yaml: &str) -> Result<Option<String>, String> {
+pub(crate) fn kubeadm_controllers(yaml: &str) -> Result<Option<String>, String> {
     let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
     let containers = doc
         .get("spec")
@@ -228,7 +228,7 @@ pub fn kubeadm_controllers(yaml: &str) -> Result<Option<String>, String> {
 }
 
 /// The `controllers=` entry of `kube-controller-manager-arg` in a k3s or rke2 config file.
-pub fn k3s_controllers(yaml: &str) -> Result<Option<String>, String> {
+pub(crate) fn k3s_controllers(yaml: &str) -> Result<Option<String>, String> {
     if yaml.trim().is_empty() {
         return Ok(None);
     }
@@ -268,7 +268,7 @@ pub fn k3s_controllers(yaml: &str) -> Result<Option<String>, String> {
 /// `spec.controllerManager.extraArgs.controllers` of a k0s ClusterConfig (flag names without
 /// dashes, as k0s writes them); without it, k0s's own default. (`rawArgs`, appended verbatim
 /// by newer k0s, is not read.)
-pub fn k0s_controllers(yaml: &str) -> Result<Setting, String> {
+pub(crate) fn k0s_controllers(yaml: &str) -> Result<Setting, String> {
     let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
     let field = |key: &str| doc.get(key).and_then(Value::as_str).unwrap_or("");
     let (api_version, kind) = (field("apiVersion"), field("kind"));
@@ -311,7 +311,7 @@ pub fn k0s_controllers(yaml: &str) -> Result<Setting, String> {
 
 /// `--controllers` in MicroK8s' arguments file, read as kubelite reads it: blank lines and `#`
 /// comments skipped, quotes removed, each line split at spaces.
-pub fn microk8s_controllers(text: &str) -> Result<Option<String>, String> {
+pub(crate) fn microk8s_controllers(text: &str) -> Result<Option<String>, String> {
     let mut args = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();

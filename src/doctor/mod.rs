@@ -9,13 +9,13 @@
 //! MicroK8s), `fleet` (zones, exclusions, autonomy annotations, nodes already Unknown or
 //! tainted, kubelet lease durations). A one-shot CLI: blocking calls, no event loop.
 
-pub mod cluster;
-pub mod controllers;
-pub mod fence_sample;
-pub mod fleet;
-pub mod host_files;
+pub(crate) mod cluster;
+pub(crate) mod controllers;
+pub(crate) mod fence_sample;
+pub(crate) mod fleet;
+pub(crate) mod host_files;
 pub mod pause;
-pub mod permissions;
+pub(crate) mod permissions;
 
 use std::path::PathBuf;
 
@@ -33,7 +33,7 @@ pub enum Level {
 }
 
 impl Level {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Level::Ok => "ok",
             Level::Warn => "warn",
@@ -44,20 +44,20 @@ impl Level {
 
 /// One line of the report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Check {
-    pub group: &'static str,
+pub(crate) struct Check {
+    pub(crate) group: &'static str,
     /// What was checked, within the group ("server", "patch nodes", "zone eu-1a").
-    pub name: String,
-    pub level: Level,
+    pub(crate) name: String,
+    pub(crate) level: Level,
     /// What was found.
-    pub message: String,
+    pub(crate) message: String,
     /// What to do about it; empty when nothing is to be done.
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub action: String,
+    pub(crate) action: String,
 }
 
 impl Check {
-    pub fn new(
+    pub(crate) fn new(
         group: &'static str,
         name: impl Into<String>,
         level: Level,
@@ -72,26 +72,38 @@ impl Check {
         }
     }
 
-    pub fn ok(group: &'static str, name: impl Into<String>, message: impl Into<String>) -> Check {
+    pub(crate) fn ok(
+        group: &'static str,
+        name: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Check {
         Check::new(group, name, Level::Ok, message)
     }
 
-    pub fn warn(group: &'static str, name: impl Into<String>, message: impl Into<String>) -> Check {
+    pub(crate) fn warn(
+        group: &'static str,
+        name: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Check {
         Check::new(group, name, Level::Warn, message)
     }
 
-    pub fn fail(group: &'static str, name: impl Into<String>, message: impl Into<String>) -> Check {
+    pub(crate) fn fail(
+        group: &'static str,
+        name: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Check {
         Check::new(group, name, Level::Fail, message)
     }
 
-    pub fn action(mut self, action: impl Into<String>) -> Check {
+    pub(crate) fn action(mut self, action: impl Into<String>) -> Check {
         self.action = action.into();
         self
     }
 
     /// `fail  permissions/patch nodes: not allowed -> kubectl apply -f ...`: one line whatever
     /// the message holds.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let mut line = format!(
             "{:<4}  {}/{}: {}",
             self.level.as_str(),
@@ -147,11 +159,11 @@ pub struct Options {
 /// Everything checked, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Report {
-    pub checks: Vec<Check>,
+    pub(crate) checks: Vec<Check>,
 }
 
 impl Report {
-    pub fn push(&mut self, check: Check) {
+    pub(crate) fn push(&mut self, check: Check) {
         self.checks.push(check);
     }
 
@@ -163,7 +175,7 @@ impl Report {
             .unwrap_or(Level::Ok)
     }
 
-    pub fn count(&self, level: Level) -> usize {
+    pub(crate) fn count(&self, level: Level) -> usize {
         self.checks.iter().filter(|c| c.level == level).count()
     }
 
@@ -192,13 +204,9 @@ impl Report {
     }
 }
 
-/// Runs every check. `Err` is a configuration error (the file, the kubeconfig it names, a host
-/// file that is not the kind its option names): the caller exits 78 as the daemon would.
-pub fn run(options: &Options, config: &Config) -> Result<Report, String> {
-    run_sampled(options, config, None)
-}
-
-/// [`run`], then with `fence_sample` the status command against that many nodes.
+/// Runs every check, then with `fence_sample` the status command against that many nodes.
+/// `Err` is a configuration error (the file, the kubeconfig it names, a host file that is not the
+/// kind its option names): the caller exits 78 as the daemon would.
 pub fn run_sampled(
     options: &Options,
     config: &Config,

@@ -28,7 +28,7 @@ pub enum PauseFailure {
 }
 
 /// Checks `--for` against the configured maximum (before any network).
-pub fn check_duration(config: &Config, path: &str, d: Duration) -> Result<(), PauseFailure> {
+pub(crate) fn check_duration(config: &Config, path: &str, d: Duration) -> Result<(), PauseFailure> {
     if d.is_zero() {
         return Err(PauseFailure::Usage(
             "--for must be longer than 0s".to_string(),
@@ -85,7 +85,7 @@ fn client(options: &Options, config: &Config) -> Result<ApiClient, PauseFailure>
 }
 
 /// `user@host` of whoever runs the command.
-pub fn who() -> String {
+pub(crate) fn who() -> String {
     let user = ["SUDO_USER", "USER", "LOGNAME"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
@@ -185,7 +185,7 @@ pub fn pause(
 }
 
 /// What is left of `current` once `resumed` is resumed (`None`: nothing).
-pub fn remaining(current: PauseScope, resumed: PauseScope) -> Option<PauseScope> {
+pub(crate) fn remaining(current: PauseScope, resumed: PauseScope) -> Option<PauseScope> {
     match (current, resumed) {
         (_, PauseScope::All) => None,
         (PauseScope::All, PauseScope::Fencing) => Some(PauseScope::Tainting),

@@ -11,7 +11,7 @@ use crate::kube::ApiClient;
 const GROUP: &str = "permissions";
 
 /// The RBAC the project ships, as `kubectl apply -f conf/rbac.yaml` grants it.
-pub const RBAC_YAML: &str = include_str!("../../conf/rbac.yaml");
+pub(crate) const RBAC_YAML: &str = include_str!("../../conf/rbac.yaml");
 
 /// The Role that grants the leader election Lease; its namespace and name follow
 /// `[leader_election]` (rbac.yaml says to change both together).
@@ -23,18 +23,18 @@ const WHERE_RBAC: &str =
 /// One `verb` on one resource, cluster-wide (`namespace` `None`) or in a namespace, on any
 /// object or on the one named.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Permission {
-    pub verb: String,
-    pub group: String,
-    pub resource: String,
-    pub subresource: Option<String>,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
+pub(crate) struct Permission {
+    pub(crate) verb: String,
+    pub(crate) group: String,
+    pub(crate) resource: String,
+    pub(crate) subresource: Option<String>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: Option<String>,
 }
 
 impl Permission {
     /// `patch nodes/status`, `get leases in kube-system named node-lifecycled`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut text = format!("{} {}", self.verb, self.resource);
         if let Some(sub) = &self.subresource {
             text.push('/');
@@ -90,7 +90,10 @@ struct Rule {
 /// The permissions the ClusterRoles and Roles of an RBAC manifest grant, one per verb,
 /// resource and name. `leader` is `Some((namespace, name))` of the leader Lease, or `None`
 /// when leader election is off (its Role is then not needed).
-pub fn required(yaml: &str, leader: Option<(&str, &str)>) -> Result<Vec<Permission>, String> {
+pub(crate) fn required(
+    yaml: &str,
+    leader: Option<(&str, &str)>,
+) -> Result<Vec<Permission>, String> {
     let mut out = Vec::new();
     for document in serde_yaml_ng::Deserializer::from_str(yaml) {
         let doc = Document::deserialize(document).map_err(|e| format!("rbac.yaml: {e}"))?;
@@ -159,7 +162,7 @@ fn review(p: &Permission) -> authorization::SelfSubjectAccessReview {
 }
 
 /// Asks the server about each permission: one line per missing one, one line for the rest.
-pub fn check(client: &mut ApiClient, config: &Config, report: &mut Report) {
+pub(crate) fn check(client: &mut ApiClient, config: &Config, report: &mut Report) {
     let le = &config.leader_election;
     let leader = le
         .enabled

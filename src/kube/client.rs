@@ -22,15 +22,10 @@ use super::transport;
 use crate::time::Rate;
 use crate::time::Time;
 
-pub use super::transport::USER_AGENT;
-
 mod answer;
 mod status;
 pub(crate) use status::error_from_response;
 use status::{read_error, request_error};
-
-/// Upstream client-go's default LIST page size for informers.
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
 /// How long a 429 without a usable Retry-After holds every call back.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -73,7 +68,7 @@ pub enum PatchType {
 }
 
 impl PatchType {
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             PatchType::StrategicMerge => "application/strategic-merge-patch+json",
             PatchType::Merge => "application/merge-patch+json",
@@ -98,7 +93,7 @@ pub struct ListPage<T> {
     pub resource_version: String,
     /// `metadata.continue`; `None` on the last page.
     pub continue_token: Option<String>,
-    pub remaining_item_count: Option<u64>,
+    pub(crate) remaining_item_count: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -180,7 +175,7 @@ impl ApiClient {
     }
 
     /// `scheme://host:port/base`, for logs.
-    pub fn base_url(&self) -> &str {
+    pub(crate) fn base_url(&self) -> &str {
         &self.base_url
     }
 
@@ -196,7 +191,7 @@ impl ApiClient {
     }
 
     /// When a call spending `budget` would be admitted.
-    pub fn next_admission_for(&self, budget: Budget) -> Time {
+    pub(crate) fn next_admission_for(&self, budget: Budget) -> Time {
         let now = (self.clock)();
         match budget {
             Budget::Shared => self.throttle.next_admission(now),
@@ -206,12 +201,8 @@ impl ApiClient {
     }
 
     /// The budget the calls that follow spend.
-    pub fn set_budget(&mut self, budget: Budget) {
+    pub(crate) fn set_budget(&mut self, budget: Budget) {
         self.budget = budget;
-    }
-
-    pub fn throttle(&self) -> &Throttle {
-        &self.throttle
     }
 
     /// GET, the body as bytes.
@@ -221,7 +212,7 @@ impl ApiClient {
     }
 
     /// PATCH, the answer (the object as written) as bytes.
-    pub fn patch_bytes(
+    pub(crate) fn patch_bytes(
         &mut self,
         path: &str,
         patch_type: PatchType,
@@ -233,7 +224,7 @@ impl ApiClient {
 
     /// DELETE like [`ApiClient::delete`], the answer (the object marked for deletion, or a
     /// Status when it is gone at once) as bytes.
-    pub fn delete_bytes(
+    pub(crate) fn delete_bytes(
         &mut self,
         path: &str,
         preconditions: &Preconditions,
@@ -261,7 +252,7 @@ impl ApiClient {
 
     /// GET, the body decoded as `T`, with the response's `Date` header: the server's clock,
     /// for `doctor`'s clock-skew check.
-    pub fn get_json_dated<T: DeserializeOwned>(
+    pub(crate) fn get_json_dated<T: DeserializeOwned>(
         &mut self,
         path: &str,
     ) -> Result<(T, Option<String>), ApiError> {

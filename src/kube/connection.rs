@@ -86,22 +86,22 @@ impl std::fmt::Debug for Connection {
 
 /// PEM material as read from one setting, with the setting's name for errors.
 pub(crate) struct PemSetting {
-    pub field: String,
-    pub bytes: Vec<u8>,
+    pub(crate) field: String,
+    pub(crate) bytes: Vec<u8>,
 }
 
 /// Everything a settings source (kubeconfig, in-cluster, explicit) resolved, before the TLS
 /// material is parsed and checked.
 pub(crate) struct ConnectionParts {
     /// The file the settings came from (or `environment`), for errors.
-    pub source: String,
-    pub server: ServerUrl,
-    pub ca: Option<PemSetting>,
+    pub(crate) source: String,
+    pub(crate) server: ServerUrl,
+    pub(crate) ca: Option<PemSetting>,
     /// Only ever true when our own settings allowed it.
-    pub insecure_skip_tls_verify: bool,
+    pub(crate) insecure_skip_tls_verify: bool,
     /// Certificate, then key.
-    pub client_identity: Option<(PemSetting, PemSetting)>,
-    pub credentials: Credentials,
+    pub(crate) client_identity: Option<(PemSetting, PemSetting)>,
+    pub(crate) credentials: Credentials,
 }
 
 impl ConnectionParts {
@@ -206,16 +206,16 @@ pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
 /// A parsed `server:` URL: `https://host[:port][/base/path]`, or `http://` to a loopback address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerUrl {
-    pub scheme: Scheme,
-    pub host: String,
-    pub port: u16,
-    pub base_path: String,
+    pub(crate) scheme: Scheme,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) base_path: String,
 }
 
 impl ServerUrl {
     /// Parses the URL; plain `http://` is refused unless the host is loopback (`127.0.0.0/8`,
     /// `::1`, `localhost`): bearer tokens must not cross a network in the clear.
-    pub fn parse(url: &str) -> Result<ServerUrl, String> {
+    pub(crate) fn parse(url: &str) -> Result<ServerUrl, String> {
         let url = url.trim();
         let (scheme, rest) = if let Some(rest) = strip_prefix_ignore_case(url, "https://") {
             (Scheme::Https, rest)
@@ -288,7 +288,7 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 }
 
 /// Whether `host` (an IP literal without brackets, or a name) is this machine.
-pub fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<std::net::IpAddr>()

@@ -17,7 +17,7 @@ use crate::time::Time;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KubeConfigError {
     /// The file the setting came from, or `environment` for in-cluster variables.
-    pub source: String,
+    pub(crate) source: String,
     /// Path of the field inside that source (`clusters[0].cluster.server`); empty when the
     /// whole source is at fault (unreadable, not YAML).
     pub field: String,
@@ -25,7 +25,7 @@ pub struct KubeConfigError {
 }
 
 impl KubeConfigError {
-    pub fn new(
+    pub(crate) fn new(
         source: impl Into<String>,
         field: impl Into<String>,
         reason: impl Into<String>,
@@ -55,7 +55,7 @@ impl std::error::Error for KubeConfigError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiStatus {
     /// `PATCH /api/v1/nodes/n1`.
-    pub request: String,
+    pub(crate) request: String,
     /// HTTP status code.
     pub code: u16,
     /// `Status.reason` (`NotFound`, `Conflict`, `AlreadyExists`, …), empty when absent.
@@ -112,7 +112,7 @@ pub enum ApiError {
 
 impl ApiError {
     /// The server's answer, for the kinds that have one.
-    pub fn status(&self) -> Option<&ApiStatus> {
+    pub(crate) fn status(&self) -> Option<&ApiStatus> {
         match self {
             ApiError::NotFound(s)
             | ApiError::Conflict(s)

@@ -10,15 +10,15 @@ use super::error::KubeConfigError;
 use super::token::read_token_file;
 
 /// Where the kubelet mounts the service account's token, CA and namespace.
-pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-pub const HOST_VARIABLE: &str = "KUBERNETES_SERVICE_HOST";
-pub const PORT_VARIABLE: &str = "KUBERNETES_SERVICE_PORT";
+pub(crate) const HOST_VARIABLE: &str = "KUBERNETES_SERVICE_HOST";
+pub(crate) const PORT_VARIABLE: &str = "KUBERNETES_SERVICE_PORT";
 
 impl Connection {
     /// From `KUBERNETES_SERVICE_HOST` / `KUBERNETES_SERVICE_PORT` and `dir/{token,ca.crt}`
     /// (`dir` is `SERVICE_ACCOUNT_DIR` outside tests).
-    pub fn in_cluster(dir: &Path) -> Result<Connection, KubeConfigError> {
+    pub(crate) fn in_cluster(dir: &Path) -> Result<Connection, KubeConfigError> {
         let host = std::env::var(HOST_VARIABLE).ok();
         let port = std::env::var(PORT_VARIABLE).ok();
         Connection::in_cluster_from(host.as_deref(), port.as_deref(), dir)

@@ -8,20 +8,20 @@
 //! straight into the compact `model` types; `body` turns typed (k8s-openapi) request bodies into
 //! JSON.
 
-pub mod body;
-pub mod client;
-pub mod connection;
+pub(crate) mod body;
+pub(crate) mod client;
+pub(crate) mod connection;
 pub mod decode;
-pub mod error;
-pub mod explicit;
-pub mod in_cluster;
-pub mod kubeconfig;
+pub(crate) mod error;
+pub(crate) mod explicit;
+pub(crate) mod in_cluster;
+pub(crate) mod kubeconfig;
 pub mod reflector;
-pub mod request;
+pub(crate) mod request;
 mod resolve;
-pub mod throttle;
-pub mod tls;
-pub mod token;
+pub(crate) mod throttle;
+pub(crate) mod tls;
+pub(crate) mod token;
 mod transport;
 pub mod watch;
 
@@ -32,5 +32,4 @@ pub use client::{ApiClient, Budget, ClientSettings, ListPage, PatchType, Precond
 pub use connection::{Connection, Credentials, Scheme, ServerUrl};
 pub use error::{ApiError, ApiStatus, KubeConfigError};
 pub use explicit::ExplicitSettings;
-pub use throttle::Throttle;
 pub use token::TokenSource;

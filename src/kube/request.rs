@@ -21,18 +21,18 @@ use k8s_openapi::jiff::Timestamp;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::kube::body::to_json;
+pub(crate) use crate::kube::body::to_json;
 
 use crate::kube::reflector::Watched;
 use crate::model::{Lease, NodeCondition, PodKey, Taint, disruption};
 use crate::time::Time;
 
 /// Where events about cluster-scoped objects (nodes) go, as client-go's recorder does.
-pub const NODE_EVENT_NAMESPACE: &str = "default";
+pub(crate) const NODE_EVENT_NAMESPACE: &str = "default";
 
 /// A name as one URL path segment. Names come from decoded API objects, which the API server
 /// validated (DNS subdomains), so this only refuses what would change the request's meaning.
-pub fn segment(name: &str) -> Result<&str, String> {
+pub(crate) fn segment(name: &str) -> Result<&str, String> {
     let bad = name.is_empty()
         || name == "."
         || name == ".."
@@ -46,15 +46,15 @@ pub fn segment(name: &str) -> Result<&str, String> {
     }
 }
 
-pub fn node_path(node: &str) -> Result<String, String> {
+pub(crate) fn node_path(node: &str) -> Result<String, String> {
     Ok(format!("/api/v1/nodes/{}", segment(node)?))
 }
 
-pub fn node_status_path(node: &str) -> Result<String, String> {
+pub(crate) fn node_status_path(node: &str) -> Result<String, String> {
     Ok(format!("{}/status", node_path(node)?))
 }
 
-pub fn pod_path(pod: &PodKey) -> Result<String, String> {
+pub(crate) fn pod_path(pod: &PodKey) -> Result<String, String> {
     Ok(format!(
         "/api/v1/namespaces/{}/pods/{}",
         segment(&pod.namespace)?,
@@ -62,11 +62,11 @@ pub fn pod_path(pod: &PodKey) -> Result<String, String> {
     ))
 }
 
-pub fn pod_status_path(pod: &PodKey) -> Result<String, String> {
+pub(crate) fn pod_status_path(pod: &PodKey) -> Result<String, String> {
     Ok(format!("{}/status", pod_path(pod)?))
 }
 
-pub fn lease_path(node: &str) -> Result<String, String> {
+pub(crate) fn lease_path(node: &str) -> Result<String, String> {
     // The collection the lease reflector watches: the live read looks at the same objects.
     Ok(format!(
         "{}/{}",
@@ -75,26 +75,26 @@ pub fn lease_path(node: &str) -> Result<String, String> {
     ))
 }
 
-pub fn events_path(namespace: &str) -> Result<String, String> {
+pub(crate) fn events_path(namespace: &str) -> Result<String, String> {
     Ok(format!("/api/v1/namespaces/{}/events", segment(namespace)?))
 }
 
 /// A strategic-merge patch: a partial object of which only the parts set are sent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct StrategicPatch<Spec, Status> {
-    pub metadata: meta::ObjectMeta,
+pub(crate) struct StrategicPatch<Spec, Status> {
+    pub(crate) metadata: meta::ObjectMeta,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub spec: Option<Spec>,
+    pub(crate) spec: Option<Spec>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<Status>,
+    pub(crate) status: Option<Status>,
 }
 
-pub type NodePatch = StrategicPatch<core::NodeSpec, core::NodeStatus>;
-pub type PodPatch = StrategicPatch<core::PodSpec, core::PodStatus>;
+pub(crate) type NodePatch = StrategicPatch<core::NodeSpec, core::NodeStatus>;
+pub(crate) type PodPatch = StrategicPatch<core::PodSpec, core::PodStatus>;
 
 /// Our millisecond time as `metav1.Time` (which serializes with second precision, as the API
 /// stores it). Out-of-range values clamp; none occur with a sane clock.
-pub fn k8s_time(t: Time) -> meta::Time {
+pub(crate) fn k8s_time(t: Time) -> meta::Time {
     let ms = i64::try_from(t.as_unix_millis()).unwrap_or(i64::MAX);
     meta::Time(Timestamp::from_millisecond(ms).unwrap_or(Timestamp::MAX))
 }
@@ -112,7 +112,11 @@ fn condition(c: &NodeCondition) -> core::NodeCondition {
 
 /// Strategic-merge patch of `nodes/NAME/status`: conditions merge by type, so the listed ones
 /// replace the stored ones and any other type (one we do not model) is kept.
-pub fn node_conditions_patch(uid: &str, resource_version: &str, conds: &[NodeCondition]) -> Value {
+pub(crate) fn node_conditions_patch(
+    uid: &str,
+    resource_version: &str,
+    conds: &[NodeCondition],
+) -> Value {
     to_json(&NodePatch {
         metadata: meta::ObjectMeta {
             resource_version: Some(resource_version.to_string()),
@@ -127,7 +131,7 @@ pub fn node_conditions_patch(uid: &str, resource_version: &str, conds: &[NodeCon
     })
 }
 
-pub fn k8s_taint(t: &Taint) -> core::Taint {
+pub(crate) fn k8s_taint(t: &Taint) -> core::Taint {
     core::Taint {
         key: t.key.to_string(),
         value: (!t.value.is_empty()).then(|| t.value.to_string()),
@@ -136,13 +140,9 @@ pub fn k8s_taint(t: &Taint) -> core::Taint {
     }
 }
 
-pub fn taint_json(t: &Taint) -> Value {
-    to_json(&k8s_taint(t))
-}
-
 /// Strategic-merge patch of `spec.taints`: the list has no merge key, so it is replaced whole
 /// (the full desired list, other writers' taints included), guarded by the resourceVersion.
-pub fn node_taints_patch(resource_version: &str, taints: &[Taint]) -> Value {
+pub(crate) fn node_taints_patch(resource_version: &str, taints: &[Taint]) -> Value {
     to_json(&NodePatch {
         metadata: meta::ObjectMeta {
             resource_version: Some(resource_version.to_string()),
@@ -159,7 +159,7 @@ pub fn node_taints_patch(resource_version: &str, taints: &[Taint]) -> Value {
 
 /// Strategic-merge patch of `metadata.labels`, no precondition (as upstream's
 /// `addOrUpdateLabelsOnNode`).
-pub fn node_labels_patch(labels: &[(crate::model::Name, crate::model::Name)]) -> Value {
+pub(crate) fn node_labels_patch(labels: &[(crate::model::Name, crate::model::Name)]) -> Value {
     let labels: BTreeMap<String, String> = labels
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -179,7 +179,7 @@ pub fn node_labels_patch(labels: &[(crate::model::Name, crate::model::Name)]) ->
 /// added it land together or not at all. Its own typed body rather than k8s-openapi's
 /// `ObjectMeta`: those annotations are a `BTreeMap<String, String>`, which cannot carry the
 /// `null` that tells the server to remove a key (the taints inside are k8s-openapi types).
-pub fn node_annotations_patch(
+pub(crate) fn node_annotations_patch(
     resource_version: &str,
     annotations: &[(&'static str, Option<String>)],
     taints: Option<&[Taint]>,
@@ -227,7 +227,7 @@ fn pod_status_patch(uid: &str, status: core::PodStatus) -> Value {
 
 /// Pod Ready=False (upstream `MarkPodsNotReady`, which keeps reason and message and moves the
 /// transition time). Pod conditions merge by type.
-pub fn pod_not_ready_patch(uid: &str, now: Time) -> Value {
+pub(crate) fn pod_not_ready_patch(uid: &str, now: Time) -> Value {
     pod_status_patch(
         uid,
         core::PodStatus {
@@ -243,7 +243,7 @@ pub fn pod_not_ready_patch(uid: &str, now: Time) -> Value {
 }
 
 /// Legacy mode: `status.reason = NodeLost` with the controller's message.
-pub fn pod_node_lost_patch(uid: &str, reason: &str, message: &str) -> Value {
+pub(crate) fn pod_node_lost_patch(uid: &str, reason: &str, message: &str) -> Value {
     pod_status_patch(
         uid,
         core::PodStatus {
@@ -255,7 +255,7 @@ pub fn pod_node_lost_patch(uid: &str, reason: &str, message: &str) -> Value {
 }
 
 /// The condition upstream's taint eviction adds before deleting (`addConditionAndDeletePod`).
-pub fn disruption_target_patch(uid: &str, now: Time) -> Value {
+pub(crate) fn disruption_target_patch(uid: &str, now: Time) -> Value {
     pod_status_patch(
         uid,
         core::PodStatus {
@@ -274,7 +274,7 @@ pub fn disruption_target_patch(uid: &str, now: Time) -> Value {
 
 /// The object an event is about (`involvedObject`); an empty uid is left out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InvolvedObject<'a> {
+pub(crate) enum InvolvedObject<'a> {
     Node {
         name: &'a str,
         uid: &'a str,
@@ -289,18 +289,18 @@ pub enum InvolvedObject<'a> {
 /// What a core/v1 Event says: about what, why (`reason`, `message`), how grave
 /// (`event_type`: `Normal` or `Warning`), and who says it (`component`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EventRecord<'a> {
-    pub object: InvolvedObject<'a>,
-    pub event_type: &'a str,
-    pub reason: &'a str,
-    pub message: &'a str,
-    pub component: &'a str,
+pub(crate) struct EventRecord<'a> {
+    pub(crate) object: InvolvedObject<'a>,
+    pub(crate) event_type: &'a str,
+    pub(crate) reason: &'a str,
+    pub(crate) message: &'a str,
+    pub(crate) component: &'a str,
 }
 
 /// A core/v1 Event as client-go's recorder creates it: named `<object>.<hex nanoseconds>`,
 /// in the object's namespace (`default` for nodes), count 1. `unique` keeps two events about
 /// one object in the same millisecond from colliding (client-go uses the nanosecond clock).
-pub fn event_body(event: &EventRecord<'_>, now: Time, unique: u64) -> (String, Value) {
+pub(crate) fn event_body(event: &EventRecord<'_>, now: Time, unique: u64) -> (String, Value) {
     let non_empty = |uid: &str| (!uid.is_empty()).then(|| uid.to_string());
     let (namespace, object) = match event.object {
         InvolvedObject::Node { name, uid } => (

@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub struct TestDir(PathBuf);
+pub(crate) struct TestDir(PathBuf);
 
 impl TestDir {
-    pub fn new(name: &str) -> TestDir {
+    pub(crate) fn new(name: &str) -> TestDir {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path =
@@ -16,12 +16,12 @@ impl TestDir {
         TestDir(path)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 
     /// Writes `contents` to `name` inside the directory and returns the file's path.
-    pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
         let path = self.0.join(name);
         std::fs::write(&path, contents).expect("write test file");
         path

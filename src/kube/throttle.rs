@@ -12,11 +12,11 @@ use crate::time::Time;
 use crate::time::{Rate, TokenBucket};
 
 /// Upstream kube-controller-manager client defaults.
-pub const DEFAULT_QPS: u64 = 20;
-pub const DEFAULT_BURST: u64 = 30;
+pub(crate) const DEFAULT_QPS: u64 = 20;
+pub(crate) const DEFAULT_BURST: u64 = 30;
 
 #[derive(Clone, Debug)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     /// `None`: no client-side limit (tests, the simulator); Retry-After still applies.
     bucket: Option<TokenBucket>,
     /// No call before this time (a server's Retry-After).
@@ -26,7 +26,7 @@ pub struct Throttle {
 impl Throttle {
     /// `qps` tokens a second, at most `burst` at once; starts full, as client-go's limiter does.
     /// A rate of zero admits nothing: validate settings before building one.
-    pub fn new(qps: Rate, burst: u64, now: Time) -> Throttle {
+    pub(crate) fn new(qps: Rate, burst: u64, now: Time) -> Throttle {
         Throttle {
             bucket: Some(TokenBucket::new(qps, burst, now)),
             not_before: Time::ZERO,
@@ -34,7 +34,7 @@ impl Throttle {
     }
 
     /// A throttle that only honours Retry-After.
-    pub fn unlimited() -> Throttle {
+    pub(crate) fn unlimited() -> Throttle {
         Throttle {
             bucket: None,
             not_before: Time::ZERO,
@@ -42,12 +42,12 @@ impl Throttle {
     }
 
     /// Takes a token for one call at `now`, or says when to ask again.
-    pub fn admit(&mut self, now: Time) -> Result<(), Time> {
+    pub(crate) fn admit(&mut self, now: Time) -> Result<(), Time> {
         self.admit_keeping(now, 0)
     }
 
     /// Like [`Throttle::admit`], for a call that must leave `keep` tokens to urgent ones.
-    pub fn admit_keeping(&mut self, now: Time, keep: u64) -> Result<(), Time> {
+    pub(crate) fn admit_keeping(&mut self, now: Time, keep: u64) -> Result<(), Time> {
         if now < self.not_before {
             return Err(self.not_before);
         }
@@ -66,12 +66,12 @@ impl Throttle {
     }
 
     /// When a call would be admitted, without taking a token (`now` if at once).
-    pub fn next_admission(&self, now: Time) -> Time {
+    pub(crate) fn next_admission(&self, now: Time) -> Time {
         self.next_admission_keeping(now, 0)
     }
 
     /// When a call leaving `keep` tokens would be admitted.
-    pub fn next_admission_keeping(&self, now: Time, keep: u64) -> Time {
+    pub(crate) fn next_admission_keeping(&self, now: Time, keep: u64) -> Time {
         let from = now.max(self.not_before);
         match &self.bucket {
             None => from,
@@ -82,12 +82,12 @@ impl Throttle {
     }
 
     /// The burst (0 when unlimited).
-    pub fn burst(&self) -> u64 {
+    pub(crate) fn burst(&self) -> u64 {
         self.bucket.as_ref().map_or(0, TokenBucket::burst)
     }
 
     /// The server answered 429 with `Retry-After`: no call of ours before `now + after`.
-    pub fn retry_after(&mut self, now: Time, after: Duration) {
+    pub(crate) fn retry_after(&mut self, now: Time, after: Duration) {
         self.not_before = self.not_before.max(now.saturating_add(after));
     }
 }

@@ -17,7 +17,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 /// How the server's certificate is checked.
 #[derive(Debug)]
-pub enum ServerVerification {
+pub(crate) enum ServerVerification {
     /// Against these CA certificates only.
     CaCertificates(Vec<CertificateDer<'static>>),
     /// Not at all (`insecure-skip-tls-verify`): anyone on the path can impersonate the server.
@@ -28,21 +28,21 @@ pub enum ServerVerification {
 
 /// A client certificate chain (leaf first) and its private key.
 #[derive(Debug)]
-pub struct ClientIdentity {
-    pub chain: Vec<CertificateDer<'static>>,
-    pub key: PrivateKeyDer<'static>,
+pub(crate) struct ClientIdentity {
+    pub(crate) chain: Vec<CertificateDer<'static>>,
+    pub(crate) key: PrivateKeyDer<'static>,
 }
 
 /// Which piece of TLS material is at fault, so the caller can name the right field.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TlsConfigError {
+pub(crate) enum TlsConfigError {
     CertificateAuthority(String),
     ClientCertificate(String),
     ClientKey(String),
 }
 
 /// Every `CERTIFICATE` block of a PEM file, in order. Other blocks are skipped.
-pub fn parse_certificates(pem_bytes: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn parse_certificates(pem_bytes: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
     let mut certs = Vec::new();
     for item in CertificateDer::pem_slice_iter(pem_bytes) {
         certs.push(item.map_err(|e| pem_error(&e))?);
@@ -55,7 +55,7 @@ pub fn parse_certificates(pem_bytes: &[u8]) -> Result<Vec<CertificateDer<'static
 
 /// The first private key of a PEM file: PKCS#8 (`PRIVATE KEY`), PKCS#1 (`RSA PRIVATE KEY`, as
 /// kubeadm writes) or SEC1 (`EC PRIVATE KEY`, possibly after an `EC PARAMETERS` block).
-pub fn parse_private_key(pem_bytes: &[u8]) -> Result<PrivateKeyDer<'static>, String> {
+pub(crate) fn parse_private_key(pem_bytes: &[u8]) -> Result<PrivateKeyDer<'static>, String> {
     PrivateKeyDer::from_pem_slice(pem_bytes).map_err(|e| match e {
         pem::Error::NoItemsFound => {
             "no PEM private key block found (PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY)"
@@ -82,14 +82,14 @@ fn pem_error(e: &pem::Error) -> String {
 }
 
 /// The crypto provider of every TLS connection we make.
-pub fn crypto_provider() -> Arc<CryptoProvider> {
+pub(crate) fn crypto_provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Builds the client configuration, checking the CA certificates parse and the client key
 /// matches the client certificate (rustls 0.23 compares the key's public key with the
 /// certificate's SubjectPublicKeyInfo in `with_client_auth_cert`; a test keeps that honest).
-pub fn client_config(
+pub(crate) fn client_config(
     server: ServerVerification,
     identity: Option<ClientIdentity>,
 ) -> Result<Arc<ClientConfig>, TlsConfigError> {
@@ -142,7 +142,7 @@ pub fn client_config(
 
 /// The name the server's certificate must carry: an IP literal is checked against IP SANs
 /// (`https://127.0.0.1:6443`), anything else against DNS SANs.
-pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(host.to_string())
         .map_err(|_| format!("{host:?} is not a valid TLS server name"))
 }

@@ -13,7 +13,7 @@ use super::error::KubeConfigError;
 use crate::time::Time;
 
 /// How long a token read from a file is used before the file is read again.
-pub const TOKEN_REREAD_INTERVAL: Duration = Duration::from_secs(60);
+pub(crate) const TOKEN_REREAD_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Produces the `Authorization` header value for each request (unary calls and watch streams).
 pub struct TokenSource {
@@ -55,7 +55,7 @@ impl TokenSource {
     /// A token file is read again once `TOKEN_REREAD_INTERVAL` has passed; if it cannot be read
     /// then (mid-rotation, deleted), the last good token is kept and a warning logged: an
     /// expired token fails loudly with 401 anyway, a missing header would fail the same way.
-    pub fn authorization(&mut self, now: Time) -> Option<String> {
+    pub(crate) fn authorization(&mut self, now: Time) -> Option<String> {
         match &mut self.kind {
             Kind::None => None,
             Kind::Static(header) => Some(header.clone()),
@@ -94,7 +94,7 @@ impl std::fmt::Debug for TokenSource {
 const MAX_TOKEN_FILE: u64 = 1024 * 1024;
 
 /// Reads and checks a token file, returning the header value.
-pub fn read_token_file(path: &Path) -> Result<String, String> {
+pub(crate) fn read_token_file(path: &Path) -> Result<String, String> {
     let bytes = super::connection::read_limited(path, MAX_TOKEN_FILE)
         .map_err(|e| format!("cannot read: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| "cannot read: not UTF-8 text".to_string())?;

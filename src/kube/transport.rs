@@ -24,7 +24,7 @@ use super::resolve::ApiServerResolver;
 use super::tls;
 
 /// Sent with every request, as client-go sends `<binary>/<version> (…)`.
-pub const USER_AGENT: &str = concat!("node-lifecycled/", env!("CARGO_PKG_VERSION"));
+pub(crate) const USER_AGENT: &str = concat!("node-lifecycled/", env!("CARGO_PKG_VERSION"));
 
 /// One keep-alive `Agent` for all unary calls to `connection`.
 pub(crate) fn agent(connection: &Connection, timeout: Duration) -> ureq::Agent {

@@ -37,7 +37,7 @@ pub struct ElectionSettings {
 impl ElectionSettings {
     /// Upstream's defaults (15 s / 10 s / 2 s) or whatever the config says; the identity is the
     /// configured one or `<hostname>_<random hex>`.
-    pub fn from_config(config: &LeaderElectionConfig) -> ElectionSettings {
+    pub(crate) fn from_config(config: &LeaderElectionConfig) -> ElectionSettings {
         ElectionSettings {
             identity: config.identity_or_default(),
             lease_duration: config.lease_duration,
@@ -48,7 +48,7 @@ impl ElectionSettings {
 
     /// `leaseDurationSeconds` is whole seconds; round up so that nobody waits less than
     /// `lease_duration` (which keeps `renew_deadline < ` what others wait).
-    pub fn lease_duration_seconds(&self) -> i32 {
+    pub(crate) fn lease_duration_seconds(&self) -> i32 {
         let ms = self.lease_duration.as_millis();
         i32::try_from(ms.div_ceil(1000)).unwrap_or(i32::MAX)
     }
@@ -106,22 +106,22 @@ pub enum Transition {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElectionStats {
     pub enabled: bool,
-    pub identity: String,
+    pub(crate) identity: String,
     /// The holder named by the lease as last seen; `None` when unknown or unheld.
     pub holder: Option<String>,
     pub is_leader: bool,
     /// Since when we lead (our clock), while we do.
-    pub leading_since: Option<Time>,
+    pub(crate) leading_since: Option<Time>,
     /// When our last successful acquire or renew was sent, and how long ago that is.
     pub last_renewed_at: Option<Time>,
-    pub last_renew_age: Option<Duration>,
+    pub(crate) last_renew_age: Option<Duration>,
     /// `leaseTransitions` of the lease as last seen.
     pub lease_transitions: Option<i32>,
-    pub acquisitions: u64,
-    pub losses: u64,
+    pub(crate) acquisitions: u64,
+    pub(crate) losses: u64,
     pub failed_requests: u64,
     pub last_error: Option<String>,
-    pub next_attempt: Option<Time>,
+    pub(crate) next_attempt: Option<Time>,
 }
 
 /// Why a request was made, which decides what its answer means.
@@ -181,7 +181,7 @@ pub struct LeaderElector {
 impl LeaderElector {
     /// Starts as a follower with its first look at the lease due at `now`. `seed` spreads the
     /// followers' retries (`Jitter::seed_from_entropy()` in the daemon).
-    pub fn new(settings: ElectionSettings, seed: u64, now: Time) -> LeaderElector {
+    pub(crate) fn new(settings: ElectionSettings, seed: u64, now: Time) -> LeaderElector {
         LeaderElector {
             settings,
             enabled: true,
@@ -204,7 +204,7 @@ impl LeaderElector {
     }
 
     /// Leader election switched off (a single control plane): always leader, never a request.
-    pub fn disabled(identity: String) -> LeaderElector {
+    pub(crate) fn disabled(identity: String) -> LeaderElector {
         let settings = ElectionSettings {
             identity,
             lease_duration: Duration::ZERO,
@@ -217,17 +217,17 @@ impl LeaderElector {
         }
     }
 
-    pub fn settings(&self) -> &ElectionSettings {
+    pub(crate) fn settings(&self) -> &ElectionSettings {
         &self.settings
     }
 
-    pub fn is_enabled(&self) -> bool {
+    pub(crate) fn is_enabled(&self) -> bool {
         self.enabled
     }
 
     /// Whether we may act (write) at `now`. Turns false exactly `renew_deadline` after the
     /// sending of our last successful acquire or renew, whether or not `tick` ran since.
-    pub fn is_leader(&self, now: Time) -> bool {
+    pub(crate) fn is_leader(&self, now: Time) -> bool {
         if !self.enabled {
             return true;
         }
@@ -236,7 +236,7 @@ impl LeaderElector {
     }
 
     /// The holder named by the lease as last seen.
-    pub fn holder(&self) -> Option<&str> {
+    pub(crate) fn holder(&self) -> Option<&str> {
         self.observed
             .as_ref()
             .map(|o| o.record.holder_identity.as_str())
@@ -245,7 +245,7 @@ impl LeaderElector {
 
     /// When to call `tick` / `poll` next: the next attempt, or the instant leadership runs out,
     /// whichever is first. `None` while disabled, or when nothing remains to do.
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         if !self.enabled {
             return None;
         }
@@ -259,14 +259,14 @@ impl LeaderElector {
     }
 
     /// Notices the renew deadline passing.
-    pub fn tick(&mut self, now: Time) -> Vec<Transition> {
+    pub(crate) fn tick(&mut self, now: Time) -> Vec<Transition> {
         let mut out = Vec::new();
         self.check_renew_deadline(now, &mut out);
         out
     }
 
     /// The request to perform now, if one is due and none is in flight.
-    pub fn poll(&mut self, now: Time) -> Option<LeaseRequest> {
+    pub(crate) fn poll(&mut self, now: Time) -> Option<LeaseRequest> {
         if !self.enabled || self.in_flight.is_some() {
             return None;
         }
@@ -304,7 +304,7 @@ impl LeaderElector {
     }
 
     /// The answer to the request in flight.
-    pub fn on_response(&mut self, response: LeaseResponse, now: Time) -> Vec<Transition> {
+    pub(crate) fn on_response(&mut self, response: LeaseResponse, now: Time) -> Vec<Transition> {
         let mut out = Vec::new();
         let Some(flight) = self.in_flight.take() else {
             return out;
@@ -376,7 +376,7 @@ impl LeaderElector {
     /// and when the lease still names us the returned update empties `holderIdentity` with a
     /// 1 s duration, so a follower takes it at its next look. Feed the answer to `on_response`.
     /// With a request in flight the release follows its answer (`poll` hands it out).
-    pub fn release(&mut self, now: Time) -> Option<LeaseRequest> {
+    pub(crate) fn release(&mut self, now: Time) -> Option<LeaseRequest> {
         if !self.enabled || self.stopped {
             return None;
         }
@@ -390,7 +390,7 @@ impl LeaderElector {
         self.poll(now)
     }
 
-    pub fn stats(&self, now: Time) -> ElectionStats {
+    pub(crate) fn stats(&self, now: Time) -> ElectionStats {
         ElectionStats {
             enabled: self.enabled,
             identity: self.settings.identity.clone(),

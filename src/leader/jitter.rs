@@ -11,29 +11,29 @@ use std::time::Duration;
 use crate::time::Rng;
 
 /// client-go `leaderelection.JitterFactor`.
-pub const JITTER_FACTOR: f64 = 1.2;
+pub(crate) const JITTER_FACTOR: f64 = 1.2;
 
 /// The spread needs no cryptographic quality, only independence between processes (seeded from
 /// /dev/urandom by the shell, by hand in tests).
 #[derive(Clone, Debug)]
-pub struct Jitter {
+pub(crate) struct Jitter {
     rng: Rng,
 }
 
 impl Jitter {
-    pub fn new(seed: u64) -> Jitter {
+    pub(crate) fn new(seed: u64) -> Jitter {
         Jitter {
             rng: Rng::new(seed),
         }
     }
 
     /// A seed from /dev/urandom, else from the time and process id.
-    pub fn seed_from_entropy() -> u64 {
+    pub(crate) fn seed_from_entropy() -> u64 {
         Rng::seed_from_entropy()
     }
 
     /// A wait in `retry / JITTER_FACTOR ..= retry`, whole milliseconds.
-    pub fn follower_wait(&mut self, retry: Duration) -> Duration {
+    pub(crate) fn follower_wait(&mut self, retry: Duration) -> Duration {
         let max = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX);
         let min = (max as f64 / JITTER_FACTOR) as u64;
         let spread = max - min;

@@ -36,7 +36,7 @@ impl LeaseLock {
     }
 
     /// An annotation of the Lease as last read or written (the fleet pause lives in one).
-    pub fn annotation(&self, key: &str) -> Option<&str> {
+    pub(crate) fn annotation(&self, key: &str) -> Option<&str> {
         self.metadata
             .as_ref()
             .and_then(|m| m.annotations.as_ref())
@@ -45,18 +45,18 @@ impl LeaseLock {
     }
 
     /// `namespace/name`, for logs.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    pub fn collection_path(&self) -> String {
+    pub(crate) fn collection_path(&self) -> String {
         format!(
             "/apis/coordination.k8s.io/v1/namespaces/{}/leases",
             self.namespace
         )
     }
 
-    pub fn object_path(&self) -> String {
+    pub(crate) fn object_path(&self) -> String {
         format!("{}/{}", self.collection_path(), self.name)
     }
 
@@ -76,7 +76,11 @@ impl LeaseLock {
     }
 
     /// Performs one request; every outcome is an answer the elector understands.
-    pub fn perform(&mut self, client: &mut ApiClient, request: &LeaseRequest) -> LeaseResponse {
+    pub(crate) fn perform(
+        &mut self,
+        client: &mut ApiClient,
+        request: &LeaseRequest,
+    ) -> LeaseResponse {
         let result = match request {
             LeaseRequest::Get => client.get_json::<RawLease>(&self.object_path()),
             LeaseRequest::Create(record) => {
@@ -176,7 +180,7 @@ impl LeaderElection {
     }
 
     /// No election: always leader, never a request.
-    pub fn disabled(identity: String, clock: Box<dyn Fn() -> Time>) -> LeaderElection {
+    pub(crate) fn disabled(identity: String, clock: Box<dyn Fn() -> Time>) -> LeaderElection {
         LeaderElection {
             elector: LeaderElector::disabled(identity),
             lock: LeaseLock::new("", ""),
@@ -185,11 +189,11 @@ impl LeaderElection {
         }
     }
 
-    pub fn elector(&self) -> &LeaderElector {
+    pub(crate) fn elector(&self) -> &LeaderElector {
         &self.elector
     }
 
-    pub fn lock(&self) -> &LeaseLock {
+    pub(crate) fn lock(&self) -> &LeaseLock {
         &self.lock
     }
 

@@ -6,20 +6,18 @@
 //! followers' retry spread, `lease_lock` the shell that performs the requests with the blocking
 //! API client and hands the event loop its next deadline.
 
-pub mod elector;
-pub mod jitter;
-pub mod lease_lock;
+pub(crate) mod elector;
+pub(crate) mod jitter;
+pub(crate) mod lease_lock;
 pub mod pause;
-pub mod record;
-pub mod settings;
+pub(crate) mod record;
+pub(crate) mod settings;
 
 #[cfg(test)]
 mod tests;
 
-pub use elector::{
-    ElectionSettings, ElectionStats, LeaderElector, LeaseRequest, LeaseResponse, Transition,
-};
-pub use jitter::Jitter;
+pub use elector::Transition;
+pub use elector::{ElectionSettings, ElectionStats, LeaderElector, LeaseRequest, LeaseResponse};
+pub(crate) use jitter::Jitter;
 pub use lease_lock::{LeaderElection, LeaseLock};
-pub use record::{LeaseObject, LeaseRecord};
-pub use settings::LeaderElectionConfig;
+pub(crate) use settings::LeaderElectionConfig;

@@ -20,7 +20,7 @@ struct Wire {
 }
 
 /// The annotation's value for `pause`.
-pub fn encode(pause: &FleetPause) -> String {
+pub(crate) fn encode(pause: &FleetPause) -> String {
     serde_json::to_string(&Wire {
         what: pause.what.as_str().to_string(),
         until: pause.until.to_rfc3339(),
@@ -31,7 +31,7 @@ pub fn encode(pause: &FleetPause) -> String {
 }
 
 /// The pause an annotation value says, or why it cannot be read.
-pub fn decode(value: &str) -> Result<FleetPause, String> {
+pub(crate) fn decode(value: &str) -> Result<FleetPause, String> {
     let wire: Wire = serde_json::from_str(value).map_err(|e| format!("not the pause JSON: {e}"))?;
     let what = PauseScope::parse(&wire.what)
         .ok_or_else(|| format!("what={:?}: not fencing, tainting or all", wire.what))?;
@@ -48,7 +48,7 @@ pub fn decode(value: &str) -> Result<FleetPause, String> {
 /// What the daemon makes of the annotation (`None`: absent). An unreadable value is a pause of
 /// everything for `unreadable_for` from `first_seen` (never act on a guess), named so in
 /// `status` and the decision log; the caller warns.
-pub fn interpret(
+pub(crate) fn interpret(
     value: Option<&str>,
     first_seen: Time,
     unreadable_for: std::time::Duration,

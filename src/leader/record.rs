@@ -18,22 +18,22 @@ use crate::kube::body::to_json;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LeaseRecord {
     /// Empty: nobody holds the lease (never taken, or released).
-    pub holder_identity: String,
-    pub lease_duration_seconds: i32,
-    pub acquire_time: Option<String>,
-    pub renew_time: Option<String>,
-    pub lease_transitions: i32,
+    pub(crate) holder_identity: String,
+    pub(crate) lease_duration_seconds: i32,
+    pub(crate) acquire_time: Option<String>,
+    pub(crate) renew_time: Option<String>,
+    pub(crate) lease_transitions: i32,
 }
 
 impl LeaseRecord {
-    pub fn is_held(&self) -> bool {
+    pub(crate) fn is_held(&self) -> bool {
         !self.holder_identity.is_empty()
     }
 
     /// How long, from when a change of this record was observed, others must leave it alone. A
     /// negative value (never written by a sane client) counts as zero, as upstream's
     /// `time.Duration` arithmetic would make it already expired.
-    pub fn lease_duration(&self) -> Duration {
+    pub(crate) fn lease_duration(&self) -> Duration {
         Duration::from_secs(u64::try_from(self.lease_duration_seconds).unwrap_or(0))
     }
 
@@ -41,7 +41,7 @@ impl LeaseRecord {
     /// every field present, `holderIdentity` an empty string after a release). Fails only on a
     /// time that is not RFC 3339 (ours never are; a foreign holder's come normalised by the
     /// server).
-    pub fn to_spec(&self) -> Result<coordination::LeaseSpec, String> {
+    pub(crate) fn to_spec(&self) -> Result<coordination::LeaseSpec, String> {
         Ok(coordination::LeaseSpec {
             holder_identity: Some(self.holder_identity.clone()),
             lease_duration_seconds: Some(self.lease_duration_seconds),
@@ -63,16 +63,16 @@ fn micro_time(text: &str) -> Result<meta::MicroTime, String> {
 /// next update) and its metadata kept whole, so that an update (a PUT replaces the object) does
 /// not drop labels, annotations or owner references someone else put there.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LeaseObject {
-    pub record: LeaseRecord,
-    pub resource_version: String,
-    pub metadata: meta::ObjectMeta,
+pub(crate) struct LeaseObject {
+    pub(crate) record: LeaseRecord,
+    pub(crate) resource_version: String,
+    pub(crate) metadata: meta::ObjectMeta,
 }
 
 impl LeaseObject {
     /// The body of a create (`resource_version` `None`) or of an update with `resource_version`
     /// as its precondition.
-    pub fn body(
+    pub(crate) fn body(
         metadata: meta::ObjectMeta,
         record: &LeaseRecord,
         resource_version: Option<&str>,

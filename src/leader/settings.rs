@@ -6,13 +6,13 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeaderElectionConfig {
     pub enabled: bool,
-    pub namespace: String,
-    pub name: String,
-    pub lease_duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) lease_duration: Duration,
+    pub(crate) renew_deadline: Duration,
+    pub(crate) retry_period: Duration,
     /// `None`: hostname plus a random suffix, chosen at start (`default_identity`).
-    pub identity: Option<String>,
+    pub(crate) identity: Option<String>,
 }
 
 /// client-go's leader election defaults as kube-controller-manager sets them
@@ -35,7 +35,7 @@ impl Default for LeaderElectionConfig {
 impl LeaderElectionConfig {
     /// The configured identity, or upstream's shape of default: `<hostname>_<random>`, so two
     /// instances on one host (or a restart racing its predecessor's lease) never share one.
-    pub fn identity_or_default(&self) -> String {
+    pub(crate) fn identity_or_default(&self) -> String {
         self.identity.clone().unwrap_or_else(default_identity)
     }
 }

@@ -15,10 +15,10 @@ use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 
 /// Where journald listens.
-pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
+pub(crate) const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
 
 /// Appends one field in the form the journal reads.
-pub fn put_field(out: &mut Vec<u8>, key: &str, value: &str) {
+pub(crate) fn put_field(out: &mut Vec<u8>, key: &str, value: &str) {
     out.extend_from_slice(key.as_bytes());
     if value.contains('\n') {
         out.push(b'\n');
@@ -58,12 +58,12 @@ pub fn parse_fields(mut data: &[u8]) -> Option<Vec<(String, String)>> {
 
 /// A connected, non-blocking datagram socket to journald.
 #[derive(Debug)]
-pub struct JournalSocket {
+pub(crate) struct JournalSocket {
     socket: UnixDatagram,
 }
 
 impl JournalSocket {
-    pub fn connect(path: &Path) -> io::Result<JournalSocket> {
+    pub(crate) fn connect(path: &Path) -> io::Result<JournalSocket> {
         let socket = UnixDatagram::unbound()?;
         socket.connect(path)?;
         socket.set_nonblocking(true)?;
@@ -71,7 +71,7 @@ impl JournalSocket {
     }
 
     /// Sends one entry; an error means it was not sent (the caller falls back to stderr).
-    pub fn send(&self, fields: &[(&str, &str)]) -> io::Result<()> {
+    pub(crate) fn send(&self, fields: &[(&str, &str)]) -> io::Result<()> {
         let mut datagram = Vec::with_capacity(256);
         for (key, value) in fields {
             put_field(&mut datagram, key, value);

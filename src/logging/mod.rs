@@ -26,10 +26,10 @@ use journal::{JOURNAL_SOCKET, JournalSocket};
 
 /// Points the native journal path at another socket (and selects it without systemd): for
 /// tests, and for a journald listening elsewhere.
-pub const JOURNAL_SOCKET_ENV: &str = "NODE_LIFECYCLED_JOURNAL_SOCKET";
+pub(crate) const JOURNAL_SOCKET_ENV: &str = "NODE_LIFECYCLED_JOURNAL_SOCKET";
 
 /// `SYSLOG_IDENTIFIER=`, what `journalctl -t` selects.
-pub const SYSLOG_IDENTIFIER: &str = "node-lifecycled";
+pub(crate) const SYSLOG_IDENTIFIER: &str = "node-lifecycled";
 
 /// How lines are written (the config's `log_format`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -42,12 +42,12 @@ pub enum LogFormat {
 
 /// The structured part of a line (decision lines have some; most lines none).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Fields<'a> {
-    pub node: Option<&'a str>,
+pub(crate) struct Fields<'a> {
+    pub(crate) node: Option<&'a str>,
     /// `namespace/name`.
-    pub pod: Option<&'a str>,
-    pub zone: Option<&'a str>,
-    pub decision: Option<&'a str>,
+    pub(crate) pod: Option<&'a str>,
+    pub(crate) zone: Option<&'a str>,
+    pub(crate) decision: Option<&'a str>,
 }
 
 /// How the logger was set up; lets a config reload change the level.
@@ -58,7 +58,7 @@ pub struct LogControl {
 
 impl LogControl {
     /// Applies a new level from the config; `false` when RUST_LOG pins the filter instead.
-    pub fn set_level(&self, level: LevelFilter) -> bool {
+    pub(crate) fn set_level(&self, level: LevelFilter) -> bool {
         if self.rust_log.is_some() {
             return false;
         }
@@ -67,14 +67,14 @@ impl LogControl {
     }
 
     /// The RUST_LOG filter in force, if any.
-    pub fn rust_log(&self) -> Option<&str> {
+    pub(crate) fn rust_log(&self) -> Option<&str> {
         self.rust_log.as_deref()
     }
 }
 
 /// Where lines go.
 #[derive(Debug)]
-pub enum Output {
+pub(crate) enum Output {
     /// Text on stderr; `journald`: with the `<N>` prefix and no timestamp.
     Text {
         journald: bool,
@@ -86,7 +86,7 @@ pub enum Output {
 impl Output {
     /// What `format` and the environment call for: the native journal when stderr is the
     /// journal stream (or [`JOURNAL_SOCKET_ENV`] names a socket) and it can be reached.
-    pub fn choose(format: LogFormat) -> Output {
+    pub(crate) fn choose(format: LogFormat) -> Output {
         let journald = stderr_is_journal();
         if format == LogFormat::Json {
             return Output::Json;
@@ -112,7 +112,13 @@ impl Output {
     }
 
     /// Writes one line. `target`: a library's name, shown in front of its lines.
-    pub fn write(&self, level: Level, target: Option<&str>, message: &str, fields: &Fields<'_>) {
+    pub(crate) fn write(
+        &self,
+        level: Level,
+        target: Option<&str>,
+        message: &str,
+        fields: &Fields<'_>,
+    ) {
         let message = match target {
             Some(t) => format!("[{t}] {message}"),
             None => message.to_string(),
@@ -148,7 +154,7 @@ impl Output {
 }
 
 /// `{"ts":"…","level":"INFO","msg":"…","node":"…"}`.
-pub fn json_line(level: Level, now: Time, message: &str, fields: &Fields<'_>) -> String {
+pub(crate) fn json_line(level: Level, now: Time, message: &str, fields: &Fields<'_>) -> String {
     let mut object = serde_json::Map::new();
     object.insert("ts".into(), format!("{now:?}").into());
     object.insert("level".into(), level.as_str().into());
@@ -227,7 +233,7 @@ pub fn init(level: LevelFilter, format: LogFormat) -> LogControl {
 
 /// Logs a line with structured fields (decision lines), through the same filter and output as
 /// every other line; before [`init`] (tests), through `log` without the fields.
-pub fn log_with_fields(level: Level, message: &str, fields: &Fields<'_>) {
+pub(crate) fn log_with_fields(level: Level, message: &str, fields: &Fields<'_>) {
     if level > log::max_level() {
         return;
     }
@@ -251,7 +257,7 @@ pub fn early_error(message: &str) {
 }
 
 /// `<3>` under journald, else `2026-11-22T10:00:00.123Z ERROR `.
-pub fn line_prefix(journald: bool, level: Level, now: Time) -> String {
+pub(crate) fn line_prefix(journald: bool, level: Level, now: Time) -> String {
     if journald {
         format!("<{}>", syslog_priority(level))
     } else {
@@ -260,7 +266,7 @@ pub fn line_prefix(journald: bool, level: Level, now: Time) -> String {
 }
 
 /// sd-daemon(3) priorities: err 3, warning 4, info 6, debug 7 (notice 5 is unused by `log`).
-pub fn syslog_priority(level: Level) -> u8 {
+pub(crate) fn syslog_priority(level: Level) -> u8 {
     match level {
         Level::Error => 3,
         Level::Warn => 4,
@@ -272,7 +278,7 @@ pub fn syslog_priority(level: Level) -> u8 {
 /// True when stderr is the stream systemd connected to journald. JOURNAL_STREAM alone is not
 /// enough: it is inherited by anything the service starts, even with stderr redirected to a
 /// file, so compare it with stderr's device and inode as systemd.exec(5) recommends.
-pub fn stderr_is_journal() -> bool {
+pub(crate) fn stderr_is_journal() -> bool {
     let Ok(value) = std::env::var("JOURNAL_STREAM") else {
         return false;
     };
@@ -283,7 +289,7 @@ pub fn stderr_is_journal() -> bool {
 }
 
 /// `JOURNAL_STREAM` is `<device>:<inode>` in decimal.
-pub fn journal_stream_matches(value: &str, dev: u64, ino: u64) -> bool {
+pub(crate) fn journal_stream_matches(value: &str, dev: u64, ino: u64) -> bool {
     let Some((d, i)) = value.split_once(':') else {
         return false;
     };

@@ -5,7 +5,7 @@
 
 /// A canonical lowercase UUID (`8-4-4-4-12` hex digits), as 16 bytes; `None` for any other
 /// text (including uppercase UUIDs: rendering them back would change them).
-pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
+pub(crate) fn parse_uuid(s: &str) -> Option<[u8; 16]> {
     let b = s.as_bytes();
     if b.len() != 36 {
         return None;
@@ -31,7 +31,7 @@ pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
 }
 
 /// The canonical text of a UUID stored by [`parse_uuid`].
-pub fn render_uuid(bytes: &[u8; 16]) -> String {
+pub(crate) fn render_uuid(bytes: &[u8; 16]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(36);
     for (i, byte) in bytes.iter().enumerate() {
@@ -46,7 +46,7 @@ pub fn render_uuid(bytes: &[u8; 16]) -> String {
 
 /// A resourceVersion that is a canonical decimal integer (no sign, no leading zero) below
 /// `u64::MAX`; `None` otherwise. etcd-backed API servers always answer these.
-pub fn parse_resource_version(s: &str) -> Option<u64> {
+pub(crate) fn parse_resource_version(s: &str) -> Option<u64> {
     if s.is_empty() || s.len() > 20 || (s.len() > 1 && s.starts_with('0')) {
         return None;
     }
@@ -61,7 +61,7 @@ pub fn parse_resource_version(s: &str) -> Option<u64> {
 /// is a delayed watch event (or a list served from a lagging cache) that must not replace a
 /// newer object, such as the one our own write returned. Anything that does not parse as an
 /// integer is never called older.
-pub fn is_older(incoming: &str, held: &str) -> bool {
+pub(crate) fn is_older(incoming: &str, held: &str) -> bool {
     match (
         parse_resource_version(incoming),
         parse_resource_version(held),

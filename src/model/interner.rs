@@ -4,16 +4,16 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 #[derive(Default, Debug)]
-pub struct Interner {
+pub(crate) struct Interner {
     set: HashSet<Rc<str>>,
 }
 
 impl Interner {
-    pub fn new() -> Interner {
+    pub(crate) fn new() -> Interner {
         Interner::default()
     }
 
-    pub fn intern(&mut self, s: &str) -> Rc<str> {
+    pub(crate) fn intern(&mut self, s: &str) -> Rc<str> {
         if let Some(existing) = self.set.get(s) {
             return existing.clone();
         }
@@ -23,18 +23,15 @@ impl Interner {
     }
 
     /// Drops names nothing else refers to any more (call now and then, e.g. after a relist).
-    pub fn prune(&mut self) -> usize {
+    pub(crate) fn prune(&mut self) -> usize {
         let before = self.set.len();
         self.set.retain(|s| Rc::strong_count(s) > 1);
         before - self.set.len()
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.set.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
     }
 }
 

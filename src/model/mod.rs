@@ -11,9 +11,8 @@ mod pod_table;
 mod ref_table;
 mod store;
 
-pub use compact::{is_older, parse_resource_version, parse_uuid, render_uuid};
-pub use interner::Interner;
-pub use pod_table::{PodBefore, PodChange, PodId, PodTable, PodUpsert, PodView, malloc_size};
+pub(crate) use interner::Interner;
+pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 
 use std::rc::Rc;
@@ -25,17 +24,17 @@ pub type Name = Rc<str>;
 
 /// The labels the controller reads or writes; every other label is dropped at decode time.
 pub mod labels {
-    pub const ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
-    pub const REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
+    pub(crate) const ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+    pub(crate) const REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
     pub const ZONE: &str = "topology.kubernetes.io/zone";
     pub const REGION: &str = "topology.kubernetes.io/region";
-    pub const EXCLUDE_DISRUPTION: &str = "node.kubernetes.io/exclude-disruption";
-    pub const OS: &str = "kubernetes.io/os";
-    pub const OS_BETA: &str = "beta.kubernetes.io/os";
-    pub const ARCH: &str = "kubernetes.io/arch";
-    pub const ARCH_BETA: &str = "beta.kubernetes.io/arch";
+    pub(crate) const EXCLUDE_DISRUPTION: &str = "node.kubernetes.io/exclude-disruption";
+    pub(crate) const OS: &str = "kubernetes.io/os";
+    pub(crate) const OS_BETA: &str = "beta.kubernetes.io/os";
+    pub(crate) const ARCH: &str = "kubernetes.io/arch";
+    pub(crate) const ARCH_BETA: &str = "beta.kubernetes.io/arch";
 
-    pub const KEPT: [&str; 9] = [
+    pub(crate) const KEPT: [&str; 9] = [
         ZONE_BETA,
         REGION_BETA,
         ZONE,
@@ -47,7 +46,7 @@ pub mod labels {
         ARCH_BETA,
     ];
 
-    pub fn is_kept(key: &str) -> bool {
+    pub(crate) fn is_kept(key: &str) -> bool {
         KEPT.contains(&key)
     }
 }
@@ -55,12 +54,12 @@ pub mod labels {
 /// The taint keys the node lifecycle controller owns.
 pub mod taint_keys {
     pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
-    pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
-    pub const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
-    pub const DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
-    pub const NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
-    pub const PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
-    pub const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+    pub(crate) const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+    pub(crate) const MEMORY_PRESSURE: &str = "node.kubernetes.io/memory-pressure";
+    pub(crate) const DISK_PRESSURE: &str = "node.kubernetes.io/disk-pressure";
+    pub(crate) const NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+    pub(crate) const PID_PRESSURE: &str = "node.kubernetes.io/pid-pressure";
+    pub(crate) const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -86,7 +85,7 @@ impl ConditionStatus {
         }
     }
 
-    pub fn parse(s: &str) -> ConditionStatus {
+    pub(crate) fn parse(s: &str) -> ConditionStatus {
         match s {
             "True" => ConditionStatus::True,
             "False" => ConditionStatus::False,
@@ -107,7 +106,7 @@ pub enum NodeConditionType {
 }
 
 impl NodeConditionType {
-    pub const ALL: [NodeConditionType; 5] = [
+    pub(crate) const ALL: [NodeConditionType; 5] = [
         NodeConditionType::Ready,
         NodeConditionType::MemoryPressure,
         NodeConditionType::DiskPressure,
@@ -125,7 +124,7 @@ impl NodeConditionType {
         }
     }
 
-    pub fn parse(s: &str) -> Option<NodeConditionType> {
+    pub(crate) fn parse(s: &str) -> Option<NodeConditionType> {
         NodeConditionType::ALL.into_iter().find(|t| t.as_str() == s)
     }
 }
@@ -159,7 +158,7 @@ impl TaintEffect {
         }
     }
 
-    pub fn parse(s: &str, interner: &mut Interner) -> TaintEffect {
+    pub(crate) fn parse(s: &str, interner: &mut Interner) -> TaintEffect {
         match s {
             "NoSchedule" => TaintEffect::NoSchedule,
             "PreferNoSchedule" => TaintEffect::PreferNoSchedule,
@@ -183,7 +182,7 @@ pub struct Taint {
 
 impl Taint {
     /// Same key and effect: what `MatchTaint` compares when adding or removing.
-    pub fn matches(&self, other: &Taint) -> bool {
+    pub(crate) fn matches(&self, other: &Taint) -> bool {
         self.key == other.key && self.effect == other.effect
     }
 }
@@ -212,8 +211,8 @@ pub struct Node {
 
 /// Planned work on a node: `node-lifecycled.io/maintenance`, empty or an RFC 3339 time until which
 /// it holds.
-pub mod maintenance {
-    pub const ANNOTATION: &str = "node-lifecycled.io/maintenance";
+pub(crate) mod maintenance {
+    pub(crate) const ANNOTATION: &str = "node-lifecycled.io/maintenance";
 }
 
 /// A node's maintenance annotation, read at decode time.
@@ -233,7 +232,7 @@ pub enum Maintenance {
 
 impl Maintenance {
     /// The annotation's value as maintenance.
-    pub fn parse(value: &str) -> Maintenance {
+    pub(crate) fn parse(value: &str) -> Maintenance {
         let value = value.trim();
         if value.is_empty() {
             return Maintenance::Indefinite;
@@ -245,7 +244,7 @@ impl Maintenance {
     }
 
     /// Whether it holds at `now`.
-    pub fn holds(&self, now: Time) -> bool {
+    pub(crate) fn holds(&self, now: Time) -> bool {
         match self {
             Maintenance::None => false,
             Maintenance::Until(t) => now < *t,
@@ -254,7 +253,7 @@ impl Maintenance {
     }
 
     /// For a decision line: what the annotation says.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Maintenance::None => "none".into(),
             Maintenance::Indefinite => "until the annotation is removed".into(),
@@ -267,15 +266,15 @@ impl Maintenance {
 }
 
 /// The OpenYurt edge autonomy annotations of a node, interpreted at decode time.
-pub mod autonomy_annotations {
+pub(crate) mod autonomy_annotations {
     /// A duration (Go syntax, `"1h"`); `"0"` means forever.
-    pub const DURATION: &str = "node.openyurt.io/autonomy-duration";
+    pub(crate) const DURATION: &str = "node.openyurt.io/autonomy-duration";
     /// Deprecated; `"true"` means forever.
-    pub const LEGACY: &str = "node.beta.openyurt.io/autonomy";
+    pub(crate) const LEGACY: &str = "node.beta.openyurt.io/autonomy";
     /// `"true"`: the node's pods are bound to it, forever.
-    pub const BINDING: &str = "apps.openyurt.io/binding";
+    pub(crate) const BINDING: &str = "apps.openyurt.io/binding";
 
-    pub fn is_kept(key: &str) -> bool {
+    pub(crate) fn is_kept(key: &str) -> bool {
         key == DURATION || key == LEGACY || key == BINDING
     }
 }
@@ -300,12 +299,12 @@ impl Node {
             .map(|(_, v)| v)
     }
 
-    pub fn condition(&self, kind: NodeConditionType) -> Option<&NodeCondition> {
+    pub(crate) fn condition(&self, kind: NodeConditionType) -> Option<&NodeCondition> {
         self.conditions.iter().find(|c| c.kind == kind)
     }
 
     /// The status of the condition of type `kind`, whichever list keeps it.
-    pub fn condition_status(&self, kind: &str) -> Option<ConditionStatus> {
+    pub(crate) fn condition_status(&self, kind: &str) -> Option<ConditionStatus> {
         match NodeConditionType::parse(kind) {
             Some(known) => self.condition(known).map(|c| c.status),
             None => self
@@ -323,7 +322,7 @@ impl Node {
     /// The zone key (`component-helpers/node/topology.GetZoneKey`): a beta failure-domain
     /// label wins over the topology one whenever its key is present, even with an empty value;
     /// `region + ":\x00:" + zone`; empty when both are empty.
-    pub fn zone_key(&self) -> String {
+    pub(crate) fn zone_key(&self) -> String {
         let (region, zone) = self.region_and_zone();
         if region.is_empty() && zone.is_empty() {
             return String::new();
@@ -333,7 +332,7 @@ impl Node {
 
     /// Whether [`Node::zone_key`] is `key`, without building it (the controller asks on every
     /// node status event).
-    pub fn has_zone_key(&self, key: &str) -> bool {
+    pub(crate) fn has_zone_key(&self, key: &str) -> bool {
         let (region, zone) = self.region_and_zone();
         if region.is_empty() && zone.is_empty() {
             return key.is_empty();
@@ -357,17 +356,17 @@ impl Node {
     }
 
     /// `node.kubernetes.io/exclude-disruption` present with any value.
-    pub fn excluded_from_disruption(&self) -> bool {
+    pub(crate) fn excluded_from_disruption(&self) -> bool {
         self.label(labels::EXCLUDE_DISRUPTION).is_some()
     }
 
-    pub fn has_taint(&self, key: &str, effect: &TaintEffect) -> bool {
+    pub(crate) fn has_taint(&self, key: &str, effect: &TaintEffect) -> bool {
         self.taints
             .iter()
             .any(|t| &*t.key == key && &t.effect == effect)
     }
 
-    pub fn no_execute_taints(&self) -> impl Iterator<Item = &Taint> {
+    pub(crate) fn no_execute_taints(&self) -> impl Iterator<Item = &Taint> {
         self.taints
             .iter()
             .filter(|t| t.effect == TaintEffect::NoExecute)
@@ -443,10 +442,10 @@ pub struct Pod {
 
 /// The pod condition taint eviction adds before deleting a pod (upstream
 /// `addConditionAndDeletePod`).
-pub mod disruption {
-    pub const CONDITION: &str = "DisruptionTarget";
-    pub const REASON: &str = "DeletionByTaintManager";
-    pub const MESSAGE: &str = "Taint manager: deleting due to NoExecute taint";
+pub(crate) mod disruption {
+    pub(crate) const CONDITION: &str = "DisruptionTarget";
+    pub(crate) const REASON: &str = "DeletionByTaintManager";
+    pub(crate) const MESSAGE: &str = "Taint manager: deleting due to NoExecute taint";
 }
 
 #[cfg(test)]

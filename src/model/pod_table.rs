@@ -18,8 +18,10 @@ use super::ref_table::RefTable;
 use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
 use crate::time::Time;
 
+mod memory;
 mod view;
-pub use view::PodView;
+pub(crate) use memory::malloc_size;
+pub(crate) use view::PodView;
 
 const NO_NODE: u32 = u32::MAX;
 
@@ -120,6 +122,13 @@ impl Record {
 #[derive(Debug, Default)]
 struct TextIds {
     uid: Option<Name>,
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "read by PodView::resource_version, which only the unit tests call"
+        )
+    )]
     resource_version: Option<Name>,
 }
 
@@ -143,7 +152,7 @@ impl Hasher for PreHashed {
 
 /// A slot in the table, valid until the pod is removed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodId(u32);
+pub(crate) struct PodId(u32);
 
 /// What an upsert did.
 #[derive(Debug)]
@@ -159,24 +168,25 @@ pub enum PodUpsert {
 /// A pod that changed: its slot, and what it was before (`None` for a new pod).
 #[derive(Debug)]
 pub struct PodChange {
-    pub id: PodId,
-    pub key: PodKey,
-    pub before: Option<PodBefore>,
+    pub(crate) id: PodId,
+    pub(crate) key: PodKey,
+    pub(crate) before: Option<PodBefore>,
 }
 
 /// What the consumers compare against.
 #[derive(Clone, Debug)]
-pub struct PodBefore {
+pub(crate) struct PodBefore {
     /// A different pod under the same name (its uid changed).
-    pub replaced: bool,
-    pub node: Option<Name>,
-    pub tolerations: Rc<[Toleration]>,
-    pub deleting: bool,
-    pub ready: Option<ConditionStatus>,
+    pub(crate) replaced: bool,
+    pub(crate) node: Option<Name>,
+    pub(crate) tolerations: Rc<[Toleration]>,
+    pub(crate) deleting: bool,
+    #[expect(dead_code, reason = "never read: the Ready status an upsert replaced")]
+    pub(crate) ready: Option<ConditionStatus>,
 }
 
 #[derive(Debug)]
-pub struct PodTable {
+pub(crate) struct PodTable {
     records: Vec<Record>,
     free: Vec<u32>,
     index: HashMap<u64, u32, BuildHasherDefault<PreHashed>>,
@@ -198,7 +208,7 @@ impl Default for PodTable {
 }
 
 impl PodTable {
-    pub fn new() -> PodTable {
+    pub(crate) fn new() -> PodTable {
         PodTable {
             records: Vec::new(),
             free: Vec::new(),
@@ -214,12 +224,8 @@ impl PodTable {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.live
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
     }
 
     fn hash(&self, namespace: &str, name: &str) -> u64 {
@@ -248,23 +254,23 @@ impl PodTable {
             .map(|(_, s)| *s)
     }
 
-    pub fn id(&self, key: &PodKey) -> Option<PodId> {
+    pub(crate) fn id(&self, key: &PodKey) -> Option<PodId> {
         self.find(&key.namespace, &key.name).map(PodId)
     }
 
-    pub fn get(&self, key: &PodKey) -> Option<PodView<'_>> {
+    pub(crate) fn get(&self, key: &PodKey) -> Option<PodView<'_>> {
         self.id(key).map(|id| self.view(id))
     }
 
     /// The pod in slot `id` (which must be live: ids are only valid until the pod is removed).
-    pub fn view(&self, id: PodId) -> PodView<'_> {
+    pub(crate) fn view(&self, id: PodId) -> PodView<'_> {
         PodView {
             table: self,
             slot: id.0,
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = PodView<'_>> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = PodView<'_>> + '_ {
         self.records
             .iter()
             .enumerate()
@@ -277,7 +283,7 @@ impl PodTable {
 
     /// The pods bound to `node`, in `namespace/name` order (so that what is decided about them
     /// comes out in a reproducible order).
-    pub fn on_node(&self, node: &str) -> Vec<PodId> {
+    pub(crate) fn on_node(&self, node: &str) -> Vec<PodId> {
         let Some(id) = self.nodes.id_of(node) else {
             return Vec::new();
         };
@@ -291,14 +297,15 @@ impl PodTable {
     }
 
     /// Number of pods bound to `node`.
-    pub fn count_on_node(&self, node: &str) -> usize {
+    #[cfg(test)]
+    pub(crate) fn count_on_node(&self, node: &str) -> usize {
         self.nodes
             .id_of(node)
             .map_or(0, |id| self.by_node[id as usize].len())
     }
 
     /// Stores `pod` unless the table already holds this or a newer version.
-    pub fn upsert(&mut self, pod: Pod) -> PodUpsert {
+    pub(crate) fn upsert(&mut self, pod: Pod) -> PodUpsert {
         match self.find(&pod.key.namespace, &pod.key.name) {
             Some(slot) => self.update(slot, pod),
             None => {
@@ -473,7 +480,7 @@ impl PodTable {
     }
 
     /// Removes the pod; returns the node it was bound to.
-    pub fn remove(&mut self, key: &PodKey) -> Option<Option<Name>> {
+    pub(crate) fn remove(&mut self, key: &PodKey) -> Option<Option<Name>> {
         let slot = self.find(&key.namespace, &key.name)?;
         Some(self.remove_slot(slot, key))
     }
@@ -508,21 +515,21 @@ impl PodTable {
     }
 
     /// A write we know succeeded (the pod's Ready condition set), before the watch says so.
-    pub fn set_ready(&mut self, key: &PodKey, ready: ConditionStatus) {
+    pub(crate) fn set_ready(&mut self, key: &PodKey, ready: ConditionStatus) {
         if let Some(slot) = self.find(&key.namespace, &key.name) {
             self.records[slot as usize].set_ready(Some(ready));
         }
     }
 
     /// A deletion we know was accepted, before the watch says so.
-    pub fn set_deleting(&mut self, key: &PodKey) {
+    pub(crate) fn set_deleting(&mut self, key: &PodKey) {
         if let Some(slot) = self.find(&key.namespace, &key.name) {
             self.records[slot as usize].set(DELETING, true);
         }
     }
 
     /// A full state (LIST or watch-list) starts: every pod is unseen until it is delivered again.
-    pub fn begin_full_state(&mut self) {
+    pub(crate) fn begin_full_state(&mut self) {
         for r in &mut self.records {
             r.set(SEEN, false);
         }
@@ -530,7 +537,7 @@ impl PodTable {
 
     /// The full state is complete: pods it did not deliver are gone. Returns their keys and
     /// nodes, and sizes the tables to what they hold.
-    pub fn end_full_state(&mut self) -> Vec<(PodKey, Option<Name>)> {
+    pub(crate) fn end_full_state(&mut self) -> Vec<(PodKey, Option<Name>)> {
         let unseen: Vec<(u32, PodKey)> = self
             .iter()
             .filter(|v| !v.record().has(SEEN))
@@ -546,56 +553,6 @@ impl PodTable {
         self.shrink_to_fit();
         gone
     }
-
-    /// Gives back what a sync's growth left unused.
-    pub fn shrink_to_fit(&mut self) {
-        // Trailing vacant slots can go; others stay on the free list.
-        while self.records.last().is_some_and(|r| !r.has(LIVE)) {
-            self.records.pop();
-            let last = self.records.len() as u32;
-            self.free.retain(|s| *s != last);
-        }
-        self.records.shrink_to_fit();
-        self.free.shrink_to_fit();
-        self.index.shrink_to_fit();
-        self.overflow.shrink_to_fit();
-        self.text.shrink_to_fit();
-        self.namespaces.shrink_to_fit();
-        self.nodes.shrink_to_fit();
-        self.tolerations.shrink_to_fit();
-        self.by_node.shrink_to_fit();
-    }
-
-    /// Heap bytes held for pods (records, names, indexes, shared tables), as allocated.
-    pub fn heap_bytes(&self) -> usize {
-        let names: usize = self
-            .records
-            .iter()
-            .filter(|r| !r.name.is_empty())
-            .map(|r| malloc_size(r.name.len()))
-            .sum();
-        let by_node: usize = self
-            .by_node
-            .iter()
-            .map(|v| malloc_size(v.capacity() * 4))
-            .sum();
-        let toleration_lists: usize = (0..self.tolerations.id_bound() as u32)
-            .filter_map(|id| self.tolerations.get(id))
-            .map(|t| malloc_size(16 + std::mem::size_of_val::<[Toleration]>(t)))
-            .sum();
-        self.records.capacity() * std::mem::size_of::<Record>()
-            + names
-            + self.index.capacity() * 17
-            + self.overflow.capacity() * (std::mem::size_of::<(PodKey, u32)>() + 1)
-            + self.text.capacity() * (std::mem::size_of::<(u32, TextIds)>() + 1)
-            + self.free.capacity() * 4
-            + self.by_node.capacity() * std::mem::size_of::<Vec<u32>>()
-            + by_node
-            + self.namespaces.table_bytes()
-            + self.nodes.table_bytes()
-            + self.tolerations.table_bytes()
-            + toleration_lists
-    }
 }
 
 /// A creation time as the table keeps it: whole Unix seconds (what the API keeps), 0 for none.
@@ -604,15 +561,6 @@ fn creation_second(t: Option<Time>) -> u32 {
     t.map_or(0, |t| {
         u32::try_from(t.as_unix_millis() / 1000).unwrap_or(u32::MAX)
     })
-}
-
-/// What glibc's malloc takes for a request of `n` bytes (16-byte chunks, 8 bytes of header,
-/// at least 32): the honest cost of a small allocation.
-pub fn malloc_size(n: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    (n + 8).div_ceil(16).max(2) * 16
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 
 #[derive(Debug)]
-pub struct RefTable<T> {
+pub(crate) struct RefTable<T> {
     values: Vec<Option<(T, u32)>>,
     ids: HashMap<T, u32>,
     free: Vec<u32>,
@@ -24,7 +24,7 @@ impl<T> Default for RefTable<T> {
 
 impl<T: Hash + Eq + Clone> RefTable<T> {
     /// The id of `value`, one more user counted.
-    pub fn acquire(&mut self, value: &T) -> u32 {
+    pub(crate) fn acquire(&mut self, value: &T) -> u32 {
         if let Some(&id) = self.ids.get(value) {
             if let Some((_, users)) = &mut self.values[id as usize] {
                 *users += 1;
@@ -46,7 +46,7 @@ impl<T: Hash + Eq + Clone> RefTable<T> {
     }
 
     /// One user fewer; the value is dropped with its last.
-    pub fn release(&mut self, id: u32) {
+    pub(crate) fn release(&mut self, id: u32) {
         let Some(slot) = self.values.get_mut(id as usize) else {
             return;
         };
@@ -61,14 +61,14 @@ impl<T: Hash + Eq + Clone> RefTable<T> {
         }
     }
 
-    pub fn get(&self, id: u32) -> Option<&T> {
+    pub(crate) fn get(&self, id: u32) -> Option<&T> {
         self.values
             .get(id as usize)
             .and_then(|v| v.as_ref())
             .map(|(v, _)| v)
     }
 
-    pub fn id_of<Q>(&self, value: &Q) -> Option<u32>
+    pub(crate) fn id_of<Q>(&self, value: &Q) -> Option<u32>
     where
         T: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
@@ -77,17 +77,17 @@ impl<T: Hash + Eq + Clone> RefTable<T> {
     }
 
     /// Ids handed out so far (freed ones included): the bound for tables indexed by id.
-    pub fn id_bound(&self) -> usize {
+    pub(crate) fn id_bound(&self) -> usize {
         self.values.len()
     }
 
-    pub fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         self.ids.shrink_to_fit();
         self.free.shrink_to_fit();
     }
 
     /// Heap bytes of the table itself (not of what its values point to).
-    pub fn table_bytes(&self) -> usize {
+    pub(crate) fn table_bytes(&self) -> usize {
         self.values.capacity() * std::mem::size_of::<Option<(T, u32)>>()
             + self.ids.capacity() * (std::mem::size_of::<(T, u32)>() + 1)
             + self.free.capacity() * 4

@@ -39,9 +39,9 @@ pub enum Upserted<T> {
 /// What a full state's end removed.
 #[derive(Debug, Default)]
 pub struct Vanished {
-    pub nodes: Vec<Node>,
-    pub leases: Vec<Name>,
-    pub pods: Vec<(PodKey, Option<Name>)>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) leases: Vec<Name>,
+    pub(crate) pods: Vec<(PodKey, Option<Name>)>,
 }
 
 #[derive(Debug, Default)]
@@ -61,42 +61,38 @@ impl ClusterStore {
 
     // ---- reads -----------------------------------------------------------------------------
 
-    pub fn node(&self, name: &str) -> Option<&Node> {
+    pub(crate) fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.get(name)
     }
 
     /// Every node, in name order.
-    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.nodes.values()
     }
 
-    pub fn node_count(&self) -> usize {
+    pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
     }
 
-    pub fn lease(&self, name: &str) -> Option<&Lease> {
+    pub(crate) fn lease(&self, name: &str) -> Option<&Lease> {
         self.leases.get(name)
     }
 
-    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
-        self.leases.values()
-    }
-
-    pub fn lease_count(&self) -> usize {
+    pub(crate) fn lease_count(&self) -> usize {
         self.leases.len()
     }
 
-    pub fn pods(&self) -> &PodTable {
+    pub(crate) fn pods(&self) -> &PodTable {
         &self.pods
     }
 
-    pub fn pod_count(&self) -> usize {
+    pub(crate) fn pod_count(&self) -> usize {
         self.pods.len()
     }
 
     // ---- writes ----------------------------------------------------------------------------
 
-    pub fn upsert_node(&mut self, node: Node) -> Upserted<Node> {
+    pub(crate) fn upsert_node(&mut self, node: Node) -> Upserted<Node> {
         if let Some(seen) = &mut self.nodes_seen {
             seen.insert(node.name.clone());
         }
@@ -109,17 +105,17 @@ impl ClusterStore {
         }
     }
 
-    pub fn remove_node(&mut self, name: &str) -> Option<Node> {
+    pub(crate) fn remove_node(&mut self, name: &str) -> Option<Node> {
         self.nodes.remove(name)
     }
 
     /// A write we know succeeded, before the watch or the write's answer says so (the
     /// resourceVersion is left as it was: the object's next version will replace it).
-    pub fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
+    pub(crate) fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
         self.nodes.get_mut(name)
     }
 
-    pub fn upsert_lease(&mut self, lease: Lease) -> Upserted<Lease> {
+    pub(crate) fn upsert_lease(&mut self, lease: Lease) -> Upserted<Lease> {
         if let Some(seen) = &mut self.leases_seen {
             seen.insert(lease.name.clone());
         }
@@ -132,7 +128,7 @@ impl ClusterStore {
         }
     }
 
-    pub fn remove_lease(&mut self, name: &str) -> Option<Lease> {
+    pub(crate) fn remove_lease(&mut self, name: &str) -> Option<Lease> {
         self.leases.remove(name)
     }
 
@@ -141,18 +137,18 @@ impl ClusterStore {
     }
 
     /// Removes a pod; `Some(node it was bound to)` if it was held.
-    pub fn remove_pod(&mut self, key: &PodKey) -> Option<Option<Name>> {
+    pub(crate) fn remove_pod(&mut self, key: &PodKey) -> Option<Option<Name>> {
         self.pods.remove(key)
     }
 
-    pub fn pods_mut(&mut self) -> &mut PodTable {
+    pub(crate) fn pods_mut(&mut self) -> &mut PodTable {
         &mut self.pods
     }
 
     // ---- full states -----------------------------------------------------------------------
 
     /// A full state of `kind` starts: everything of that kind is unseen until delivered again.
-    pub fn begin_full_state(&mut self, kind: Kind) {
+    pub(crate) fn begin_full_state(&mut self, kind: Kind) {
         match kind {
             Kind::Nodes => self.nodes_seen = Some(HashSet::new()),
             Kind::Leases => self.leases_seen = Some(HashSet::new()),
@@ -161,7 +157,7 @@ impl ClusterStore {
     }
 
     /// The full state of `kind` is complete: what it did not deliver is removed and returned.
-    pub fn end_full_state(&mut self, kind: Kind) -> Vanished {
+    pub(crate) fn end_full_state(&mut self, kind: Kind) -> Vanished {
         let mut vanished = Vanished::default();
         match kind {
             Kind::Nodes => {
@@ -221,13 +217,13 @@ fn replace<T: PartialEq>(held: &mut T, new: T, version: fn(&T) -> &Name) -> Upse
 /// Heap bytes by kind (see [`ClusterStore::heap_bytes`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreBytes {
-    pub nodes: usize,
-    pub leases: usize,
+    pub(crate) nodes: usize,
+    pub(crate) leases: usize,
     pub pods: usize,
 }
 
 impl StoreBytes {
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.nodes + self.leases + self.pods
     }
 }

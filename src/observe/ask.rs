@@ -14,7 +14,8 @@ use super::explain_brake::{self, insert_after_next};
 use super::history::Subject;
 use super::snapshot::DaemonSnapshot;
 
-pub const USAGE: &str = "error: ask \"status\", \"explain NODE\" or \"explain NAMESPACE/POD\"";
+pub(crate) const USAGE: &str =
+    "error: ask \"status\", \"explain NODE\" or \"explain NAMESPACE/POD\"";
 
 /// The answer to one request line.
 pub fn answer(
@@ -103,7 +104,7 @@ fn holds(controllers: &Controllers, node: Option<&str>, now: Time) -> String {
     out
 }
 
-pub fn node_facts(
+pub(crate) fn node_facts(
     controllers: &Controllers,
     log: &DecisionLog,
     name: &str,
@@ -128,7 +129,11 @@ pub fn node_facts(
     })
 }
 
-pub fn pod_facts(controllers: &Controllers, log: &DecisionLog, key: &PodKey) -> Option<PodFacts> {
+pub(crate) fn pod_facts(
+    controllers: &Controllers,
+    log: &DecisionLog,
+    key: &PodKey,
+) -> Option<PodFacts> {
     let store = controllers.store();
     let pod = store.pods().get(key)?;
     let node_name = pod.node_name().cloned();

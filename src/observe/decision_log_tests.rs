@@ -1,8 +1,8 @@
 use std::rc::Rc;
 
 use super::*;
-use crate::controller::ZoneState;
-use crate::model::{Name, TaintEffect};
+use crate::controller::{Heartbeat, LeaseEvidence, TaintReason, ZoneState};
+use crate::model::{ConditionStatus, Name, Taint, TaintEffect};
 use crate::time::Rate;
 
 fn n(s: &str) -> Name {

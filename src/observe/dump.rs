@@ -27,7 +27,7 @@ pub const TEXT_LINE_MAX: usize = 1900;
 const VALUE_MAX: usize = 600;
 /// Not-Ready nodes and zones listed in the text form.
 pub const TEXT_NODES_SHOWN: usize = 50;
-pub const TEXT_ZONES_SHOWN: usize = 100;
+pub(crate) const TEXT_ZONES_SHOWN: usize = 100;
 /// The JSON line stays under this (journald's LineMax is 48 KiB): lists shrink until it fits.
 pub const JSON_LINE_MAX: usize = 40 * 1024;
 /// Not-Ready nodes and zones the JSON form starts from before shrinking.
@@ -309,7 +309,7 @@ impl DaemonSnapshot {
     }
 
     /// Registered nodes whose Ready is not True, by name.
-    pub fn not_ready_nodes(&self) -> Vec<&NodeDump> {
+    pub(crate) fn not_ready_nodes(&self) -> Vec<&NodeDump> {
         let mut nodes: Vec<&NodeDump> = self
             .controller
             .nodes

@@ -9,35 +9,35 @@ use crate::controller::{NodeDump, ZoneDump, ZoneState};
 use crate::model::ConditionStatus;
 use crate::time::Time;
 
-use super::decision_log::status as status_word;
+use super::decision_line::status as status_word;
 use super::history::Entry;
 use super::snapshot::DaemonSnapshot;
 
 /// Everything `explain NODE` tells.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NodeFacts {
-    pub node: NodeDump,
-    pub zone: Option<ZoneDump>,
-    pub queued: Option<QueuedTaint>,
-    pub pods: usize,
+pub(crate) struct NodeFacts {
+    pub(crate) node: NodeDump,
+    pub(crate) zone: Option<ZoneDump>,
+    pub(crate) queued: Option<QueuedTaint>,
+    pub(crate) pods: usize,
     /// Pods of the node with an eviction pending or running.
-    pub evictions: usize,
-    pub history: Vec<Entry>,
+    pub(crate) evictions: usize,
+    pub(crate) history: Vec<Entry>,
 }
 
 /// Everything `explain NAMESPACE/POD` tells.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PodFacts {
+pub(crate) struct PodFacts {
     /// `namespace/name`.
-    pub pod: String,
-    pub node: Option<String>,
-    pub node_ready: Option<ConditionStatus>,
+    pub(crate) pod: String,
+    pub(crate) node: Option<String>,
+    pub(crate) node_ready: Option<ConditionStatus>,
     /// `key:Effect` of the node's NoExecute taints.
-    pub node_no_execute: Vec<String>,
-    pub ready: Option<ConditionStatus>,
-    pub deleting: bool,
-    pub eviction: PodEviction,
-    pub history: Vec<Entry>,
+    pub(crate) node_no_execute: Vec<String>,
+    pub(crate) ready: Option<ConditionStatus>,
+    pub(crate) deleting: bool,
+    pub(crate) eviction: PodEviction,
+    pub(crate) history: Vec<Entry>,
 }
 
 /// Whether this instance decides anything (a follower or an unsynced daemon does not).
@@ -49,7 +49,7 @@ pub enum Acting {
 }
 
 /// `12s`, `3m4s`, `1h2m`.
-pub fn short(d: Duration) -> String {
+pub(crate) fn short(d: Duration) -> String {
     let s = d.as_secs();
     if s < 60 {
         format!("{:.0}s", d.as_secs_f64().ceil())
@@ -101,7 +101,7 @@ fn not_acting(acting: Acting) -> Option<&'static str> {
     }
 }
 
-pub fn explain_node(f: &NodeFacts, acting: Acting, now: Time) -> String {
+pub(crate) fn explain_node(f: &NodeFacts, acting: Acting, now: Time) -> String {
     let n = &f.node;
     let mut out = String::new();
     let _ = writeln!(
@@ -221,7 +221,7 @@ fn node_next(f: &NodeFacts, now: Time) -> String {
     "not Ready; its NoExecute taint follows when its zone's queue takes it".into()
 }
 
-pub fn explain_pod(f: &PodFacts, acting: Acting, now: Time) -> String {
+pub(crate) fn explain_pod(f: &PodFacts, acting: Acting, now: Time) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -266,9 +266,9 @@ pub fn explain_pod(f: &PodFacts, acting: Acting, now: Time) -> String {
 /// The decision log's and control socket's own figures, for `status`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LogFigures {
-    pub lines: u64,
-    pub folded: u64,
-    pub history_bytes: usize,
+    pub(crate) lines: u64,
+    pub(crate) folded: u64,
+    pub(crate) history_bytes: usize,
 }
 
 /// `node-lifecycled status`.

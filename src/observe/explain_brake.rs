@@ -15,7 +15,7 @@ fn brake_text(scope: &BrakeScope, b: &BrakeState) -> String {
 }
 
 /// The brake line of a node: engaged over it, or configured and released.
-pub fn node_lines(controllers: &Controllers, node: &str) -> Vec<String> {
+pub(crate) fn node_lines(controllers: &Controllers, node: &str) -> Vec<String> {
     let lc = controllers.lifecycle();
     if let Some((scope, b)) = lc.brake_covering(node) {
         let since = b.engaged_since.map(|t| t.to_rfc3339()).unwrap_or_default();
@@ -43,7 +43,7 @@ pub fn node_lines(controllers: &Controllers, node: &str) -> Vec<String> {
 }
 
 /// The brake holding the pod's deletion, and which toleration seconds it is judged with.
-pub fn pod_lines(controllers: &Controllers, key: &PodKey) -> Vec<String> {
+pub(crate) fn pod_lines(controllers: &Controllers, key: &PodKey) -> Vec<String> {
     let store = controllers.store();
     let Some(pod) = store.pods().get(key) else {
         return Vec::new();
@@ -94,7 +94,7 @@ pub fn pod_lines(controllers: &Controllers, key: &PodKey) -> Vec<String> {
 }
 
 /// `text` with `lines` inserted after its `next:` line.
-pub fn insert_after_next(text: String, lines: Vec<String>) -> String {
+pub(crate) fn insert_after_next(text: String, lines: Vec<String>) -> String {
     if lines.is_empty() {
         return text;
     }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::histogram::Histogram;
 
 /// A sample value as the text format spells it.
-pub trait SampleValue {
+pub(crate) trait SampleValue {
     fn write_to(&self, out: &mut String);
 }
 
@@ -92,7 +92,7 @@ impl Exposition {
 
 /// The text format requires escaping only `\`, `"` and line feed in label values; anything else
 /// (the NUL inside zone keys) goes out raw, as upstream emits it.
-pub fn escape_label_value(v: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_label_value(v: &str) -> std::borrow::Cow<'_, str> {
     if !v.contains(['\\', '"', '\n']) {
         return v.into();
     }

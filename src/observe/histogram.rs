@@ -20,15 +20,15 @@ pub fn exponential_buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Histogram {
     /// Upper bounds in seconds, ascending.
-    pub bounds: Vec<f64>,
+    pub(crate) bounds: Vec<f64>,
     /// `counts[i]`: observations <= `bounds[i]`; `+Inf` is `count`.
-    pub counts: Vec<u64>,
+    pub(crate) counts: Vec<u64>,
     pub count: u64,
-    pub sum_seconds: f64,
+    pub(crate) sum_seconds: f64,
 }
 
 impl Histogram {
-    pub fn new(bounds: Vec<f64>) -> Histogram {
+    pub(crate) fn new(bounds: Vec<f64>) -> Histogram {
         Histogram {
             counts: vec![0; bounds.len()],
             bounds,
@@ -62,7 +62,7 @@ pub fn api_request_histogram() -> Histogram {
 #[derive(Clone, Debug, PartialEq)]
 pub struct HealthTimings {
     /// One node's health update (1 ms to ~16 s).
-    pub update_node_health: Histogram,
+    pub(crate) update_node_health: Histogram,
     /// One pass over every node (10 ms to ~2.7 min).
     pub update_all_nodes_health: Histogram,
 }

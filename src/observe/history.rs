@@ -9,27 +9,27 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::time::Time;
 
-pub const MAX_SUBJECTS: usize = 2048;
-pub const PER_SUBJECT: usize = 5;
+pub(crate) const MAX_SUBJECTS: usize = 2048;
+pub(crate) const PER_SUBJECT: usize = 5;
 /// Longer texts are cut (at a character boundary) with `…`.
-pub const MAX_TEXT: usize = 256;
+pub(crate) const MAX_TEXT: usize = 256;
 
 /// What a history is about.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Subject {
+pub(crate) enum Subject {
     Node(String),
     /// `namespace/name`.
     Pod(String),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub at: Time,
-    pub text: String,
+pub(crate) struct Entry {
+    pub(crate) at: Time,
+    pub(crate) text: String,
 }
 
 #[derive(Debug, Default)]
-pub struct History {
+pub(crate) struct History {
     /// Each subject's entries (oldest first) and its place in `order`.
     subjects: HashMap<Subject, (u64, VecDeque<Entry>)>,
     /// Subjects by last touch: the first is forgotten when full.
@@ -38,11 +38,12 @@ pub struct History {
 }
 
 impl History {
-    pub fn new() -> History {
+    #[cfg(test)]
+    pub(crate) fn new() -> History {
         History::default()
     }
 
-    pub fn record(&mut self, subject: Subject, at: Time, text: &str) {
+    pub(crate) fn record(&mut self, subject: Subject, at: Time, text: &str) {
         let seq = self.next_seq;
         self.next_seq += 1;
         if !self.subjects.contains_key(&subject)
@@ -68,19 +69,20 @@ impl History {
     }
 
     /// Oldest first; empty for a subject never seen (or forgotten).
-    pub fn of(&self, subject: &Subject) -> Vec<Entry> {
+    pub(crate) fn of(&self, subject: &Subject) -> Vec<Entry> {
         self.subjects
             .get(subject)
             .map(|(_, e)| e.iter().cloned().collect())
             .unwrap_or_default()
     }
 
-    pub fn subjects(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn subjects(&self) -> usize {
         self.subjects.len()
     }
 
     /// Bytes held (entries' text and fixed parts; the maps' own overhead roughly).
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         self.subjects
             .iter()
             .map(|(s, (_, e))| {

@@ -15,7 +15,7 @@ use crate::controller::zones::ZoneState;
 use crate::model::ConditionStatus;
 
 /// The `Content-Type` of the body [`render`] returns.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 pub fn render(s: &DaemonSnapshot) -> String {
     let mut e = Exposition::default();

@@ -12,16 +12,17 @@
 //! controller pass and feeds [`HealthTimings`].
 
 pub mod ask;
+pub mod decision_line;
 pub mod decision_log;
 pub mod dump;
 pub mod explain;
-pub mod explain_brake;
+pub(crate) mod explain_brake;
 mod exposition;
-pub mod histogram;
-pub mod history;
+pub(crate) mod histogram;
+pub(crate) mod history;
 pub mod metrics;
 mod partition_lines;
-pub mod snapshot;
+pub(crate) mod snapshot;
 
 pub use histogram::{HealthTimings, Histogram, api_request_histogram, exponential_buckets};
 pub use snapshot::{

@@ -52,14 +52,14 @@ pub struct DaemonSnapshot {
 /// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreMemory {
-    pub nodes: usize,
-    pub leases: usize,
-    pub pods: usize,
-    pub bytes: StoreBytes,
+    pub(crate) nodes: usize,
+    pub(crate) leases: usize,
+    pub(crate) pods: usize,
+    pub(crate) bytes: StoreBytes,
 }
 
 impl StoreMemory {
-    pub fn of(store: &ClusterStore) -> StoreMemory {
+    pub(crate) fn of(store: &ClusterStore) -> StoreMemory {
         StoreMemory {
             nodes: store.node_count(),
             leases: store.lease_count(),
@@ -69,23 +69,23 @@ impl StoreMemory {
     }
 
     /// Heap bytes per node (its Lease included).
-    pub fn bytes_per_node(&self) -> usize {
+    pub(crate) fn bytes_per_node(&self) -> usize {
         (self.bytes.nodes + self.bytes.leases)
             .checked_div(self.nodes)
             .unwrap_or(0)
     }
 
-    pub fn bytes_per_pod(&self) -> usize {
+    pub(crate) fn bytes_per_pod(&self) -> usize {
         self.bytes.pods.checked_div(self.pods).unwrap_or(0)
     }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuildInfo {
-    pub version: &'static str,
-    pub pid: u32,
-    pub started_at: Time,
-    pub uptime: Duration,
+    pub(crate) version: &'static str,
+    pub(crate) pid: u32,
+    pub(crate) started_at: Time,
+    pub(crate) uptime: Duration,
 }
 
 impl BuildInfo {
@@ -114,7 +114,7 @@ pub struct LeaderSnapshot {
 
 impl LeaderSnapshot {
     /// Leader election off: this instance is the only one and acts.
-    pub fn disabled(identity: String) -> LeaderSnapshot {
+    pub(crate) fn disabled(identity: String) -> LeaderSnapshot {
         LeaderSnapshot {
             enabled: false,
             holder: None,
@@ -143,7 +143,7 @@ pub struct ReflectorSnapshot {
 
 impl ReflectorSnapshot {
     /// `down_since`: since when the cache has not followed the server, `None` while it does.
-    pub fn from_stats(
+    pub(crate) fn from_stats(
         resource: &str,
         stats: &ReflectorStats,
         down_since: Option<Time>,

@@ -17,7 +17,7 @@ use super::settings::client_settings;
 
 /// Where and how to reach the API server, from the one source `[api]` names. `config_path`
 /// anchors relative paths of explicit settings and names the file in errors.
-pub fn connect(api: &ApiConfig, config_path: &Path) -> Result<Connection, KubeConfigError> {
+pub(crate) fn connect(api: &ApiConfig, config_path: &Path) -> Result<Connection, KubeConfigError> {
     let allow_insecure = api.allow_insecure_skip_tls_verify;
     match &api.source {
         ApiSource::Kubeconfig { path, context } => {
@@ -50,19 +50,19 @@ pub fn connect(api: &ApiConfig, config_path: &Path) -> Result<Connection, KubeCo
 /// The daemon's API clients, one per user of the API so no throttle starves another:
 /// informers (LIST pages), executor (writes and live Lease reads), leader election (renewals
 /// must never queue behind a burst of writes).
-pub struct ApiClients {
-    pub connection: Connection,
+pub(crate) struct ApiClients {
+    pub(crate) connection: Connection,
     /// Bearer tokens for the watch streams (the unary clients have their own).
-    pub tokens: TokenSource,
-    pub informers: ApiClient,
-    pub executor: ApiClient,
-    pub leader: ApiClient,
+    pub(crate) tokens: TokenSource,
+    pub(crate) informers: ApiClient,
+    pub(crate) executor: ApiClient,
+    pub(crate) leader: ApiClient,
 }
 
 impl ApiClients {
     /// Builds the clients on the daemon's clock. Fails only on local problems (a token file
     /// that cannot be read).
-    pub fn build(
+    pub(crate) fn build(
         connection: Connection,
         api: &ApiConfig,
         clock: &Clock,

@@ -35,11 +35,11 @@ impl Clock {
         self.wall_at_start.saturating_add(self.started.elapsed())
     }
 
-    pub fn started_at(&self) -> Time {
+    pub(crate) fn started_at(&self) -> Time {
         self.wall_at_start
     }
 
-    pub fn uptime(&self) -> Duration {
+    pub(crate) fn uptime(&self) -> Duration {
         self.started.elapsed()
     }
 }

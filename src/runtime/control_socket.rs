@@ -52,7 +52,7 @@ pub trait ControlEndpoints {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ControlStats {
-    pub accepted: u64,
+    pub(crate) accepted: u64,
     pub answered: u64,
     pub refused_busy: u64,
     pub oversized: u64,
@@ -105,16 +105,8 @@ impl ControlServer {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     pub fn stats(&self) -> ControlStats {
         self.stats
-    }
-
-    pub fn clients(&self) -> usize {
-        self.clients.len()
     }
 
     pub fn register<S: Clone, T: Eq + Hash + Clone>(

@@ -32,7 +32,7 @@ use crate::time::Time;
 use super::LoopControl;
 
 /// Bytes of each of stdout and stderr kept for the log; the rest is read and counted.
-pub const OUTPUT_KEPT: usize = 4096;
+pub(crate) const OUTPUT_KEPT: usize = 4096;
 
 struct Output {
     pipe: Option<(Receiver, Token)>,
@@ -225,7 +225,7 @@ impl FenceRunner {
     }
 
     /// Config reload: the next command runs with these; running ones keep their deadline.
-    pub fn apply(&mut self, config: &FencingConfig) {
+    pub(crate) fn apply(&mut self, config: &FencingConfig) {
         self.steps = config.effective_steps();
         self.on = (!config.on_command.is_empty()).then(|| FenceStepConfig {
             command: config.on_command.clone(),

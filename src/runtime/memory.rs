@@ -7,7 +7,7 @@
 //! a few milliseconds, once per full state: never on the per-event path.
 
 /// Returns free heap pages to the system (a no-op where the allocator is not glibc's).
-pub fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         unsafe extern "C" {

@@ -73,7 +73,7 @@ pub enum Readiness {
 
 impl Readiness {
     /// Not ready before the initial sync; then leader or follower as the lease says.
-    pub fn of(synced: bool, leadership: &LeaderSnapshot) -> Readiness {
+    pub(crate) fn of(synced: bool, leadership: &LeaderSnapshot) -> Readiness {
         if !synced {
             Readiness::NotSynced
         } else if leadership.is_leader {
@@ -183,10 +183,6 @@ impl MetricsServer {
 
     pub fn stats(&self) -> ServerStats {
         self.stats
-    }
-
-    pub fn open_connections(&self) -> usize {
-        self.conns.len()
     }
 
     /// When [`MetricsServer::on_timer`] must run next (heartbeat or a connection deadline).

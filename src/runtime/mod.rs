@@ -2,19 +2,19 @@
 //! daemon's wiring. (The timer heap and token bucket are pure data and live in `time`.)
 
 pub mod api;
-pub mod clock;
+pub(crate) mod clock;
 pub mod control_socket;
 pub mod daemon;
-pub mod event_loop;
+pub(crate) mod event_loop;
 pub mod executor;
 pub mod fencing;
 pub mod informer;
-pub mod memory;
-pub mod metrics_server;
-pub mod sd_notify;
-pub mod settings;
+pub(crate) mod memory;
+pub(crate) mod metrics_server;
+pub(crate) mod sd_notify;
+pub(crate) mod settings;
 pub mod signals;
-pub mod state_dump;
+pub(crate) mod state_dump;
 
 pub use clock::Clock;
 pub use event_loop::{EventLoop, Handler, LoopControl};

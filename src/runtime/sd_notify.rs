@@ -10,7 +10,7 @@ use std::io;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::time::Duration;
 
-pub struct Notifier {
+pub(crate) struct Notifier {
     target: Option<(UnixDatagram, SocketAddr)>,
     /// As given in `$NOTIFY_SOCKET`, for log lines.
     address: String,
@@ -27,7 +27,7 @@ impl std::fmt::Debug for Notifier {
 
 impl Notifier {
     /// A notifier that sends nothing.
-    pub fn disabled() -> Notifier {
+    pub(crate) fn disabled() -> Notifier {
         Notifier {
             target: None,
             address: String::new(),
@@ -35,7 +35,7 @@ impl Notifier {
     }
 
     /// From `$NOTIFY_SOCKET`; disabled when it is unset or empty.
-    pub fn from_env() -> io::Result<Notifier> {
+    pub(crate) fn from_env() -> io::Result<Notifier> {
         match std::env::var("NOTIFY_SOCKET") {
             Ok(addr) if !addr.is_empty() => Notifier::to_address(&addr),
             _ => Ok(Notifier::disabled()),
@@ -43,7 +43,7 @@ impl Notifier {
     }
 
     /// `addr` is a filesystem path or, starting with `@`, a Linux abstract socket name.
-    pub fn to_address(addr: &str) -> io::Result<Notifier> {
+    pub(crate) fn to_address(addr: &str) -> io::Result<Notifier> {
         let socket_addr = if let Some(name) = addr.strip_prefix('@') {
             use std::os::linux::net::SocketAddrExt as _;
             SocketAddr::from_abstract_name(name.as_bytes())?
@@ -64,49 +64,49 @@ impl Notifier {
         })
     }
 
-    pub fn is_enabled(&self) -> bool {
+    pub(crate) fn is_enabled(&self) -> bool {
         self.target.is_some()
     }
 
-    pub fn address(&self) -> &str {
+    pub(crate) fn address(&self) -> &str {
         &self.address
     }
 
     /// Sends one or more newline-separated `KEY=value` assignments.
-    pub fn notify(&self, state: &str) -> io::Result<()> {
+    pub(crate) fn notify(&self, state: &str) -> io::Result<()> {
         let Some((socket, addr)) = &self.target else {
             return Ok(());
         };
         socket.send_to_addr(state.as_bytes(), addr).map(|_| ())
     }
 
-    pub fn ready(&self) -> io::Result<()> {
+    pub(crate) fn ready(&self) -> io::Result<()> {
         self.notify("READY=1")
     }
 
     /// A one-line status for `systemctl status`; newlines would start new assignments.
-    pub fn status(&self, text: &str) -> io::Result<()> {
+    pub(crate) fn status(&self, text: &str) -> io::Result<()> {
         self.notify(&format!("STATUS={}", text.replace('\n', " ")))
     }
 
-    pub fn watchdog(&self) -> io::Result<()> {
+    pub(crate) fn watchdog(&self) -> io::Result<()> {
         self.notify("WATCHDOG=1")
     }
 
-    pub fn stopping(&self) -> io::Result<()> {
+    pub(crate) fn stopping(&self) -> io::Result<()> {
         self.notify("STOPPING=1")
     }
 }
 
 /// How often to send `WATCHDOG=1`: half of `$WATCHDOG_USEC` as sd_watchdog_enabled(3) advises,
 /// or `None` when the watchdog is off or meant for another process (`$WATCHDOG_PID`).
-pub fn watchdog_interval_from_env() -> Option<Duration> {
+pub(crate) fn watchdog_interval_from_env() -> Option<Duration> {
     let usec = std::env::var("WATCHDOG_USEC").ok()?;
     let pid = std::env::var("WATCHDOG_PID").ok();
     watchdog_interval(&usec, pid.as_deref(), std::process::id())
 }
 
-pub fn watchdog_interval(usec: &str, pid: Option<&str>, our_pid: u32) -> Option<Duration> {
+pub(crate) fn watchdog_interval(usec: &str, pid: Option<&str>, our_pid: u32) -> Option<Duration> {
     if let Some(pid) = pid {
         if pid.trim().parse::<u32>().ok()? != our_pid {
             return None;

@@ -15,7 +15,7 @@ use super::informer::InformerConfig;
 
 /// What the controllers decide with (docs/upstream.md, "Settings and their defaults"): the
 /// file's, and the daemon's own `monitor_pass_early`.
-pub fn controller_settings(config: &Config) -> Settings {
+pub(crate) fn controller_settings(config: &Config) -> Settings {
     Settings {
         monitor_pass_early: monitor_pass_early(config.controller.node_monitor_period),
         ..config.controller.clone()
@@ -24,7 +24,7 @@ pub fn controller_settings(config: &Config) -> Settings {
 
 /// The executor: dry-run from the file, the rest its own defaults; `seed` spreads label retry
 /// jitter across instances.
-pub fn executor_settings(config: &Config, seed: u64) -> ExecutorSettings {
+pub(crate) fn executor_settings(config: &Config, seed: u64) -> ExecutorSettings {
     ExecutorSettings {
         dry_run: config.dry_run,
         seed,
@@ -36,7 +36,7 @@ pub fn executor_settings(config: &Config, seed: u64) -> ExecutorSettings {
 /// its own token bucket (as every controller's client in kube-controller-manager does), so the
 /// informers' LIST pages, the executor's writes and the leader's renewals never wait for each
 /// other.
-pub fn client_settings(api: &ApiConfig) -> ClientSettings {
+pub(crate) fn client_settings(api: &ApiConfig) -> ClientSettings {
     ClientSettings {
         timeout: api.request_timeout,
         qps: Some(api.qps),
@@ -49,7 +49,7 @@ pub fn client_settings(api: &ApiConfig) -> ClientSettings {
 /// Watches ask the server to end them at 70–90 % of the idle timeout (see `ReflectorConfig`).
 /// The reconnect backoff is bounded by the grace period (`watch_backoff_max`); a rotated watch
 /// is read by the next controller pass at the latest (`rotated_watch_read_within`).
-pub fn informer_config(
+pub(crate) fn informer_config(
     api: &ApiConfig,
     grace: Duration,
     monitor_period: Duration,
@@ -79,7 +79,7 @@ pub fn informer_config(
 /// two fifths of it. The pass is a safety net (every verdict has its own deadline, which fires
 /// on its own), so running it up to that much early changes no verdict's time; it never runs
 /// later than its tick, and its grid stays a period apart.
-pub fn monitor_pass_early(monitor_period: Duration) -> Duration {
+pub(crate) fn monitor_pass_early(monitor_period: Duration) -> Duration {
     (monitor_period * 2 / 5).min(MONITOR_PASS_EARLY_MAX)
 }
 
@@ -89,7 +89,7 @@ const MONITOR_PASS_EARLY_MAX: Duration = Duration::from_secs(2);
 /// `kube/reflector/watch_end.rs`): between `early / 8` and `7 · early / 8` before the tick, so
 /// an end a quarter of a second late (at 2 s) still arrives before the tick, and the target
 /// (1.5 s wide at 2 s) holds one of the whole seconds `timeoutSeconds` can be.
-pub fn watch_end_leads(early: Duration) -> (Duration, Duration) {
+pub(crate) fn watch_end_leads(early: Duration) -> (Duration, Duration) {
     (early / 8, early * 7 / 8)
 }
 
@@ -102,12 +102,12 @@ pub fn watch_end_leads(early: Duration) -> (Duration, Duration) {
 /// seen that much later moves its node's deadline as much later, nothing against a grace
 /// period of tens of seconds, and every verdict reads the Lease live first anyway. Taken at
 /// start: a reloaded period applies from the next restart.
-pub fn rotated_watch_read_within(monitor_period: Duration) -> Duration {
+pub(crate) fn rotated_watch_read_within(monitor_period: Duration) -> Duration {
     monitor_period + ROTATED_WATCH_READ_MARGIN
 }
 
 /// See `rotated_watch_read_within`.
-pub const ROTATED_WATCH_READ_MARGIN: Duration = Duration::from_secs(1);
+pub(crate) const ROTATED_WATCH_READ_MARGIN: Duration = Duration::from_secs(1);
 
 /// client-go's reflector backs off up to 30 s between failed watches; a daemon that deferred
 /// to a watch that long would be blind for most of a 50 s grace period (and for six grace
@@ -115,7 +115,7 @@ pub const ROTATED_WATCH_READ_MARGIN: Duration = Duration::from_secs(1);
 /// (`controller/cache_currency.rs`). So the backoff stops at a fifth of the grace period
 /// (10 s at the default 50 s), never below its first step nor above client-go's 30 s. The
 /// value is taken at start: a reload of the grace period applies from the next restart.
-pub fn watch_backoff_max(grace: Duration, defaults: &ReflectorConfig) -> Duration {
+pub(crate) fn watch_backoff_max(grace: Duration, defaults: &ReflectorConfig) -> Duration {
     (grace / 5).clamp(defaults.backoff_initial, defaults.backoff_max)
 }
 
@@ -126,7 +126,7 @@ pub fn watch_backoff_max(grace: Duration, defaults: &ReflectorConfig) -> Duratio
 /// period). A heartbeat seen that much later moves its node's deadline as much later: nothing
 /// against a grace period of tens of seconds, and every verdict reads the Lease live first
 /// anyway.
-pub const WATCH_COALESCE: Duration = Duration::from_millis(50);
+pub(crate) const WATCH_COALESCE: Duration = Duration::from_millis(50);
 
 #[cfg(test)]
 mod tests {

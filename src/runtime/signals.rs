@@ -27,7 +27,7 @@ pub enum Signal {
 }
 
 impl Signal {
-    pub const ALL: [Signal; 5] = [
+    pub(crate) const ALL: [Signal; 5] = [
         Signal::Terminate,
         Signal::Interrupt,
         Signal::Reload,
@@ -35,7 +35,7 @@ impl Signal {
         Signal::ChildExited,
     ];
 
-    pub fn number(self) -> i32 {
+    pub(crate) fn number(self) -> i32 {
         match self {
             Signal::Terminate => SIGTERM,
             Signal::Interrupt => SIGINT,
@@ -45,7 +45,7 @@ impl Signal {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Signal::Terminate => "SIGTERM",
             Signal::Interrupt => "SIGINT",

@@ -2,12 +2,12 @@
 //! memory.
 
 /// Resident memory from /proc/self/status, `None` where there is no procfs.
-pub fn read_rss_bytes() -> Option<u64> {
+pub(crate) fn read_rss_bytes() -> Option<u64> {
     parse_vm_rss(&std::fs::read_to_string("/proc/self/status").ok()?)
 }
 
 /// The `VmRSS:   1234 kB` line, in bytes.
-pub fn parse_vm_rss(status: &str) -> Option<u64> {
+pub(crate) fn parse_vm_rss(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let mut parts = line["VmRSS:".len()..].split_whitespace();
     let value: u64 = parts.next()?.parse().ok()?;

@@ -26,10 +26,10 @@ const MAX_LANES: usize = 16;
 /// none. Shared (an `Rc`) between the key's owner and its entries, so checking an entry needs
 /// no lookup.
 #[derive(Clone, Debug, Default)]
-pub struct Armed(Rc<Cell<u64>>);
+pub(crate) struct Armed(Rc<Cell<u64>>);
 
 impl Armed {
-    pub fn is_armed(&self) -> bool {
+    pub(crate) fn is_armed(&self) -> bool {
         self.0.get() != 0
     }
 }
@@ -55,7 +55,7 @@ struct Lane<K> {
 }
 
 #[derive(Debug)]
-pub struct DeadlineLanes<K> {
+pub(crate) struct DeadlineLanes<K> {
     lanes: Vec<Lane<K>>,
 }
 
@@ -70,7 +70,14 @@ impl<K> DeadlineLanes<K> {
     /// sequence number `seq` (non-zero, increasing; ties fire in `seq` order). Returns false,
     /// changing nothing, if `at` is before the lane's last deadline (or there are too many
     /// lanes): the caller schedules it elsewhere and disarms this handle.
-    pub fn push(&mut self, span: Duration, at: Time, seq: u64, key: K, armed: &Armed) -> bool {
+    pub(crate) fn push(
+        &mut self,
+        span: Duration,
+        at: Time,
+        seq: u64,
+        key: K,
+        armed: &Armed,
+    ) -> bool {
         debug_assert!(seq != 0, "0 means disarmed");
         let lane = match self.lanes.iter().position(|l| l.span == span) {
             Some(i) => i,
@@ -99,7 +106,7 @@ impl<K> DeadlineLanes<K> {
     }
 
     /// Disarms the key of `armed` (its entry is dropped when it reaches the front).
-    pub fn disarm(&mut self, armed: &Armed) {
+    pub(crate) fn disarm(&mut self, armed: &Armed) {
         if armed.is_armed() {
             armed.0.set(0);
             self.prune();
@@ -107,7 +114,7 @@ impl<K> DeadlineLanes<K> {
     }
 
     /// The earliest current deadline and its sequence number.
-    pub fn head(&self) -> Option<(Time, u64)> {
+    pub(crate) fn head(&self) -> Option<(Time, u64)> {
         self.lanes
             .iter()
             .filter_map(|l| l.queue.front())
@@ -116,7 +123,7 @@ impl<K> DeadlineLanes<K> {
     }
 
     /// Removes the earliest current entry (its key is disarmed) and returns its key.
-    pub fn pop_head(&mut self) -> Option<(K, Time)> {
+    pub(crate) fn pop_head(&mut self) -> Option<(K, Time)> {
         let (at, seq) = self.head()?;
         let lane = self
             .lanes
@@ -129,17 +136,9 @@ impl<K> DeadlineLanes<K> {
     }
 
     /// Entries queued, stale ones included (for tests: stale entries do not pile up).
-    pub fn queued(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
         self.lanes.iter().map(|l| l.queue.len()).sum()
-    }
-
-    pub fn clear(&mut self) {
-        for lane in &self.lanes {
-            for e in &lane.queue {
-                e.armed.0.set(0);
-            }
-        }
-        self.lanes.clear();
     }
 
     /// Keeps every lane's front current (so `head` needs no mutation) and drops empty lanes.

@@ -5,13 +5,13 @@
 //! the daemon runs, yet converts to the RFC 3339 stamps the API wants without a second clock.
 //! Tests drive it by hand (a virtual clock): the core never reads a clock itself.
 
-pub mod deadline_lanes;
-pub mod duration_text;
-pub mod rng;
-pub mod timer_heap;
-pub mod token_bucket;
+pub(crate) mod deadline_lanes;
+pub(crate) mod duration_text;
+pub(crate) mod rng;
+pub(crate) mod timer_heap;
+pub(crate) mod token_bucket;
 
-pub use deadline_lanes::{Armed, DeadlineLanes};
+pub(crate) use deadline_lanes::{Armed, DeadlineLanes};
 pub use duration_text::{format_duration, parse_duration};
 pub use rng::Rng;
 pub use timer_heap::TimerHeap;
@@ -28,7 +28,7 @@ pub struct Time(u64);
 
 impl Time {
     pub const ZERO: Time = Time(0);
-    pub const MAX: Time = Time(u64::MAX);
+    pub(crate) const MAX: Time = Time(u64::MAX);
 
     pub const fn from_unix_millis(ms: u64) -> Time {
         Time(ms)
@@ -43,7 +43,7 @@ impl Time {
         Duration::from_millis(self.0.saturating_sub(earlier.0))
     }
 
-    pub fn saturating_add(self, d: Duration) -> Time {
+    pub(crate) fn saturating_add(self, d: Duration) -> Time {
         Time(self.0.saturating_add(duration_millis(d)))
     }
 
@@ -116,7 +116,7 @@ impl Sub<Time> for Time {
 }
 
 /// Whole milliseconds of a duration, saturating (durations here are config values and timeouts).
-pub fn duration_millis(d: Duration) -> u64 {
+pub(crate) fn duration_millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -13,7 +13,7 @@ impl Rng {
     }
 
     /// A seed from /dev/urandom, else from the time and the process id.
-    pub fn seed_from_entropy() -> u64 {
+    pub(crate) fn seed_from_entropy() -> u64 {
         let mut bytes = [0u8; 8];
         let from_urandom = std::fs::File::open("/dev/urandom")
             .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))

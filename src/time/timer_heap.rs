@@ -59,7 +59,7 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
     }
 
     /// Arms `key` only if it has no deadline yet ("keep the countdown already running").
-    pub fn schedule_if_absent(&mut self, key: K, at: Time) -> bool {
+    pub(crate) fn schedule_if_absent(&mut self, key: K, at: Time) -> bool {
         if self.slot.contains_key(&key) {
             return false;
         }
@@ -95,13 +95,13 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
 
     /// The earliest entry's deadline and sequence number: entries of another queue that took
     /// their numbers from [`TimerHeap::take_seq`] are merged with this one by comparing these.
-    pub fn head(&self) -> Option<(Time, u64)> {
+    pub(crate) fn head(&self) -> Option<(Time, u64)> {
         self.heap.first().map(|e| (e.at, e.seq))
     }
 
     /// A sequence number in this heap's order, for an entry kept elsewhere (`DeadlineLanes`):
     /// equal deadlines fire in the order they were armed, wherever they are kept.
-    pub fn take_seq(&mut self) -> u64 {
+    pub(crate) fn take_seq(&mut self) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         seq
@@ -119,7 +119,7 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
     }
 
     /// Every entry due at `now`, in firing order.
-    pub fn drain_due(&mut self, now: Time) -> Vec<(K, Time)> {
+    pub(crate) fn drain_due(&mut self, now: Time) -> Vec<(K, Time)> {
         let mut due = Vec::new();
         while let Some(e) = self.pop_due(now) {
             due.push(e);
@@ -127,21 +127,17 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
         due
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
 
-    pub fn clear(&mut self) {
-        self.heap.clear();
-        self.slot.clear();
-    }
-
     /// Pending entries in no particular order (for state dumps).
-    pub fn iter(&self) -> impl Iterator<Item = (&K, Time)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, Time)> {
         self.heap.iter().map(|e| (&e.key, e.at))
     }
 

@@ -22,7 +22,7 @@ const UNIT: u128 = 1_000_000_000;
 pub struct Rate(u64);
 
 impl Rate {
-    pub const NEVER: Rate = Rate(0);
+    pub(crate) const NEVER: Rate = Rate(0);
 
     pub const fn from_micro_per_second(micro: u64) -> Rate {
         Rate(micro)
@@ -33,7 +33,7 @@ impl Rate {
     }
 
     /// From a decimal rate; `None` when negative, not finite or beyond 10^12 per second.
-    pub fn from_f64(per_second: f64) -> Option<Rate> {
+    pub(crate) fn from_f64(per_second: f64) -> Option<Rate> {
         if !per_second.is_finite() || !(0.0..=1e12).contains(&per_second) {
             return None;
         }
@@ -44,11 +44,11 @@ impl Rate {
         self.0 as f64 / 1e6
     }
 
-    pub const fn micro_per_second(self) -> u64 {
+    pub(crate) const fn micro_per_second(self) -> u64 {
         self.0
     }
 
-    pub const fn is_never(self) -> bool {
+    pub(crate) const fn is_never(self) -> bool {
         self.0 == 0
     }
 }
@@ -77,7 +77,7 @@ pub struct TokenBucket {
 
 impl TokenBucket {
     /// A full bucket.
-    pub fn new(rate: Rate, burst: u64, now: Time) -> TokenBucket {
+    pub(crate) fn new(rate: Rate, burst: u64, now: Time) -> TokenBucket {
         TokenBucket {
             rate,
             burst,
@@ -86,16 +86,16 @@ impl TokenBucket {
         }
     }
 
-    pub fn rate(&self) -> Rate {
+    pub(crate) fn rate(&self) -> Rate {
         self.rate
     }
 
-    pub fn burst(&self) -> u64 {
+    pub(crate) fn burst(&self) -> u64 {
         self.burst
     }
 
     /// Takes one token if there is one at `now`.
-    pub fn try_take(&mut self, now: Time) -> bool {
+    pub(crate) fn try_take(&mut self, now: Time) -> bool {
         if self.rate.is_never() {
             return false;
         }
@@ -110,7 +110,7 @@ impl TokenBucket {
 
     /// Takes one token if `keep` more would still be left at `now` (a call of lower priority
     /// leaving the last tokens to urgent ones).
-    pub fn try_take_keeping(&mut self, now: Time, keep: u64) -> bool {
+    pub(crate) fn try_take_keeping(&mut self, now: Time, keep: u64) -> bool {
         if self.rate.is_never() {
             return false;
         }
@@ -125,13 +125,13 @@ impl TokenBucket {
     }
 
     /// When the next token will be there (`now` if it already is); `None` for a rate of zero.
-    pub fn next_available(&self, now: Time) -> Option<Time> {
+    pub(crate) fn next_available(&self, now: Time) -> Option<Time> {
         self.next_available_keeping(now, 0)
     }
 
     /// When a token can be taken with `keep` more left; `None` for a rate of zero or when the
     /// bucket can never hold that many.
-    pub fn next_available_keeping(&self, now: Time, keep: u64) -> Option<Time> {
+    pub(crate) fn next_available_keeping(&self, now: Time, keep: u64) -> Option<Time> {
         if self.rate.is_never() || self.burst <= keep {
             return None;
         }
@@ -149,7 +149,7 @@ impl TokenBucket {
     }
 
     /// Whole tokens available at `now` (for the state dump).
-    pub fn tokens(&self, now: Time) -> u64 {
+    pub(crate) fn tokens(&self, now: Time) -> u64 {
         if self.rate.is_never() {
             return 0;
         }
@@ -157,13 +157,13 @@ impl TokenBucket {
     }
 
     /// Empties the bucket (upstream: a swapped limiter that had no token starts drained).
-    pub fn drain(&mut self, now: Time) {
+    pub(crate) fn drain(&mut self, now: Time) {
         self.refill(now);
         self.level = 0;
     }
 
     /// Whether a token could be taken at `now`, without taking it.
-    pub fn has_token(&self, now: Time) -> bool {
+    pub(crate) fn has_token(&self, now: Time) -> bool {
         !self.rate.is_never() && self.level_at(now) >= UNIT
     }
 

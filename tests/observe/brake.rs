@@ -7,7 +7,8 @@ use node_lifecycled::config::DumpFormat;
 use node_lifecycled::controller::Settings;
 use node_lifecycled::controller::brake::MaxUnhealthy;
 use node_lifecycled::observe::ask::answer;
-use node_lifecycled::observe::decision_log::{DecisionLog, render as render_decision};
+use node_lifecycled::observe::decision_line::render as render_decision;
+use node_lifecycled::observe::decision_log::DecisionLog;
 use node_lifecycled::observe::explain::Acting;
 use node_lifecycled::observe::metrics::render;
 

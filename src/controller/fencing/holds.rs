@@ -12,11 +12,11 @@ use super::machine::Fencing;
 impl Fencing {
     /// The fleet pause holding fencing (its description), or `None`. A pause that ends lets
     /// the next check go on; `Controllers` asks for one at once.
-    pub fn set_paused(&mut self, pause: Option<String>) {
+    pub(crate) fn set_paused(&mut self, pause: Option<String>) {
         self.paused = pause;
     }
 
-    pub fn is_paused(&self) -> bool {
+    pub(crate) fn is_paused(&self) -> bool {
         self.paused.is_some()
     }
 

@@ -19,7 +19,7 @@ use super::{FenceCommand, FenceTargetOutcome, FencingPolicy, is_out_of_service};
 
 /// Fencing's action ids live apart from the node lifecycle's (which count up from 1), so the
 /// shell's answers can be routed by id alone.
-pub const FENCE_ID_BASE: u64 = crate::controller::in_flight::FENCING_IDS;
+pub(crate) const FENCE_ID_BASE: u64 = crate::controller::in_flight::FENCING_IDS;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Phase {
@@ -151,7 +151,7 @@ impl NodeFence {
     }
 }
 
-pub struct Fencing {
+pub(crate) struct Fencing {
     pub(super) policy: FencingPolicy,
     /// A Lease renewed within this is a live node (the Unknown verdict's rule).
     pub(super) grace: Duration,
@@ -195,7 +195,7 @@ pub(super) fn event(
 }
 
 impl Fencing {
-    pub fn new(policy: FencingPolicy, settings: &Settings) -> Fencing {
+    pub(crate) fn new(policy: FencingPolicy, settings: &Settings) -> Fencing {
         Fencing {
             policy,
             grace: settings.node_monitor_grace_period,
@@ -209,29 +209,29 @@ impl Fencing {
     }
 
     /// Config reload: the new policy applies to the next decision.
-    pub fn apply(&mut self, policy: FencingPolicy, settings: &Settings) {
+    pub(crate) fn apply(&mut self, policy: FencingPolicy, settings: &Settings) {
         self.policy = policy;
         self.grace = settings.node_monitor_grace_period;
         self.recheck = settings.node_monitor_period;
     }
 
-    pub fn policy(&self) -> &FencingPolicy {
+    pub(crate) fn policy(&self) -> &FencingPolicy {
         &self.policy
     }
 
-    pub fn owns(id: ActionId) -> bool {
+    pub(crate) fn owns(id: ActionId) -> bool {
         id.0 > FENCE_ID_BASE
     }
 
     /// When this machine must be ticked next: the earliest per-node wake-up (an outage's
     /// `after` running out, a blocked or failed node's recheck, a backoff). Changed by node
     /// changes, its answers and ticks.
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         self.timers.next_deadline()
     }
 
     /// Fence commands under way (reads and attempt records before them count).
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.nodes.values().filter(|e| e.holds_slot()).count()
     }
 
@@ -240,25 +240,25 @@ impl Fencing {
     }
 
     /// The initial sync (of a new leadership): every node is judged.
-    pub fn synced(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
+    pub(crate) fn synced(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
         let names: Vec<Name> = lc.store().nodes().map(|n| n.name.clone()).collect();
         for name in &names {
             self.node_changed(lc, name, now, out);
         }
     }
 
-    pub fn tick(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
+    pub(crate) fn tick(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
         while let Some((name, _)) = self.timers.pop_due(now) {
             self.evaluate(lc, &name, now, out);
         }
     }
 
     /// The steps decided since the last call, oldest first.
-    pub fn take_decisions(&mut self) -> Vec<Decision> {
+    pub(crate) fn take_decisions(&mut self) -> Vec<Decision> {
         std::mem::take(&mut self.decisions)
     }
 
-    pub fn node_gone(&mut self, name: &Name) {
+    pub(crate) fn node_gone(&mut self, name: &Name) {
         self.timers.cancel(name);
         if let Some(e) = self.nodes.remove(name)
             && matches!(e.phase, Phase::Running { .. })
@@ -271,7 +271,7 @@ impl Fencing {
         }
     }
 
-    pub fn node_changed(
+    pub(crate) fn node_changed(
         &mut self,
         lc: &NodeLifecycle,
         name: &Name,
@@ -500,7 +500,7 @@ impl Fencing {
             .map(|(n, _)| n.clone())
     }
 
-    pub fn on_target_read(
+    pub(crate) fn on_target_read(
         &mut self,
         lc: &NodeLifecycle,
         id: ActionId,

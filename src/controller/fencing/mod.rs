@@ -56,16 +56,16 @@ use crate::time::Time;
 
 pub use super::actions::{FenceCommand, FenceStep};
 pub use super::inputs::{FenceOutcome, FenceTarget, FenceTargetOutcome};
-pub use super::settings::FencingPolicy;
-pub use machine::Fencing;
+pub(crate) use super::settings::FencingPolicy;
+pub(crate) use machine::Fencing;
 
-pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
-pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
+pub(crate) const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
+pub(crate) const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
 /// `outage=<Ready lastTransitionTime>,started=<time>`: written before the command runs.
 pub const ATTEMPT_ANNOTATION: &str = "node-lifecycled.io/fence-attempt";
 /// Power-cycle progress after the power-off: `outage=<t>,on=started|done,at=<t>`, written before
 /// the power-on command runs and after it succeeds.
-pub const STATE_ANNOTATION: &str = "node-lifecycled.io/fence-state";
+pub(crate) const STATE_ANNOTATION: &str = "node-lifecycled.io/fence-state";
 /// `<Ready lastTransitionTime>` of the outage whose out-of-service taint we added.
 pub const TAINT_ADDED_ANNOTATION: &str = "node-lifecycled.io/out-of-service-added";
 
@@ -79,12 +79,12 @@ pub fn out_of_service_taint(now: Time) -> Taint {
     }
 }
 
-pub fn is_out_of_service(t: &Taint) -> bool {
+pub(crate) fn is_out_of_service(t: &Taint) -> bool {
     &*t.key == OUT_OF_SERVICE_KEY && t.effect == TaintEffect::NoExecute
 }
 
 /// The attempt record's value.
-pub fn attempt_record(outage: Time, started: Time) -> String {
+pub(crate) fn attempt_record(outage: Time, started: Time) -> String {
     format!(
         "outage={},started={}",
         outage.to_rfc3339(),
@@ -93,12 +93,12 @@ pub fn attempt_record(outage: Time, started: Time) -> String {
 }
 
 /// The attempt record of step `step` (escalation: each step is recorded before it runs).
-pub fn attempt_record_step(outage: Time, started: Time, step: usize) -> String {
+pub(crate) fn attempt_record_step(outage: Time, started: Time, step: usize) -> String {
     format!("{},step={step}", attempt_record(outage, started))
 }
 
 /// The step an attempt record names (0 when none).
-pub fn attempt_step(record: &str) -> usize {
+pub(crate) fn attempt_step(record: &str) -> usize {
     record
         .split(',')
         .find_map(|part| part.strip_prefix("step="))
@@ -107,7 +107,7 @@ pub fn attempt_step(record: &str) -> usize {
 }
 
 /// A power-cycle state record.
-pub fn state_record(outage: Time, on: &str, at: Time) -> String {
+pub(crate) fn state_record(outage: Time, on: &str, at: Time) -> String {
     format!(
         "outage={},on={on},at={}",
         outage.to_rfc3339(),
@@ -116,7 +116,7 @@ pub fn state_record(outage: Time, on: &str, at: Time) -> String {
 }
 
 /// `(outage, on, at)` of a state record.
-pub fn parse_state(record: &str) -> Option<(Time, String, Time)> {
+pub(crate) fn parse_state(record: &str) -> Option<(Time, String, Time)> {
     let field = |k: &str| {
         record
             .split(',')
@@ -130,7 +130,7 @@ pub fn parse_state(record: &str) -> Option<(Time, String, Time)> {
 }
 
 /// The outage an attempt record names (`None` when unreadable: then it names no outage).
-pub fn attempt_outage(record: &str) -> Option<Time> {
+pub(crate) fn attempt_outage(record: &str) -> Option<Time> {
     record
         .split(',')
         .find_map(|part| part.strip_prefix("outage="))

@@ -18,7 +18,7 @@ use super::{
 
 impl Fencing {
     /// The answer to a `PatchNodeFencing`.
-    pub fn on_result(
+    pub(crate) fn on_result(
         &mut self,
         lc: &NodeLifecycle,
         id: ActionId,
@@ -164,7 +164,7 @@ impl Fencing {
         }
     }
 
-    pub fn on_exited(
+    pub(crate) fn on_exited(
         &mut self,
         lc: &NodeLifecycle,
         id: ActionId,

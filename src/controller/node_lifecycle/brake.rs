@@ -121,7 +121,7 @@ impl NodeLifecycle {
     }
 
     /// The engaged brake covering the node, if any.
-    pub fn brake_covering(&self, node: &str) -> Option<(&BrakeScope, &BrakeState)> {
+    pub(crate) fn brake_covering(&self, node: &str) -> Option<(&BrakeScope, &BrakeState)> {
         if !self.brakes.any_engaged() {
             return None;
         }
@@ -131,12 +131,12 @@ impl NodeLifecycle {
     }
 
     /// Every brake configured, with its state (for `explain`, the dump and `/metrics`).
-    pub fn brakes(&self) -> &Brakes {
+    pub(crate) fn brakes(&self) -> &Brakes {
         &self.brakes
     }
 
     /// The nodes whose pod deletions the engaged brakes hold.
-    pub fn brake_cover(&self) -> BrakeCover {
+    pub(crate) fn brake_cover(&self) -> BrakeCover {
         if !self.brakes.any_engaged() {
             return BrakeCover::Nothing;
         }

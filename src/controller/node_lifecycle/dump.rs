@@ -7,7 +7,7 @@ use crate::controller::zones::display_zone;
 use crate::model::TaintEffect;
 
 impl NodeLifecycle {
-    pub fn dump(&self, now: Time) -> StateDump {
+    pub(crate) fn dump(&self, now: Time) -> StateDump {
         let zones = self
             .zones
             .values()

@@ -13,7 +13,7 @@ use crate::controller::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use crate::controller::inputs::Outcome;
 
 /// `NodeUnreachablePodReason`.
-pub const NODE_LOST_REASON: &str = "NodeLost";
+pub(crate) const NODE_LOST_REASON: &str = "NodeLost";
 
 impl NodeLifecycle {
     /// Upstream `processNoTaintBaseEviction`.

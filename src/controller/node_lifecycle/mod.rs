@@ -24,7 +24,7 @@ mod results;
 mod suspects;
 mod tainting;
 
-pub use legacy_eviction::NODE_LOST_REASON;
+pub(crate) use legacy_eviction::NODE_LOST_REASON;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::rc::Rc;
@@ -90,63 +90,63 @@ enum Verdict {
 
 #[derive(Debug)]
 struct EvictionJob {
-    pub outstanding: usize,
-    pub failed: bool,
+    pub(crate) outstanding: usize,
+    pub(crate) failed: bool,
     /// Started by the zone queue (its outcome is reported back) or directly.
-    pub from_queue: bool,
+    pub(crate) from_queue: bool,
 }
 
 #[derive(Debug)]
 struct TaintWrite {
-    pub id: ActionId,
-    pub resource_version: Name,
-    pub taints: Vec<crate::model::Taint>,
-    pub ops: Vec<TaintOp>,
+    pub(crate) id: ActionId,
+    pub(crate) resource_version: Name,
+    pub(crate) taints: Vec<crate::model::Taint>,
+    pub(crate) ops: Vec<TaintOp>,
 }
 
 #[derive(Debug)]
 struct NodeEntry {
     /// The node's uid: the node itself is in the store; results for another node of the same
     /// name are ignored.
-    pub uid: Name,
+    pub(crate) uid: Name,
     /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
-    pub registered: bool,
+    pub(crate) registered: bool,
     /// When it was registered (at the initial sync, or when it joined later).
-    pub registered_at: Time,
+    pub(crate) registered_at: Time,
     /// How far behind its Lease's `renewTime` (the kubelet's clock) we see a renewal, at the
     /// least, in milliseconds: the clock skew plus the quickest read. Lets `suspects.rs` tell
     /// how long the kubelet has been silent even when its renewals reach us late (a stalled
     /// watch delivers them in a burst, and the probe time would call them fresh).
-    pub lease_lag_ms: Option<i64>,
+    pub(crate) lease_lag_ms: Option<i64>,
     /// When a node created while the controller runs was first seen (`None` for the nodes of
     /// the initial sync): see `update_contribution`.
-    pub joined_live_at: Option<Time>,
-    pub health: NodeHealth,
+    pub(crate) joined_live_at: Option<Time>,
+    pub(crate) health: NodeHealth,
     /// The grace deadline armed (`probe_time + grace`), in `graces` or in the heap.
-    pub grace_due: Option<Time>,
+    pub(crate) grace_due: Option<Time>,
     /// Its entry in `graces`, if it is kept there.
-    pub grace_armed: Armed,
+    pub(crate) grace_armed: Armed,
     /// The deadline is a `Timer::NodeGrace` in the heap instead.
-    pub grace_in_heap: bool,
-    pub zone: Name,
+    pub(crate) grace_in_heap: bool,
+    pub(crate) zone: Name,
     /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
-    pub counted: Option<bool>,
+    pub(crate) counted: Option<bool>,
     /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
-    pub needs_pod_retry: bool,
-    pub verdict: Verdict,
-    pub verdict_tries: u32,
+    pub(crate) needs_pod_retry: bool,
+    pub(crate) verdict: Verdict,
+    pub(crate) verdict_tries: u32,
     /// The probe time a live Lease read confirmed as stale (evidence for the verdict).
-    pub lease_confirmed_for: Option<Time>,
+    pub(crate) lease_confirmed_for: Option<Time>,
     /// What that read found, for the decision log.
-    pub lease_evidence: Option<LeaseEvidence>,
-    pub taint_write: Option<TaintWrite>,
-    pub taint_ops: Vec<TaintOp>,
-    pub taint_tries: u32,
+    pub(crate) lease_evidence: Option<LeaseEvidence>,
+    pub(crate) taint_write: Option<TaintWrite>,
+    pub(crate) taint_ops: Vec<TaintOp>,
+    pub(crate) taint_tries: u32,
     /// A conflicted taint write waits for its retry timer.
-    pub taint_retry_pending: bool,
-    pub label_write: Option<ActionId>,
-    pub legacy: LegacyEviction,
-    pub legacy_job: Option<EvictionJob>,
+    pub(crate) taint_retry_pending: bool,
+    pub(crate) label_write: Option<ActionId>,
+    pub(crate) legacy: LegacyEviction,
+    pub(crate) legacy_job: Option<EvictionJob>,
 }
 
 #[derive(Debug)]
@@ -184,7 +184,7 @@ enum Pending {
     },
 }
 
-pub struct NodeLifecycle {
+pub(crate) struct NodeLifecycle {
     settings: Settings,
     /// Fixed at start: switching eviction modes needs a restart.
     taint_based: bool,
@@ -261,7 +261,7 @@ fn pod_event(
 }
 
 impl NodeLifecycle {
-    pub fn new(settings: Settings, _now: Time) -> NodeLifecycle {
+    pub(crate) fn new(settings: Settings, _now: Time) -> NodeLifecycle {
         NodeLifecycle {
             taint_based: settings.taint_based_eviction,
             settings,
@@ -287,18 +287,18 @@ impl NodeLifecycle {
     }
 
     /// The decisions taken since the last call, oldest first.
-    pub fn take_decisions(&mut self) -> Vec<Decision> {
+    pub(crate) fn take_decisions(&mut self) -> Vec<Decision> {
         std::mem::take(&mut self.decisions)
     }
 
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
     /// When this machine must be ticked next: the earliest of its timers (the periodic pass,
     /// each node's grace, the zone queues' pass, retries). Changed by every input that arms or
     /// disarms one (node and lease changes, answers, ticks) and by `apply_settings`.
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         let graces = self.graces.head().map(|(at, _)| at);
         [self.timers.next_deadline(), graces]
             .into_iter()
@@ -309,7 +309,7 @@ impl NodeLifecycle {
     /// The periodic pass's window while it is pending: from `monitor_pass_early` before its
     /// tick (a tick from then on runs it) to its tick. `None` when no pass is pending (before
     /// the initial sync).
-    pub fn monitor_pass_window(&self) -> Option<(Time, Time)> {
+    pub(crate) fn monitor_pass_window(&self) -> Option<(Time, Time)> {
         let tick = self.timers.deadline(&Timer::MonitorPass)?;
         let early = self
             .settings
@@ -322,7 +322,7 @@ impl NodeLifecycle {
 
     /// Test switch: the monitor pass evaluates every node (see `monitor_pass`).
     #[doc(hidden)]
-    pub fn use_full_monitor_pass(&mut self, full: bool) {
+    pub(crate) fn use_full_monitor_pass(&mut self, full: bool) {
         self.full_monitor_pass = full;
     }
 
@@ -332,7 +332,7 @@ impl NodeLifecycle {
     }
 
     /// The cluster as the controller knows it.
-    pub fn store(&self) -> &ClusterStore {
+    pub(crate) fn store(&self) -> &ClusterStore {
         &self.store
     }
 
@@ -342,29 +342,32 @@ impl NodeLifecycle {
     }
 
     /// The node as the controller last saw it.
-    pub fn node(&self, name: &str) -> Option<&Node> {
+    pub(crate) fn node(&self, name: &str) -> Option<&Node> {
         self.store.node(name)
     }
 
     /// The state of the node's zone (fencing's gate: only `Normal` zones are fenced in).
-    pub fn zone_state_of(&self, node: &str) -> Option<ZoneState> {
+    #[cfg(test)]
+    pub(crate) fn zone_state_of(&self, node: &str) -> Option<ZoneState> {
         let e = self.nodes.get(node).filter(|e| e.registered)?;
         self.zones.get(&e.zone)?.state
     }
 
     /// The node's health record (its probe time and the Ready condition last saved).
-    pub fn health(&self, node: &str) -> Option<&NodeHealth> {
+    #[cfg(test)]
+    pub(crate) fn health(&self, node: &str) -> Option<&NodeHealth> {
         self.nodes.get(node).map(|e| &e.health)
     }
 
     /// The rate-limited queue of the node's zone (for `explain`: its place and ETA).
-    pub fn zone_queue_of(&self, node: &str) -> Option<&RateLimitedTimedQueue> {
+    pub(crate) fn zone_queue_of(&self, node: &str) -> Option<&RateLimitedTimedQueue> {
         let entry = self.nodes.get(node)?;
         Some(&self.zones.get(&entry.zone)?.queue)
     }
 
     /// Every zone is fully disrupted: most likely our own view of the cluster is broken.
-    pub fn all_zones_down(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn all_zones_down(&self) -> bool {
         self.all_zones_fully_disrupted()
     }
 
@@ -382,7 +385,7 @@ impl NodeLifecycle {
 
     /// The machine API (the same shape as `TaintEviction::decide`): decides on what
     /// [`NodeLifecycle::observe`] reported at `now` and pushes its actions to `out`.
-    pub fn decide(&mut self, observed: Observed, now: Time, out: &mut Vec<Action>) {
+    pub(crate) fn decide(&mut self, observed: Observed, now: Time, out: &mut Vec<Action>) {
         let mut changed_node = None;
         let brakes_follow = self.brakes_follow(&observed);
         match observed {
@@ -435,7 +438,7 @@ impl NodeLifecycle {
 
     /// Applies new settings (config reload): rates, thresholds, graces and the period take
     /// effect now. `taint_based_eviction` is kept as started (a mode switch needs a restart).
-    pub fn apply_settings(&mut self, mut settings: Settings, now: Time) -> Vec<Action> {
+    pub(crate) fn apply_settings(&mut self, mut settings: Settings, now: Time) -> Vec<Action> {
         settings.taint_based_eviction = self.taint_based;
         let period_changed = settings.node_monitor_period != self.settings.node_monitor_period;
         retire_condition_taints(

@@ -92,11 +92,6 @@ impl NodeLifecycle {
             .is_some_and(|e| now.since(e.health.probe_time) < self.settings.node_monitor_period)
     }
 
-    /// Whether the node's pods are being kept Ready (for `explain` and the dump).
-    pub fn pods_kept_ready(&self, node: &str) -> bool {
-        self.pods_kept_ready.contains(node)
-    }
-
     /// A reload may change the node's disruption domain (`disruption_domain`, its pool's).
     pub(super) fn move_to_domain(&mut self, name: &Name, now: Time) {
         let (Some(e), Some(node)) = (self.nodes.get(name), self.store.node(name)) else {
@@ -183,4 +178,4 @@ pub(super) fn note_full_since(z: &mut Zone, state: ZoneState, now: Time) {
     }
 }
 
-pub use crate::controller::decisions::HoldEnd;
+pub(crate) use crate::controller::decisions::HoldEnd;

@@ -196,7 +196,7 @@ impl NodeLifecycle {
     }
 
     /// The node's zone was waiting for suspects when its queue was last tried (for `explain`).
-    pub fn zone_waits_for_suspects(&self, node: &str) -> bool {
+    pub(crate) fn zone_waits_for_suspects(&self, node: &str) -> bool {
         self.nodes
             .get(node)
             .and_then(|e| self.zones.get(&e.zone))
@@ -205,7 +205,7 @@ impl NodeLifecycle {
 
     /// The zone state fencing is gated by: the state with suspects when that is worse than
     /// Normal, the zone's own otherwise.
-    pub fn zone_state_with_suspects(&self, node: &str, now: Time) -> Option<ZoneState> {
+    pub(crate) fn zone_state_with_suspects(&self, node: &str, now: Time) -> Option<ZoneState> {
         let e = self.nodes.get(node).filter(|e| e.registered)?;
         let current = self.zones.get(&e.zone)?.state;
         let view = self.suspect_view(now);
@@ -217,7 +217,7 @@ impl NodeLifecycle {
     }
 
     /// Every zone is fully disrupted, or would be with its suspects counted.
-    pub fn all_zones_down_with_suspects(&self, now: Time) -> bool {
+    pub(crate) fn all_zones_down_with_suspects(&self, now: Time) -> bool {
         self.all_zones_fully_disrupted() || self.all_suspected_down(&self.suspect_view(now))
     }
 }

@@ -21,7 +21,7 @@ mod fencing;
 mod partitions;
 mod pools;
 
-pub use fencing::FencingPolicy;
+pub(crate) use fencing::FencingPolicy;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -116,20 +116,20 @@ impl Default for Settings {
 
 /// kube-apiserver's `--default-not-ready-toleration-seconds` and
 /// `--default-unreachable-toleration-seconds`.
-pub const DEFAULT_ADMISSION_TOLERATION_SECONDS: u64 = 300;
+pub(crate) const DEFAULT_ADMISSION_TOLERATION_SECONDS: u64 = 300;
 
 /// Period of the NoExecute tainting (or legacy eviction) pass over the zone queues.
-pub const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);
+pub(crate) const NODE_EVICTION_PERIOD: Duration = Duration::from_millis(100);
 /// Longest the zone queues' pass waits for health verdicts in flight (live Lease reads, status
 /// writes), so that nodes falling silent together are counted together before any is tainted.
-pub const EVICTION_PASS_MAX_HOLD: Duration = Duration::from_secs(2);
+pub(crate) const EVICTION_PASS_MAX_HOLD: Duration = Duration::from_secs(2);
 /// Retry delay of a queued node whose Ready condition is missing.
-pub const TAINT_RETRY_DELAY: Duration = Duration::from_millis(50);
+pub(crate) const TAINT_RETRY_DELAY: Duration = Duration::from_millis(50);
 /// Writes retried after a 409 (upstream: node health update and taint backoff, 5 steps).
-pub const CONFLICT_RETRIES: u32 = 5;
+pub(crate) const CONFLICT_RETRIES: u32 = 5;
 /// Upstream retries a failed node health update after 20 ms (`retrySleepTime`), 5 tries in all
 /// (`NodeHealthUpdateRetry`), whatever the error.
-pub const STATUS_RETRY_DELAY: Duration = Duration::from_millis(20);
+pub(crate) const STATUS_RETRY_DELAY: Duration = Duration::from_millis(20);
 /// Upstream's taint updates retry a conflict after 100 ms with jitter 1.0 (`UpdateTaintBackoff`):
 /// 100–200 ms.
-pub const TAINT_CONFLICT_DELAY: Duration = Duration::from_millis(100);
+pub(crate) const TAINT_CONFLICT_DELAY: Duration = Duration::from_millis(100);

@@ -4,13 +4,15 @@
 use crate::model::Node;
 
 use super::super::partitions::{FullDisruption, HoldFor, PodsNotReady};
-use super::super::pools::{node_label_keys, pool_of};
+#[cfg(test)]
+use super::super::pools::node_label_keys;
+use super::super::pools::pool_of;
 use super::Settings;
 
 impl Settings {
     /// The node's pod marking mode: its pool's, else the global one (autonomy is applied by
     /// [`Settings::marks_pods_not_ready`]).
-    pub fn pods_not_ready_mode(&self, node: &Node) -> PodsNotReady {
+    pub(crate) fn pods_not_ready_mode(&self, node: &Node) -> PodsNotReady {
         pool_of(&self.pools, node)
             .and_then(|p| p.mark_pods_not_ready)
             .unwrap_or(self.mark_pods_not_ready)
@@ -24,7 +26,7 @@ impl Settings {
     }
 
     /// No domain by label anywhere: every node's domain is its zone key.
-    pub fn domains_are_zones(&self) -> bool {
+    pub(crate) fn domains_are_zones(&self) -> bool {
         self.disruption_domain.is_empty()
             && self
                 .pools
@@ -34,7 +36,7 @@ impl Settings {
 
     /// The node's disruption domain key: the values of its domain labels (`k=v`, joined by
     /// `,`), or upstream's zone key when none is configured or the node lacks one of them.
-    pub fn domain_key(&self, node: &Node) -> String {
+    pub(crate) fn domain_key(&self, node: &Node) -> String {
         if self.domains_are_zones() {
             return node.zone_key();
         }
@@ -58,7 +60,7 @@ impl Settings {
     }
 
     /// Whether the node's domain key is `key` (without building it when domains are zones).
-    pub fn has_domain_key(&self, node: &Node, key: &str) -> bool {
+    pub(crate) fn has_domain_key(&self, node: &Node, key: &str) -> bool {
         if self.domains_are_zones() {
             return node.has_zone_key(key);
         }
@@ -66,12 +68,13 @@ impl Settings {
     }
 
     /// Every label key a domain is made of, without repeats (the decoder must keep them).
-    pub fn domain_label_keys(&self) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn domain_label_keys(&self) -> Vec<String> {
         node_label_keys(&[], &self.pools, &self.disruption_domain)
     }
 
     /// No pool or global setting holds a fully disrupted domain.
-    pub fn never_holds(&self) -> bool {
+    pub(crate) fn never_holds(&self) -> bool {
         self.full_disruption == FullDisruption::Evict
             && self
                 .pools
@@ -92,7 +95,10 @@ impl Settings {
     /// A domain whose nodes are `members` is held when any member says hold (the safer choice
     /// wins, as the lowest rate does), for the longest `hold_max` among those that hold (one
     /// without `hold_max`: without end). `None`: the domain is not held (upstream).
-    pub fn domain_hold<'a>(&self, members: impl Iterator<Item = &'a Node>) -> Option<HoldFor> {
+    pub(crate) fn domain_hold<'a>(
+        &self,
+        members: impl Iterator<Item = &'a Node>,
+    ) -> Option<HoldFor> {
         if self.never_holds() {
             return None;
         }

@@ -11,7 +11,7 @@ use super::Settings;
 
 impl Settings {
     /// The node's (monitor, startup) grace periods: its pool's, else the global ones.
-    pub fn graces(&self, node: &Node) -> (Duration, Duration) {
+    pub(crate) fn graces(&self, node: &Node) -> (Duration, Duration) {
         let pool = pool_of(&self.pools, node);
         (
             pool.and_then(|p| p.node_monitor_grace_period)
@@ -24,7 +24,7 @@ impl Settings {
     /// Whether the node's pods may be marked NotReady when it stops being Ready: its pool's
     /// choice, else the global one (default yes, as upstream), and never for an autonomous edge
     /// node. `unless-disrupted` says yes here: the node lifecycle then asks its domain.
-    pub fn marks_pods_not_ready(&self, node: &Node) -> bool {
+    pub(crate) fn marks_pods_not_ready(&self, node: &Node) -> bool {
         self.pods_not_ready_mode(node) != PodsNotReady::Never && !self.is_autonomous(node)
     }
 
@@ -34,7 +34,7 @@ impl Settings {
     /// in no pool count with the global rates): the rate bounds how fast a zone loses its
     /// workloads, so the most cautious member decides. Without any pool overriding a rate,
     /// the global rates, without looking at the members.
-    pub fn zone_rates<'a>(&self, members: impl Iterator<Item = &'a Node>) -> (Rate, Rate) {
+    pub(crate) fn zone_rates<'a>(&self, members: impl Iterator<Item = &'a Node>) -> (Rate, Rate) {
         let global = (self.node_eviction_rate, self.secondary_node_eviction_rate);
         if !self.pools.iter().any(Pool::overrides_rates) {
             return global;
@@ -58,13 +58,13 @@ impl Settings {
 
 impl Settings {
     /// Some brake is configured, fleet-wide or in a pool (`brake.rs`).
-    pub fn brakes_configured(&self) -> bool {
+    pub(crate) fn brakes_configured(&self) -> bool {
         self.max_unhealthy.is_some() || self.pools.iter().any(|p| p.max_unhealthy.is_some())
     }
 
     /// What stands in for the admission default toleration of the node's pods: its pool's
     /// `default_toleration_seconds`, else the global one; `None`: the pods' own (upstream).
-    pub fn default_toleration_for(&self, node: &Node) -> Option<(u64, Option<&Name>)> {
+    pub(crate) fn default_toleration_for(&self, node: &Node) -> Option<(u64, Option<&Name>)> {
         let pool = pool_of(&self.pools, node);
         match pool.and_then(|p| p.default_toleration_seconds) {
             Some(s) => Some((s, pool.map(|p| &p.name))),

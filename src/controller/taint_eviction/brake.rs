@@ -8,7 +8,7 @@ impl TaintEviction {
     /// The nodes an engaged brake covers now. A pod parked under the brake whose node it no
     /// longer covers is due again at its own deadline: deleted at once when that passed during
     /// the brake, not counted again.
-    pub fn set_brake(
+    pub(crate) fn set_brake(
         &mut self,
         cover: BrakeCover,
         store: &ClusterStore,
@@ -31,12 +31,12 @@ impl TaintEviction {
     }
 
     /// Eviction timing per pool (config reload: countdowns started later use it).
-    pub fn set_timing(&mut self, timing: Option<PoolTiming>) {
+    pub(crate) fn set_timing(&mut self, timing: Option<PoolTiming>) {
         self.timing = timing;
     }
 
     /// Where a pod's not-ready/unreachable timing on `node` comes from (for `explain`).
-    pub fn timing_source(&self, node: &Node, tolerations: &[Toleration]) -> TimingSource {
+    pub(crate) fn timing_source(&self, node: &Node, tolerations: &[Toleration]) -> TimingSource {
         self.timing
             .as_ref()
             .map_or(TimingSource::Own, |t| t.source(node, tolerations))
@@ -55,7 +55,7 @@ impl TaintEviction {
     }
 
     /// Whether the pod's deletion waits for a brake (for `explain`).
-    pub fn held_by_brake(&self, pod: &PodKey) -> bool {
+    pub(crate) fn held_by_brake(&self, pod: &PodKey) -> bool {
         self.parked.contains(pod)
     }
 }

@@ -10,32 +10,32 @@ use crate::model::PodKey;
 use crate::time::Time;
 
 /// How many upcoming evictions the dump lists.
-pub const DUMP_NEXT: usize = 20;
+pub(crate) const DUMP_NEXT: usize = 20;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PendingEviction {
-    pub pod: PodKey,
-    pub deadline: Time,
+pub(crate) struct PendingEviction {
+    pub(crate) pod: PodKey,
+    pub(crate) deadline: Time,
     /// Time left at dump time (zero when overdue).
-    pub remaining: Duration,
+    pub(crate) remaining: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EvictionDump {
     /// Pods waiting for their eviction deadline.
-    pub pending: usize,
+    pub(crate) pending: usize,
     /// Evictions handed to the shell or waiting to retry.
-    pub running: usize,
+    pub(crate) running: usize,
     /// The next [`DUMP_NEXT`] pending evictions, soonest first.
-    pub next: Vec<PendingEviction>,
-    pub pod_deletions_total: u64,
-    pub gave_up_total: u64,
-    pub recent_gave_up: Vec<GaveUp>,
+    pub(crate) next: Vec<PendingEviction>,
+    pub(crate) pod_deletions_total: u64,
+    pub(crate) gave_up_total: u64,
+    pub(crate) recent_gave_up: Vec<GaveUp>,
 }
 
 /// Where a pod's eviction stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PodEviction {
+pub(crate) enum PodEviction {
     None,
     /// Deleted at `fire_at` unless the taint goes; the countdown started at `since`.
     Scheduled {
@@ -51,7 +51,7 @@ pub enum PodEviction {
 
 impl TaintEviction {
     /// Where the pod's eviction stands (for `explain`).
-    pub fn eviction_of(&self, pod: &PodKey) -> PodEviction {
+    pub(crate) fn eviction_of(&self, pod: &PodKey) -> PodEviction {
         match self.evictions.get(pod) {
             None => PodEviction::None,
             Some(Work::Scheduled {
@@ -72,7 +72,7 @@ impl TaintEviction {
     }
 
     /// Cost O(pending): only on a signal, never on the hot path.
-    pub fn dump(&self, now: Time) -> EvictionDump {
+    pub(crate) fn dump(&self, now: Time) -> EvictionDump {
         let mut next: Vec<(Time, &PodKey)> = self
             .evictions
             .deadlines()

@@ -8,7 +8,7 @@ use crate::time::{Time, duration_millis};
 
 /// Upstream's buckets for `taint_eviction_controller_pod_deletion_duration_seconds`
 /// (5 ms to 4 min), in milliseconds.
-pub const DELETION_LATENCY_BUCKETS_MS: [u64; 12] = [
+pub(crate) const DELETION_LATENCY_BUCKETS_MS: [u64; 12] = [
     5, 25, 100, 500, 1_000, 2_500, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000,
 ];
 
@@ -17,13 +17,13 @@ pub const DELETION_LATENCY_BUCKETS_MS: [u64; 12] = [
 pub struct LatencyHistogram {
     /// `counts[i]`: observations <= `DELETION_LATENCY_BUCKETS_MS[i]`; beyond the last only
     /// `count` and `sum_ms` know them (`+Inf`).
-    pub counts: [u64; 12],
-    pub count: u64,
-    pub sum_ms: u64,
+    pub(crate) counts: [u64; 12],
+    pub(crate) count: u64,
+    pub(crate) sum_ms: u64,
 }
 
 impl LatencyHistogram {
-    pub fn observe(&mut self, latency: Duration) {
+    pub(crate) fn observe(&mut self, latency: Duration) {
         let ms = duration_millis(latency);
         for (bound, count) in DELETION_LATENCY_BUCKETS_MS.iter().zip(&mut self.counts) {
             if ms <= *bound {
@@ -37,34 +37,34 @@ impl LatencyHistogram {
 
 /// An eviction that failed every attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GaveUp {
-    pub pod: PodKey,
-    pub at: Time,
-    pub error: String,
+pub(crate) struct GaveUp {
+    pub(crate) pod: PodKey,
+    pub(crate) at: Time,
+    pub(crate) error: String,
 }
 
 /// How many given-up evictions the dump remembers.
-pub const GAVE_UP_KEPT: usize = 20;
+pub(crate) const GAVE_UP_KEPT: usize = 20;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EvictionMetrics {
     /// `taint_eviction_controller_pod_deletions_total`: pods this controller deleted (as
     /// upstream, a pod already gone or replaced is a success but not a deletion).
-    pub pod_deletions_total: u64,
+    pub(crate) pod_deletions_total: u64,
     /// `taint_eviction_controller_pod_deletion_duration_seconds`: from the deadline (when the
     /// taint effect became active for the pod) to the successful DELETE; from when the pod was
     /// first judged if its deadline had passed by then (a restart is not API latency).
     pub pod_deletion_duration: LatencyHistogram,
     /// Evictions that found the pod already gone (404).
-    pub already_gone_total: u64,
+    pub(crate) already_gone_total: u64,
     /// Evictions whose UID precondition failed: the name belongs to a new pod.
-    pub replaced_total: u64,
+    pub(crate) replaced_total: u64,
     /// Failed attempts that were retried.
-    pub retries_total: u64,
+    pub(crate) retries_total: u64,
     /// Evictions abandoned after the last attempt failed.
-    pub gave_up_total: u64,
+    pub(crate) gave_up_total: u64,
     /// The most recent of those, oldest first (at most [`GAVE_UP_KEPT`]).
-    pub recent_gave_up: Vec<GaveUp>,
+    pub(crate) recent_gave_up: Vec<GaveUp>,
 }
 
 impl EvictionMetrics {

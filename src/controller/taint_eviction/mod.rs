@@ -31,13 +31,11 @@ mod timed_evictions;
 mod tests;
 
 pub use crate::controller::inputs::EvictionResult;
-pub use action::{
-    DISRUPTION_CONDITION, DISRUPTION_MESSAGE, DISRUPTION_REASON, EVICTION_EVENT_REASON,
-};
-pub use dump::{EvictionDump, PendingEviction, PodEviction};
-pub use metrics::{
-    DELETION_LATENCY_BUCKETS_MS, EvictionMetrics, GAVE_UP_KEPT, GaveUp, LatencyHistogram,
-};
+pub(crate) use action::EVICTION_EVENT_REASON;
+pub(crate) use dump::{EvictionDump, PodEviction};
+#[cfg(test)]
+pub(crate) use metrics::GAVE_UP_KEPT;
+pub(crate) use metrics::{DELETION_LATENCY_BUCKETS_MS, EvictionMetrics, GaveUp, LatencyHistogram};
 
 use std::time::Duration;
 
@@ -60,12 +58,12 @@ use crate::time::Time;
 use timed_evictions::{Due, TimedEvictions, Work};
 
 /// Upstream's `retries`: attempts per eviction before giving up.
-pub const MAX_ATTEMPTS: u32 = 5;
+pub(crate) const MAX_ATTEMPTS: u32 = 5;
 /// Backoff before the second attempt; doubled for each further one (100, 200, 400, 800 ms).
 /// Upstream sleeps 10 ms between tries; we cannot block, and a little more room helps an
 /// overloaded API server.
-pub const RETRY_BACKOFF: Duration = Duration::from_millis(100);
-pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
+pub(crate) const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+pub(crate) const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 #[derive(Debug)]
 pub struct TaintEviction {
@@ -101,7 +99,7 @@ impl Default for TaintEviction {
 }
 
 impl TaintEviction {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         TaintEviction {
             evictions: TimedEvictions::default(),
             in_flight: InFlight::starting_after(TAINT_EVICTION_IDS),
@@ -118,12 +116,12 @@ impl TaintEviction {
     }
 
     /// Whether edge autonomy stretches the not-ready/unreachable deadlines (config `autonomy`).
-    pub fn set_autonomy(&mut self, on: bool) {
+    pub(crate) fn set_autonomy(&mut self, on: bool) {
         self.autonomy = on;
     }
 
     /// Holds (or releases) deletions while the caches may be stale.
-    pub fn set_held(&mut self, held: bool) {
+    pub(crate) fn set_held(&mut self, held: bool) {
         self.held = held;
     }
 
@@ -137,7 +135,7 @@ impl TaintEviction {
 
     /// The machine API: decides on what the store reported (see [`Observed`]) at `now`,
     /// reading nodes and pods from `store`, and pushes its actions to `out`.
-    pub fn decide(
+    pub(crate) fn decide(
         &mut self,
         store: &ClusterStore,
         observed: &Observed,
@@ -167,7 +165,7 @@ impl TaintEviction {
 
     /// The initial sync (of a new leadership): the pods of every node with NoExecute taints are
     /// judged (pods of untainted nodes have nothing to judge).
-    pub fn initial_sync(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
+    pub(crate) fn initial_sync(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         for node in store.nodes() {
             if node.no_execute_taints().next().is_some() {
                 // Taints found at a start or a takeover: their pods count from `timeAdded`,
@@ -297,27 +295,29 @@ impl TaintEviction {
     /// When this machine must be ticked next: the earliest eviction deadline or retry. Changed
     /// by node taint and pod changes (countdowns start or stop), eviction results (retries)
     /// and ticks (deadlines fired).
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         self.evictions.next_deadline()
     }
 
     /// The decisions taken since the last call, oldest first.
-    pub fn take_decisions(&mut self) -> Vec<Decision> {
+    pub(crate) fn take_decisions(&mut self) -> Vec<Decision> {
         std::mem::take(&mut self.decisions)
     }
 
     /// Pods judged against taints since start (see the module docs on cost).
-    pub fn pods_examined(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn pods_examined(&self) -> u64 {
         self.pods_examined
     }
 
     /// Pods waiting for their eviction deadline.
-    pub fn pending_len(&self) -> usize {
+    pub(crate) fn pending_len(&self) -> usize {
         self.evictions.scheduled_len()
     }
 
     /// The deadline of `pod`'s scheduled eviction, if one is pending.
-    pub fn deadline_of(&self, pod: &PodKey) -> Option<Time> {
+    #[cfg(test)]
+    pub(crate) fn deadline_of(&self, pod: &PodKey) -> Option<Time> {
         match self.evictions.get(pod)? {
             Work::Scheduled { fire_at, .. } => Some(*fire_at),
             Work::Running { .. } => None,

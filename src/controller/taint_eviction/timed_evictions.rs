@@ -14,7 +14,7 @@ use crate::time::Time;
 use crate::time::timer_heap::TimerHeap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Work {
+pub(crate) enum Work {
     /// Waiting to fire at `fire_at`; `created_at` is when this machine scheduled it (kept when
     /// the pod is re-examined later: lengthening a toleration does not postpone the eviction),
     /// `counted_from` when the countdown started (its taint's `timeAdded`, or `created_at`).
@@ -34,7 +34,7 @@ pub enum Work {
 
 /// A deadline that came due.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Due {
+pub(crate) enum Due {
     /// A scheduled eviction fires. `fire_at` is when it came due for this machine: its
     /// deadline, or when it was scheduled if that deadline had passed already (a restart);
     /// `counted_from` is when its countdown started.
@@ -44,7 +44,7 @@ pub enum Due {
 }
 
 #[derive(Debug, Default)]
-pub struct TimedEvictions {
+pub(crate) struct TimedEvictions {
     work: HashMap<PodKey, Work>,
     timers: TimerHeap<PodKey>,
     scheduled: usize,
@@ -53,13 +53,13 @@ pub struct TimedEvictions {
 impl TimedEvictions {
     /// `AddWork`: schedules `key` to fire at `fire_at` unless it already has an entry, its
     /// countdown started at `created_at`.
-    pub fn add(&mut self, key: PodKey, created_at: Time, fire_at: Time) -> bool {
+    pub(crate) fn add(&mut self, key: PodKey, created_at: Time, fire_at: Time) -> bool {
         self.add_counted(key, created_at, created_at, fire_at)
     }
 
     /// `add` of a countdown that started at `counted_from`, maybe before `created_at`. A
     /// deadline at or before now fires on the next `pop_due` (upstream runs it at once).
-    pub fn add_counted(
+    pub(crate) fn add_counted(
         &mut self,
         key: PodKey,
         created_at: Time,
@@ -83,7 +83,7 @@ impl TimedEvictions {
     }
 
     /// Moves a `Scheduled` entry to a new countdown, keeping nothing of the old one.
-    pub fn reschedule(
+    pub(crate) fn reschedule(
         &mut self,
         key: &PodKey,
         created_at: Time,
@@ -101,7 +101,7 @@ impl TimedEvictions {
     }
 
     /// `CancelWork`: true only when a pending deadline was stopped.
-    pub fn cancel(&mut self, key: &PodKey) -> bool {
+    pub(crate) fn cancel(&mut self, key: &PodKey) -> bool {
         match self.work.get(key) {
             Some(Work::Scheduled { .. }) => {
                 self.work.remove(key);
@@ -115,7 +115,7 @@ impl TimedEvictions {
 
     /// Drops every trace of `key` (the pod is gone or already being deleted): a scheduled
     /// deadline, a running eviction and its retries. True when a pending deadline was stopped.
-    pub fn forget(&mut self, key: &PodKey) -> bool {
+    pub(crate) fn forget(&mut self, key: &PodKey) -> bool {
         if self.cancel(key) {
             return true;
         }
@@ -125,19 +125,19 @@ impl TimedEvictions {
         false
     }
 
-    pub fn get(&self, key: &PodKey) -> Option<&Work> {
+    pub(crate) fn get(&self, key: &PodKey) -> Option<&Work> {
         self.work.get(key)
     }
 
     /// The earliest due deadline, if any.
-    pub fn pop_due(&mut self, now: Time) -> Option<(PodKey, Due)> {
+    pub(crate) fn pop_due(&mut self, now: Time) -> Option<(PodKey, Due)> {
         let (key, _) = self.timers.pop_due(now)?;
         self.take_due(key)
     }
 
     /// `pop_due`, except that a due key `held` says must wait is parked instead: its timer
     /// goes, its work stays (deadline and all) until [`TimedEvictions::unpark`].
-    pub fn pop_due_unless(
+    pub(crate) fn pop_due_unless(
         &mut self,
         now: Time,
         held: impl Fn(&PodKey) -> bool,
@@ -155,7 +155,7 @@ impl TimedEvictions {
 
     /// Re-arms a parked key at its deadline (a deadline passed meanwhile fires on the next
     /// `pop_due`; a failed attempt waiting for its retry is retried now).
-    pub fn unpark(&mut self, key: &PodKey, now: Time) {
+    pub(crate) fn unpark(&mut self, key: &PodKey, now: Time) {
         match self.work.get(key) {
             Some(Work::Scheduled {
                 created_at,
@@ -196,7 +196,7 @@ impl TimedEvictions {
     }
 
     /// Marks `key` as executing attempt `attempt` of an eviction that fired at `fire_at`.
-    pub fn start_attempt(&mut self, key: PodKey, fire_at: Time, attempt: u32, id: ActionId) {
+    pub(crate) fn start_attempt(&mut self, key: PodKey, fire_at: Time, attempt: u32, id: ActionId) {
         self.timers.cancel(&key);
         if let Some(Work::Scheduled { .. }) = self.work.get(&key) {
             self.scheduled -= 1;
@@ -212,7 +212,7 @@ impl TimedEvictions {
     }
 
     /// Parks a running eviction whose attempt failed until `at`.
-    pub fn retry_at(&mut self, key: &PodKey, at: Time) {
+    pub(crate) fn retry_at(&mut self, key: &PodKey, at: Time) {
         if let Some(Work::Running { in_flight, .. }) = self.work.get_mut(key) {
             *in_flight = None;
             self.timers.schedule(key.clone(), at);
@@ -220,29 +220,29 @@ impl TimedEvictions {
     }
 
     /// The running eviction of `key` is over (done or given up).
-    pub fn finish(&mut self, key: &PodKey) {
+    pub(crate) fn finish(&mut self, key: &PodKey) {
         if let Some(Work::Running { .. }) = self.work.get(key) {
             self.work.remove(key);
             self.timers.cancel(key);
         }
     }
 
-    pub fn next_deadline(&self) -> Option<Time> {
+    pub(crate) fn next_deadline(&self) -> Option<Time> {
         self.timers.next_deadline()
     }
 
     /// Pods waiting for their deadline.
-    pub fn scheduled_len(&self) -> usize {
+    pub(crate) fn scheduled_len(&self) -> usize {
         self.scheduled
     }
 
     /// Evictions fired and not finished (in flight or in backoff).
-    pub fn running_len(&self) -> usize {
+    pub(crate) fn running_len(&self) -> usize {
         self.work.len() - self.scheduled
     }
 
     /// Every pending deadline (scheduled and retries), unordered.
-    pub fn deadlines(&self) -> impl Iterator<Item = (&PodKey, Time)> {
+    pub(crate) fn deadlines(&self) -> impl Iterator<Item = (&PodKey, Time)> {
         self.timers.iter()
     }
 }

@@ -22,16 +22,16 @@ use crate::model::{
 };
 use crate::time::Time;
 
-pub use wire::Status;
+pub(crate) use wire::Status;
 
 /// Annotation on the bookmark that ends a watch-list's initial events.
-pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+pub(crate) const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodeError {
     /// The kind or part being decoded ("Pod", "watch event", "NodeList").
-    pub what: &'static str,
-    pub reason: String,
+    pub(crate) what: &'static str,
+    pub(crate) reason: String,
 }
 
 impl DecodeError {
@@ -55,7 +55,7 @@ impl std::error::Error for DecodeError {}
 /// of distinct toleration lists. One per process, owned by the loop.
 #[derive(Debug)]
 pub struct DecodeContext {
-    pub interner: Interner,
+    pub(crate) interner: Interner,
     tolerations: HashSet<Rc<[Toleration]>>,
     /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
     /// with the same bad field is logged once.
@@ -85,7 +85,7 @@ impl DecodeContext {
 
     /// Node labels with these keys are kept too (pool selectors read them). Nodes decoded
     /// earlier keep what they had until their next update.
-    pub fn keep_node_labels(&mut self, keys: impl IntoIterator<Item = String>) {
+    pub(crate) fn keep_node_labels(&mut self, keys: impl IntoIterator<Item = String>) {
         self.pool_label_keys = keys.into_iter().map(String::into_boxed_str).collect();
     }
 
@@ -132,12 +132,14 @@ impl DecodeContext {
     }
 
     /// Bad fields logged so far (each once).
-    pub fn bad_fields_logged(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn bad_fields_logged(&self) -> usize {
         self.warned.len()
     }
 
     /// Distinct toleration lists currently shared.
-    pub fn distinct_toleration_lists(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn distinct_toleration_lists(&self) -> usize {
         self.tolerations.len()
     }
 
@@ -171,9 +173,9 @@ pub enum WatchEvent<T> {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bookmark {
-    pub resource_version: String,
+    pub(crate) resource_version: String,
     /// Carries `k8s.io/initial-events-end: "true"`: a watch-list's initial state is complete.
-    pub initial_events_end: bool,
+    pub(crate) initial_events_end: bool,
 }
 
 /// One page of a paginated LIST.

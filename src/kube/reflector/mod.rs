@@ -19,12 +19,12 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::kube::decode::{ListPage, WatchEvent};
-use crate::kube::watch::StreamEnd;
 use crate::time::{Rng, Time};
 
+mod listing;
 mod requests;
 mod watch_end;
+mod watching;
 
 pub use requests::{ListRequest, ReflectorConfig, WatchRequest, Watched, supports_watch_list};
 pub use watch_end::EndTarget;
@@ -67,31 +67,31 @@ pub enum WatchFlow {
 
 /// A failed LIST request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListFailure {
+pub(crate) struct ListFailure {
     /// `410 Gone`: the continue token expired; the list restarts from the first page.
-    pub gone: bool,
-    pub message: String,
+    pub(crate) gone: bool,
+    pub(crate) message: String,
 }
 
 /// For the dump and the metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReflectorStats {
-    pub synced: bool,
+    pub(crate) synced: bool,
     pub resource_version: Option<String>,
-    pub last_event_at: Option<Time>,
+    pub(crate) last_event_at: Option<Time>,
     /// Watches opened after the first one.
     pub reconnects: u64,
     /// Full lists (or watch-lists) after the first one.
     pub relists: u64,
     /// Objects delivered by the last full state (the store holds the current count).
-    pub objects: usize,
+    pub(crate) objects: usize,
     /// Watch lines that could not be decoded and were skipped.
     pub skipped_events: u64,
     pub consecutive_failures: u32,
     pub last_error: Option<String>,
     pub watch_list: bool,
     /// When the current watch was opened; `None` while not watching.
-    pub watching_since: Option<Time>,
+    pub(crate) watching_since: Option<Time>,
 }
 
 #[derive(Debug)]
@@ -208,17 +208,17 @@ impl<T: Watched> Reflector<T> {
         }
     }
 
-    pub fn is_synced(&self) -> bool {
+    pub(crate) fn is_synced(&self) -> bool {
         self.full_states > 0
     }
 
     /// A full state is due (after a `410 Gone`) or being delivered: the cache may be behind.
-    pub fn needs_full_state(&self) -> bool {
+    pub(crate) fn needs_full_state(&self) -> bool {
         self.needs_full_state
     }
 
     /// A full state is being delivered (LIST pages, or a watch-list's initial events).
-    pub fn delivering_full_state(&self) -> bool {
+    pub(crate) fn delivering_full_state(&self) -> bool {
         matches!(
             self.phase,
             Phase::Listing { .. } | Phase::Watching { initial: Some(_) }
@@ -227,7 +227,7 @@ impl<T: Watched> Reflector<T> {
 
     /// The next full state (after a `410 Gone`) is a watch-list: the server's version, unknown
     /// at the start, turned out to support it. A full state in progress is not interrupted.
-    pub fn enable_watch_list(&mut self) {
+    pub(crate) fn enable_watch_list(&mut self) {
         self.watch_list = true;
         self.watch_list_misses = 0;
     }
@@ -310,204 +310,6 @@ impl<T: Watched> Reflector<T> {
         }
     }
 
-    /// Part of a streamed LIST (`from_watch_cache`): the items read so far. The rest of the
-    /// same response follows; its last part comes through `list_page_received`.
-    pub fn list_items_received(&mut self, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
-        let Phase::Listing {
-            listed,
-            begun,
-            from_cache: true,
-            ..
-        } = &mut self.phase
-        else {
-            return; // a late answer to a list we abandoned
-        };
-        if !*begun {
-            *begun = true;
-            out.push(Delta::Begin);
-        }
-        *listed += page.items.len();
-        out.extend(page.items.into_iter().map(Delta::Upsert));
-        self.skipped_events += page.skipped.len() as u64;
-    }
-
-    pub fn list_page_received(&mut self, now: Time, page: ListPage<T>, out: &mut Vec<Delta<T>>) {
-        let Phase::Listing { listed, begun, .. } = &mut self.phase else {
-            return; // a late answer to a list we abandoned
-        };
-        if !*begun {
-            // The first page of a full state.
-            *begun = true;
-            out.push(Delta::Begin);
-        }
-        *listed += page.items.len();
-        out.extend(page.items.into_iter().map(Delta::Upsert));
-        self.skipped_events += page.skipped.len() as u64;
-        if let Some(token) = page.continue_token {
-            self.phase = match std::mem::replace(&mut self.phase, Phase::ToList) {
-                Phase::Listing { listed, .. } => Phase::Listing {
-                    continue_token: Some(token),
-                    listed,
-                    outstanding: false,
-                    begun: true,
-                    from_cache: false,
-                },
-                other => other,
-            };
-            return;
-        }
-        let Phase::Listing { listed, .. } = std::mem::replace(&mut self.phase, Phase::ToWatch)
-        else {
-            return;
-        };
-        self.full_state_complete(listed, out);
-        self.resource_version = Some(page.resource_version).filter(|rv| !rv.is_empty());
-        self.ready_at = now;
-    }
-
-    pub fn list_failed(&mut self, now: Time, failure: ListFailure) {
-        let Phase::Listing {
-            outstanding,
-            from_cache,
-            ..
-        } = &mut self.phase
-        else {
-            return;
-        };
-        if *from_cache {
-            // Refused, too large for the call's time, or broken off: consistent pages next,
-            // a full state from the start (a new `Delta::Begin`).
-            self.cache_list_failed = true;
-            self.phase = Phase::ToList;
-        } else {
-            // The continue token stays: a transient failure need not restart a long list.
-            *outstanding = false;
-        }
-        if failure.gone {
-            // The snapshot behind the continue token was compacted: start over at once.
-            self.phase = Phase::ToList;
-            self.ready_at = now;
-            self.last_error = Some(failure.message);
-            return;
-        }
-        self.fail(now, failure.message);
-    }
-
-    /// The shell opened the watch it was asked for (for the dump: how long it has been up).
-    pub fn watch_opened(&mut self, now: Time) {
-        self.watching_since = Some(now);
-    }
-
-    /// An undecodable line (logged by the shell): counted, and the stream goes on.
-    pub fn event_skipped(&mut self, now: Time, reason: String) {
-        self.skipped_events += 1;
-        self.last_event_at = Some(now);
-        self.last_error = Some(reason);
-    }
-
-    pub fn watch_event(
-        &mut self,
-        now: Time,
-        event: WatchEvent<T>,
-        out: &mut Vec<Delta<T>>,
-    ) -> WatchFlow {
-        let Phase::Watching { initial } = &mut self.phase else {
-            return WatchFlow::Close;
-        };
-        self.last_event_at = Some(now);
-        match event {
-            WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                note_version(&mut self.resource_version, obj.resource_version());
-                if let Some(initial) = initial {
-                    if !initial.begun {
-                        initial.begun = true;
-                        out.push(Delta::Begin);
-                    }
-                    initial.delivered += 1;
-                }
-                out.push(Delta::Upsert(obj));
-            }
-            WatchEvent::Deleted(obj) => {
-                note_version(&mut self.resource_version, obj.resource_version());
-                if let Some(initial) = initial {
-                    initial.delivered = initial.delivered.saturating_sub(1);
-                }
-                out.push(Delta::Delete(obj.key()));
-            }
-            WatchEvent::Bookmark(b) => {
-                if !b.resource_version.is_empty() {
-                    self.resource_version = Some(b.resource_version);
-                }
-                if b.initial_events_end {
-                    if let Some(initial) = initial.take() {
-                        self.watch_list_misses = 0;
-                        if !initial.begun {
-                            out.push(Delta::Begin);
-                        }
-                        self.full_state_complete(initial.delivered, out);
-                    }
-                }
-            }
-            WatchEvent::Error(status) => {
-                let message = format!("watch error {}: {}", status.code, status.message);
-                self.phase = Phase::ToWatch;
-                if status.code == 410 {
-                    self.gone(now, message);
-                } else {
-                    self.fail(now, message);
-                }
-                return WatchFlow::Close;
-            }
-        }
-        WatchFlow::Continue
-    }
-
-    pub fn watch_ended(&mut self, now: Time, end: &StreamEnd) {
-        let Phase::Watching { initial } = &self.phase else {
-            return;
-        };
-        let watch_list_incomplete = initial.is_some();
-        self.phase = Phase::ToWatch;
-        match end {
-            StreamEnd::Clean if !watch_list_incomplete => self.ready_at = now,
-            StreamEnd::Clean => {
-                self.watch_list_miss();
-                self.fail(
-                    now,
-                    "watch-list ended before its initial events were complete".into(),
-                );
-            }
-            StreamEnd::Rejected {
-                status: 410,
-                message,
-            } => self.gone(now, message.clone()),
-            StreamEnd::Rejected { status, message }
-                if watch_list_incomplete && matches!(status, 400 | 403 | 422) =>
-            {
-                log::warn!(
-                    "{}: watch-list refused ({status}: {message}); using list+watch",
-                    T::KIND
-                );
-                self.watch_list = false;
-                self.phase = Phase::ToList;
-                self.ready_at = now;
-            }
-            // A dropped connection says nothing about watch-list support: retry it.
-            other => self.fail(now, other.to_string()),
-        }
-    }
-
-    fn watch_list_miss(&mut self) {
-        self.watch_list_misses += 1;
-        if self.watch_list_misses >= 2 {
-            log::warn!(
-                "{}: two watch-lists ended without their initial-events-end bookmark; using list+watch",
-                T::KIND
-            );
-            self.watch_list = false;
-        }
-    }
-
     /// `410 Gone`: our resourceVersion was compacted away. Start over with a full state at
     /// once (no backoff: this is not the server failing).
     fn gone(&mut self, now: Time, message: String) {
@@ -585,36 +387,22 @@ impl<T: Watched> Reflector<T> {
     /// [`PROBE_TIMEOUT_SECONDS`]: after a broken watch, the shell counts its successor as
     /// current at its response head and wants the server to prove soon that it streams
     /// (`runtime/informer/currency.rs`). A watch-list (a full state) is never a probe.
-    pub fn set_probe_next(&mut self, probe: bool) {
+    pub(crate) fn set_probe_next(&mut self, probe: bool) {
         self.probe_next = probe;
     }
 
     /// Where later watches' ends should land (`None`: anywhere in the range).
-    pub fn set_end_target(&mut self, target: Option<EndTarget>) {
+    pub(crate) fn set_end_target(&mut self, target: Option<EndTarget>) {
         self.end_target = target;
     }
 
     /// When the server is expected to end the watch last asked for (sent, not yet ended).
-    pub fn expected_watch_end(&self) -> Option<Time> {
+    pub(crate) fn expected_watch_end(&self) -> Option<Time> {
         self.expected_end
     }
 
     fn random_below(&mut self, n: u64) -> u64 {
         self.rng.below(n)
-    }
-}
-
-/// The version to resume from, kept in place: no allocation per watch event.
-fn note_version(held: &mut Option<String>, rv: &str) {
-    if rv.is_empty() {
-        return;
-    }
-    match held {
-        Some(s) => {
-            s.clear();
-            s.push_str(rv);
-        }
-        None => *held = Some(rv.to_string()),
     }
 }
 

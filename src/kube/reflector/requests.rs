@@ -104,16 +104,16 @@ impl Default for ReflectorConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListRequest {
     pub continue_token: Option<String>,
-    pub limit: u32,
+    pub(crate) limit: u32,
     /// `resourceVersion=0`: the whole list in one response from the watch cache (no `limit`,
     /// which the cache ignores), to be read as a stream.
-    pub from_watch_cache: bool,
+    pub(crate) from_watch_cache: bool,
 }
 
 impl ListRequest {
     /// Path and query for the unary client. No `resourceVersion`: a quorum read, which honours
     /// `limit` (`resourceVersion=0` is served from the watch cache and ignores it).
-    pub fn path_and_query<T: Watched>(&self) -> String {
+    pub(crate) fn path_and_query<T: Watched>(&self) -> String {
         let mut q = if self.from_watch_cache {
             format!("{}?resourceVersion=0", T::COLLECTION)
         } else {
@@ -134,11 +134,11 @@ impl ListRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchRequest {
     /// Resume point; `None` with `send_initial_events` for a watch-list from "now".
-    pub resource_version: Option<String>,
-    pub allow_bookmarks: bool,
+    pub(crate) resource_version: Option<String>,
+    pub(crate) allow_bookmarks: bool,
     /// Server-side end of the watch, so streams rotate and prove liveness.
-    pub timeout_seconds: u64,
-    pub send_initial_events: bool,
+    pub(crate) timeout_seconds: u64,
+    pub(crate) send_initial_events: bool,
     /// For the stream's idle deadline.
     pub idle_timeout: Duration,
 }

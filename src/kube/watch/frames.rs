@@ -10,7 +10,7 @@ use super::lines::LineError;
 const LENGTH_BYTES: usize = 4;
 
 #[derive(Debug)]
-pub struct FrameSplitter {
+pub(crate) struct FrameSplitter {
     /// An unfinished frame (its length prefix included) or length prefix.
     buf: Vec<u8>,
     max: usize,
@@ -19,7 +19,7 @@ pub struct FrameSplitter {
 }
 
 impl FrameSplitter {
-    pub fn new(max_frame: usize) -> FrameSplitter {
+    pub(crate) fn new(max_frame: usize) -> FrameSplitter {
         FrameSplitter {
             buf: Vec::new(),
             max: max_frame.max(1),
@@ -29,7 +29,7 @@ impl FrameSplitter {
 
     /// Appends body bytes; pushes every completed frame (without its length) to `out`. Frames
     /// that arrive whole are copied once, straight from `bytes`.
-    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Result<Vec<u8>, LineError>>) {
+    pub(crate) fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Result<Vec<u8>, LineError>>) {
         loop {
             if self.discarding > 0 {
                 let n = self.discarding.min(bytes.len() as u64);
@@ -84,7 +84,7 @@ impl FrameSplitter {
     }
 
     /// At the end of the body: whether it ended inside a frame (which is then lost).
-    pub fn finish(&mut self) -> bool {
+    pub(crate) fn finish(&mut self) -> bool {
         let inside = !self.buf.is_empty() || self.discarding > 0;
         self.buf = Vec::new();
         self.discarding = 0;
@@ -92,7 +92,8 @@ impl FrameSplitter {
     }
 
     /// Bytes held for an unfinished frame (memory accounting): at most the limit plus 4.
-    pub fn buffered(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn buffered(&self) -> usize {
         self.buf.len()
     }
 }

@@ -23,13 +23,13 @@ pub enum BodyFraming {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResponseHead {
-    pub status: u16,
+    pub(crate) status: u16,
     pub framing: BodyFraming,
     /// HTTP/1.1 without `Connection: close`: the connection may carry the next request once
     /// this body has ended (the next watch reuses it instead of a new TCP and TLS handshake).
-    pub keep_alive: bool,
+    pub(crate) keep_alive: bool,
     /// `Content-Type: application/vnd.kubernetes.protobuf…`: length-prefixed frames, not lines.
-    pub protobuf: bool,
+    pub(crate) protobuf: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::io;
 use std::time::Duration;
 
 #[cfg(target_os = "linux")]
-pub fn enable(socket: &mio::net::TcpStream, idle: Duration) -> io::Result<()> {
+pub(crate) fn enable(socket: &mio::net::TcpStream, idle: Duration) -> io::Result<()> {
     use libc::{IPPROTO_TCP, SO_KEEPALIVE, SOL_SOCKET, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL};
     use libc::{c_int, c_void, socklen_t};
     use std::os::fd::AsRawFd;
@@ -37,7 +37,7 @@ pub fn enable(socket: &mio::net::TcpStream, idle: Duration) -> io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn enable(_socket: &mio::net::TcpStream, _idle: Duration) -> io::Result<()> {
+pub(crate) fn enable(_socket: &mio::net::TcpStream, _idle: Duration) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
         "keepalive is set on Linux only",

@@ -6,12 +6,12 @@
 //! [`response`]; [`stream`] is the only part that touches a socket.
 
 pub mod chunked;
-pub mod frames;
+pub(crate) mod frames;
 pub mod http_head;
 mod keepalive;
 pub mod lines;
-pub mod response;
-pub mod stream;
+pub(crate) mod response;
+pub(crate) mod stream;
 
 pub use response::{ResponseDecoder, StreamEnd, WatchItem};
 pub use stream::{Drain, OpenError, WatchOptions, WatchStream};

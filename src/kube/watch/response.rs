@@ -103,18 +103,18 @@ impl ResponseDecoder {
     }
 
     /// The response is over and the connection may carry the next request (see `reusable`).
-    pub fn connection_reusable(&self) -> bool {
+    pub(crate) fn connection_reusable(&self) -> bool {
         self.is_ended() && self.reusable
     }
 
     /// Ready for the next response on the same connection (its buffers kept).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.state = State::Head(HeadParser::new());
         self.reusable = false;
     }
 
     /// The status line has been read (for logs).
-    pub fn status(&self) -> Option<u16> {
+    pub(crate) fn status(&self) -> Option<u16> {
         match &self.state {
             State::Body { head, .. } => Some(head.status),
             _ => None,

@@ -4,7 +4,7 @@ use super::*;
 
 /// A pod in the table, read through its slot.
 #[derive(Copy, Clone)]
-pub struct PodView<'a> {
+pub(crate) struct PodView<'a> {
     pub(super) table: &'a PodTable,
     pub(super) slot: u32,
 }
@@ -14,19 +14,19 @@ impl<'a> PodView<'a> {
         &self.table.records[self.slot as usize]
     }
 
-    pub fn namespace(&self) -> &'a Name {
+    pub(crate) fn namespace(&self) -> &'a Name {
         self.table
             .namespaces
             .get(self.record().namespace)
             .expect("a live pod's namespace is held")
     }
 
-    pub fn name(&self) -> &'a str {
+    pub(crate) fn name(&self) -> &'a str {
         &self.record().name
     }
 
     /// The key as the API names it (allocates the name: for actions and events).
-    pub fn key(&self) -> PodKey {
+    pub(crate) fn key(&self) -> PodKey {
         PodKey {
             namespace: self.namespace().clone(),
             name: Rc::from(self.name()),
@@ -34,7 +34,7 @@ impl<'a> PodView<'a> {
     }
 
     /// The uid (rendered: for preconditions and events).
-    pub fn uid(&self) -> Name {
+    pub(crate) fn uid(&self) -> Name {
         let r = self.record();
         if r.has(TEXT_UID) {
             if let Some(uid) = self.table.text.get(&self.slot).and_then(|t| t.uid.clone()) {
@@ -44,7 +44,8 @@ impl<'a> PodView<'a> {
         Rc::from(render_uuid(&r.uid))
     }
 
-    pub fn resource_version(&self) -> Name {
+    #[cfg(test)]
+    pub(crate) fn resource_version(&self) -> Name {
         let r = self.record();
         if r.has(TEXT_RV) {
             if let Some(rv) = self
@@ -59,35 +60,35 @@ impl<'a> PodView<'a> {
         Rc::from(r.resource_version().to_string())
     }
 
-    pub fn node_name(&self) -> Option<&'a Name> {
+    pub(crate) fn node_name(&self) -> Option<&'a Name> {
         self.table.nodes.get(self.record().node)
     }
 
-    pub fn ready(&self) -> Option<ConditionStatus> {
+    pub(crate) fn ready(&self) -> Option<ConditionStatus> {
         self.record().ready()
     }
 
-    pub fn tolerations(&self) -> &'a Rc<[Toleration]> {
+    pub(crate) fn tolerations(&self) -> &'a Rc<[Toleration]> {
         self.table
             .tolerations
             .get(self.record().tolerations)
             .expect("a live pod's tolerations are held")
     }
 
-    pub fn deleting(&self) -> bool {
+    pub(crate) fn deleting(&self) -> bool {
         self.record().has(DELETING)
     }
 
-    pub fn daemonset_owned(&self) -> bool {
+    pub(crate) fn daemonset_owned(&self) -> bool {
         self.record().has(DAEMONSET)
     }
 
-    pub fn disruption_target(&self) -> bool {
+    pub(crate) fn disruption_target(&self) -> bool {
         self.record().has(DISRUPTION)
     }
 
     /// `metadata.creationTimestamp`, in whole seconds; `None` when the pod had none.
-    pub fn creation_timestamp(&self) -> Option<Time> {
+    pub(crate) fn creation_timestamp(&self) -> Option<Time> {
         match self.record().created {
             0 => None,
             secs => Some(Time::from_unix_millis(u64::from(secs) * 1000)),
@@ -95,7 +96,12 @@ impl<'a> PodView<'a> {
     }
 
     /// The pod as a model value (for replays and tests).
-    pub fn to_pod(&self) -> Pod {
+    #[cfg(test)]
+    #[expect(
+        clippy::wrong_self_convention,
+        reason = "kept as it was while it was public: `&self` on a Copy view, test-only"
+    )]
+    pub(crate) fn to_pod(&self) -> Pod {
         Pod {
             key: self.key(),
             uid: self.uid(),

@@ -4,16 +4,16 @@ use crate::runtime::signals::Signal;
 
 /// The three watched kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Watch {
+pub(crate) enum Watch {
     Nodes,
     Leases,
     Pods,
 }
 
 impl Watch {
-    pub const ALL: [Watch; 3] = [Watch::Nodes, Watch::Leases, Watch::Pods];
+    pub(crate) const ALL: [Watch; 3] = [Watch::Nodes, Watch::Leases, Watch::Pods];
 
-    pub fn resource(self) -> &'static str {
+    pub(crate) fn resource(self) -> &'static str {
         match self {
             Watch::Nodes => "nodes",
             Watch::Leases => "leases",
@@ -28,7 +28,7 @@ impl Watch {
 
 /// What a registered loop source is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SourceKind {
+pub(crate) enum SourceKind {
     Signal(Signal),
     /// An informer's watch socket.
     Watch(Watch),
@@ -42,7 +42,7 @@ pub enum SourceKind {
 
 /// What a loop timer is for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum TimerKind {
+pub(crate) enum TimerKind {
     /// Send `WATCHDOG=1`: armed only while the loop turns, so a stuck loop goes silent.
     Watchdog,
     /// An informer's next LIST page, watch (re)open, idle check or read budget.

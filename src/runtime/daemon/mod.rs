@@ -18,6 +18,7 @@
 //! - Every handler ends in `rearm`: the controller, executor and leader timers follow the
 //!   machines' next deadlines.
 
+mod dispatch;
 mod fence_status;
 mod informers;
 mod kinds;
@@ -67,12 +68,12 @@ use crate::observe::{
     LoopSnapshot, ReflectorSnapshot, RequestCount, StoreMemory,
 };
 use crate::time::Time;
-pub use kinds::{SourceKind, TimerKind, Watch};
+pub(crate) use kinds::{SourceKind, TimerKind, Watch};
 
 type Lp = LoopControl<SourceKind, TimerKind>;
 
 /// Logged once the loop runs; tests and operators wait for it before sending signals.
-pub const READY_FOR_SIGNALS: &str = "ready for signals";
+pub(crate) const READY_FOR_SIGNALS: &str = "ready for signals";
 
 /// One executor turn stops starting calls after this long (one call may then still take up to
 /// the request timeout): the loop's other timers and watches run between turns.
@@ -116,7 +117,7 @@ struct InformerShared {
     config: InformerConfig,
 }
 
-pub struct Daemon {
+pub(crate) struct Daemon {
     config_path: PathBuf,
     config: Config,
     log: LogControl,
@@ -275,10 +276,6 @@ impl Daemon {
         // The loop's before-sleep hook arms the rest before the first wait.
     }
 
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
     fn all_synced(&self) -> bool {
         self.synced.iter().all(|s| *s)
     }
@@ -382,64 +379,6 @@ impl Daemon {
         }
     }
 
-    /// Starts the fences asked for, logs the turn's decisions and keeps the machines' timers at
-    /// their next deadlines: the loop's before-sleep hook, once per turn.
-    fn rearm(&mut self, lp: &mut Lp) {
-        // Fences first: an answer known at once (dry-run) is a decision logged below.
-        self.start_fences(lp);
-        self.probe_fence_agent(lp);
-        self.log_decisions(lp.now());
-        match self.decision_log.next_deadline() {
-            Some(at) => lp.schedule(TimerKind::Decisions, at),
-            None => {
-                lp.cancel(&TimerKind::Decisions);
-            }
-        }
-        if let Some(at) = self.control.as_ref().and_then(ControlServer::next_deadline) {
-            lp.schedule(TimerKind::Control, at);
-        }
-        match [self.fencer.next_deadline(), self.status_due()]
-            .into_iter()
-            .flatten()
-            .min()
-        {
-            Some(at) => lp.schedule(TimerKind::Fence, at),
-            None => {
-                lp.cancel(&TimerKind::Fence);
-            }
-        }
-        // The pass may ride a wake-up in the window before its tick (a watch's end aimed
-        // there: `aim_watch_ends`); alone, it wakes the loop at its tick.
-        match (
-            self.controllers.next_deadline(),
-            self.controllers.next_soft_deadline(),
-        ) {
-            (Some(at), Some(soft)) => lp.schedule_lazy(TimerKind::Controller, soft, at),
-            (Some(at), None) => lp.schedule(TimerKind::Controller, at),
-            (None, _) => {
-                lp.cancel(&TimerKind::Controller);
-            }
-        }
-        let period = self.config.controller.node_monitor_period;
-        let window = self.controllers.monitor_pass_window();
-        self.informers.aim_watch_ends(window, period);
-        match self.executor.next_wakeup().filter(|_| self.acting) {
-            Some(at) => lp.schedule(TimerKind::Executor, at),
-            None => {
-                lp.cancel(&TimerKind::Executor);
-            }
-        }
-        match self.leader.next_deadline() {
-            Some(at) => lp.schedule(TimerKind::Leader, at),
-            None => {
-                lp.cancel(&TimerKind::Leader);
-            }
-        }
-        if let Some(at) = self.metrics.as_ref().and_then(MetricsServer::next_deadline) {
-            lp.schedule(TimerKind::Metrics, at);
-        }
-    }
-
     // ---- signals --------------------------------------------------------------------------
 
     /// After the loop: give the lease up so a successor takes over in seconds, not a lease
@@ -462,69 +401,6 @@ impl Daemon {
         if let Some(mut server) = self.control.take() {
             server.close_all(lp);
         }
-    }
-}
-
-impl Handler<SourceKind, TimerKind> for Daemon {
-    fn on_event(&mut self, lp: &mut Lp, token: Token, source: SourceKind, _event: &Event) {
-        match source {
-            SourceKind::Signal(signal) => self.on_signal(lp, signal),
-            SourceKind::Watch(watch) => self.on_informer(lp, watch, Some(token)),
-            SourceKind::Metrics => {
-                if let Some(mut server) = self.metrics.take() {
-                    server.on_event(lp, token, SourceKind::Metrics, self);
-                    self.metrics = Some(server);
-                }
-            }
-            SourceKind::Control => {
-                if let Some(mut server) = self.control.take() {
-                    let asked = Asked {
-                        daemon: self,
-                        event_loop: lp.snapshot(),
-                    };
-                    server.on_event(lp, token, SourceKind::Control, &asked);
-                    self.control = Some(server);
-                }
-            }
-            SourceKind::FenceOutput => self.fencer.on_output(token),
-        }
-    }
-
-    fn on_timer(&mut self, lp: &mut Lp, timer: TimerKind, now: Time) {
-        match timer {
-            TimerKind::Watchdog => {
-                trace!("watchdog ping");
-                report("WATCHDOG=1", self.notifier.watchdog());
-                if let Some(every) = self.watchdog_every {
-                    lp.schedule(TimerKind::Watchdog, now + every);
-                }
-            }
-            TimerKind::Informer(watch) => self.on_informer(lp, watch, None),
-            TimerKind::Controller => self.on_controller_timer(now),
-            TimerKind::Executor => self.on_executor_timer(lp),
-            TimerKind::Leader => self.on_leader_timer(lp),
-            TimerKind::Metrics => {
-                if let Some(server) = &mut self.metrics {
-                    server.on_timer(lp, now);
-                }
-            }
-            TimerKind::Control => {
-                if let Some(server) = &mut self.control {
-                    server.on_timer(lp, now);
-                }
-            }
-            // `rearm` below logs the summaries that came due.
-            TimerKind::Decisions => {}
-            TimerKind::Fence => {
-                let ended = self.fencer.on_deadline(lp);
-                self.feed_all(ended, now);
-            }
-        }
-    }
-
-    /// Once per loop turn, whatever happened in it: `rearm`.
-    fn before_sleep(&mut self, lp: &mut Lp) {
-        self.rearm(lp);
     }
 }
 

@@ -20,7 +20,7 @@ use crate::controller::events::{Event, EventObject};
 use crate::model::{ConditionStatus, Name, Node, NodeCondition, Pod, PodKey, Taint};
 
 /// Most recent "would" lines kept for the dump and for tests.
-pub const RECENT_WOULD: usize = 1000;
+pub(crate) const RECENT_WOULD: usize = 1000;
 
 /// What kind of write a "would" line stands for (the counters' label).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,7 +36,7 @@ pub enum WriteKind {
 }
 
 impl WriteKind {
-    pub const ALL: [WriteKind; 8] = [
+    pub(crate) const ALL: [WriteKind; 8] = [
         WriteKind::NodeStatus,
         WriteKind::Taints,
         WriteKind::Labels,
@@ -47,7 +47,7 @@ impl WriteKind {
         WriteKind::Event,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             WriteKind::NodeStatus => "node_status",
             WriteKind::Taints => "taints",
@@ -70,13 +70,13 @@ pub struct DryRunLog {
 
 impl DryRunLog {
     /// Nothing recorded (what a daemon that is not in dry-run shows).
-    pub const EMPTY: DryRunLog = DryRunLog {
+    pub(crate) const EMPTY: DryRunLog = DryRunLog {
         counts: [0; WriteKind::ALL.len()],
         recent: VecDeque::new(),
     };
 
     /// Logs `would …` at info, counts it, keeps the line.
-    pub fn record(&mut self, kind: WriteKind, line: String) {
+    pub(crate) fn record(&mut self, kind: WriteKind, line: String) {
         log::info!("{line}");
         self.counts[kind as usize] += 1;
         if self.recent.len() == RECENT_WOULD {
@@ -89,7 +89,7 @@ impl DryRunLog {
         self.counts[kind as usize]
     }
 
-    pub fn counts(&self) -> impl Iterator<Item = (WriteKind, u64)> + '_ {
+    pub(crate) fn counts(&self) -> impl Iterator<Item = (WriteKind, u64)> + '_ {
         WriteKind::ALL.into_iter().map(|k| (k, self.count(k)))
     }
 
@@ -114,7 +114,7 @@ pub struct Shadows {
 impl Shadows {
     /// The node as dry-run sees it: its shadow if built on this very version, else the
     /// server's (and a shadow of an older version is dropped).
-    pub fn node(&mut self, server: Node) -> Node {
+    pub(crate) fn node(&mut self, server: Node) -> Node {
         match self.nodes.get(&server.name) {
             Some(s) if s.uid == server.uid && s.resource_version == server.resource_version => {
                 s.clone()
@@ -127,7 +127,7 @@ impl Shadows {
         }
     }
 
-    pub fn pod(&mut self, server: Pod) -> Pod {
+    pub(crate) fn pod(&mut self, server: Pod) -> Pod {
         match self.pods.get(&server.key) {
             Some(s) if s.uid == server.uid && s.resource_version == server.resource_version => {
                 s.clone()
@@ -142,22 +142,27 @@ impl Shadows {
 
     /// The shadow of this very version of a node, if dry-run changed it (read-only: fencing's
     /// live read decodes the node its own way and only needs what dry-run "wrote").
-    pub fn node_version(&self, name: &str, uid: &str, resource_version: &str) -> Option<&Node> {
+    pub(crate) fn node_version(
+        &self,
+        name: &str,
+        uid: &str,
+        resource_version: &str,
+    ) -> Option<&Node> {
         self.nodes
             .get(name)
             .filter(|s| &*s.uid == uid && &*s.resource_version == resource_version)
     }
 
-    pub fn remember_node(&mut self, node: Node) {
+    pub(crate) fn remember_node(&mut self, node: Node) {
         self.nodes.insert(node.name.clone(), node);
     }
 
-    pub fn remember_pod(&mut self, pod: Pod) {
+    pub(crate) fn remember_pod(&mut self, pod: Pod) {
         self.pods.insert(pod.key.clone(), pod);
     }
 
     /// A watched object on its way to the controllers, with dry-run's changes laid over it.
-    pub fn overlay(&mut self, input: Input) -> Input {
+    pub(crate) fn overlay(&mut self, input: Input) -> Input {
         match input {
             Input::NodeUpsert(node) if !self.nodes.is_empty() => Input::NodeUpsert(self.node(node)),
             Input::PodUpsert(pod) if !self.pods.is_empty() => Input::PodUpsert(self.pod(pod)),
@@ -173,12 +178,8 @@ impl Shadows {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.nodes.len() + self.pods.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -191,7 +192,7 @@ fn taint_text(t: &Taint) -> String {
 }
 
 /// `would taint node n1 node.kubernetes.io/unreachable:NoExecute`, `… untaint …`, or both.
-pub fn taints_line(node: &str, current: &[Taint], desired: &[Taint]) -> String {
+pub(crate) fn taints_line(node: &str, current: &[Taint], desired: &[Taint]) -> String {
     let list = |from: &[Taint], minus: &[Taint]| -> Vec<String> {
         from.iter()
             .filter(|t| !minus.iter().any(|m| m.matches(t)))
@@ -214,7 +215,11 @@ pub fn taints_line(node: &str, current: &[Taint], desired: &[Taint]) -> String {
 
 /// `would set node n1 conditions Ready=Unknown (NodeStatusUnknown), …`: the conditions whose
 /// status the write changes.
-pub fn conditions_line(node: &str, current: &[NodeCondition], written: &[NodeCondition]) -> String {
+pub(crate) fn conditions_line(
+    node: &str,
+    current: &[NodeCondition],
+    written: &[NodeCondition],
+) -> String {
     let changed: Vec<String> = written
         .iter()
         .filter(|w| {
@@ -235,12 +240,12 @@ pub fn conditions_line(node: &str, current: &[NodeCondition], written: &[NodeCon
     }
 }
 
-pub fn labels_line(node: &str, labels: &[(Name, Name)]) -> String {
+pub(crate) fn labels_line(node: &str, labels: &[(Name, Name)]) -> String {
     let list: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("would label node {node} {}", list.join(", "))
 }
 
-pub fn event_line(event: &Event) -> String {
+pub(crate) fn event_line(event: &Event) -> String {
     let object = match &event.object {
         EventObject::Node { name, .. } => format!("node {name}"),
         EventObject::Pod {
@@ -256,12 +261,12 @@ pub fn event_line(event: &Event) -> String {
     )
 }
 
-pub fn pod_line(verb: &str, pod: &PodKey) -> String {
+pub(crate) fn pod_line(verb: &str, pod: &PodKey) -> String {
     format!("would {verb} pod {pod}")
 }
 
 /// The node as a strategic-merge of these conditions leaves it (merge by type).
-pub fn apply_conditions(node: &mut Node, written: &[NodeCondition]) {
+pub(crate) fn apply_conditions(node: &mut Node, written: &[NodeCondition]) {
     for w in written {
         match node.conditions.iter_mut().find(|c| c.kind == w.kind) {
             Some(slot) => *slot = w.clone(),
@@ -270,7 +275,7 @@ pub fn apply_conditions(node: &mut Node, written: &[NodeCondition]) {
     }
 }
 
-pub fn apply_labels(node: &mut Node, labels: &[(Name, Name)]) {
+pub(crate) fn apply_labels(node: &mut Node, labels: &[(Name, Name)]) {
     for (k, v) in labels {
         match node.labels.iter_mut().find(|(key, _)| key == k) {
             Some(slot) => slot.1 = v.clone(),
@@ -279,12 +284,12 @@ pub fn apply_labels(node: &mut Node, labels: &[(Name, Name)]) {
     }
 }
 
-pub fn apply_not_ready(pod: &mut Pod) {
+pub(crate) fn apply_not_ready(pod: &mut Pod) {
     pod.ready = Some(ConditionStatus::False);
 }
 
 /// A graceful DELETE sets the deletionTimestamp; the pod lingers until its kubelet confirms.
-pub fn apply_delete(pod: &mut Pod) {
+pub(crate) fn apply_delete(pod: &mut Pod) {
     pod.deleting = true;
 }
 

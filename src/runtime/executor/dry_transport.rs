@@ -6,18 +6,18 @@ use super::*;
 /// The dry-run transport: what would have been written (counts and latest lines), and the
 /// objects as the writes would have left them (see [`dry_run`]).
 #[derive(Default)]
-pub struct DryRun {
+pub(crate) struct DryRun {
     log: DryRunLog,
     shadows: Shadows,
 }
 
 impl DryRun {
-    pub fn log(&self) -> &DryRunLog {
+    pub(crate) fn log(&self) -> &DryRunLog {
         &self.log
     }
 
     /// Objects dry-run currently holds a changed copy of.
-    pub fn shadows(&self) -> usize {
+    pub(crate) fn shadows(&self) -> usize {
         self.shadows.len()
     }
 }

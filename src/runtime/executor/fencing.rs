@@ -16,7 +16,7 @@ use crate::time::Time;
 use crate::controller::fencing::{ATTEMPT_ANNOTATION, TAINT_ADDED_ANNOTATION, is_out_of_service};
 
 /// The node as fencing needs it (the Lease is read next and filled in by the caller).
-pub fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
+pub(crate) fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
     let node: core::Node =
         serde_json::from_slice(bytes).map_err(|e| format!("node does not decode: {e}"))?;
     let meta = node.metadata;
@@ -75,7 +75,7 @@ pub fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
 }
 
 /// Lays what dry-run "wrote" on a node (its Ready condition, its taints) over the live read.
-pub fn overlay(target: &mut FenceTarget, shadow: &crate::model::Node) {
+pub(crate) fn overlay(target: &mut FenceTarget, shadow: &crate::model::Node) {
     let ready = shadow.ready();
     target.ready = ready.map(|c| c.status);
     target.ready_since = ready.and_then(|c| c.last_transition_time);

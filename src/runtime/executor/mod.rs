@@ -44,7 +44,7 @@
 //! arm one loop timer at executor.next_wakeup() (and controllers.next_deadline())
 //! ```
 
-pub mod dry_run;
+pub(crate) mod dry_run;
 mod dry_transport;
 mod fencing;
 mod live;
@@ -54,7 +54,7 @@ mod plan;
 #[cfg(test)]
 mod plan_tests;
 mod queue;
-pub mod stats;
+pub(crate) mod stats;
 mod transport;
 mod wire;
 
@@ -90,10 +90,10 @@ pub use stats::{ExecutorStats, NO_ANSWER};
 
 /// Upstream `UpdateLabelBackoff`: 5 steps of 100 ms, jitter 1.0.
 pub const LABEL_CONFLICT_TRIES: u32 = 5;
-pub const LABEL_RETRY_DELAY: Duration = Duration::from_millis(100);
+pub(crate) const LABEL_RETRY_DELAY: Duration = Duration::from_millis(100);
 /// How long after a verdict call routine calls keep leaving half the burst to verdicts: one
 /// kubelet renew interval, over which the nodes of a mass failure fall due.
-pub const VERDICT_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const VERDICT_WINDOW: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug)]
 pub struct ExecutorSettings {
@@ -153,11 +153,11 @@ impl Executor {
 
     /// Durations of the node status writes made since the last call (for the per-node health
     /// update histogram: upstream times `tryUpdateNodeHealth`, whose cost is this write).
-    pub fn take_node_health_writes(&mut self) -> Vec<Duration> {
+    pub(crate) fn take_node_health_writes(&mut self) -> Vec<Duration> {
         std::mem::take(&mut self.wire.node_health_writes)
     }
 
-    pub fn is_dry_run(&self) -> bool {
+    pub(crate) fn is_dry_run(&self) -> bool {
         self.transport.dry_run().is_some()
     }
 
@@ -165,14 +165,10 @@ impl Executor {
     /// empty record and no shadows. The owner must also drop what dry-run taught the
     /// controllers (it fed them objects as the writes would have left them): see the daemon's
     /// resync on this change.
-    pub fn set_dry_run(&mut self, dry_run: bool) {
+    pub(crate) fn set_dry_run(&mut self, dry_run: bool) {
         if dry_run != self.is_dry_run() {
             self.transport = transport_for(dry_run);
         }
-    }
-
-    pub fn client(&self) -> &ApiClient {
-        &self.wire.client
     }
 
     /// Queues the controllers' actions, in order. Events go to their own, droppable queue.

@@ -61,37 +61,37 @@ pub(super) struct ActionQueue {
 }
 
 impl ActionQueue {
-    pub fn push_back(&mut self, job: Job) {
+    pub(crate) fn push_back(&mut self, job: Job) {
         self.classes[class(&job.action)].push_back(job);
     }
 
     /// Back to the head of its class (a job that must be retried before newer ones).
-    pub fn push_front(&mut self, job: Job) {
+    pub(crate) fn push_front(&mut self, job: Job) {
         self.classes[class(&job.action)].push_front(job);
     }
 
-    pub fn pop_front(&mut self) -> Option<Job> {
+    pub(crate) fn pop_front(&mut self) -> Option<Job> {
         self.classes.iter_mut().find_map(VecDeque::pop_front)
     }
 
     /// The client budget of the job `pop_front` would return.
-    pub fn head_budget(&self) -> Option<Budget> {
+    pub(crate) fn head_budget(&self) -> Option<Budget> {
         self.classes
             .iter()
             .find_map(|c| c.front())
             .map(|job| budget(&job.action))
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.classes.iter().all(VecDeque::is_empty)
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.classes.iter().map(VecDeque::len).sum()
     }
 
     /// Every job, most urgent class first.
-    pub fn drain(&mut self) -> impl Iterator<Item = Job> + '_ {
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Job> + '_ {
         self.classes.iter_mut().flat_map(|c| c.drain(..))
     }
 }

@@ -14,10 +14,10 @@ pub struct ExecutorStats {
     /// Requests sent, by verb (`get`, `patch`, `delete`, `create`) and HTTP code. A success
     /// counts as 200 (201 for `create`): the client does not surface which 2xx it was. Calls
     /// the client throttle held back were not sent and are not counted.
-    pub requests: BTreeMap<(&'static str, u16), u64>,
+    pub(crate) requests: BTreeMap<(&'static str, u16), u64>,
     /// How long the requests counted in `requests` took, by verb, from the call to its answer
     /// (or to the timeout): `node_lifecycled_api_request_duration_seconds`.
-    pub request_durations: BTreeMap<&'static str, Histogram>,
+    pub(crate) request_durations: BTreeMap<&'static str, Histogram>,
     /// Time the head of the queue waited for the client throttle (qps/burst, Retry-After).
     pub throttle_wait: Duration,
     /// Times the executor backed off after a timeout, transport error or 5xx.
@@ -25,7 +25,7 @@ pub struct ExecutorStats {
     /// While backing off: no call before this time.
     pub backoff_until: Option<Time>,
     /// Actions answered (results fed back to the controllers).
-    pub actions_done: u64,
+    pub(crate) actions_done: u64,
     /// Label patches retried after a 409.
     pub conflict_retries: u64,
     pub events_sent: u64,
@@ -33,12 +33,12 @@ pub struct ExecutorStats {
     pub events_failed: u64,
     /// Events dropped, oldest first, because too many were waiting.
     pub events_dropped: u64,
-    pub queued_actions: usize,
-    pub queued_events: usize,
+    pub(crate) queued_actions: usize,
+    pub(crate) queued_events: usize,
     /// Dry-run: writes not sent, by kind (`taints`, `pod_eviction`, `event`, …).
     pub dry_run_writes: BTreeMap<&'static str, u64>,
     /// Dry-run: objects whose changed copy dry-run keeps (see `Executor::overlay`).
-    pub dry_run_shadows: usize,
+    pub(crate) dry_run_shadows: usize,
     /// The last unexpected failure (not 404/409), with when it happened.
     pub last_error: Option<(Time, String)>,
 }

@@ -55,12 +55,12 @@ pub struct WatchCurrency {
 
 impl WatchCurrency {
     /// The cache follows the server (as far as its watches can tell).
-    pub fn is_current(&self) -> bool {
+    pub(crate) fn is_current(&self) -> bool {
         !self.interrupted
     }
 
     /// A watch failed: events may have been missed.
-    pub fn failed(&mut self, how: Failure) {
+    pub(crate) fn failed(&mut self, how: Failure) {
         self.interrupted = true;
         self.probation_until = None;
         if how == Failure::Silence {
@@ -70,14 +70,14 @@ impl WatchCurrency {
 
     /// A watch line arrived, a watch ended cleanly, or a full state was delivered: the server
     /// streams from our version.
-    pub fn streamed(&mut self) {
+    pub(crate) fn streamed(&mut self) {
         *self = WatchCurrency::default();
     }
 
     /// The current watch's response head (200) arrived and the bytes behind it were read.
     /// Ends the interruption of a broken watch (not of a silent one), on probation until
     /// `now + PROBATION`; true if it did.
-    pub fn answered(&mut self, now: Time) -> bool {
+    pub(crate) fn answered(&mut self, now: Time) -> bool {
         if !self.interrupted || self.silent {
             return false;
         }
@@ -88,7 +88,7 @@ impl WatchCurrency {
 
     /// The probation ran out without a line or an end: the server answers but does not
     /// stream. True if it did just now.
-    pub fn check(&mut self, now: Time) -> bool {
+    pub(crate) fn check(&mut self, now: Time) -> bool {
         match self.probation_until {
             Some(until) if now >= until => {
                 self.failed(Failure::Silence);
@@ -104,7 +104,7 @@ impl WatchCurrency {
     }
 
     /// The next watch should be a probe: its head will count, so its end must come soon.
-    pub fn wants_probe(&self) -> bool {
+    pub(crate) fn wants_probe(&self) -> bool {
         self.interrupted && !self.silent
     }
 

@@ -21,17 +21,20 @@
 //! ```
 
 mod builtin;
+mod daemon;
 mod expect;
 mod parse;
+mod play;
 mod runner;
 mod summary;
 
 use std::time::Duration;
 
 pub use builtin::{BUILTIN, builtin};
+pub use daemon::{daemon_config, kubeconfig_yaml};
 pub use expect::{Outcome, evaluate};
 pub use parse::ScenarioError;
-pub use runner::{RunOptions, RunReport, daemon_config, kubeconfig_yaml, run};
+pub use runner::{RunOptions, RunReport, run};
 pub use summary::zone_summary;
 
 use super::kubelets::KubeletConfig;

@@ -118,7 +118,7 @@ impl Checker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::soak::invariants::Limits;
+    use crate::soak::limits::Limits;
 
     const T0: u64 = 1_700_000_000_000;
 

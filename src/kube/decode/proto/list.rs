@@ -81,16 +81,12 @@ impl ProtoListSplitter {
         self.buf.extend_from_slice(bytes);
     }
 
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     pub fn resource_version(&self) -> &str {
         &self.resource_version
-    }
-
-    pub fn continue_token(&self) -> Option<&str> {
-        self.continue_token.as_deref()
     }
 
     fn offset(&self) -> u64 {

@@ -7,7 +7,7 @@
 //! an error naming the field and the byte offset, never a panic and never an allocation sized
 //! by what the peer claims.
 
-pub mod fields;
+pub(crate) mod fields;
 pub mod list;
 mod objects;
 
@@ -18,10 +18,10 @@ pub use objects::ProtoWire;
 use super::{DecodeContext, DecodeError, WatchEvent};
 
 /// The four bytes before every protobuf-encoded object (`k8s\0`).
-pub const MAGIC: &[u8; 4] = b"k8s\0";
+pub(crate) const MAGIC: &[u8; 4] = b"k8s\0";
 
 /// The media type to ask for and the one answers carry (a watch adds `;stream=watch`).
-pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+pub(crate) const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
 /// What the daemon asks the API server for (upstream `--kube-api-content-type`). Either way a
 /// JSON answer is read as JSON: only the LIST from the watch cache and the watch streams are
@@ -63,9 +63,9 @@ pub fn is_protobuf(content_type: &str) -> bool {
 /// from the start of the object, and what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProtoError {
-    pub field: &'static str,
-    pub offset: usize,
-    pub reason: String,
+    pub(crate) field: &'static str,
+    pub(crate) offset: usize,
+    pub(crate) reason: String,
 }
 
 impl fmt::Display for ProtoError {
@@ -79,7 +79,7 @@ impl fmt::Display for ProtoError {
 }
 
 impl ProtoError {
-    pub fn new(field: &'static str, offset: usize, reason: impl Into<String>) -> ProtoError {
+    pub(crate) fn new(field: &'static str, offset: usize, reason: impl Into<String>) -> ProtoError {
         ProtoError {
             field,
             offset,
@@ -90,7 +90,7 @@ impl ProtoError {
 
 /// A protobuf wire type (the low three bits of a tag).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value<'a> {
+pub(crate) enum Value<'a> {
     Varint(u64),
     Fixed64(u64),
     Fixed32(u32),
@@ -100,12 +100,12 @@ pub enum Value<'a> {
 
 /// One field of a message.
 #[derive(Clone, Copy, Debug)]
-pub struct Field<'a> {
-    pub number: u32,
-    pub value: Value<'a>,
+pub(crate) struct Field<'a> {
+    pub(crate) number: u32,
+    pub(crate) value: Value<'a>,
     /// Offset of the field's value (for a length-delimited one, of its first byte of content)
     /// from the start of the outermost object.
-    pub offset: usize,
+    pub(crate) offset: usize,
 }
 
 /// The fields of one message, in order.
@@ -121,7 +121,7 @@ pub struct Reader<'a> {
 
 /// Reads a base-128 varint at `buf[pos..]`: `Ok(None)` when the bytes end inside it.
 #[inline]
-pub fn varint(buf: &[u8], pos: usize) -> Result<Option<(u64, usize)>, &'static str> {
+pub(crate) fn varint(buf: &[u8], pos: usize) -> Result<Option<(u64, usize)>, &'static str> {
     // Tags, lengths of names and small integers: one byte, most fields of a Lease.
     if let Some(&byte) = buf.get(pos)
         && byte < 0x80
@@ -159,7 +159,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field, `None` at the end of the message.
-    pub fn next_field(&mut self) -> Result<Option<Field<'a>>, ProtoError> {
+    pub(crate) fn next_field(&mut self) -> Result<Option<Field<'a>>, ProtoError> {
         if self.pos == self.buf.len() {
             return Ok(None);
         }
@@ -246,7 +246,7 @@ impl<'a> Field<'a> {
         )
     }
 
-    pub fn bytes(&self, field: &'static str) -> Result<&'a [u8], ProtoError> {
+    pub(crate) fn bytes(&self, field: &'static str) -> Result<&'a [u8], ProtoError> {
         match self.value {
             Value::Bytes(b) => Ok(b),
             _ => Err(self.wrong(field, "a length-delimited value")),
@@ -254,7 +254,7 @@ impl<'a> Field<'a> {
     }
 
     /// A string field, borrowed; it must be UTF-8 (as JSON strings are).
-    pub fn str(&self, field: &'static str) -> Result<&'a str, ProtoError> {
+    pub(crate) fn str(&self, field: &'static str) -> Result<&'a str, ProtoError> {
         let b = self.bytes(field)?;
         std::str::from_utf8(b).map_err(|e| {
             ProtoError::new(
@@ -266,7 +266,7 @@ impl<'a> Field<'a> {
     }
 
     /// An embedded message: its fields, with offsets still counted from the outermost object.
-    pub fn message(&self, field: &'static str) -> Result<Reader<'a>, ProtoError> {
+    pub(crate) fn message(&self, field: &'static str) -> Result<Reader<'a>, ProtoError> {
         Ok(Reader {
             buf: self.bytes(field)?,
             pos: 0,
@@ -275,24 +275,24 @@ impl<'a> Field<'a> {
         })
     }
 
-    pub fn varint(&self, field: &'static str) -> Result<u64, ProtoError> {
+    pub(crate) fn varint(&self, field: &'static str) -> Result<u64, ProtoError> {
         match self.value {
             Value::Varint(v) => Ok(v),
             _ => Err(self.wrong(field, "a varint")),
         }
     }
 
-    pub fn bool(&self, field: &'static str) -> Result<bool, ProtoError> {
+    pub(crate) fn bool(&self, field: &'static str) -> Result<bool, ProtoError> {
         self.varint(field).map(|v| v != 0)
     }
 
     /// An `int64` (two's complement in ten bytes when negative).
-    pub fn int64(&self, field: &'static str) -> Result<i64, ProtoError> {
+    pub(crate) fn int64(&self, field: &'static str) -> Result<i64, ProtoError> {
         self.varint(field).map(|v| v as i64)
     }
 
     /// An `int32`: negative ones are sign-extended to 64 bits on the wire; the value must fit.
-    pub fn int32(&self, field: &'static str) -> Result<i32, ProtoError> {
+    pub(crate) fn int32(&self, field: &'static str) -> Result<i32, ProtoError> {
         let v = self.int64(field)?;
         i32::try_from(v)
             .map_err(|_| ProtoError::new(field, self.offset, format!("{v} is not an int32")))
@@ -301,7 +301,7 @@ impl<'a> Field<'a> {
 
 /// The object inside the `k8s\0` + `runtime.Unknown` envelope of a whole body or a watch
 /// event's object: its kind and its bytes (offsets in errors count from the envelope's start).
-pub fn unwrap_envelope<'a>(body: &'a [u8]) -> Result<(&'a str, Reader<'a>), ProtoError> {
+pub(crate) fn unwrap_envelope<'a>(body: &'a [u8]) -> Result<(&'a str, Reader<'a>), ProtoError> {
     if body.len() < MAGIC.len() || &body[..MAGIC.len()] != MAGIC {
         return Err(ProtoError::new(
             "envelope",
@@ -361,7 +361,7 @@ pub fn decode_item<T: ProtoWire>(
 }
 
 /// A metav1.Status body (a refused request's answer, in protobuf).
-pub fn decode_status(body: &[u8]) -> Result<super::Status, DecodeError> {
+pub(crate) fn decode_status(body: &[u8]) -> Result<super::Status, DecodeError> {
     let bad = |e: ProtoError| DecodeError::new("Status", e.to_string());
     let (_, raw) = unwrap_envelope(body).map_err(bad)?;
     objects::status(raw).map_err(bad)

@@ -344,7 +344,7 @@ impl ProtoWire for Pod {
 
 /// A BOOKMARK event's object: any kind whose metadata carries only the resourceVersion and
 /// perhaps the initial-events-end annotation.
-pub fn bookmark(mut object: Reader<'_>) -> Result<Bookmark, ProtoError> {
+pub(crate) fn bookmark(mut object: Reader<'_>) -> Result<Bookmark, ProtoError> {
     let mut b = Bookmark {
         resource_version: String::new(),
         initial_events_end: false,
@@ -382,7 +382,7 @@ impl KeyFilter for InitialEventsEnd {
 }
 
 /// An ERROR event's object (metav1.Status).
-pub fn status(mut object: Reader<'_>) -> Result<wire::Status, ProtoError> {
+pub(crate) fn status(mut object: Reader<'_>) -> Result<wire::Status, ProtoError> {
     let mut s = wire::Status::default();
     while let Some(f) = object.next_field()? {
         match f.number {

@@ -1,0 +1,66 @@
+//! The pod table's memory: what a sync's growth left unused given back, and the heap bytes it
+//! holds counted as glibc's malloc allocates them.
+
+use super::{LIVE, PodTable, Record, TextIds};
+use crate::model::{PodKey, Toleration};
+
+impl PodTable {
+    /// Gives back what a sync's growth left unused.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        // Trailing vacant slots can go; others stay on the free list.
+        while self.records.last().is_some_and(|r| !r.has(LIVE)) {
+            self.records.pop();
+            let last = self.records.len() as u32;
+            self.free.retain(|s| *s != last);
+        }
+        self.records.shrink_to_fit();
+        self.free.shrink_to_fit();
+        self.index.shrink_to_fit();
+        self.overflow.shrink_to_fit();
+        self.text.shrink_to_fit();
+        self.namespaces.shrink_to_fit();
+        self.nodes.shrink_to_fit();
+        self.tolerations.shrink_to_fit();
+        self.by_node.shrink_to_fit();
+    }
+
+    /// Heap bytes held for pods (records, names, indexes, shared tables), as allocated.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let names: usize = self
+            .records
+            .iter()
+            .filter(|r| !r.name.is_empty())
+            .map(|r| malloc_size(r.name.len()))
+            .sum();
+        let by_node: usize = self
+            .by_node
+            .iter()
+            .map(|v| malloc_size(v.capacity() * 4))
+            .sum();
+        let toleration_lists: usize = (0..self.tolerations.id_bound() as u32)
+            .filter_map(|id| self.tolerations.get(id))
+            .map(|t| malloc_size(16 + std::mem::size_of_val::<[Toleration]>(t)))
+            .sum();
+        self.records.capacity() * std::mem::size_of::<Record>()
+            + names
+            + self.index.capacity() * 17
+            + self.overflow.capacity() * (std::mem::size_of::<(PodKey, u32)>() + 1)
+            + self.text.capacity() * (std::mem::size_of::<(u32, TextIds)>() + 1)
+            + self.free.capacity() * 4
+            + self.by_node.capacity() * std::mem::size_of::<Vec<u32>>()
+            + by_node
+            + self.namespaces.table_bytes()
+            + self.nodes.table_bytes()
+            + self.tolerations.table_bytes()
+            + toleration_lists
+    }
+}
+
+/// What glibc's malloc takes for a request of `n` bytes (16-byte chunks, 8 bytes of header,
+/// at least 32): the honest cost of a small allocation.
+pub(crate) fn malloc_size(n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    (n + 8).div_ceil(16).max(2) * 16
+}
