@@ -474,10 +474,14 @@ fn a_use_group_over_several_lines_is_read() {
 /// `Observed` (`NodeLifecycle::observe`), so every machine sees every change.
 const STORE_WRITER: &str = "controller/node_lifecycle/observe.rs";
 
-/// The names of the `&mut self` methods of `pub fn`s in a source file.
+/// The names of the `&mut self` methods of `pub fn`s (or `pub(crate) fn`s) in a source file.
 fn mutating_methods(text: &str) -> Vec<String> {
     text.lines()
-        .filter_map(|l| l.trim_start().strip_prefix("pub fn "))
+        .filter_map(|l| {
+            let l = l.trim_start();
+            l.strip_prefix("pub fn ")
+                .or_else(|| l.strip_prefix("pub(crate) fn "))
+        })
         .filter(|rest| rest.contains("(&mut self"))
         .filter_map(head)
         .collect()
