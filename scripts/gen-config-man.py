@@ -30,6 +30,7 @@ Python 3 standard library only.
 import os
 import re
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, "conf", "config.toml")
@@ -122,7 +123,14 @@ def sentences(text):
             groups[-1].append(part)
         elif part:
             groups.append([part])
-    return ["\\& ".join(escape(p) for p in group) for group in groups]
+    return [line for group in groups for line in wrap("\\& ".join(escape(p) for p in group))]
+
+
+def wrap(line):
+    """A text line cut at blanks to at most 80 bytes, as mandoc's lint asks (a word longer than
+    that stays whole); a piece starting with a control character is made plain text."""
+    pieces = textwrap.wrap(line, 80, break_long_words=False, break_on_hyphens=False)
+    return ["\\&" + p if p.startswith((".", "'")) else p for p in pieces]
 
 
 def argument(text):
@@ -170,10 +178,10 @@ def item(key):
         elif key.value.startswith('"') and key.value.endswith('"'):
             lines += ["Default", ".Qq %s ." % argument(key.value[1:-1])]
         else:
-            lines.append("Default %s." % escape(key.value))
+            lines += wrap("Default %s." % escape(key.value))
     if upstream:
         upstream = upstream.rstrip(".")
-        lines.append("Upstream: %s." % escape(upstream))
+        lines += wrap("Upstream: %s." % escape(upstream))
     return lines
 
 
