@@ -109,6 +109,8 @@ def escape(text):
     for c in text.replace("\\", "\\e"):
         out.append(c if ord(c) < 128 else "\\[u%04X]" % ord(c))
     text = "".join(out)
+    # Key names, flags, paths and labels are not hyphenated: a reader looks them up whole.
+    text = " ".join("\\%" + w if re.search(r"[_/-]", w) else w for w in text.split(" "))
     if text.startswith((".", "'")):
         text = "\\&" + text
     return text
