@@ -8,9 +8,10 @@
 //! - the bash completion: it offers every command and option of `--help`;
 //! - the man pages under `man/`: `mandoc -T lint` clean, rendered by `man -l` without a groff
 //!   warning, and in step with what they describe (`--help`, conf/config.toml, the simulator's
-//!   usage text).
+//!   usage text), the key lists of node-lifecycled.toml(5) exactly what
+//!   `scripts/gen-config-man.py` writes from conf/config.toml.
 //!
-//! promtool, mandoc and man come from Debian packages `.ci/run` installs: required under
+//! promtool, mandoc, man and python3 come from Debian packages `.ci/run` installs: required under
 //! `CI=true`, skipped with a message elsewhere (`tests/tool_support`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -443,6 +444,46 @@ fn the_config_page_describes_every_key_of_conf_config_toml_and_no_other() {
             );
         }
     }
+}
+
+/// The page's key lists are written from conf/config.toml's comments by
+/// scripts/gen-config-man.py, so a key is documented once, there; the committed page (which the
+/// package and `man` read) must be what the script writes today.
+#[test]
+fn the_config_page_is_what_scripts_gen_config_man_writes_from_conf_config_toml() {
+    if !crate::tool_support::available(
+        "python3",
+        "python3",
+        "man/node-lifecycled.toml.5 against scripts/gen-config-man.py",
+    ) {
+        return;
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = crate::tool_support::run(
+        "python3",
+        &[&format!("{root}/scripts/gen-config-man.py"), "--stdout"],
+    );
+    assert!(
+        out.status.success(),
+        "scripts/gen-config-man.py --stdout failed:\n{}",
+        crate::tool_support::text(&out)
+    );
+    let generated = String::from_utf8_lossy(&out.stdout);
+    let committed = read("man/node-lifecycled.toml.5");
+    let first_difference = generated
+        .lines()
+        .zip(committed.lines())
+        .position(|(g, c)| g != c)
+        .unwrap_or(generated.lines().count().min(committed.lines().count()));
+    assert!(
+        generated == committed,
+        "man/node-lifecycled.toml.5 is not what conf/config.toml generates (first difference \
+         at line {}: {:?} generated, {:?} committed): run scripts/gen-config-man.py and commit \
+         the page",
+        first_difference + 1,
+        generated.lines().nth(first_difference),
+        committed.lines().nth(first_difference),
+    );
 }
 
 fn daemon_help() -> String {
