@@ -7,12 +7,14 @@
 
 mod compact;
 mod interner;
+mod node_labels;
 mod pod_table;
 mod ref_table;
 mod store;
 
 pub use compact::{is_older, parse_resource_version, parse_uuid, render_uuid};
 pub use interner::Interner;
+pub use node_labels::NodeLabels;
 pub use pod_table::{PodBefore, PodChange, PodId, PodTable, PodUpsert, PodView, malloc_size};
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 
@@ -194,8 +196,9 @@ pub struct Node {
     pub uid: Name,
     pub resource_version: Name,
     pub creation_timestamp: Time,
-    /// Only the keys in [`labels::KEPT`], in any order.
-    pub labels: Vec<(Name, Name)>,
+    /// Only the keys in [`labels::KEPT`] (and the pools' selector keys), in any order; shared
+    /// with the nodes that have the same set.
+    pub labels: NodeLabels,
     pub taints: Vec<Taint>,
     pub unschedulable: bool,
     /// Only the types in [`NodeConditionType`]; at most one of each.
@@ -477,7 +480,7 @@ mod tests {
                 uid: Rc::from("u"),
                 resource_version: Rc::from("1"),
                 creation_timestamp: Time::ZERO,
-                labels: Vec::new(),
+                labels: NodeLabels::default(),
                 taints: Vec::new(),
                 unschedulable: false,
                 conditions: Vec::new(),

@@ -12,6 +12,7 @@
 //!   reflectors need no map of their own.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use super::compact::is_older;
 use super::pod_table::{PodTable, PodUpsert, malloc_size};
@@ -232,13 +233,20 @@ impl StoreBytes {
     }
 }
 
+/// A node's heap bytes. What it shares with other nodes (its label set; interned reasons,
+/// messages and label values, the same kubelet text on every node) counts as its share: the
+/// allocation divided by the holders (the interner's and the decoder's tables among them), so
+/// the sum over the nodes is what they hold together, not a copy per node.
 fn node_bytes(node: &Node) -> usize {
     let rc = |s: &str| malloc_size(16 + s.len());
+    let shared = |s: &Name| rc(s) / Rc::strong_count(s);
+    let labels = node.labels.shared();
     rc(&node.name)
         + rc(&node.uid)
         + rc(&node.resource_version)
-        + malloc_size(node.labels.capacity() * std::mem::size_of::<(Name, Name)>())
-        + node.labels.iter().map(|(_, v)| rc(v)).sum::<usize>()
+        + (malloc_size(16 + labels.len() * std::mem::size_of::<(Name, Name)>())
+            + labels.iter().map(|(_, v)| shared(v)).sum::<usize>())
+            / Rc::strong_count(labels)
         + malloc_size(node.taints.capacity() * std::mem::size_of::<super::Taint>())
         + malloc_size(node.conditions.capacity() * std::mem::size_of::<super::NodeCondition>())
         // The condition types are interned (shared by every node): only the list is the node's.
@@ -249,16 +257,12 @@ fn node_bytes(node: &Node) -> usize {
         + node
             .conditions
             .iter()
-            .map(|c| {
-                c.message.as_ref().map_or(0, |m| rc(m)) + c.reason.as_ref().map_or(0, |r| rc(r))
-            })
+            .map(|c| c.message.as_ref().map_or(0, shared) + c.reason.as_ref().map_or(0, shared))
             .sum::<usize>()
 }
 
 #[cfg(test)]
 mod tests {
-    use std::rc::Rc;
-
     use super::*;
 
     fn node(name: &str, rv: &str) -> Node {
@@ -267,7 +271,7 @@ mod tests {
             uid: Rc::from("uid"),
             resource_version: Rc::from(rv),
             creation_timestamp: crate::time::Time::ZERO,
-            labels: Vec::new(),
+            labels: Default::default(),
             taints: Vec::new(),
             unschedulable: false,
             conditions: Vec::new(),
