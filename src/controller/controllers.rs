@@ -398,7 +398,7 @@ impl Controllers {
     }
 
     /// The cluster as both controllers know it.
-    pub(crate) fn store(&self) -> &ClusterStore {
+    pub fn store(&self) -> &ClusterStore {
         self.lifecycle.store()
     }
 

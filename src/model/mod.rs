@@ -7,11 +7,13 @@
 
 mod compact;
 mod interner;
+mod node_labels;
 mod pod_table;
 mod ref_table;
 mod store;
 
 pub(crate) use interner::Interner;
+pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 
@@ -193,8 +195,9 @@ pub struct Node {
     pub uid: Name,
     pub resource_version: Name,
     pub creation_timestamp: Time,
-    /// Only the keys in [`labels::KEPT`], in any order.
-    pub labels: Vec<(Name, Name)>,
+    /// Only the keys in [`labels::KEPT`] (and the pools' selector keys), in any order; shared
+    /// with the nodes that have the same set.
+    pub labels: NodeLabels,
     pub taints: Vec<Taint>,
     pub unschedulable: bool,
     /// Only the types in [`NodeConditionType`]; at most one of each.
@@ -476,7 +479,7 @@ mod tests {
                 uid: Rc::from("u"),
                 resource_version: Rc::from("1"),
                 creation_timestamp: Time::ZERO,
-                labels: Vec::new(),
+                labels: NodeLabels::default(),
                 taints: Vec::new(),
                 unschedulable: false,
                 conditions: Vec::new(),

@@ -12,6 +12,7 @@
 //!   reflectors need no map of their own.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use super::compact::is_older;
 use super::pod_table::{PodTable, PodUpsert, malloc_size};
@@ -70,7 +71,7 @@ impl ClusterStore {
         self.nodes.values()
     }
 
-    pub(crate) fn node_count(&self) -> usize {
+    pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
 
@@ -92,7 +93,7 @@ impl ClusterStore {
 
     // ---- writes ----------------------------------------------------------------------------
 
-    pub(crate) fn upsert_node(&mut self, node: Node) -> Upserted<Node> {
+    pub fn upsert_node(&mut self, node: Node) -> Upserted<Node> {
         if let Some(seen) = &mut self.nodes_seen {
             seen.insert(node.name.clone());
         }
@@ -115,7 +116,7 @@ impl ClusterStore {
         self.nodes.get_mut(name)
     }
 
-    pub(crate) fn upsert_lease(&mut self, lease: Lease) -> Upserted<Lease> {
+    pub fn upsert_lease(&mut self, lease: Lease) -> Upserted<Lease> {
         if let Some(seen) = &mut self.leases_seen {
             seen.insert(lease.name.clone());
         }
@@ -217,8 +218,8 @@ fn replace<T: PartialEq>(held: &mut T, new: T, version: fn(&T) -> &Name) -> Upse
 /// Heap bytes by kind (see [`ClusterStore::heap_bytes`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreBytes {
-    pub(crate) nodes: usize,
-    pub(crate) leases: usize,
+    pub nodes: usize,
+    pub leases: usize,
     pub pods: usize,
 }
 
@@ -228,13 +229,20 @@ impl StoreBytes {
     }
 }
 
+/// A node's heap bytes. What it shares with other nodes (its label set; interned reasons,
+/// messages and label values, the same kubelet text on every node) counts as its share: the
+/// allocation divided by the holders (the interner's and the decoder's tables among them), so
+/// the sum over the nodes is what they hold together, not a copy per node.
 fn node_bytes(node: &Node) -> usize {
     let rc = |s: &str| malloc_size(16 + s.len());
+    let shared = |s: &Name| rc(s) / Rc::strong_count(s);
+    let labels = node.labels.shared();
     rc(&node.name)
         + rc(&node.uid)
         + rc(&node.resource_version)
-        + malloc_size(node.labels.capacity() * std::mem::size_of::<(Name, Name)>())
-        + node.labels.iter().map(|(_, v)| rc(v)).sum::<usize>()
+        + (malloc_size(16 + labels.len() * std::mem::size_of::<(Name, Name)>())
+            + labels.iter().map(|(_, v)| shared(v)).sum::<usize>())
+            / Rc::strong_count(labels)
         + malloc_size(node.taints.capacity() * std::mem::size_of::<super::Taint>())
         + malloc_size(node.conditions.capacity() * std::mem::size_of::<super::NodeCondition>())
         // The condition types are interned (shared by every node): only the list is the node's.
@@ -245,16 +253,12 @@ fn node_bytes(node: &Node) -> usize {
         + node
             .conditions
             .iter()
-            .map(|c| {
-                c.message.as_ref().map_or(0, |m| rc(m)) + c.reason.as_ref().map_or(0, |r| rc(r))
-            })
+            .map(|c| c.message.as_ref().map_or(0, shared) + c.reason.as_ref().map_or(0, shared))
             .sum::<usize>()
 }
 
 #[cfg(test)]
 mod tests {
-    use std::rc::Rc;
-
     use super::*;
 
     fn node(name: &str, rv: &str) -> Node {
@@ -263,7 +267,7 @@ mod tests {
             uid: Rc::from("uid"),
             resource_version: Rc::from(rv),
             creation_timestamp: crate::time::Time::ZERO,
-            labels: Vec::new(),
+            labels: Default::default(),
             taints: Vec::new(),
             unschedulable: false,
             conditions: Vec::new(),

@@ -44,7 +44,7 @@ pub fn node(name: &str, region: &str, zone: &str, ready: ConditionStatus, now: T
         uid: n(&format!("uid-{name}")),
         resource_version: n("1"),
         creation_timestamp: before(now, Duration::from_secs(3600)),
-        labels: vec![(n(labels::REGION), n(region)), (n(labels::ZONE), n(zone))],
+        labels: vec![(n(labels::REGION), n(region)), (n(labels::ZONE), n(zone))].into(),
         taints,
         unschedulable: false,
         conditions: vec![NodeCondition {

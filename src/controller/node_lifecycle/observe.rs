@@ -92,10 +92,7 @@ impl NodeLifecycle {
             }),
             Landed::NodeLabels { node, labels } => self.edit_node(node, |n| {
                 for (k, v) in labels {
-                    match n.labels.iter_mut().find(|(key, _)| *key == k) {
-                        Some(slot) => slot.1 = v,
-                        None => n.labels.push((k, v)),
-                    }
+                    n.labels.set(k, v);
                 }
                 true
             }),

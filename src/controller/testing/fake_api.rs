@@ -425,10 +425,7 @@ impl FakeApi {
                 // A merge patch without a resourceVersion: never stale.
                 let outcome = self.write_node(&node, None, |n| {
                     for (k, v) in labels {
-                        match n.labels.iter_mut().find(|(key, _)| *key == k) {
-                            Some(slot) => slot.1 = v,
-                            None => n.labels.push((k, v)),
-                        }
+                        n.labels.set(k, v);
                     }
                 });
                 self.answer(id, outcome, inputs);

@@ -51,7 +51,7 @@ pub fn node(name: &str) -> NodeBuilder {
         uid: n(&format!("uid-{name}")),
         resource_version: n("1"),
         creation_timestamp: date(2012, 1, 1, 0, 0, 0),
-        labels: Vec::new(),
+        labels: Default::default(),
         taints: Vec::new(),
         unschedulable: false,
         conditions: Vec::new(),

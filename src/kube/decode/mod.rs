@@ -17,8 +17,9 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    Autonomy, ConditionStatus, Interner, Lease, Maintenance, Node, NodeCondition,
-    NodeConditionType, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
+    Autonomy, ConditionStatus, Interner, Lease, Maintenance, Name, Node, NodeCondition,
+    NodeConditionType, NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
+    disruption,
 };
 use crate::time::Time;
 
@@ -51,12 +52,14 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-/// Shared decoding state: the interner (names shared by nodes, leases and pods) and the table
-/// of distinct toleration lists. One per process, owned by the loop.
+/// Shared decoding state: the interner (names shared by nodes, leases and pods) and the tables
+/// of distinct toleration lists and node label sets. One per process, owned by the loop.
 #[derive(Debug)]
 pub struct DecodeContext {
     pub(crate) interner: Interner,
     tolerations: HashSet<Rc<[Toleration]>>,
+    /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
+    label_sets: HashSet<Rc<[(Name, Name)]>>,
     /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
     /// with the same bad field is logged once.
     warned: HashSet<String>,
@@ -78,6 +81,7 @@ impl DecodeContext {
         DecodeContext {
             interner: Interner::new(),
             tolerations: HashSet::new(),
+            label_sets: HashSet::new(),
             warned: HashSet::new(),
             pool_label_keys: Vec::new(),
         }
@@ -119,6 +123,16 @@ impl DecodeContext {
         rc
     }
 
+    /// The shared copy of a node's kept label set.
+    fn share_labels(&mut self, list: Vec<(Name, Name)>) -> NodeLabels {
+        if let Some(existing) = self.label_sets.get(list.as_slice()) {
+            return NodeLabels::from(existing.clone());
+        }
+        let rc: Rc<[(Name, Name)]> = Rc::from(list);
+        self.label_sets.insert(rc.clone());
+        NodeLabels::from(rc)
+    }
+
     /// A field that cannot be read is dropped, not the object: logged once per object and field.
     fn bad_field(&mut self, what: &'static str, name: &str, field: &'static str, value: &str) {
         let key = format!("{what}/{name}: {field}");
@@ -143,13 +157,15 @@ impl DecodeContext {
         self.tolerations.len()
     }
 
-    /// Drops names and toleration lists no object refers to any more (e.g. after a relist).
+    /// Drops names, toleration lists and label sets no object refers to any more (e.g. after a
+    /// relist).
     pub fn prune(&mut self) -> usize {
-        let before = self.tolerations.len();
+        let before = self.tolerations.len() + self.label_sets.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
-        let pruned_tolerations = before - self.tolerations.len();
-        // Toleration lists go first: they hold interned names.
-        pruned_tolerations + self.interner.prune()
+        self.label_sets.retain(|l| Rc::strong_count(l) > 1);
+        let pruned_lists = before - self.tolerations.len() - self.label_sets.len();
+        // Toleration lists and label sets go first: they hold interned names.
+        pruned_lists + self.interner.prune()
     }
 }
 
@@ -413,7 +429,7 @@ impl Decode for Node {
             uid: owned(&meta.uid),
             resource_version: owned(&meta.resource_version),
             creation_timestamp,
-            labels,
+            labels: ctx.share_labels(labels),
             taints,
             unschedulable: spec.unschedulable.unwrap_or(false),
             conditions,

@@ -277,10 +277,7 @@ pub(crate) fn apply_conditions(node: &mut Node, written: &[NodeCondition]) {
 
 pub(crate) fn apply_labels(node: &mut Node, labels: &[(Name, Name)]) {
     for (k, v) in labels {
-        match node.labels.iter_mut().find(|(key, _)| key == k) {
-            Some(slot) => slot.1 = v.clone(),
-            None => node.labels.push((k.clone(), v.clone())),
-        }
+        node.labels.set(k.clone(), v.clone());
     }
 }
 

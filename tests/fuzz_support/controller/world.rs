@@ -174,7 +174,8 @@ impl World {
             labels: vec![
                 label("topology.kubernetes.io/zone", zone),
                 label("topology.kubernetes.io/region", "r"),
-            ],
+            ]
+            .into(),
             taints: Vec::new(),
             unschedulable: false,
             conditions: Vec::new(),

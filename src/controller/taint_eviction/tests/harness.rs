@@ -85,7 +85,7 @@ pub fn node(name: &str, taints: Vec<Taint>) -> Node {
         uid: n(&format!("uid-{name}")),
         resource_version: n("1"),
         creation_timestamp: start(),
-        labels: Vec::new(),
+        labels: Default::default(),
         taints,
         unschedulable: false,
         conditions: Vec::new(),

@@ -59,15 +59,18 @@ impl Footprint {
 
     fn node(&mut self, n: &Node) {
         self.bytes += size_of::<Node>()
-            + n.labels.capacity() * size_of::<(Name, Name)>()
             + n.taints.capacity() * size_of::<Taint>()
             + n.conditions.capacity() * size_of::<NodeCondition>();
         for s in [&n.name, &n.uid, &n.resource_version] {
             self.name(s);
         }
-        for (k, v) in &n.labels {
-            self.name(k);
-            self.name(v);
+        // The label set is shared between nodes with the same labels: counted once.
+        if self.seen.insert(n.labels.as_ptr() as usize) {
+            self.bytes += RC_HEADER + n.labels.len() * size_of::<(Name, Name)>();
+            for (k, v) in &n.labels {
+                self.name(k);
+                self.name(v);
+            }
         }
         for t in &n.taints {
             self.name(&t.key);
