@@ -44,7 +44,7 @@
 //! | `leader`     | the pause scopes                              | the elector on a virtual clock                             |
 //! | `logging`    | the log output set up                         | the journal's protocol                                     |
 //! | `observe`    | —                                             | snapshots rendered: dump, metrics, decision log, explain   |
-//! | `controller` | —                                             | `Controllers` fed inputs (fuzzing, the monitor pass against upstream's, cost benches) |
+//! | `controller` | —                                             | `Controllers` fed inputs (fuzzing, the monitor pass against upstream's, cost benches); `testing::FakeApi`, the one fake API server (test-only, hidden from the docs) |
 //! | `kube`       | —                                             | the client, watch streams, reflector and decoding against the simulator |
 //! | `model`      | —                                             | the compact objects and the cluster store                  |
 //! | `time`       | durations                                     | the virtual clock's instants, rates and the seeded random generator |
