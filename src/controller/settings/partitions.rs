@@ -137,17 +137,7 @@ mod tests {
         Pool {
             name: name.into(),
             match_labels: vec![(label.0.to_string(), label.1.to_string())],
-            match_expressions: Vec::new(),
-            node_monitor_grace_period: None,
-            node_startup_grace_period: None,
-            mark_pods_not_ready: None,
-            node_eviction_rate: None,
-            secondary_node_eviction_rate: None,
-            disruption_domain: None,
-            full_disruption: None,
-            hold_max: None,
-            max_unhealthy: None,
-            default_toleration_seconds: None,
+            ..Default::default()
         }
     }
 

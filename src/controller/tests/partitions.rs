@@ -153,17 +153,7 @@ pub(super) fn pool(name: &str, site: &str) -> Pool {
     Pool {
         name: n(name),
         match_labels: vec![(SITE.to_string(), site.to_string())],
-        match_expressions: Vec::new(),
-        node_monitor_grace_period: None,
-        node_startup_grace_period: None,
-        mark_pods_not_ready: None,
-        node_eviction_rate: None,
-        secondary_node_eviction_rate: None,
-        disruption_domain: None,
-        full_disruption: None,
-        hold_max: None,
-        max_unhealthy: None,
-        default_toleration_seconds: None,
+        ..Default::default()
     }
 }
 
