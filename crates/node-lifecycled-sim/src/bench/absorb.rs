@@ -86,7 +86,7 @@ impl SizeRun<'_> {
         } else {
             "daemon"
         };
-        let cpu_s = r1.cpu_ticks.saturating_sub(r0.cpu_ticks) as f64 / hz;
+        let cpu_s = cpu_seconds(r0, r1, hz);
         let per_s = |d: Duration| {
             if d.is_zero() {
                 0.0

@@ -12,7 +12,7 @@ impl SizeRun<'_> {
         let mut window = Duration::ZERO;
         let mut d = LoopCounters::default();
         let mut switches = 0;
-        let mut ticks = 0;
+        let mut cpu_s = 0.0;
         let mut events = 0;
         let rounds = self.options.idle_rounds.max(1);
         for _ in 0..rounds {
@@ -42,7 +42,7 @@ impl SizeRun<'_> {
             d.timers_fired += round.timers_fired;
             d.watch_reconnects += round.watch_reconnects;
             switches += r1.context_switches().saturating_sub(r0.context_switches());
-            ticks += r1.cpu_ticks.saturating_sub(r0.cpu_ticks);
+            cpu_s += cpu_seconds(r0, r1, hz);
         }
         let writes = self.sim.writes();
         let mut reader = FactReader::new(Some(&self.token), Duration::ZERO);
@@ -60,7 +60,7 @@ impl SizeRun<'_> {
             timers_per_s: d.timers_fired as f64 / w,
             io_per_s: d.io_events as f64 / w,
             context_switches_per_s: switches as f64 / w,
-            cpu_percent: ticks as f64 / hz / w * 100.0,
+            cpu_percent: cpu_s / w * 100.0,
             periodic_pass_per_s: 1.0 / self.options.monitor_period.as_secs_f64(),
             event_posts_per_s: events as f64 / w,
             watch_reconnects: d.watch_reconnects,

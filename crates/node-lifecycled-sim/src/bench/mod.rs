@@ -486,9 +486,26 @@ fn read(daemon: &mut DaemonChild) -> Result<ProcReading, String> {
     ProcReading::of(daemon.pid).ok_or_else(|| format!("cannot read /proc/{}", daemon.pid))
 }
 
+/// The daemon's CPU over `window`, % of one core: from schedstat's nanoseconds where the kernel
+/// keeps them, else from the 10 ms ticks of utime + stime.
 fn cpu_percent(r0: ProcReading, r1: ProcReading, hz: f64, window: Duration) -> f64 {
-    let cpu = r1.cpu_ticks.saturating_sub(r0.cpu_ticks) as f64 / hz;
-    100.0 * cpu / window.as_secs_f64().max(1e-9)
+    100.0 * cpu_seconds(r0, r1, hz) / window.as_secs_f64().max(1e-9)
+}
+
+/// The daemon's CPU seconds between two readings (see [`cpu_percent`]).
+fn cpu_seconds(r0: ProcReading, r1: ProcReading, hz: f64) -> f64 {
+    if r1.cpu_ns > 0 && r1.cpu_ns >= r0.cpu_ns {
+        (r1.cpu_ns - r0.cpu_ns) as f64 / 1e9
+    } else {
+        r1.cpu_ticks.saturating_sub(r0.cpu_ticks) as f64 / hz
+    }
+}
+
+/// The kernel's share of the CPU ticks between two readings, % (`None` under a few ticks).
+fn kernel_share(r0: ProcReading, r1: ProcReading) -> Option<f64> {
+    let all = r1.cpu_ticks.saturating_sub(r0.cpu_ticks);
+    let system = r1.system_ticks.saturating_sub(r0.system_ticks);
+    (all >= 5).then(|| 100.0 * system as f64 / all as f64)
 }
 
 fn time_at(v: &Value, pointer: &str) -> Option<Time> {

@@ -97,6 +97,8 @@ pub struct SizeReport {
     pub hwm_end_kib: u64,
     pub steady_window: Duration,
     pub steady_cpu_percent: f64,
+    /// The kernel's share of the steady CPU, % (from utime/stime ticks).
+    pub steady_kernel_share: Option<f64>,
     pub steady_renewals_per_s: f64,
     pub steady_wakeups_per_s: f64,
     pub steady_event_posts_per_s: f64,

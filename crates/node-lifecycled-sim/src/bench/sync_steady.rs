@@ -11,7 +11,9 @@ impl SizeRun<'_> {
     ) -> Result<(), String> {
         let ready = daemon.wait_ready(self.options.sync_timeout)?;
         // The daemon's own share of the sync (the simulator shares the machine's cores).
-        let cpu_at_ready = ProcReading::of(daemon.pid).map_or(0, |r| r.cpu_ticks);
+        let hz = clock_ticks_per_second() as f64;
+        let cpu_at_ready =
+            ProcReading::of(daemon.pid).map_or(0.0, |r| cpu_seconds(ProcReading::default(), r, hz));
         // The first pass after READY (every node examined, tolerations indexed) belongs to it.
         std::thread::sleep(Duration::from_secs(1));
         self.report.sync = ready;
@@ -24,7 +26,7 @@ impl SizeRun<'_> {
         let line = format!(
             "sync: READY=1 after {:.2}s (daemon CPU {:.2}s, first list by {} in {}), peak RSS {:.1} MiB",
             ready.as_secs_f64(),
-            cpu_at_ready as f64 / clock_ticks_per_second() as f64,
+            cpu_at_ready,
             self.options.initial_list.name(),
             if self.options.protobuf {
                 "protobuf"
@@ -60,6 +62,7 @@ impl SizeRun<'_> {
         report.steady_event_posts_per_s = events as f64 / w;
         report.steady_window = window;
         report.steady_cpu_percent = cpu_percent(r0, r1, hz, window);
+        report.steady_kernel_share = kernel_share(r0, r1);
         report.steady_rss_kib =
             median(sampler.between(from, daemon.started.elapsed())).unwrap_or(r1.rss_kib);
         report.steady_renewals_per_s = (k1.lease_renewals - k0.lease_renewals) as f64 / w;
@@ -67,11 +70,17 @@ impl SizeRun<'_> {
         report.store_bytes_per_node = c1.store_bytes_per_node;
         report.store_bytes_per_pod = c1.store_bytes_per_pod;
         let line = format!(
-            "steady ({:.0}s): {:.0} renewals/s, CPU {:.2} % of one core, RSS {:.1} MiB (store: \
-             {} B/node, {} B/pod), {:.1} wake-ups/s, {:.1} event POSTs/s",
+            "steady ({:.0}s): {:.0} renewals/s, CPU {:.2} % of one core ({:.1} µs per renewal, \
+             {} in the kernel), RSS {:.1} MiB (store: {} B/node, {} B/pod), {:.1} wake-ups/s, \
+             {:.1} event POSTs/s",
             w,
             report.steady_renewals_per_s,
             report.steady_cpu_percent,
+            report.steady_cpu_percent / 100.0 * 1e6 / report.steady_renewals_per_s.max(1e-9),
+            report.steady_kernel_share.map_or_else(
+                || "too few ticks to tell how much".to_string(),
+                |k| format!("{k:.0} %")
+            ),
             report.steady_rss_kib as f64 / 1024.0,
             report.store_bytes_per_node,
             report.store_bytes_per_pod,
