@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub use child::{DaemonChild, LoopCounters};
-pub use curve::{CURVE_NODES, csv, fit, growth, steady_us_per_event};
+pub use curve::{CURVE_NODES, csv, fit, growth, marginal_us_per_event, steady_us_per_event};
 pub use process::{ProcReading, RssSampler, clock_ticks_per_second};
 pub use report::{
     AbsorbFigures, CallsPerVerdict, IdleFigures, Latencies, SizeReport, median, percentile, table,

@@ -254,6 +254,15 @@ fn rows() -> Vec<Row> {
             target: "≤ 5 µs",
         },
         Row {
+            figure: "marginal CPU per Lease watch event (steady less idle)",
+            value: |r| {
+                super::marginal_us_per_event(r)
+                    .map_or("—".to_string(), |us| format!("{us:.1} µs"))
+            },
+            scalar: |r| super::marginal_us_per_event(r).unwrap_or(0.0),
+            target: "≤ 5 µs",
+        },
+        Row {
             figure: "loop wake-ups/s, steady",
             value: |r| format!("{:.1}/s", r.steady_wakeups_per_s),
             scalar: |r| r.steady_wakeups_per_s,
