@@ -15,6 +15,7 @@ mod store;
 pub(crate) use interner::Interner;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
+pub(crate) use store::refill;
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 
 use std::rc::Rc;

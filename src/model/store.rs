@@ -149,7 +149,7 @@ impl ClusterStore {
     // ---- full states -----------------------------------------------------------------------
 
     /// A full state of `kind` starts: everything of that kind is unseen until delivered again.
-    pub(crate) fn begin_full_state(&mut self, kind: Kind) {
+    pub fn begin_full_state(&mut self, kind: Kind) {
         match kind {
             Kind::Nodes => self.nodes_seen = Some(HashSet::new()),
             Kind::Leases => self.leases_seen = Some(HashSet::new()),
@@ -158,7 +158,7 @@ impl ClusterStore {
     }
 
     /// The full state of `kind` is complete: what it did not deliver is removed and returned.
-    pub(crate) fn end_full_state(&mut self, kind: Kind) -> Vanished {
+    pub fn end_full_state(&mut self, kind: Kind) -> Vanished {
         let mut vanished = Vanished::default();
         match kind {
             Kind::Nodes => {
@@ -170,6 +170,7 @@ impl ClusterStore {
                     .cloned()
                     .collect();
                 vanished.nodes = gone.iter().filter_map(|n| self.nodes.remove(n)).collect();
+                self.nodes = refill(std::mem::take(&mut self.nodes));
             }
             Kind::Leases => {
                 let seen = self.leases_seen.take().unwrap_or_default();
@@ -200,6 +201,13 @@ impl ClusterStore {
             pods: self.pods.heap_bytes(),
         }
     }
+}
+
+/// The map rebuilt from its sorted entries: full leaves instead of the half-full ones that
+/// inserting in name order leaves behind (a split keeps 6 of 11 slots in the left node), some
+/// 40 % of a node's entry. Upserts after a full state split only the leaves they land in.
+pub(crate) fn refill<V>(map: BTreeMap<Name, V>) -> BTreeMap<Name, V> {
+    map.into_iter().collect()
 }
 
 /// Stores `new` over `held` unless it is older (by resourceVersion) or the same object.

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use crate::model::{
     ClusterStore, ConditionStatus, Kind, Name, Node, PodChange, PodKey, PodUpsert, PodView,
-    Upserted,
+    Upserted, refill,
 };
 use crate::time::Time;
 use crate::time::{Armed, DeadlineLanes, Rate, TimerHeap};
@@ -109,8 +109,6 @@ struct NodeEntry {
     /// The node's uid: the node itself is in the store; results for another node of the same
     /// name are ignored.
     pub(crate) uid: Name,
-    /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
-    pub(crate) registered: bool,
     /// When it was registered (at the initial sync, or when it joined later).
     pub(crate) registered_at: Time,
     /// How far behind its Lease's `renewTime` (the kubelet's clock) we see a renewal, at the
@@ -126,13 +124,26 @@ struct NodeEntry {
     pub(crate) grace_due: Option<Time>,
     /// Its entry in `graces`, if it is kept there.
     pub(crate) grace_armed: Armed,
+    pub(crate) zone: Name,
+    /// The writes, reads and evidence of work under way on the node; nothing on a settled one.
+    pub(crate) busy: BusySlot,
+    /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
+    pub(crate) registered: bool,
     /// The deadline is a `Timer::NodeGrace` in the heap instead.
     pub(crate) grace_in_heap: bool,
-    pub(crate) zone: Name,
     /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
     pub(crate) counted: Option<bool>,
     /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
     pub(crate) needs_pod_retry: bool,
+    pub(crate) legacy: LegacyEviction,
+}
+
+/// What a node keeps only while work on it is under way (a verdict, a taint or label write, a
+/// legacy eviction) or after a live Lease read gave evidence. Most nodes of a fleet have none
+/// of it, most of the time: it lives in a box that a settled node does not have (`BusySlot`),
+/// so the entry every node has stays small.
+#[derive(Debug)]
+struct Busy {
     pub(crate) verdict: Verdict,
     pub(crate) verdict_tries: u32,
     /// The probe time a live Lease read confirmed as stale (evidence for the verdict).
@@ -145,8 +156,88 @@ struct NodeEntry {
     /// A conflicted taint write waits for its retry timer.
     pub(crate) taint_retry_pending: bool,
     pub(crate) label_write: Option<ActionId>,
-    pub(crate) legacy: LegacyEviction,
     pub(crate) legacy_job: Option<EvictionJob>,
+}
+
+/// A settled node's `Busy`: what reading a node without a box finds.
+const SETTLED: &Busy = &Busy {
+    verdict: Verdict::Idle,
+    verdict_tries: 0,
+    lease_confirmed_for: None,
+    lease_evidence: None,
+    taint_write: None,
+    taint_ops: Vec::new(),
+    taint_tries: 0,
+    taint_retry_pending: false,
+    label_write: None,
+    legacy_job: None,
+};
+
+impl Busy {
+    fn is_settled(&self) -> bool {
+        self.verdict == Verdict::Idle
+            && self.verdict_tries == 0
+            && self.lease_confirmed_for.is_none()
+            && self.lease_evidence.is_none()
+            && self.taint_write.is_none()
+            && self.taint_ops.is_empty()
+            && self.taint_tries == 0
+            && !self.taint_retry_pending
+            && self.label_write.is_none()
+            && self.legacy_job.is_none()
+    }
+}
+
+/// A node's [`Busy`], boxed while it is not settled.
+#[derive(Debug, Default)]
+struct BusySlot(Option<Box<Busy>>);
+
+impl BusySlot {
+    fn get(&self) -> &Busy {
+        self.0.as_deref().unwrap_or(SETTLED)
+    }
+
+    /// For a change: the box is made on the first write, and dropped when the change leaves
+    /// the node settled (see `BusyMut`'s `Drop`).
+    fn get_mut(&mut self) -> BusyMut<'_> {
+        BusyMut(&mut self.0)
+    }
+}
+
+struct BusyMut<'a>(&'a mut Option<Box<Busy>>);
+
+impl std::ops::Deref for BusyMut<'_> {
+    type Target = Busy;
+    fn deref(&self) -> &Busy {
+        self.0.as_deref().unwrap_or(SETTLED)
+    }
+}
+
+impl std::ops::DerefMut for BusyMut<'_> {
+    fn deref_mut(&mut self) -> &mut Busy {
+        self.0.get_or_insert_with(|| {
+            Box::new(Busy {
+                verdict: Verdict::Idle,
+                verdict_tries: 0,
+                lease_confirmed_for: None,
+                lease_evidence: None,
+                taint_write: None,
+                taint_ops: Vec::new(),
+                taint_tries: 0,
+                taint_retry_pending: false,
+                label_write: None,
+                legacy_job: None,
+            })
+        })
+    }
+}
+
+impl Drop for BusyMut<'_> {
+    fn drop(&mut self) {
+        if self.0.as_deref().is_some_and(Busy::is_settled) {
+            *self.0 = None;
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -380,6 +471,7 @@ impl NodeLifecycle {
         for name in &names {
             self.on_node_changed(name, None, now, &mut out);
         }
+        self.nodes = refill(std::mem::take(&mut self.nodes));
         debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
     }
 
@@ -398,6 +490,8 @@ impl NodeLifecycle {
                 for node in &nodes {
                     self.forget_node(node, out);
                 }
+                // The end of a full state of nodes (the store refilled its map too).
+                self.nodes = refill(std::mem::take(&mut self.nodes));
             }
             Observed::Lease(name) => self.on_lease_changed(&name, now),
             Observed::Pod(change) => self.on_pod_changed(&change, now, out),
@@ -495,6 +589,29 @@ fn taint_jitter(node: &str, tries: u32) -> Duration {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     Duration::from_millis(h % 101)
+}
+
+/// The sizes of a node's entry and of its parts, for `examples/node_floor.rs`.
+pub(crate) fn entry_sizes() -> Vec<(&'static str, usize)> {
+    use std::mem::size_of;
+    vec![
+        ("NodeEntry", size_of::<NodeEntry>()),
+        ("health", size_of::<NodeHealth>()),
+        ("Busy (boxed, busy nodes only)", size_of::<Busy>()),
+        ("verdict", size_of::<Verdict>()),
+        ("lease evidence", size_of::<Option<LeaseEvidence>>()),
+        ("taint write", size_of::<Option<TaintWrite>>()),
+        ("legacy job", size_of::<Option<EvictionJob>>()),
+    ]
+}
+
+/// The domain named `key` as a shared name: the zone's own when it exists (one copy for its
+/// nodes, not one per node).
+fn domain_name(zones: &BTreeMap<Name, Zone>, key: String) -> Name {
+    match zones.get_key_value(key.as_str()) {
+        Some((name, _)) => name.clone(),
+        None => Rc::from(key),
+    }
 }
 
 /// Time elapsed, for the dump (`Duration::ZERO` when `then` is in the future).
