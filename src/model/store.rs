@@ -261,7 +261,13 @@ fn node_bytes(node: &Node) -> usize {
         + node
             .conditions
             .iter()
-            .map(|c| c.message.as_ref().map_or(0, shared) + c.reason.as_ref().map_or(0, shared))
+            .filter_map(|c| c.text.pair())
+            .map(|pair| {
+                (malloc_size(16 + std::mem::size_of::<(Option<Name>, Option<Name>)>())
+                    + pair.0.as_ref().map_or(0, shared)
+                    + pair.1.as_ref().map_or(0, shared))
+                    / Rc::strong_count(pair)
+            })
             .sum::<usize>()
 }
 
