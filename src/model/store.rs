@@ -196,8 +196,16 @@ impl ClusterStore {
         StoreBytes {
             nodes: self.nodes.values().map(node_bytes).sum::<usize>()
                 + self.nodes.len() * (std::mem::size_of::<(Name, Node)>() + 16),
-            leases: self.leases.len()
-                * (std::mem::size_of::<(Name, Lease)>() + 1 + malloc_size(16 + 8)),
+            // The table's buckets (a control byte each), not only the ones in use: at 15,000
+            // Leases it has 32,768.
+            leases: self.leases.capacity().div_ceil(7)
+                * 8
+                * (std::mem::size_of::<(Name, Lease)>() + 1)
+                + self
+                    .leases
+                    .values()
+                    .map(|l| malloc_size(16 + l.resource_version.len()))
+                    .sum::<usize>(),
             pods: self.pods.heap_bytes(),
         }
     }
