@@ -150,7 +150,7 @@ pub struct NodeCondition {
 pub struct ConditionText(Option<Rc<(Option<Name>, Option<Name>)>>);
 
 impl ConditionText {
-    /// A pair of its own (the decoder shares them instead: `DecodeContext::share_text`).
+    /// A pair of its own (the decoder shares them instead: `kube/decode/condition_text.rs`).
     pub fn new(reason: Option<Name>, message: Option<Name>) -> ConditionText {
         if reason.is_none() && message.is_none() {
             return ConditionText(None);

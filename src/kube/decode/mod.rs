@@ -6,6 +6,7 @@
 //! JSON allows it and interned once; unknown enum strings never fail decoding. Pods with
 //! identical tolerations share one `Rc<[Toleration]>`.
 
+mod condition_text;
 pub mod list_stream;
 pub mod proto;
 mod wire;
@@ -17,9 +18,9 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    Autonomy, ConditionStatus, ConditionText, Interner, Lease, Maintenance, Name, Node,
-    NodeCondition, NodeConditionType, NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration,
-    TolerationOperator, disruption,
+    Autonomy, ConditionStatus, Interner, Lease, Maintenance, Name, Node, NodeCondition,
+    NodeConditionType, NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
+    disruption,
 };
 use crate::time::Time;
 
@@ -60,7 +61,7 @@ pub struct DecodeContext {
     tolerations: HashSet<Rc<[Toleration]>>,
     /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
     label_sets: HashSet<Rc<[(Name, Name)]>>,
-    /// Node conditions' reason and message pairs (`share_text`).
+    /// Node conditions' reason and message pairs (`condition_text.rs`).
     condition_texts: HashSet<Rc<(Option<Name>, Option<Name>)>>,
     /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
     /// with the same bad field is logged once.
@@ -127,21 +128,6 @@ impl DecodeContext {
     }
 
     /// The shared copy of a node's kept label set.
-    /// One pair per distinct reason and message (see `ConditionText`), as `share_labels` does
-    /// for label sets.
-    fn share_text(&mut self, reason: Option<Name>, message: Option<Name>) -> ConditionText {
-        if reason.is_none() && message.is_none() {
-            return ConditionText::default();
-        }
-        let pair = (reason, message);
-        if let Some(existing) = self.condition_texts.get(&pair) {
-            return ConditionText::from_pair(Some(existing.clone()));
-        }
-        let rc = Rc::new(pair);
-        self.condition_texts.insert(rc.clone());
-        ConditionText::from_pair(Some(rc))
-    }
-
     fn share_labels(&mut self, list: Vec<(Name, Name)>) -> NodeLabels {
         if let Some(existing) = self.label_sets.get(list.as_slice()) {
             return NodeLabels::from(existing.clone());
@@ -178,15 +164,12 @@ impl DecodeContext {
     /// Drops names, toleration lists, label sets and condition texts no object refers to any
     /// more (e.g. after a relist).
     pub fn prune(&mut self) -> usize {
-        let sets =
-            |ctx: &Self| ctx.tolerations.len() + ctx.label_sets.len() + ctx.condition_texts.len();
-        let before = sets(self);
+        let before = self.tolerations.len() + self.label_sets.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
         self.label_sets.retain(|l| Rc::strong_count(l) > 1);
-        self.condition_texts.retain(|c| Rc::strong_count(c) > 1);
-        let pruned_lists = before - sets(self);
+        let pruned_lists = before - self.tolerations.len() - self.label_sets.len();
         // Toleration lists, label sets and texts go first: they hold interned names.
-        pruned_lists + self.interner.prune()
+        pruned_lists + condition_text::prune(self) + self.interner.prune()
     }
 }
 
@@ -437,11 +420,7 @@ impl Decode for Node {
                     "status.conditions[].lastTransitionTime",
                     &c.last_transition_time,
                 ),
-                text: {
-                    let (reason, message) =
-                        (opt_interned(ctx, &c.reason), opt_interned(ctx, &c.message));
-                    ctx.share_text(reason, message)
-                },
+                text: condition_text::shared(ctx, &c.reason, &c.message),
             });
         }
         // Kept for the node's lifetime: no spare capacity.
