@@ -8,7 +8,7 @@
 //! each. The heap is measured by a counting allocator (live bytes and allocations after the
 //! objects are in, less before), so it includes the interner, the indexes and every vector's
 //! spare capacity:
-//! 1. the store alone (`ClusterStore` fed by the decoder), with the store's own estimate
+//! 1. the store alone (`ClusterStore` fed by the decoder, as a full state), with the store's own estimate
 //!    (`ClusterStore::heap_bytes`, what the state dump prints) beside it;
 //! 2. `Controllers` synced and leading (the store, `NodeLifecycle`'s entries, deadline lanes and
 //!    zone maps, taint eviction's per-node state), less the store: the controllers' own share.
@@ -31,7 +31,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
-use node_lifecycled::controller::{Controllers, Input, Settings};
+use node_lifecycled::controller::{
+    Controllers, Input, Settings, node_entry_sizes as node_lifecycle_entry_sizes,
+};
 use node_lifecycled::kube::decode::{DecodeContext, decode_object};
 use node_lifecycled::model::{ClusterStore, Kind, Lease, Name, Node, NodeCondition, Taint};
 use node_lifecycled::time::Time;
@@ -179,12 +181,17 @@ fn main() -> ExitCode {
     let start = now();
     let mut ctx = DecodeContext::new();
     let mut store = ClusterStore::new();
+    store.begin_full_state(Kind::Nodes);
+    store.begin_full_state(Kind::Leases);
     for (node, lease) in &texts {
         let node: Node = decode_object(node.as_bytes(), &mut ctx).expect("node decodes");
         store.upsert_node(node);
         let lease: Lease = decode_object(lease.as_bytes(), &mut ctx).expect("lease decodes");
         store.upsert_lease(lease);
     }
+    // As the informers' LISTs end (the store settles its maps then).
+    store.end_full_state(Kind::Nodes);
+    store.end_full_state(Kind::Leases);
     let (store_live, store_blocks) = since(start);
     let estimate = store.heap_bytes();
     drop(store);
@@ -227,6 +234,11 @@ fn main() -> ExitCode {
         std::mem::size_of::<Lease>(),
         std::mem::size_of::<(Name, Name)>()
     );
+    let parts: Vec<String> = node_lifecycle_entry_sizes()
+        .iter()
+        .map(|(part, size)| format!("{part} {size} B"))
+        .collect();
+    println!("the controller's entry: {}", parts.join(", "));
     let per = |b: isize| b as f64 / nodes as f64;
     let floor = name_bytes + nodes * FLOOR_FIXED;
     println!(

@@ -6,7 +6,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::model::{ConditionStatus, Node, NodeCondition, NodeConditionType};
+use crate::model::{ConditionStatus, ConditionText, Node, NodeCondition, NodeConditionType};
 use crate::time::Time;
 
 /// What of the node's Ready condition is compared between observations.
@@ -136,13 +136,17 @@ pub(crate) fn stale_conditions(node: &Node, now: Time) -> Option<Vec<NodeConditi
                 status: ConditionStatus::Unknown,
                 last_heartbeat_time: Some(node.creation_timestamp),
                 last_transition_time: Some(now),
-                reason: Some(Rc::from("NodeStatusNeverUpdated")),
-                message: Some(Rc::from("Kubelet never posted node status.")),
+                text: ConditionText::new(
+                    Some(Rc::from("NodeStatusNeverUpdated")),
+                    Some(Rc::from("Kubelet never posted node status.")),
+                ),
             }),
             Some(c) if c.status != ConditionStatus::Unknown => {
                 c.status = ConditionStatus::Unknown;
-                c.reason = Some(Rc::from("NodeStatusUnknown"));
-                c.message = Some(Rc::from("Kubelet stopped posting node status."));
+                c.text = ConditionText::new(
+                    Some(Rc::from("NodeStatusUnknown")),
+                    Some(Rc::from("Kubelet stopped posting node status.")),
+                );
                 c.last_transition_time = Some(now);
             }
             Some(_) => {}

@@ -40,5 +40,12 @@ pub use decisions::{Decision, Heartbeat, LeaseEvidence, TaintReason};
 pub(crate) use dump::{LegacyEviction, NodeDump, StateDump, ZoneDump};
 pub use inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 pub(crate) use node_lifecycle::NODE_LOST_REASON;
+
+/// The sizes of the node lifecycle controller's per-node entry and its parts (bytes), for
+/// `examples/node_floor.rs`.
+#[doc(hidden)]
+pub fn node_entry_sizes() -> Vec<(&'static str, usize)> {
+    node_lifecycle::entry_sizes()
+}
 pub use settings::Settings;
 pub(crate) use zones::ZoneState;

@@ -105,8 +105,8 @@ fn condition(c: &NodeCondition) -> core::NodeCondition {
         status: c.status.as_str().to_string(),
         last_heartbeat_time: c.last_heartbeat_time.map(k8s_time),
         last_transition_time: c.last_transition_time.map(k8s_time),
-        reason: c.reason.as_deref().map(str::to_string),
-        message: c.message.as_deref().map(str::to_string),
+        reason: c.text.reason().map(|r| r.to_string()),
+        message: c.text.message().map(|m| m.to_string()),
     }
 }
 
@@ -358,7 +358,7 @@ pub(crate) fn event_body(event: &EventRecord<'_>, now: Time, unique: u64) -> (St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ConditionStatus, NodeConditionType, TaintEffect};
+    use crate::model::{ConditionStatus, ConditionText, NodeConditionType, TaintEffect};
     use serde_json::json;
     use std::rc::Rc;
 
@@ -417,16 +417,17 @@ mod tests {
             status: ConditionStatus::Unknown,
             last_heartbeat_time: Some(T0),
             last_transition_time: Some(T0),
-            reason: Some(Rc::from("NodeStatusUnknown")),
-            message: Some(Rc::from("Kubelet stopped posting node status.")),
+            text: ConditionText::new(
+                Some(Rc::from("NodeStatusUnknown")),
+                Some(Rc::from("Kubelet stopped posting node status.")),
+            ),
         };
         let bare = NodeCondition {
             kind: NodeConditionType::PIDPressure,
             status: ConditionStatus::Unknown,
             last_heartbeat_time: None,
             last_transition_time: None,
-            reason: None,
-            message: None,
+            text: ConditionText::new(None, None),
         };
         let p = node_conditions_patch("u1", "7", &[c, bare]);
         assert_eq!(p["metadata"], json!({"resourceVersion": "7", "uid": "u1"}));

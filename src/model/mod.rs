@@ -15,6 +15,7 @@ mod store;
 pub(crate) use interner::Interner;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
+pub(crate) use store::refill;
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 
 use std::rc::Rc;
@@ -137,8 +138,42 @@ pub struct NodeCondition {
     pub status: ConditionStatus,
     pub last_heartbeat_time: Option<Time>,
     pub last_transition_time: Option<Time>,
-    pub reason: Option<Name>,
-    pub message: Option<Name>,
+    /// Reason and message.
+    pub text: ConditionText,
+}
+
+/// A condition's reason and message as one pair, shared by every condition with the same two:
+/// the kubelet writes the same text on every node, so the decoder keeps one pair per distinct
+/// text (`DecodeContext`) and a condition holds one pointer (8 bytes, not two 16-byte names).
+/// Both are kept as read: the status write sends them back unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ConditionText(Option<Rc<(Option<Name>, Option<Name>)>>);
+
+impl ConditionText {
+    /// A pair of its own (the decoder shares them instead: `kube/decode/condition_text.rs`).
+    pub fn new(reason: Option<Name>, message: Option<Name>) -> ConditionText {
+        if reason.is_none() && message.is_none() {
+            return ConditionText(None);
+        }
+        ConditionText(Some(Rc::new((reason, message))))
+    }
+
+    pub fn reason(&self) -> Option<&Name> {
+        self.0.as_ref().and_then(|pair| pair.0.as_ref())
+    }
+
+    pub fn message(&self) -> Option<&Name> {
+        self.0.as_ref().and_then(|pair| pair.1.as_ref())
+    }
+
+    /// The shared pair, for the store's accounting and the decoder's table.
+    pub(crate) fn pair(&self) -> Option<&Rc<(Option<Name>, Option<Name>)>> {
+        self.0.as_ref()
+    }
+
+    pub(crate) fn from_pair(pair: Option<Rc<(Option<Name>, Option<Name>)>>) -> ConditionText {
+        ConditionText(pair)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

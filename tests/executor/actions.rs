@@ -12,7 +12,7 @@ use node_lifecycled::controller::events::{
 use node_lifecycled::controller::taint_eviction::EvictionResult;
 use node_lifecycled::controller::{Action, ActionId, Input, LeaseReadOutcome, Outcome};
 use node_lifecycled::model::{
-    ConditionStatus, Node, NodeCondition, NodeConditionType, Taint, TaintEffect,
+    ConditionStatus, ConditionText, Node, NodeCondition, NodeConditionType, Taint, TaintEffect,
 };
 use node_lifecycled::runtime::executor::LABEL_CONFLICT_TRIES;
 use node_lifecycled::time::Time;
@@ -37,8 +37,10 @@ fn unknown_conditions(node: &Node, now: Time) -> Vec<NodeCondition> {
         .map(|c| NodeCondition {
             status: ConditionStatus::Unknown,
             last_transition_time: Some(now),
-            reason: Some(n("NodeStatusUnknown")),
-            message: Some(n("Kubelet stopped posting node status.")),
+            text: ConditionText::new(
+                Some(n("NodeStatusUnknown")),
+                Some(n("Kubelet stopped posting node status.")),
+            ),
             ..c.clone()
         })
         .collect()

@@ -8,8 +8,8 @@ use std::time::Duration;
 use node_lifecycled::config::{Config, DumpFormat};
 use node_lifecycled::controller::{Controllers, Input, Settings};
 use node_lifecycled::model::{
-    ConditionStatus, Name, Node, NodeCondition, NodeConditionType, Pod, PodKey, Taint, TaintEffect,
-    Toleration, TolerationOperator, labels, taint_keys,
+    ConditionStatus, ConditionText, Name, Node, NodeCondition, NodeConditionType, Pod, PodKey,
+    Taint, TaintEffect, Toleration, TolerationOperator, labels, taint_keys,
 };
 use node_lifecycled::observe::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, HealthTimings, LeaderSnapshot,
@@ -52,8 +52,7 @@ pub fn node(name: &str, region: &str, zone: &str, ready: ConditionStatus, now: T
             status: ready,
             last_heartbeat_time: Some(now),
             last_transition_time: Some(now),
-            reason: None,
-            message: None,
+            text: ConditionText::new(None, None),
         }],
         other_conditions: Vec::new(),
         autonomy: Default::default(),

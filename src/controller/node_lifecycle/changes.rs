@@ -26,7 +26,7 @@ impl NodeLifecycle {
             return;
         };
         let Some(e) = self.nodes.get_mut(name) else {
-            let zone: Name = Rc::from(self.settings.domain_key(node));
+            let zone = domain_name(&self.zones, self.settings.domain_key(node));
             let health = NodeHealth::first_seen(node, now);
             self.nodes.insert(
                 name.clone(),
@@ -43,17 +43,8 @@ impl NodeLifecycle {
                     zone,
                     counted: None,
                     needs_pod_retry: false,
-                    verdict: Verdict::Idle,
-                    verdict_tries: 0,
-                    lease_confirmed_for: None,
-                    lease_evidence: None,
-                    taint_write: None,
-                    taint_ops: Vec::new(),
-                    taint_tries: 0,
-                    taint_retry_pending: false,
-                    label_write: None,
+                    busy: BusySlot::default(),
                     legacy: LegacyEviction::Unmarked,
-                    legacy_job: None,
                 },
             );
             if self.synced {
@@ -81,7 +72,7 @@ impl NodeLifecycle {
         // The zone key is built only when it changed (two allocations per status event otherwise).
         let zone_moved = !self.settings.has_domain_key(node, &e.zone);
         let zone: Name = if zone_moved {
-            Rc::from(self.settings.domain_key(node))
+            domain_name(&self.zones, self.settings.domain_key(node))
         } else {
             e.zone.clone()
         };
@@ -193,7 +184,7 @@ impl NodeLifecycle {
                 Timer::BrakeRelease => {}
                 Timer::TaintRetry(name) => {
                     if let Some(e) = self.nodes.get_mut(&name) {
-                        e.taint_retry_pending = false;
+                        e.busy.get_mut().taint_retry_pending = false;
                     }
                     self.pump_taints(&name, now, out);
                 }
@@ -247,7 +238,7 @@ impl NodeLifecycle {
         e.registered_at = now;
         e.health = NodeHealth::first_seen(node, now);
         e.health.observe_lease(lease_renew, now);
-        e.zone = Rc::from(self.settings.domain_key(node));
+        e.zone = domain_name(&self.zones, self.settings.domain_key(node));
         // After a restart, pods still Ready on a node already Unknown (not heard from) are
         // marked (kubernetes#135205: upstream leaves them Ready). A node whose kubelet reports
         // Ready=False is alive and manages its pods; upstream does not mark them on a restart,

@@ -53,7 +53,7 @@ impl NodeLifecycle {
                     })
                     .collect(),
                 pending_deadline: e.grace_due,
-                verdict: match e.verdict {
+                verdict: match e.busy.get().verdict {
                     Verdict::Idle => "idle",
                     Verdict::ReadingLease(_) => "reading-lease",
                     Verdict::Writing { .. } => "writing-status",

@@ -76,7 +76,7 @@ impl NodeLifecycle {
     /// `tests/randomized/monitor_pass.rs` runs random scripts both ways.
     /// `node`: the store's node of that name.
     fn settled(&self, name: &str, node: Option<&Node>, e: &NodeEntry, now: Time) -> bool {
-        if !e.registered || e.verdict != Verdict::Idle {
+        if !e.registered || e.busy.get().verdict != Verdict::Idle {
             return true;
         }
         let Some(node) = node else {
@@ -86,8 +86,8 @@ impl NodeLifecycle {
             || !self.settings.condition_taints.is_empty()
             || e.needs_pod_retry
             || e.counted != Some(true)
-            || !e.taint_ops.is_empty()
-            || e.taint_write.is_some()
+            || !e.busy.get().taint_ops.is_empty()
+            || e.busy.get().taint_write.is_some()
             || node.ready().map(|c| c.status) != Some(ConditionStatus::True)
             || node.excluded_from_disruption()
             || has_no_execute(node, NoExecuteKind::NotReady)
@@ -117,7 +117,7 @@ impl NodeLifecycle {
         let Some(node) = self.store.node(name) else {
             return;
         };
-        if !e.registered || e.verdict != Verdict::Idle {
+        if !e.registered || e.busy.get().verdict != Verdict::Idle {
             return;
         }
         let (monitor, startup) = self.settings.graces(node);
@@ -131,7 +131,8 @@ impl NodeLifecycle {
         {
             // No verdict without fresh evidence: a node that heartbeats through a Lease is only
             // declared Unknown once a live read confirms the Lease is stale.
-            if e.health.lease_renew.is_some() && e.lease_confirmed_for != Some(e.health.probe_time)
+            if e.health.lease_renew.is_some()
+                && e.busy.get().lease_confirmed_for != Some(e.health.probe_time)
             {
                 if !retry_pending {
                     let about = Pending::LeaseRead {
@@ -142,11 +143,12 @@ impl NodeLifecycle {
                         id,
                         node: name.clone(),
                     };
-                    e.verdict = Verdict::ReadingLease(self.in_flight.send(about, read, out));
+                    e.busy.get_mut().verdict =
+                        Verdict::ReadingLease(self.in_flight.send(about, read, out));
                 }
                 return;
             }
-            if e.verdict_tries == 0 {
+            if e.busy.get().verdict_tries == 0 {
                 let heartbeat = match e.health.lease_renew {
                     Some(renew) => Heartbeat::Lease {
                         renew_time: Some(renew),
@@ -156,7 +158,12 @@ impl NodeLifecycle {
                     },
                 };
                 let lease = match e.health.lease_renew {
-                    Some(_) => e.lease_evidence.clone().unwrap_or(LeaseEvidence::NoLease),
+                    Some(_) => e
+                        .busy
+                        .get()
+                        .lease_evidence
+                        .clone()
+                        .unwrap_or(LeaseEvidence::NoLease),
                     None => LeaseEvidence::NoLease,
                 };
                 self.decisions.push(Decision::NodeUnknown {
@@ -182,7 +189,7 @@ impl NodeLifecycle {
                 resource_version: node.resource_version.clone(),
                 conditions: written,
             };
-            e.verdict = Verdict::Writing {
+            e.busy.get_mut().verdict = Verdict::Writing {
                 id: self.in_flight.send(about, write, out),
                 observed,
                 resource_version: node.resource_version.clone(),

@@ -51,7 +51,7 @@ impl NodeLifecycle {
             return;
         };
         if e.legacy == LegacyEviction::Evicted {
-            if e.legacy_job.is_none() && !braked {
+            if e.busy.get().legacy_job.is_none() && !braked {
                 let zone = e.zone.clone();
                 self.start_delete_job(name, false, out);
                 // A pass with nothing to delete must close its job, or the next pass's new
@@ -88,9 +88,12 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return; // gone: done
         };
-        match &mut e.legacy_job {
-            Some(job) => job.from_queue = true,
-            None => self.start_delete_job(name, true, out),
+        if e.busy.get().legacy_job.is_some() {
+            if let Some(job) = &mut e.busy.get_mut().legacy_job {
+                job.from_queue = true;
+            }
+        } else {
+            self.start_delete_job(name, true, out);
         }
         // A job with nothing to do completes at once.
         self.finish_job_if_done(name, zone, now);
@@ -160,7 +163,7 @@ impl NodeLifecycle {
             out.append(&mut steps);
         }
         if let Some(e) = self.nodes.get_mut(name) {
-            e.legacy_job = Some(job);
+            e.busy.get_mut().legacy_job = Some(job);
         }
     }
 
@@ -246,11 +249,13 @@ impl NodeLifecycle {
     fn job_alive(&self, node: &Name, uid: &Name) -> bool {
         self.nodes
             .get(node)
-            .is_some_and(|e| &e.uid == uid && e.legacy_job.is_some())
+            .is_some_and(|e| &e.uid == uid && e.busy.get().legacy_job.is_some())
     }
 
     fn job_failed(&mut self, node: &Name) {
-        if let Some(job) = self.nodes.get_mut(node).and_then(|e| e.legacy_job.as_mut()) {
+        if let Some(e) = self.nodes.get_mut(node)
+            && let Some(job) = &mut e.busy.get_mut().legacy_job
+        {
             job.failed = true;
         }
     }
@@ -262,7 +267,7 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(node) else {
             return;
         };
-        if let Some(job) = e.legacy_job.as_mut() {
+        if let Some(job) = e.busy.get_mut().legacy_job.as_mut() {
             job.outstanding = job.outstanding.saturating_sub(1);
         }
         let zone = e.zone.clone();
@@ -273,10 +278,15 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(node) else {
             return;
         };
-        if e.legacy_job.as_ref().is_none_or(|j| j.outstanding > 0) {
+        if e.busy
+            .get()
+            .legacy_job
+            .as_ref()
+            .is_none_or(|j| j.outstanding > 0)
+        {
             return;
         }
-        let Some(job) = e.legacy_job.take() else {
+        let Some(job) = e.busy.get_mut().legacy_job.take() else {
             return;
         };
         if !job.from_queue {

@@ -12,6 +12,7 @@
 //! input. At most one taint write, one label write and one status write per node is in flight.
 
 mod brake;
+mod busy;
 mod changes;
 mod disruption;
 mod dump;
@@ -26,13 +27,15 @@ mod tainting;
 
 pub(crate) use legacy_eviction::NODE_LOST_REASON;
 
+use busy::{Busy, BusySlot};
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
 use crate::model::{
     ClusterStore, ConditionStatus, Kind, Name, Node, PodChange, PodKey, PodUpsert, PodView,
-    Upserted,
+    Upserted, refill,
 };
 use crate::time::Time;
 use crate::time::{Armed, DeadlineLanes, Rate, TimerHeap};
@@ -109,8 +112,6 @@ struct NodeEntry {
     /// The node's uid: the node itself is in the store; results for another node of the same
     /// name are ignored.
     pub(crate) uid: Name,
-    /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
-    pub(crate) registered: bool,
     /// When it was registered (at the initial sync, or when it joined later).
     pub(crate) registered_at: Time,
     /// How far behind its Lease's `renewTime` (the kubelet's clock) we see a renewal, at the
@@ -126,27 +127,18 @@ struct NodeEntry {
     pub(crate) grace_due: Option<Time>,
     /// Its entry in `graces`, if it is kept there.
     pub(crate) grace_armed: Armed,
+    pub(crate) zone: Name,
+    /// The writes, reads and evidence of work under way on the node; nothing on a settled one.
+    pub(crate) busy: BusySlot,
+    /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
+    pub(crate) registered: bool,
     /// The deadline is a `Timer::NodeGrace` in the heap instead.
     pub(crate) grace_in_heap: bool,
-    pub(crate) zone: Name,
     /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
     pub(crate) counted: Option<bool>,
     /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
     pub(crate) needs_pod_retry: bool,
-    pub(crate) verdict: Verdict,
-    pub(crate) verdict_tries: u32,
-    /// The probe time a live Lease read confirmed as stale (evidence for the verdict).
-    pub(crate) lease_confirmed_for: Option<Time>,
-    /// What that read found, for the decision log.
-    pub(crate) lease_evidence: Option<LeaseEvidence>,
-    pub(crate) taint_write: Option<TaintWrite>,
-    pub(crate) taint_ops: Vec<TaintOp>,
-    pub(crate) taint_tries: u32,
-    /// A conflicted taint write waits for its retry timer.
-    pub(crate) taint_retry_pending: bool,
-    pub(crate) label_write: Option<ActionId>,
     pub(crate) legacy: LegacyEviction,
-    pub(crate) legacy_job: Option<EvictionJob>,
 }
 
 #[derive(Debug)]
@@ -380,6 +372,7 @@ impl NodeLifecycle {
         for name in &names {
             self.on_node_changed(name, None, now, &mut out);
         }
+        self.nodes = refill(std::mem::take(&mut self.nodes));
         debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
     }
 
@@ -398,6 +391,8 @@ impl NodeLifecycle {
                 for node in &nodes {
                     self.forget_node(node, out);
                 }
+                // The end of a full state of nodes (the store refilled its map too).
+                self.nodes = refill(std::mem::take(&mut self.nodes));
             }
             Observed::Lease(name) => self.on_lease_changed(&name, now),
             Observed::Pod(change) => self.on_pod_changed(&change, now, out),
@@ -495,6 +490,29 @@ fn taint_jitter(node: &str, tries: u32) -> Duration {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     Duration::from_millis(h % 101)
+}
+
+/// The sizes of a node's entry and of its parts, for `examples/node_floor.rs`.
+pub(crate) fn entry_sizes() -> Vec<(&'static str, usize)> {
+    use std::mem::size_of;
+    vec![
+        ("NodeEntry", size_of::<NodeEntry>()),
+        ("health", size_of::<NodeHealth>()),
+        ("Busy (boxed, busy nodes only)", size_of::<Busy>()),
+        ("verdict", size_of::<Verdict>()),
+        ("lease evidence", size_of::<Option<LeaseEvidence>>()),
+        ("taint write", size_of::<Option<TaintWrite>>()),
+        ("legacy job", size_of::<Option<EvictionJob>>()),
+    ]
+}
+
+/// The domain named `key` as a shared name: the zone's own when it exists (one copy for its
+/// nodes, not one per node).
+fn domain_name(zones: &BTreeMap<Name, Zone>, key: String) -> Name {
+    match zones.get_key_value(key.as_str()) {
+        Some((name, _)) => name.clone(),
+        None => Rc::from(key),
+    }
 }
 
 /// Time elapsed, for the dump (`Duration::ZERO` when `then` is in the future).

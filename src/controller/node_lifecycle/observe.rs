@@ -140,7 +140,7 @@ impl NodeLifecycle {
                 id,
                 outcome: Outcome::Ok,
             }) => match self.in_flight.get(*id)? {
-                Pending::NodeStatus { node, uid } => match &entry(node, uid)?.verdict {
+                Pending::NodeStatus { node, uid } => match &entry(node, uid)?.busy.get().verdict {
                     Verdict::Writing {
                         id: wid,
                         resource_version,
@@ -154,7 +154,7 @@ impl NodeLifecycle {
                     _ => None,
                 },
                 Pending::NodeTaints { node, uid } => {
-                    let write = entry(node, uid)?.taint_write.as_ref()?;
+                    let write = entry(node, uid)?.busy.get().taint_write.as_ref()?;
                     (write.id == *id).then(|| Landed::NodeTaints {
                         node: node.clone(),
                         resource_version: write.resource_version.clone(),
@@ -162,9 +162,11 @@ impl NodeLifecycle {
                     })
                 }
                 Pending::NodeLabels { node, uid, labels } => {
-                    (entry(node, uid)?.label_write == Some(*id)).then(|| Landed::NodeLabels {
-                        node: node.clone(),
-                        labels: labels.clone(),
+                    (entry(node, uid)?.busy.get().label_write == Some(*id)).then(|| {
+                        Landed::NodeLabels {
+                            node: node.clone(),
+                            labels: labels.clone(),
+                        }
                     })
                 }
                 Pending::PodNotReady { pod, .. } => Some(Landed::PodNotReady(pod.clone())),
@@ -180,7 +182,7 @@ impl NodeLifecycle {
                 };
                 let e = entry(node, uid)?;
                 // Fresher than what the watch told us (the verdict is cancelled on it).
-                (e.verdict == Verdict::ReadingLease(*id)
+                (e.busy.get().verdict == Verdict::ReadingLease(*id)
                     && e.health.is_newer_renewal(lease.renew_time))
                 .then(|| Landed::Lease(lease.clone()))
             }

@@ -100,7 +100,7 @@ impl NodeLifecycle {
         if !e.registered || self.settings.has_domain_key(node, &e.zone) {
             return;
         }
-        let domain: Name = Rc::from(self.settings.domain_key(node));
+        let domain = domain_name(&self.zones, self.settings.domain_key(node));
         let ready = node.ready().map(|c| c.status);
         self.move_zone(name, domain, now);
         self.update_contribution(name, ready, now);

@@ -28,10 +28,10 @@ impl NodeLifecycle {
                 let Some(e) = self.entry_for(&node, &uid) else {
                     return;
                 };
-                if e.label_write != Some(id) {
+                if e.busy.get().label_write != Some(id) {
                     return;
                 }
-                e.label_write = None;
+                e.busy.get_mut().label_write = None;
                 // On success the labels are in the store already (`observe.rs`, `landed`):
                 // known to be written, whether or not its answer or the watch came yet.
                 if outcome == Outcome::Conflict {
@@ -91,7 +91,7 @@ impl NodeLifecycle {
         let Some(e) = self.entry_for(node, uid) else {
             return;
         };
-        let Verdict::Writing { id: wid, .. } = &e.verdict else {
+        let Verdict::Writing { id: wid, .. } = &e.busy.get().verdict else {
             return;
         };
         if *wid != id {
@@ -101,13 +101,13 @@ impl NodeLifecycle {
             observed,
             conditions,
             ..
-        } = std::mem::replace(&mut e.verdict, Verdict::Idle)
+        } = std::mem::replace(&mut e.busy.get_mut().verdict, Verdict::Idle)
         else {
             return;
         };
         match outcome {
             Outcome::Ok => {
-                e.verdict_tries = 0;
+                e.busy.get_mut().verdict_tries = 0;
                 e.health.ready_transition_time = now;
                 if let Some(ready) = conditions
                     .iter()
@@ -132,26 +132,26 @@ impl NodeLifecycle {
                 self.pump_taints(node, now, out);
             }
             Outcome::Conflict => {
-                e.verdict_tries += 1;
-                if e.verdict_tries < CONFLICT_RETRIES {
+                e.busy.get_mut().verdict_tries += 1;
+                if e.busy.get().verdict_tries < CONFLICT_RETRIES {
                     // The shell fed the re-read node first: decide again on it.
                     self.evaluate(node, now, out);
                 } else {
-                    e.verdict_tries = 0;
+                    e.busy.get_mut().verdict_tries = 0;
                 }
             }
             Outcome::Failed(_) => {
                 // Upstream tries the health update again after 20 ms, 5 tries in all; then
                 // the next pass.
-                e.verdict_tries += 1;
-                if e.verdict_tries < CONFLICT_RETRIES {
+                e.busy.get_mut().verdict_tries += 1;
+                if e.busy.get().verdict_tries < CONFLICT_RETRIES {
                     self.timers
                         .schedule(Timer::StatusRetry(node.clone()), now + STATUS_RETRY_DELAY);
                 } else {
-                    e.verdict_tries = 0;
+                    e.busy.get_mut().verdict_tries = 0;
                 }
             }
-            Outcome::NotFound => e.verdict_tries = 0,
+            Outcome::NotFound => e.busy.get_mut().verdict_tries = 0,
         }
     }
 
@@ -168,44 +168,44 @@ impl NodeLifecycle {
         let Some(e) = self.entry_for(node, uid) else {
             return;
         };
-        let Some(write) = e.taint_write.take_if(|w| w.id == id) else {
+        let Some(write) = e.busy.get_mut().taint_write.take_if(|w| w.id == id) else {
             return;
         };
         match outcome {
             Outcome::Ok => {
-                e.taint_tries = 0;
+                e.busy.get_mut().taint_tries = 0;
                 // The taints written are in the store already (`observe.rs`, `landed`).
                 self.taint_ops_done(node, &write.ops, true, now);
                 self.pump_taints(node, now, out);
             }
             Outcome::Conflict => {
-                e.taint_tries += 1;
-                if e.taint_tries < CONFLICT_RETRIES {
+                e.busy.get_mut().taint_tries += 1;
+                if e.busy.get().taint_tries < CONFLICT_RETRIES {
                     let mut ops = write.ops;
-                    ops.append(&mut e.taint_ops);
-                    e.taint_ops = ops;
+                    ops.append(&mut e.busy.get_mut().taint_ops);
+                    e.busy.get_mut().taint_ops = ops;
                     // Upstream's backoff: 100 ms plus up to 100 ms of jitter (here derived
                     // from the node's name and the try, so runs are reproducible).
-                    e.taint_retry_pending = true;
-                    let jitter = taint_jitter(node, e.taint_tries);
+                    e.busy.get_mut().taint_retry_pending = true;
+                    let jitter = taint_jitter(node, e.busy.get().taint_tries);
                     self.timers.schedule(
                         Timer::TaintRetry(node.clone()),
                         now + TAINT_CONFLICT_DELAY + jitter,
                     );
                 } else {
-                    e.taint_tries = 0;
+                    e.busy.get_mut().taint_tries = 0;
                     self.taint_ops_done(node, &write.ops, false, now);
                 }
             }
             Outcome::NotFound => {}
             Outcome::Failed(_) => {
-                e.taint_tries = 0;
+                e.busy.get_mut().taint_tries = 0;
                 // Ops queued behind the failed write (a recovered node's untaint) would wait
                 // for the next node change, and a healthy node may not change for minutes:
                 // try them after a monitor period (not at once: no busy loop on API errors).
-                let queued = !e.taint_ops.is_empty();
+                let queued = !e.busy.get().taint_ops.is_empty();
                 if queued {
-                    e.taint_retry_pending = true;
+                    e.busy.get_mut().taint_retry_pending = true;
                     self.timers
                         .schedule(Timer::TaintRetry(node.clone()), now + period);
                 }
@@ -228,10 +228,10 @@ impl NodeLifecycle {
         let Some(e) = self.entry_for(&node, &uid) else {
             return;
         };
-        if e.verdict != Verdict::ReadingLease(id) {
+        if e.busy.get().verdict != Verdict::ReadingLease(id) {
             return;
         }
-        e.verdict = Verdict::Idle;
+        e.busy.get_mut().verdict = Verdict::Idle;
         match outcome {
             LeaseReadOutcome::Found(lease) => {
                 let renew = lease.renew_time;
@@ -241,15 +241,15 @@ impl NodeLifecycle {
                     self.arm_grace(&node, now);
                     return;
                 }
-                e.lease_confirmed_for = Some(e.health.probe_time);
-                e.lease_evidence = Some(LeaseEvidence::Stale {
+                e.busy.get_mut().lease_confirmed_for = Some(e.health.probe_time);
+                e.busy.get_mut().lease_evidence = Some(LeaseEvidence::Stale {
                     read_at: now,
                     renew_time: renew,
                 });
             }
             LeaseReadOutcome::NotFound => {
-                e.lease_confirmed_for = Some(e.health.probe_time);
-                e.lease_evidence = Some(LeaseEvidence::Missing { read_at: now });
+                e.busy.get_mut().lease_confirmed_for = Some(e.health.probe_time);
+                e.busy.get_mut().lease_evidence = Some(LeaseEvidence::Missing { read_at: now });
             }
             LeaseReadOutcome::Failed(_) => {
                 // The API server cannot be read: wait, decide nothing.

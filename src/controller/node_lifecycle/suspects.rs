@@ -42,7 +42,7 @@ pub(super) struct SuspectView {
 impl NodeLifecycle {
     /// Whether a counted-Ready node is a suspect at `now` (see the module doc).
     pub(super) fn is_suspect(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
-        if e.verdict != Verdict::Idle {
+        if e.busy.get().verdict != Verdict::Idle {
             return true;
         }
         let Some(node) = self.store.node(name) else {

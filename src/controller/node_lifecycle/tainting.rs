@@ -78,8 +78,12 @@ impl NodeLifecycle {
 
     pub(super) fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
         self.nodes.get(name).is_some_and(|e| {
-            e.taint_ops.iter().any(&f)
-                || e.taint_write.as_ref().is_some_and(|w| w.ops.iter().any(&f))
+            e.busy.get().taint_ops.iter().any(&f)
+                || e.busy
+                    .get()
+                    .taint_write
+                    .as_ref()
+                    .is_some_and(|w| w.ops.iter().any(&f))
         })
     }
 
@@ -137,7 +141,7 @@ impl NodeLifecycle {
         out: &mut Vec<Action>,
     ) {
         if let Some(e) = self.nodes.get_mut(name) {
-            e.taint_ops.push(op);
+            e.busy.get_mut().taint_ops.push(op);
         }
         self.pump_taints(name, now, out);
     }
@@ -148,7 +152,7 @@ impl NodeLifecycle {
         if self
             .nodes
             .get(name)
-            .is_some_and(|e| e.taint_write.is_none())
+            .is_some_and(|e| e.busy.get().taint_write.is_none())
         {
             self.requeue_forbidden_ops(name, now);
         }
@@ -158,20 +162,25 @@ impl NodeLifecycle {
         let Some(node) = self.store.node(name) else {
             return;
         };
-        if !e.registered || e.taint_write.is_some() || e.taint_retry_pending {
+        if !e.registered || e.busy.get().taint_write.is_some() || e.busy.get().taint_retry_pending {
             return;
         }
         let rules = (
             &self.settings.condition_taints[..],
             &self.retired_condition_taints[..],
         );
-        let desired = desired_taints(node, &e.taint_ops, rules, now);
-        let ops = std::mem::take(&mut e.taint_ops);
+        let desired = desired_taints(node, &e.busy.get().taint_ops, rules, now);
+        // Taken only when there are some: a settled node has no `Busy` box to make and drop.
+        let ops = if e.busy.get().taint_ops.is_empty() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut e.busy.get_mut().taint_ops)
+        };
         if desired == node.taints {
             self.taint_ops_done(name, &ops, true, now);
             return;
         }
-        if e.taint_tries == 0 {
+        if e.busy.get().taint_tries == 0 {
             let decision = taint_decision(name, &e.zone, node, &desired, &ops);
             self.decisions.extend(decision);
         }
@@ -192,7 +201,7 @@ impl NodeLifecycle {
             out,
         );
         let e = self.nodes.get_mut(name).expect("looked up above");
-        e.taint_write = Some(TaintWrite {
+        e.busy.get_mut().taint_write = Some(TaintWrite {
             id,
             resource_version: node.resource_version.clone(),
             taints: desired,
@@ -209,12 +218,16 @@ impl NodeLifecycle {
     fn requeue_forbidden_ops(&mut self, name: &Name, now: Time) {
         // An engaged brake covering the node holds every queued NoExecute decision too.
         let braked = self.brake_covering(name).is_some();
-        let Some(e) = self.nodes.get_mut(name) else {
+        let Some(e) = self
+            .nodes
+            .get_mut(name)
+            .filter(|e| !e.busy.get().taint_ops.is_empty())
+        else {
             return;
         };
         let zones = &self.zones;
         let mut requeue = Vec::new();
-        e.taint_ops.retain(|op| {
+        e.busy.get_mut().taint_ops.retain(|op| {
             let (TaintOp::Apply {
                 zone: Some(zone), ..
             }
@@ -266,7 +279,7 @@ impl NodeLifecycle {
         let Some(node) = self.store.node(name) else {
             return;
         };
-        if !e.registered || e.label_write.is_some() {
+        if !e.registered || e.busy.get().label_write.is_some() {
             return;
         }
         let labels = labels_to_update(node);
@@ -289,7 +302,7 @@ impl NodeLifecycle {
             out,
         );
         let e = self.nodes.get_mut(name).expect("looked up above");
-        e.label_write = Some(id);
+        e.busy.get_mut().label_write = Some(id);
     }
 
     /// The zone queues' pass, every 100 ms while some queue has work.

@@ -7,7 +7,8 @@ use crate::controller::{
     Action, ActionId, Controllers, Input, LeaseReadOutcome, NODE_LOST_REASON, Outcome, Settings,
 };
 use crate::model::{
-    ConditionStatus, Lease, Name, Node, NodeCondition, NodeConditionType, Pod, PodKey,
+    ConditionStatus, ConditionText, Lease, Name, Node, NodeCondition, NodeConditionType, Pod,
+    PodKey,
 };
 use crate::time::Time;
 
@@ -260,8 +261,7 @@ impl FakeApi {
                 status,
                 last_heartbeat_time: Some(self.now),
                 last_transition_time: Some(since),
-                reason: None,
-                message: None,
+                text: ConditionText::new(None, None),
             }];
             self.put_node(node);
         }

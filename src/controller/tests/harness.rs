@@ -8,8 +8,8 @@ use std::time::Duration;
 pub use crate::controller::testing::FakeApi;
 use crate::controller::{Controllers, Settings};
 use crate::model::{
-    ConditionStatus, Lease, Name, Node, NodeCondition, NodeConditionType, Pod, PodKey, Taint,
-    TaintEffect, labels,
+    ConditionStatus, ConditionText, Lease, Name, Node, NodeCondition, NodeConditionType, Pod,
+    PodKey, Taint, TaintEffect, labels,
 };
 use crate::time::Rate;
 use crate::time::Time;
@@ -67,8 +67,7 @@ pub fn cond(kind: NodeConditionType, status: ConditionStatus, hb: Time, tr: Time
         status,
         last_heartbeat_time: Some(hb),
         last_transition_time: Some(tr),
-        reason: None,
-        message: None,
+        text: ConditionText::new(None, None),
     }
 }
 

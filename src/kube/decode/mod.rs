@@ -6,6 +6,7 @@
 //! JSON allows it and interned once; unknown enum strings never fail decoding. Pods with
 //! identical tolerations share one `Rc<[Toleration]>`.
 
+mod condition_text;
 pub mod list_stream;
 pub mod proto;
 mod wire;
@@ -60,6 +61,8 @@ pub struct DecodeContext {
     tolerations: HashSet<Rc<[Toleration]>>,
     /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
     label_sets: HashSet<Rc<[(Name, Name)]>>,
+    /// Node conditions' reason and message pairs (`condition_text.rs`).
+    condition_texts: HashSet<Rc<(Option<Name>, Option<Name>)>>,
     /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
     /// with the same bad field is logged once.
     warned: HashSet<String>,
@@ -82,6 +85,7 @@ impl DecodeContext {
             interner: Interner::new(),
             tolerations: HashSet::new(),
             label_sets: HashSet::new(),
+            condition_texts: HashSet::new(),
             warned: HashSet::new(),
             pool_label_keys: Vec::new(),
         }
@@ -157,15 +161,15 @@ impl DecodeContext {
         self.tolerations.len()
     }
 
-    /// Drops names, toleration lists and label sets no object refers to any more (e.g. after a
-    /// relist).
+    /// Drops names, toleration lists, label sets and condition texts no object refers to any
+    /// more (e.g. after a relist).
     pub fn prune(&mut self) -> usize {
         let before = self.tolerations.len() + self.label_sets.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
         self.label_sets.retain(|l| Rc::strong_count(l) > 1);
         let pruned_lists = before - self.tolerations.len() - self.label_sets.len();
-        // Toleration lists and label sets go first: they hold interned names.
-        pruned_lists + self.interner.prune()
+        // Toleration lists, label sets and texts go first: they hold interned names.
+        pruned_lists + condition_text::prune(self) + self.interner.prune()
     }
 }
 
@@ -416,8 +420,7 @@ impl Decode for Node {
                     "status.conditions[].lastTransitionTime",
                     &c.last_transition_time,
                 ),
-                reason: opt_interned(ctx, &c.reason),
-                message: opt_interned(ctx, &c.message),
+                text: condition_text::shared(ctx, &c.reason, &c.message),
             });
         }
         // Kept for the node's lifetime: no spare capacity.

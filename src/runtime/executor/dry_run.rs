@@ -228,7 +228,7 @@ pub(crate) fn conditions_line(
                 .find(|c| c.kind == w.kind)
                 .is_none_or(|c| c.status != w.status)
         })
-        .map(|w| match &w.reason {
+        .map(|w| match w.text.reason() {
             Some(reason) => format!("{}={} ({reason})", w.kind.as_str(), w.status.as_str()),
             None => format!("{}={}", w.kind.as_str(), w.status.as_str()),
         })

@@ -98,7 +98,7 @@ fn node_json(n: &Node) -> String {
             if let Some(t) = c.last_transition_time {
                 s += &format!(r#","lastTransitionTime":"{}""#, t.to_rfc3339());
             }
-            if let Some(r) = &c.reason {
+            if let Some(r) = c.text.reason() {
                 s += &format!(r#","reason":"{r}""#);
             }
             s + "}"

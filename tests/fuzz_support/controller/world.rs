@@ -7,8 +7,8 @@ use std::rc::Rc;
 use node_lifecycled::controller::testing::{FakeApi, HeldAnswer};
 use node_lifecycled::controller::{Action, Input};
 use node_lifecycled::model::{
-    ConditionStatus, Lease, Name, Node, NodeCondition, NodeConditionType, Pod, PodKey, TaintEffect,
-    Toleration, TolerationOperator,
+    ConditionStatus, ConditionText, Lease, Name, Node, NodeCondition, NodeConditionType, Pod,
+    PodKey, TaintEffect, Toleration, TolerationOperator,
 };
 use node_lifecycled::time::Time;
 
@@ -290,8 +290,7 @@ fn condition(
         status,
         last_heartbeat_time: None,
         last_transition_time: None,
-        reason: reason.map(Name::from),
-        message: None,
+        text: ConditionText::new(reason.map(Name::from), None),
     }
 }
 

@@ -115,7 +115,7 @@ fn a_taint_that_appears_while_watching_counts_from_then() {
 /// pods of a recovered node in its first 50 ms).
 #[test]
 fn a_stale_taint_on_a_ready_node_found_at_a_start_counts_from_now() {
-    use crate::model::{ConditionStatus, NodeCondition, NodeConditionType};
+    use crate::model::{ConditionStatus, ConditionText, NodeCondition, NodeConditionType};
     let mut h = Harness::new();
     let added = h.now;
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
@@ -126,8 +126,7 @@ fn a_stale_taint_on_a_ready_node_found_at_a_start_counts_from_now() {
         status: ConditionStatus::True,
         last_heartbeat_time: Some(h.now),
         last_transition_time: Some(h.now),
-        reason: None,
-        message: None,
+        text: ConditionText::new(None, None),
     }];
     h.found_at_start(&ready);
     assert_eq!(h.evicted(), vec![]);

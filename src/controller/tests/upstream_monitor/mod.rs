@@ -12,7 +12,9 @@ use std::time::Duration;
 use crate::controller::ZoneState;
 use crate::controller::tests::harness::*;
 use crate::model::ConditionStatus::{True, Unknown};
-use crate::model::{ConditionStatus, Node, NodeCondition, NodeConditionType, labels};
+use crate::model::{
+    ConditionStatus, ConditionText, Node, NodeCondition, NodeConditionType, labels,
+};
 use crate::time::Time;
 
 fn fake_now() -> Time {
@@ -274,8 +276,10 @@ fn never_updated(kind: NodeConditionType, created: Time, now: Time) -> NodeCondi
         status: Unknown,
         last_heartbeat_time: Some(created),
         last_transition_time: Some(now),
-        reason: Some(n("NodeStatusNeverUpdated")),
-        message: Some(n("Kubelet never posted node status.")),
+        text: ConditionText::new(
+            Some(n("NodeStatusNeverUpdated")),
+            Some(n("Kubelet never posted node status.")),
+        ),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::*;
 
 use crate::model::ConditionStatus::{False, True, Unknown};
-use crate::model::{NodeCondition, NodeConditionType};
+use crate::model::{ConditionText, NodeCondition, NodeConditionType};
 use crate::time::Time;
 
 #[test]
@@ -42,8 +42,10 @@ fn test_monitor_node_health_update_status_stale_status_posts_unknown() {
         status: Unknown,
         last_heartbeat_time: Some(fake_now()),
         last_transition_time: Some(later),
-        reason: Some(n("NodeStatusUnknown")),
-        message: Some(n("Kubelet stopped posting node status.")),
+        text: ConditionText::new(
+            Some(n("NodeStatusUnknown")),
+            Some(n("Kubelet stopped posting node status.")),
+        ),
     }];
     expected.extend(four_never_updated(old(), later).into_iter().skip(1));
     assert_eq!(writes[0].2, expected);
@@ -179,8 +181,10 @@ fn test_with_lease_stale_status_and_lease_expired() {
         status: Unknown,
         last_heartbeat_time: Some(fake_now()),
         last_transition_time: Some(later),
-        reason: Some(n("NodeStatusUnknown")),
-        message: Some(n("Kubelet stopped posting node status.")),
+        text: ConditionText::new(
+            Some(n("NodeStatusUnknown")),
+            Some(n("Kubelet stopped posting node status.")),
+        ),
     }];
     expected.extend(four_never_updated(old(), later).into_iter().skip(1));
     assert_eq!(writes[0].2, expected);

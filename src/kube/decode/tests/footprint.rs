@@ -78,7 +78,7 @@ impl Footprint {
             self.effect(&t.effect);
         }
         for c in &n.conditions {
-            for s in c.reason.iter().chain(c.message.iter()) {
+            for s in c.text.reason().into_iter().chain(c.text.message()) {
                 self.name(s);
             }
         }

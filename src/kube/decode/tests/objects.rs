@@ -36,7 +36,7 @@ fn kubeadm_control_plane_node_keeps_only_what_the_controller_reads() {
     let ready = node.ready().unwrap();
     assert_eq!(ready.status, ConditionStatus::True);
     assert_eq!(ready.last_heartbeat_time, Some(t("2024-03-12T10:02:11Z")));
-    assert_eq!(ready.reason.as_deref(), Some("KubeletReady"));
+    assert_eq!(ready.text.reason().map(|r| &**r), Some("KubeletReady"));
     let net = node
         .condition(NodeConditionType::NetworkUnavailable)
         .unwrap();
