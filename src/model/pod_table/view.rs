@@ -11,7 +11,7 @@ pub(crate) struct PodView<'a> {
 
 impl<'a> PodView<'a> {
     pub(super) fn record(&self) -> &'a Record {
-        &self.table.records[self.slot as usize]
+        self.table.records.get(self.slot)
     }
 
     pub(crate) fn namespace(&self) -> &'a Name {
@@ -22,7 +22,8 @@ impl<'a> PodView<'a> {
     }
 
     pub(crate) fn name(&self) -> &'a str {
-        &self.record().name
+        // The arena holds what `upsert` was given, a `str`: this never falls back.
+        std::str::from_utf8(self.table.names.get(self.record().name)).unwrap_or("")
     }
 
     /// The key as the API names it (allocates the name: for actions and events).
