@@ -1,9 +1,10 @@
 //! The bound pods, compactly: the one copy of every pod the daemon keeps.
 //!
-//! A pod is a 44-byte record in a slab (`record.rs`) plus its name in a shared arena
+//! A pod is a 40-byte record in a slab (`record.rs`) plus its name in a shared arena
 //! (`names.rs`, ~23 bytes): the uid as 16 bytes and the resourceVersion as an integer sharing
-//! a word with the flags (text fallbacks in a side map), the name's offset, the namespace, node
-//! name and toleration list as 4-byte ids into shared tables, and the creation second. Pods are
+//! a word with the flags (text fallbacks in a side map), the name's offset, the node name and
+//! the namespace with the toleration list as 4-byte ids into shared tables, and the creation
+//! second. Pods are
 //! found by name through a table of 4-byte slots keyed by the records themselves (`index.rs`:
 //! no key is copied, and a hash collision costs a probe, never a pod), and by node through a
 //! list of slots per node. About 80 bytes per pod in all (BENCHMARKS.md, Floor 1).
@@ -88,11 +89,13 @@ pub(crate) struct PodTable {
     hasher: RandomState,
     /// ANDed into every hash: all ones, except in tests that force collisions.
     hash_mask: u64,
-    namespaces: RefTable<Name>,
+    /// Each pod's namespace and toleration list as one shared pair: a cluster has few distinct
+    /// pairs (its namespaces times the few lists admission and the workloads set), so a pod
+    /// names both with one 4-byte id.
+    scopes: RefTable<Scope>,
     nodes: RefTable<Name>,
     /// Slots of the pods on each node, by node id.
     by_node: Vec<Vec<u32>>,
-    tolerations: RefTable<Rc<[Toleration]>>,
     text: HashMap<u32, TextIds>,
     live: usize,
 }
@@ -112,10 +115,9 @@ impl PodTable {
             index: SlotIndex::default(),
             hasher: RandomState::new(),
             hash_mask: u64::MAX,
-            namespaces: RefTable::default(),
+            scopes: RefTable::default(),
             nodes: RefTable::default(),
             by_node: Vec::new(),
-            tolerations: RefTable::default(),
             text: HashMap::new(),
             live: 0,
         }
@@ -142,10 +144,7 @@ impl PodTable {
         let r = self.records.get(slot);
         r.has(LIVE)
             && self.names.get(r.name) == name.as_bytes()
-            && self
-                .namespaces
-                .get(r.namespace)
-                .is_some_and(|n| &**n == namespace)
+            && namespace_of(&self.scopes, r) == namespace
     }
 
     fn find(&self, namespace: &str, name: &str) -> Option<u32> {
@@ -163,15 +162,19 @@ impl PodTable {
             index,
             hasher,
             hash_mask,
-            namespaces,
+            scopes,
             ..
         } = self;
         index.reset(capacity, slot_bound);
         for (slot, r) in records.iter().enumerate() {
             if r.has(LIVE) {
-                let ns = namespaces.get(r.namespace).map_or("", |n| &**n);
                 index.place(
-                    key_hash(hasher, *hash_mask, ns, names.get(r.name)),
+                    key_hash(
+                        hasher,
+                        *hash_mask,
+                        namespace_of(scopes, r),
+                        names.get(r.name),
+                    ),
                     slot as u32,
                 );
             }
@@ -231,7 +234,7 @@ impl PodTable {
         // Names compare as bytes: the same order as `str`'s for UTF-8.
         slots.sort_by(|a, b| {
             let (ra, rb) = (self.records.get(*a), self.records.get(*b));
-            let ns = |r: &Record| self.namespaces.get(r.namespace).map(|n| &**n).unwrap_or("");
+            let ns = |r: &Record| namespace_of(&self.scopes, r);
             (ns(ra), self.names.get(ra.name)).cmp(&(ns(rb), self.names.get(rb.name)))
         });
         slots.into_iter().map(PodId).collect()
@@ -306,11 +309,17 @@ impl PodTable {
             self.unlink_node(slot, old_node);
             self.link_node(slot, new_node);
         }
-        let old_tolerations = self.records.get(slot).tolerations;
-        if self.tolerations.get(old_tolerations) != Some(&pod.tolerations) {
-            let id = self.tolerations.acquire(&pod.tolerations);
-            self.tolerations.release(old_tolerations);
-            self.records.get_mut(slot).tolerations = id;
+        let old_scope = self.records.get(slot).scope;
+        if self
+            .scopes
+            .get(old_scope)
+            .is_none_or(|(_, t)| *t != pod.tolerations)
+        {
+            let id = self
+                .scopes
+                .acquire(&(pod.key.namespace.clone(), pod.tolerations.clone()));
+            self.scopes.release(old_scope);
+            self.records.get_mut(slot).scope = id;
         }
         self.set_ids(slot, &pod);
         let key = pod.key;
@@ -322,14 +331,15 @@ impl PodTable {
     }
 
     fn insert(&mut self, pod: Pod) -> u32 {
-        let namespace = self.namespaces.acquire(&pod.key.namespace);
+        let scope = self
+            .scopes
+            .acquire(&(pod.key.namespace.clone(), pod.tolerations.clone()));
         let node = pod
             .node_name
             .as_ref()
             .map_or(NO_NODE, |n| self.nodes.acquire(n));
-        let tolerations = self.tolerations.acquire(&pod.tolerations);
         let name = self.names.push(&pod.key.name);
-        let record = Record::new(name, namespace, node, tolerations);
+        let record = Record::new(name, scope, node);
         // Room in the index first: a rebuild reads the live records, and this one is not yet.
         let next = self
             .free
@@ -424,20 +434,23 @@ impl PodTable {
                 index,
                 hasher,
                 hash_mask,
-                namespaces,
+                scopes,
                 ..
             } = &mut *self;
             index.remove(h, slot, |other| {
                 let r = records.get(other);
-                let ns = namespaces.get(r.namespace).map_or("", |n| &**n);
-                key_hash(hasher, *hash_mask, ns, names.get(r.name))
+                key_hash(
+                    hasher,
+                    *hash_mask,
+                    namespace_of(scopes, r),
+                    names.get(r.name),
+                )
             });
         }
         let r = std::mem::replace(self.records.get_mut(slot), Record::vacant());
         self.names.remove(r.name);
         self.unlink_node(slot, r.node);
-        self.namespaces.release(r.namespace);
-        self.tolerations.release(r.tolerations);
+        self.scopes.release(r.scope);
         self.text.remove(&slot);
         self.free.push(slot);
         self.live -= 1;
@@ -486,6 +499,14 @@ impl PodTable {
         self.shrink_to_fit();
         gone
     }
+}
+
+/// A pod's namespace and toleration list (see `PodTable::scopes`).
+type Scope = (Name, Rc<[Toleration]>);
+
+/// The namespace of `r` (empty for a vacant record).
+fn namespace_of<'a>(scopes: &'a RefTable<Scope>, r: &Record) -> &'a str {
+    scopes.get(r.scope).map_or("", |(ns, _)| &**ns)
 }
 
 /// The index's hash of a pod's key, from the name's bytes (a rebuild reads them from the

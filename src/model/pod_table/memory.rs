@@ -2,6 +2,8 @@
 //! holds counted as glibc's malloc allocates them.
 
 use super::{LIVE, PodTable, TextIds};
+use std::collections::HashMap;
+
 use crate::model::Toleration;
 
 impl PodTable {
@@ -26,9 +28,8 @@ impl PodTable {
         self.names.shrink_to_fit();
         self.free.shrink_to_fit();
         self.text.shrink_to_fit();
-        self.namespaces.shrink_to_fit();
+        self.scopes.shrink_to_fit();
         self.nodes.shrink_to_fit();
-        self.tolerations.shrink_to_fit();
         self.by_node.shrink_to_fit();
     }
 
@@ -39,9 +40,15 @@ impl PodTable {
             .iter()
             .map(|v| malloc_size(v.capacity() * 4))
             .sum();
-        let toleration_lists: usize = (0..self.tolerations.id_bound() as u32)
-            .filter_map(|id| self.tolerations.get(id))
-            .map(|t| malloc_size(16 + std::mem::size_of_val::<[Toleration]>(t)))
+        // A list held by several pairs (one per namespace using it) is one allocation.
+        let toleration_lists: usize = (0..self.scopes.id_bound() as u32)
+            .filter_map(|id| self.scopes.get(id))
+            .map(|(_, t)| {
+                let bytes = malloc_size(16 + std::mem::size_of_val::<[Toleration]>(t));
+                (t.as_ptr(), bytes)
+            })
+            .collect::<HashMap<_, _>>()
+            .into_values()
             .sum();
         self.records.heap_bytes()
             + self.names.heap_bytes()
@@ -50,9 +57,8 @@ impl PodTable {
             + malloc_size(self.free.capacity() * 4)
             + self.by_node.capacity() * std::mem::size_of::<Vec<u32>>()
             + by_node
-            + self.namespaces.table_bytes()
+            + self.scopes.table_bytes()
             + self.nodes.table_bytes()
-            + self.tolerations.table_bytes()
             + toleration_lists
     }
 }

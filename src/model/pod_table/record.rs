@@ -1,4 +1,4 @@
-//! A pod's record (44 bytes, 4-aligned) and the slab that holds them, in chunks.
+//! A pod's record (40 bytes, 4-aligned) and the slab that holds them, in chunks.
 
 use super::ConditionStatus;
 
@@ -25,25 +25,24 @@ const FLAG_BITS: u32 = 16;
 pub(super) struct Record {
     pub(super) uid: [u8; 16],
     /// The resourceVersion (below [`COMPACT_RV_LIMIT`]) in the high 48 bits, the flags in the
-    /// low 16, as two halves (low first) so that the record is 4-aligned: 44 bytes, where a
+    /// low 16, as two halves (low first) so that the record is 4-aligned: 40 bytes, where a
     /// `u64` would pad it to 48.
     version_flags: [u32; 2],
     /// The name's offset in the table's name arena (`names.rs`).
     pub(super) name: u32,
-    pub(super) namespace: u32,
+    /// The namespace and the toleration list, as one id of the pair (`PodTable::scopes`).
+    pub(super) scope: u32,
     pub(super) node: u32,
-    pub(super) tolerations: u32,
     /// `metadata.creationTimestamp` in Unix seconds (0: none).
     pub(super) created: u32,
 }
 
 impl Record {
-    pub(super) fn new(name: u32, namespace: u32, node: u32, tolerations: u32) -> Record {
+    pub(super) fn new(name: u32, scope: u32, node: u32) -> Record {
         let mut r = Record::vacant();
         r.name = name;
-        r.namespace = namespace;
+        r.scope = scope;
         r.node = node;
-        r.tolerations = tolerations;
         r.set_flags(LIVE | SEEN);
         r
     }
@@ -53,9 +52,8 @@ impl Record {
             uid: [0; 16],
             version_flags: [0; 2],
             name: 0,
-            namespace: 0,
+            scope: 0,
             node: NO_NODE,
-            tolerations: 0,
             created: 0,
         }
     }

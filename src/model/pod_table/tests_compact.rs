@@ -51,8 +51,8 @@ fn assert_consistent(t: &PodTable, model: &BTreeMap<(String, String), Pod>) {
 }
 
 #[test]
-fn the_record_is_44_bytes_and_4_aligned() {
-    assert_eq!(std::mem::size_of::<Record>(), 44);
+fn the_record_is_40_bytes_and_4_aligned() {
+    assert_eq!(std::mem::size_of::<Record>(), 40);
     assert_eq!(std::mem::align_of::<Record>(), 4);
 }
 
@@ -238,4 +238,42 @@ fn a_full_state_dropping_half_the_pods_gives_their_room_back() {
         t.index.capacity()
     );
     assert_eq!(t.count_on_node("n1"), 4_000);
+}
+
+/// The namespace and the toleration list are one shared pair: a change of tolerations moves
+/// the pod to another pair and keeps its namespace; a pair goes with its last pod.
+#[test]
+fn a_pods_namespace_and_tolerations_are_one_shared_pair() {
+    use crate::model::{TaintEffect, TolerationOperator};
+    let mut t = PodTable::new();
+    let list: Rc<[Toleration]> = Rc::from(vec![Toleration {
+        key: Rc::from("node.kubernetes.io/unreachable"),
+        operator: TolerationOperator::Exists,
+        value: Rc::from(""),
+        effect: Some(TaintEffect::NoExecute),
+        toleration_seconds: Some(300),
+    }]);
+    let mut pods = Vec::new();
+    for (ns, name) in [("a", "p1"), ("a", "p2"), ("b", "p1")] {
+        let mut p = pod(ns, name, Some("n1"), 1);
+        p.tolerations = list.clone();
+        t.upsert(p.clone());
+        pods.push(p);
+    }
+    assert_eq!(t.scopes.id_bound(), 2, "one pair per namespace");
+    let mut moved = pods[0].clone();
+    moved.tolerations = Rc::from(Vec::new());
+    moved.resource_version = Rc::from("2");
+    t.upsert(moved.clone());
+    pods[0] = moved;
+    for p in &pods {
+        assert_eq!(t.get(&p.key).unwrap().to_pod(), *p);
+    }
+    t.remove(&pods[0].key);
+    assert!(
+        (0..t.scopes.id_bound() as u32)
+            .filter_map(|id| t.scopes.get(id))
+            .all(|(_, l)| **l == *list),
+        "the pair of the removed pod went with it"
+    );
 }

@@ -15,10 +15,12 @@ impl<'a> PodView<'a> {
     }
 
     pub(crate) fn namespace(&self) -> &'a Name {
-        self.table
-            .namespaces
-            .get(self.record().namespace)
+        &self
+            .table
+            .scopes
+            .get(self.record().scope)
             .expect("a live pod's namespace is held")
+            .0
     }
 
     pub(crate) fn name(&self) -> &'a str {
@@ -70,10 +72,12 @@ impl<'a> PodView<'a> {
     }
 
     pub(crate) fn tolerations(&self) -> &'a Rc<[Toleration]> {
-        self.table
-            .tolerations
-            .get(self.record().tolerations)
+        &self
+            .table
+            .scopes
+            .get(self.record().scope)
             .expect("a live pod's tolerations are held")
+            .1
     }
 
     pub(crate) fn deleting(&self) -> bool {
