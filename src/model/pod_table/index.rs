@@ -4,12 +4,12 @@
 //! another just takes the next free bucket).
 //!
 //! A bucket is `tag << slot_bits | (slot + 1)` (0: empty): the slot in the low bits, and in the
-//! bits the slots do not need (13 at 450,000 pods) a fragment of the hash, so that a probe only
-//! reads the record of a bucket whose fragment matches. Linear probing, the home bucket picked
-//! from the hash's high half by a multiply (so the size need not be a power of two), at most
-//! 80 % full and grown by a quarter, so that it holds 5 to 6.3 bytes per pod. A removal shifts
-//! the entries after it back (no tombstones); the homes of those it looks at are rehashed from
-//! their records, which the caller provides.
+//! bits the slots do not need (14 at 150,000 pods, 12 at 450,000) a fragment of the hash, so
+//! that a probe only reads the record of a bucket whose fragment matches. Linear probing, the
+//! home bucket picked from the hash's high half by a multiply (so the size need not be a power
+//! of two), at most 80 % full and grown by a quarter, so that it holds 5 to 6.3 bytes per pod.
+//! A removal shifts the entries after it back (no tombstones); the homes of those it looks at
+//! are rehashed from their records, which the caller provides.
 
 /// The fewest bits given to slots (so that a small table is not rebuilt at every doubling).
 const MIN_SLOT_BITS: u32 = 12;
