@@ -31,14 +31,18 @@ use node_lifecycled::time::Rng;
 struct CountingAlloc;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+/// Live allocations of the process.
+static BLOCKS: AtomicIsize = AtomicIsize::new(0);
 
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        BLOCKS.fetch_add(1, Ordering::Relaxed);
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        BLOCKS.fetch_sub(1, Ordering::Relaxed);
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -124,12 +128,14 @@ fn main() -> ExitCode {
     }
     let count = pods.len();
     let before = LIVE.load(Ordering::Relaxed);
+    let blocks_before = BLOCKS.load(Ordering::Relaxed);
     let mut store = ClusterStore::new();
     for text in &pods {
         let pod: Pod = decode_object(text.as_bytes(), &mut ctx).expect("pod decodes");
         store.upsert_pod(pod);
     }
     let measured = LIVE.load(Ordering::Relaxed) - before;
+    let blocks = BLOCKS.load(Ordering::Relaxed) - blocks_before;
     let estimate = store.heap_bytes().pods;
     let floor = name_bytes + count * FLOOR_FIXED;
     let per = |b: usize| b as f64 / count as f64;
@@ -140,6 +146,10 @@ fn main() -> ExitCode {
     println!(
         "measured heap (store + interner, allocator count): {:>7.1} B/pod",
         per(measured.max(0) as usize)
+    );
+    println!(
+        "live allocations (store + interner):               {:>7.3} per pod",
+        blocks as f64 / count as f64
     );
     println!(
         "the store's own estimate (state dump):             {:>7.1} B/pod",

@@ -1,16 +1,18 @@
 //! The bound pods, compactly: the one copy of every pod the daemon keeps.
 //!
-//! A pod is a 56-byte record in one slab plus its name: the uid as 16 bytes and the
-//! resourceVersion as an integer sharing a word with the flags (text fallbacks in a side map),
-//! the namespace, node name and toleration list as 4-byte ids into shared tables, and the
-//! creation second. Pods are found by a 64-bit hash of
-//! `namespace/name` (an `u64 -> slot` map; a second pod with the same hash, astronomically
-//! rare, goes to an exact overflow map), and by node through a list of slots per node.
+//! A pod is a 40-byte record in a slab (`record.rs`) plus its name in a shared arena
+//! (`names.rs`, ~23 bytes): the uid as 16 bytes and the resourceVersion as an integer sharing
+//! a word with the flags (text fallbacks in a side map), the name's offset, the node name and
+//! the namespace with the toleration list as 4-byte ids into shared tables, and the creation
+//! second. Pods are
+//! found by name through a table of 4-byte slots keyed by the records themselves (`index.rs`:
+//! no key is copied, and a hash collision costs a probe, never a pod), and by node through a
+//! list of slots per node. About 80 bytes per pod in all (BENCHMARKS.md, Floor 1).
 //! Both controllers read pods from here; nobody else keeps a copy (kube-controller-manager's
 //! informers keep three or more whole objects per pod: kubernetes#115699).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::rc::Rc;
 
 use super::compact::{parse_resource_version, parse_uuid, render_uuid};
@@ -18,105 +20,16 @@ use super::ref_table::RefTable;
 use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
 use crate::time::Time;
 
+mod index;
 mod memory;
+mod names;
+mod record;
 mod view;
+use index::SlotIndex;
 pub(crate) use memory::malloc_size;
+use names::NameArena;
+use record::*;
 pub(crate) use view::PodView;
-
-const NO_NODE: u32 = u32::MAX;
-
-const LIVE: u16 = 1;
-/// Seen in the full state (LIST or watch-list) being delivered: see [`PodTable::begin_full_state`].
-const SEEN: u16 = 1 << 1;
-const DELETING: u16 = 1 << 2;
-const DAEMONSET: u16 = 1 << 3;
-const TEXT_UID: u16 = 1 << 4;
-const TEXT_RV: u16 = 1 << 5;
-const DISRUPTION: u16 = 1 << 9;
-const READY_SHIFT: u16 = 6;
-const READY_MASK: u16 = 0b111 << READY_SHIFT;
-
-/// ResourceVersions from this on are kept as text (etcd's revisions are far below: 2^48 is
-/// 281 trillion), so that the version and the flags share one word.
-const COMPACT_RV_LIMIT: u64 = 1 << 48;
-const FLAG_BITS: u32 = 16;
-
-#[derive(Debug)]
-struct Record {
-    name: Box<str>,
-    uid: [u8; 16],
-    /// The resourceVersion (below [`COMPACT_RV_LIMIT`]) in the high 48 bits, the flags in the
-    /// low 16: one word, so that the creation second fits in the 56 bytes (with a `u16` of flags
-    /// of its own the record would be padded to 64).
-    version_flags: u64,
-    namespace: u32,
-    node: u32,
-    tolerations: u32,
-    /// `metadata.creationTimestamp` in Unix seconds (0: none).
-    created: u32,
-}
-
-impl Record {
-    fn vacant() -> Record {
-        Record {
-            name: Box::default(),
-            uid: [0; 16],
-            version_flags: 0,
-            namespace: 0,
-            node: NO_NODE,
-            tolerations: 0,
-            created: 0,
-        }
-    }
-
-    fn flags(&self) -> u16 {
-        self.version_flags as u16
-    }
-
-    fn set_flags(&mut self, flags: u16) {
-        self.version_flags = (self.version_flags & !u64::from(u16::MAX)) | u64::from(flags);
-    }
-
-    fn resource_version(&self) -> u64 {
-        self.version_flags >> FLAG_BITS
-    }
-
-    /// `rv` must be below [`COMPACT_RV_LIMIT`] (larger ones are kept as text).
-    fn set_resource_version(&mut self, rv: u64) {
-        debug_assert!(rv < COMPACT_RV_LIMIT);
-        self.version_flags = (rv << FLAG_BITS) | u64::from(self.flags());
-    }
-
-    fn has(&self, flag: u16) -> bool {
-        self.flags() & flag != 0
-    }
-
-    fn set(&mut self, flag: u16, on: bool) {
-        let flags = self.flags();
-        self.set_flags(if on { flags | flag } else { flags & !flag });
-    }
-
-    fn ready(&self) -> Option<ConditionStatus> {
-        match (self.flags() & READY_MASK) >> READY_SHIFT {
-            1 => Some(ConditionStatus::True),
-            2 => Some(ConditionStatus::False),
-            3 => Some(ConditionStatus::Unknown),
-            4 => Some(ConditionStatus::Other),
-            _ => None,
-        }
-    }
-
-    fn set_ready(&mut self, ready: Option<ConditionStatus>) {
-        let bits = match ready {
-            None => 0,
-            Some(ConditionStatus::True) => 1,
-            Some(ConditionStatus::False) => 2,
-            Some(ConditionStatus::Unknown) => 3,
-            Some(ConditionStatus::Other) => 4,
-        };
-        self.set_flags((self.flags() & !READY_MASK) | (bits << READY_SHIFT));
-    }
-}
 
 /// Uids and resourceVersions that are not in the compact form.
 #[derive(Debug, Default)]
@@ -130,24 +43,6 @@ struct TextIds {
         )
     )]
     resource_version: Option<Name>,
-}
-
-/// The map key is already a hash.
-#[derive(Default)]
-struct PreHashed(u64);
-
-impl Hasher for PreHashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
 }
 
 /// A slot in the table, valid until the pod is removed.
@@ -187,16 +82,20 @@ pub(crate) struct PodBefore {
 
 #[derive(Debug)]
 pub(crate) struct PodTable {
-    records: Vec<Record>,
+    records: Slab,
+    names: NameArena,
     free: Vec<u32>,
-    index: HashMap<u64, u32, BuildHasherDefault<PreHashed>>,
-    overflow: HashMap<PodKey, u32>,
+    index: SlotIndex,
     hasher: RandomState,
-    namespaces: RefTable<Name>,
+    /// ANDed into every hash: all ones, except in tests that force collisions.
+    hash_mask: u64,
+    /// Each pod's namespace and toleration list as one shared pair: a cluster has few distinct
+    /// pairs (its namespaces times the few lists admission and the workloads set), so a pod
+    /// names both with one 4-byte id.
+    scopes: RefTable<Scope>,
     nodes: RefTable<Name>,
     /// Slots of the pods on each node, by node id.
     by_node: Vec<Vec<u32>>,
-    tolerations: RefTable<Rc<[Toleration]>>,
     text: HashMap<u32, TextIds>,
     live: usize,
 }
@@ -210,15 +109,15 @@ impl Default for PodTable {
 impl PodTable {
     pub(crate) fn new() -> PodTable {
         PodTable {
-            records: Vec::new(),
+            records: Slab::default(),
+            names: NameArena::default(),
             free: Vec::new(),
-            index: HashMap::default(),
-            overflow: HashMap::new(),
+            index: SlotIndex::default(),
             hasher: RandomState::new(),
-            namespaces: RefTable::default(),
+            hash_mask: u64::MAX,
+            scopes: RefTable::default(),
             nodes: RefTable::default(),
             by_node: Vec::new(),
-            tolerations: RefTable::default(),
             text: HashMap::new(),
             live: 0,
         }
@@ -228,30 +127,74 @@ impl PodTable {
         self.live
     }
 
+    /// A table whose hashes are ANDed with `mask` (0: every pod collides with every other).
+    #[cfg(test)]
+    pub(crate) fn with_hash_mask(mask: u64) -> PodTable {
+        PodTable {
+            hash_mask: mask,
+            ..PodTable::new()
+        }
+    }
+
     fn hash(&self, namespace: &str, name: &str) -> u64 {
-        self.hasher.hash_one((namespace, name))
+        key_hash(&self.hasher, self.hash_mask, namespace, name.as_bytes())
     }
 
     fn matches(&self, slot: u32, namespace: &str, name: &str) -> bool {
-        let r = &self.records[slot as usize];
+        let r = self.records.get(slot);
         r.has(LIVE)
-            && &*r.name == name
-            && self
-                .namespaces
-                .get(r.namespace)
-                .is_some_and(|n| &**n == namespace)
+            && self.names.get(r.name) == name.as_bytes()
+            && namespace_of(&self.scopes, r) == namespace
     }
 
     fn find(&self, namespace: &str, name: &str) -> Option<u32> {
         let h = self.hash(namespace, name);
-        let slot = *self.index.get(&h)?;
-        if self.matches(slot, namespace, name) {
-            return Some(slot);
+        self.index
+            .find(h, |slot| self.matches(slot, namespace, name))
+    }
+
+    /// Rebuilds the index at `capacity` buckets from the live records (in slot order, so that
+    /// the records and names are read front to back), for slots below `slot_bound`.
+    fn rebuild_index(&mut self, capacity: usize, slot_bound: usize) {
+        let PodTable {
+            records,
+            names,
+            index,
+            hasher,
+            hash_mask,
+            scopes,
+            ..
+        } = self;
+        index.reset(capacity, slot_bound);
+        for (slot, r) in records.iter().enumerate() {
+            if r.has(LIVE) {
+                index.place(
+                    key_hash(
+                        hasher,
+                        *hash_mask,
+                        namespace_of(scopes, r),
+                        names.get(r.name),
+                    ),
+                    slot as u32,
+                );
+            }
         }
-        self.overflow
+    }
+
+    /// Moves the names together (see [`NameArena::compact`]) and points the records at their
+    /// new offsets.
+    fn compact_names(&mut self) {
+        let mut live: Vec<(u32, u32)> = self
+            .records
             .iter()
-            .find(|(k, _)| &*k.namespace == namespace && &*k.name == name)
-            .map(|(_, s)| *s)
+            .enumerate()
+            .filter(|(_, r)| r.has(LIVE))
+            .map(|(slot, r)| (r.name, slot as u32))
+            .collect();
+        self.names.compact(&mut live);
+        for (offset, slot) in live {
+            self.records.get_mut(slot).name = offset;
+        }
     }
 
     pub(crate) fn id(&self, key: &PodKey) -> Option<PodId> {
@@ -288,10 +231,11 @@ impl PodTable {
             return Vec::new();
         };
         let mut slots: Vec<u32> = self.by_node[id as usize].clone();
+        // Names compare as bytes: the same order as `str`'s for UTF-8.
         slots.sort_by(|a, b| {
-            let (ra, rb) = (&self.records[*a as usize], &self.records[*b as usize]);
-            let ns = |r: &Record| self.namespaces.get(r.namespace).map(|n| &**n).unwrap_or("");
-            (ns(ra), &*ra.name).cmp(&(ns(rb), &*rb.name))
+            let (ra, rb) = (self.records.get(*a), self.records.get(*b));
+            let ns = |r: &Record| namespace_of(&self.scopes, r);
+            (ns(ra), self.names.get(ra.name)).cmp(&(ns(rb), self.names.get(rb.name)))
         });
         slots.into_iter().map(PodId).collect()
     }
@@ -321,7 +265,7 @@ impl PodTable {
     }
 
     fn update(&mut self, slot: u32, pod: Pod) -> PodUpsert {
-        self.records[slot as usize].set(SEEN, true);
+        self.records.get_mut(slot).set(SEEN, true);
         let view = self.view(PodId(slot));
         let record = view.record();
         let older = match parse_resource_version(&pod.resource_version) {
@@ -355,7 +299,7 @@ impl PodTable {
             }
         };
         // Re-point the shared ids first, then the plain fields.
-        let old_node = self.records[slot as usize].node;
+        let old_node = self.records.get(slot).node;
         let new_node = match &pod.node_name {
             Some(n) if self.nodes.get(old_node).is_some_and(|o| o == n) => old_node,
             Some(n) => self.nodes.acquire(n),
@@ -365,11 +309,17 @@ impl PodTable {
             self.unlink_node(slot, old_node);
             self.link_node(slot, new_node);
         }
-        let old_tolerations = self.records[slot as usize].tolerations;
-        if self.tolerations.get(old_tolerations) != Some(&pod.tolerations) {
-            let id = self.tolerations.acquire(&pod.tolerations);
-            self.tolerations.release(old_tolerations);
-            self.records[slot as usize].tolerations = id;
+        let old_scope = self.records.get(slot).scope;
+        if self
+            .scopes
+            .get(old_scope)
+            .is_none_or(|(_, t)| *t != pod.tolerations)
+        {
+            let id = self
+                .scopes
+                .acquire(&(pod.key.namespace.clone(), pod.tolerations.clone()));
+            self.scopes.release(old_scope);
+            self.records.get_mut(slot).scope = id;
         }
         self.set_ids(slot, &pod);
         let key = pod.key;
@@ -381,46 +331,35 @@ impl PodTable {
     }
 
     fn insert(&mut self, pod: Pod) -> u32 {
-        let namespace = self.namespaces.acquire(&pod.key.namespace);
+        let scope = self
+            .scopes
+            .acquire(&(pod.key.namespace.clone(), pod.tolerations.clone()));
         let node = pod
             .node_name
             .as_ref()
             .map_or(NO_NODE, |n| self.nodes.acquire(n));
-        let tolerations = self.tolerations.acquire(&pod.tolerations);
-        let record = Record {
-            name: Box::from(&*pod.key.name),
-            uid: [0; 16],
-            version_flags: u64::from(LIVE | SEEN),
-            namespace,
-            node,
-            tolerations,
-            created: 0,
-        };
+        let name = self.names.push(&pod.key.name);
+        let record = Record::new(name, scope, node);
+        // Room in the index first: a rebuild reads the live records, and this one is not yet.
+        let next = self
+            .free
+            .last()
+            .copied()
+            .unwrap_or(self.records.len() as u32);
+        if let Some(capacity) = self.index.wants_room_for(next) {
+            self.rebuild_index(capacity, self.records.len() + 1);
+        }
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.records[slot as usize] = record;
+                *self.records.get_mut(slot) = record;
                 slot
             }
-            None => {
-                // Grow by an eighth, not by doubling: the slab is the largest table we keep.
-                if self.records.len() == self.records.capacity() {
-                    self.records.reserve_exact((self.records.len() / 8).max(64));
-                }
-                self.records.push(record);
-                (self.records.len() - 1) as u32
-            }
+            None => self.records.push(record),
         };
         self.set_ids(slot, &pod);
         self.link_node(slot, node);
         let h = self.hash(&pod.key.namespace, &pod.key.name);
-        match self.index.entry(h) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.overflow.insert(pod.key.clone(), slot);
-            }
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(slot);
-            }
-        }
+        self.index.place(h, slot);
         self.live += 1;
         slot
     }
@@ -429,7 +368,7 @@ impl PodTable {
     fn set_ids(&mut self, slot: u32, pod: &Pod) {
         let uid = parse_uuid(&pod.uid);
         let rv = parse_resource_version(&pod.resource_version).filter(|v| *v < COMPACT_RV_LIMIT);
-        let r = &mut self.records[slot as usize];
+        let r = self.records.get_mut(slot);
         r.uid = uid.unwrap_or([0; 16]);
         r.set_resource_version(rv.unwrap_or(0));
         r.created = creation_second(pod.creation_timestamp);
@@ -456,7 +395,7 @@ impl PodTable {
         if node == NO_NODE {
             return;
         }
-        self.records[slot as usize].node = node;
+        self.records.get_mut(slot).node = node;
         if self.by_node.len() < self.nodes.id_bound() {
             self.by_node.resize_with(self.nodes.id_bound(), Vec::new);
         }
@@ -464,7 +403,7 @@ impl PodTable {
     }
 
     fn unlink_node(&mut self, slot: u32, node: u32) {
-        self.records[slot as usize].node = NO_NODE;
+        self.records.get_mut(slot).node = NO_NODE;
         if node == NO_NODE {
             return;
         }
@@ -486,51 +425,58 @@ impl PodTable {
     }
 
     fn remove_slot(&mut self, slot: u32, key: &PodKey) -> Option<Name> {
-        let node = {
-            let r = &self.records[slot as usize];
-            self.nodes.get(r.node).cloned()
-        };
+        let node = self.nodes.get(self.records.get(slot).node).cloned();
         let h = self.hash(&key.namespace, &key.name);
-        if self.overflow.remove(key).is_none() {
-            self.index.remove(&h);
-            // Promote a pod with the same hash from the overflow map.
-            let promoted = self
-                .overflow
-                .iter()
-                .find(|(k, _)| self.hash(&k.namespace, &k.name) == h)
-                .map(|(k, s)| (k.clone(), *s));
-            if let Some((k, s)) = promoted {
-                self.overflow.remove(&k);
-                self.index.insert(h, s);
-            }
+        {
+            let PodTable {
+                records,
+                names,
+                index,
+                hasher,
+                hash_mask,
+                scopes,
+                ..
+            } = &mut *self;
+            index.remove(h, slot, |other| {
+                let r = records.get(other);
+                key_hash(
+                    hasher,
+                    *hash_mask,
+                    namespace_of(scopes, r),
+                    names.get(r.name),
+                )
+            });
         }
-        let r = std::mem::replace(&mut self.records[slot as usize], Record::vacant());
+        let r = std::mem::replace(self.records.get_mut(slot), Record::vacant());
+        self.names.remove(r.name);
         self.unlink_node(slot, r.node);
-        self.namespaces.release(r.namespace);
-        self.tolerations.release(r.tolerations);
+        self.scopes.release(r.scope);
         self.text.remove(&slot);
         self.free.push(slot);
         self.live -= 1;
+        if self.names.wants_compaction() {
+            self.compact_names();
+        }
         node
     }
 
     /// A write we know succeeded (the pod's Ready condition set), before the watch says so.
     pub(crate) fn set_ready(&mut self, key: &PodKey, ready: ConditionStatus) {
         if let Some(slot) = self.find(&key.namespace, &key.name) {
-            self.records[slot as usize].set_ready(Some(ready));
+            self.records.get_mut(slot).set_ready(Some(ready));
         }
     }
 
     /// A deletion we know was accepted, before the watch says so.
     pub(crate) fn set_deleting(&mut self, key: &PodKey) {
         if let Some(slot) = self.find(&key.namespace, &key.name) {
-            self.records[slot as usize].set(DELETING, true);
+            self.records.get_mut(slot).set(DELETING, true);
         }
     }
 
     /// A full state (LIST or watch-list) starts: every pod is unseen until it is delivered again.
     pub(crate) fn begin_full_state(&mut self) {
-        for r in &mut self.records {
+        for r in self.records.iter_mut() {
             r.set(SEEN, false);
         }
     }
@@ -555,6 +501,25 @@ impl PodTable {
     }
 }
 
+/// A pod's namespace and toleration list (see `PodTable::scopes`).
+type Scope = (Name, Rc<[Toleration]>);
+
+/// The namespace of `r` (empty for a vacant record).
+fn namespace_of<'a>(scopes: &'a RefTable<Scope>, r: &Record) -> &'a str {
+    scopes.get(r.scope).map_or("", |(ns, _)| &**ns)
+}
+
+/// The index's hash of a pod's key, from the name's bytes (a rebuild reads them from the
+/// arena); each part ends with a separator, as `str`'s `Hash` does.
+fn key_hash(hasher: &RandomState, mask: u64, namespace: &str, name: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = hasher.build_hasher();
+    namespace.hash(&mut h);
+    h.write(name);
+    h.write_u8(0xff);
+    h.finish() & mask
+}
+
 /// A creation time as the table keeps it: whole Unix seconds (what the API keeps), 0 for none.
 /// Past 2106 it saturates (the countdown never starts later than now anyway).
 fn creation_second(t: Option<Time>) -> u32 {
@@ -565,3 +530,5 @@ fn creation_second(t: Option<Time>) -> u32 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_compact;

@@ -11,18 +11,21 @@ pub(crate) struct PodView<'a> {
 
 impl<'a> PodView<'a> {
     pub(super) fn record(&self) -> &'a Record {
-        &self.table.records[self.slot as usize]
+        self.table.records.get(self.slot)
     }
 
     pub(crate) fn namespace(&self) -> &'a Name {
-        self.table
-            .namespaces
-            .get(self.record().namespace)
+        &self
+            .table
+            .scopes
+            .get(self.record().scope)
             .expect("a live pod's namespace is held")
+            .0
     }
 
     pub(crate) fn name(&self) -> &'a str {
-        &self.record().name
+        // The arena holds what `upsert` was given, a `str`: this never falls back.
+        std::str::from_utf8(self.table.names.get(self.record().name)).unwrap_or("")
     }
 
     /// The key as the API names it (allocates the name: for actions and events).
@@ -69,10 +72,12 @@ impl<'a> PodView<'a> {
     }
 
     pub(crate) fn tolerations(&self) -> &'a Rc<[Toleration]> {
-        self.table
-            .tolerations
-            .get(self.record().tolerations)
+        &self
+            .table
+            .scopes
+            .get(self.record().scope)
             .expect("a live pod's tolerations are held")
+            .1
     }
 
     pub(crate) fn deleting(&self) -> bool {
