@@ -159,7 +159,48 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field, `None` at the end of the message.
+    #[inline]
     pub(crate) fn next_field(&mut self) -> Result<Option<Field<'a>>, ProtoError> {
+        // Most fields of the objects we read: a one-byte tag, then a one-byte varint or a
+        // length under 128 that fits in what is left. Anything else, and every error, takes
+        // `next_field_long`, which reads any field (so this one only saves instructions).
+        let pos = self.pos;
+        if let Some(&[tag, first]) = self.buf.get(pos..pos + 2)
+            && tag < 0x80
+            && first < 0x80
+            && tag >= 8
+        {
+            let number = u32::from(tag >> 3);
+            match tag & 7 {
+                0 => {
+                    self.pos = pos + 2;
+                    return Ok(Some(Field {
+                        number,
+                        value: Value::Varint(u64::from(first)),
+                        offset: self.base + pos + 1,
+                    }));
+                }
+                2 => {
+                    let start = pos + 2;
+                    let end = start + usize::from(first);
+                    if let Some(bytes) = self.buf.get(start..end) {
+                        self.pos = end;
+                        return Ok(Some(Field {
+                            number,
+                            value: Value::Bytes(bytes),
+                            offset: self.base + start,
+                        }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.next_field_long()
+    }
+
+    /// [`Reader::next_field`] for any field (and its errors).
+    #[inline(never)]
+    fn next_field_long(&mut self) -> Result<Option<Field<'a>>, ProtoError> {
         if self.pos == self.buf.len() {
             return Ok(None);
         }
@@ -356,8 +397,7 @@ pub fn decode_item<T: ProtoWire>(
     object: Reader<'_>,
     ctx: &mut DecodeContext,
 ) -> Result<T, DecodeError> {
-    let wire = T::wire_from_proto(object).map_err(|e| DecodeError::new(T::KIND, e.to_string()))?;
-    T::from_wire(wire, ctx)
+    T::from_proto(object, ctx)
 }
 
 /// A metav1.Status body (a refused request's answer, in protobuf).
