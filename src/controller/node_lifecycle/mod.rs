@@ -399,7 +399,7 @@ impl NodeLifecycle {
                     self.forget_node(node, out);
                 }
             }
-            Observed::Lease(name) => self.on_lease_changed(&name, now),
+            Observed::Lease { name, renew_time } => self.on_lease_changed(&name, renew_time, now),
             Observed::Pod(change) => self.on_pod_changed(&change, now, out),
             Observed::PodsGone(pods) => {
                 for (key, _) in &pods {

@@ -301,7 +301,7 @@ fn watch_frame(kind: &str, object: &[u8]) -> Vec<u8> {
 fn watch_events_of_every_type_decode_from_protobuf_frames() {
     let mut ctx = DecodeContext::new();
     // The Lease message inside the fixture's envelope.
-    let (_, raw) = unwrap_envelope(LEASE_PB).unwrap();
+    let raw = unwrap_envelope(LEASE_PB).unwrap();
     let lease_msg = raw.buf;
     for (kind, expect) in [("ADDED", 0), ("MODIFIED", 1), ("DELETED", 2)] {
         let event = decode_watch_event::<Lease>(&watch_frame(kind, lease_msg), &mut ctx).unwrap();
