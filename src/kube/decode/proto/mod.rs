@@ -374,16 +374,16 @@ pub(crate) fn unwrap_envelope(body: &[u8]) -> Result<Reader<'_>, ProtoError> {
                 }
             }
             fields::UNKNOWN_RAW => raw = Some(f.message("runtime.Unknown.raw")?),
-            fields::UNKNOWN_CONTENT_ENCODING => {
-                // Empty, as the API server writes it: nothing to read as a string.
-                if !f.bytes("runtime.Unknown.contentEncoding")?.is_empty() {
-                    let encoding = f.str("runtime.Unknown.contentEncoding")?;
-                    return Err(ProtoError::new(
-                        "runtime.Unknown.contentEncoding",
-                        f.offset,
-                        format!("unsupported content encoding {encoding:?}"),
-                    ));
-                }
+            // Empty, as the API server writes it: nothing to read as a string.
+            fields::UNKNOWN_CONTENT_ENCODING
+                if !f.bytes("runtime.Unknown.contentEncoding")?.is_empty() =>
+            {
+                let encoding = f.str("runtime.Unknown.contentEncoding")?;
+                return Err(ProtoError::new(
+                    "runtime.Unknown.contentEncoding",
+                    f.offset,
+                    format!("unsupported content encoding {encoding:?}"),
+                ));
             }
             _ => {}
         }
