@@ -127,7 +127,12 @@ pub enum Observed {
         before: Option<Node>,
     },
     NodesGone(Vec<Node>),
-    Lease(Name),
+    /// A node's Lease was stored, with its renewal (the node lifecycle judges by it without
+    /// looking the Lease up again).
+    Lease {
+        name: Name,
+        renew_time: Option<Time>,
+    },
     Pod(PodChange),
     /// Pods removed, with the node each was bound to.
     PodsGone(Vec<(PodKey, Option<Name>)>),

@@ -10,6 +10,10 @@ use std::hash::Hash;
 
 use crate::time::Time;
 
+/// Up to this many entries, a key's absence is checked by comparing it with each (cheaper than
+/// hashing it).
+const SCAN_MAX: usize = 4;
+
 #[derive(Debug)]
 struct Entry<K> {
     at: Time,
@@ -67,8 +71,18 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
         true
     }
 
+    /// Whether `key` is surely not armed, seen without hashing it: a heap of a few entries is
+    /// scanned instead (the node lifecycle's holds its periodic pass and little else, and a
+    /// Lease renewal asks whether the zone queues' pass is armed: `arm_eviction_pass`).
+    fn absent_by_scan(&self, key: &K) -> bool {
+        self.heap.len() <= SCAN_MAX && !self.heap.iter().any(|e| e.key == *key)
+    }
+
     /// Disarms `key`; returns the deadline it had, if any.
     pub fn cancel(&mut self, key: &K) -> Option<Time> {
+        if self.absent_by_scan(key) {
+            return None;
+        }
         let i = self.slot.remove(key)?;
         let last = self.heap.len() - 1;
         self.heap.swap(i, last);
@@ -81,11 +95,14 @@ impl<K: Eq + Hash + Clone> TimerHeap<K> {
     }
 
     pub fn deadline(&self, key: &K) -> Option<Time> {
+        if self.absent_by_scan(key) {
+            return None;
+        }
         self.slot.get(key).map(|&i| self.heap[i].at)
     }
 
     pub fn contains(&self, key: &K) -> bool {
-        self.slot.contains_key(key)
+        !self.absent_by_scan(key) && self.slot.contains_key(key)
     }
 
     /// The earliest deadline: the event loop's poll timeout.

@@ -107,7 +107,7 @@ impl NodeLifecycle {
         }
         match observed {
             Observed::Nothing | Observed::Pod(_) | Observed::PodsGone(_) => false,
-            Observed::Lease(_) => self.brakes.any_engaged(),
+            Observed::Lease { .. } => self.brakes.any_engaged(),
             _ => true,
         }
     }

@@ -105,8 +105,8 @@ impl NodeLifecycle {
         }
     }
 
-    pub(super) fn on_lease_changed(&mut self, name: &Name, now: Time) {
-        let renew = self.store.lease(name).and_then(|l| l.renew_time);
+    /// The node's Lease was stored with this renewal (`observe`: the store holds it now).
+    pub(super) fn on_lease_changed(&mut self, name: &Name, renew: Option<Time>, now: Time) {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };

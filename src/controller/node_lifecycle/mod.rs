@@ -394,7 +394,7 @@ impl NodeLifecycle {
                 // The end of a full state of nodes (the store refilled its map too).
                 self.nodes = refill(std::mem::take(&mut self.nodes));
             }
-            Observed::Lease(name) => self.on_lease_changed(&name, now),
+            Observed::Lease { name, renew_time } => self.on_lease_changed(&name, renew_time, now),
             Observed::Pod(change) => self.on_pod_changed(&change, now, out),
             Observed::PodsGone(pods) => {
                 for (key, _) in &pods {

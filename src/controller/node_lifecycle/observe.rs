@@ -26,9 +26,9 @@ impl NodeLifecycle {
                 None => Observed::Nothing,
             },
             Input::LeaseUpsert(lease) => {
-                let name = lease.name.clone();
+                let (name, renew_time) = (lease.name.clone(), lease.renew_time);
                 match self.store.upsert_lease(lease) {
-                    Upserted::Changed { .. } => Observed::Lease(name),
+                    Upserted::Changed { .. } => Observed::Lease { name, renew_time },
                     Upserted::Older | Upserted::Unchanged => Observed::Nothing,
                 }
             }

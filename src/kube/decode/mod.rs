@@ -7,6 +7,7 @@
 //! identical tolerations share one `Rc<[Toleration]>`.
 
 mod condition_text;
+mod lease;
 pub mod list_stream;
 pub mod proto;
 mod wire;
@@ -18,9 +19,8 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    Autonomy, ConditionStatus, Interner, Lease, Maintenance, Name, Node, NodeCondition,
-    NodeConditionType, NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
-    disruption,
+    Autonomy, ConditionStatus, Interner, Maintenance, Name, Node, NodeCondition, NodeConditionType,
+    NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
 };
 use crate::time::Time;
 
@@ -300,19 +300,6 @@ fn required<'a>(
     }
 }
 
-fn timestamp(
-    what: &'static str,
-    field: &'static str,
-    v: &Option<wire::Stamp<'_>>,
-) -> Result<Option<Time>, DecodeError> {
-    match v {
-        None => Ok(None),
-        Some(s) => s
-            .time()
-            .map_err(|s| DecodeError::new(what, format!("{field}: bad timestamp {s:?}"))),
-    }
-}
-
 /// For values unique to one object version (uids, resourceVersions, pod names): interning them
 /// would only grow the interner with names that die at the next update.
 fn owned(v: &Option<wire::Str<'_>>) -> Rc<str> {
@@ -499,28 +486,6 @@ fn autonomy(
             ctx.bad_annotation(name, DURATION, value, &why);
             Autonomy::None
         }
-    }
-}
-
-impl Decode for Lease {
-    const KIND: &'static str = "Lease";
-    type Wire<'de> = wire::Lease<'de>;
-
-    fn from_wire(w: wire::Lease<'_>, ctx: &mut DecodeContext) -> Result<Lease, DecodeError> {
-        let meta = w.metadata.unwrap_or_default();
-        let name = ctx.intern(required("Lease", "metadata.name", &meta.name)?);
-        let (renew, duration) = w
-            .spec
-            .map_or((None, None), |s| (s.renew_time, s.lease_duration_seconds));
-        Ok(Lease {
-            name,
-            renew_time: timestamp("Lease", "spec.renewTime", &renew)?,
-            // A zero or negative duration is no cadence to judge a kubelet by.
-            duration_seconds: duration
-                .and_then(|d| u32::try_from(d).ok())
-                .filter(|d| *d > 0),
-            resource_version: owned(&meta.resource_version),
-        })
     }
 }
 

@@ -290,7 +290,7 @@ mod tests {
 
     /// A LeaseList of `n` copies of the real Lease, as the API server frames one.
     fn lease_list(n: usize) -> Vec<u8> {
-        let (_, lease) = super::super::unwrap_envelope(LEASE).unwrap();
+        let lease = super::super::unwrap_envelope(LEASE).unwrap();
         let mut list = len_field(1, &len_field(2, b"4242"));
         for _ in 0..n {
             list.extend(len_field(2, lease.buf));

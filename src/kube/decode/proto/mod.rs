@@ -159,7 +159,50 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field, `None` at the end of the message.
+    #[inline]
     pub(crate) fn next_field(&mut self) -> Result<Option<Field<'a>>, ProtoError> {
+        // Most fields of the objects we read: a one-byte tag, then a varint, or a length that
+        // fits in what is left. Anything else, and every error, takes `next_field_long`, which
+        // reads any field (so this path only saves instructions, it decides nothing).
+        let pos = self.pos;
+        if pos == self.buf.len() {
+            return Ok(None);
+        }
+        if let Some(&tag) = self.buf.get(pos)
+            && (8..0x80).contains(&tag)
+            && let Ok(Some((v, after))) = varint(self.buf, pos + 1)
+        {
+            let number = u32::from(tag >> 3);
+            match tag & 7 {
+                0 => {
+                    self.pos = after;
+                    return Ok(Some(Field {
+                        number,
+                        value: Value::Varint(v),
+                        offset: self.base + pos + 1,
+                    }));
+                }
+                2 => {
+                    if let Some(end) = usize::try_from(v).ok().and_then(|n| after.checked_add(n))
+                        && let Some(bytes) = self.buf.get(after..end)
+                    {
+                        self.pos = end;
+                        return Ok(Some(Field {
+                            number,
+                            value: Value::Bytes(bytes),
+                            offset: self.base + after,
+                        }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.next_field_long()
+    }
+
+    /// [`Reader::next_field`] for any field (and its errors).
+    #[inline(never)]
+    fn next_field_long(&mut self) -> Result<Option<Field<'a>>, ProtoError> {
         if self.pos == self.buf.len() {
             return Ok(None);
         }
@@ -300,8 +343,9 @@ impl<'a> Field<'a> {
 }
 
 /// The object inside the `k8s\0` + `runtime.Unknown` envelope of a whole body or a watch
-/// event's object: its kind and its bytes (offsets in errors count from the envelope's start).
-pub(crate) fn unwrap_envelope<'a>(body: &'a [u8]) -> Result<(&'a str, Reader<'a>), ProtoError> {
+/// event's object (offsets in errors count from the envelope's start). The kind it names is
+/// checked (a string) but not returned: the caller knows what it asked for.
+pub(crate) fn unwrap_envelope(body: &[u8]) -> Result<Reader<'_>, ProtoError> {
     if body.len() < MAGIC.len() || &body[..MAGIC.len()] != MAGIC {
         return Err(ProtoError::new(
             "envelope",
@@ -315,39 +359,41 @@ pub(crate) fn unwrap_envelope<'a>(body: &'a [u8]) -> Result<(&'a str, Reader<'a>
         base: MAGIC.len(),
         what: "runtime.Unknown",
     };
-    let mut kind = "";
     let mut raw = None;
     while let Some(f) = unknown.next_field()? {
         match f.number {
             fields::UNKNOWN_TYPE_META => {
                 let mut type_meta = f.message("runtime.Unknown.typeMeta")?;
                 while let Some(t) = type_meta.next_field()? {
-                    if t.number == fields::TYPE_META_KIND {
-                        kind = t.str("runtime.Unknown.typeMeta.kind")?;
+                    // ASCII is UTF-8: the common case needs no further look.
+                    if t.number == fields::TYPE_META_KIND
+                        && !t.bytes("runtime.Unknown.typeMeta.kind")?.is_ascii()
+                    {
+                        t.str("runtime.Unknown.typeMeta.kind")?;
                     }
                 }
             }
             fields::UNKNOWN_RAW => raw = Some(f.message("runtime.Unknown.raw")?),
-            fields::UNKNOWN_CONTENT_ENCODING => {
+            // Empty, as the API server writes it: nothing to read as a string.
+            fields::UNKNOWN_CONTENT_ENCODING
+                if !f.bytes("runtime.Unknown.contentEncoding")?.is_empty() =>
+            {
                 let encoding = f.str("runtime.Unknown.contentEncoding")?;
-                if !encoding.is_empty() {
-                    return Err(ProtoError::new(
-                        "runtime.Unknown.contentEncoding",
-                        f.offset,
-                        format!("unsupported content encoding {encoding:?}"),
-                    ));
-                }
+                return Err(ProtoError::new(
+                    "runtime.Unknown.contentEncoding",
+                    f.offset,
+                    format!("unsupported content encoding {encoding:?}"),
+                ));
             }
             _ => {}
         }
     }
-    let raw = raw.ok_or_else(|| ProtoError::new("runtime.Unknown.raw", body.len(), "missing"))?;
-    Ok((kind, raw))
+    raw.ok_or_else(|| ProtoError::new("runtime.Unknown.raw", body.len(), "missing"))
 }
 
 /// One object (a whole response body, envelope included).
 pub fn decode_object<T: ProtoWire>(body: &[u8], ctx: &mut DecodeContext) -> Result<T, DecodeError> {
-    let (_, raw) = unwrap_envelope(body).map_err(|e| DecodeError::new(T::KIND, e.to_string()))?;
+    let raw = unwrap_envelope(body).map_err(|e| DecodeError::new(T::KIND, e.to_string()))?;
     decode_item(raw, ctx)
 }
 
@@ -356,14 +402,13 @@ pub fn decode_item<T: ProtoWire>(
     object: Reader<'_>,
     ctx: &mut DecodeContext,
 ) -> Result<T, DecodeError> {
-    let wire = T::wire_from_proto(object).map_err(|e| DecodeError::new(T::KIND, e.to_string()))?;
-    T::from_wire(wire, ctx)
+    T::from_proto(object, ctx)
 }
 
 /// A metav1.Status body (a refused request's answer, in protobuf).
 pub(crate) fn decode_status(body: &[u8]) -> Result<super::Status, DecodeError> {
     let bad = |e: ProtoError| DecodeError::new("Status", e.to_string());
-    let (_, raw) = unwrap_envelope(body).map_err(bad)?;
+    let raw = unwrap_envelope(body).map_err(bad)?;
     objects::status(raw).map_err(bad)
 }
 
@@ -378,7 +423,15 @@ pub fn decode_watch_event<T: ProtoWire>(
     let (mut kind, mut raw) = (None, None);
     while let Some(f) = event.next_field().map_err(bad)? {
         match f.number {
-            fields::WATCH_EVENT_TYPE => kind = Some(f.str("WatchEvent.type").map_err(bad)?),
+            fields::WATCH_EVENT_TYPE => {
+                let bytes = f.bytes("WatchEvent.type").map_err(bad)?;
+                // The five types are ASCII: any other is read as a string (an error if it is
+                // not one) for the error that names it.
+                if EventType::of(bytes).is_none() {
+                    f.str("WatchEvent.type").map_err(bad)?;
+                }
+                kind = Some(bytes);
+            }
             fields::WATCH_EVENT_OBJECT => {
                 let mut extension = f.message("WatchEvent.object").map_err(bad)?;
                 while let Some(g) = extension.next_field().map_err(bad)? {
@@ -393,20 +446,45 @@ pub fn decode_watch_event<T: ProtoWire>(
     let (Some(kind), Some(raw)) = (kind, raw) else {
         return Err(DecodeError::new("watch event", "no type or no object"));
     };
-    let object = || unwrap_envelope(raw).map(|(_, object)| object).map_err(bad);
-    Ok(match kind {
-        "ADDED" => WatchEvent::Added(decode_item(object()?, ctx)?),
-        "MODIFIED" => WatchEvent::Modified(decode_item(object()?, ctx)?),
-        "DELETED" => WatchEvent::Deleted(decode_item(object()?, ctx)?),
-        "BOOKMARK" => WatchEvent::Bookmark(objects::bookmark(object()?).map_err(bad)?),
-        "ERROR" => WatchEvent::Error(objects::status(object()?).map_err(bad)?),
-        other => {
+    let object = || unwrap_envelope(raw).map_err(bad);
+    Ok(match EventType::of(kind) {
+        Some(EventType::Added) => WatchEvent::Added(decode_item(object()?, ctx)?),
+        Some(EventType::Modified) => WatchEvent::Modified(decode_item(object()?, ctx)?),
+        Some(EventType::Deleted) => WatchEvent::Deleted(decode_item(object()?, ctx)?),
+        Some(EventType::Bookmark) => {
+            WatchEvent::Bookmark(objects::bookmark(object()?).map_err(bad)?)
+        }
+        Some(EventType::Error) => WatchEvent::Error(objects::status(object()?).map_err(bad)?),
+        None => {
             return Err(DecodeError::new(
                 "watch event",
-                format!("unknown event type {other:?}"),
+                format!("unknown event type {:?}", String::from_utf8_lossy(kind)),
             ));
         }
     })
+}
+
+/// A watch event's `type`.
+#[derive(Clone, Copy)]
+enum EventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+}
+
+impl EventType {
+    fn of(bytes: &[u8]) -> Option<EventType> {
+        Some(match bytes {
+            b"ADDED" => EventType::Added,
+            b"MODIFIED" => EventType::Modified,
+            b"DELETED" => EventType::Deleted,
+            b"BOOKMARK" => EventType::Bookmark,
+            b"ERROR" => EventType::Error,
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(test)]

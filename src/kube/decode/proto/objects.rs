@@ -8,13 +8,19 @@ use std::borrow::Cow;
 use super::fields::*;
 use super::{Field, ProtoError, Reader};
 use crate::kube::decode::wire::{self, KeptMap, KeyFilter, Stamp, Str};
-use crate::kube::decode::{Bookmark, Decode, INITIAL_EVENTS_END};
+use crate::kube::decode::{Bookmark, Decode, DecodeContext, DecodeError, INITIAL_EVENTS_END};
 use crate::model::{Lease, Node, Pod};
 
 /// A kind readable from protobuf: its message (the bytes inside the envelope or a list item)
-/// into the wire shape.
+/// into the model, through the wire shape the JSON path fills (one conversion for both) or,
+/// for a Lease, straight from the fields (see `lease`).
 pub trait ProtoWire: Decode {
-    fn wire_from_proto(object: Reader<'_>) -> Result<Self::Wire<'_>, ProtoError>;
+    fn from_proto(object: Reader<'_>, ctx: &mut DecodeContext) -> Result<Self, DecodeError>;
+}
+
+/// A field of `T` that cannot be read, as the error `T`'s decode returns.
+fn bad<T: Decode>(e: ProtoError) -> DecodeError {
+    DecodeError::new(T::KIND, e.to_string())
 }
 
 fn str<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<Str<'a>>, ProtoError> {
@@ -207,38 +213,56 @@ fn node_status(mut r: Reader<'_>) -> Result<wire::NodeStatus<'_>, ProtoError> {
     })
 }
 
-fn lease(mut r: Reader<'_>) -> Result<wire::Lease<'_>, ProtoError> {
-    let mut l = wire::Lease {
-        metadata: None,
-        spec: None,
-    };
+/// A Lease, straight into the model: one arrives from every kubelet every 10 s, the busiest
+/// path of the daemon (`examples/lease_event_floor.rs`). Of the metadata only the name and the
+/// resourceVersion are read; the rest (uid, ownerReferences, managedFields, ...) is skipped by
+/// its length, unchecked, as the JSON path's serde skips what the wire shape does not name.
+/// The conversion is `Lease::from_fields`, the JSON path's own; a repeated metadata or spec
+/// replaces the earlier one whole, as in the wire shape. Framing errors are the outer ones.
+fn lease(
+    mut r: Reader<'_>,
+    ctx: &mut DecodeContext,
+) -> Result<Result<Lease, DecodeError>, ProtoError> {
+    let (mut name, mut resource_version) = ("", "");
+    let (mut renew_time, mut duration) = (None, None);
     while let Some(f) = r.next_field()? {
         match f.number {
-            OBJECT_METADATA => l.metadata = Some(meta(f.message("metadata")?)?),
-            OBJECT_SPEC => {
-                let mut s = f.message("spec")?;
-                let mut spec = wire::LeaseSpec {
-                    renew_time: None,
-                    lease_duration_seconds: None,
-                };
-                while let Some(g) = s.next_field()? {
+            OBJECT_METADATA => {
+                (name, resource_version) = ("", "");
+                let mut m = f.message("metadata")?;
+                while let Some(g) = m.next_field()? {
                     match g.number {
-                        LEASE_SPEC_RENEW_TIME => {
-                            spec.renew_time = stamp(&g, "spec.renewTime")?;
-                        }
-                        LEASE_SPEC_LEASE_DURATION_SECONDS => {
-                            spec.lease_duration_seconds =
-                                Some(g.int32("spec.leaseDurationSeconds")?);
+                        META_NAME => name = g.str("metadata.name")?,
+                        META_RESOURCE_VERSION => {
+                            resource_version = g.str("metadata.resourceVersion")?
                         }
                         _ => {}
                     }
                 }
-                l.spec = Some(spec);
+            }
+            OBJECT_SPEC => {
+                (renew_time, duration) = (None, None);
+                let mut s = f.message("spec")?;
+                while let Some(g) = s.next_field()? {
+                    match g.number {
+                        LEASE_SPEC_RENEW_TIME => renew_time = stamp(&g, "spec.renewTime")?,
+                        LEASE_SPEC_LEASE_DURATION_SECONDS => {
+                            duration = Some(g.int32("spec.leaseDurationSeconds")?)
+                        }
+                        _ => {}
+                    }
+                }
             }
             _ => {}
         }
     }
-    Ok(l)
+    Ok(Lease::from_fields(
+        name,
+        resource_version,
+        renew_time.as_ref(),
+        duration,
+        ctx,
+    ))
 }
 
 fn pod(mut r: Reader<'_>) -> Result<wire::Pod<'_>, ProtoError> {
@@ -325,20 +349,20 @@ fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus<'_>, ProtoError> {
 }
 
 impl ProtoWire for Node {
-    fn wire_from_proto(object: Reader<'_>) -> Result<wire::Node<'_>, ProtoError> {
-        node(object)
+    fn from_proto(object: Reader<'_>, ctx: &mut DecodeContext) -> Result<Node, DecodeError> {
+        Node::from_wire(node(object).map_err(bad::<Node>)?, ctx)
     }
 }
 
 impl ProtoWire for Lease {
-    fn wire_from_proto(object: Reader<'_>) -> Result<wire::Lease<'_>, ProtoError> {
-        lease(object)
+    fn from_proto(object: Reader<'_>, ctx: &mut DecodeContext) -> Result<Lease, DecodeError> {
+        lease(object, ctx).map_err(bad::<Lease>)?
     }
 }
 
 impl ProtoWire for Pod {
-    fn wire_from_proto(object: Reader<'_>) -> Result<wire::Pod<'_>, ProtoError> {
-        pod(object)
+    fn from_proto(object: Reader<'_>, ctx: &mut DecodeContext) -> Result<Pod, DecodeError> {
+        Pod::from_wire(pod(object).map_err(bad::<Pod>)?, ctx)
     }
 }
 

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::*;
-use crate::model::{Autonomy, Name, NodeConditionType, TolerationOperator};
+use crate::model::{Autonomy, Lease, Name, NodeConditionType, TolerationOperator};
 use crate::time::Rng;
 
 const NODE: &str = include_str!("../fixtures/node_kubeadm_control_plane.json");

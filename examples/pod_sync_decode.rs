@@ -1,0 +1,109 @@
+//! The initial sync's decode, alone: pods as a watch-list delivers them (one protobuf `ADDED`
+//! frame each, enveloped as kube-apiserver writes them, the simulator's encoder), decoded into
+//! the compact `Pod` with one shared context, as the daemon's informer does. Nothing else is
+//! timed (no TLS, no framing, no store), so instructions per pod under callgrind are the
+//! decoder's own:
+//!
+//! ```sh
+//! cargo run --release --example pod_sync_decode -- --pods 150000
+//! valgrind --tool=callgrind --toggle-collect='pod_sync_decode::decode_all' \
+//!   target/release/examples/pod_sync_decode --pods 30000
+//! ```
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use node_lifecycled::kube::decode::proto;
+use node_lifecycled::kube::decode::{DecodeContext, WatchEvent};
+use node_lifecycled::model::Pod;
+use node_lifecycled_sim::Resource;
+use node_lifecycled_sim::fixtures::running_pod;
+use node_lifecycled_sim::protobuf_message as encode_object;
+use serde_json::json;
+
+fn len_field(number: u8, content: &[u8], out: &mut Vec<u8>) {
+    out.push(number << 3 | 2);
+    let mut n = content.len() as u64;
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(content);
+}
+
+/// `WatchEvent {type: "ADDED", object: RawExtension {raw: k8s\0 + runtime.Unknown}}`.
+fn added_frame(message: &[u8]) -> Vec<u8> {
+    let (mut type_meta, mut unknown) = (Vec::new(), Vec::new());
+    len_field(1, b"v1", &mut type_meta);
+    len_field(2, b"Pod", &mut type_meta);
+    len_field(1, &type_meta, &mut unknown);
+    len_field(2, message, &mut unknown);
+    len_field(3, b"", &mut unknown);
+    len_field(4, b"", &mut unknown);
+    let mut enveloped = b"k8s\0".to_vec();
+    enveloped.extend_from_slice(&unknown);
+    let (mut raw, mut event) = (Vec::new(), Vec::new());
+    len_field(1, &enveloped, &mut raw);
+    len_field(1, b"ADDED", &mut event);
+    len_field(2, &raw, &mut event);
+    event
+}
+
+/// Never inlined, so callgrind can count it alone (`--toggle-collect`).
+#[inline(never)]
+fn decode_all(frames: &[Vec<u8>], ctx: &mut DecodeContext) -> usize {
+    let mut pods = 0;
+    for frame in frames {
+        match proto::decode_watch_event::<Pod>(frame, ctx) {
+            Ok(WatchEvent::Added(pod)) => {
+                black_box(pod);
+                pods += 1;
+            }
+            other => panic!("not a pod: {other:?}"),
+        }
+    }
+    pods
+}
+
+fn main() -> ExitCode {
+    let mut pods = 30_000usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match (flag.as_str(), args.next().map(|v| v.parse::<usize>())) {
+            ("--pods", Some(Ok(n))) if n > 0 => pods = n,
+            _ => {
+                eprintln!("usage: pod_sync_decode [--pods N]");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    // 30 pods a node, ten namespaces, names as Deployments generate them.
+    let frames: Vec<Vec<u8>> = (0..pods)
+        .map(|i| {
+            let node = format!("node-{:05}", i / 30);
+            let name = format!("web-{:08x}-{:05x}", i / 3, i);
+            let mut pod = running_pod(&format!("team-{}", i % 10), &name, Some(&node));
+            pod["metadata"]["uid"] = json!(format!("6f1c2a4e-0000-4000-8000-{i:012}"));
+            pod["metadata"]["resourceVersion"] = json!((1000 + i).to_string());
+            pod["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+            pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1",
+                "kind": "ReplicaSet", "name": format!("web-{:08x}", i / 3),
+                "uid": "5d1b0c1e-0000-4000-8000-000000000000", "controller": true}]);
+            added_frame(&encode_object(Resource::Pods, &pod).expect("pod encodes"))
+        })
+        .collect();
+    let bytes: usize = frames.iter().map(Vec::len).sum();
+    let mut ctx = DecodeContext::new();
+    let start = Instant::now();
+    let decoded = decode_all(&frames, &mut ctx);
+    let took = start.elapsed();
+    println!(
+        "{decoded} pods, {} bytes each on average: {:.0} ns per pod, {:.1} ns per byte",
+        bytes / pods,
+        took.as_nanos() as f64 / pods as f64,
+        took.as_nanos() as f64 / bytes as f64
+    );
+    ExitCode::SUCCESS
+}
