@@ -10,6 +10,7 @@ mod condition_text;
 mod lease;
 pub mod list_stream;
 pub mod proto;
+mod recent_tolerations;
 mod wire;
 
 use std::collections::HashSet;
@@ -59,6 +60,8 @@ impl std::error::Error for DecodeError {}
 pub struct DecodeContext {
     pub(crate) interner: Interner,
     tolerations: HashSet<Rc<[Toleration]>>,
+    /// The lists the last pods carried, matched on the wire before converting.
+    recent_tolerations: recent_tolerations::RecentTolerations,
     /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
     label_sets: HashSet<Rc<[(Name, Name)]>>,
     /// Node conditions' reason and message pairs (`condition_text.rs`).
@@ -84,6 +87,7 @@ impl DecodeContext {
         DecodeContext {
             interner: Interner::new(),
             tolerations: HashSet::new(),
+            recent_tolerations: Default::default(),
             label_sets: HashSet::new(),
             condition_texts: HashSet::new(),
             warned: HashSet::new(),
@@ -164,6 +168,8 @@ impl DecodeContext {
     /// Drops names, toleration lists, label sets and condition texts no object refers to any
     /// more (e.g. after a relist).
     pub fn prune(&mut self) -> usize {
+        // The recent lists' references would keep them shared.
+        self.recent_tolerations.clear();
         let before = self.tolerations.len() + self.label_sets.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
         self.label_sets.retain(|l| Rc::strong_count(l) > 1);
@@ -498,25 +504,32 @@ impl Decode for Pod {
         let name = Rc::from(required("Pod", "metadata.name", &meta.name)?);
         let namespace = ctx.intern(required("Pod", "metadata.namespace", &meta.namespace)?);
         let spec = w.spec.unwrap_or_default();
-        let tolerations: Vec<Toleration> = spec
-            .tolerations
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| Toleration {
-                key: interned(ctx, &t.key),
-                operator: match wire::text(&t.operator) {
-                    "" | "Equal" => TolerationOperator::Equal,
-                    "Exists" => TolerationOperator::Exists,
-                    other => TolerationOperator::Other(ctx.intern(other)),
-                },
-                value: interned(ctx, &t.value),
-                effect: match wire::text(&t.effect) {
-                    "" => None,
-                    e => Some(TaintEffect::parse(e, &mut ctx.interner)),
-                },
-                toleration_seconds: t.toleration_seconds,
-            })
-            .collect();
+        let wire_tolerations = spec.tolerations.unwrap_or_default();
+        let tolerations = match ctx.recent_tolerations.find(&wire_tolerations) {
+            Some(shared) => shared,
+            None => {
+                let list: Vec<Toleration> = wire_tolerations
+                    .into_iter()
+                    .map(|t| Toleration {
+                        key: interned(ctx, &t.key),
+                        operator: match wire::text(&t.operator) {
+                            "" | "Equal" => TolerationOperator::Equal,
+                            "Exists" => TolerationOperator::Exists,
+                            other => TolerationOperator::Other(ctx.intern(other)),
+                        },
+                        value: interned(ctx, &t.value),
+                        effect: match wire::text(&t.effect) {
+                            "" => None,
+                            e => Some(TaintEffect::parse(e, &mut ctx.interner)),
+                        },
+                        toleration_seconds: t.toleration_seconds,
+                    })
+                    .collect();
+                let shared = ctx.share_tolerations(list);
+                ctx.recent_tolerations.remember(shared.clone());
+                shared
+            }
+        };
         let conditions = w.status.and_then(|s| s.conditions).unwrap_or_default();
         let ready = conditions
             .iter()
@@ -549,7 +562,7 @@ impl Decode for Pod {
             resource_version: owned(&meta.resource_version),
             node_name: opt_interned(ctx, &spec.node_name),
             ready,
-            tolerations: ctx.share_tolerations(tolerations),
+            tolerations,
             deleting: meta.deletion_timestamp.is_some_and(|d| d.is_set()),
             daemonset_owned,
             disruption_target,
