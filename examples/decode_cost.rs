@@ -20,6 +20,13 @@ use node_lifecycled::kube::{ApiClient, ClientSettings, Connection};
 use node_lifecycled::model::{Lease, Node, Pod};
 use node_lifecycled::time::Time;
 
+#[allow(
+    dead_code,
+    reason = "this example is given its objects enveloped; the pod and Lease examples envelope theirs"
+)]
+#[path = "support/proto_frames.rs"]
+mod proto_frames;
+
 const NODE_JSON: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_node_worker.json");
 const NODE_PB: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_node_worker.pb");
 const LEASE_JSON: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_lease.json");
@@ -48,21 +55,7 @@ fn json_line(object: &[u8]) -> Vec<u8> {
 }
 
 fn proto_frame(enveloped: &[u8]) -> Vec<u8> {
-    fn len_field(number: u8, content: &[u8], out: &mut Vec<u8>) {
-        out.push(number << 3 | 2);
-        let mut n = content.len() as u64;
-        while n >= 0x80 {
-            out.push((n as u8) | 0x80);
-            n >>= 7;
-        }
-        out.push(n as u8);
-        out.extend_from_slice(content);
-    }
-    let (mut raw, mut frame) = (Vec::new(), Vec::new());
-    len_field(1, enveloped, &mut raw);
-    len_field(1, b"MODIFIED", &mut frame);
-    len_field(2, &raw, &mut frame);
-    frame
+    proto_frames::watch_event(b"MODIFIED", enveloped)
 }
 
 fn per_event(mut decode: impl FnMut()) -> f64 {

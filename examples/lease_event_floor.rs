@@ -47,6 +47,9 @@ use node_lifecycled_sim::protobuf_message as encode_object;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use serde_json::json;
 
+#[path = "support/proto_frames.rs"]
+mod proto_frames;
+
 struct Args {
     nodes: usize,
     renewals: usize,
@@ -123,39 +126,15 @@ fn lease_object(i: usize, rv: u64, renew: Time) -> serde_json::Value {
     })
 }
 
-fn len_field(number: u8, content: &[u8], out: &mut Vec<u8>) {
-    out.push(number << 3 | 2);
-    let mut n = content.len() as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-    out.extend_from_slice(content);
-}
-
-/// `k8s\0` + `runtime.Unknown {typeMeta {apiVersion, kind}, raw, contentEncoding, contentType}`:
-/// an object as kube-apiserver writes it in protobuf.
+/// A Lease as kube-apiserver writes it in protobuf.
 fn envelope(message: &[u8]) -> Vec<u8> {
-    let (mut type_meta, mut unknown) = (Vec::new(), Vec::new());
-    len_field(1, b"coordination.k8s.io/v1", &mut type_meta);
-    len_field(2, b"Lease", &mut type_meta);
-    len_field(1, &type_meta, &mut unknown);
-    len_field(2, message, &mut unknown);
-    len_field(3, b"", &mut unknown);
-    len_field(4, b"", &mut unknown);
-    let mut out = b"k8s\0".to_vec();
-    out.extend_from_slice(&unknown);
-    out
+    proto_frames::envelope(b"coordination.k8s.io/v1", b"Lease", message)
 }
 
 /// A watch frame as kube-apiserver streams it: a 4-byte big-endian length, then
 /// `WatchEvent {type: "MODIFIED", object: RawExtension {raw: the enveloped Lease}}`.
 fn watch_frame(enveloped: &[u8]) -> Vec<u8> {
-    let (mut raw, mut event) = (Vec::new(), Vec::new());
-    len_field(1, enveloped, &mut raw);
-    len_field(1, b"MODIFIED", &mut event);
-    len_field(2, &raw, &mut event);
+    let event = proto_frames::watch_event(b"MODIFIED", enveloped);
     let mut frame = (event.len() as u32).to_be_bytes().to_vec();
     frame.extend_from_slice(&event);
     frame

@@ -22,33 +22,12 @@ use node_lifecycled_sim::fixtures::running_pod;
 use node_lifecycled_sim::protobuf_message as encode_object;
 use serde_json::json;
 
-fn len_field(number: u8, content: &[u8], out: &mut Vec<u8>) {
-    out.push(number << 3 | 2);
-    let mut n = content.len() as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-    out.extend_from_slice(content);
-}
+#[path = "support/proto_frames.rs"]
+mod proto_frames;
 
 /// `WatchEvent {type: "ADDED", object: RawExtension {raw: k8s\0 + runtime.Unknown}}`.
 fn added_frame(message: &[u8]) -> Vec<u8> {
-    let (mut type_meta, mut unknown) = (Vec::new(), Vec::new());
-    len_field(1, b"v1", &mut type_meta);
-    len_field(2, b"Pod", &mut type_meta);
-    len_field(1, &type_meta, &mut unknown);
-    len_field(2, message, &mut unknown);
-    len_field(3, b"", &mut unknown);
-    len_field(4, b"", &mut unknown);
-    let mut enveloped = b"k8s\0".to_vec();
-    enveloped.extend_from_slice(&unknown);
-    let (mut raw, mut event) = (Vec::new(), Vec::new());
-    len_field(1, &enveloped, &mut raw);
-    len_field(1, b"ADDED", &mut event);
-    len_field(2, &raw, &mut event);
-    event
+    proto_frames::watch_event(b"ADDED", &proto_frames::envelope(b"v1", b"Pod", message))
 }
 
 /// Never inlined, so callgrind can count it alone (`--toggle-collect`).

@@ -27,20 +27,24 @@ pub(super) struct Busy {
 }
 
 /// A settled node's `Busy`: what reading a node without a box finds.
-const SETTLED: &Busy = &Busy {
-    verdict: Verdict::Idle,
-    verdict_tries: 0,
-    lease_confirmed_for: None,
-    lease_evidence: None,
-    taint_write: None,
-    taint_ops: Vec::new(),
-    taint_tries: 0,
-    taint_retry_pending: false,
-    label_write: None,
-    legacy_job: None,
-};
+const SETTLED: &Busy = &Busy::settled();
 
 impl Busy {
+    const fn settled() -> Busy {
+        Busy {
+            verdict: Verdict::Idle,
+            verdict_tries: 0,
+            lease_confirmed_for: None,
+            lease_evidence: None,
+            taint_write: None,
+            taint_ops: Vec::new(),
+            taint_tries: 0,
+            taint_retry_pending: false,
+            label_write: None,
+            legacy_job: None,
+        }
+    }
+
     fn is_settled(&self) -> bool {
         self.verdict == Verdict::Idle
             && self.verdict_tries == 0
@@ -82,20 +86,7 @@ impl std::ops::Deref for BusyMut<'_> {
 
 impl std::ops::DerefMut for BusyMut<'_> {
     fn deref_mut(&mut self) -> &mut Busy {
-        self.0.get_or_insert_with(|| {
-            Box::new(Busy {
-                verdict: Verdict::Idle,
-                verdict_tries: 0,
-                lease_confirmed_for: None,
-                lease_evidence: None,
-                taint_write: None,
-                taint_ops: Vec::new(),
-                taint_tries: 0,
-                taint_retry_pending: false,
-                label_write: None,
-                legacy_job: None,
-            })
-        })
+        self.0.get_or_insert_with(|| Box::new(Busy::settled()))
     }
 }
 
