@@ -26,9 +26,8 @@
 //! cargo run --release --example node_floor -- --nodes 5000
 //! ```
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use node_lifecycled::controller::{
@@ -38,31 +37,9 @@ use node_lifecycled::kube::decode::{DecodeContext, decode_object};
 use node_lifecycled::model::{ClusterStore, Kind, Lease, Name, Node, NodeCondition, Taint};
 use node_lifecycled::time::Time;
 
-/// Live heap bytes and allocations of the process.
-struct CountingAlloc;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static BLOCKS: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        BLOCKS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        BLOCKS.fetch_sub(1, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{BLOCKS, CountingAlloc, LIVE};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
