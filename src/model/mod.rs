@@ -7,15 +7,16 @@
 
 mod compact;
 mod interner;
+mod name_map;
 mod node_labels;
 mod pod_table;
 mod ref_table;
 mod store;
 
 pub(crate) use interner::Interner;
+pub(crate) use name_map::NameMap;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
-pub(crate) use store::refill;
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 
 use std::rc::Rc;

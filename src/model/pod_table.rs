@@ -25,7 +25,7 @@ mod memory;
 mod names;
 mod record;
 mod view;
-use index::SlotIndex;
+pub(super) use index::{SlotIndex, capacity_for};
 pub(crate) use memory::malloc_size;
 use names::NameArena;
 use record::*;

@@ -11,12 +11,12 @@
 //!   marks what it delivers, and what it did not deliver is removed at its end. So the
 //!   reflectors need no map of their own.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::compact::is_older;
 use super::pod_table::{PodTable, PodUpsert, malloc_size};
-use super::{Lease, Name, Node, Pod, PodKey};
+use super::{Lease, Name, NameMap, Node, Pod, PodKey};
 
 /// A watched kind, for full states.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -47,7 +47,7 @@ pub struct Vanished {
 
 #[derive(Debug, Default)]
 pub struct ClusterStore {
-    nodes: BTreeMap<Name, Node>,
+    nodes: NameMap<Node>,
     leases: HashMap<Name, Lease>,
     pods: PodTable,
     /// Names delivered by the full state in progress, per kind (pods mark their records).
@@ -170,7 +170,7 @@ impl ClusterStore {
                     .cloned()
                     .collect();
                 vanished.nodes = gone.iter().filter_map(|n| self.nodes.remove(n)).collect();
-                self.nodes = refill(std::mem::take(&mut self.nodes));
+                self.nodes.compact();
             }
             Kind::Leases => {
                 let seen = self.leases_seen.take().unwrap_or_default();
@@ -194,8 +194,7 @@ impl ClusterStore {
     /// counted where they are first kept: with the node).
     pub fn heap_bytes(&self) -> StoreBytes {
         StoreBytes {
-            nodes: self.nodes.values().map(node_bytes).sum::<usize>()
-                + self.nodes.len() * (std::mem::size_of::<(Name, Node)>() + 16),
+            nodes: self.nodes.values().map(node_bytes).sum::<usize>() + self.nodes.heap_bytes(),
             // The table's buckets (a control byte each), not only the ones in use: at 15,000
             // Leases it has 32,768.
             leases: self.leases.capacity().div_ceil(7)
@@ -209,13 +208,6 @@ impl ClusterStore {
             pods: self.pods.heap_bytes(),
         }
     }
-}
-
-/// The map rebuilt from its sorted entries: full leaves instead of the half-full ones that
-/// inserting in name order leaves behind (a split keeps 6 of 11 slots in the left node), some
-/// 40 % of a node's entry. Upserts after a full state split only the leaves they land in.
-pub(crate) fn refill<V>(map: BTreeMap<Name, V>) -> BTreeMap<Name, V> {
-    map.into_iter().collect()
 }
 
 /// Stores `new` over `held` unless it is older (by resourceVersion) or the same object.

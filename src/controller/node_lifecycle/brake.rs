@@ -45,7 +45,7 @@ impl NodeLifecycle {
         let mut counts: BTreeMap<BrakeScope, (usize, usize)> =
             wanted.keys().map(|k| (k.clone(), (0, 0))).collect();
         let pools_braked = wanted.len() > usize::from(wanted.contains_key(&BrakeScope::Fleet));
-        for (name, e) in &self.nodes {
+        for (name, e) in self.nodes.iter() {
             if !e.registered {
                 continue;
             }

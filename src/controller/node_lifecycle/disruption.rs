@@ -166,7 +166,7 @@ impl NodeLifecycle {
         if all_are_full && all_were_full {
             return;
         }
-        let registered = |nodes: &BTreeMap<Name, NodeEntry>| -> Vec<Name> {
+        let registered = |nodes: &NameMap<NodeEntry>| -> Vec<Name> {
             nodes
                 .iter()
                 .filter(|(_, e)| e.registered)

@@ -34,8 +34,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::model::{
-    ClusterStore, ConditionStatus, Kind, Name, Node, PodChange, PodKey, PodUpsert, PodView,
-    Upserted, refill,
+    ClusterStore, ConditionStatus, Kind, Name, NameMap, Node, PodChange, PodKey, PodUpsert,
+    PodView, Upserted,
 };
 use crate::time::Time;
 use crate::time::{Armed, DeadlineLanes, Rate, TimerHeap};
@@ -186,7 +186,7 @@ pub(crate) struct NodeLifecycle {
     /// replaced whole only when a follower takes over a leader's (`adopt_store`).
     store: ClusterStore,
     /// What the controller keeps per node beside the node itself.
-    nodes: BTreeMap<Name, NodeEntry>,
+    nodes: NameMap<NodeEntry>,
     zones: BTreeMap<Name, Zone>,
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
     past_evictions: BTreeMap<Name, u64>,
@@ -259,7 +259,7 @@ impl NodeLifecycle {
             settings,
             synced: false,
             store: ClusterStore::new(),
-            nodes: BTreeMap::new(),
+            nodes: NameMap::new(),
             zones: BTreeMap::new(),
             past_evictions: BTreeMap::new(),
             timers: TimerHeap::new(),
@@ -372,7 +372,7 @@ impl NodeLifecycle {
         for name in &names {
             self.on_node_changed(name, None, now, &mut out);
         }
-        self.nodes = refill(std::mem::take(&mut self.nodes));
+        self.nodes.compact();
         debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
     }
 
@@ -392,7 +392,7 @@ impl NodeLifecycle {
                     self.forget_node(node, out);
                 }
                 // The end of a full state of nodes (the store refilled its map too).
-                self.nodes = refill(std::mem::take(&mut self.nodes));
+                self.nodes.compact();
             }
             Observed::Lease { name, renew_time } => self.on_lease_changed(&name, renew_time, now),
             Observed::Pod(change) => self.on_pod_changed(&change, now, out),

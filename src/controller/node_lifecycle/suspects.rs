@@ -93,7 +93,7 @@ impl NodeLifecycle {
             .map(|(k, z)| (k.clone(), (z.size, z.ready)))
             .collect();
         let mut any_suspect = false;
-        for (name, e) in &self.nodes {
+        for (name, e) in self.nodes.iter() {
             if !e.registered || e.counted != Some(true) || !self.is_suspect(name, e, now) {
                 continue;
             }

@@ -17,7 +17,7 @@
 const MIN_SLOT_BITS: u32 = 12;
 
 #[derive(Debug)]
-pub(super) struct SlotIndex {
+pub(crate) struct SlotIndex {
     buckets: Vec<u32>,
     len: usize,
     slot_bits: u32,
@@ -61,12 +61,12 @@ impl SlotIndex {
     }
 
     #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// The slot whose hash is `h` and for which `is` holds (the caller compares the record).
-    pub(super) fn find(&self, h: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
+    pub(crate) fn find(&self, h: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
         if self.buckets.is_empty() {
             return None;
         }
@@ -87,7 +87,7 @@ impl SlotIndex {
 
     /// The capacity to rebuild with before `slot` can be added, if the table is too full or
     /// its slot bits too few; `None` if [`SlotIndex::place`] can take it as it is.
-    pub(super) fn wants_room_for(&self, slot: u32) -> Option<usize> {
+    pub(crate) fn wants_room_for(&self, slot: u32) -> Option<usize> {
         let full = (self.len + 1) * 5 > self.buckets.len() * 4;
         if full {
             return Some(capacity_for(self.len + 1));
@@ -96,14 +96,14 @@ impl SlotIndex {
     }
 
     /// A capacity to give back to, if the table is under 40 % full.
-    pub(super) fn wants_shrink(&self) -> Option<usize> {
+    pub(crate) fn wants_shrink(&self) -> Option<usize> {
         let target = capacity_for(self.len);
         (self.len * 5 < self.buckets.len() * 2 && target < self.buckets.len()).then_some(target)
     }
 
     /// Empties the table at `capacity` buckets, with slot bits for slots below `slot_bound`;
     /// the caller places every entry again.
-    pub(super) fn reset(&mut self, capacity: usize, slot_bound: usize) {
+    pub(crate) fn reset(&mut self, capacity: usize, slot_bound: usize) {
         self.buckets = Vec::new();
         self.buckets = vec![0; capacity.max(8)];
         self.len = 0;
@@ -112,7 +112,7 @@ impl SlotIndex {
     }
 
     /// Adds `slot` under hash `h`. The caller made room ([`SlotIndex::wants_room_for`]).
-    pub(super) fn place(&mut self, h: u64, slot: u32) {
+    pub(crate) fn place(&mut self, h: u64, slot: u32) {
         debug_assert!(self.wants_room_for(slot).is_none());
         let bucket = self.tag(h) | (slot + 1);
         let mask = self.slot_mask();
@@ -126,7 +126,7 @@ impl SlotIndex {
 
     /// Removes `slot` (hashed `h`); `hash_of` gives the hash of another slot's record, for the
     /// entries shifted back into the gap.
-    pub(super) fn remove(&mut self, h: u64, slot: u32, hash_of: impl Fn(u32) -> u64) {
+    pub(crate) fn remove(&mut self, h: u64, slot: u32, hash_of: impl Fn(u32) -> u64) {
         if self.buckets.is_empty() {
             return;
         }
@@ -163,12 +163,12 @@ impl SlotIndex {
         self.len -= 1;
     }
 
-    pub(super) fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.buckets.capacity()
     }
 }
 
 /// Buckets for `len` entries at 53 % full: room to grow by half before the next rebuild.
-fn capacity_for(len: usize) -> usize {
+pub(crate) fn capacity_for(len: usize) -> usize {
     (len * 15 / 8 + 1).max(8)
 }
