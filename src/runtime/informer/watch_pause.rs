@@ -27,7 +27,7 @@ const FEW_EVENTS_PER_READ: f32 = 12.0;
 /// a busy watch pays its wake-ups with many events each and is read on the configured grid.
 /// More than twice `FEW_EVENTS_PER_READ`, so a doubling lands between the two and stays.
 const MANY_EVENTS_PER_READ: f32 = 30.0;
-/// The widest period, as a power of two times the configured one (the default 40 ms → 160 ms).
+/// The widest period, as a power of two times the configured one (the default 45 ms → 180 ms).
 const MAX_WIDENING: u32 = 2;
 
 /// The coalescing period of one informer: the configured period times 2^`widening`, chosen by
@@ -127,7 +127,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// soft just after this turn, hard `rotated_watch_read_within` later (an idle daemon's
     /// next wake-up is the controller's pass). That is for a quiet watch, with no event for
     /// that long: one with events more recent is read on the coalescing grid at the latest
-    /// (within the coalescing period, 40 ms by default: the delay any of its events has
+    /// (within the coalescing period, 45 ms by default: the delay any of its events has
     /// anyway), since a busy watch's own reads are what wakes the loop (the bench's Lease
     /// watch, 500 events/s, would otherwise wait for the next executor timer, up to 200 ms
     /// away, and its renewals be seen that much later).
