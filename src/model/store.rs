@@ -87,7 +87,7 @@ impl ClusterStore {
         &self.pods
     }
 
-    pub(crate) fn pod_count(&self) -> usize {
+    pub fn pod_count(&self) -> usize {
         self.pods.len()
     }
 
