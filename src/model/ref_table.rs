@@ -5,10 +5,14 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 
+use super::name_hash::NameHashState;
+
 #[derive(Debug)]
 pub(crate) struct RefTable<T> {
     values: Vec<Option<(T, u32)>>,
-    ids: HashMap<T, u32>,
+    /// Hashed by `NameHashState`: every pod inserted looks its scope (namespace and whole
+    /// toleration list) up here.
+    ids: HashMap<T, u32, NameHashState>,
     free: Vec<u32>,
 }
 
@@ -16,7 +20,7 @@ impl<T> Default for RefTable<T> {
     fn default() -> Self {
         RefTable {
             values: Vec::new(),
-            ids: HashMap::new(),
+            ids: HashMap::default(),
             free: Vec::new(),
         }
     }
