@@ -3,9 +3,12 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use super::name_hash::NameHashState;
+
 #[derive(Default, Debug)]
 pub(crate) struct Interner {
-    set: HashSet<Rc<str>>,
+    /// Hashed by `NameHashState`: every decoded pod interns its namespace and node name.
+    set: HashSet<Rc<str>, NameHashState>,
 }
 
 impl Interner {

@@ -7,6 +7,7 @@
 
 mod compact;
 mod interner;
+mod name_hash;
 mod name_map;
 mod node_labels;
 mod pod_table;

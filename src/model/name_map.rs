@@ -5,7 +5,7 @@
 //! walk of a dozen string compares, each behind a pointer to a name somewhere else on the heap:
 //! at 5,000 nodes the two walks were 14 % of the daemon's steady CPU (memcmp and the misses of
 //! reading the names; `perf record` on the release daemon, BENCHMARKS.md). Here a lookup hashes
-//! the name once and compares one entry's name.
+//! the name once (`NameHashState`) and compares one entry's name.
 //!
 //! The entries sit in a slab (`(name, value)` pairs, as dense as a refilled B-tree's), found by
 //! a [`SlotIndex`] of 4-byte buckets (the pod table's: the slab entry is the key, so the index
@@ -15,9 +15,10 @@
 //! binary search; names arrive from a LIST or a watch-list in name order, so during a sync that
 //! is an append. About 12 bytes per entry more than a refilled `BTreeMap`.
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 
 use super::Name;
+use super::name_hash::NameHashState;
 use super::pod_table::{SlotIndex, capacity_for};
 
 #[derive(Debug)]
@@ -28,7 +29,7 @@ pub(crate) struct NameMap<V> {
     /// The occupied slots, by name.
     order: Vec<u32>,
     index: SlotIndex,
-    hasher: RandomState,
+    hasher: NameHashState,
 }
 
 impl<V> Default for NameMap<V> {
@@ -38,7 +39,7 @@ impl<V> Default for NameMap<V> {
             free: Vec::new(),
             order: Vec::new(),
             index: SlotIndex::default(),
-            hasher: RandomState::new(),
+            hasher: NameHashState::default(),
         }
     }
 }

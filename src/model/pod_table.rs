@@ -12,10 +12,11 @@
 //! informers keep three or more whole objects per pod: kubernetes#115699).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::rc::Rc;
 
 use super::compact::{parse_resource_version, parse_uuid, render_uuid};
+use super::name_hash::NameHashState;
 use super::ref_table::RefTable;
 use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
 use crate::time::Time;
@@ -86,7 +87,7 @@ pub(crate) struct PodTable {
     names: NameArena,
     free: Vec<u32>,
     index: SlotIndex,
-    hasher: RandomState,
+    hasher: NameHashState,
     /// ANDed into every hash: all ones, except in tests that force collisions.
     hash_mask: u64,
     /// Each pod's namespace and toleration list as one shared pair: a cluster has few distinct
@@ -113,7 +114,7 @@ impl PodTable {
             names: NameArena::default(),
             free: Vec::new(),
             index: SlotIndex::default(),
-            hasher: RandomState::new(),
+            hasher: NameHashState::default(),
             hash_mask: u64::MAX,
             scopes: RefTable::default(),
             nodes: RefTable::default(),
@@ -386,7 +387,8 @@ impl PodTable {
                     resource_version: rv.is_none().then(|| pod.resource_version.clone()),
                 },
             );
-        } else {
+        } else if !self.text.is_empty() {
+            // Most tables hold no text ids at all: no hash for them.
             self.text.remove(&slot);
         }
     }
@@ -511,7 +513,7 @@ fn namespace_of<'a>(scopes: &'a RefTable<Scope>, r: &Record) -> &'a str {
 
 /// The index's hash of a pod's key, from the name's bytes (a rebuild reads them from the
 /// arena); each part ends with a separator, as `str`'s `Hash` does.
-fn key_hash(hasher: &RandomState, mask: u64, namespace: &str, name: &[u8]) -> u64 {
+fn key_hash(hasher: &NameHashState, mask: u64, namespace: &str, name: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = hasher.build_hasher();
     namespace.hash(&mut h);

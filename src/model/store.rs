@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::compact::is_older;
+use super::name_hash::NameHashState;
 use super::pod_table::{PodTable, PodUpsert, malloc_size};
 use super::{Lease, Name, NameMap, Node, Pod, PodKey};
 
@@ -48,11 +49,12 @@ pub struct Vanished {
 #[derive(Debug, Default)]
 pub struct ClusterStore {
     nodes: NameMap<Node>,
-    leases: HashMap<Name, Lease>,
+    /// Hashed by `NameHashState` (a Lease is looked up by name at every renewal).
+    leases: HashMap<Name, Lease, NameHashState>,
     pods: PodTable,
     /// Names delivered by the full state in progress, per kind (pods mark their records).
-    nodes_seen: Option<HashSet<Name>>,
-    leases_seen: Option<HashSet<Name>>,
+    nodes_seen: Option<HashSet<Name, NameHashState>>,
+    leases_seen: Option<HashSet<Name, NameHashState>>,
 }
 
 impl ClusterStore {
@@ -87,7 +89,7 @@ impl ClusterStore {
         &self.pods
     }
 
-    pub(crate) fn pod_count(&self) -> usize {
+    pub fn pod_count(&self) -> usize {
         self.pods.len()
     }
 
@@ -151,8 +153,8 @@ impl ClusterStore {
     /// A full state of `kind` starts: everything of that kind is unseen until delivered again.
     pub fn begin_full_state(&mut self, kind: Kind) {
         match kind {
-            Kind::Nodes => self.nodes_seen = Some(HashSet::new()),
-            Kind::Leases => self.leases_seen = Some(HashSet::new()),
+            Kind::Nodes => self.nodes_seen = Some(HashSet::default()),
+            Kind::Leases => self.leases_seen = Some(HashSet::default()),
             Kind::Pods => self.pods.begin_full_state(),
         }
     }
