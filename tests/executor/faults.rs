@@ -224,6 +224,26 @@ fn one_hundred_actions_at_qps_20_burst_30_are_paced_by_wakeups_never_by_sleeping
     assert_eq!(stats.throttle_wait, Duration::from_millis(3_500));
 }
 
+/// A start at 5,000 nodes queues a RegisteredNode event per node. As client-go's broadcaster
+/// (`maxQueuedEvents` = 1000), at most 1000 wait by default; the latest are the ones kept.
+#[test]
+fn a_start_backlog_of_registered_node_events_keeps_the_latest_thousand_by_default() {
+    let mut h = Harness::new(ExecutorSettings::default(), unthrottled());
+    let node = h.add_node("n1");
+    h.submit((0..5_000).map(|i| node_event(&node, "RegisteredNode", format!("node {i}"))));
+    assert_eq!(h.exec.pending_events(), 1_000);
+    assert_eq!(h.exec.stats().events_dropped, 4_000);
+    h.run(30);
+    let first: Vec<String> = h
+        .writes()
+        .iter()
+        .filter(|w| w.resource.to_string() == "events")
+        .map(|w| w.summary.rsplit_once(": ").unwrap().1.to_string())
+        .take(1)
+        .collect();
+    assert_eq!(first, ["node 4000 (source node-controller)"]);
+}
+
 #[test]
 fn events_wait_behind_actions_have_their_own_pace_and_are_dropped_when_too_many_wait() {
     let settings = ExecutorSettings {

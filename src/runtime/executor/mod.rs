@@ -99,7 +99,11 @@ pub(crate) const VERDICT_WINDOW: Duration = Duration::from_secs(10);
 pub struct ExecutorSettings {
     /// Send no write; log and count what would have been written.
     pub dry_run: bool,
-    /// Events waiting beyond this are dropped, oldest first (client-go's event cache holds 4096).
+    /// Events waiting beyond this are dropped, oldest first. client-go's event broadcaster
+    /// queues 1000 (`maxQueuedEvents`, tools/record/event.go) and refuses what comes when it is
+    /// full; dropping the oldest instead sends the latest of a burst. A start at 5,000 nodes
+    /// queues a RegisteredNode event per node: 4096 of them held ~0.6 MB for the ~15 minutes
+    /// they take to send at 5 a second.
     pub max_queued_events: usize,
     /// Events' own pace, on top of the client throttle, so a burst of events (5000 pods marked
     /// NotReady) cannot take the whole client budget from the writes that follow.
@@ -116,7 +120,7 @@ impl Default for ExecutorSettings {
     fn default() -> ExecutorSettings {
         ExecutorSettings {
             dry_run: false,
-            max_queued_events: 4096,
+            max_queued_events: 1000,
             event_rate: Rate::per_second(5),
             // client-go's event spam filter lets 25 through at once.
             event_burst: 25,
@@ -297,6 +301,10 @@ impl Executor {
                     .deliver_event(&mut self.wire, &mut self.events, now)
                 {
                     break;
+                }
+                if self.events.is_empty() && self.events.capacity() > 64 {
+                    // A backlog sent: its queue's memory goes back too.
+                    self.events = VecDeque::new();
                 }
                 now = now.max(self.wire.client.now());
                 self.promote_delayed(now);
