@@ -71,3 +71,21 @@ pub(crate) fn malloc_size(n: usize) -> usize {
     }
     (n + 8).div_ceil(16).max(2) * 16
 }
+
+/// A list of chunks (the name arena's and the record slab's: they grow a chunk at a time and
+/// never copy) at its size: only the last chunk can have room left.
+pub(super) fn shrink_chunks<T>(chunks: &mut Vec<Vec<T>>) {
+    if let Some(last) = chunks.last_mut() {
+        last.shrink_to_fit();
+    }
+    chunks.shrink_to_fit();
+}
+
+/// Heap bytes a list of chunks holds, as allocated.
+pub(super) fn chunks_heap_bytes<T>(chunks: &[Vec<T>], list_capacity: usize) -> usize {
+    chunks
+        .iter()
+        .map(|c| malloc_size(c.capacity() * std::mem::size_of::<T>()))
+        .sum::<usize>()
+        + list_capacity * std::mem::size_of::<Vec<T>>()
+}

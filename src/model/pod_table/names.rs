@@ -165,18 +165,11 @@ impl NameArena {
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
-        if let Some(last) = self.chunks.last_mut() {
-            last.shrink_to_fit();
-        }
-        self.chunks.shrink_to_fit();
+        super::memory::shrink_chunks(&mut self.chunks);
     }
 
     /// Heap bytes held, as allocated (see [`super::malloc_size`]).
     pub(super) fn heap_bytes(&self) -> usize {
-        self.chunks
-            .iter()
-            .map(|c| super::malloc_size(c.capacity()))
-            .sum::<usize>()
-            + self.chunks.capacity() * std::mem::size_of::<Vec<u8>>()
+        super::memory::chunks_heap_bytes(&self.chunks, self.chunks.capacity())
     }
 }

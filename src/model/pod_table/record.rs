@@ -189,18 +189,11 @@ impl Slab {
     }
 
     pub(super) fn shrink_to_fit(&mut self) {
-        if let Some(last) = self.chunks.last_mut() {
-            last.shrink_to_fit();
-        }
-        self.chunks.shrink_to_fit();
+        super::memory::shrink_chunks(&mut self.chunks);
     }
 
     /// Heap bytes held, as allocated (see [`super::malloc_size`]).
     pub(super) fn heap_bytes(&self) -> usize {
-        self.chunks
-            .iter()
-            .map(|c| super::malloc_size(c.capacity() * std::mem::size_of::<Record>()))
-            .sum::<usize>()
-            + self.chunks.capacity() * std::mem::size_of::<Vec<Record>>()
+        super::memory::chunks_heap_bytes(&self.chunks, self.chunks.capacity())
     }
 }
