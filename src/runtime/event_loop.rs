@@ -62,6 +62,9 @@ pub struct LoopControl<S, T> {
     clock: Clock,
     stats: LoopStats,
     stop_requested: bool,
+    /// Sources read on the coalescing grid because their last read found events (see
+    /// `Informer::coalesce_after_read`): while there is one, the loop wakes on that grid anyway.
+    grid_readers: u32,
 }
 
 impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
@@ -197,6 +200,20 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         }
     }
 
+    /// A source is now read on the coalescing grid (`true`) or no longer (`false`): called on
+    /// each change only.
+    pub(crate) fn note_grid_reader(&mut self, reading: bool) {
+        match reading {
+            true => self.grid_readers += 1,
+            false => self.grid_readers = self.grid_readers.saturating_sub(1),
+        }
+    }
+
+    /// How many sources are read on the coalescing grid.
+    pub(crate) fn grid_readers(&self) -> u32 {
+        self.grid_readers
+    }
+
     /// Ends `run` once the current handler returns.
     pub fn stop(&mut self) {
         self.stop_requested = true;
@@ -231,6 +248,7 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
                 clock,
                 stats: LoopStats::default(),
                 stop_requested: false,
+                grid_readers: 0,
             },
         })
     }

@@ -116,7 +116,10 @@ fn a_steady_trickle_of_renewals_is_read_on_a_wider_grid_in_fewer_wakeups() {
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        h.run_until(&mut lp, LIMIT, "every renewal", |h| {
+        // Quietly: no check timer of the harness's own, so the informer's calls are its own
+        // wake-ups (a widened grid's read also takes any wake-up on the configured grid that
+        // something else causes: `a_node_status_trickle_is_read_in_the_busier_lease_watchs_wakeups`).
+        h.run_quietly_until(&mut lp, LIMIT, "every renewal", |h| {
             h.leases().stats().watch_events - events_before >= renewals as u64
         });
     });
@@ -126,5 +129,132 @@ fn a_steady_trickle_of_renewals_is_read_on_a_wider_grid_in_fewer_wakeups() {
         calls <= 36,
         "{renewals} renewals 10 ms apart took {calls} informer calls (a fixed 50 ms grid: about 60)"
     );
+    assert_eq!(h.leases().stats().reflector.relists, 0);
+}
+
+/// The node watch's trickle of status heartbeats beside a busy Lease watch, as at 5,000 nodes
+/// (500 renewals a second, read every 45 ms; ~33 status posts a second, which alone would widen
+/// the node watch's grid to four periods): the node watch is read in the Lease watch's
+/// wake-ups, so a heartbeat is seen within about one period, not four, and it adds no wake-up
+/// of its own, even when a read there finds nothing (the watch stays paused instead of waking
+/// the loop for its next event).
+#[test]
+fn a_node_status_trickle_is_read_in_the_busier_lease_watchs_wakeups() {
+    use node_lifecycled::time::Time;
+    use node_lifecycled_sim::{Resource, fixtures};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+
+    use crate::informer_support::{Id, Tracked};
+
+    const STATUS_NODES: usize = 20;
+    let base = Duration::from_millis(50);
+    let (sim, mut lp, mut h) = synced_lease_informer(base);
+    let cluster = sim.cluster();
+    for i in 0..STATUS_NODES {
+        let node = fixtures::ready_node(&format!("node-{i}"), None, cluster.now());
+        cluster.create(Resource::Nodes, node).unwrap();
+    }
+    let mut config = crate::informer_support::list_watch(Duration::from_secs(60));
+    config.watch_coalesce = base;
+    h.nodes = Some(Tracked::new(config, Id::Nodes));
+    h.nodes.as_mut().unwrap().informer.start(lp.control());
+    h.run_until(&mut lp, LIMIT, "the node informer's sync", |h| {
+        h.nodes().informer.is_synced() && h.nodes().stats().watching
+    });
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let written: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    // Seen: when the node informer's count of watch events reached each write.
+    let mut seen: Vec<Instant> = Vec::new();
+    let node_events_before = h.nodes().stats().watch_events;
+    let measure = |h: &mut crate::informer_support::Harness,
+                   lp: &mut node_lifecycled::runtime::EventLoop<Id, Id>,
+                   seen: &mut Vec<Instant>,
+                   every: Duration,
+                   writes: usize| {
+        let target = seen.len() + writes;
+        let wakeups_before = lp.control().stats().wakeups;
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            let (renewer, stop_renewing) = (cluster.clone(), stop.clone());
+            s.spawn(move || {
+                let mut i = 0usize;
+                // Bounded: a failed wait below must not leave this thread running.
+                while !stop_renewing.load(Ordering::Relaxed) && started.elapsed() < LIMIT {
+                    let at = renewer.now() + Duration::from_secs(10);
+                    renewer
+                        .renew_lease(&format!("node-{}", i % NODES), at)
+                        .unwrap();
+                    i += 1;
+                    // ~400 a second: ~20 a read, so the Lease watch stays on the configured grid.
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            });
+            let (poster, log) = (cluster.clone(), written.clone());
+            let first = seen.len();
+            s.spawn(move || {
+                for i in first..first + writes {
+                    std::thread::sleep(every);
+                    let node = format!("node-{}", i % STATUS_NODES);
+                    // A heartbeat of its own (timestamps are whole seconds): every post changes
+                    // the node, so every post is a watch event.
+                    let heartbeat = Time::from_unix_millis(2_000_000_000_000 + i as u64 * 1000);
+                    let mut log = log.lock().unwrap();
+                    poster
+                        .set_node_condition(&node, "Ready", "True", heartbeat)
+                        .unwrap();
+                    log.push(Instant::now());
+                }
+            });
+            h.run_quietly_until(lp, LIMIT, "every status post", |h| {
+                let events = (h.nodes().stats().watch_events - node_events_before) as usize;
+                while seen.len() < events {
+                    seen.push(Instant::now());
+                }
+                events >= target
+            });
+            stop.store(true, Ordering::Relaxed);
+        });
+        stop.store(false, Ordering::Relaxed);
+        println!("{} Lease events so far", h.leases().stats().watch_events);
+        (
+            lp.control().stats().wakeups - wakeups_before,
+            started.elapsed(),
+        )
+    };
+
+    // A dense trickle (a post every 15 ms): alone, its reads find ~3 events and its grid would
+    // widen to 200 ms (a post seen 100 ms late on average).
+    measure(&mut h, &mut lp, &mut seen, Duration::from_millis(15), 120);
+    let written_at = written.lock().unwrap().clone();
+    let mut late: Vec<Duration> = seen
+        .iter()
+        .zip(&written_at)
+        .map(|(seen, written)| seen.saturating_duration_since(*written))
+        .collect();
+    late.sort();
+    let median = late[late.len() / 2];
+    println!(
+        "status posts seen late by: median {median:?}, max {:?}",
+        late[late.len() - 1]
+    );
+    assert!(
+        median <= base + Duration::from_millis(10),
+        "a status post is seen {median:?} late at the median (the Lease watch is read every {base:?})"
+    );
+
+    // A sparse one (a post every 60 ms): about half the node watch's reads find nothing. Those
+    // keep it paused, so the loop wakes about once per Lease read, not again per status post.
+    let (wakeups, took) = measure(&mut h, &mut lp, &mut seen, Duration::from_millis(60), 50);
+    let grid_points = took.as_millis() as u64 / base.as_millis() as u64;
+    println!("{wakeups} wake-ups in {took:?} ({grid_points} points of the Lease watch's grid)");
+    assert!(
+        wakeups <= grid_points * 6 / 5 + 4,
+        "{wakeups} wake-ups in {took:?}: the Lease watch's grid has {grid_points} points; the \
+         status posts woke the loop of their own"
+    );
+    assert_eq!(h.nodes().stats().reflector.relists, 0);
     assert_eq!(h.leases().stats().reflector.relists, 0);
 }

@@ -137,9 +137,15 @@ pub struct Informer<T: Watched, S, K> {
     /// The stream's readiness events are paused: read it on the timer at this time.
     paused_until: Option<Time>,
     rotated_watch_read_within: Duration,
-    /// The pause is a rotated watch's lazy read: `paused_until` is its soft deadline (any
-    /// wake-up after it reads), this its hard one.
+    /// The pause's read is lazy: `paused_until` is its soft deadline (any wake-up after it
+    /// reads), this its hard one. A rotated watch's first read, or a trickle on a widened grid
+    /// (`coalescing_lazily`).
     lazy_read_by: Option<Time>,
+    /// The lazy read is the coalescing pause's (see `Informer::coalesce_after_read`): an empty
+    /// read before `lazy_read_by` keeps the watch paused.
+    coalescing_lazily: bool,
+    /// Counted in `LoopControl::grid_readers`: paused after a read that found events.
+    on_grid: bool,
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
@@ -195,6 +201,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             paused_until: None,
             rotated_watch_read_within: config.rotated_watch_read_within,
             lazy_read_by: None,
+            coalescing_lazily: false,
+            on_grid: false,
             postponed_list: None,
             items: Vec::new(),
             closed_watch_bytes: 0,

@@ -11,16 +11,21 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             self.more_to_read = false;
             return;
         };
+        let now = io.lp.now();
         let mut items = std::mem::take(&mut self.items);
-        self.more_to_read = stream.on_ready(io.lp.now(), &mut items) == Drain::MoreToRead;
+        self.more_to_read = stream.on_ready(now, &mut items) == Drain::MoreToRead;
+        // A trickle's lazy read before its own deadline: a wake-up something else caused.
+        let borrowed_wakeup =
+            self.coalescing_lazily && self.lazy_read_by.is_some_and(|hard| now < hard);
         // The lazy read happened; what follows is the coalescing pause's rule (resumed once
         // a read finds the socket drained and no trickle).
         self.lazy_read_by = None;
+        self.coalescing_lazily = false;
         let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
         self.note_answer(io.lp.now());
-        self.coalesce_after_read(io.lp, found);
+        self.coalesce_after_read(io.lp, found, borrowed_wakeup);
     }
 
     /// The current watch's response head: its round trip, and (once the bytes behind it are
@@ -169,8 +174,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             return self.close_stream(lp);
         }
         self.more_to_read = false;
-        self.paused_until = None;
-        self.lazy_read_by = None;
+        self.clear_pause(lp);
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             self.kept = Some(stream);
@@ -198,8 +202,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     pub(super) fn close_stream(&mut self, lp: &mut LoopControl<S, K>) {
         self.answer_rtt = None;
         self.more_to_read = false;
-        self.paused_until = None;
-        self.lazy_read_by = None;
+        self.clear_pause(lp);
         if let Some(stream) = self.stream.take() {
             self.closed_watch_bytes += stream.bytes_received();
             let token = stream.token();
