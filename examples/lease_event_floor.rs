@@ -485,11 +485,13 @@ fn main() -> ExitCode {
                     seen += 1;
                     cold.event();
                     if stage == 2 {
-                        black_box(frame);
+                        // As the informer does once a frame is decoded: its buffer is reused.
+                        decoder.recycle_frame(black_box(frame));
                         continue;
                     }
                     let event =
                         proto::decode_watch_event::<Lease>(&frame, &mut ctx).expect("decodes");
+                    decoder.recycle_frame(frame);
                     let Some(ctl) = ctl.as_mut() else {
                         black_box(event);
                         continue;

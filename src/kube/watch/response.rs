@@ -83,6 +83,8 @@ pub struct ResponseDecoder {
     state: State,
     max_line: usize,
     scratch: Vec<u8>,
+    /// The events one `deliver` split off, reused (one allocation per chunk otherwise).
+    split: Vec<Result<Vec<u8>, LineError>>,
     /// The body ended where its framing said, nothing followed it, and the head allowed
     /// keep-alive: the connection can carry the next request.
     reusable: bool,
@@ -94,7 +96,19 @@ impl ResponseDecoder {
             state: State::Head(HeadParser::new()),
             max_line,
             scratch: Vec::new(),
+            split: Vec::new(),
             reusable: false,
+        }
+    }
+
+    /// A decoded frame's buffer, reused for the next frames of this response.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        if let State::Body {
+            lines: Events::Frames(frames),
+            ..
+        } = &mut self.state
+        {
+            frames.recycle(frame);
         }
     }
 
@@ -229,15 +243,15 @@ impl ResponseDecoder {
             return;
         }
         if head.status == 200 {
-            let mut split = Vec::new();
+            let split = &mut self.split;
             match lines {
                 Events::Lines(lines) => {
-                    lines.push(data, &mut split);
-                    out.extend(split.into_iter().map(line_item));
+                    lines.push(data, split);
+                    out.extend(split.drain(..).map(line_item));
                 }
                 Events::Frames(frames) => {
-                    frames.push(data, &mut split);
-                    out.extend(split.into_iter().map(frame_item));
+                    frames.push(data, split);
+                    out.extend(split.drain(..).map(frame_item));
                 }
             }
         } else {

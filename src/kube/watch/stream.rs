@@ -247,6 +247,11 @@ impl WatchStream {
         self.bytes_received
     }
 
+    /// A frame this stream delivered, decoded: its buffer is reused for the next frames.
+    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
+        self.decoder.recycle_frame(frame);
+    }
+
     /// `read` calls made on the socket so far, those answered `WouldBlock` included.
     pub fn socket_reads(&self) -> u64 {
         self.socket_reads

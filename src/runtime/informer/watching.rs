@@ -97,6 +97,9 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                             WatchFlow::Continue
                         }
                     };
+                    if let (WatchItem::Frame(frame), Some(stream)) = (item, &mut self.stream) {
+                        stream.recycle_frame(frame);
+                    }
                     if flow == WatchFlow::Close {
                         self.currency.failed(Failure::Broken);
                         debug!(
