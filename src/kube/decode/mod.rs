@@ -332,6 +332,23 @@ fn lenient_timestamp(
     }
 }
 
+/// A pod's toleration field as text, empty when absent: one that is not UTF-8 refuses the pod
+/// with the error protobuf's reader gives for any string (`proto::Field::str`).
+fn lazy_text<'a>(
+    v: &'a Option<wire::LazyStr<'_>>,
+    field: &'static str,
+) -> Result<&'a str, DecodeError> {
+    match v {
+        None => Ok(""),
+        Some(s) => s.text().map_err(|at| {
+            DecodeError::new(
+                "Pod",
+                proto::ProtoError::new(field, at, "a string that is not UTF-8").to_string(),
+            )
+        }),
+    }
+}
+
 fn interned(ctx: &mut DecodeContext, v: &Option<wire::Str<'_>>) -> Rc<str> {
     ctx.intern(wire::text(v))
 }
@@ -508,38 +525,44 @@ impl Decode for Pod {
         let tolerations = match ctx.recent_tolerations.find(&wire_tolerations) {
             Some(shared) => shared,
             None => {
-                let list: Vec<Toleration> = wire_tolerations
-                    .into_iter()
-                    .map(|t| Toleration {
-                        key: interned(ctx, &t.key),
-                        operator: match wire::text(&t.operator) {
+                let mut list: Vec<Toleration> = Vec::with_capacity(wire_tolerations.len());
+                for t in wire_tolerations {
+                    // In the order of the fields' numbers, the order they are written in.
+                    let key = lazy_text(&t.key, "spec.tolerations.key")?;
+                    let operator = lazy_text(&t.operator, "spec.tolerations.operator")?;
+                    let value = lazy_text(&t.value, "spec.tolerations.value")?;
+                    let effect = lazy_text(&t.effect, "spec.tolerations.effect")?;
+                    list.push(Toleration {
+                        key: ctx.intern(key),
+                        operator: match operator {
                             "" | "Equal" => TolerationOperator::Equal,
                             "Exists" => TolerationOperator::Exists,
                             other => TolerationOperator::Other(ctx.intern(other)),
                         },
-                        value: interned(ctx, &t.value),
-                        effect: match wire::text(&t.effect) {
+                        value: ctx.intern(value),
+                        effect: match effect {
                             "" => None,
                             e => Some(TaintEffect::parse(e, &mut ctx.interner)),
                         },
                         toleration_seconds: t.toleration_seconds,
-                    })
-                    .collect();
+                    });
+                }
                 let shared = ctx.share_tolerations(list);
                 ctx.recent_tolerations.remember(shared.clone());
                 shared
             }
         };
+        // Compared, never kept: bytes (`wire::Bytes`).
         let conditions = w.status.and_then(|s| s.conditions).unwrap_or_default();
         let ready = conditions
             .iter()
-            .find(|c| wire::text(&c.kind) == "Ready")
-            .map(|c| ConditionStatus::parse(wire::text(&c.status)));
+            .find(|c| wire::bytes(&c.kind) == b"Ready")
+            .map(|c| ConditionStatus::parse_bytes(wire::bytes(&c.status)));
         let disruption_target = conditions.iter().any(|c| {
-            wire::text(&c.kind) == disruption::CONDITION
-                && wire::text(&c.status) == "True"
-                && wire::text(&c.reason) == disruption::REASON
-                && wire::text(&c.message) == disruption::MESSAGE
+            wire::bytes(&c.kind) == disruption::CONDITION.as_bytes()
+                && wire::bytes(&c.status) == b"True"
+                && wire::bytes(&c.reason) == disruption::REASON.as_bytes()
+                && wire::bytes(&c.message) == disruption::MESSAGE.as_bytes()
         });
         // Lenient: a bad stamp costs only this field (the pod then counts as it did before
         // pods kept one: from its taint's `timeAdded` at a start or a takeover).
@@ -555,7 +578,7 @@ impl Decode for Pod {
             .owner_references
             .unwrap_or_default()
             .iter()
-            .any(|o| o.controller == Some(true) && wire::text(&o.kind) == "DaemonSet");
+            .any(|o| o.controller == Some(true) && wire::bytes(&o.kind) == b"DaemonSet");
         Ok(Pod {
             key: PodKey { namespace, name },
             uid: owned(&meta.uid),

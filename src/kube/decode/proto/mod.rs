@@ -489,3 +489,5 @@ impl EventType {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_utf8;
