@@ -114,7 +114,7 @@ impl LazyStr<'_> {
         match self {
             LazyStr::Text(s) => Ok(s),
             LazyStr::Unchecked { bytes, offset } => {
-                std::str::from_utf8(bytes).map_err(|e| offset + e.valid_up_to())
+                super::proto::utf8(bytes).map_err(|e| offset + e.valid_up_to())
             }
         }
     }

@@ -274,6 +274,19 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// `bytes` as text, if they are UTF-8 (`std::str::from_utf8`'s answer). Names, uids and
+/// versions are short and ASCII: `is_ascii` reads them a word at a time, where `from_utf8`
+/// goes a byte at a time through a string this short (callgrind: 142 instructions a string
+/// of a pod's, 60 with this; a hand-written word loop did no better).
+#[inline]
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    if bytes.is_ascii() {
+        // SAFETY: every byte is below 0x80, and ASCII is UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes)
+}
+
 impl<'a> Field<'a> {
     fn wrong(&self, field: &'static str, expected: &str) -> ProtoError {
         let got = match self.value {
@@ -298,8 +311,7 @@ impl<'a> Field<'a> {
 
     /// A string field, borrowed; it must be UTF-8 (as JSON strings are).
     pub(crate) fn str(&self, field: &'static str) -> Result<&'a str, ProtoError> {
-        let b = self.bytes(field)?;
-        std::str::from_utf8(b).map_err(|e| {
+        utf8(self.bytes(field)?).map_err(|e| {
             ProtoError::new(
                 field,
                 self.offset + e.valid_up_to(),

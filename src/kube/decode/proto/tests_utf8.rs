@@ -131,3 +131,24 @@ fn a_compared_string_that_is_not_utf8_reads_as_text_that_matches_nothing() {
         Some(ConditionStatus::Other)
     );
 }
+
+/// `utf8`'s ASCII path answers what `from_utf8` answers (text, or where it stops being UTF-8),
+/// for every length around the word size and a high byte at every place.
+#[test]
+fn the_ascii_path_of_utf8_reads_what_from_utf8_reads() {
+    for len in 0..40 {
+        let ascii: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+        assert_eq!(utf8(&ascii), std::str::from_utf8(&ascii));
+        for at in 0..len {
+            for high in [0x80, 0xc3, 0xff, 0x7f] {
+                let mut b = ascii.clone();
+                b[at] = high;
+                assert_eq!(utf8(&b), std::str::from_utf8(&b), "{b:?}");
+                // A whole two-byte character (é) at `at`.
+                b.insert(at + 1, 0xa9);
+                b[at] = 0xc3;
+                assert_eq!(utf8(&b), std::str::from_utf8(&b), "{b:?}");
+            }
+        }
+    }
+}
