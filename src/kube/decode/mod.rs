@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use crate::model::{
     Autonomy, ConditionStatus, Interner, Maintenance, Name, Node, NodeCondition, NodeConditionType,
-    NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
+    NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
 };
 use crate::time::Time;
 
@@ -552,18 +552,7 @@ impl Decode for Pod {
                 shared
             }
         };
-        // Compared, never kept: bytes (`wire::Bytes`).
         let conditions = w.status.and_then(|s| s.conditions).unwrap_or_default();
-        let ready = conditions
-            .iter()
-            .find(|c| wire::bytes(&c.kind) == b"Ready")
-            .map(|c| ConditionStatus::parse_bytes(wire::bytes(&c.status)));
-        let disruption_target = conditions.iter().any(|c| {
-            wire::bytes(&c.kind) == disruption::CONDITION.as_bytes()
-                && wire::bytes(&c.status) == b"True"
-                && wire::bytes(&c.reason) == disruption::REASON.as_bytes()
-                && wire::bytes(&c.message) == disruption::MESSAGE.as_bytes()
-        });
         // Lenient: a bad stamp costs only this field (the pod then counts as it did before
         // pods kept one: from its taint's `timeAdded` at a start or a takeover).
         let creation_timestamp = lenient_timestamp(
@@ -574,21 +563,16 @@ impl Decode for Pod {
             &meta.creation_timestamp,
         )
         .filter(|t| *t > Time::ZERO);
-        let daemonset_owned = meta
-            .owner_references
-            .unwrap_or_default()
-            .iter()
-            .any(|o| o.controller == Some(true) && wire::bytes(&o.kind) == b"DaemonSet");
         Ok(Pod {
             key: PodKey { namespace, name },
             uid: owned(&meta.uid),
             resource_version: owned(&meta.resource_version),
             node_name: opt_interned(ctx, &spec.node_name),
-            ready,
+            ready: conditions.ready,
             tolerations,
             deleting: meta.deletion_timestamp.is_some_and(|d| d.is_set()),
-            daemonset_owned,
-            disruption_target,
+            daemonset_owned: meta.owner_references.is_some_and(|o| o.daemonset),
+            disruption_target: conditions.disruption_target,
             creation_timestamp,
         })
     }

@@ -11,6 +11,9 @@ use serde::{Deserialize, Deserializer};
 use crate::model::labels;
 use crate::time::Time;
 
+mod pod;
+pub(crate) use pod::*;
+
 /// A JSON string, borrowed from the input unless it holds escapes.
 #[derive(Deserialize, Debug, Clone, Default, PartialEq, Eq)]
 #[serde(transparent)]
@@ -61,70 +64,6 @@ pub(crate) fn text<'a>(s: &'a Option<Str<'_>>) -> &'a str {
     s.as_ref().map(|s| &*s.0).unwrap_or("")
 }
 
-/// A string the model never keeps, only compares with text it knows (a pod condition's type,
-/// an owner reference's kind): protobuf's bytes are not checked as UTF-8, since a byte that is
-/// not UTF-8 cannot equal the known text. JSON's are read as [`Str`] (serde_json checks them).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Bytes<'a>(pub Cow<'a, [u8]>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Bytes<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Str::deserialize(d).map(|s| {
-            Bytes(match s.0 {
-                Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
-                Cow::Owned(s) => Cow::Owned(s.into_bytes()),
-            })
-        })
-    }
-}
-
-/// The bytes of a [`Bytes`] field, empty when absent (as [`text`] reads a [`Str`]).
-pub(crate) fn bytes<'a>(b: &'a Option<Bytes<'_>>) -> &'a [u8] {
-    b.as_ref().map(|b| &*b.0).unwrap_or(b"")
-}
-
-/// A string the model keeps only when it is not already held: a pod's toleration, compared
-/// byte for byte with the lists the last pods carried (`recent_tolerations.rs`, which hold
-/// checked text, so an equal one is UTF-8 too) and checked as UTF-8 only when converted
-/// (`Pod::from_wire`, with the error protobuf's reader would have given).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LazyStr<'a> {
-    /// Checked already (JSON's strings are).
-    Text(Cow<'a, str>),
-    /// Protobuf's bytes, unchecked, and their offset in the object (for the error).
-    Unchecked { bytes: &'a [u8], offset: usize },
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for LazyStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Str::deserialize(d).map(|s| LazyStr::Text(s.0))
-    }
-}
-
-impl LazyStr<'_> {
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        match self {
-            LazyStr::Text(s) => s.as_bytes(),
-            LazyStr::Unchecked { bytes, .. } => bytes,
-        }
-    }
-
-    /// The text; when it is not UTF-8, the byte offset in the object where it stops being so.
-    pub(crate) fn text(&self) -> Result<&str, usize> {
-        match self {
-            LazyStr::Text(s) => Ok(s),
-            LazyStr::Unchecked { bytes, offset } => {
-                super::proto::utf8(bytes).map_err(|e| offset + e.valid_up_to())
-            }
-        }
-    }
-}
-
-/// The bytes of a [`LazyStr`] field, empty when absent.
-pub(crate) fn lazy_bytes<'a>(s: &'a Option<LazyStr<'_>>) -> &'a [u8] {
-    s.as_ref().map_or(b"", LazyStr::as_bytes)
-}
-
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Meta<'a> {
@@ -146,8 +85,8 @@ pub(crate) struct Meta<'a> {
         reason = "never read: a pod's labels are decoded and dropped (a candidate for the decode path to stop decoding)"
     )]
     pub(crate) labels: Option<KeptLabels<'a>>,
-    #[serde(borrow)]
-    pub(crate) owner_references: Option<Vec<OwnerReference<'a>>>,
+    /// Folded as read: whether a DaemonSet controls the pod.
+    pub(crate) owner_references: Option<Owners>,
 }
 
 /// Which keys of a string map are worth keeping; the others are skipped without allocating.
@@ -246,13 +185,6 @@ pub(crate) struct NodeMeta<'a> {
 }
 
 #[derive(Deserialize)]
-pub(crate) struct OwnerReference<'a> {
-    #[serde(borrow)]
-    pub(crate) kind: Option<Bytes<'a>>,
-    pub(crate) controller: Option<bool>,
-}
-
-#[derive(Deserialize)]
 pub struct Node<'a> {
     #[serde(borrow)]
     pub(crate) metadata: Option<NodeMeta<'a>>,
@@ -319,57 +251,6 @@ pub(crate) struct LeaseSpec<'a> {
     #[serde(borrow)]
     pub(crate) renew_time: Option<Stamp<'a>>,
     pub(crate) lease_duration_seconds: Option<i32>,
-}
-
-#[derive(Deserialize)]
-pub struct Pod<'a> {
-    #[serde(borrow)]
-    pub(crate) metadata: Option<Meta<'a>>,
-    #[serde(borrow)]
-    pub(crate) spec: Option<PodSpec<'a>>,
-    #[serde(borrow)]
-    pub(crate) status: Option<PodStatus<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PodSpec<'a> {
-    #[serde(borrow)]
-    pub(crate) node_name: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(crate) tolerations: Option<Vec<Toleration<'a>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Toleration<'a> {
-    #[serde(borrow)]
-    pub key: Option<LazyStr<'a>>,
-    #[serde(borrow)]
-    pub operator: Option<LazyStr<'a>>,
-    #[serde(borrow)]
-    pub value: Option<LazyStr<'a>>,
-    #[serde(borrow)]
-    pub effect: Option<LazyStr<'a>>,
-    pub toleration_seconds: Option<i64>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct PodStatus<'a> {
-    #[serde(borrow)]
-    pub(crate) conditions: Option<Vec<PodCondition<'a>>>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct PodCondition<'a> {
-    #[serde(borrow, rename = "type")]
-    pub(crate) kind: Option<Bytes<'a>>,
-    #[serde(borrow)]
-    pub(crate) status: Option<Bytes<'a>>,
-    #[serde(borrow)]
-    pub(crate) reason: Option<Bytes<'a>>,
-    #[serde(borrow)]
-    pub(crate) message: Option<Bytes<'a>>,
 }
 
 /// metav1.Status: the object of an `ERROR` watch event and the body of failed requests.

@@ -79,7 +79,7 @@ fn kept_map<'a, F: KeyFilter>(
 
 fn meta(mut r: Reader<'_>) -> Result<wire::Meta<'_>, ProtoError> {
     let mut m = wire::Meta::default();
-    let mut owners = Vec::new();
+    let mut owners = wire::Owners::default();
     while let Some(f) = r.next_field()? {
         match f.number {
             META_NAME => m.name = str(&f, "metadata.name")?,
@@ -107,7 +107,7 @@ fn meta(mut r: Reader<'_>) -> Result<wire::Meta<'_>, ProtoError> {
                         _ => {}
                     }
                 }
-                owners.push(owner);
+                owners.add(&owner);
             }
             // Labels of pods and leases are not read (the model keeps none of theirs).
             _ => {}
@@ -334,8 +334,8 @@ fn pod_spec(mut r: Reader<'_>) -> Result<wire::PodSpec<'_>, ProtoError> {
     Ok(spec)
 }
 
-fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus<'_>, ProtoError> {
-    let mut conditions = Vec::new();
+fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus, ProtoError> {
+    let mut conditions = wire::PodConditions::default();
     while let Some(f) = r.next_field()? {
         if f.number != POD_STATUS_CONDITIONS {
             continue;
@@ -356,7 +356,7 @@ fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus<'_>, ProtoError> {
                 _ => {}
             }
         }
-        conditions.push(cond);
+        conditions.add(&cond);
     }
     Ok(wire::PodStatus {
         conditions: Some(conditions),
