@@ -62,6 +62,9 @@ pub struct DecodeContext {
     tolerations: HashSet<Rc<[Toleration]>>,
     /// The lists the last pods carried, matched on the wire before converting.
     recent_tolerations: recent_tolerations::RecentTolerations,
+    /// The last pod's namespace: a LIST delivers pods by namespace, so most pods are compared
+    /// with it instead of hashed into the interner.
+    last_namespace: Option<Rc<str>>,
     /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
     label_sets: HashSet<Rc<[(Name, Name)]>>,
     /// Node conditions' reason and message pairs (`condition_text.rs`).
@@ -88,6 +91,7 @@ impl DecodeContext {
             interner: Interner::new(),
             tolerations: HashSet::new(),
             recent_tolerations: Default::default(),
+            last_namespace: None,
             label_sets: HashSet::new(),
             condition_texts: HashSet::new(),
             warned: HashSet::new(),
@@ -119,6 +123,18 @@ impl DecodeContext {
 
     fn intern(&mut self, s: &str) -> Rc<str> {
         self.interner.intern(s)
+    }
+
+    /// [`DecodeContext::intern`] for a pod's namespace, the last one compared first.
+    fn intern_namespace(&mut self, s: &str) -> Rc<str> {
+        if let Some(last) = &self.last_namespace
+            && **last == *s
+        {
+            return last.clone();
+        }
+        let interned = self.intern(s);
+        self.last_namespace = Some(interned.clone());
+        interned
     }
 
     /// The shared copy of a toleration list.
@@ -168,8 +184,9 @@ impl DecodeContext {
     /// Drops names, toleration lists, label sets and condition texts no object refers to any
     /// more (e.g. after a relist).
     pub fn prune(&mut self) -> usize {
-        // The recent lists' references would keep them shared.
+        // The recent lists' and namespace's references would keep them shared.
         self.recent_tolerations.clear();
+        self.last_namespace = None;
         let before = self.tolerations.len() + self.label_sets.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
         self.label_sets.retain(|l| Rc::strong_count(l) > 1);
@@ -329,23 +346,6 @@ fn lenient_timestamp(
             ctx.bad_field(what, name, field, &s);
             None
         }
-    }
-}
-
-/// A pod's toleration field as text, empty when absent: one that is not UTF-8 refuses the pod
-/// with the error protobuf's reader gives for any string (`proto::Field::str`).
-fn lazy_text<'a>(
-    v: &'a Option<wire::LazyStr<'_>>,
-    field: &'static str,
-) -> Result<&'a str, DecodeError> {
-    match v {
-        None => Ok(""),
-        Some(s) => s.text().map_err(|at| {
-            DecodeError::new(
-                "Pod",
-                proto::ProtoError::new(field, at, "a string that is not UTF-8").to_string(),
-            )
-        }),
     }
 }
 
@@ -519,7 +519,8 @@ impl Decode for Pod {
     fn from_wire(w: wire::Pod<'_>, ctx: &mut DecodeContext) -> Result<Pod, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
         let name = Rc::from(required("Pod", "metadata.name", &meta.name)?);
-        let namespace = ctx.intern(required("Pod", "metadata.namespace", &meta.namespace)?);
+        let namespace =
+            ctx.intern_namespace(required("Pod", "metadata.namespace", &meta.namespace)?);
         let spec = w.spec.unwrap_or_default();
         let wire_tolerations = spec.tolerations.unwrap_or_default();
         let tolerations = match ctx.recent_tolerations.find(&wire_tolerations) {
@@ -528,10 +529,10 @@ impl Decode for Pod {
                 let mut list: Vec<Toleration> = Vec::with_capacity(wire_tolerations.len());
                 for t in wire_tolerations {
                     // In the order of the fields' numbers, the order they are written in.
-                    let key = lazy_text(&t.key, "spec.tolerations.key")?;
-                    let operator = lazy_text(&t.operator, "spec.tolerations.operator")?;
-                    let value = lazy_text(&t.value, "spec.tolerations.value")?;
-                    let effect = lazy_text(&t.effect, "spec.tolerations.effect")?;
+                    let key = wire::lazy_text(&t.key, "spec.tolerations.key")?;
+                    let operator = wire::lazy_text(&t.operator, "spec.tolerations.operator")?;
+                    let value = wire::lazy_text(&t.value, "spec.tolerations.value")?;
+                    let effect = wire::lazy_text(&t.effect, "spec.tolerations.effect")?;
                     list.push(Toleration {
                         key: ctx.intern(key),
                         operator: match operator {

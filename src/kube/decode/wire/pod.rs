@@ -10,6 +10,8 @@ use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::{Meta, Str};
+use crate::kube::decode::DecodeError;
+use crate::kube::decode::proto::ProtoError;
 use crate::model::{ConditionStatus, disruption};
 
 /// A string the model never keeps, only compares with text it knows (a pod condition's type,
@@ -74,6 +76,23 @@ impl LazyStr<'_> {
 /// The bytes of a [`LazyStr`] field, empty when absent.
 pub(crate) fn lazy_bytes<'a>(s: &'a Option<LazyStr<'_>>) -> &'a [u8] {
     s.as_ref().map_or(b"", LazyStr::as_bytes)
+}
+
+/// A pod's toleration field as text, empty when absent: one that is not UTF-8 refuses the pod
+/// with the error protobuf's reader gives for any string (`proto::Field::str`).
+pub(crate) fn lazy_text<'a>(
+    v: &'a Option<LazyStr<'_>>,
+    field: &'static str,
+) -> Result<&'a str, DecodeError> {
+    match v {
+        None => Ok(""),
+        Some(s) => s.text().map_err(|at| {
+            DecodeError::new(
+                "Pod",
+                ProtoError::new(field, at, "a string that is not UTF-8").to_string(),
+            )
+        }),
+    }
 }
 
 #[derive(Deserialize)]
