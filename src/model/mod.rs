@@ -91,10 +91,16 @@ impl ConditionStatus {
     }
 
     pub(crate) fn parse(s: &str) -> ConditionStatus {
+        ConditionStatus::parse_bytes(s.as_bytes())
+    }
+
+    /// As [`ConditionStatus::parse`], for text not checked as UTF-8 (any other bytes are
+    /// `Other`, as any other text is).
+    pub(crate) fn parse_bytes(s: &[u8]) -> ConditionStatus {
         match s {
-            "True" => ConditionStatus::True,
-            "False" => ConditionStatus::False,
-            "Unknown" => ConditionStatus::Unknown,
+            b"True" => ConditionStatus::True,
+            b"False" => ConditionStatus::False,
+            b"Unknown" => ConditionStatus::Unknown,
             _ => ConditionStatus::Other,
         }
     }

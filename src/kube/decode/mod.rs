@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use crate::model::{
     Autonomy, ConditionStatus, Interner, Maintenance, Name, Node, NodeCondition, NodeConditionType,
-    NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator, disruption,
+    NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
 };
 use crate::time::Time;
 
@@ -62,6 +62,9 @@ pub struct DecodeContext {
     tolerations: HashSet<Rc<[Toleration]>>,
     /// The lists the last pods carried, matched on the wire before converting.
     recent_tolerations: recent_tolerations::RecentTolerations,
+    /// The last pod's namespace: a LIST delivers pods by namespace, so most pods are compared
+    /// with it instead of hashed into the interner.
+    last_namespace: Option<Rc<str>>,
     /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
     label_sets: HashSet<Rc<[(Name, Name)]>>,
     /// Node conditions' reason and message pairs (`condition_text.rs`).
@@ -88,6 +91,7 @@ impl DecodeContext {
             interner: Interner::new(),
             tolerations: HashSet::new(),
             recent_tolerations: Default::default(),
+            last_namespace: None,
             label_sets: HashSet::new(),
             condition_texts: HashSet::new(),
             warned: HashSet::new(),
@@ -119,6 +123,18 @@ impl DecodeContext {
 
     fn intern(&mut self, s: &str) -> Rc<str> {
         self.interner.intern(s)
+    }
+
+    /// [`DecodeContext::intern`] for a pod's namespace, the last one compared first.
+    fn intern_namespace(&mut self, s: &str) -> Rc<str> {
+        if let Some(last) = &self.last_namespace
+            && **last == *s
+        {
+            return last.clone();
+        }
+        let interned = self.intern(s);
+        self.last_namespace = Some(interned.clone());
+        interned
     }
 
     /// The shared copy of a toleration list.
@@ -168,8 +184,9 @@ impl DecodeContext {
     /// Drops names, toleration lists, label sets and condition texts no object refers to any
     /// more (e.g. after a relist).
     pub fn prune(&mut self) -> usize {
-        // The recent lists' references would keep them shared.
+        // The recent lists' and namespace's references would keep them shared.
         self.recent_tolerations.clear();
+        self.last_namespace = None;
         let before = self.tolerations.len() + self.label_sets.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
         self.label_sets.retain(|l| Rc::strong_count(l) > 1);
@@ -502,45 +519,41 @@ impl Decode for Pod {
     fn from_wire(w: wire::Pod<'_>, ctx: &mut DecodeContext) -> Result<Pod, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
         let name = Rc::from(required("Pod", "metadata.name", &meta.name)?);
-        let namespace = ctx.intern(required("Pod", "metadata.namespace", &meta.namespace)?);
+        let namespace =
+            ctx.intern_namespace(required("Pod", "metadata.namespace", &meta.namespace)?);
         let spec = w.spec.unwrap_or_default();
         let wire_tolerations = spec.tolerations.unwrap_or_default();
         let tolerations = match ctx.recent_tolerations.find(&wire_tolerations) {
             Some(shared) => shared,
             None => {
-                let list: Vec<Toleration> = wire_tolerations
-                    .into_iter()
-                    .map(|t| Toleration {
-                        key: interned(ctx, &t.key),
-                        operator: match wire::text(&t.operator) {
+                let mut list: Vec<Toleration> = Vec::with_capacity(wire_tolerations.len());
+                for t in wire_tolerations {
+                    // In the order of the fields' numbers, the order they are written in.
+                    let key = wire::lazy_text(&t.key, "spec.tolerations.key")?;
+                    let operator = wire::lazy_text(&t.operator, "spec.tolerations.operator")?;
+                    let value = wire::lazy_text(&t.value, "spec.tolerations.value")?;
+                    let effect = wire::lazy_text(&t.effect, "spec.tolerations.effect")?;
+                    list.push(Toleration {
+                        key: ctx.intern(key),
+                        operator: match operator {
                             "" | "Equal" => TolerationOperator::Equal,
                             "Exists" => TolerationOperator::Exists,
                             other => TolerationOperator::Other(ctx.intern(other)),
                         },
-                        value: interned(ctx, &t.value),
-                        effect: match wire::text(&t.effect) {
+                        value: ctx.intern(value),
+                        effect: match effect {
                             "" => None,
                             e => Some(TaintEffect::parse(e, &mut ctx.interner)),
                         },
                         toleration_seconds: t.toleration_seconds,
-                    })
-                    .collect();
+                    });
+                }
                 let shared = ctx.share_tolerations(list);
                 ctx.recent_tolerations.remember(shared.clone());
                 shared
             }
         };
         let conditions = w.status.and_then(|s| s.conditions).unwrap_or_default();
-        let ready = conditions
-            .iter()
-            .find(|c| wire::text(&c.kind) == "Ready")
-            .map(|c| ConditionStatus::parse(wire::text(&c.status)));
-        let disruption_target = conditions.iter().any(|c| {
-            wire::text(&c.kind) == disruption::CONDITION
-                && wire::text(&c.status) == "True"
-                && wire::text(&c.reason) == disruption::REASON
-                && wire::text(&c.message) == disruption::MESSAGE
-        });
         // Lenient: a bad stamp costs only this field (the pod then counts as it did before
         // pods kept one: from its taint's `timeAdded` at a start or a takeover).
         let creation_timestamp = lenient_timestamp(
@@ -551,21 +564,16 @@ impl Decode for Pod {
             &meta.creation_timestamp,
         )
         .filter(|t| *t > Time::ZERO);
-        let daemonset_owned = meta
-            .owner_references
-            .unwrap_or_default()
-            .iter()
-            .any(|o| o.controller == Some(true) && wire::text(&o.kind) == "DaemonSet");
         Ok(Pod {
             key: PodKey { namespace, name },
             uid: owned(&meta.uid),
             resource_version: owned(&meta.resource_version),
             node_name: opt_interned(ctx, &spec.node_name),
-            ready,
+            ready: conditions.ready,
             tolerations,
             deleting: meta.deletion_timestamp.is_some_and(|d| d.is_set()),
-            daemonset_owned,
-            disruption_target,
+            daemonset_owned: meta.owner_references.is_some_and(|o| o.daemonset),
+            disruption_target: conditions.disruption_target,
             creation_timestamp,
         })
     }

@@ -48,20 +48,22 @@ impl RecentTolerations {
 }
 
 /// Whether `wire` converts to `list`, field for field, by the rules of `Pod::from_wire`.
+/// Compared as bytes: the list's text is UTF-8, so wire bytes equal to it are too (protobuf's
+/// are not checked before this: `wire::LazyStr`).
 fn same(list: &[Toleration], wire: &[wire::Toleration<'_>]) -> bool {
     list.len() == wire.len()
         && list.iter().zip(wire).all(|(t, w)| {
-            *t.key == *wire::text(&w.key)
-                && *t.value == *wire::text(&w.value)
+            *t.key.as_bytes() == *wire::lazy_bytes(&w.key)
+                && *t.value.as_bytes() == *wire::lazy_bytes(&w.value)
                 && t.toleration_seconds == w.toleration_seconds
-                && match (&t.operator, wire::text(&w.operator)) {
-                    (TolerationOperator::Equal, op) => op.is_empty() || op == "Equal",
-                    (TolerationOperator::Exists, op) => op == "Exists",
-                    (TolerationOperator::Other(name), op) => **name == *op,
+                && match (&t.operator, wire::lazy_bytes(&w.operator)) {
+                    (TolerationOperator::Equal, op) => op.is_empty() || op == b"Equal",
+                    (TolerationOperator::Exists, op) => op == b"Exists",
+                    (TolerationOperator::Other(name), op) => *name.as_bytes() == *op,
                 }
-                && match (&t.effect, wire::text(&w.effect)) {
+                && match (&t.effect, wire::lazy_bytes(&w.effect)) {
                     (None, effect) => effect.is_empty(),
-                    (Some(e), effect) => !effect.is_empty() && e.as_str() == effect,
+                    (Some(e), effect) => !effect.is_empty() && e.as_str().as_bytes() == effect,
                 }
         })
 }

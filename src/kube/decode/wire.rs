@@ -11,6 +11,9 @@ use serde::{Deserialize, Deserializer};
 use crate::model::labels;
 use crate::time::Time;
 
+mod pod;
+pub(crate) use pod::*;
+
 /// A JSON string, borrowed from the input unless it holds escapes.
 #[derive(Deserialize, Debug, Clone, Default, PartialEq, Eq)]
 #[serde(transparent)]
@@ -82,8 +85,8 @@ pub(crate) struct Meta<'a> {
         reason = "never read: a pod's labels are decoded and dropped (a candidate for the decode path to stop decoding)"
     )]
     pub(crate) labels: Option<KeptLabels<'a>>,
-    #[serde(borrow)]
-    pub(crate) owner_references: Option<Vec<OwnerReference<'a>>>,
+    /// Folded as read: whether a DaemonSet controls the pod.
+    pub(crate) owner_references: Option<Owners>,
 }
 
 /// Which keys of a string map are worth keeping; the others are skipped without allocating.
@@ -182,13 +185,6 @@ pub(crate) struct NodeMeta<'a> {
 }
 
 #[derive(Deserialize)]
-pub(crate) struct OwnerReference<'a> {
-    #[serde(borrow)]
-    pub(crate) kind: Option<Str<'a>>,
-    pub(crate) controller: Option<bool>,
-}
-
-#[derive(Deserialize)]
 pub struct Node<'a> {
     #[serde(borrow)]
     pub(crate) metadata: Option<NodeMeta<'a>>,
@@ -255,57 +251,6 @@ pub(crate) struct LeaseSpec<'a> {
     #[serde(borrow)]
     pub(crate) renew_time: Option<Stamp<'a>>,
     pub(crate) lease_duration_seconds: Option<i32>,
-}
-
-#[derive(Deserialize)]
-pub struct Pod<'a> {
-    #[serde(borrow)]
-    pub(crate) metadata: Option<Meta<'a>>,
-    #[serde(borrow)]
-    pub(crate) spec: Option<PodSpec<'a>>,
-    #[serde(borrow)]
-    pub(crate) status: Option<PodStatus<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct PodSpec<'a> {
-    #[serde(borrow)]
-    pub(crate) node_name: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(crate) tolerations: Option<Vec<Toleration<'a>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Toleration<'a> {
-    #[serde(borrow)]
-    pub key: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub operator: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub value: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub effect: Option<Str<'a>>,
-    pub toleration_seconds: Option<i64>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct PodStatus<'a> {
-    #[serde(borrow)]
-    pub(crate) conditions: Option<Vec<PodCondition<'a>>>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct PodCondition<'a> {
-    #[serde(borrow, rename = "type")]
-    pub(crate) kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(crate) status: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(crate) reason: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(crate) message: Option<Str<'a>>,
 }
 
 /// metav1.Status: the object of an `ERROR` watch event and the body of failed requests.

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use super::fields::*;
 use super::{Field, ProtoError, Reader};
-use crate::kube::decode::wire::{self, KeptMap, KeyFilter, Stamp, Str};
+use crate::kube::decode::wire::{self, Bytes, KeptMap, KeyFilter, LazyStr, Stamp, Str};
 use crate::kube::decode::{Bookmark, Decode, DecodeContext, DecodeError, INITIAL_EVENTS_END};
 use crate::model::{Lease, Node, Pod};
 
@@ -25,6 +25,19 @@ fn bad<T: Decode>(e: ProtoError) -> DecodeError {
 
 fn str<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<Str<'a>>, ProtoError> {
     Ok(Some(Str(Cow::Borrowed(f.str(field)?))))
+}
+
+/// A string only compared, never kept: not checked as UTF-8 (`wire::Bytes`).
+fn bytes<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<Bytes<'a>>, ProtoError> {
+    Ok(Some(Bytes(Cow::Borrowed(f.bytes(field)?))))
+}
+
+/// A string checked as UTF-8 only if it is kept (`wire::LazyStr`).
+fn lazy<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<LazyStr<'a>>, ProtoError> {
+    Ok(Some(LazyStr::Unchecked {
+        bytes: f.bytes(field)?,
+        offset: f.offset,
+    }))
 }
 
 /// A metav1.Time or MicroTime; an empty message is Go's zero time, which JSON writes as null.
@@ -66,7 +79,7 @@ fn kept_map<'a, F: KeyFilter>(
 
 fn meta(mut r: Reader<'_>) -> Result<wire::Meta<'_>, ProtoError> {
     let mut m = wire::Meta::default();
-    let mut owners = Vec::new();
+    let mut owners = wire::Owners::default();
     while let Some(f) = r.next_field()? {
         match f.number {
             META_NAME => m.name = str(&f, "metadata.name")?,
@@ -87,14 +100,14 @@ fn meta(mut r: Reader<'_>) -> Result<wire::Meta<'_>, ProtoError> {
                 };
                 while let Some(g) = o.next_field()? {
                     match g.number {
-                        OWNER_KIND => owner.kind = str(&g, "metadata.ownerReferences.kind")?,
+                        OWNER_KIND => owner.kind = bytes(&g, "metadata.ownerReferences.kind")?,
                         OWNER_CONTROLLER => {
                             owner.controller = Some(g.bool("metadata.ownerReferences.controller")?)
                         }
                         _ => {}
                     }
                 }
-                owners.push(owner);
+                owners.add(&owner);
             }
             // Labels of pods and leases are not read (the model keeps none of theirs).
             _ => {}
@@ -299,10 +312,12 @@ fn pod_spec(mut r: Reader<'_>) -> Result<wire::PodSpec<'_>, ProtoError> {
                 };
                 while let Some(g) = t.next_field()? {
                     match g.number {
-                        TOLERATION_KEY => tol.key = str(&g, "spec.tolerations.key")?,
-                        TOLERATION_OPERATOR => tol.operator = str(&g, "spec.tolerations.operator")?,
-                        TOLERATION_VALUE => tol.value = str(&g, "spec.tolerations.value")?,
-                        TOLERATION_EFFECT => tol.effect = str(&g, "spec.tolerations.effect")?,
+                        TOLERATION_KEY => tol.key = lazy(&g, "spec.tolerations.key")?,
+                        TOLERATION_OPERATOR => {
+                            tol.operator = lazy(&g, "spec.tolerations.operator")?
+                        }
+                        TOLERATION_VALUE => tol.value = lazy(&g, "spec.tolerations.value")?,
+                        TOLERATION_EFFECT => tol.effect = lazy(&g, "spec.tolerations.effect")?,
                         TOLERATION_SECONDS => {
                             tol.toleration_seconds =
                                 Some(g.int64("spec.tolerations.tolerationSeconds")?)
@@ -319,8 +334,8 @@ fn pod_spec(mut r: Reader<'_>) -> Result<wire::PodSpec<'_>, ProtoError> {
     Ok(spec)
 }
 
-fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus<'_>, ProtoError> {
-    let mut conditions = Vec::new();
+fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus, ProtoError> {
+    let mut conditions = wire::PodConditions::default();
     while let Some(f) = r.next_field()? {
         if f.number != POD_STATUS_CONDITIONS {
             continue;
@@ -334,14 +349,14 @@ fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus<'_>, ProtoError> {
         };
         while let Some(g) = c.next_field()? {
             match g.number {
-                CONDITION_TYPE => cond.kind = str(&g, "status.conditions.type")?,
-                CONDITION_STATUS => cond.status = str(&g, "status.conditions.status")?,
-                CONDITION_REASON => cond.reason = str(&g, "status.conditions.reason")?,
-                CONDITION_MESSAGE => cond.message = str(&g, "status.conditions.message")?,
+                CONDITION_TYPE => cond.kind = bytes(&g, "status.conditions.type")?,
+                CONDITION_STATUS => cond.status = bytes(&g, "status.conditions.status")?,
+                CONDITION_REASON => cond.reason = bytes(&g, "status.conditions.reason")?,
+                CONDITION_MESSAGE => cond.message = bytes(&g, "status.conditions.message")?,
                 _ => {}
             }
         }
-        conditions.push(cond);
+        conditions.add(&cond);
     }
     Ok(wire::PodStatus {
         conditions: Some(conditions),

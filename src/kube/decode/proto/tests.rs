@@ -118,11 +118,11 @@ fn an_object_truncated_at_any_byte_is_an_error_not_a_panic() {
     check::<Pod>(DS_POD_PB);
 }
 
-// A tiny encoder for hand-made messages.
-fn tag(number: u32, wire_type: u64) -> Vec<u8> {
+// A tiny encoder for hand-made messages (`tests_utf8.rs` builds with it too).
+pub(super) fn tag(number: u32, wire_type: u64) -> Vec<u8> {
     enc_varint((u64::from(number) << 3) | wire_type)
 }
-fn enc_varint(mut v: u64) -> Vec<u8> {
+pub(super) fn enc_varint(mut v: u64) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
         let byte = (v & 0x7f) as u8;
@@ -134,7 +134,7 @@ fn enc_varint(mut v: u64) -> Vec<u8> {
         out.push(byte | 0x80);
     }
 }
-fn len_field(number: u32, content: &[u8]) -> Vec<u8> {
+pub(super) fn len_field(number: u32, content: &[u8]) -> Vec<u8> {
     [
         tag(number, 2),
         enc_varint(content.len() as u64),
@@ -142,10 +142,10 @@ fn len_field(number: u32, content: &[u8]) -> Vec<u8> {
     ]
     .concat()
 }
-fn varint_field(number: u32, v: u64) -> Vec<u8> {
+pub(super) fn varint_field(number: u32, v: u64) -> Vec<u8> {
     [tag(number, 0), enc_varint(v)].concat()
 }
-fn envelope(object: &[u8]) -> Vec<u8> {
+pub(super) fn envelope(object: &[u8]) -> Vec<u8> {
     let type_meta = len_field(1, &[len_field(1, b"v1"), len_field(2, b"Thing")].concat());
     [MAGIC.to_vec(), type_meta, len_field(2, object)].concat()
 }

@@ -34,6 +34,33 @@ fn identical_tolerations_are_shared_and_names_interned() {
     assert_eq!(ctx.interner.len(), 0, "every name was released");
 }
 
+/// A pod's namespace is compared with the last pod's before the interner is asked: either way it
+/// is the one interned copy, and pruning lets go of the last one too.
+#[test]
+fn namespaces_are_one_interned_copy_whether_or_not_the_last_pod_shared_it() {
+    let mut ctx = DecodeContext::new();
+    let in_ns = |ns: &str, name: &str| {
+        POD.replace("orders-api-7d9f8b6c5d-x2kqz", name)
+            .replace("\"orders\"", &format!("\"{ns}\""))
+    };
+    let mut pods: Vec<Pod> = Vec::new();
+    for (i, ns) in ["a", "a", "b", "a", "b", "b"].into_iter().enumerate() {
+        pods.push(decode_object(in_ns(ns, &format!("p{i}")).as_bytes(), &mut ctx).unwrap());
+    }
+    for p in &pods {
+        for q in &pods {
+            assert_eq!(
+                p.key.namespace == q.key.namespace,
+                Rc::ptr_eq(&p.key.namespace, &q.key.namespace)
+            );
+        }
+    }
+    assert_eq!(&*pods[2].key.namespace, "b");
+    drop(pods);
+    ctx.prune();
+    assert_eq!(ctx.interner.len(), 0, "every name was released");
+}
+
 /// Heap bytes of the projections: struct sizes, vectors' capacity, and each distinct `Rc`
 /// allocation once (interned names are shared between objects).
 #[derive(Default)]

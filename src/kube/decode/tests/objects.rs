@@ -340,3 +340,65 @@ fn a_pods_creation_timestamp_is_kept_and_a_bad_one_costs_only_that_field() {
     assert_eq!(pod.node_name.as_deref(), Some("n1"));
     assert_eq!(ctx.bad_fields_logged(), 1);
 }
+
+/// A pod's conditions and owner references are folded as they are read (`wire/pod.rs`): the
+/// answers are those of searching the whole list, the first `Ready` one counting, a
+/// DaemonSet only as the controller, wherever it stands in the list.
+#[test]
+fn a_pods_conditions_and_owners_folded_as_read_answer_as_the_whole_list_would() {
+    let pod = |conditions: &str, owners: &str| {
+        let json = format!(
+            r#"{{"metadata":{{"name":"p","namespace":"ns","uid":"u","resourceVersion":"1",
+                "ownerReferences":{owners}}},
+                "spec":{{"nodeName":"n1"}},"status":{{"conditions":{conditions}}}}}"#
+        );
+        decode_object::<Pod>(json.as_bytes(), &mut DecodeContext::new())
+    };
+    let ready = |status: &str| format!(r#"{{"type":"Ready","status":"{status}"}}"#);
+    let ours = r#"{"type":"DisruptionTarget","status":"True","reason":"DeletionByTaintManager",
+        "message":"Taint manager: deleting due to NoExecute taint"}"#;
+    let owner = |kind: &str, controller: bool| {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"{kind}","name":"o","uid":"x","controller":{controller}}}"#
+        )
+    };
+    let cases = [
+        (
+            format!("[{},{}]", ready("False"), ready("True")),
+            Some(ConditionStatus::False),
+            false,
+        ),
+        (
+            format!("[{ours},{}]", ready("True")),
+            Some(ConditionStatus::True),
+            true,
+        ),
+        (
+            format!("[{},{ours}]", ready("Maybe")),
+            Some(ConditionStatus::Other),
+            true,
+        ),
+        ("[]".to_string(), None, false),
+        ("null".to_string(), None, false),
+    ];
+    for (conditions, want_ready, want_disruption) in cases {
+        let p = pod(&conditions, "null").unwrap();
+        assert_eq!(
+            (p.ready, p.disruption_target),
+            (want_ready, want_disruption),
+            "{conditions}"
+        );
+    }
+    let owned = |owners: String| pod("[]", &owners).unwrap().daemonset_owned;
+    assert!(owned(format!(
+        "[{},{}]",
+        owner("Node", false),
+        owner("DaemonSet", true)
+    )));
+    assert!(!owned(format!("[{}]", owner("DaemonSet", false))));
+    assert!(!owned(format!("[{}]", owner("ReplicaSet", true))));
+    assert!(!owned("[]".to_string()));
+    // Not a list: refused, as a list's decode refused it.
+    assert!(pod("{}", "null").is_err());
+    assert!(pod("[]", "7").is_err());
+}
