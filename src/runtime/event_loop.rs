@@ -62,9 +62,10 @@ pub struct LoopControl<S, T> {
     clock: Clock,
     stats: LoopStats,
     stop_requested: bool,
-    /// Sources read on the coalescing grid because their last read found events (see
-    /// `Informer::coalesce_after_read`): while there is one, the loop wakes on that grid anyway.
-    grid_readers: u32,
+    /// The grids (periods) of the sources read on a coalescing grid because their last read
+    /// found events (see `Informer::coalesce_after_read`): while there is one, the loop wakes
+    /// on its grid anyway. A handful at most (one per watch).
+    grid_readers: Vec<Duration>,
 }
 
 impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
@@ -200,18 +201,30 @@ impl<S: Clone, T: Eq + Hash + Clone> LoopControl<S, T> {
         }
     }
 
-    /// A source is now read on the coalescing grid (`true`) or no longer (`false`): called on
-    /// each change only.
-    pub(crate) fn note_grid_reader(&mut self, reading: bool) {
-        match reading {
-            true => self.grid_readers += 1,
-            false => self.grid_readers = self.grid_readers.saturating_sub(1),
+    /// A source's coalescing grid changed from `old` to `new` (`None`: not read on one).
+    pub(crate) fn note_grid_reader(&mut self, old: Option<Duration>, new: Option<Duration>) {
+        if let Some(old) = old
+            && let Some(i) = self.grid_readers.iter().position(|p| *p == old)
+        {
+            self.grid_readers.swap_remove(i);
         }
+        self.grid_readers.extend(new);
     }
 
-    /// How many sources are read on the coalescing grid.
-    pub(crate) fn grid_readers(&self) -> u32 {
+    /// The finest grid a source is read on, leaving out one source on `own` (the caller's).
+    pub(crate) fn finest_grid(&self, own: Option<Duration>) -> Option<Duration> {
+        let mut skip = own;
         self.grid_readers
+            .iter()
+            .filter(|p| {
+                if skip == Some(**p) {
+                    skip = None;
+                    return false;
+                }
+                true
+            })
+            .min()
+            .copied()
     }
 
     /// Ends `run` once the current handler returns.
@@ -248,7 +261,7 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
                 clock,
                 stats: LoopStats::default(),
                 stop_requested: false,
-                grid_readers: 0,
+                grid_readers: Vec::new(),
             },
         })
     }

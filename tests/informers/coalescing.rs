@@ -116,10 +116,7 @@ fn a_steady_trickle_of_renewals_is_read_on_a_wider_grid_in_fewer_wakeups() {
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        // Quietly: no check timer of the harness's own, so the informer's calls are its own
-        // wake-ups (a widened grid's read also takes any wake-up on the configured grid that
-        // something else causes: `a_node_status_trickle_is_read_in_the_busier_lease_watchs_wakeups`).
-        h.run_quietly_until(&mut lp, LIMIT, "every renewal", |h| {
+        h.run_until(&mut lp, LIMIT, "every renewal", |h| {
             h.leases().stats().watch_events - events_before >= renewals as u64
         });
     });
@@ -133,8 +130,8 @@ fn a_steady_trickle_of_renewals_is_read_on_a_wider_grid_in_fewer_wakeups() {
 }
 
 /// The node watch's trickle of status heartbeats beside a busy Lease watch, as at 5,000 nodes
-/// (500 renewals a second, read every 45 ms; ~33 status posts a second, which alone would widen
-/// the node watch's grid to four periods): the node watch is read in the Lease watch's
+/// (500 renewals a second, read every 45 ms; a few status posts per read, which alone would
+/// widen the node watch's grid to four periods): the node watch is read in the Lease watch's
 /// wake-ups, so a heartbeat is seen within about one period, not four, and it adds no wake-up
 /// of its own, even when a read there finds nothing (the watch stays paused instead of waking
 /// the loop for its next event).

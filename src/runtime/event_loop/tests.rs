@@ -311,3 +311,25 @@ fn a_plain_schedule_or_a_cancel_replaces_a_lazy_timer() {
     );
     assert!(fired.log[2].2 >= now + ms(150));
 }
+
+/// The finest coalescing grid other sources are read on: the caller's own entry is left out
+/// once (two watches on one grid still see each other), and a source that moves or leaves
+/// takes its entry with it.
+#[test]
+fn the_finest_grid_leaves_out_the_callers_own() {
+    let ms = Duration::from_millis;
+    let mut lp: EventLoop<Kind, Timer> = EventLoop::new(Clock::start()).unwrap();
+    let c = lp.control();
+    assert_eq!(c.finest_grid(None), None);
+    c.note_grid_reader(None, Some(ms(45)));
+    assert_eq!(c.finest_grid(Some(ms(45))), None, "only the caller");
+    assert_eq!(c.finest_grid(None), Some(ms(45)));
+    c.note_grid_reader(None, Some(ms(180)));
+    assert_eq!(c.finest_grid(Some(ms(180))), Some(ms(45)));
+    assert_eq!(c.finest_grid(Some(ms(45))), Some(ms(180)));
+    c.note_grid_reader(Some(ms(180)), Some(ms(45)));
+    assert_eq!(c.finest_grid(Some(ms(45))), Some(ms(45)), "two on one grid");
+    c.note_grid_reader(Some(ms(45)), None);
+    c.note_grid_reader(Some(ms(45)), None);
+    assert_eq!(c.finest_grid(None), None, "both left");
+}

@@ -138,14 +138,12 @@ pub struct Informer<T: Watched, S, K> {
     paused_until: Option<Time>,
     rotated_watch_read_within: Duration,
     /// The pause's read is lazy: `paused_until` is its soft deadline (any wake-up after it
-    /// reads), this its hard one. A rotated watch's first read, or a trickle on a widened grid
-    /// (`coalescing_lazily`).
+    /// reads), this its hard one. A rotated watch's first read, or a watch that borrows a
+    /// busier one's grid (`Informer::coalesce_after_read`).
     lazy_read_by: Option<Time>,
-    /// The lazy read is the coalescing pause's (see `Informer::coalesce_after_read`): an empty
-    /// read before `lazy_read_by` keeps the watch paused.
-    coalescing_lazily: bool,
-    /// Counted in `LoopControl::grid_readers`: paused after a read that found events.
-    on_grid: bool,
+    /// The grid this watch is read on, as `LoopControl::finest_grid` counts it: paused after
+    /// a read that found events.
+    on_grid: Option<Duration>,
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
@@ -201,8 +199,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             paused_until: None,
             rotated_watch_read_within: config.rotated_watch_read_within,
             lazy_read_by: None,
-            coalescing_lazily: false,
-            on_grid: false,
+            on_grid: None,
             postponed_list: None,
             items: Vec::new(),
             closed_watch_bytes: 0,

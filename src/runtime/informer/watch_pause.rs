@@ -83,27 +83,19 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// while reads find few events (`CoalescePeriod`). Paused watches share the same read
     /// times (the periods are powers of two times one period, so their grids nest).
     ///
-    /// A widened watch borrows the wake-ups of the configured grid: its read is lazy, at the
-    /// loop's first wake-up on or after the next point of the configured grid (a busier
-    /// watch's read: at 5,000 nodes the Lease watch is read every 45 ms while the node watch's
-    /// trickle of status heartbeats, ~1.5 per 45 ms, would widen to 180 ms), at the latest on
-    /// its own. Widening then saves wake-ups only where nothing else wakes the loop, and an
-    /// event is never read much later than a busier watch's.
+    /// A watch borrows the wake-ups of a busier one: while another watch is read on a finer
+    /// grid (`LoopControl::finest_grid`: at 5,000 nodes the Lease watch every 45 ms, while the
+    /// node watch's trickle of status heartbeats, a few per read, widens its own to 180 ms),
+    /// its read is lazy, at the loop's first wake-up on or after the next point of that grid,
+    /// at the latest on its own. Its events are then read no later than the busier watch's, in
+    /// wake-ups the loop makes anyway.
     ///
-    /// A read that finds nothing resumes the readiness events, unless the loop wakes on the
-    /// grid anyway: the read was at a wake-up something else caused (`borrowed_wakeup`), or
-    /// another watch is read on the grid (`LoopControl::grid_readers`). Then the watch stays
-    /// paused, idle: read at the next wake-up on the configured grid, at the latest on the
-    /// widest one. Resuming it would make its next event a wake-up of its own: at 5,000 nodes
-    /// a fifth of the node watch's reads find nothing. An idle watch is not a grid reader, so
-    /// two idle watches do not keep each other paused; one read at its own deadline that finds
-    /// nothing, with no other reader, resumes it as before.
-    pub(super) fn coalesce_after_read(
-        &mut self,
-        lp: &mut LoopControl<S, K>,
-        found: usize,
-        borrowed_wakeup: bool,
-    ) {
+    /// A read that finds nothing resumes the readiness events, unless another watch is read on
+    /// a grid: then the watch stays paused, idle, read at that grid's next wake-up, at the
+    /// latest on the widest grid. Resuming it would make each of its next events a wake-up of
+    /// its own (two: its arrival and the read after it). An idle watch is not on a grid, so
+    /// two idle watches do not keep each other paused; alone, a watch behaves as before.
+    pub(super) fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
         let Some(stream) = &mut self.stream else {
             self.clear_pause(lp);
             return;
@@ -115,11 +107,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let streaming = self.reflector.is_synced() && !self.reflector.delivering_full_state();
         let coalescing = !self.watch_coalesce.is_zero() && streaming;
         let trickle = coalescing && (1..COALESCE_MAX_EVENTS).contains(&found);
-        let others_on_grid = lp.grid_readers() > u32::from(self.on_grid);
-        let idle = coalescing
-            && found == 0
-            && self.paused_until.is_some()
-            && (borrowed_wakeup || others_on_grid);
+        let busier = lp.finest_grid(self.on_grid);
+        let idle = coalescing && found == 0 && self.paused_until.is_some() && busier.is_some();
         // Only reads on the grid count: the one that pauses the stream read what one arrival
         // brought.
         match (trickle, self.paused_until.is_some()) {
@@ -132,7 +121,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
             true => CoalescePeriod::widest(self.watch_coalesce),
             false => self.coalesce.period(self.watch_coalesce),
         };
-        let (soft, hard) = coalesced_read(lp.now(), self.watch_coalesce, period);
+        let (soft, hard) = coalesced_read(lp.now(), busier, period);
         let paused = match (trickle || idle, self.paused_until.is_some()) {
             (true, false) => match stream.pause(lp.registry()) {
                 Ok(()) => true,
@@ -159,8 +148,7 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         }
         self.paused_until = Some(soft.unwrap_or(hard));
         self.lazy_read_by = soft.map(|_| hard);
-        self.coalescing_lazily = soft.is_some();
-        self.set_grid_reader(lp, trickle);
+        self.set_grid_reader(lp, trickle.then_some(period));
     }
 
     /// The stream's readiness events are not paused (or it is gone): nothing to read on the
@@ -168,14 +156,13 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     pub(super) fn clear_pause(&mut self, lp: &mut LoopControl<S, K>) {
         self.paused_until = None;
         self.lazy_read_by = None;
-        self.coalescing_lazily = false;
-        self.set_grid_reader(lp, false);
+        self.set_grid_reader(lp, None);
     }
 
-    fn set_grid_reader(&mut self, lp: &mut LoopControl<S, K>, reading: bool) {
-        if self.on_grid != reading {
-            self.on_grid = reading;
-            lp.note_grid_reader(reading);
+    fn set_grid_reader(&mut self, lp: &mut LoopControl<S, K>, grid: Option<Duration>) {
+        if self.on_grid != grid {
+            lp.note_grid_reader(self.on_grid, grid);
+            self.on_grid = grid;
         }
     }
 
@@ -234,13 +221,15 @@ fn coalesced_read_at(now: Time, coalesce: Duration) -> Time {
     Time::from_unix_millis((now.as_unix_millis() / period + 1) * period)
 }
 
-/// A paused watch's next read on a grid of `period` (`configured` times a power of two): the
-/// point of its own grid (hard), and, when that grid is widened, the next point of the
-/// configured one (soft: read there if the loop wakes then anyway).
-fn coalesced_read(now: Time, configured: Duration, period: Duration) -> (Option<Time>, Time) {
+/// A paused watch's next read on a grid of `period`: the point of its own grid (hard), and,
+/// when a busier watch is read on a finer grid, that grid's next point (soft: read there, the
+/// loop wakes then anyway). All grids are the configured period times powers of two, so they
+/// nest.
+fn coalesced_read(now: Time, busier: Option<Duration>, period: Duration) -> (Option<Time>, Time) {
     let hard = coalesced_read_at(now, period);
-    let soft = (period > configured)
-        .then(|| coalesced_read_at(now, configured))
+    let soft = busier
+        .filter(|busier| *busier < period)
+        .map(|busier| coalesced_read_at(now, busier))
         .filter(|soft| *soft < hard);
     (soft, hard)
 }
@@ -290,28 +279,38 @@ mod tests {
         assert_eq!(at, Time::from_unix_millis(1_000_100));
     }
 
-    /// A widened (or idle) watch's read: on its own grid at the latest, at a wake-up on the
-    /// configured grid if the loop wakes there; a watch on the configured grid has no soft
-    /// deadline, nor one whose two grids meet next at the same point.
+    /// A widened (or idle) watch's read: on its own grid at the latest, at a wake-up on a busier
+    /// watch's finer grid if there is one; none when the busier grid is not finer, nor when the
+    /// two grids meet next at the same point.
     #[test]
-    fn a_widened_watch_is_read_at_the_next_wakeup_on_the_configured_grid_at_the_latest_on_its_own()
+    fn a_widened_watch_is_read_at_the_next_wakeup_on_a_busier_watchs_grid_at_the_latest_on_its_own()
     {
         let ms = Duration::from_millis;
         let at = Time::from_unix_millis;
         // 1,000,010: the next multiples of 45 and 180 are 1,000,035 and 1,000,080.
         let now = at(1_000_010);
         assert_eq!(
-            coalesced_read(now, ms(45), ms(180)),
+            coalesced_read(now, Some(ms(45)), ms(180)),
             (Some(at(1_000_035)), at(1_000_080))
         );
-        assert_eq!(coalesced_read(now, ms(45), ms(45)), (None, at(1_000_035)));
+        // No busier watch, or none on a finer grid: its own grid only.
+        assert_eq!(coalesced_read(now, None, ms(180)), (None, at(1_000_080)));
         assert_eq!(
-            coalesced_read(now, ms(45), CoalescePeriod::widest(ms(45))),
-            (Some(at(1_000_035)), at(1_000_080))
+            coalesced_read(now, Some(ms(180)), ms(180)),
+            (None, at(1_000_080))
+        );
+        assert_eq!(
+            coalesced_read(now, Some(ms(90)), ms(45)),
+            (None, at(1_000_035))
+        );
+        // 1,000,085: the next points of 90 and 180 are 1,000,170 and 1,000,260.
+        assert_eq!(
+            coalesced_read(at(1_000_085), Some(ms(90)), CoalescePeriod::widest(ms(45))),
+            (Some(at(1_000_170)), at(1_000_260))
         );
         // 1,000,060: the next point of both grids is 1,000,080.
         assert_eq!(
-            coalesced_read(at(1_000_060), ms(45), ms(180)),
+            coalesced_read(at(1_000_060), Some(ms(45)), ms(180)),
             (None, at(1_000_080))
         );
     }

@@ -14,18 +14,14 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let now = io.lp.now();
         let mut items = std::mem::take(&mut self.items);
         self.more_to_read = stream.on_ready(now, &mut items) == Drain::MoreToRead;
-        // A trickle's lazy read before its own deadline: a wake-up something else caused.
-        let borrowed_wakeup =
-            self.coalescing_lazily && self.lazy_read_by.is_some_and(|hard| now < hard);
         // The lazy read happened; what follows is the coalescing pause's rule (resumed once
         // a read finds the socket drained and no trickle).
         self.lazy_read_by = None;
-        self.coalescing_lazily = false;
         let found = items.len();
         self.deliver(io, &mut items, out);
         self.items = items;
         self.note_answer(io.lp.now());
-        self.coalesce_after_read(io.lp, found, borrowed_wakeup);
+        self.coalesce_after_read(io.lp, found);
     }
 
     /// The current watch's response head: its round trip, and (once the bytes behind it are
