@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -115,23 +116,16 @@ impl Owners {
     }
 }
 
+impl<'de> Folded<'de> for Owners {
+    type Item = OwnerReference<'de>;
+    fn add(&mut self, item: &OwnerReference<'de>) {
+        Owners::add(self, item);
+    }
+}
+
 impl<'de> Deserialize<'de> for Owners {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Owners;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a sequence")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Owners, A::Error> {
-                let mut folded = Owners::default();
-                while let Some(o) = seq.next_element::<OwnerReference<'de>>()? {
-                    folded.add(&o);
-                }
-                Ok(folded)
-            }
-        }
-        d.deserialize_seq(V)
+        deserialize_folded(d)
     }
 }
 
@@ -197,23 +191,16 @@ impl PodConditions {
     }
 }
 
+impl<'de> Folded<'de> for PodConditions {
+    type Item = PodCondition<'de>;
+    fn add(&mut self, item: &PodCondition<'de>) {
+        PodConditions::add(self, item);
+    }
+}
+
 impl<'de> Deserialize<'de> for PodConditions {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = PodConditions;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a sequence")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PodConditions, A::Error> {
-                let mut folded = PodConditions::default();
-                while let Some(c) = seq.next_element::<PodCondition<'de>>()? {
-                    folded.add(&c);
-                }
-                Ok(folded)
-            }
-        }
-        d.deserialize_seq(V)
+        deserialize_folded(d)
     }
 }
 
@@ -227,4 +214,29 @@ pub(crate) struct PodCondition<'a> {
     pub(crate) reason: Option<Bytes<'a>>,
     #[serde(borrow)]
     pub(crate) message: Option<Bytes<'a>>,
+}
+
+/// A list searched for one answer, folded item by item as it is read: no list is kept.
+trait Folded<'de>: Default {
+    type Item: Deserialize<'de>;
+    fn add(&mut self, item: &Self::Item);
+}
+
+/// A JSON sequence read into a [`Folded`].
+fn deserialize_folded<'de, D: Deserializer<'de>, F: Folded<'de>>(d: D) -> Result<F, D::Error> {
+    struct V<F>(PhantomData<F>);
+    impl<'de, F: Folded<'de>> Visitor<'de> for V<F> {
+        type Value = F;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a sequence")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<F, A::Error> {
+            let mut folded = F::default();
+            while let Some(item) = seq.next_element::<F::Item>()? {
+                folded.add(&item);
+            }
+            Ok(folded)
+        }
+    }
+    d.deserialize_seq(V(PhantomData))
 }
