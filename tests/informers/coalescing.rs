@@ -255,3 +255,105 @@ fn a_node_status_trickle_is_read_in_the_busier_lease_watchs_wakeups() {
     assert_eq!(h.nodes().stats().reflector.relists, 0);
     assert_eq!(h.leases().stats().reflector.relists, 0);
 }
+
+/// A busy watch whose read on its own grid finds nothing (a pause in the renewals, or a
+/// rotated watch read before the server's first events) is not held on a coarser grid of a
+/// quieter watch: at 5,000 nodes the Lease watch, read every 45 ms, was kept paused until the
+/// node watch's widened 180 ms grid after such a read, and the renewals that came next were
+/// seen up to 180 ms late (the bench's detection tail of 132 ms). A watch stays paused while
+/// idle only to borrow a grid at least as fine as its own; otherwise its readiness events
+/// resume and its next event is read as it arrives.
+#[test]
+fn a_busy_watch_that_reads_nothing_is_not_held_on_a_quieter_watchs_coarser_grid() {
+    use node_lifecycled::time::Time;
+    use node_lifecycled_sim::{Resource, fixtures};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+
+    use crate::informer_support::{Id, Tracked};
+
+    const STATUS_NODES: usize = 20;
+    const TRIALS: usize = 10;
+    let base = Duration::from_millis(50);
+    let (sim, mut lp, mut h) = synced_lease_informer(base);
+    let cluster = sim.cluster();
+    for i in 0..STATUS_NODES {
+        let node = fixtures::ready_node(&format!("node-{i}"), None, cluster.now());
+        cluster.create(Resource::Nodes, node).unwrap();
+    }
+    let mut config = crate::informer_support::list_watch(Duration::from_secs(60));
+    config.watch_coalesce = base;
+    h.nodes = Some(Tracked::new(config, Id::Nodes));
+    h.nodes.as_mut().unwrap().informer.start(lp.control());
+    h.run_until(&mut lp, LIMIT, "the node informer's sync", |h| {
+        h.nodes().informer.is_synced() && h.nodes().stats().watching
+    });
+
+    let done = AtomicBool::new(false);
+    let renewing = AtomicBool::new(false);
+    let started = Instant::now();
+    let mut late = Vec::new();
+    std::thread::scope(|s| {
+        // The node watch's trickle for the whole test (a post every 15 ms: its reads find a
+        // few, never none, so it stays on its grid, widened to four periods).
+        let (poster, done_ref) = (cluster.clone(), &done);
+        s.spawn(move || {
+            let mut i = 0u64;
+            while !done_ref.load(Ordering::Relaxed) && started.elapsed() < LIMIT {
+                std::thread::sleep(Duration::from_millis(15));
+                let node = format!("node-{}", i as usize % STATUS_NODES);
+                let heartbeat = Time::from_unix_millis(2_000_000_000_000 + i * 1000);
+                poster
+                    .set_node_condition(&node, "Ready", "True", heartbeat)
+                    .unwrap();
+                i += 1;
+            }
+        });
+        // The Lease watch's busy spells: ~400 renewals a second while `renewing`.
+        let (renewer, done_ref, renewing_ref) = (cluster.clone(), &done, &renewing);
+        s.spawn(move || {
+            let mut i = 1usize;
+            while !done_ref.load(Ordering::Relaxed) && started.elapsed() < LIMIT {
+                if renewing_ref.load(Ordering::Relaxed) {
+                    let at = renewer.now() + Duration::from_secs(10);
+                    renewer
+                        .renew_lease(&format!("node-{}", 1 + i % (NODES - 1)), at)
+                        .unwrap();
+                    i += 1;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+        for trial in 0..TRIALS {
+            // A busy spell puts the Lease watch on the configured grid...
+            renewing.store(true, Ordering::Relaxed);
+            let spell = Instant::now();
+            h.run_quietly_until(&mut lp, LIMIT, "a busy spell", |_| {
+                spell.elapsed() >= Duration::from_millis(400)
+            });
+            // ... then a silence of three of its grid points, so a read there finds nothing ...
+            renewing.store(false, Ordering::Relaxed);
+            let quiet = Instant::now();
+            h.run_quietly_until(&mut lp, LIMIT, "a silence", |_| quiet.elapsed() >= base * 3);
+            // ... and the next renewal is timed.
+            let renewed = Time::from_unix_millis(2_100_000_000_000 + trial as u64 * 1000);
+            cluster.renew_lease("node-0", renewed).unwrap();
+            let written = Instant::now();
+            h.run_quietly_until(&mut lp, LIMIT, "the timed renewal", |h| {
+                h.leases().store.get("node-0").and_then(|l| l.renew_time) == Some(renewed)
+            });
+            late.push(written.elapsed());
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    println!("renewals after a silence seen late by: {late:?}");
+    let worst = late.iter().max().copied().unwrap_or_default();
+    // Read on arrival (a few milliseconds), or in a wake-up on a grid as fine as its own
+    // (within 50 ms). Held to the node watch's 200 ms grid, it was up to 200 ms late.
+    assert!(
+        worst <= base * 2 + Duration::from_millis(20),
+        "a renewal after a silence was seen {worst:?} late (all: {late:?}); the Lease watch's \
+         own grid is {base:?}"
+    );
+    assert_eq!(h.leases().stats().reflector.relists, 0);
+}

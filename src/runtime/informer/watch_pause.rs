@@ -91,8 +91,8 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
     /// wake-ups the loop makes anyway.
     ///
     /// A read that finds nothing resumes the readiness events, unless another watch is read on
-    /// a grid: then the watch stays paused, idle, read at that grid's next wake-up, at the
-    /// latest on the widest grid. Resuming it would make each of its next events a wake-up of
+    /// a grid at least as fine as this watch's own: then the watch stays paused, idle, read at
+    /// that grid's next wake-up, at the latest on the widest grid. Resuming it would make each of its next events a wake-up of
     /// its own (two: its arrival and the read after it). An idle watch is not on a grid, so
     /// two idle watches do not keep each other paused; alone, a watch behaves as before.
     pub(super) fn coalesce_after_read(&mut self, lp: &mut LoopControl<S, K>, found: usize) {
@@ -108,7 +108,15 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         let coalescing = !self.watch_coalesce.is_zero() && streaming;
         let trickle = coalescing && (1..COALESCE_MAX_EVENTS).contains(&found);
         let busier = lp.finest_grid(self.on_grid);
-        let idle = coalescing && found == 0 && self.paused_until.is_some() && busier.is_some();
+        // Idle only to borrow a grid at least as fine as its own: a busy watch whose read found
+        // nothing (a pause in its events, or a rotated watch read before the server's first
+        // events) is not held on a quieter watch's coarser grid, or its next events would be
+        // seen that much later than its own grid allows.
+        let own = self.coalesce.period(self.watch_coalesce);
+        let idle = coalescing
+            && found == 0
+            && self.paused_until.is_some()
+            && busier.is_some_and(|grid| grid <= own);
         // Only reads on the grid count: the one that pauses the stream read what one arrival
         // brought.
         match (trickle, self.paused_until.is_some()) {
