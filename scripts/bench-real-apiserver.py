@@ -18,6 +18,9 @@ renewed every 10 s, every node's status patched every 60 s) for the whole run. T
   of one core, divided by the watch events the kubelets caused in that window (Lease renewals +
   node status patches, from load.py's cumulative counts) = CPU per watch event; loop wake-ups from
   SIGUSR1 JSON dumps at both ends.
+  --after-backlog QUIET_S starts the window only once no daemon has POSTed an Event for QUIET_S
+  seconds: the start-up `RegisteredNode` Events (one per node, 5 a second) are sent, and the
+  window holds the steady state alone. Without it the window falls inside that backlog.
 
 --baseline PATH runs a second daemon binary (e.g. the build before a change) beside the first: each
 syncs on its own, one after the other, then both are measured in the same steady window, so the
@@ -133,6 +136,10 @@ class Heartbeat:
             raise RuntimeError(f'no heartbeat progress around {t:.1f} ({self.path})')
         return at(t1) - at(t0)
 
+    def creates(self):
+        """The API creates the daemon has made (its Events: a healthy cluster asks no other)."""
+        return sum(r['count'] for r in self.dump('client')['requests'] if r['verb'] == 'create')
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
@@ -185,8 +192,8 @@ class Daemon:
             if now - self.started > timeout:
                 raise RuntimeError(f'no READY=1 within {timeout}s: {self.log_path}')
 
-    def dump(self):
-        """The loop counters of a fresh SIGUSR1 JSON dump."""
+    def dump(self, section='loop'):
+        """A section of a fresh SIGUSR1 JSON dump (the loop counters by default)."""
         before = open(self.log_path, errors='replace').read().count('"dump":"node-lifecycled"')
         self.proc.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 10
@@ -194,7 +201,7 @@ class Daemon:
             text = open(self.log_path, errors='replace').read()
             dumps = [line for line in text.splitlines() if '"dump":"node-lifecycled"' in line]
             if len(dumps) > before:
-                return json.loads(dumps[-1][dumps[-1].index('{'):])['loop']
+                return json.loads(dumps[-1][dumps[-1].index('{'):])[section]
             time.sleep(0.05)
         raise RuntimeError(f'no dump within 10 s: {self.log_path}')
 
@@ -249,6 +256,27 @@ def curl_floor(v):
     return res
 
 
+def drained_after_backlog(a, daemons, res):
+    """Waits until no daemon has made an API create for `a.after_backlog` seconds: the start-up
+    `RegisteredNode` Events (one per node, 5 a second, the queue capped at 1,000) are sent, so
+    the window that follows holds the steady state alone. Records how long that took."""
+    t0 = time.monotonic()
+    last = {prefix: (d.creates(), t0) for prefix, d in daemons}
+    while True:
+        time.sleep(2)
+        now = time.monotonic()
+        for prefix, d in daemons:
+            n = d.creates()
+            if n != last[prefix][0]:
+                last[prefix] = (n, now)
+        if all(now - at >= a.after_backlog for _, at in last.values()):
+            break
+        if now - t0 > 900:
+            raise RuntimeError('the Event backlog did not drain within 900 s')
+    res['backlog_wait_s'] = round(time.monotonic() - t0, 1)
+    res.update({prefix + 'startup_events': n for prefix, (n, _) in last.items()})
+
+
 def measure(a, v, hb, workdir):
     """The curl floor, then each daemon (the baseline's too, with --baseline) synced one after
     the other and measured together in one steady window: same server, same kubelet load."""
@@ -267,6 +295,8 @@ def measure(a, v, hb, workdir):
             res[prefix + 'sync_etcd_cpu_s'] = cpu['etcd']
             res[prefix + 'peak_rss_sync_mib'] = round(max(samples) / 1024, 1)
         time.sleep(a.settle)
+        if a.after_backlog:
+            drained_after_backlog(a, daemons, res)
         start = {prefix: (d.dump(), proc_stat(d.pid)[0]) for prefix, d in daemons}
         t0, e0 = time.monotonic(), time.time()
         rss = {prefix: [] for prefix, _ in daemons}
@@ -302,6 +332,9 @@ def main():
     ap.add_argument('--pods', type=int, default=30, help='pods per node')
     ap.add_argument('--window', type=float, default=120, help='steady window, seconds')
     ap.add_argument('--settle', type=float, default=10, help='seconds between READY and the window')
+    ap.add_argument('--after-backlog', type=float, default=0, metavar='QUIET_S',
+                    help='start the window only when no daemon has POSTed an Event for QUIET_S seconds '
+                         '(the start-up RegisteredNode backlog sent): the steady state alone')
     ap.add_argument('--runs', type=int, default=1)
     ap.add_argument('--state', help='reuse a loaded server (a STATE folder kept with --keep)')
     ap.add_argument('--keep', action='store_true', help='leave the server running')
@@ -325,7 +358,8 @@ def main():
             subprocess.run([sys.executable, os.path.join(TIER, 'load.py'), '--kubeconfig', v['ADMIN_KUBECONFIG'], 'create',
                             '--nodes', str(a.nodes), '--pods', str(a.pods)], check=True, stdout=sys.stderr)
             log(f'created {a.nodes} nodes x {a.pods} pods in {time.monotonic() - t:.0f} s')
-        per_run = 3 * 60 + a.settle + a.window + a.sync_timeout * (2 if a.baseline else 1)
+        per_run = (3 * 60 + a.settle + a.window + a.sync_timeout * (2 if a.baseline else 1)
+                   + (900 + a.after_backlog if a.after_backlog else 0))
         hb = Heartbeat(v, a.nodes, per_run * a.runs + 60, workdir)
         time.sleep(12)  # one full lease period: the renewals are spread before anything is measured
         for run in range(a.runs):
@@ -336,7 +370,9 @@ def main():
                 f"{res['curl_rv0_etcd_cpu_s']} s, pages {res['curl_pages_apiserver_cpu_s']} / {res['curl_pages_etcd_cpu_s']} s, "
                 f"the daemon's sync {res['sync_apiserver_cpu_s']} / {res['sync_etcd_cpu_s']} s), peak RSS {res['peak_rss_sync_mib']} MiB, steady RSS {res['steady_rss_mib']} MiB, "
                 f"steady CPU {res['steady_cpu_pct']} % of a core, {res['events_per_s']} events/s, "
-                f"{res['us_per_event']} us per event, {res['wakeups_per_s']} wake-ups/s; load average {' '.join(res['loadavg'])}")
+                f"{res['us_per_event']} us per event, {res['wakeups_per_s']} wake-ups/s; load average {' '.join(res['loadavg'])}"
+                + (f"; window after the start-up Events ({res['startup_events']} sent, {res['backlog_wait_s']} s waited)"
+                   if a.after_backlog else ''))
             if a.baseline:
                 log(f"  baseline: sync {res['baseline_sync_s']} s, steady CPU {res['baseline_steady_cpu_pct']} % of a core, "
                     f"{res['baseline_us_per_event']} us per event, {res['baseline_wakeups_per_s']} wake-ups/s")
