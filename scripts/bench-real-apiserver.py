@@ -136,10 +136,6 @@ class Heartbeat:
             raise RuntimeError(f'no heartbeat progress around {t:.1f} ({self.path})')
         return at(t1) - at(t0)
 
-    def creates(self):
-        """The API creates the daemon has made (its Events: a healthy cluster asks no other)."""
-        return sum(r['count'] for r in self.dump('client')['requests'] if r['verb'] == 'create')
-
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
@@ -204,6 +200,10 @@ class Daemon:
                 return json.loads(dumps[-1][dumps[-1].index('{'):])[section]
             time.sleep(0.05)
         raise RuntimeError(f'no dump within 10 s: {self.log_path}')
+
+    def creates(self):
+        """The POSTs the daemon has made (its Events: a healthy cluster asks no other create)."""
+        return sum(r['count'] for r in self.dump('client')['requests'] if r['verb'] == 'POST')
 
     def stop(self):
         if self.proc.poll() is None:
