@@ -15,6 +15,7 @@ mod ref_table;
 mod store;
 
 pub(crate) use interner::Interner;
+pub(crate) use name_hash::NameHashState;
 pub(crate) use name_map::NameMap;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};

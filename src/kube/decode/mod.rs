@@ -11,8 +11,10 @@ mod lease;
 pub mod list_stream;
 pub mod proto;
 mod recent_tolerations;
+mod shared_text;
 mod wire;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 use std::rc::Rc;
@@ -66,9 +68,9 @@ pub struct DecodeContext {
     /// with it instead of hashed into the interner.
     last_namespace: Option<Rc<str>>,
     /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
-    label_sets: HashSet<Rc<[(Name, Name)]>>,
+    label_sets: shared_text::SharedByText<[(Name, Name)]>,
     /// Node conditions' reason and message pairs (`condition_text.rs`).
-    condition_texts: HashSet<Rc<(Option<Name>, Option<Name>)>>,
+    condition_texts: shared_text::SharedByText<(Option<Name>, Option<Name>)>,
     /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
     /// with the same bad field is logged once.
     warned: HashSet<String>,
@@ -92,8 +94,8 @@ impl DecodeContext {
             tolerations: HashSet::new(),
             recent_tolerations: Default::default(),
             last_namespace: None,
-            label_sets: HashSet::new(),
-            condition_texts: HashSet::new(),
+            label_sets: Default::default(),
+            condition_texts: Default::default(),
             warned: HashSet::new(),
             pool_label_keys: Vec::new(),
         }
@@ -147,13 +149,28 @@ impl DecodeContext {
         rc
     }
 
-    /// The shared copy of a node's kept label set.
-    fn share_labels(&mut self, list: Vec<(Name, Name)>) -> NodeLabels {
-        if let Some(existing) = self.label_sets.get(list.as_slice()) {
+    /// The shared copy of a node's kept label set, found by the wire's text: a set already
+    /// shared (the node's own at every heartbeat) is neither interned nor built again.
+    fn share_labels(&mut self, kept: &[(Cow<'_, str>, Cow<'_, str>)]) -> NodeLabels {
+        let hash = self
+            .label_sets
+            .hash(kept.iter().flat_map(|(k, v)| [&**k, &**v]));
+        let same = |set: &[(Name, Name)]| {
+            set.len() == kept.len()
+                && set
+                    .iter()
+                    .zip(kept)
+                    .all(|((k, v), (wk, wv))| **k == **wk && **v == **wv)
+        };
+        if let Some(existing) = self.label_sets.find(hash, same) {
             return NodeLabels::from(existing.clone());
         }
+        let list: Vec<(Name, Name)> = kept
+            .iter()
+            .map(|(k, v)| (self.intern(k), self.intern(v)))
+            .collect();
         let rc: Rc<[(Name, Name)]> = Rc::from(list);
-        self.label_sets.insert(rc.clone());
+        self.label_sets.insert(hash, rc.clone());
         NodeLabels::from(rc)
     }
 
@@ -187,10 +204,9 @@ impl DecodeContext {
         // The recent lists' and namespace's references would keep them shared.
         self.recent_tolerations.clear();
         self.last_namespace = None;
-        let before = self.tolerations.len() + self.label_sets.len();
+        let before = self.tolerations.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
-        self.label_sets.retain(|l| Rc::strong_count(l) > 1);
-        let pruned_lists = before - self.tolerations.len() - self.label_sets.len();
+        let pruned_lists = before - self.tolerations.len() + self.label_sets.prune();
         // Toleration lists, label sets and texts go first: they hold interned names.
         pruned_lists + condition_text::prune(self) + self.interner.prune()
     }
@@ -374,12 +390,8 @@ impl Decode for Node {
             &meta.creation_timestamp,
         )
         .unwrap_or(Time::ZERO);
-        let mut labels = Vec::new();
-        for (k, v) in meta.labels.map(|l| l.0).unwrap_or_default() {
-            if ctx.keeps_node_label(&k) {
-                labels.push((ctx.intern(&k), ctx.intern(&v)));
-            }
-        }
+        let mut labels = meta.labels.map(|l| l.0).unwrap_or_default();
+        labels.retain(|(k, _)| ctx.keeps_node_label(k));
         let annotations = meta.annotations.map(|a| a.0).unwrap_or_default();
         let autonomy = autonomy(ctx, &name, &annotations);
         let maintenance = maintenance(ctx, &name, &annotations);
@@ -442,7 +454,7 @@ impl Decode for Node {
             uid: owned(&meta.uid),
             resource_version: owned(&meta.resource_version),
             creation_timestamp,
-            labels: ctx.share_labels(labels),
+            labels: ctx.share_labels(&labels),
             taints,
             unschedulable: spec.unschedulable.unwrap_or(false),
             conditions,
