@@ -137,7 +137,15 @@ impl NodeConditionType {
     }
 
     pub(crate) fn parse(s: &str) -> Option<NodeConditionType> {
-        NodeConditionType::ALL.into_iter().find(|t| t.as_str() == s)
+        NodeConditionType::parse_bytes(s.as_bytes())
+    }
+
+    /// As [`NodeConditionType::parse`], for text not checked as UTF-8 (the types it names are
+    /// ASCII, so any other bytes are `None`, as any other text is).
+    pub(crate) fn parse_bytes(s: &[u8]) -> Option<NodeConditionType> {
+        NodeConditionType::ALL
+            .into_iter()
+            .find(|t| t.as_str().as_bytes() == s)
     }
 }
 

@@ -154,7 +154,7 @@ impl DecodeContext {
     fn share_labels(&mut self, kept: &[(Cow<'_, str>, Cow<'_, str>)]) -> NodeLabels {
         let hash = self
             .label_sets
-            .hash(kept.iter().flat_map(|(k, v)| [&**k, &**v]));
+            .hash(kept.iter().flat_map(|(k, v)| [k.as_bytes(), v.as_bytes()]));
         let same = |set: &[(Name, Name)]| {
             set.len() == kept.len()
                 && set
@@ -414,20 +414,34 @@ impl Decode for Node {
         let mut conditions: Vec<NodeCondition> = Vec::new();
         let mut other_conditions: Vec<(Rc<str>, ConditionStatus)> = Vec::new();
         for c in w.status.and_then(|s| s.conditions).unwrap_or_default() {
-            let Some(kind) = NodeConditionType::parse(wire::text(&c.kind)) else {
-                let kind = wire::text(&c.kind);
+            // The texts are read unchecked (`wire::NodeCondition`): a type or status the model
+            // names is ASCII; any other is checked here, in the order they are written (type,
+            // status, reason, message), so a text that is not UTF-8 refuses the node as the
+            // reader's check did.
+            let known = NodeConditionType::parse_bytes(wire::lazy_bytes(&c.kind));
+            let other_kind = match known {
+                Some(_) => "",
+                None => wire::lazy_text_of("Node", &c.kind, "status.conditions.type")?,
+            };
+            let status = ConditionStatus::parse_bytes(wire::lazy_bytes(&c.status));
+            if status == ConditionStatus::Other {
+                wire::lazy_text_of("Node", &c.status, "status.conditions.status")?;
+            }
+            let Some(kind) = known else {
+                let kind = other_kind;
+                condition_text::check(&c.reason, &c.message)?;
                 if !kind.is_empty() && !other_conditions.iter().any(|(k, _)| &**k == kind) {
-                    let status = ConditionStatus::parse(wire::text(&c.status));
                     other_conditions.push((ctx.intern(kind), status));
                 }
                 continue;
             };
             if conditions.iter().any(|have| have.kind == kind) {
+                condition_text::check(&c.reason, &c.message)?;
                 continue; // the API validates uniqueness; keep the first if not
             }
             conditions.push(NodeCondition {
                 kind,
-                status: ConditionStatus::parse(wire::text(&c.status)),
+                status,
                 last_heartbeat_time: lenient_timestamp(
                     ctx,
                     "Node",
@@ -442,7 +456,7 @@ impl Decode for Node {
                     "status.conditions[].lastTransitionTime",
                     &c.last_transition_time,
                 ),
-                text: condition_text::shared(ctx, &c.reason, &c.message),
+                text: condition_text::shared(ctx, &c.reason, &c.message)?,
             });
         }
         // Kept for the node's lifetime: no spare capacity.

@@ -41,10 +41,10 @@ impl<T: ?Sized> fmt::Debug for SharedByText<T> {
 impl<T: ?Sized> SharedByText<T> {
     /// The hash of a value's texts, in order. Each text's length is mixed in by the hasher,
     /// so `("ab", "c")` and `("a", "bc")` hash apart.
-    pub(super) fn hash<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> u64 {
+    pub(super) fn hash<'a>(&self, texts: impl IntoIterator<Item = &'a [u8]>) -> u64 {
         let mut h = self.hasher.build_hasher();
         for text in texts {
-            h.write(text.as_bytes());
+            h.write(text);
         }
         h.finish()
     }
