@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use super::fields::*;
-use super::{Field, ProtoError, Reader};
+use super::{Field, ProtoError, Reader, Value};
 use crate::kube::decode::wire::{self, Bytes, KeptMap, KeyFilter, LazyStr, Stamp, Str};
 use crate::kube::decode::{Bookmark, Decode, DecodeContext, DecodeError, INITIAL_EVENTS_END};
 use crate::model::{Lease, Node, Pod};
@@ -41,7 +41,30 @@ fn lazy<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<LazyStr<'a>>, P
 }
 
 /// A metav1.Time or MicroTime; an empty message is Go's zero time, which JSON writes as null.
-fn stamp<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<Stamp<'a>>, ProtoError> {
+pub(super) fn stamp<'a>(
+    f: &Field<'a>,
+    field: &'static str,
+) -> Result<Option<Stamp<'a>>, ProtoError> {
+    // What the API server writes for a whole second (every heartbeat and transition time):
+    // the seconds alone, tag 0x08 and a varint to the end. Read here as the loop below reads
+    // it (`int64` of the varint, nanos 0); any other shape, and every error, takes the loop.
+    if let Value::Bytes([0x08, rest @ ..]) = f.value
+        && let Ok(Some((seconds, end))) = super::varint(rest, 0)
+        && end == rest.len()
+    {
+        return Ok(Some(Stamp::Unix {
+            seconds: seconds as i64,
+            nanos: 0,
+        }));
+    }
+    stamp_fields(f, field)
+}
+
+/// [`stamp`] for any shape: the message's fields read one by one.
+pub(super) fn stamp_fields<'a>(
+    f: &Field<'a>,
+    field: &'static str,
+) -> Result<Option<Stamp<'a>>, ProtoError> {
     let mut r = f.message(field)?;
     let (mut seconds, mut nanos, mut any) = (0, 0, false);
     while let Some(t) = r.next_field()? {
