@@ -177,10 +177,12 @@ fn rewrite(message: &[u8], path: &[u64], edit: &mut dyn FnMut(&[u8]) -> Vec<u8>)
     out
 }
 
-/// A `metav1.Time` message of `seconds` (nanos 0, which Go's marshaller leaves out).
+/// A `metav1.Time` message of `seconds`, as kube-apiserver writes it: the seconds, then the
+/// nanos even when 0 (`10 00`, as in the fixture's own times).
 fn time_message(seconds: u64) -> Vec<u8> {
     let mut out = vec![0x08];
     put_varint(seconds, &mut out);
+    out.extend_from_slice(&[0x10, 0x00]);
     out
 }
 

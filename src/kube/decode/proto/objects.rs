@@ -45,17 +45,24 @@ pub(super) fn stamp<'a>(
     f: &Field<'a>,
     field: &'static str,
 ) -> Result<Option<Stamp<'a>>, ProtoError> {
-    // What the API server writes for a whole second (every heartbeat and transition time):
-    // the seconds alone, tag 0x08 and a varint to the end. Read here as the loop below reads
-    // it (`int64` of the varint, nanos 0); any other shape, and every error, takes the loop.
+    // What the API server writes for a node's heartbeat and transition times: the seconds
+    // (tag 0x08, a varint), then the nanos (tag 0x10) in one byte, `10 00` for a whole
+    // second; or the seconds alone. Read here as the loop below reads them (`int64` of the
+    // seconds, `int32` of the nanos); any other shape, and every error, takes the loop.
     if let Value::Bytes([0x08, rest @ ..]) = f.value
         && let Ok(Some((seconds, end))) = super::varint(rest, 0)
-        && end == rest.len()
     {
-        return Ok(Some(Stamp::Unix {
-            seconds: seconds as i64,
-            nanos: 0,
-        }));
+        let nanos = match rest.get(end..) {
+            Some([]) => Some(0),
+            Some([0x10, n]) if *n < 0x80 => Some(i32::from(*n)),
+            _ => None,
+        };
+        if let Some(nanos) = nanos {
+            return Ok(Some(Stamp::Unix {
+                seconds: seconds as i64,
+                nanos,
+            }));
+        }
     }
     stamp_fields(f, field)
 }

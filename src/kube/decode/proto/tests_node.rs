@@ -199,7 +199,18 @@ fn the_fast_path_of_stamp_reads_what_the_field_loop_reads() {
     for seconds in [0, 1, 127, 128, 1_795_000_000, i64::MAX as u64, u64::MAX] {
         let v = enc_varint(seconds);
         bodies.push([&[0x08][..], &v].concat());
-        bodies.push([&[0x08][..], &v, &[0x10, 0x07]].concat());
+        for nanos in [
+            &[0x10, 0x00][..],
+            &[0x10, 0x07],
+            &[0x10, 0x7f],
+            &[0x10, 0x80, 0x01],
+        ] {
+            bodies.push([&[0x08][..], &v, nanos].concat());
+            bodies.push([&[0x08][..], &v, nanos, &[0x10, 0x01]].concat());
+        }
+        bodies.push([&[0x08][..], &v, &[0x10]].concat());
+        bodies.push([&[0x08][..], &v, &[0x10, 0x80]].concat());
+        bodies.push([&[0x08][..], &v, &[0x18, 0x01]].concat());
         bodies.push([&[0x10, 0x07, 0x08][..], &v].concat());
         bodies.push([&[0x08][..], &v, &[0x08, 0x01]].concat());
         for cut in 1..v.len() {
