@@ -9,6 +9,7 @@
 mod condition_text;
 mod lease;
 pub mod list_stream;
+mod node_annotations;
 pub mod proto;
 mod recent_tolerations;
 mod shared_text;
@@ -22,8 +23,8 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    Autonomy, ConditionStatus, Interner, Maintenance, Name, Node, NodeCondition, NodeConditionType,
-    NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
+    ConditionStatus, Interner, Name, Node, NodeCondition, NodeConditionType, NodeLabels, Pod,
+    PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
 };
 use crate::time::Time;
 
@@ -393,8 +394,8 @@ impl Decode for Node {
         let mut labels = meta.labels.map(|l| l.0).unwrap_or_default();
         labels.retain(|(k, _)| ctx.keeps_node_label(k));
         let annotations = meta.annotations.map(|a| a.0).unwrap_or_default();
-        let autonomy = autonomy(ctx, &name, &annotations);
-        let maintenance = maintenance(ctx, &name, &annotations);
+        let autonomy = node_annotations::autonomy(ctx, &name, &annotations);
+        let maintenance = node_annotations::maintenance(ctx, &name, &annotations);
         let spec = w.spec.unwrap_or_default();
         let mut taints = Vec::new();
         for t in spec.taints.unwrap_or_default() {
@@ -476,65 +477,6 @@ impl Decode for Node {
             autonomy,
             maintenance,
         })
-    }
-}
-
-/// What the maintenance annotation says. A value that is neither empty nor an RFC 3339 time still
-/// counts as maintenance (fencing never acts on a guess), with a warning
-/// naming the node and the value, once.
-fn maintenance(
-    ctx: &mut DecodeContext,
-    name: &str,
-    annotations: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
-) -> Maintenance {
-    use crate::model::maintenance::ANNOTATION;
-    let Some((_, value)) = annotations.iter().find(|(k, _)| k == ANNOTATION) else {
-        return Maintenance::None;
-    };
-    let parsed = Maintenance::parse(value);
-    if let Maintenance::Unreadable(_) = parsed {
-        let warned = format!("Node/{name}: annotation {ANNOTATION}");
-        if !ctx.warned.contains(&warned) {
-            log::warn!(
-                "{warned}: {value:?} is neither empty nor an RFC 3339 time: counted as \
-                 maintenance (the node is not fenced) until it is fixed or removed"
-            );
-            if ctx.warned.len() < WARNED_MAX {
-                ctx.warned.insert(warned);
-            }
-        }
-    }
-    parsed
-}
-
-/// What the OpenYurt annotations say. Any "forever" marker wins; a duration that cannot be
-/// read is ignored with a warning (the node is then not autonomous, as upstream would treat
-/// it: a guess could keep pods on a dead node forever). Go's duration syntax, as OpenYurt's.
-fn autonomy(
-    ctx: &mut DecodeContext,
-    name: &str,
-    annotations: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
-) -> Autonomy {
-    use crate::model::autonomy_annotations::{BINDING, DURATION, LEGACY};
-    let mut duration = None;
-    for (key, value) in annotations {
-        match &**key {
-            LEGACY | BINDING if value == "true" => return Autonomy::Forever,
-            DURATION => duration = Some(value),
-            _ => {}
-        }
-    }
-    let Some(value) = duration else {
-        return Autonomy::None;
-    };
-    // The config's parser is Go's grammar without the sign: the same words mean the same here.
-    match crate::time::parse_duration(value) {
-        Ok(d) if d.is_zero() => Autonomy::Forever,
-        Ok(d) => Autonomy::For(d),
-        Err(why) => {
-            ctx.bad_annotation(name, DURATION, value, &why);
-            Autonomy::None
-        }
     }
 }
 
