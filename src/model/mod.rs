@@ -15,6 +15,7 @@ mod ref_table;
 mod store;
 
 pub(crate) use interner::Interner;
+pub(crate) use name_hash::NameHashState;
 pub(crate) use name_map::NameMap;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
@@ -136,7 +137,15 @@ impl NodeConditionType {
     }
 
     pub(crate) fn parse(s: &str) -> Option<NodeConditionType> {
-        NodeConditionType::ALL.into_iter().find(|t| t.as_str() == s)
+        NodeConditionType::parse_bytes(s.as_bytes())
+    }
+
+    /// As [`NodeConditionType::parse`], for text not checked as UTF-8 (the types it names are
+    /// ASCII, so any other bytes are `None`, as any other text is).
+    pub(crate) fn parse_bytes(s: &[u8]) -> Option<NodeConditionType> {
+        NodeConditionType::ALL
+            .into_iter()
+            .find(|t| t.as_str().as_bytes() == s)
     }
 }
 

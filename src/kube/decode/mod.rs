@@ -9,10 +9,13 @@
 mod condition_text;
 mod lease;
 pub mod list_stream;
+mod node_annotations;
 pub mod proto;
 mod recent_tolerations;
+mod shared_text;
 mod wire;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 use std::rc::Rc;
@@ -20,8 +23,8 @@ use std::rc::Rc;
 use serde::Deserialize;
 
 use crate::model::{
-    Autonomy, ConditionStatus, Interner, Maintenance, Name, Node, NodeCondition, NodeConditionType,
-    NodeLabels, Pod, PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
+    ConditionStatus, Interner, Name, Node, NodeCondition, NodeConditionType, NodeLabels, Pod,
+    PodKey, Taint, TaintEffect, Toleration, TolerationOperator,
 };
 use crate::time::Time;
 
@@ -66,9 +69,9 @@ pub struct DecodeContext {
     /// with it instead of hashed into the interner.
     last_namespace: Option<Rc<str>>,
     /// Nodes' kept label sets: the nodes of a zone (with one os and arch) share one.
-    label_sets: HashSet<Rc<[(Name, Name)]>>,
+    label_sets: shared_text::SharedByText<[(Name, Name)]>,
     /// Node conditions' reason and message pairs (`condition_text.rs`).
-    condition_texts: HashSet<Rc<(Option<Name>, Option<Name>)>>,
+    condition_texts: shared_text::SharedByText<(Option<Name>, Option<Name>)>,
     /// Bad fields already logged ("Node/name: field"), so an object re-sent every few seconds
     /// with the same bad field is logged once.
     warned: HashSet<String>,
@@ -92,8 +95,8 @@ impl DecodeContext {
             tolerations: HashSet::new(),
             recent_tolerations: Default::default(),
             last_namespace: None,
-            label_sets: HashSet::new(),
-            condition_texts: HashSet::new(),
+            label_sets: Default::default(),
+            condition_texts: Default::default(),
             warned: HashSet::new(),
             pool_label_keys: Vec::new(),
         }
@@ -147,13 +150,28 @@ impl DecodeContext {
         rc
     }
 
-    /// The shared copy of a node's kept label set.
-    fn share_labels(&mut self, list: Vec<(Name, Name)>) -> NodeLabels {
-        if let Some(existing) = self.label_sets.get(list.as_slice()) {
+    /// The shared copy of a node's kept label set, found by the wire's text: a set already
+    /// shared (the node's own at every heartbeat) is neither interned nor built again.
+    fn share_labels(&mut self, kept: &[(Cow<'_, str>, Cow<'_, str>)]) -> NodeLabels {
+        let hash = self
+            .label_sets
+            .hash(kept.iter().flat_map(|(k, v)| [k.as_bytes(), v.as_bytes()]));
+        let same = |set: &[(Name, Name)]| {
+            set.len() == kept.len()
+                && set
+                    .iter()
+                    .zip(kept)
+                    .all(|((k, v), (wk, wv))| **k == **wk && **v == **wv)
+        };
+        if let Some(existing) = self.label_sets.find(hash, same) {
             return NodeLabels::from(existing.clone());
         }
+        let list: Vec<(Name, Name)> = kept
+            .iter()
+            .map(|(k, v)| (self.intern(k), self.intern(v)))
+            .collect();
         let rc: Rc<[(Name, Name)]> = Rc::from(list);
-        self.label_sets.insert(rc.clone());
+        self.label_sets.insert(hash, rc.clone());
         NodeLabels::from(rc)
     }
 
@@ -187,10 +205,9 @@ impl DecodeContext {
         // The recent lists' and namespace's references would keep them shared.
         self.recent_tolerations.clear();
         self.last_namespace = None;
-        let before = self.tolerations.len() + self.label_sets.len();
+        let before = self.tolerations.len();
         self.tolerations.retain(|t| Rc::strong_count(t) > 1);
-        self.label_sets.retain(|l| Rc::strong_count(l) > 1);
-        let pruned_lists = before - self.tolerations.len() - self.label_sets.len();
+        let pruned_lists = before - self.tolerations.len() + self.label_sets.prune();
         // Toleration lists, label sets and texts go first: they hold interned names.
         pruned_lists + condition_text::prune(self) + self.interner.prune()
     }
@@ -374,15 +391,11 @@ impl Decode for Node {
             &meta.creation_timestamp,
         )
         .unwrap_or(Time::ZERO);
-        let mut labels = Vec::new();
-        for (k, v) in meta.labels.map(|l| l.0).unwrap_or_default() {
-            if ctx.keeps_node_label(&k) {
-                labels.push((ctx.intern(&k), ctx.intern(&v)));
-            }
-        }
+        let mut labels = meta.labels.map(|l| l.0).unwrap_or_default();
+        labels.retain(|(k, _)| ctx.keeps_node_label(k));
         let annotations = meta.annotations.map(|a| a.0).unwrap_or_default();
-        let autonomy = autonomy(ctx, &name, &annotations);
-        let maintenance = maintenance(ctx, &name, &annotations);
+        let autonomy = node_annotations::autonomy(ctx, &name, &annotations);
+        let maintenance = node_annotations::maintenance(ctx, &name, &annotations);
         let spec = w.spec.unwrap_or_default();
         let mut taints = Vec::new();
         for t in spec.taints.unwrap_or_default() {
@@ -402,20 +415,34 @@ impl Decode for Node {
         let mut conditions: Vec<NodeCondition> = Vec::new();
         let mut other_conditions: Vec<(Rc<str>, ConditionStatus)> = Vec::new();
         for c in w.status.and_then(|s| s.conditions).unwrap_or_default() {
-            let Some(kind) = NodeConditionType::parse(wire::text(&c.kind)) else {
-                let kind = wire::text(&c.kind);
+            // The texts are read unchecked (`wire::NodeCondition`): a type or status the model
+            // names is ASCII; any other is checked here, in the order they are written (type,
+            // status, reason, message), so a text that is not UTF-8 refuses the node as the
+            // reader's check did.
+            let known = NodeConditionType::parse_bytes(wire::lazy_bytes(&c.kind));
+            let other_kind = match known {
+                Some(_) => "",
+                None => wire::lazy_text_of("Node", &c.kind, "status.conditions.type")?,
+            };
+            let status = ConditionStatus::parse_bytes(wire::lazy_bytes(&c.status));
+            if status == ConditionStatus::Other {
+                wire::lazy_text_of("Node", &c.status, "status.conditions.status")?;
+            }
+            let Some(kind) = known else {
+                let kind = other_kind;
+                condition_text::check(&c.reason, &c.message)?;
                 if !kind.is_empty() && !other_conditions.iter().any(|(k, _)| &**k == kind) {
-                    let status = ConditionStatus::parse(wire::text(&c.status));
                     other_conditions.push((ctx.intern(kind), status));
                 }
                 continue;
             };
             if conditions.iter().any(|have| have.kind == kind) {
+                condition_text::check(&c.reason, &c.message)?;
                 continue; // the API validates uniqueness; keep the first if not
             }
             conditions.push(NodeCondition {
                 kind,
-                status: ConditionStatus::parse(wire::text(&c.status)),
+                status,
                 last_heartbeat_time: lenient_timestamp(
                     ctx,
                     "Node",
@@ -430,7 +457,7 @@ impl Decode for Node {
                     "status.conditions[].lastTransitionTime",
                     &c.last_transition_time,
                 ),
-                text: condition_text::shared(ctx, &c.reason, &c.message),
+                text: condition_text::shared(ctx, &c.reason, &c.message)?,
             });
         }
         // Kept for the node's lifetime: no spare capacity.
@@ -442,7 +469,7 @@ impl Decode for Node {
             uid: owned(&meta.uid),
             resource_version: owned(&meta.resource_version),
             creation_timestamp,
-            labels: ctx.share_labels(labels),
+            labels: ctx.share_labels(&labels),
             taints,
             unschedulable: spec.unschedulable.unwrap_or(false),
             conditions,
@@ -450,65 +477,6 @@ impl Decode for Node {
             autonomy,
             maintenance,
         })
-    }
-}
-
-/// What the maintenance annotation says. A value that is neither empty nor an RFC 3339 time still
-/// counts as maintenance (fencing never acts on a guess), with a warning
-/// naming the node and the value, once.
-fn maintenance(
-    ctx: &mut DecodeContext,
-    name: &str,
-    annotations: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
-) -> Maintenance {
-    use crate::model::maintenance::ANNOTATION;
-    let Some((_, value)) = annotations.iter().find(|(k, _)| k == ANNOTATION) else {
-        return Maintenance::None;
-    };
-    let parsed = Maintenance::parse(value);
-    if let Maintenance::Unreadable(_) = parsed {
-        let warned = format!("Node/{name}: annotation {ANNOTATION}");
-        if !ctx.warned.contains(&warned) {
-            log::warn!(
-                "{warned}: {value:?} is neither empty nor an RFC 3339 time: counted as \
-                 maintenance (the node is not fenced) until it is fixed or removed"
-            );
-            if ctx.warned.len() < WARNED_MAX {
-                ctx.warned.insert(warned);
-            }
-        }
-    }
-    parsed
-}
-
-/// What the OpenYurt annotations say. Any "forever" marker wins; a duration that cannot be
-/// read is ignored with a warning (the node is then not autonomous, as upstream would treat
-/// it: a guess could keep pods on a dead node forever). Go's duration syntax, as OpenYurt's.
-fn autonomy(
-    ctx: &mut DecodeContext,
-    name: &str,
-    annotations: &[(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)],
-) -> Autonomy {
-    use crate::model::autonomy_annotations::{BINDING, DURATION, LEGACY};
-    let mut duration = None;
-    for (key, value) in annotations {
-        match &**key {
-            LEGACY | BINDING if value == "true" => return Autonomy::Forever,
-            DURATION => duration = Some(value),
-            _ => {}
-        }
-    }
-    let Some(value) = duration else {
-        return Autonomy::None;
-    };
-    // The config's parser is Go's grammar without the sign: the same words mean the same here.
-    match crate::time::parse_duration(value) {
-        Ok(d) if d.is_zero() => Autonomy::Forever,
-        Ok(d) => Autonomy::For(d),
-        Err(why) => {
-            ctx.bad_annotation(name, DURATION, value, &why);
-            Autonomy::None
-        }
     }
 }
 

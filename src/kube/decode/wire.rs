@@ -220,21 +220,24 @@ pub(crate) struct NodeStatus<'a> {
     pub(crate) conditions: Option<Vec<NodeCondition<'a>>>,
 }
 
+/// A node condition. Its four texts are compared with known ones (the condition types and
+/// statuses the model names, the reason and message pairs already shared) and checked as
+/// UTF-8 only when they match none (`LazyStr`; `Node::from_wire` checks each).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct NodeCondition<'a> {
     #[serde(borrow, rename = "type")]
-    pub kind: Option<Str<'a>>,
+    pub kind: Option<LazyStr<'a>>,
     #[serde(borrow)]
-    pub status: Option<Str<'a>>,
+    pub status: Option<LazyStr<'a>>,
     #[serde(borrow)]
     pub last_heartbeat_time: Option<Stamp<'a>>,
     #[serde(borrow)]
     pub last_transition_time: Option<Stamp<'a>>,
     #[serde(borrow)]
-    pub reason: Option<Str<'a>>,
+    pub reason: Option<LazyStr<'a>>,
     #[serde(borrow)]
-    pub message: Option<Str<'a>>,
+    pub message: Option<LazyStr<'a>>,
 }
 
 #[derive(Deserialize)]

@@ -516,4 +516,6 @@ impl EventType {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_node;
+#[cfg(test)]
 mod tests_utf8;

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use super::fields::*;
-use super::{Field, ProtoError, Reader};
+use super::{Field, ProtoError, Reader, Value};
 use crate::kube::decode::wire::{self, Bytes, KeptMap, KeyFilter, LazyStr, Stamp, Str};
 use crate::kube::decode::{Bookmark, Decode, DecodeContext, DecodeError, INITIAL_EVENTS_END};
 use crate::model::{Lease, Node, Pod};
@@ -41,7 +41,37 @@ fn lazy<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<LazyStr<'a>>, P
 }
 
 /// A metav1.Time or MicroTime; an empty message is Go's zero time, which JSON writes as null.
-fn stamp<'a>(f: &Field<'a>, field: &'static str) -> Result<Option<Stamp<'a>>, ProtoError> {
+pub(super) fn stamp<'a>(
+    f: &Field<'a>,
+    field: &'static str,
+) -> Result<Option<Stamp<'a>>, ProtoError> {
+    // What the API server writes for a node's heartbeat and transition times: the seconds
+    // (tag 0x08, a varint), then the nanos (tag 0x10) in one byte, `10 00` for a whole
+    // second; or the seconds alone. Read here as the loop below reads them (`int64` of the
+    // seconds, `int32` of the nanos); any other shape, and every error, takes the loop.
+    if let Value::Bytes([0x08, rest @ ..]) = f.value
+        && let Ok(Some((seconds, end))) = super::varint(rest, 0)
+    {
+        let nanos = match rest.get(end..) {
+            Some([]) => Some(0),
+            Some([0x10, n]) if *n < 0x80 => Some(i32::from(*n)),
+            _ => None,
+        };
+        if let Some(nanos) = nanos {
+            return Ok(Some(Stamp::Unix {
+                seconds: seconds as i64,
+                nanos,
+            }));
+        }
+    }
+    stamp_fields(f, field)
+}
+
+/// [`stamp`] for any shape: the message's fields read one by one.
+pub(super) fn stamp_fields<'a>(
+    f: &Field<'a>,
+    field: &'static str,
+) -> Result<Option<Stamp<'a>>, ProtoError> {
     let mut r = f.message(field)?;
     let (mut seconds, mut nanos, mut any) = (0, 0, false);
     while let Some(t) = r.next_field()? {
@@ -119,7 +149,9 @@ fn meta(mut r: Reader<'_>) -> Result<wire::Meta<'_>, ProtoError> {
 
 fn node_meta(mut r: Reader<'_>) -> Result<wire::NodeMeta<'_>, ProtoError> {
     let mut m = wire::NodeMeta::default();
-    let (mut labels, mut annotations) = (Vec::new(), Vec::new());
+    // Room for a kubelet's labels (11 on a cloud node, more with a node pool's): one
+    // allocation, not three as the vector grows from 4 to 16.
+    let (mut labels, mut annotations) = (Vec::with_capacity(16), Vec::new());
     while let Some(f) = r.next_field()? {
         match f.number {
             META_NAME => m.name = str(&f, "metadata.name")?,
@@ -206,16 +238,16 @@ fn node_status(mut r: Reader<'_>) -> Result<wire::NodeStatus<'_>, ProtoError> {
         };
         while let Some(g) = c.next_field()? {
             match g.number {
-                CONDITION_TYPE => cond.kind = str(&g, "status.conditions.type")?,
-                CONDITION_STATUS => cond.status = str(&g, "status.conditions.status")?,
+                CONDITION_TYPE => cond.kind = lazy(&g, "status.conditions.type")?,
+                CONDITION_STATUS => cond.status = lazy(&g, "status.conditions.status")?,
                 NODE_CONDITION_LAST_HEARTBEAT_TIME => {
                     cond.last_heartbeat_time = stamp(&g, "status.conditions.lastHeartbeatTime")?
                 }
                 NODE_CONDITION_LAST_TRANSITION_TIME => {
                     cond.last_transition_time = stamp(&g, "status.conditions.lastTransitionTime")?
                 }
-                CONDITION_REASON => cond.reason = str(&g, "status.conditions.reason")?,
-                CONDITION_MESSAGE => cond.message = str(&g, "status.conditions.message")?,
+                CONDITION_REASON => cond.reason = lazy(&g, "status.conditions.reason")?,
+                CONDITION_MESSAGE => cond.message = lazy(&g, "status.conditions.message")?,
                 _ => {}
             }
         }

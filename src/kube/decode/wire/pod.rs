@@ -85,11 +85,20 @@ pub(crate) fn lazy_text<'a>(
     v: &'a Option<LazyStr<'_>>,
     field: &'static str,
 ) -> Result<&'a str, DecodeError> {
+    lazy_text_of("Pod", v, field)
+}
+
+/// [`lazy_text`] for a field of the kind `what` (a node condition's texts: `Node`).
+pub(crate) fn lazy_text_of<'a>(
+    what: &'static str,
+    v: &'a Option<LazyStr<'_>>,
+    field: &'static str,
+) -> Result<&'a str, DecodeError> {
     match v {
         None => Ok(""),
         Some(s) => s.text().map_err(|at| {
             DecodeError::new(
-                "Pod",
+                what,
                 ProtoError::new(field, at, "a string that is not UTF-8").to_string(),
             )
         }),
