@@ -13,6 +13,7 @@ mod node_labels;
 mod pod_table;
 mod ref_table;
 mod store;
+mod version;
 
 pub(crate) use interner::Interner;
 pub(crate) use name_hash::NameHashState;
@@ -20,6 +21,7 @@ pub(crate) use name_map::NameMap;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
+pub use version::Version;
 
 use std::rc::Rc;
 
@@ -435,7 +437,8 @@ pub struct Lease {
     pub renew_time: Option<Time>,
     /// `spec.leaseDurationSeconds`: the kubelet renews at a quarter of it.
     pub duration_seconds: Option<u32>,
-    pub resource_version: Name,
+    /// Inline when short (`version.rs`): a renewal's decode allocates nothing for it.
+    pub resource_version: Version,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

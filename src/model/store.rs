@@ -205,7 +205,7 @@ impl ClusterStore {
                 + self
                     .leases
                     .values()
-                    .map(|l| malloc_size(16 + l.resource_version.len()))
+                    .map(|l| l.resource_version.heap_bytes())
                     .sum::<usize>(),
             pods: self.pods.heap_bytes(),
         }
@@ -213,7 +213,7 @@ impl ClusterStore {
 }
 
 /// Stores `new` over `held` unless it is older (by resourceVersion) or the same object.
-fn replace<T: PartialEq>(held: &mut T, new: T, version: fn(&T) -> &Name) -> Upserted<T> {
+fn replace<T: PartialEq>(held: &mut T, new: T, version: fn(&T) -> &str) -> Upserted<T> {
     if is_older(version(&new), version(held)) {
         return Upserted::Older;
     }

@@ -38,6 +38,7 @@ impl NodeLifecycle {
                     joined_live_at: self.synced.then_some(now),
                     health,
                     grace_due: None,
+                    grace_memo: health::GraceMemo::NONE,
                     grace_armed: Armed::default(),
                     grace_in_heap: false,
                     zone,
@@ -110,16 +111,36 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        if e.registered
-            && e.health.observe_lease(renew, now)
-            && let Some(node) = self.store.node(name)
-        {
-            if let Some(renew) = renew {
-                e.lease_lag_ms = Some(lease_lag(e.lease_lag_ms, renew, now));
-            }
-            let deadlines = (&mut self.graces, &mut self.timers);
-            health::arm_grace_of(name, e, node, &self.settings, deadlines, now);
+        if !e.registered || !e.health.observe_lease(renew, now) {
+            return;
         }
+        // The grace kept by the last arming (`GraceMemo`) spares the lookup of the node: an
+        // entry exists only while its node is in the store (`forget_node` removes it with the
+        // node), so the node the lookup would find is there, and the grace is its own.
+        let memo = e.grace_memo.get();
+        debug_assert!(
+            memo.is_none_or(|g| self
+                .store
+                .node(name)
+                .is_some_and(|node| health::grace_of(node, &self.settings) == g)),
+            "the grace kept for {name} is the node's"
+        );
+        let grace = match memo {
+            Some(grace) => grace,
+            None => {
+                let Some(node) = self.store.node(name) else {
+                    return;
+                };
+                let grace = health::grace_of(node, &self.settings);
+                e.grace_memo = health::GraceMemo::of(grace);
+                grace
+            }
+        };
+        if let Some(renew) = renew {
+            e.lease_lag_ms = Some(lease_lag(e.lease_lag_ms, renew, now));
+        }
+        let deadlines = (&mut self.graces, &mut self.timers);
+        health::arm_grace_for(name, e, grace, deadlines, now);
     }
 
     pub(super) fn on_pod_changed(&mut self, change: &PodChange, now: Time, out: &mut Vec<Action>) {

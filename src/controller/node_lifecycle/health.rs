@@ -243,21 +243,42 @@ impl NodeLifecycle {
     // ---- NoExecute tainting (docs/upstream.md, "NoExecute tainting") ----------------------------
 }
 
-/// [`NodeLifecycle::arm_grace`] on an entry already looked up (a Lease renewal: one lookup of
-/// the node's entry, not two).
+/// The grace a node is entitled to under `settings`: its pool's or the global, startup or
+/// monitor (`NodeHealth::grace`).
+pub(super) fn grace_of(node: &Node, settings: &Settings) -> Duration {
+    let (monitor, startup) = settings.graces(node);
+    NodeHealth::grace(node, monitor, startup)
+}
+
+/// [`NodeLifecycle::arm_grace`] on an entry already looked up. The grace it computes is kept in
+/// the entry (`GraceMemo`) for the node's next renewals: see `on_lease_changed`.
 pub(super) fn arm_grace_of(
     name: &Name,
     e: &mut NodeEntry,
     node: &Node,
     settings: &Settings,
+    deadlines: (&mut DeadlineLanes<Name>, &mut TimerHeap<Timer>),
+    now: Time,
+) {
+    if !e.registered {
+        return;
+    }
+    let grace = grace_of(node, settings);
+    e.grace_memo = GraceMemo::of(grace);
+    arm_grace_for(name, e, grace, deadlines, now);
+}
+
+/// Arms the entry's grace deadline, `probe_time + grace`, in its lane or in the heap.
+pub(super) fn arm_grace_for(
+    name: &Name,
+    e: &mut NodeEntry,
+    grace: Duration,
     (graces, timers): (&mut DeadlineLanes<Name>, &mut TimerHeap<Timer>),
     now: Time,
 ) {
     if !e.registered {
         return;
     }
-    let (monitor, startup) = settings.graces(node);
-    let grace = NodeHealth::grace(node, monitor, startup);
     let at = e.health.verdict_at(grace);
     // The number is taken whether the deadline goes to its lane or to the heap, so that
     // deadlines fire in the order they were armed, as from one heap.
@@ -274,4 +295,62 @@ pub(super) fn arm_grace_of(
     }
     e.grace_in_heap = in_heap;
     e.grace_due = (at > now).then_some(at);
+}
+
+/// The grace last computed for a node (`arm_grace_of`), so that a renewal arms the node's
+/// deadline without finding its `Node` in the store (a hash lookup and the cache lines of the
+/// node's record and its conditions, at every renewal). Whole milliseconds below 2^24 (4.6
+/// hours), 0 for none: three bytes, in what was the entry's padding (`NodeEntry` stays 144 B).
+/// A grace it cannot hold exactly is not kept (the renewal then computes it from the node, as
+/// before).
+///
+/// The grace is a function of the node (its Ready condition's presence, its pool's labels)
+/// and the settings. It is recomputed by every `arm_grace_of`, which runs for the node on
+/// every change of it the lifecycle decides on (`on_node_changed`, `register`), on every
+/// settings change (`apply_settings` arms every node), and it is forgotten when the store
+/// changes the node without the lifecycle deciding on it (a write of ours that landed:
+/// `observe.rs`, `edit_node`). Debug builds check it against the node at every use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GraceMemo([u8; 3]);
+
+impl GraceMemo {
+    pub(super) const NONE: GraceMemo = GraceMemo([0; 3]);
+
+    pub(super) fn of(grace: Duration) -> GraceMemo {
+        let millis = u32::try_from(grace.as_millis()).unwrap_or(0);
+        let [a, b, c, high] = millis.to_le_bytes();
+        if high == 0 && Duration::from_millis(u64::from(millis)) == grace {
+            GraceMemo([a, b, c])
+        } else {
+            GraceMemo::NONE
+        }
+    }
+
+    pub(super) fn get(self) -> Option<Duration> {
+        let [a, b, c] = self.0;
+        let millis = u32::from_le_bytes([a, b, c, 0]);
+        (millis != 0).then(|| Duration::from_millis(u64::from(millis)))
+    }
+}
+
+#[cfg(test)]
+mod grace_memo_tests {
+    use super::*;
+
+    #[test]
+    fn keeps_a_grace_only_when_it_gives_it_back_exactly() {
+        for ms in [1u64, 40_000, 50_000, 300_000, (1 << 24) - 1] {
+            let grace = Duration::from_millis(ms);
+            assert_eq!(GraceMemo::of(grace).get(), Some(grace));
+        }
+        for grace in [
+            Duration::ZERO,
+            Duration::from_micros(40_000_500),
+            Duration::from_millis(1 << 24),
+            Duration::from_secs(u64::MAX),
+        ] {
+            assert_eq!(GraceMemo::of(grace).get(), None, "{grace:?}");
+        }
+        assert_eq!(GraceMemo::NONE.get(), None);
+    }
 }

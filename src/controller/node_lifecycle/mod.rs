@@ -134,6 +134,8 @@ struct NodeEntry {
     pub(crate) registered: bool,
     /// The deadline is a `Timer::NodeGrace` in the heap instead.
     pub(crate) grace_in_heap: bool,
+    /// The grace of the last arming, for the next renewals (`health.rs`, `GraceMemo`).
+    pub(crate) grace_memo: health::GraceMemo,
     /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
     pub(crate) counted: Option<bool>,
     /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.

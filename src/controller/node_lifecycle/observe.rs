@@ -123,6 +123,11 @@ impl NodeLifecycle {
         if !edit(node) || *node == before {
             return Observed::Nothing;
         }
+        // The lifecycle does not decide on this change (it decided on the result): the grace
+        // kept for the node's renewals may no longer be its own (`health.rs`, `GraceMemo`).
+        if let Some(e) = self.nodes.get_mut(&name) {
+            e.grace_memo = health::GraceMemo::NONE;
+        }
         Observed::Node {
             name,
             before: Some(before),

@@ -5,6 +5,11 @@
 use super::*;
 
 impl TaintEviction {
+    /// Whether no brake cover is held (`set_brake` was last given `BrakeCover::Nothing`).
+    pub(crate) fn brake_holds_nothing(&self) -> bool {
+        self.brake == BrakeCover::Nothing
+    }
+
     /// The nodes an engaged brake covers now. A pod parked under the brake whose node it no
     /// longer covers is due again at its own deadline: deleted at once when that passed during
     /// the brake, not counted again.

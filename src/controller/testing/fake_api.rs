@@ -177,7 +177,7 @@ impl FakeApi {
     }
 
     pub fn put_lease(&mut self, mut l: Lease) {
-        l.resource_version = self.next_rv();
+        l.resource_version = self.next_rv().into();
         self.leases.insert(l.name.clone(), l.clone());
         self.feed(Input::LeaseUpsert(l));
     }
@@ -239,7 +239,7 @@ impl FakeApi {
                 name: name.clone(),
                 renew_time: None,
                 duration_seconds: None,
-                resource_version: Name::from("1"),
+                resource_version: "1".into(),
             });
             lease.renew_time = Some(self.now);
             self.put_lease(lease);

@@ -60,7 +60,7 @@ fn renewal(name: &str, at: Time) -> Lease {
         name: n(name),
         renew_time: Some(at),
         duration_seconds: Some(40),
-        resource_version: n(&format!("{}", at.as_unix_millis())),
+        resource_version: format!("{}", at.as_unix_millis()).into(),
     }
 }
 

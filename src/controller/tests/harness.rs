@@ -141,7 +141,7 @@ pub fn lease(node: &str, renew: Time) -> Lease {
         name: n(node),
         renew_time: Some(renew),
         duration_seconds: None,
-        resource_version: n("1"),
+        resource_version: "1".into(),
     }
 }
 

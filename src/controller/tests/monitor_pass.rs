@@ -16,7 +16,7 @@ fn t0() -> Time {
 
 fn renewal(node: &str, at: Time, resource_version: &str) -> crate::model::Lease {
     crate::model::Lease {
-        resource_version: n(resource_version),
+        resource_version: resource_version.into(),
         ..lease(node, at)
     }
 }

@@ -1,10 +1,8 @@
 //! A Lease: the one conversion of its fields, for the JSON wire shape and for protobuf's
 //! direct read (`proto/objects.rs`, `lease`), so both paths judge a renewal alike.
 
-use std::rc::Rc;
-
 use super::{Decode, DecodeContext, DecodeError, wire};
-use crate::model::Lease;
+use crate::model::{Lease, Version};
 
 impl Decode for Lease {
     const KIND: &'static str = "Lease";
@@ -51,7 +49,7 @@ impl Lease {
             duration_seconds: duration
                 .and_then(|d| u32::try_from(d).ok())
                 .filter(|d| *d > 0),
-            resource_version: Rc::from(resource_version),
+            resource_version: Version::new(resource_version),
         })
     }
 }

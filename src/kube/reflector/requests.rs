@@ -16,7 +16,7 @@ pub trait Watched: ProtoWire {
     /// Already URL-encoded `fieldSelector` value, if the watch is filtered.
     const FIELD_SELECTOR: Option<&'static str> = None;
     fn key(&self) -> Self::Key;
-    fn resource_version(&self) -> &Name;
+    fn resource_version(&self) -> &str;
 }
 
 impl Watched for Node {
@@ -25,7 +25,7 @@ impl Watched for Node {
     fn key(&self) -> Name {
         self.name.clone()
     }
-    fn resource_version(&self) -> &Name {
+    fn resource_version(&self) -> &str {
         &self.resource_version
     }
 }
@@ -38,7 +38,7 @@ impl Watched for Lease {
     fn key(&self) -> Name {
         self.name.clone()
     }
-    fn resource_version(&self) -> &Name {
+    fn resource_version(&self) -> &str {
         &self.resource_version
     }
 }
@@ -52,7 +52,7 @@ impl Watched for Pod {
     fn key(&self) -> PodKey {
         self.key.clone()
     }
-    fn resource_version(&self) -> &Name {
+    fn resource_version(&self) -> &str {
         &self.resource_version
     }
 }

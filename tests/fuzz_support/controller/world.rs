@@ -103,7 +103,7 @@ impl World {
             name: Name::from(name),
             renew_time: Some(now),
             duration_seconds: Some(40),
-            resource_version: Name::from("0"),
+            resource_version: "0".into(),
         });
         self.settle()
     }
