@@ -48,6 +48,8 @@ use node_lifecycled_sim::protobuf_message as encode_object;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use serde_json::json;
 
+#[path = "support/flags.rs"]
+mod flags;
 #[path = "support/proto_frames.rs"]
 mod proto_frames;
 
@@ -101,22 +103,12 @@ fn parse_args() -> Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = || -> Result<usize, String> {
-            it.next()
-                .ok_or_else(|| format!("{flag} needs a value"))?
-                .parse()
-                .map_err(|e| format!("{flag}: {e}"))
-        };
+        let mut value = || flags::number(&flag, it.next());
         match flag.as_str() {
             "--nodes" => args.nodes = value()?,
             "--renewals" => args.renewals = value()?,
             "--rounds" => args.rounds = value()?,
-            "--stage" => {
-                args.stage = Some(value()?).filter(|s| (1..=5).contains(s)).map_or_else(
-                    || Err("--stage must be 1 to 5".to_string()),
-                    |s| Ok(Some(s)),
-                )?
-            }
+            "--stage" => args.stage = flags::stage(it.next(), 5)?,
             "--cold" => args.cold = Some(value()?).filter(|n| *n > 0),
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -45,6 +45,8 @@ use node_lifecycled::kube::watch::{ResponseDecoder, WatchItem};
 use node_lifecycled::model::{Kind, Lease, Node};
 use node_lifecycled::time::Time;
 
+#[path = "support/flags.rs"]
+mod flags;
 #[path = "support/proto_frames.rs"]
 mod proto_frames;
 
@@ -92,22 +94,12 @@ fn parse_args() -> Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = || -> Result<usize, String> {
-            it.next()
-                .ok_or_else(|| format!("{flag} needs a value"))?
-                .parse()
-                .map_err(|e| format!("{flag}: {e}"))
-        };
+        let mut value = || flags::number(&flag, it.next());
         match flag.as_str() {
             "--nodes" => args.nodes = value()?,
             "--beats" => args.beats = value()?,
             "--rounds" => args.rounds = value()?,
-            "--stage" => {
-                args.stage = Some(value()?).filter(|s| (1..=3).contains(s)).map_or_else(
-                    || Err("--stage must be 1 to 3".to_string()),
-                    |s| Ok(Some(s)),
-                )?
-            }
+            "--stage" => args.stage = flags::stage(it.next(), 3)?,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -130,14 +122,6 @@ fn varint(b: &[u8], at: &mut usize) -> u64 {
         }
     }
     v
-}
-
-fn put_varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// `message` with every length-delimited field at `path` (field numbers, outermost first)
@@ -164,8 +148,8 @@ fn rewrite(message: &[u8], path: &[u64], edit: &mut dyn FnMut(&[u8]) -> Vec<u8>)
                     } else {
                         rewrite(content, &path[1..], edit)
                     };
-                    put_varint(key, &mut out);
-                    put_varint(new.len() as u64, &mut out);
+                    proto_frames::put_varint(key, &mut out);
+                    proto_frames::put_varint(new.len() as u64, &mut out);
                     out.extend_from_slice(&new);
                     continue;
                 }
@@ -181,7 +165,7 @@ fn rewrite(message: &[u8], path: &[u64], edit: &mut dyn FnMut(&[u8]) -> Vec<u8>)
 /// nanos even when 0 (`10 00`, as in the fixture's own times).
 fn time_message(seconds: u64) -> Vec<u8> {
     let mut out = vec![0x08];
-    put_varint(seconds, &mut out);
+    proto_frames::put_varint(seconds, &mut out);
     out.extend_from_slice(&[0x10, 0x00]);
     out
 }

@@ -4,13 +4,17 @@
 /// A length-delimited field: the tag (wire type 2), the length as a varint, the bytes.
 pub fn len_field(number: u8, content: &[u8], out: &mut Vec<u8>) {
     out.push(number << 3 | 2);
-    let mut n = content.len() as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
+    put_varint(content.len() as u64, out);
     out.extend_from_slice(content);
+}
+
+/// `v` as a protobuf varint: seven bits a byte, the lowest first.
+pub fn put_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
 }
 
 /// `k8s\0` + `runtime.Unknown {typeMeta {apiVersion, kind}, raw, contentEncoding, contentType}`:

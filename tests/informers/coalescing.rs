@@ -23,6 +23,31 @@ fn synced_lease_informer(coalesce: Duration) -> (SimHandle, EventLoop<Id, Id>, H
     (sim, lp, h)
 }
 
+/// Nodes `node-0` to `node-{STATUS_NODES - 1}` whose status the tests post.
+const STATUS_NODES: usize = 20;
+
+/// [`synced_lease_informer`], plus `STATUS_NODES` Ready nodes and a node informer on them, synced,
+/// coalescing by the same period.
+fn synced_lease_and_node_informers(coalesce: Duration) -> (SimHandle, EventLoop<Id, Id>, Harness) {
+    use crate::informer_support::Tracked;
+    use node_lifecycled_sim::{Resource, fixtures};
+
+    let (sim, mut lp, mut h) = synced_lease_informer(coalesce);
+    let cluster = sim.cluster();
+    for i in 0..STATUS_NODES {
+        let node = fixtures::ready_node(&format!("node-{i}"), None, cluster.now());
+        cluster.create(Resource::Nodes, node).unwrap();
+    }
+    let mut config = list_watch(Duration::from_secs(60));
+    config.watch_coalesce = coalesce;
+    h.nodes = Some(Tracked::new(config, Id::Nodes));
+    h.nodes.as_mut().unwrap().informer.start(lp.control());
+    h.run_until(&mut lp, LIMIT, "the node informer's sync", |h| {
+        h.nodes().informer.is_synced() && h.nodes().stats().watching
+    });
+    (sim, lp, h)
+}
+
 #[test]
 fn lease_renewals_arriving_together_are_read_in_a_few_wakeups_and_a_quiet_watch_costs_no_timer() {
     let (sim, mut lp, mut h) = synced_lease_informer(COALESCE);
@@ -138,28 +163,15 @@ fn a_steady_trickle_of_renewals_is_read_on_a_wider_grid_in_fewer_wakeups() {
 #[test]
 fn a_node_status_trickle_is_read_in_the_busier_lease_watchs_wakeups() {
     use node_lifecycled::time::Time;
-    use node_lifecycled_sim::{Resource, fixtures};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
 
-    use crate::informer_support::{Id, Tracked};
+    use crate::informer_support::Id;
 
-    const STATUS_NODES: usize = 20;
     let base = Duration::from_millis(50);
-    let (sim, mut lp, mut h) = synced_lease_informer(base);
+    let (sim, mut lp, mut h) = synced_lease_and_node_informers(base);
     let cluster = sim.cluster();
-    for i in 0..STATUS_NODES {
-        let node = fixtures::ready_node(&format!("node-{i}"), None, cluster.now());
-        cluster.create(Resource::Nodes, node).unwrap();
-    }
-    let mut config = crate::informer_support::list_watch(Duration::from_secs(60));
-    config.watch_coalesce = base;
-    h.nodes = Some(Tracked::new(config, Id::Nodes));
-    h.nodes.as_mut().unwrap().informer.start(lp.control());
-    h.run_until(&mut lp, LIMIT, "the node informer's sync", |h| {
-        h.nodes().informer.is_synced() && h.nodes().stats().watching
-    });
 
     let stop = Arc::new(AtomicBool::new(false));
     let written: Arc<Mutex<Vec<Instant>>> = Arc::default();
@@ -266,28 +278,13 @@ fn a_node_status_trickle_is_read_in_the_busier_lease_watchs_wakeups() {
 #[test]
 fn a_busy_watch_that_reads_nothing_is_not_held_on_a_quieter_watchs_coarser_grid() {
     use node_lifecycled::time::Time;
-    use node_lifecycled_sim::{Resource, fixtures};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Instant;
 
-    use crate::informer_support::{Id, Tracked};
-
-    const STATUS_NODES: usize = 20;
     const TRIALS: usize = 10;
     let base = Duration::from_millis(50);
-    let (sim, mut lp, mut h) = synced_lease_informer(base);
+    let (sim, mut lp, mut h) = synced_lease_and_node_informers(base);
     let cluster = sim.cluster();
-    for i in 0..STATUS_NODES {
-        let node = fixtures::ready_node(&format!("node-{i}"), None, cluster.now());
-        cluster.create(Resource::Nodes, node).unwrap();
-    }
-    let mut config = crate::informer_support::list_watch(Duration::from_secs(60));
-    config.watch_coalesce = base;
-    h.nodes = Some(Tracked::new(config, Id::Nodes));
-    h.nodes.as_mut().unwrap().informer.start(lp.control());
-    h.run_until(&mut lp, LIMIT, "the node informer's sync", |h| {
-        h.nodes().informer.is_synced() && h.nodes().stats().watching
-    });
 
     let done = AtomicBool::new(false);
     let renewing = AtomicBool::new(false);
