@@ -191,11 +191,7 @@ impl Controllers {
         // The brakes count this input before any deletion is decided on it (`brake.rs`).
         self.lifecycle.brakes_before(&observed, now);
         self.follow_brakes(now, &mut evictions);
-        // A renewal is nothing taint eviction decides on (`TaintEviction::decide` has no arm
-        // for it, as upstream's taint manager watches no Lease): not routed there.
-        if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced)
-            && !matches!(observed, Observed::Lease { .. })
-        {
+        if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
         // A write of ours that this result says landed enters the store now, through the
