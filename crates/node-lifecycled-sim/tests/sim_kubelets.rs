@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use load_support::runqueue_wait_of;
 use node_lifecycled::time::Time;
-use node_lifecycled_sim::kubelets::{Fleet, KubeletConfig, Kubelets};
+use node_lifecycled_sim::kubelets::{Fleet, KubeletConfig, Kubelets, steady_phase};
 use node_lifecycled_sim::population::Population;
 use node_lifecycled_sim::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimServer};
 use serde_json::{Value, json};
@@ -180,6 +180,98 @@ fn a_stopped_kubelet_goes_silent_and_a_resumed_one_heartbeats_at_once() {
         "Unknown -> True is a transition"
     );
     assert!(fleet.stop_heartbeat("z9-n001").is_err());
+}
+
+/// The renewals per 200 ms of 5,000 kubelets all stopped, then resumed one by one at
+/// `resume_at(i, n)` from the start, over the 25 s after it: two and a half renew intervals.
+fn renewals_per_200ms_after_a_resume(resume_at: impl Fn(usize, usize) -> Duration) -> Vec<u64> {
+    let nodes = 5000;
+    let (sim, mut fleet, t0) = fleet_of(nodes, KubeletConfig::default());
+    let cluster = sim.cluster();
+    let names: Vec<String> = (1..=nodes).map(|n| format!("z1-n{n:04}")).collect();
+    for node in &names {
+        fleet.stop_heartbeat(node).unwrap();
+    }
+    let step = Duration::from_millis(5);
+    let mut buckets = vec![0u64; 125];
+    let mut next = 0;
+    let mut before = fleet.stats().lease_renewals;
+    for tick in 1..=5000u32 {
+        let since_start = step * tick;
+        let now = t0 + since_start;
+        while next < nodes && resume_at(next, nodes) <= since_start {
+            fleet.resume_heartbeat(&names[next], now).unwrap();
+            next += 1;
+        }
+        fleet.run_due(&cluster, now);
+        let renewals = fleet.stats().lease_renewals;
+        buckets[((tick - 1) / 40) as usize] += renewals - before;
+        before = renewals;
+    }
+    buckets
+}
+
+/// The bench's resume (`bench/idle.rs`) keeps the rate a fleet had: kubelets resumed at the
+/// phases of a fleet that has run a long time renew at an even rate from the first renewal on.
+/// Resumed evenly over one renew interval instead, their rate falls to a quarter of itself a
+/// renew interval later (the jittered second renewals only start then): the dip that put the
+/// bench's detection victims on a widened watch grid (session 12's 60-82 ms tails at 5,000
+/// nodes).
+#[test]
+fn kubelets_resumed_at_their_steady_phases_renew_at_an_even_rate_with_no_dip_a_renew_interval_later()
+{
+    let config = KubeletConfig::default();
+    let steady = renewals_per_200ms_after_a_resume(|i, n| {
+        steady_phase(config.renew_interval, config.jitter, i as f64 / n as f64)
+    });
+    let mean = steady.iter().sum::<u64>() as f64 / steady.len() as f64;
+    // 5,000 renewals per 10.2 s on average: 98 per 200 ms.
+    assert!((90.0..=105.0).contains(&mean), "mean {mean:.1} per 200 ms");
+    let (lowest_at, lowest) = steady
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, n)| **n)
+        .unwrap();
+    assert!(
+        *lowest as f64 >= 0.6 * mean,
+        "{lowest} renewals in the 200 ms from {} ms, mean {mean:.1}",
+        lowest_at * 200
+    );
+
+    let even = renewals_per_200ms_after_a_resume(|i, n| {
+        config.renew_interval.mul_f64(i as f64 / n as f64)
+    });
+    // The 200 ms after the renew interval: the last resumes are over, few second renewals yet.
+    assert!(
+        (even[50] as f64) < 0.4 * mean,
+        "{} renewals in the 200 ms after 10 s, mean {mean:.1}",
+        even[50]
+    );
+}
+
+/// The phases are the equilibrium's quantiles: none below zero or past the longest wait,
+/// increasing, flat (a fraction of the mean wait) up to the interval, and all of the interval
+/// when there is no jitter.
+#[test]
+fn steady_phases_are_the_quantiles_of_a_long_running_fleets_next_renewal() {
+    let ten = Duration::from_secs(10);
+    let near = |at: Duration, seconds: f64| (at.as_secs_f64() - seconds).abs() < 1e-6;
+    assert_eq!(steady_phase(ten, 0.04, 0.0), Duration::ZERO);
+    assert!(near(steady_phase(ten, 0.04, 1.0), 10.4));
+    // Up to the interval the density is flat: q of the mean wait, 10.2 s.
+    assert!(near(steady_phase(ten, 0.04, 0.5), 5.1));
+    // Past it, the quantile solves x - (x - 10)^2 / 0.8 = 10.2 q: 10.2 s for 10.2 q = 10.15.
+    assert!(near(steady_phase(ten, 0.04, 10.15 / 10.2), 10.2));
+    let mut last = Duration::ZERO;
+    for k in 0..=1000 {
+        let at = steady_phase(ten, 0.04, k as f64 / 1000.0);
+        assert!(at >= last && at <= Duration::from_millis(10_400), "{k}: {at:?}");
+        last = at;
+    }
+    assert!(near(steady_phase(ten, 0.0, 0.25), 2.5));
+    // Wrong input stays inside the interval.
+    assert_eq!(steady_phase(ten, 0.04, f64::NAN), Duration::ZERO);
+    assert_eq!(steady_phase(ten, -1.0, 2.0), ten);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //!    nodes): CPU from utime+stime, median RSS, loop wake-ups (SIGUSR1 dumps at both ends).
 //! 3. idle: every kubelet silent for a window well inside the grace period, so nothing changes
 //!    in the cluster; wake-ups, CPU and context switches of a daemon with nothing to do. Then the
-//!    kubelets resume, spread over one renew interval as they were.
+//!    kubelets resume at the phases of a fleet that has run a long time (an even rate).
 //! 4. absorb: a burst of pod status updates written as fast as the simulator can, then a marker
 //!    pod on a node carrying a foreign NoExecute taint: the daemon's DELETE of the marker says it
 //!    has read every event before it.
@@ -42,7 +42,7 @@ pub use report::{
 };
 
 use super::fixtures;
-use super::kubelets::{KubeletConfig, Kubelets};
+use super::kubelets::{KubeletConfig, Kubelets, steady_phase};
 use super::population::{PodKind, PodPlan, Population, Toleration, WEB_NAMESPACE, zone_of};
 use super::scenario::kubeconfig_yaml;
 use super::timeline::{FactKind, FactReader};
