@@ -49,8 +49,16 @@ const KUBELET_CONDITIONS: [(&str, &str); 4] = [
 /// P(wait > x) / mean wait: flat up to `interval`, then falling linearly to zero.
 pub fn steady_phase(interval: Duration, jitter: f64, q: f64) -> Duration {
     let t = interval.as_secs_f64();
-    let j = if jitter.is_finite() { jitter.max(0.0) } else { 0.0 };
-    let q = if q.is_finite() { q.clamp(0.0, 1.0) } else { 0.0 };
+    let j = if jitter.is_finite() {
+        jitter.max(0.0)
+    } else {
+        0.0
+    };
+    let q = if q.is_finite() {
+        q.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let x = q * t * (1.0 + j / 2.0);
     if x <= t || j == 0.0 {
         return Duration::from_secs_f64(x.min(t * (1.0 + j)));

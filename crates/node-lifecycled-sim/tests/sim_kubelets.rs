@@ -219,7 +219,7 @@ fn renewals_per_200ms_after_a_resume(resume_at: impl Fn(usize, usize) -> Duratio
 /// nodes).
 #[test]
 fn kubelets_resumed_at_their_steady_phases_renew_at_an_even_rate_with_no_dip_a_renew_interval_later()
-{
+ {
     let config = KubeletConfig::default();
     let steady = renewals_per_200ms_after_a_resume(|i, n| {
         steady_phase(config.renew_interval, config.jitter, i as f64 / n as f64)
@@ -227,11 +227,7 @@ fn kubelets_resumed_at_their_steady_phases_renew_at_an_even_rate_with_no_dip_a_r
     let mean = steady.iter().sum::<u64>() as f64 / steady.len() as f64;
     // 5,000 renewals per 10.2 s on average: 98 per 200 ms.
     assert!((90.0..=105.0).contains(&mean), "mean {mean:.1} per 200 ms");
-    let (lowest_at, lowest) = steady
-        .iter()
-        .enumerate()
-        .min_by_key(|(_, n)| **n)
-        .unwrap();
+    let (lowest_at, lowest) = steady.iter().enumerate().min_by_key(|(_, n)| **n).unwrap();
     assert!(
         *lowest as f64 >= 0.6 * mean,
         "{lowest} renewals in the 200 ms from {} ms, mean {mean:.1}",
@@ -265,7 +261,10 @@ fn steady_phases_are_the_quantiles_of_a_long_running_fleets_next_renewal() {
     let mut last = Duration::ZERO;
     for k in 0..=1000 {
         let at = steady_phase(ten, 0.04, k as f64 / 1000.0);
-        assert!(at >= last && at <= Duration::from_millis(10_400), "{k}: {at:?}");
+        assert!(
+            at >= last && at <= Duration::from_millis(10_400),
+            "{k}: {at:?}"
+        );
         last = at;
     }
     assert!(near(steady_phase(ten, 0.0, 0.25), 2.5));
