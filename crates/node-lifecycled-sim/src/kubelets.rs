@@ -61,7 +61,7 @@ pub fn steady_phase(interval: Duration, jitter: f64, q: f64) -> Duration {
     };
     let x = q * t * (1.0 + j / 2.0);
     if x <= t || j == 0.0 {
-        return Duration::from_secs_f64(x.min(t * (1.0 + j)));
+        return Duration::from_secs_f64(x);
     }
     // Past `interval`: solve x' - (x' - t)^2 / (2 j t) = x for x' in [t, t (1 + j)].
     let jt = j * t;
@@ -329,6 +329,13 @@ impl Fleet {
         interval.mul_f64(1.0 + self.config.jitter.max(0.0) * u)
     }
 
+    /// The `q` quantile of this fleet's time to a kubelet's next Lease renewal once it has run
+    /// a long time ([`steady_phase`] of its renew interval and jitter): where to resume kubelet
+    /// `i` of `n`, with `q = i / n`, so the fleet renews at the rate it had.
+    pub fn renewal_phase(&self, q: f64) -> Duration {
+        steady_phase(self.config.renew_interval, self.config.jitter, q)
+    }
+
     /// A first wait drawn as in a fleet that has run a long time ([`steady_phase`]).
     fn steady_phase_of(&mut self, interval: Duration) -> Duration {
         let u = (self.rng.below(1_000_000) as f64) / 1_000_000.0;
@@ -537,6 +544,11 @@ impl Kubelets {
 
     pub fn resume_heartbeat(&self, node: &str) -> Result<(), UnknownNode> {
         self.command(|fleet, now| fleet.resume_heartbeat(node, now))
+    }
+
+    /// [`Fleet::renewal_phase`].
+    pub fn renewal_phase(&self, q: f64) -> Duration {
+        self.driver().fleet.renewal_phase(q)
     }
 
     pub fn reboot(&self, node: &str, down: Duration) -> Result<(), UnknownNode> {

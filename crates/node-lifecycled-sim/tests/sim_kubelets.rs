@@ -221,9 +221,8 @@ fn renewals_per_200ms_after_a_resume(resume_at: impl Fn(usize, usize) -> Duratio
 fn kubelets_resumed_at_their_steady_phases_renew_at_an_even_rate_with_no_dip_a_renew_interval_later()
  {
     let config = KubeletConfig::default();
-    let steady = renewals_per_200ms_after_a_resume(|i, n| {
-        steady_phase(config.renew_interval, config.jitter, i as f64 / n as f64)
-    });
+    let fleet = Fleet::new(config.clone());
+    let steady = renewals_per_200ms_after_a_resume(|i, n| fleet.renewal_phase(i as f64 / n as f64));
     let mean = steady.iter().sum::<u64>() as f64 / steady.len() as f64;
     // 5,000 renewals per 10.2 s on average: 98 per 200 ms.
     assert!((90.0..=105.0).contains(&mean), "mean {mean:.1} per 200 ms");

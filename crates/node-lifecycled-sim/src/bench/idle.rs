@@ -91,7 +91,7 @@ impl SizeRun<'_> {
         Ok(())
     }
 
-    /// Resumes every kubelet at the phases of a fleet that has run a long time (`steady_phase`),
+    /// Resumes every kubelet at the phases of a fleet that has run a long time (`renewal_phase`),
     /// so renewals keep the even rate they had. All at once, they would beat in step from then
     /// on; spread evenly over one renew interval, their rate would dip to nothing a renew
     /// interval later, and the detection phase's victims renewing in that dip be read on the
@@ -99,9 +99,8 @@ impl SizeRun<'_> {
     fn resume_spread(&self) -> Result<(), String> {
         let start = Instant::now();
         let n = self.nodes.len().max(1) as f64;
-        let jitter = KubeletConfig::default().jitter;
         for (i, node) in self.nodes.iter().enumerate() {
-            let due = steady_phase(self.options.renew_interval, jitter, i as f64 / n);
+            let due = self.kubelets.renewal_phase(i as f64 / n);
             if let Some(wait) = due.checked_sub(start.elapsed()) {
                 std::thread::sleep(wait);
             }

@@ -42,7 +42,7 @@ pub use report::{
 };
 
 use super::fixtures;
-use super::kubelets::{KubeletConfig, Kubelets, steady_phase};
+use super::kubelets::{KubeletConfig, Kubelets};
 use super::population::{PodKind, PodPlan, Population, Toleration, WEB_NAMESPACE, zone_of};
 use super::scenario::kubeconfig_yaml;
 use super::timeline::{FactKind, FactReader};
