@@ -44,6 +44,8 @@ use node_lifecycled::kube::watch::{ResponseDecoder, WatchItem};
 use node_lifecycled::model::{Kind, Lease, Node};
 use node_lifecycled::time::Time;
 use node_lifecycled_sim::Resource;
+// The floor's reading of a frame: the one the bench's floor reader uses on the live stream.
+use node_lifecycled_sim::bench::floor_reader::name_and_renewal;
 use node_lifecycled_sim::protobuf_message as encode_object;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use serde_json::json;
@@ -289,56 +291,6 @@ fn decrypt(
             }
         }
     }
-}
-
-/// A protobuf field of `message`: its number and its bytes (length-delimited) or value.
-fn fields(mut b: &[u8]) -> impl Iterator<Item = (u64, &[u8], u64)> {
-    std::iter::from_fn(move || {
-        let (key, rest) = varint(b)?;
-        b = rest;
-        match key & 7 {
-            0 => {
-                let (v, rest) = varint(b)?;
-                b = rest;
-                Some((key >> 3, &[][..], v))
-            }
-            2 => {
-                let (len, rest) = varint(b)?;
-                let (field, rest) = rest.split_at_checked(len as usize)?;
-                b = rest;
-                Some((key >> 3, field, 0))
-            }
-            _ => None,
-        }
-    })
-}
-
-fn varint(b: &[u8]) -> Option<(u64, &[u8])> {
-    let mut v = 0u64;
-    for (i, byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, &b[i + 1..]));
-        }
-    }
-    None
-}
-
-fn field(message: &[u8], number: u64) -> Option<&[u8]> {
-    fields(message).find(|f| f.0 == number).map(|f| f.1)
-}
-
-/// The floor's reading of one frame (after its length prefix): the Lease's name and its
-/// renewTime seconds, by the field paths of `WatchEvent.object.raw` → `Unknown.raw` →
-/// `Lease{metadata.name, spec.renewTime.seconds}`.
-fn name_and_renewal(event: &[u8]) -> Option<(&[u8], u64)> {
-    let raw = field(field(event, 2)?, 1)?;
-    // The envelope: 4 magic bytes, then `runtime.Unknown` whose field 2 is the object.
-    let lease = field(raw.get(4..)?, 2)?;
-    let name = field(field(lease, 1)?, 1)?;
-    let renew = field(field(lease, 2)?, 4)?;
-    let seconds = fields(renew).find(|f| f.0 == 1).map(|f| f.2)?;
-    Some((name, seconds))
 }
 
 /// Controllers with `nodes` healthy nodes and their Leases, synced, leading; `ctx` holds

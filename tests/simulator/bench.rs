@@ -60,6 +60,17 @@ fn bench_at_a_tiny_size_produces_every_figure() {
         "{text}"
     );
     assert!(r.steady_wakeups_per_s > 0.0, "{text}");
+    // The floor reader read the same renewals, on a grid (fewer reads than events), and spent
+    // some CPU on them.
+    assert!(r.floor.window == options.steady_window, "{text}");
+    assert!((10.0..=30.0).contains(&r.floor.events_per_s()), "{text}");
+    assert!(r.floor.renewals * 10 >= r.floor.events * 9, "{text}");
+    assert!(r.floor.reads < r.floor.events, "{text}");
+    assert!(r.floor.us_per_event().is_some_and(|us| us > 0.0), "{text}");
+    assert!(
+        text.contains("floor (2s): a bare reader of the same Lease watch"),
+        "{text}"
+    );
 
     // The STATUS= refresh alone wakes the loop every second; nothing may be judged Unknown
     // while the kubelets are silent for less than grace.

@@ -127,13 +127,13 @@ pub fn csv(reports: &[SizeReport]) -> String {
         "nodes,pods,sync_s,peak_rss_mib,steady_rss_mib,store_bytes_per_node,\
          store_bytes_per_pod,steady_cpu_percent,steady_events_per_s,steady_us_per_event,\
          absorb_us_per_event,steady_wakeups_per_s,detection_p50_ms,detection_p99_ms,\
-         marginal_us_per_event\n",
+         marginal_us_per_event,floor_us_per_event,floor_wakeups_per_s\n",
     );
     let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
     for r in reports {
         let _ = writeln!(
             out,
-            "{},{},{:.3},{:.1},{:.1},{},{},{:.3},{:.1},{},{:.2},{:.2},{},{},{}",
+            "{},{},{:.3},{:.1},{:.1},{},{},{:.3},{:.1},{},{:.2},{:.2},{},{},{},{},{:.2}",
             r.nodes,
             r.pods,
             r.sync.as_secs_f64(),
@@ -149,6 +149,10 @@ pub fn csv(reports: &[SizeReport]) -> String {
             opt(r.detection.p50_ms),
             opt(r.detection.p99_ms),
             marginal_us_per_event(r).map_or(String::new(), |v| format!("{v:.2}")),
+            r.floor
+                .us_per_event()
+                .map_or(String::new(), |v| format!("{v:.2}")),
+            r.floor.wakeups_per_s(),
         );
     }
     out
@@ -226,6 +230,20 @@ mod tests {
         r.idle.cpu_percent = 0.4;
         let marginal = marginal_us_per_event(&r).unwrap();
         assert!((marginal - 60.0).abs() < 1e-9, "{marginal}");
-        assert!(csv(&[r]).lines().nth(1).unwrap().ends_with(",60.00"));
+        let text = csv(&[r]);
+        let column = |name: &str| {
+            let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+            let i = header.iter().position(|h| *h == name).unwrap();
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .nth(i)
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(column("marginal_us_per_event"), "60.00", "{text}");
+        // No floor window: its figure is empty, not a zero.
+        assert_eq!(column("floor_us_per_event"), "", "{text}");
     }
 }

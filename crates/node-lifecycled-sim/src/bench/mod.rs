@@ -22,6 +22,7 @@ mod absorb;
 mod child;
 mod curve;
 mod detection;
+pub mod floor_reader;
 mod idle;
 mod process;
 mod report;
@@ -414,6 +415,7 @@ impl<'a> SizeRun<'a> {
         self.sync(daemon, sampler)?;
         std::thread::sleep(self.options.settle);
         self.steady(daemon, sampler)?;
+        self.floor()?;
         self.idle(daemon)?;
         self.absorb(daemon)?;
         self.detection(daemon)?;

@@ -102,6 +102,8 @@ pub struct SizeReport {
     pub steady_renewals_per_s: f64,
     pub steady_wakeups_per_s: f64,
     pub steady_event_posts_per_s: f64,
+    /// A bare reader of the same Lease watch, in a window beside the steady one.
+    pub floor: super::floor_reader::FloorFigures,
     pub idle: IdleFigures,
     pub absorb: AbsorbFigures,
     pub victims: usize,
@@ -261,6 +263,19 @@ fn rows() -> Vec<Row> {
             },
             scalar: |r| super::marginal_us_per_event(r).unwrap_or(0.0),
             target: "≤ 5 µs",
+        },
+        Row {
+            figure: "floor: CPU per Lease watch event of a bare reader of the same watch",
+            value: |r| match r.floor.us_per_event() {
+                Some(us) => format!(
+                    "{us:.1} µs ({:.1} wake-ups/s, {:.0} events per read)",
+                    r.floor.wakeups_per_s(),
+                    r.floor.events_per_read()
+                ),
+                None => "—".to_string(),
+            },
+            scalar: |r| r.floor.us_per_event().unwrap_or(0.0),
+            target: "",
         },
         Row {
             figure: "loop wake-ups/s, steady",

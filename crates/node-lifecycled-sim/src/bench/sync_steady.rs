@@ -91,3 +91,33 @@ impl SizeRun<'_> {
         Ok(())
     }
 }
+
+impl SizeRun<'_> {
+    /// Beside the steady window, as long as it: a bare reader of the same Lease watch
+    /// (`floor_reader`), on this thread, while the kubelets renew and the daemon runs. What the
+    /// daemon spends per event above it is its own work.
+    pub(super) fn floor(&mut self) -> Result<(), String> {
+        let warmup = Duration::from_secs(3);
+        let figures = floor_reader::read_lease_watch(
+            self.sim.addr(),
+            &self.token,
+            warmup,
+            self.options.steady_window,
+        )?;
+        let line = format!(
+            "floor ({:.0}s): a bare reader of the same Lease watch (frames, name and renewTime, \
+             one slot; the daemon's read grid): {} per event, {:.0} events/s, {:.1} wake-ups/s, \
+             {:.0} events per read",
+            figures.window.as_secs_f64(),
+            figures
+                .us_per_event()
+                .map_or("—".to_string(), |us| format!("{us:.1} µs")),
+            figures.events_per_s(),
+            figures.wakeups_per_s(),
+            figures.events_per_read(),
+        );
+        self.report.floor = figures;
+        self.say(line);
+        Ok(())
+    }
+}

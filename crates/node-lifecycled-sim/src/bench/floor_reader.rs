@@ -1,0 +1,538 @@
+//! The floor of the steady state's CPU per Lease event, measured where the daemon's is: a bare
+//! reader of the same Lease watch, on the same simulator, in a window beside the steady one,
+//! while the same kubelets renew and the daemon runs.
+//!
+//! Floor 2 (`examples/lease_event_floor.rs`) times the bytes of a renewal read from memory. Here
+//! the costs around them are in the figure too, as they are in the daemon's: the kernel's
+//! receive of one TCP segment per event (the server flushes every watch event), the wake-ups
+//! of reading on a grid, and caches swept by the simulator and the kernel between two reads.
+//! The reader does only what any reader of this stream must: the response's head, its chunks,
+//! each frame found by its length, the Lease's name and renewTime read by their field paths,
+//! and one integer stored in a slot found by a hash of the name. It reads the way the daemon
+//! reads this watch (`runtime/informer/watch_pause.rs`): on readiness events until a read finds
+//! a trickle (1 to 63 events), then with the socket deregistered, on a grid of 45 ms widened
+//! (doubled, up to 180 ms) while reads find fewer than 12 events on average and narrowed while
+//! they find more than 30; a read that finds nothing or a burst goes back to readiness events.
+//! So it wakes up about as often as the daemon's Lease watch does, and what the daemon spends
+//! per event above this reader is the daemon's own work: decode, store, controllers, timers.
+//!
+//! Plain HTTP only (the bench's simulator serves no TLS; Floor 2 has TLS at ~80 ns an event).
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+/// The daemon's default `watch_coalesce` and its `CoalescePeriod` rule's constants.
+const GRID: Duration = Duration::from_millis(45);
+const BURST_EVENTS: usize = 64;
+const FEW_EVENTS_PER_READ: f32 = 12.0;
+const MANY_EVENTS_PER_READ: f32 = 30.0;
+const MAX_WIDENING: u32 = 2;
+
+const STREAM: Token = Token(0);
+
+/// What the reader did in its measured window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FloorFigures {
+    pub window: Duration,
+    /// Watch frames read (renewals, and the rare bookmark).
+    pub events: u64,
+    /// Frames that carried a Lease's name and renewTime (a slot written).
+    pub renewals: u64,
+    pub reads: u64,
+    pub wakeups: u64,
+    /// The reader thread's time on a CPU (`/proc/thread-self/schedstat`).
+    pub cpu: Duration,
+}
+
+impl FloorFigures {
+    pub fn us_per_event(&self) -> Option<f64> {
+        (self.events > 0).then(|| self.cpu.as_secs_f64() * 1e6 / self.events as f64)
+    }
+
+    pub fn events_per_s(&self) -> f64 {
+        self.events as f64 / self.window.as_secs_f64().max(1e-9)
+    }
+
+    pub fn wakeups_per_s(&self) -> f64 {
+        self.wakeups as f64 / self.window.as_secs_f64().max(1e-9)
+    }
+
+    pub fn events_per_read(&self) -> f64 {
+        self.events as f64 / (self.reads.max(1)) as f64
+    }
+}
+
+/// Watches every Lease in `kube-node-lease` at `addr` (bearer `token`) on this thread, reads
+/// for `warmup` (the current state's ADDED events, the grid settling), then measures `window`.
+pub fn read_lease_watch(
+    addr: SocketAddr,
+    token: &str,
+    warmup: Duration,
+    window: Duration,
+) -> Result<FloorFigures, String> {
+    let std_stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| format!("floor reader: cannot connect to {addr}: {e}"))?;
+    std_stream
+        .set_nodelay(true)
+        .and_then(|()| std_stream.set_nonblocking(true))
+        .map_err(|e| format!("floor reader: socket options: {e}"))?;
+    let mut stream = TcpStream::from_std(std_stream);
+    let request = format!(
+        "GET /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?watch=true HTTP/1.1\r\n\
+         Host: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Accept: application/vnd.kubernetes.protobuf;stream=watch\r\n\r\n"
+    );
+    write_all(&mut stream, request.as_bytes())?;
+    let mut poll = Poll::new().map_err(|e| format!("floor reader: epoll: {e}"))?;
+    let mut events = Events::with_capacity(4);
+    poll.registry()
+        .register(&mut stream, STREAM, Interest::READABLE)
+        .map_err(|e| format!("floor reader: register: {e}"))?;
+
+    let mut response = Response::default();
+    let mut slots: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut grid = Grid::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    let started = Instant::now();
+    let measure_from = started + warmup;
+    let end = measure_from + window;
+    let mut measuring: Option<(FloorFigures, u64)> = None;
+    let mut counts = FloorFigures::default();
+    loop {
+        let now = Instant::now();
+        if measuring.is_none() && now >= measure_from {
+            measuring = Some((counts.clone(), thread_cpu_ns()?));
+        }
+        if now >= end {
+            break;
+        }
+        let wake_at = grid.next_read.unwrap_or(end).min(end);
+        let wait = match measuring {
+            None => wake_at.min(measure_from),
+            Some(_) => wake_at,
+        }
+        .saturating_duration_since(now);
+        poll.poll(&mut events, Some(wait))
+            .map_err(|e| format!("floor reader: epoll_wait: {e}"))?;
+        counts.wakeups += 1;
+        let on_grid = grid.next_read.is_some_and(|at| Instant::now() >= at);
+        if !on_grid && events.is_empty() {
+            continue;
+        }
+        let before = counts.events;
+        let open = read_available(&mut stream, &mut buf, &mut response, &mut |frame| {
+            counts.events += 1;
+            if let Some((name, seconds)) = name_and_renewal(frame) {
+                counts.renewals += 1;
+                match slots.get_mut(name) {
+                    Some(slot) => *slot = seconds,
+                    None => {
+                        slots.insert(name.to_vec(), seconds);
+                    }
+                }
+            }
+        })?;
+        if !open {
+            return Err("floor reader: the server ended the watch".into());
+        }
+        counts.reads += 1;
+        let found = (counts.events - before) as usize;
+        match grid.after_read(found, Instant::now()) {
+            Readiness::Deregister => poll.registry().deregister(&mut stream),
+            Readiness::Register => {
+                poll.registry()
+                    .register(&mut stream, STREAM, Interest::READABLE)
+            }
+            Readiness::Keep => Ok(()),
+        }
+        .map_err(|e| format!("floor reader: (de)register: {e}"))?;
+    }
+    let Some((at_start, cpu_start)) = measuring else {
+        return Err("floor reader: the window never started".into());
+    };
+    Ok(FloorFigures {
+        window,
+        events: counts.events - at_start.events,
+        renewals: counts.renewals - at_start.renewals,
+        reads: counts.reads - at_start.reads,
+        wakeups: counts.wakeups - at_start.wakeups,
+        cpu: Duration::from_nanos(thread_cpu_ns()?.saturating_sub(cpu_start)),
+    })
+}
+
+fn write_all(stream: &mut TcpStream, mut bytes: &[u8]) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !bytes.is_empty() {
+        match stream.write(bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(format!("floor reader: cannot send the watch request: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Reads until the socket has nothing more, handing each complete frame to `frame`. `false`
+/// when the server closed the stream.
+fn read_available(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    response: &mut Response,
+    frame: &mut dyn FnMut(&[u8]),
+) -> Result<bool, String> {
+    loop {
+        match stream.read(buf) {
+            Ok(0) => return Ok(false),
+            Ok(n) => response.feed(&buf[..n], frame)?,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("floor reader: read: {e}")),
+        }
+    }
+}
+
+/// `/proc/thread-self/schedstat`'s first field: this thread's time on a CPU, in ns.
+fn thread_cpu_ns() -> Result<u64, String> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| "floor reader: /proc/thread-self/schedstat is unreadable".to_string())
+}
+
+/// What a read means for the socket's readiness events.
+enum Readiness {
+    /// A trickle: read on the grid from now on.
+    Deregister,
+    /// A burst or nothing: read on arrival again.
+    Register,
+    Keep,
+}
+
+/// The daemon's rule for reading a watch on a grid (`coalesce_after_read` and
+/// `CoalescePeriod` for one watch).
+#[derive(Default)]
+struct Grid {
+    next_read: Option<Instant>,
+    widening: u32,
+    events_per_read: Option<f32>,
+    origin: Option<Instant>,
+}
+
+impl Grid {
+    fn after_read(&mut self, found: usize, now: Instant) -> Readiness {
+        let trickle = (1..BURST_EVENTS).contains(&found);
+        let paused = self.next_read.is_some();
+        match (trickle, paused) {
+            (true, true) => self.count(found),
+            (true, false) => {}
+            (false, _) => {
+                self.widening = 0;
+                self.events_per_read = None;
+            }
+        }
+        if !trickle {
+            self.next_read = None;
+            return if paused {
+                Readiness::Register
+            } else {
+                Readiness::Keep
+            };
+        }
+        // The next point of the period's grid (the daemon's grids nest from one origin).
+        let origin = *self.origin.get_or_insert(now);
+        let period = GRID * (1 << self.widening);
+        let since = now.duration_since(origin).as_nanos();
+        let points = since / period.as_nanos() + 1;
+        self.next_read = Some(origin + period * points as u32);
+        if paused {
+            Readiness::Keep
+        } else {
+            Readiness::Deregister
+        }
+    }
+
+    fn count(&mut self, found: usize) {
+        let found = found as f32;
+        let avg = self
+            .events_per_read
+            .map_or(found, |avg| avg + (found - avg) / 4.0);
+        if avg < FEW_EVENTS_PER_READ && self.widening < MAX_WIDENING {
+            self.widening += 1;
+            self.events_per_read = Some(avg * 2.0);
+        } else if avg > MANY_EVENTS_PER_READ && self.widening > 0 {
+            self.widening -= 1;
+            self.events_per_read = Some(avg / 2.0);
+        } else {
+            self.events_per_read = Some(avg);
+        }
+    }
+}
+
+/// The watch response as it arrives: the head, then chunks, each frame a 4-byte big-endian
+/// length and a `WatchEvent`.
+#[derive(Default)]
+struct Response {
+    head_done: bool,
+    /// Bytes not yet parsed: the head, or a chunk-size line cut by a read.
+    pending: Vec<u8>,
+    /// Bytes left in the current chunk's data, then its CRLF.
+    chunk_left: usize,
+    crlf_left: usize,
+    /// The chunks' data not yet cut into frames.
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn feed(&mut self, mut bytes: &[u8], frame: &mut dyn FnMut(&[u8])) -> Result<(), String> {
+        if !self.head_done {
+            self.pending.extend_from_slice(bytes);
+            let Some(end) = find(&self.pending, b"\r\n\r\n") else {
+                return Ok(());
+            };
+            let head = &self.pending[..end];
+            let status = head.split(|b| *b == b' ').nth(1).unwrap_or_default();
+            if status != b"200" {
+                return Err(format!(
+                    "floor reader: the watch was answered {:?}",
+                    String::from_utf8_lossy(head.split(|b| *b == b'\r').next().unwrap_or_default())
+                ));
+            }
+            self.head_done = true;
+            let rest = self.pending.split_off(end + 4);
+            self.pending.clear();
+            return self.feed(&rest, frame);
+        }
+        while !bytes.is_empty() {
+            if self.crlf_left > 0 {
+                let n = self.crlf_left.min(bytes.len());
+                self.crlf_left -= n;
+                bytes = &bytes[n..];
+            } else if self.chunk_left > 0 {
+                let n = self.chunk_left.min(bytes.len());
+                self.body.extend_from_slice(&bytes[..n]);
+                self.chunk_left -= n;
+                bytes = &bytes[n..];
+                if self.chunk_left == 0 {
+                    self.crlf_left = 2;
+                }
+            } else {
+                // A chunk-size line; gathered a byte at a time only when a read cut it.
+                let whole = match self.pending.is_empty() {
+                    true => find(bytes, b"\r\n"),
+                    false => None,
+                };
+                let size = match whole {
+                    Some(i) => {
+                        let size = chunk_size(&bytes[..i])?;
+                        bytes = &bytes[i + 2..];
+                        size
+                    }
+                    None => {
+                        self.pending.push(bytes[0]);
+                        bytes = &bytes[1..];
+                        if !self.pending.ends_with(b"\r\n") {
+                            continue;
+                        }
+                        let size = chunk_size(&self.pending[..self.pending.len() - 2])?;
+                        self.pending.clear();
+                        size
+                    }
+                };
+                if size == 0 {
+                    // The last chunk: the server ends the stream (the next read sees the close).
+                    break;
+                }
+                self.chunk_left = size;
+            }
+        }
+        self.frames(frame)
+    }
+
+    /// Hands over every complete frame of the body, keeping a cut one for the next read.
+    fn frames(&mut self, frame: &mut dyn FnMut(&[u8])) -> Result<(), String> {
+        let mut at = 0;
+        while let Some(len) = self.body.get(at..at + 4) {
+            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+            let Some(message) = self.body.get(at + 4..at + 4 + len) else {
+                break;
+            };
+            frame(message);
+            at += 4 + len;
+        }
+        self.body.drain(..at);
+        Ok(())
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn chunk_size(line: &[u8]) -> Result<usize, String> {
+    let digits = line.split(|b| *b == b';').next().unwrap_or_default();
+    std::str::from_utf8(digits)
+        .ok()
+        .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
+        .ok_or_else(|| {
+            format!(
+                "floor reader: bad chunk size {:?}",
+                String::from_utf8_lossy(line)
+            )
+        })
+}
+
+/// A protobuf message's fields: number, bytes (length-delimited) or value (varint).
+fn fields(mut b: &[u8]) -> impl Iterator<Item = (u64, &[u8], u64)> {
+    std::iter::from_fn(move || {
+        let (key, rest) = varint(b)?;
+        b = rest;
+        match key & 7 {
+            0 => {
+                let (v, rest) = varint(b)?;
+                b = rest;
+                Some((key >> 3, &[][..], v))
+            }
+            2 => {
+                let (len, rest) = varint(b)?;
+                let (field, rest) = rest.split_at_checked(len as usize)?;
+                b = rest;
+                Some((key >> 3, field, 0))
+            }
+            _ => None,
+        }
+    })
+}
+
+fn varint(b: &[u8]) -> Option<(u64, &[u8])> {
+    let mut v = 0u64;
+    for (i, byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, &b[i + 1..]));
+        }
+    }
+    None
+}
+
+fn field(message: &[u8], number: u64) -> Option<&[u8]> {
+    fields(message).find(|f| f.0 == number).map(|f| f.1)
+}
+
+/// A floor's reading of one watch frame (after its length prefix): the Lease's name and its
+/// renewTime seconds, by the field paths of `WatchEvent.object.raw` → `Unknown.raw` →
+/// `Lease{metadata.name, spec.renewTime.seconds}`. `None` for anything else (a bookmark).
+pub fn name_and_renewal(event: &[u8]) -> Option<(&[u8], u64)> {
+    let raw = field(field(event, 2)?, 1)?;
+    // The envelope: 4 magic bytes, then `runtime.Unknown` whose field 2 is the object.
+    let lease = field(raw.get(4..)?, 2)?;
+    let name = field(field(lease, 1)?, 1)?;
+    let renew = field(field(lease, 2)?, 4)?;
+    let seconds = fields(renew).find(|f| f.0 == 1).map(|f| f.2)?;
+    Some((name, seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Resource;
+    use crate::proto::{encode_object, enveloped_object, watch_frame};
+    use serde_json::json;
+
+    fn lease_frame(name: &str, renew: &str) -> Vec<u8> {
+        let lease = json!({
+            "metadata": {"name": name, "namespace": "kube-node-lease", "resourceVersion": "7",
+                         "uid": "u"},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": renew}
+        });
+        let raw = encode_object(Resource::Leases, &lease).expect("a Lease encodes");
+        watch_frame("MODIFIED", &enveloped_object(Resource::Leases, &raw))
+    }
+
+    /// The body as the server writes it: a chunk per frame.
+    fn chunked(frames: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.kubernetes.protobuf;stream=watch\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for f in frames {
+            out.extend_from_slice(format!("{:x}\r\n", f.len()).as_bytes());
+            out.extend_from_slice(f);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    fn read_in_pieces(bytes: &[u8], piece: usize) -> Result<Vec<(String, u64)>, String> {
+        let mut response = Response::default();
+        let mut seen = Vec::new();
+        for part in bytes.chunks(piece) {
+            response.feed(part, &mut |f| {
+                let (name, secs) = name_and_renewal(f).expect("a renewal");
+                seen.push((String::from_utf8(name.to_vec()).unwrap(), secs));
+            })?;
+        }
+        Ok(seen)
+    }
+
+    #[test]
+    fn every_renewal_is_read_however_the_reads_cut_the_stream() {
+        let frames = vec![
+            lease_frame("node-1", "2026-11-27T12:00:00.000000Z"),
+            lease_frame("node-22", "2026-11-27T12:00:01.000000Z"),
+            lease_frame("node-333", "2026-11-27T12:00:02.500000Z"),
+        ];
+        let bytes = chunked(&frames);
+        let want: Vec<(String, u64)> = vec![
+            ("node-1".into(), 1_795_780_800),
+            ("node-22".into(), 1_795_780_801),
+            ("node-333".into(), 1_795_780_802),
+        ];
+        for piece in [1, 2, 3, 7, 64, bytes.len()] {
+            assert_eq!(
+                read_in_pieces(&bytes, piece).unwrap(),
+                want,
+                "pieces of {piece}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_refused_watch_or_a_bad_chunk_is_an_error_naming_it() {
+        let refused = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+        let e = read_in_pieces(refused, 5).unwrap_err();
+        assert!(e.contains("403 Forbidden"), "{e}");
+        let bad = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+        let e = read_in_pieces(bad, 100).unwrap_err();
+        assert!(e.contains("bad chunk size \"zz\""), "{e}");
+    }
+
+    #[test]
+    fn the_grid_follows_the_daemons_rule_for_a_trickle_a_burst_and_silence() {
+        let t0 = Instant::now();
+        let mut g = Grid::default();
+        // A trickle pauses the readiness events and reads on the 45 ms grid.
+        assert!(matches!(g.after_read(20, t0), Readiness::Deregister));
+        assert_eq!(g.next_read, Some(t0 + GRID));
+        // Reads that find few events widen it (to 90 ms, then 180 ms, no further).
+        for _ in 0..10 {
+            assert!(matches!(g.after_read(2, t0), Readiness::Keep));
+        }
+        assert_eq!(g.widening, MAX_WIDENING);
+        assert_eq!(g.next_read, Some(t0 + GRID * 4));
+        // Busy reads narrow it back.
+        for _ in 0..10 {
+            g.after_read(60, t0);
+        }
+        assert_eq!(g.widening, 0);
+        // A burst, or a read that found nothing, goes back to readiness events.
+        assert!(matches!(g.after_read(64, t0), Readiness::Register));
+        assert_eq!(g.next_read, None);
+        assert!(matches!(g.after_read(0, t0), Readiness::Keep));
+        assert!(matches!(g.after_read(5, t0), Readiness::Deregister));
+        assert!(matches!(g.after_read(0, t0), Readiness::Register));
+    }
+}
