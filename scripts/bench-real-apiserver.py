@@ -26,6 +26,11 @@ renewed every 10 s, every node's status patched every 60 s) for the whole run. T
 syncs on its own, one after the other, then both are measured in the same steady window, so the
 comparison does not depend on the machine's load or the kubelets' achieved rate.
 
+--floor SIM runs `SIM floor-reader` (node-lifecycled-sim) in the same steady window: a bare reader
+of the same Lease and Node watches over the same TLS, on the daemon's read grid, which finds each
+frame and reads each object's name and nothing else. Its CPU per event is the floor any reader of
+these watches pays on this server and machine; the daemon's figure less it is the daemon's own work.
+
 --state DIR reuses a loaded server from an earlier --keep run (skips up.sh and create); --keep
 leaves it running and prints its STATE. Only process CPU time is measured (this machine is shared).
 Needs python3, curl, kubectl and a release build (`cargo build --release`).
@@ -35,6 +40,7 @@ import argparse, json, os, re, signal, socket, statistics, subprocess, sys, temp
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIER = os.path.join(os.path.dirname(ROOT), 'shared', 'real-apiserver')
 TICK = os.sysconf('SC_CLK_TCK')
+FLOOR_WARMUP = 10  # seconds
 KINDS = [('nodes', '/api/v1/nodes'),
          ('leases', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases'),
          ('pods', '/api/v1/pods?fieldSelector=spec.nodeName%21%3D')]
@@ -297,6 +303,13 @@ def measure(a, v, hb, workdir):
         time.sleep(a.settle)
         if a.after_backlog:
             drained_after_backlog(a, daemons, res)
+        floor = None
+        if a.floor:
+            # Its warm-up (the current state's ADDED events) ends as the window starts.
+            floor = subprocess.Popen([a.floor, 'floor-reader', '--kubeconfig', v['DAEMON_KUBECONFIG'],
+                                      '--warmup', f'{FLOOR_WARMUP}s', '--duration', f'{int(a.window * 1000)}ms'],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(FLOOR_WARMUP)
         start = {prefix: (d.dump(), proc_stat(d.pid)[0]) for prefix, d in daemons}
         t0, e0 = time.monotonic(), time.time()
         rss = {prefix: [] for prefix, _ in daemons}
@@ -319,6 +332,14 @@ def measure(a, v, hb, workdir):
                         prefix + 'events_per_s': round(events / (t1 - t0), 1),
                         prefix + 'us_per_event': round(1e6 * cpu_s / max(events, 1), 1),
                         prefix + 'wakeups_per_s': round((loops[prefix]['wakeups'] - l0['wakeups'] - 1) / (t1 - t0), 1)})
+        if floor:
+            out, err = floor.communicate(timeout=a.window + 60)
+            if floor.returncode != 0:
+                raise RuntimeError(f'floor reader failed ({floor.returncode}): {err.strip()}')
+            f = json.loads(out.strip().splitlines()[-1])
+            res.update({'floor_us_per_event': round(f['us_per_event'] or 0, 1),
+                        'floor_events_per_s': round(f['events_per_s'], 1),
+                        'floor_wakeups_per_s': round(f['wakeups_per_s'], 1)})
         res['loadavg'] = open('/proc/loadavg').read().split()[:3]
     finally:
         for _, d in daemons:
@@ -339,6 +360,7 @@ def main():
     ap.add_argument('--state', help='reuse a loaded server (a STATE folder kept with --keep)')
     ap.add_argument('--keep', action='store_true', help='leave the server running')
     ap.add_argument('--sync-timeout', type=float, default=300)
+    ap.add_argument('--floor', metavar='SIM', help='node-lifecycled-sim: its floor-reader measured in the same window')
     ap.add_argument('--baseline', help='a second daemon binary measured beside --daemon in the same window')
     ap.add_argument('--daemon', default=os.path.join(os.environ.get('CARGO_TARGET_DIR', os.path.join(ROOT, 'target')),
                                                       'release', 'node-lifecycled'))
@@ -373,6 +395,9 @@ def main():
                 f"{res['us_per_event']} us per event, {res['wakeups_per_s']} wake-ups/s; load average {' '.join(res['loadavg'])}"
                 + (f"; window after the start-up Events ({res['startup_events']} sent, {res['backlog_wait_s']} s waited)"
                    if a.after_backlog else ''))
+            if a.floor:
+                log(f"  floor (a bare reader of the same watches): {res['floor_us_per_event']} us per event, "
+                    f"{res['floor_events_per_s']} events/s, {res['floor_wakeups_per_s']} wake-ups/s")
             if a.baseline:
                 log(f"  baseline: sync {res['baseline_sync_s']} s, steady CPU {res['baseline_steady_cpu_pct']} % of a core, "
                     f"{res['baseline_us_per_event']} us per event, {res['baseline_wakeups_per_s']} wake-ups/s")

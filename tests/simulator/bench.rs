@@ -64,7 +64,7 @@ fn bench_at_a_tiny_size_produces_every_figure() {
     // some CPU on them.
     assert!(r.floor.window == options.steady_window, "{text}");
     assert!((10.0..=30.0).contains(&r.floor.events_per_s()), "{text}");
-    assert!(r.floor.renewals * 10 >= r.floor.events * 9, "{text}");
+    assert!(r.floor.objects * 10 >= r.floor.events * 9, "{text}");
     assert!(r.floor.reads < r.floor.events, "{text}");
     assert!(r.floor.us_per_event().is_some_and(|us| us > 0.0), "{text}");
     assert!(

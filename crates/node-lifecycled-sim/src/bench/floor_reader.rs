@@ -16,15 +16,23 @@
 //! So it wakes up about as often as the daemon's Lease watch does, and what the daemon spends
 //! per event above this reader is the daemon's own work: decode, store, controllers, timers.
 //!
-//! Plain HTTP only (the bench's simulator serves no TLS; Floor 2 has TLS at ~80 ns an event).
+//! Against the real API server (`node-lifecycled-sim floor-reader --kubeconfig`, which
+//! `scripts/bench-real-apiserver.py --floor` runs beside the daemon's steady window) it reads
+//! over TLS with the daemon's own TLS settings (rustls, the kubeconfig's CA and client
+//! certificate), and both the Lease and the Node watch, whose events the daemon's figure counts:
+//! a Node's frame is found and its name read, nothing else. Several watches are read at every
+//! wake-up, as the daemon's quieter watch borrows the wake-ups of its busiest.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use node_lifecycled::kube::{Connection, Credentials, Scheme};
 
 /// The daemon's default `watch_coalesce` and its `CoalescePeriod` rule's constants.
 const GRID: Duration = Duration::from_millis(45);
@@ -33,16 +41,15 @@ const FEW_EVENTS_PER_READ: f32 = 12.0;
 const MANY_EVENTS_PER_READ: f32 = 30.0;
 const MAX_WIDENING: u32 = 2;
 
-const STREAM: Token = Token(0);
-
 /// What the reader did in its measured window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FloorFigures {
     pub window: Duration,
-    /// Watch frames read (renewals, and the rare bookmark).
+    /// Watch frames read (renewals, node status updates, the rare bookmark).
     pub events: u64,
-    /// Frames that carried a Lease's name and renewTime (a slot written).
-    pub renewals: u64,
+    /// Frames whose object was read (a Lease's name and renewTime, a Node's name): a slot
+    /// written.
+    pub objects: u64,
     pub reads: u64,
     pub wakeups: u64,
     /// The reader thread's time on a CPU (`/proc/thread-self/schedstat`).
@@ -67,6 +74,77 @@ impl FloorFigures {
     }
 }
 
+/// A watched kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloorWatch {
+    Leases,
+    Nodes,
+}
+
+impl FloorWatch {
+    fn path(self) -> &'static str {
+        match self {
+            FloorWatch::Leases => {
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?watch=true"
+            }
+            FloorWatch::Nodes => "/api/v1/nodes?watch=true",
+        }
+    }
+}
+
+/// Where the watches are read from, and how the reader proves who it is.
+pub struct FloorEndpoint {
+    addr: SocketAddr,
+    host: String,
+    base_path: String,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    token: Option<String>,
+}
+
+impl FloorEndpoint {
+    /// Plain HTTP with a bearer token (the bench's simulator).
+    pub fn plain(addr: SocketAddr, token: &str) -> FloorEndpoint {
+        FloorEndpoint {
+            addr,
+            host: addr.to_string(),
+            base_path: String::new(),
+            tls: None,
+            token: Some(token.to_string()),
+        }
+    }
+
+    /// The server, TLS settings and credentials of a kubeconfig's current context, read by the
+    /// daemon's own code.
+    pub fn from_kubeconfig(path: &Path) -> Result<FloorEndpoint, String> {
+        let c = Connection::from_kubeconfig(path, None, false).map_err(|e| e.to_string())?;
+        let token = match &c.credentials {
+            Credentials::None => None,
+            Credentials::Token(t) => Some(t.clone()),
+            Credentials::TokenFile(file) => Some(
+                std::fs::read_to_string(file)
+                    .map_err(|e| format!("{}: cannot read the token: {e}", file.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+        };
+        let addr = (c.host.as_str(), c.port)
+            .to_socket_addrs()
+            .map_err(|e| format!("{}: cannot resolve: {e}", c.host))?
+            .next()
+            .ok_or_else(|| format!("{}: no address", c.host))?;
+        Ok(FloorEndpoint {
+            addr,
+            host: c.host.clone(),
+            base_path: c.base_path.clone(),
+            tls: match c.scheme {
+                Scheme::Https => c.tls.clone(),
+                Scheme::Http => None,
+            },
+            token,
+        })
+    }
+}
+
 /// Watches every Lease in `kube-node-lease` at `addr` (bearer `token`) on this thread, reads
 /// for `warmup` (the current state's ADDED events, the grid settling), then measures `window`.
 pub fn read_lease_watch(
@@ -75,27 +153,144 @@ pub fn read_lease_watch(
     warmup: Duration,
     window: Duration,
 ) -> Result<FloorFigures, String> {
-    let std_stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .map_err(|e| format!("floor reader: cannot connect to {addr}: {e}"))?;
-    std_stream
-        .set_nodelay(true)
-        .and_then(|()| std_stream.set_nonblocking(true))
-        .map_err(|e| format!("floor reader: socket options: {e}"))?;
-    let mut stream = TcpStream::from_std(std_stream);
-    let request = format!(
-        "GET /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?watch=true HTTP/1.1\r\n\
-         Host: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         Accept: application/vnd.kubernetes.protobuf;stream=watch\r\n\r\n"
-    );
-    write_all(&mut stream, request.as_bytes())?;
-    let mut poll = Poll::new().map_err(|e| format!("floor reader: epoll: {e}"))?;
-    let mut events = Events::with_capacity(4);
-    poll.registry()
-        .register(&mut stream, STREAM, Interest::READABLE)
-        .map_err(|e| format!("floor reader: register: {e}"))?;
+    read_watches(
+        &FloorEndpoint::plain(addr, token),
+        &[FloorWatch::Leases],
+        warmup,
+        window,
+    )
+}
 
-    let mut response = Response::default();
-    let mut slots: HashMap<Vec<u8>, u64> = HashMap::new();
+/// One watch's connection and the response read from it so far.
+struct WatchConnection {
+    watch: FloorWatch,
+    socket: TcpStream,
+    tls: Option<rustls::ClientConnection>,
+    response: Response,
+    slots: HashMap<Vec<u8>, u64>,
+}
+
+impl WatchConnection {
+    fn open(endpoint: &FloorEndpoint, watch: FloorWatch) -> Result<WatchConnection, String> {
+        let addr = endpoint.addr;
+        let mut socket = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        socket
+            .set_nodelay(true)
+            .and_then(|()| socket.set_read_timeout(Some(Duration::from_secs(10))))
+            .map_err(|e| format!("socket options: {e}"))?;
+        let auth = match &endpoint.token {
+            Some(t) => format!("Authorization: Bearer {t}\r\n"),
+            None => String::new(),
+        };
+        let request = format!(
+            "GET {}{} HTTP/1.1\r\nHost: {}\r\n{auth}\
+             Accept: application/vnd.kubernetes.protobuf;stream=watch\r\n\r\n",
+            endpoint.base_path,
+            watch.path(),
+            endpoint.host,
+        );
+        // The handshake and the request, blocking; then the stream is read without blocking.
+        let tls = match &endpoint.tls {
+            Some(config) => {
+                let name = rustls::pki_types::ServerName::try_from(endpoint.host.clone())
+                    .map_err(|e| format!("{}: not a server name: {e}", endpoint.host))?;
+                let mut conn = rustls::ClientConnection::new(config.clone(), name)
+                    .map_err(|e| format!("TLS: {e}"))?;
+                let mut stream = rustls::Stream::new(&mut conn, &mut socket);
+                stream
+                    .write_all(request.as_bytes())
+                    .and_then(|()| stream.flush())
+                    .map_err(|e| format!("TLS handshake or request: {e}"))?;
+                Some(conn)
+            }
+            None => {
+                socket
+                    .write_all(request.as_bytes())
+                    .map_err(|e| format!("cannot send the request: {e}"))?;
+                None
+            }
+        };
+        socket
+            .set_nonblocking(true)
+            .map_err(|e| format!("socket options: {e}"))?;
+        Ok(WatchConnection {
+            watch,
+            socket: TcpStream::from_std(socket),
+            tls,
+            response: Response::default(),
+            slots: HashMap::new(),
+        })
+    }
+
+    /// Reads until the socket has nothing more; each complete frame's object into its slot.
+    /// Returns the frames read and the objects among them.
+    fn read_available(&mut self, buf: &mut [u8]) -> Result<(u64, u64), String> {
+        let (watch, slots) = (self.watch, &mut self.slots);
+        let mut found = (0, 0);
+        let mut frame = |f: &[u8]| {
+            found.0 += 1;
+            let object = match watch {
+                FloorWatch::Leases => name_and_renewal(f),
+                FloorWatch::Nodes => node_name(f).map(|name| (name, f.len() as u64)),
+            };
+            if let Some((name, value)) = object {
+                found.1 += 1;
+                match slots.get_mut(name) {
+                    Some(slot) => *slot = value,
+                    None => {
+                        slots.insert(name.to_vec(), value);
+                    }
+                }
+            }
+        };
+        let closed = match &mut self.tls {
+            None => read_plain(&mut self.socket, buf, &mut self.response, &mut frame)?,
+            Some(conn) => read_tls(conn, &mut self.socket, buf, &mut self.response, &mut frame)?,
+        };
+        if closed {
+            return Err(format!("the server ended the {:?} watch", self.watch));
+        }
+        Ok(found)
+    }
+}
+
+/// Reads `watches` at `endpoint` on this thread, for `warmup` (the current state's ADDED
+/// events, the grid settling), then measures `window`.
+pub fn read_watches(
+    endpoint: &FloorEndpoint,
+    watches: &[FloorWatch],
+    warmup: Duration,
+    window: Duration,
+) -> Result<FloorFigures, String> {
+    read_watches_inner(endpoint, watches, warmup, window).map_err(|e| format!("floor reader: {e}"))
+}
+
+fn read_watches_inner(
+    endpoint: &FloorEndpoint,
+    watches: &[FloorWatch],
+    warmup: Duration,
+    window: Duration,
+) -> Result<FloorFigures, String> {
+    let mut conns = watches
+        .iter()
+        .map(|w| WatchConnection::open(endpoint, *w))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
+    let mut events = Events::with_capacity(8);
+    let set_readiness = |poll: &Poll, conns: &mut [WatchConnection], on: bool| {
+        conns
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, c)| match on {
+                true => poll
+                    .registry()
+                    .register(&mut c.socket, Token(i), Interest::READABLE),
+                false => poll.registry().deregister(&mut c.socket),
+            })
+    };
+    set_readiness(&poll, &mut conns, true).map_err(|e| format!("register: {e}"))?;
+
     let mut grid = Grid::default();
     let mut buf = vec![0u8; 64 * 1024];
     let started = Instant::now();
@@ -118,82 +313,86 @@ pub fn read_lease_watch(
         }
         .saturating_duration_since(now);
         poll.poll(&mut events, Some(wait))
-            .map_err(|e| format!("floor reader: epoll_wait: {e}"))?;
+            .map_err(|e| format!("epoll_wait: {e}"))?;
         counts.wakeups += 1;
         let on_grid = grid.next_read.is_some_and(|at| Instant::now() >= at);
         if !on_grid && events.is_empty() {
             continue;
         }
-        let before = counts.events;
-        let open = read_available(&mut stream, &mut buf, &mut response, &mut |frame| {
-            counts.events += 1;
-            if let Some((name, seconds)) = name_and_renewal(frame) {
-                counts.renewals += 1;
-                match slots.get_mut(name) {
-                    Some(slot) => *slot = seconds,
-                    None => {
-                        slots.insert(name.to_vec(), seconds);
-                    }
-                }
-            }
-        })?;
-        if !open {
-            return Err("floor reader: the server ended the watch".into());
+        let mut found = 0;
+        for conn in &mut conns {
+            let (frames, objects) = conn.read_available(&mut buf)?;
+            found += frames;
+            counts.objects += objects;
         }
+        counts.events += found;
         counts.reads += 1;
-        let found = (counts.events - before) as usize;
-        match grid.after_read(found, Instant::now()) {
-            Readiness::Deregister => poll.registry().deregister(&mut stream),
-            Readiness::Register => {
-                poll.registry()
-                    .register(&mut stream, STREAM, Interest::READABLE)
-            }
+        match grid.after_read(found as usize, Instant::now()) {
+            Readiness::Deregister => set_readiness(&poll, &mut conns, false),
+            Readiness::Register => set_readiness(&poll, &mut conns, true),
             Readiness::Keep => Ok(()),
         }
-        .map_err(|e| format!("floor reader: (de)register: {e}"))?;
+        .map_err(|e| format!("(de)register: {e}"))?;
     }
     let Some((at_start, cpu_start)) = measuring else {
-        return Err("floor reader: the window never started".into());
+        return Err("the window never started".into());
     };
     Ok(FloorFigures {
         window,
         events: counts.events - at_start.events,
-        renewals: counts.renewals - at_start.renewals,
+        objects: counts.objects - at_start.objects,
         reads: counts.reads - at_start.reads,
         wakeups: counts.wakeups - at_start.wakeups,
         cpu: Duration::from_nanos(thread_cpu_ns()?.saturating_sub(cpu_start)),
     })
 }
 
-fn write_all(stream: &mut TcpStream, mut bytes: &[u8]) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !bytes.is_empty() {
-        match stream.write(bytes) {
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(format!("floor reader: cannot send the watch request: {e}")),
-        }
-    }
-    Ok(())
-}
-
-/// Reads until the socket has nothing more, handing each complete frame to `frame`. `false`
-/// when the server closed the stream.
-fn read_available(
-    stream: &mut TcpStream,
+/// Reads a plain socket until it has nothing more. `true` when the server closed it.
+fn read_plain(
+    socket: &mut TcpStream,
     buf: &mut [u8],
     response: &mut Response,
     frame: &mut dyn FnMut(&[u8]),
 ) -> Result<bool, String> {
     loop {
-        match stream.read(buf) {
-            Ok(0) => return Ok(false),
+        match socket.read(buf) {
+            Ok(0) => return Ok(true),
             Ok(n) => response.feed(&buf[..n], frame)?,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("floor reader: read: {e}")),
+            Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+}
+
+/// Reads the TLS records a socket holds until it has nothing more, and their plaintext.
+fn read_tls(
+    conn: &mut rustls::ClientConnection,
+    socket: &mut TcpStream,
+    buf: &mut [u8],
+    response: &mut Response,
+    frame: &mut dyn FnMut(&[u8]),
+) -> Result<bool, String> {
+    loop {
+        let closed = match conn.read_tls(socket) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("read: {e}")),
+        };
+        conn.process_new_packets()
+            .map_err(|e| format!("TLS: {e}"))?;
+        loop {
+            match conn.reader().read(buf) {
+                Ok(0) => return Ok(true),
+                Ok(n) => response.feed(&buf[..n], frame)?,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(format!("TLS read: {e}")),
+            }
+        }
+        if closed {
+            return Ok(true);
         }
     }
 }
@@ -438,6 +637,14 @@ pub fn name_and_renewal(event: &[u8]) -> Option<(&[u8], u64)> {
     Some((name, seconds))
 }
 
+/// The name of a Node a watch frame carries (`WatchEvent.object.raw` → `Unknown.raw` →
+/// `Node.metadata.name`).
+fn node_name(event: &[u8]) -> Option<&[u8]> {
+    let raw = field(field(event, 2)?, 1)?;
+    let node = field(raw.get(4..)?, 2)?;
+    field(field(node, 1)?, 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +705,20 @@ mod tests {
                 "pieces of {piece}"
             );
         }
+    }
+
+    #[test]
+    fn a_node_frame_is_read_for_its_name_and_has_no_renewal() {
+        let node = json!({"metadata": {"name": "worker-7", "resourceVersion": "9", "uid": "u"},
+                          "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let raw = encode_object(Resource::Nodes, &node).expect("a Node encodes");
+        let frame = watch_frame("MODIFIED", &enveloped_object(Resource::Nodes, &raw));
+        assert_eq!(node_name(&frame[4..]), Some(&b"worker-7"[..]));
+        assert_eq!(
+            name_and_renewal(&frame[4..]),
+            None,
+            "a Node has no renewTime"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use node_lifecycled::config::parse_duration;
+use node_lifecycled_sim::bench::floor_reader::FloorWatch;
 use node_lifecycled_sim::bench::{BenchSize, CURVE_NODES, InitialList};
 use node_lifecycled_sim::population::Population;
 
@@ -76,6 +77,15 @@ usage:
                     (across zones), keep pods Ready while a site is disrupted, hold a dark
                     site until hold_max, with a pool of their own; the invariants are judged
                     per domain (with --brake: pools, domains and a brake together)
+  node-lifecycled-sim floor-reader --kubeconfig FILE [--watch leases,nodes] [--warmup D]
+                                   [--duration D]
+      The floor of the daemon's CPU per watch event on any API server (the real one too): a
+      bare reader of the same watches (frames found, each object's name read, one slot
+      written), over the kubeconfig's TLS and credentials, read on the daemon's 45 ms grid.
+      After --warmup (default 10s: the current state's ADDED events) it measures --duration
+      (default 60s) and prints one JSON line: events, objects, reads, wake-ups and its own
+      CPU (µs per event). scripts/bench-real-apiserver.py runs it beside the daemon.
+        --watch     the watches to read, comma-separated (default: leases,nodes)
   node-lifecycled-sim --help | --version
 
 exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
@@ -94,8 +104,17 @@ pub enum Command {
     Check(String),
     Bench(BenchArgs),
     Soak(SoakArgs),
+    FloorReader(FloorReaderArgs),
     Help,
     Version,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct FloorReaderArgs {
+    pub kubeconfig: PathBuf,
+    pub watches: Vec<FloorWatch>,
+    pub warmup: Duration,
+    pub duration: Duration,
 }
 
 #[derive(Debug, PartialEq)]
@@ -148,7 +167,9 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
         return Ok(Command::Version);
     }
     let sub = match args.first().and_then(|a| a.to_str()) {
-        Some(s @ ("run" | "serve" | "scenarios" | "check" | "bench" | "soak")) => s.to_string(),
+        Some(s @ ("run" | "serve" | "scenarios" | "check" | "bench" | "soak" | "floor-reader")) => {
+            s.to_string()
+        }
         _ => "run".to_string(),
     };
     let skip = usize::from(args.first().and_then(|a| a.to_str()) == Some(sub.as_str()));
@@ -240,6 +261,36 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
             })
         }
         "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
+        "floor-reader" => {
+            let kubeconfig = options
+                .value("--kubeconfig")?
+                .map(PathBuf::from)
+                .ok_or("floor-reader needs --kubeconfig FILE")?;
+            let watches = options
+                .value("--watch")?
+                .unwrap_or_else(|| "leases,nodes".into())
+                .split(',')
+                .map(|w| match w.trim() {
+                    "leases" => Ok(FloorWatch::Leases),
+                    "nodes" => Ok(FloorWatch::Nodes),
+                    other => Err(format!("--watch: {other:?} is not leases or nodes")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let duration = options
+                .duration("--duration")?
+                .unwrap_or(Duration::from_secs(60));
+            if duration.is_zero() {
+                return Err("--duration: must be > 0".into());
+            }
+            Command::FloorReader(FloorReaderArgs {
+                kubeconfig,
+                watches,
+                warmup: options
+                    .duration("--warmup")?
+                    .unwrap_or(Duration::from_secs(10)),
+                duration,
+            })
+        }
         _ => unreachable!("matched above"),
     };
     options.finish()?;
@@ -368,6 +419,9 @@ const VALUED: &[&str] = &[
     "seed",
     "csv",
     "brake",
+    "kubeconfig",
+    "watch",
+    "warmup",
 ];
 
 impl Options {
@@ -513,6 +567,48 @@ mod tests {
             (5000, 5, 30)
         );
         assert_eq!(o.listen.port(), 6443);
+    }
+
+    #[test]
+    fn the_floor_reader_takes_a_kubeconfig_and_reads_both_watches_unless_told() {
+        assert_eq!(
+            parse(&["floor-reader", "--kubeconfig", "k.yaml"]),
+            Ok(Command::FloorReader(FloorReaderArgs {
+                kubeconfig: "k.yaml".into(),
+                watches: vec![FloorWatch::Leases, FloorWatch::Nodes],
+                warmup: Duration::from_secs(10),
+                duration: Duration::from_secs(60),
+            }))
+        );
+        assert_eq!(
+            parse(&[
+                "floor-reader",
+                "--kubeconfig",
+                "k.yaml",
+                "--watch",
+                "leases",
+                "--warmup",
+                "0s",
+                "--duration",
+                "1500ms"
+            ]),
+            Ok(Command::FloorReader(FloorReaderArgs {
+                kubeconfig: "k.yaml".into(),
+                watches: vec![FloorWatch::Leases],
+                warmup: Duration::ZERO,
+                duration: Duration::from_millis(1500),
+            }))
+        );
+        assert_eq!(
+            parse(&["floor-reader"]),
+            Err("floor-reader needs --kubeconfig FILE".to_string())
+        );
+        assert_eq!(
+            parse(&["floor-reader", "--kubeconfig", "k", "--watch", "pods"]),
+            Err("--watch: \"pods\" is not leases or nodes".to_string())
+        );
+        assert!(parse(&["floor-reader", "--kubeconfig", "k", "--duration", "0s"]).is_err());
+        assert!(parse(&["serve", "--kubeconfig", "k"]).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use node_lifecycled_sim::bench::floor_reader::{FloorEndpoint, read_watches};
 use node_lifecycled_sim::bench::{self, BenchOptions};
 use node_lifecycled_sim::kubelets::{KubeletConfig, Kubelets};
 use node_lifecycled_sim::scenario::{self, BUILTIN, RunOptions, Scenario};
@@ -17,7 +18,10 @@ use node_lifecycled_sim::{SimConfig, SimServer};
 
 mod cli;
 
-use cli::{BenchArgs, Command, EX_USAGE, EXIT_ERROR, EXIT_FAILED, ServeOptions, SoakArgs, USAGE};
+use cli::{
+    BenchArgs, Command, EX_USAGE, EXIT_ERROR, EXIT_FAILED, FloorReaderArgs, ServeOptions, SoakArgs,
+    USAGE,
+};
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -71,6 +75,36 @@ fn main() -> ExitCode {
             dir,
         } => run(&scenario, config, daemon, dir),
         Command::Serve(options) => serve(options),
+        Command::FloorReader(args) => floor_reader(args),
+    }
+}
+
+/// `floor-reader`: the bare reader's figures as one JSON line on stdout.
+fn floor_reader(args: FloorReaderArgs) -> ExitCode {
+    let figures = FloorEndpoint::from_kubeconfig(&args.kubeconfig)
+        .and_then(|endpoint| read_watches(&endpoint, &args.watches, args.warmup, args.duration));
+    match figures {
+        Ok(f) => {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "window_s": f.window.as_secs_f64(),
+                    "events": f.events,
+                    "objects": f.objects,
+                    "reads": f.reads,
+                    "wakeups": f.wakeups,
+                    "cpu_s": f.cpu.as_secs_f64(),
+                    "us_per_event": f.us_per_event(),
+                    "events_per_s": f.events_per_s(),
+                    "wakeups_per_s": f.wakeups_per_s(),
+                })
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("node-lifecycled-sim floor-reader: {e}");
+            ExitCode::from(EXIT_ERROR)
+        }
     }
 }
 
