@@ -129,6 +129,8 @@ def main():
     panel(
         out, x1, y2, "CPU per watch event", "µs", nodes,
         [("steady, per Lease event", "#9467bd", col("steady_us_per_event")),
+         ("marginal (steady less idle), per Lease event", "#e377c2", col("marginal_us_per_event")),
+         ("floor: a bare reader of the same watch", "#7f7f7f", col("floor_us_per_event")),
          ("pod burst, per event", "#8c564b", col("absorb_us_per_event"))],
         target=[(500, 5), (15000, 5)],
     )

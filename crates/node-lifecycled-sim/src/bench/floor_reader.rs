@@ -34,8 +34,9 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use node_lifecycled::kube::{Connection, Credentials, Scheme};
 
-/// The daemon's default `watch_coalesce` and its `CoalescePeriod` rule's constants.
-const GRID: Duration = Duration::from_millis(45);
+/// The daemon's default `watch_coalesce` (the reader's grid unless told otherwise) and its
+/// `CoalescePeriod` rule's constants.
+pub const GRID: Duration = Duration::from_millis(45);
 const BURST_EVENTS: usize = 64;
 const FEW_EVENTS_PER_READ: f32 = 12.0;
 const MANY_EVENTS_PER_READ: f32 = 30.0;
@@ -156,6 +157,7 @@ pub fn read_lease_watch(
     read_watches(
         &FloorEndpoint::plain(addr, token),
         &[FloorWatch::Leases],
+        GRID,
         warmup,
         window,
     )
@@ -255,20 +257,24 @@ impl WatchConnection {
     }
 }
 
-/// Reads `watches` at `endpoint` on this thread, for `warmup` (the current state's ADDED
-/// events, the grid settling), then measures `window`.
+/// Reads `watches` at `endpoint` on this thread, on a grid of `grid` (widened and narrowed by
+/// the daemon's rule), for `warmup` (the current state's ADDED events, the grid settling), then
+/// measures `window`.
 pub fn read_watches(
     endpoint: &FloorEndpoint,
     watches: &[FloorWatch],
+    grid: Duration,
     warmup: Duration,
     window: Duration,
 ) -> Result<FloorFigures, String> {
-    read_watches_inner(endpoint, watches, warmup, window).map_err(|e| format!("floor reader: {e}"))
+    read_watches_inner(endpoint, watches, grid, warmup, window)
+        .map_err(|e| format!("floor reader: {e}"))
 }
 
 fn read_watches_inner(
     endpoint: &FloorEndpoint,
     watches: &[FloorWatch],
+    grid: Duration,
     warmup: Duration,
     window: Duration,
 ) -> Result<FloorFigures, String> {
@@ -291,7 +297,7 @@ fn read_watches_inner(
     };
     set_readiness(&poll, &mut conns, true).map_err(|e| format!("register: {e}"))?;
 
-    let mut grid = Grid::default();
+    let mut grid = Grid::new(grid);
     let mut buf = vec![0u8; 64 * 1024];
     let started = Instant::now();
     let measure_from = started + warmup;
@@ -416,8 +422,8 @@ enum Readiness {
 
 /// The daemon's rule for reading a watch on a grid (`coalesce_after_read` and
 /// `CoalescePeriod` for one watch).
-#[derive(Default)]
 struct Grid {
+    base: Duration,
     next_read: Option<Instant>,
     widening: u32,
     events_per_read: Option<f32>,
@@ -425,6 +431,16 @@ struct Grid {
 }
 
 impl Grid {
+    fn new(base: Duration) -> Grid {
+        Grid {
+            base,
+            next_read: None,
+            widening: 0,
+            events_per_read: None,
+            origin: None,
+        }
+    }
+
     fn after_read(&mut self, found: usize, now: Instant) -> Readiness {
         let trickle = (1..BURST_EVENTS).contains(&found);
         let paused = self.next_read.is_some();
@@ -446,7 +462,7 @@ impl Grid {
         }
         // The next point of the period's grid (the daemon's grids nest from one origin).
         let origin = *self.origin.get_or_insert(now);
-        let period = GRID * (1 << self.widening);
+        let period = self.base * (1 << self.widening);
         let since = now.duration_since(origin).as_nanos();
         let points = since / period.as_nanos() + 1;
         self.next_read = Some(origin + period * points as u32);
@@ -734,7 +750,7 @@ mod tests {
     #[test]
     fn the_grid_follows_the_daemons_rule_for_a_trickle_a_burst_and_silence() {
         let t0 = Instant::now();
-        let mut g = Grid::default();
+        let mut g = Grid::new(GRID);
         // A trickle pauses the readiness events and reads on the 45 ms grid.
         assert!(matches!(g.after_read(20, t0), Readiness::Deregister));
         assert_eq!(g.next_read, Some(t0 + GRID));

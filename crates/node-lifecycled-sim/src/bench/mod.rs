@@ -7,6 +7,8 @@
 //! 1. sync: spawn → `READY=1` on our sd_notify socket; RSS sampled every 100 ms meanwhile.
 //! 2. steady: after settling, a window with every kubelet renewing (500 renewals/s at 5,000
 //!    nodes): CPU from utime+stime, median RSS, loop wake-ups (SIGUSR1 dumps at both ends).
+//!    Then, as long again, the floor: a bare reader of the same Lease watch on this thread
+//!    (`floor_reader`), whose CPU per event is what any reader pays in the same conditions.
 //! 3. idle: every kubelet silent for a window well inside the grace period, so nothing changes
 //!    in the cluster; wake-ups, CPU and context switches of a daemon with nothing to do. Then the
 //!    kubelets resume at the phases of a fleet that has run a long time (an even rate).

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use node_lifecycled::config::parse_duration;
-use node_lifecycled_sim::bench::floor_reader::FloorWatch;
+use node_lifecycled_sim::bench::floor_reader::{FloorWatch, GRID};
 use node_lifecycled_sim::bench::{BenchSize, CURVE_NODES, InitialList};
 use node_lifecycled_sim::population::Population;
 
@@ -77,8 +77,8 @@ usage:
                     (across zones), keep pods Ready while a site is disrupted, hold a dark
                     site until hold_max, with a pool of their own; the invariants are judged
                     per domain (with --brake: pools, domains and a brake together)
-  node-lifecycled-sim floor-reader --kubeconfig FILE [--watch leases,nodes] [--warmup D]
-                                   [--duration D]
+  node-lifecycled-sim floor-reader --kubeconfig FILE [--watch leases,nodes] [--grid D]
+                                   [--warmup D] [--duration D]
       The floor of the daemon's CPU per watch event on any API server (the real one too): a
       bare reader of the same watches (frames found, each object's name read, one slot
       written), over the kubeconfig's TLS and credentials, read on the daemon's 45 ms grid.
@@ -86,6 +86,8 @@ usage:
       (default 60s) and prints one JSON line: events, objects, reads, wake-ups and its own
       CPU (µs per event). scripts/bench-real-apiserver.py runs it beside the daemon.
         --watch     the watches to read, comma-separated (default: leases,nodes)
+        --grid      the read grid before widening (default 45ms, the daemon's): a wide one
+                    spreads the wake-ups over more events, leaving the cost of each event
   node-lifecycled-sim --help | --version
 
 exit codes: 0 success, 1 an expectation failed, 2 the run could not happen, 64 usage error
@@ -113,6 +115,7 @@ pub enum Command {
 pub struct FloorReaderArgs {
     pub kubeconfig: PathBuf,
     pub watches: Vec<FloorWatch>,
+    pub grid: Duration,
     pub warmup: Duration,
     pub duration: Duration,
 }
@@ -282,9 +285,14 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
             if duration.is_zero() {
                 return Err("--duration: must be > 0".into());
             }
+            let grid = options.duration("--grid")?.unwrap_or(GRID);
+            if grid.is_zero() {
+                return Err("--grid: must be > 0".into());
+            }
             Command::FloorReader(FloorReaderArgs {
                 kubeconfig,
                 watches,
+                grid,
                 warmup: options
                     .duration("--warmup")?
                     .unwrap_or(Duration::from_secs(10)),
@@ -422,6 +430,7 @@ const VALUED: &[&str] = &[
     "kubeconfig",
     "watch",
     "warmup",
+    "grid",
 ];
 
 impl Options {
@@ -576,6 +585,7 @@ mod tests {
             Ok(Command::FloorReader(FloorReaderArgs {
                 kubeconfig: "k.yaml".into(),
                 watches: vec![FloorWatch::Leases, FloorWatch::Nodes],
+                grid: GRID,
                 warmup: Duration::from_secs(10),
                 duration: Duration::from_secs(60),
             }))
@@ -589,12 +599,15 @@ mod tests {
                 "leases",
                 "--warmup",
                 "0s",
+                "--grid",
+                "1s",
                 "--duration",
                 "1500ms"
             ]),
             Ok(Command::FloorReader(FloorReaderArgs {
                 kubeconfig: "k.yaml".into(),
                 watches: vec![FloorWatch::Leases],
+                grid: Duration::from_secs(1),
                 warmup: Duration::ZERO,
                 duration: Duration::from_millis(1500),
             }))
@@ -608,6 +621,7 @@ mod tests {
             Err("--watch: \"pods\" is not leases or nodes".to_string())
         );
         assert!(parse(&["floor-reader", "--kubeconfig", "k", "--duration", "0s"]).is_err());
+        assert!(parse(&["floor-reader", "--kubeconfig", "k", "--grid", "0s"]).is_err());
         assert!(parse(&["serve", "--kubeconfig", "k"]).is_err());
     }
 

@@ -81,8 +81,15 @@ fn main() -> ExitCode {
 
 /// `floor-reader`: the bare reader's figures as one JSON line on stdout.
 fn floor_reader(args: FloorReaderArgs) -> ExitCode {
-    let figures = FloorEndpoint::from_kubeconfig(&args.kubeconfig)
-        .and_then(|endpoint| read_watches(&endpoint, &args.watches, args.warmup, args.duration));
+    let figures = FloorEndpoint::from_kubeconfig(&args.kubeconfig).and_then(|endpoint| {
+        read_watches(
+            &endpoint,
+            &args.watches,
+            args.grid,
+            args.warmup,
+            args.duration,
+        )
+    });
     match figures {
         Ok(f) => {
             println!(
