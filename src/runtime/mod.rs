@@ -19,3 +19,4 @@ pub(crate) mod state_dump;
 pub use clock::Clock;
 pub use event_loop::{EventLoop, Handler, LoopControl};
 pub use metrics_server::{Endpoints, Limits, MetricsServer, Readiness, ServerStats};
+pub use settings::WATCH_COALESCE;

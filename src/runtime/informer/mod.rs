@@ -51,7 +51,7 @@ mod watching;
 pub use currency::{Failure, PROBATION, WatchCurrency};
 use listing::CacheList;
 pub use server_version::probe_watch_list;
-use watch_pause::CoalescePeriod;
+pub use watch_pause::{COALESCE_MAX_EVENTS, CoalescePeriod};
 
 /// How many reflector steps one call may take: a watch that cannot even be opened is reported
 /// as ended and the reflector is asked again (it then answers with a backoff wait).

@@ -16,7 +16,7 @@ use crate::time::Time;
 /// A read that found this many events or more is a burst, not a trickle: the watch goes back
 /// to being read on each arrival (each read then carries many events anyway), so a burst is
 /// never held back by the coalescing pause.
-const COALESCE_MAX_EVENTS: usize = 64;
+pub const COALESCE_MAX_EVENTS: usize = 64;
 
 /// The coalescing period widens (doubles) while reads find fewer events than this on
 /// average: each read is a wake-up with a fixed cost (epoll, timers, TLS records, cold
@@ -31,9 +31,10 @@ const MANY_EVENTS_PER_READ: f32 = 30.0;
 const MAX_WIDENING: u32 = 2;
 
 /// The coalescing period of one informer: the configured period times 2^`widening`, chosen by
-/// a moving average of the events per read (each read counts a quarter).
+/// a moving average of the events per read (each read counts a quarter). Public so that the simulator's floor reader (`node-lifecycled-sim floor-reader`) reads on
+/// the daemon's own grid.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(super) struct CoalescePeriod {
+pub struct CoalescePeriod {
     widening: u32,
     /// `None` until the first read of a pause.
     events_per_read: Option<f32>,
@@ -41,7 +42,7 @@ pub(super) struct CoalescePeriod {
 
 impl CoalescePeriod {
     /// After a read on the grid that found `found` events (1 to 63: the stream stays paused).
-    pub(super) fn after_read(&mut self, found: usize) {
+    pub fn after_read(&mut self, found: usize) {
         let found = found as f32;
         let avg = self
             .events_per_read
@@ -59,11 +60,11 @@ impl CoalescePeriod {
     }
 
     /// The stream is read on its readiness events again: the next pause starts afresh.
-    pub(super) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         *self = CoalescePeriod::default();
     }
 
-    pub(super) fn period(&self, configured: Duration) -> Duration {
+    pub fn period(&self, configured: Duration) -> Duration {
         configured * (1 << self.widening)
     }
 

@@ -9,7 +9,8 @@
 //! The reader does only what any reader of this stream must: the response's head, its chunks,
 //! each frame found by its length, the Lease's name and renewTime read by their field paths,
 //! and one integer stored in a slot found by a hash of the name. It reads the way the daemon
-//! reads this watch (`runtime/informer/watch_pause.rs`): on readiness events until a read finds
+//! reads this watch, with the daemon's own `CoalescePeriod` (`runtime/informer/watch_pause.rs`):
+//! on readiness events until a read finds
 //! a trickle (1 to 63 events), then with the socket deregistered, on a grid of 45 ms widened
 //! (doubled, up to 180 ms) while reads find fewer than 12 events on average and narrowed while
 //! they find more than 30; a read that finds nothing or a burst goes back to readiness events.
@@ -33,14 +34,11 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use node_lifecycled::kube::{Connection, Credentials, Scheme};
+use node_lifecycled::runtime::WATCH_COALESCE;
+use node_lifecycled::runtime::informer::{COALESCE_MAX_EVENTS, CoalescePeriod};
 
-/// The daemon's default `watch_coalesce` (the reader's grid unless told otherwise) and its
-/// `CoalescePeriod` rule's constants.
-pub const GRID: Duration = Duration::from_millis(45);
-const BURST_EVENTS: usize = 64;
-const FEW_EVENTS_PER_READ: f32 = 12.0;
-const MANY_EVENTS_PER_READ: f32 = 30.0;
-const MAX_WIDENING: u32 = 2;
+/// The daemon's default `watch_coalesce`: the reader's grid unless told otherwise.
+pub const GRID: Duration = WATCH_COALESCE;
 
 /// What the reader did in its measured window.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -161,6 +159,7 @@ pub fn read_lease_watch(
         warmup,
         window,
     )
+    .map_err(|e| format!("floor reader: {e}"))
 }
 
 /// One watch's connection and the response read from it so far.
@@ -261,17 +260,6 @@ impl WatchConnection {
 /// the daemon's rule), for `warmup` (the current state's ADDED events, the grid settling), then
 /// measures `window`.
 pub fn read_watches(
-    endpoint: &FloorEndpoint,
-    watches: &[FloorWatch],
-    grid: Duration,
-    warmup: Duration,
-    window: Duration,
-) -> Result<FloorFigures, String> {
-    read_watches_inner(endpoint, watches, grid, warmup, window)
-        .map_err(|e| format!("floor reader: {e}"))
-}
-
-fn read_watches_inner(
     endpoint: &FloorEndpoint,
     watches: &[FloorWatch],
     grid: Duration,
@@ -420,13 +408,12 @@ enum Readiness {
     Keep,
 }
 
-/// The daemon's rule for reading a watch on a grid (`coalesce_after_read` and
-/// `CoalescePeriod` for one watch).
+/// The daemon's rule for reading a watch on a grid (`coalesce_after_read` for one watch, with
+/// the daemon's own `CoalescePeriod`).
 struct Grid {
     base: Duration,
     next_read: Option<Instant>,
-    widening: u32,
-    events_per_read: Option<f32>,
+    period: CoalescePeriod,
     origin: Option<Instant>,
 }
 
@@ -435,22 +422,18 @@ impl Grid {
         Grid {
             base,
             next_read: None,
-            widening: 0,
-            events_per_read: None,
+            period: CoalescePeriod::default(),
             origin: None,
         }
     }
 
     fn after_read(&mut self, found: usize, now: Instant) -> Readiness {
-        let trickle = (1..BURST_EVENTS).contains(&found);
+        let trickle = (1..COALESCE_MAX_EVENTS).contains(&found);
         let paused = self.next_read.is_some();
         match (trickle, paused) {
-            (true, true) => self.count(found),
+            (true, true) => self.period.after_read(found),
             (true, false) => {}
-            (false, _) => {
-                self.widening = 0;
-                self.events_per_read = None;
-            }
+            (false, _) => self.period.reset(),
         }
         if !trickle {
             self.next_read = None;
@@ -462,7 +445,7 @@ impl Grid {
         }
         // The next point of the period's grid (the daemon's grids nest from one origin).
         let origin = *self.origin.get_or_insert(now);
-        let period = self.base * (1 << self.widening);
+        let period = self.period.period(self.base);
         let since = now.duration_since(origin).as_nanos();
         let points = since / period.as_nanos() + 1;
         self.next_read = Some(origin + period * points as u32);
@@ -470,22 +453,6 @@ impl Grid {
             Readiness::Keep
         } else {
             Readiness::Deregister
-        }
-    }
-
-    fn count(&mut self, found: usize) {
-        let found = found as f32;
-        let avg = self
-            .events_per_read
-            .map_or(found, |avg| avg + (found - avg) / 4.0);
-        if avg < FEW_EVENTS_PER_READ && self.widening < MAX_WIDENING {
-            self.widening += 1;
-            self.events_per_read = Some(avg * 2.0);
-        } else if avg > MANY_EVENTS_PER_READ && self.widening > 0 {
-            self.widening -= 1;
-            self.events_per_read = Some(avg / 2.0);
-        } else {
-            self.events_per_read = Some(avg);
         }
     }
 }
@@ -758,13 +725,13 @@ mod tests {
         for _ in 0..10 {
             assert!(matches!(g.after_read(2, t0), Readiness::Keep));
         }
-        assert_eq!(g.widening, MAX_WIDENING);
+        assert_eq!(g.period.period(GRID), GRID * 4, "widened twice, no further");
         assert_eq!(g.next_read, Some(t0 + GRID * 4));
         // Busy reads narrow it back.
         for _ in 0..10 {
             g.after_read(60, t0);
         }
-        assert_eq!(g.widening, 0);
+        assert_eq!(g.period.period(GRID), GRID);
         // A burst, or a read that found nothing, goes back to readiness events.
         assert!(matches!(g.after_read(64, t0), Readiness::Register));
         assert_eq!(g.next_read, None);
