@@ -10,10 +10,10 @@
 //! each frame found by its length, the Lease's name and renewTime read by their field paths,
 //! and one integer stored in a slot found by a hash of the name. It reads the way the daemon
 //! reads this watch, with the daemon's own `CoalescePeriod` (`runtime/informer/watch_pause.rs`):
-//! on readiness events until a read finds
-//! a trickle (1 to 63 events), then with the socket deregistered, on a grid of 45 ms widened
-//! (doubled, up to 180 ms) while reads find fewer than 12 events on average and narrowed while
-//! they find more than 30; a read that finds nothing or a burst goes back to readiness events.
+//! on readiness events until a read finds a trickle (1 to 63 events), then with the socket
+//! deregistered, on a grid of 45 ms widened (doubled, up to 180 ms) while reads find fewer than
+//! 12 events on average and narrowed while they find more than 30; a read that finds nothing or
+//! a burst goes back to readiness events.
 //! So it wakes up about as often as the daemon's Lease watch does, and what the daemon spends
 //! per event above this reader is the daemon's own work: decode, store, controllers, timers.
 //!
