@@ -337,7 +337,9 @@ def measure(a, v, hb, workdir):
             if floor.returncode != 0:
                 raise RuntimeError(f'floor reader failed ({floor.returncode}): {err.strip()}')
             f = json.loads(out.strip().splitlines()[-1])
-            res.update({'floor_us_per_event': round(f['us_per_event'] or 0, 1),
+            if f['us_per_event'] is None:
+                raise RuntimeError('the floor reader read no event in its window')
+            res.update({'floor_us_per_event': round(f['us_per_event'], 1),
                         'floor_events_per_s': round(f['events_per_s'], 1),
                         'floor_wakeups_per_s': round(f['wakeups_per_s'], 1)})
         res['loadavg'] = open('/proc/loadavg').read().split()[:3]

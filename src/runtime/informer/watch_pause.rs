@@ -31,8 +31,8 @@ const MANY_EVENTS_PER_READ: f32 = 30.0;
 const MAX_WIDENING: u32 = 2;
 
 /// The coalescing period of one informer: the configured period times 2^`widening`, chosen by
-/// a moving average of the events per read (each read counts a quarter). Public so that the simulator's floor reader (`node-lifecycled-sim floor-reader`) reads on
-/// the daemon's own grid.
+/// a moving average of the events per read (each read counts a quarter). Public so that the
+/// simulator's floor reader (`node-lifecycled-sim floor-reader`) reads on the daemon's own grid.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CoalescePeriod {
     widening: u32,

@@ -133,7 +133,7 @@ pub fn csv(reports: &[SizeReport]) -> String {
     for r in reports {
         let _ = writeln!(
             out,
-            "{},{},{:.3},{:.1},{:.1},{},{},{:.3},{:.1},{},{:.2},{:.2},{},{},{},{},{:.2}",
+            "{},{},{:.3},{:.1},{:.1},{},{},{:.3},{:.1},{},{:.2},{:.2},{},{},{},{},{}",
             r.nodes,
             r.pods,
             r.sync.as_secs_f64(),
@@ -152,7 +152,10 @@ pub fn csv(reports: &[SizeReport]) -> String {
             r.floor
                 .us_per_event()
                 .map_or(String::new(), |v| format!("{v:.2}")),
-            r.floor.wakeups_per_s(),
+            match r.floor.window.is_zero() {
+                true => String::new(),
+                false => format!("{:.2}", r.floor.wakeups_per_s()),
+            },
         );
     }
     out
@@ -245,5 +248,6 @@ mod tests {
         assert_eq!(column("marginal_us_per_event"), "60.00", "{text}");
         // No floor window: its figure is empty, not a zero.
         assert_eq!(column("floor_us_per_event"), "", "{text}");
+        assert_eq!(column("floor_wakeups_per_s"), "", "{text}");
     }
 }

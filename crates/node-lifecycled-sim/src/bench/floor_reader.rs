@@ -396,7 +396,7 @@ fn thread_cpu_ns() -> Result<u64, String> {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .ok_or_else(|| "floor reader: /proc/thread-self/schedstat is unreadable".to_string())
+        .ok_or_else(|| "/proc/thread-self/schedstat is unreadable".to_string())
 }
 
 /// What a read means for the socket's readiness events.
@@ -462,7 +462,7 @@ impl Grid {
 #[derive(Default)]
 struct Response {
     head_done: bool,
-    /// Bytes not yet parsed: the head, or a chunk-size line cut by a read.
+    /// Bytes not yet parsed: the head, or a chunk-size line cut by a read (and what followed).
     pending: Vec<u8>,
     /// Bytes left in the current chunk's data, then its CRLF.
     chunk_left: usize,
@@ -475,19 +475,22 @@ impl Response {
     fn feed(&mut self, mut bytes: &[u8], frame: &mut dyn FnMut(&[u8])) -> Result<(), String> {
         if !self.head_done {
             self.pending.extend_from_slice(bytes);
-            let Some(end) = find(&self.pending, b"\r\n\r\n") else {
-                return Ok(());
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut head = httparse::Response::new(&mut headers);
+            let end = match head.parse(&self.pending) {
+                Ok(httparse::Status::Complete(end)) => end,
+                Ok(httparse::Status::Partial) => return Ok(()),
+                Err(e) => return Err(format!("the watch's response head: {e}")),
             };
-            let head = &self.pending[..end];
-            let status = head.split(|b| *b == b' ').nth(1).unwrap_or_default();
-            if status != b"200" {
+            if head.code != Some(200) {
                 return Err(format!(
-                    "floor reader: the watch was answered {:?}",
-                    String::from_utf8_lossy(head.split(|b| *b == b'\r').next().unwrap_or_default())
+                    "the watch was answered {} {}",
+                    head.code.unwrap_or_default(),
+                    head.reason.unwrap_or_default()
                 ));
             }
             self.head_done = true;
-            let rest = self.pending.split_off(end + 4);
+            let rest = self.pending.split_off(end);
             self.pending.clear();
             return self.feed(&rest, frame);
         }
@@ -504,41 +507,38 @@ impl Response {
                 if self.chunk_left == 0 {
                     self.crlf_left = 2;
                 }
-            } else {
-                // A chunk-size line; gathered a byte at a time only when a read cut it.
-                let whole = match self.pending.is_empty() {
-                    true => find(bytes, b"\r\n"),
-                    false => None,
+            } else if !self.pending.is_empty() {
+                // A chunk-size line a read cut: gathered until it is whole.
+                self.pending.extend_from_slice(bytes);
+                let Some((used, size)) = chunk_line(&self.pending)? else {
+                    break;
                 };
-                let size = match whole {
-                    Some(i) => {
-                        let size = chunk_size(&bytes[..i])?;
-                        bytes = &bytes[i + 2..];
-                        size
-                    }
-                    None => {
-                        self.pending.push(bytes[0]);
-                        bytes = &bytes[1..];
-                        if !self.pending.ends_with(b"\r\n") {
-                            continue;
-                        }
-                        let size = chunk_size(&self.pending[..self.pending.len() - 2])?;
-                        self.pending.clear();
-                        size
-                    }
+                let rest = self.pending.split_off(used);
+                self.pending.clear();
+                if size > 0 {
+                    self.chunk_left = size;
+                    self.feed(&rest, frame)?;
+                }
+                return Ok(());
+            } else {
+                let Some((used, size)) = chunk_line(bytes)? else {
+                    self.pending.extend_from_slice(bytes);
+                    break;
                 };
                 if size == 0 {
                     // The last chunk: the server ends the stream (the next read sees the close).
                     break;
                 }
+                bytes = &bytes[used..];
                 self.chunk_left = size;
             }
         }
-        self.frames(frame)
+        self.frames(frame);
+        Ok(())
     }
 
     /// Hands over every complete frame of the body, keeping a cut one for the next read.
-    fn frames(&mut self, frame: &mut dyn FnMut(&[u8])) -> Result<(), String> {
+    fn frames(&mut self, frame: &mut dyn FnMut(&[u8])) {
         let mut at = 0;
         while let Some(len) = self.body.get(at..at + 4) {
             let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
@@ -549,25 +549,24 @@ impl Response {
             at += 4 + len;
         }
         self.body.drain(..at);
-        Ok(())
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-fn chunk_size(line: &[u8]) -> Result<usize, String> {
-    let digits = line.split(|b| *b == b';').next().unwrap_or_default();
-    std::str::from_utf8(digits)
-        .ok()
-        .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
-        .ok_or_else(|| {
-            format!(
-                "floor reader: bad chunk size {:?}",
+/// A chunk-size line (httparse's parser): the bytes it took and the size, `None` while cut.
+fn chunk_line(bytes: &[u8]) -> Result<Option<(usize, usize)>, String> {
+    match httparse::parse_chunk_size(bytes) {
+        Ok(httparse::Status::Complete((used, size))) => usize::try_from(size)
+            .map(|size| Some((used, size)))
+            .map_err(|_| format!("chunk size {size} too large")),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(_) => {
+            let line = bytes.split(|b| *b == b'\r').next().unwrap_or_default();
+            Err(format!(
+                "bad chunk size {:?}",
                 String::from_utf8_lossy(line)
-            )
-        })
+            ))
+        }
+    }
 }
 
 /// A protobuf message's fields: number, bytes (length-delimited) or value (varint).

@@ -90,9 +90,7 @@ impl SizeRun<'_> {
         self.say(line);
         Ok(())
     }
-}
 
-impl SizeRun<'_> {
     /// Beside the steady window, as long as it: a bare reader of the same Lease watch
     /// (`floor_reader`), on this thread, while the kubelets renew and the daemon runs. What the
     /// daemon spends per event above it is its own work.
