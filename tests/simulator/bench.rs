@@ -62,7 +62,14 @@ fn bench_at_a_tiny_size_produces_every_figure() {
     assert!(r.steady_wakeups_per_s > 0.0, "{text}");
     // The floor reader read the same renewals, on a grid (fewer reads than events), and spent
     // some CPU on them.
-    assert!(r.floor.window == options.steady_window, "{text}");
+    // The window as measured: its ends are wake-ups, late by scheduling at most (generous).
+    let second = std::time::Duration::from_secs(1);
+    assert!(
+        r.floor.window > options.steady_window - second
+            && r.floor.window < options.steady_window + second,
+        "{text}"
+    );
+    assert!(r.floor.wakeups >= r.floor.reads, "{text}");
     assert!((10.0..=30.0).contains(&r.floor.events_per_s()), "{text}");
     assert!(r.floor.objects * 10 >= r.floor.events * 9, "{text}");
     assert!(r.floor.reads < r.floor.events, "{text}");

@@ -43,6 +43,7 @@ pub const GRID: Duration = WATCH_COALESCE;
 /// What the reader did in its measured window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FloorFigures {
+    /// As measured, from the first reading of the reader's CPU to the last.
     pub window: Duration,
     /// Watch frames read (renewals, node status updates, the rare bookmark).
     pub events: u64,
@@ -290,12 +291,12 @@ pub fn read_watches(
     let started = Instant::now();
     let measure_from = started + warmup;
     let end = measure_from + window;
-    let mut measuring: Option<(FloorFigures, u64)> = None;
+    let mut measuring: Option<(FloorFigures, u64, Instant)> = None;
     let mut counts = FloorFigures::default();
     loop {
         let now = Instant::now();
         if measuring.is_none() && now >= measure_from {
-            measuring = Some((counts.clone(), thread_cpu_ns()?));
+            measuring = Some((counts.clone(), thread_cpu_ns()?, now));
         }
         if now >= end {
             break;
@@ -328,11 +329,11 @@ pub fn read_watches(
         }
         .map_err(|e| format!("(de)register: {e}"))?;
     }
-    let Some((at_start, cpu_start)) = measuring else {
+    let Some((at_start, cpu_start, window_start)) = measuring else {
         return Err("the window never started".into());
     };
     Ok(FloorFigures {
-        window,
+        window: window_start.elapsed(),
         events: counts.events - at_start.events,
         objects: counts.objects - at_start.objects,
         reads: counts.reads - at_start.reads,
