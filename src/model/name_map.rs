@@ -32,6 +32,14 @@ pub(crate) struct NameMap<V> {
     hasher: NameHashState,
 }
 
+/// Whether the held name is `name`. Names are interned, so a lookup by a held name (a
+/// renewal's, the node's own) is usually the very same bytes: compared by address first, the
+/// held name's bytes (elsewhere on the heap, a cache miss at every renewal) are not read.
+#[inline]
+fn same_name(held: &Name, name: &str) -> bool {
+    (std::ptr::eq(held.as_ptr(), name.as_ptr()) && held.len() == name.len()) || &**held == name
+}
+
 impl<V> Default for NameMap<V> {
     fn default() -> Self {
         NameMap {
@@ -64,7 +72,7 @@ impl<V> NameMap<V> {
     fn slot_of(&self, name: &str) -> Option<u32> {
         let h = self.hash(name);
         self.index.find(h, |slot| {
-            self.entry(slot).is_some_and(|(n, _)| &**n == name)
+            self.entry(slot).is_some_and(|(n, _)| same_name(n, name))
         })
     }
 
@@ -227,6 +235,40 @@ mod tests {
             assert!(map.contains_key(k));
         }
         assert!(!map.contains_key("node-x"));
+    }
+
+    /// A lookup by the held name's own bytes (a renewal's interned name) is taken by address;
+    /// one by a copy of them compares the text; a slice that starts at the held name's address
+    /// but is shorter (a prefix of it) is not that name.
+    #[test]
+    fn a_name_is_found_by_its_own_bytes_by_a_copy_and_never_by_a_prefix_at_its_address() {
+        let mut map = NameMap::new();
+        let long = name("node-10");
+        map.insert(long.clone(), 10);
+        map.insert(name("node-1"), 1);
+        assert_eq!(map.get(&long), Some(&10), "the held allocation itself");
+        assert_eq!(
+            map.get(&String::from("node-10")),
+            Some(&10),
+            "a copy of its bytes"
+        );
+        let prefix = &long[..6];
+        assert_eq!(prefix, "node-1");
+        assert!(std::ptr::eq(prefix.as_ptr(), long.as_ptr()));
+        // The comparison itself (a lookup only calls it on a hash match, so the map alone
+        // would seldom put a prefix to it).
+        assert!(same_name(&long, &long));
+        assert!(same_name(&long, "node-10"));
+        assert!(!same_name(&long, prefix));
+        assert!(!same_name(&long, "node-11"));
+        assert_eq!(
+            map.get(prefix),
+            Some(&1),
+            "a prefix at its address is another name"
+        );
+        map.remove(prefix);
+        assert_eq!(map.get(prefix), None);
+        assert_eq!(map.get(&long), Some(&10));
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl Daemon {
         upsert: fn(T) -> Input,
         delete: fn(T::Key) -> Input,
     ) -> bool {
-        let mut out = Vec::new();
+        let mut out = select(&mut self.informers).take_deltas();
         drive(
             select(&mut self.informers),
             &mut self.shared,
@@ -156,20 +156,22 @@ impl Daemon {
             token,
             &mut out,
         );
-        self.feed_deltas(out, lp.now(), kind, upsert, delete)
+        let synced = self.feed_deltas(&mut out, lp.now(), kind, upsert, delete);
+        select(&mut self.informers).return_deltas(out);
+        synced
     }
 
     /// Feeds an informer's deltas to the controllers; true when they include a (re)sync.
     pub(super) fn feed_deltas<T: Watched>(
         &mut self,
-        deltas: Vec<Delta<T>>,
+        deltas: &mut Vec<Delta<T>>,
         now: Time,
         kind: Kind,
         upsert: fn(T) -> Input,
         delete: fn(T::Key) -> Input,
     ) -> bool {
         let mut synced = false;
-        for delta in deltas {
+        for delta in deltas.drain(..) {
             match delta {
                 Delta::Begin => self.feed(Input::FullStateBegin(kind), now),
                 Delta::Upsert(object) => self.feed_watched(upsert(object), now),
