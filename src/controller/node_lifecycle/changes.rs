@@ -304,10 +304,10 @@ impl NodeLifecycle {
     /// The node is gone (or re-created): forget its state, queue entries and timers.
     pub(super) fn forget_node(&mut self, node: &Node, out: &mut Vec<Action>) {
         let name = &node.name;
-        let Some(e) = self.nodes.remove(name) else {
+        let Some(mut e) = self.nodes.remove(name) else {
             return;
         };
-        self.graces.disarm(&e.grace_armed);
+        self.graces.release(&mut e.grace_armed);
         if e.grace_in_heap {
             self.timers.cancel(&Timer::NodeGrace(name.clone()));
         }

@@ -283,7 +283,7 @@ pub(super) fn arm_grace_for(
     // The number is taken whether the deadline goes to its lane or to the heap, so that
     // deadlines fire in the order they were armed, as from one heap.
     let seq = timers.take_seq();
-    let in_lane = at > now && graces.push(grace, at, seq, name.clone(), &e.grace_armed);
+    let in_lane = at > now && graces.push(grace, at, seq, name, &mut e.grace_armed);
     if !in_lane {
         graces.disarm(&e.grace_armed);
     }
