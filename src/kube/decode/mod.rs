@@ -41,7 +41,7 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
-    fn new(what: &'static str, reason: impl Into<String>) -> DecodeError {
+    pub(crate) fn new(what: &'static str, reason: impl Into<String>) -> DecodeError {
         DecodeError {
             what,
             reason: reason.into(),

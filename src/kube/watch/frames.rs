@@ -4,16 +4,74 @@
 //! The twin of [`super::lines::LineSplitter`] with the same bound: a frame longer than the
 //! limit is reported once and its bytes skipped as they stream past (its length says where the
 //! next one starts), so one bad event costs that event and not the stream.
+//!
+//! The frames a read completes are copied back to back into one buffer, the [`FrameArena`],
+//! and handed on as spans of it ([`FrameSpan`]); the stream empties it at its next read. A
+//! buffer of its own per frame (recycled) was a destination on a different part of the heap
+//! for each of a read's ~22 renewals at 5,000 nodes, each cold after the 45 ms the server's
+//! work had between two reads: that copy was ~0.4 µs of a renewal's CPU (`perf`,
+//! BENCHMARKS.md), where the same bytes written front to back into one reused buffer cost
+//! about a tenth of that (the chunk decoder's copy, the step before, does just that).
 
 use super::lines::LineError;
 
 const LENGTH_BYTES: usize = 4;
 
-/// At most this many decoded frames' buffers are kept for the next frames (`recycle`), each of
-/// at most `SPARE_FRAME_BYTES`: a read of the Lease watch at 5,000 nodes brings ~22 renewals of
-/// a few hundred bytes. Larger frames (nodes, pods) are not kept: ≤ 32 KiB per stream.
-const SPARE_FRAMES: usize = 32;
-const SPARE_FRAME_BYTES: usize = 1024;
+/// The arena's capacity kept from one read to the next; a full state's read (thousands of pods'
+/// frames) may grow it further, and it is given back at the next read.
+const ARENA_KEPT_BYTES: usize = 256 * 1024;
+
+/// Where a frame is in its [`FrameArena`], for the arena's current read only: a span kept past
+/// the next read is refused by [`FrameArena::get`], not read as other bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameSpan {
+    generation: u64,
+    start: usize,
+    len: usize,
+}
+
+/// The frames of one read, back to back.
+#[derive(Debug, Default)]
+pub(crate) struct FrameArena {
+    bytes: Vec<u8>,
+    /// Bumped by every `clear`: a span of an earlier read does not match.
+    generation: u64,
+}
+
+impl FrameArena {
+    fn append(&mut self, frame: &[u8]) -> FrameSpan {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(frame);
+        FrameSpan {
+            generation: self.generation,
+            start,
+            len: frame.len(),
+        }
+    }
+
+    /// The frame's bytes; `None` for a span of an earlier read.
+    pub(crate) fn get(&self, span: &FrameSpan) -> Option<&[u8]> {
+        if span.generation != self.generation {
+            return None;
+        }
+        self.bytes
+            .get(span.start..span.start.checked_add(span.len)?)
+    }
+
+    /// Every span handed out so far is done with: the next frames start at the front.
+    pub(crate) fn clear(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        self.bytes.clear();
+        if self.bytes.capacity() > ARENA_KEPT_BYTES {
+            self.bytes.shrink_to(ARENA_KEPT_BYTES);
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct FrameSplitter {
@@ -22,9 +80,6 @@ pub(crate) struct FrameSplitter {
     max: usize,
     /// Bytes of an over-long frame still to drop.
     discarding: u64,
-    /// Buffers of frames already decoded, handed back (`recycle`): an allocation and a free
-    /// per Lease renewal were ~5 % of the daemon's CPU at 5,000 nodes.
-    spare: Vec<Vec<u8>>,
 }
 
 impl FrameSplitter {
@@ -33,20 +88,17 @@ impl FrameSplitter {
             buf: Vec::new(),
             max: max_frame.max(1),
             discarding: 0,
-            spare: Vec::new(),
         }
     }
 
-    /// A decoded frame's buffer, for the next frames (kept only if small, and few).
-    pub(crate) fn recycle(&mut self, frame: Vec<u8>) {
-        if self.spare.len() < SPARE_FRAMES && frame.capacity() <= SPARE_FRAME_BYTES {
-            self.spare.push(frame);
-        }
-    }
-
-    /// Appends body bytes; pushes every completed frame (without its length) to `out`. Frames
-    /// that arrive whole are copied once, straight from `bytes`.
-    pub(crate) fn push(&mut self, mut bytes: &[u8], out: &mut Vec<Result<Vec<u8>, LineError>>) {
+    /// Appends body bytes; every completed frame (without its length) goes into `arena` and its
+    /// span to `out`. Frames that arrive whole are copied once, straight from `bytes`.
+    pub(crate) fn push(
+        &mut self,
+        mut bytes: &[u8],
+        arena: &mut FrameArena,
+        out: &mut Vec<Result<FrameSpan, LineError>>,
+    ) {
         loop {
             if self.discarding > 0 {
                 let n = self.discarding.min(bytes.len() as u64);
@@ -67,7 +119,7 @@ impl FrameSplitter {
                 }
                 let end = LENGTH_BYTES + len as usize;
                 if bytes.len() >= end {
-                    out.push(Ok(copy(&mut self.spare, &bytes[LENGTH_BYTES..end])));
+                    out.push(Ok(arena.append(&bytes[LENGTH_BYTES..end])));
                     bytes = &bytes[end..];
                     continue;
                 }
@@ -95,7 +147,7 @@ impl FrameSplitter {
             if self.buf.len() < end {
                 return;
             }
-            out.push(Ok(copy(&mut self.spare, &self.buf[LENGTH_BYTES..])));
+            out.push(Ok(arena.append(&self.buf[LENGTH_BYTES..])));
             self.buf.clear();
         }
     }
@@ -112,18 +164,6 @@ impl FrameSplitter {
     #[cfg(test)]
     pub(crate) fn buffered(&self) -> usize {
         self.buf.len()
-    }
-}
-
-/// `bytes` in a spare buffer if there is one.
-fn copy(spare: &mut Vec<Vec<u8>>, bytes: &[u8]) -> Vec<u8> {
-    match spare.pop() {
-        Some(mut buf) => {
-            buf.clear();
-            buf.extend_from_slice(bytes);
-            buf
-        }
-        None => bytes.to_vec(),
     }
 }
 
@@ -147,6 +187,16 @@ mod tests {
         out
     }
 
+    /// The frames (or errors) `out` holds, read from the arena.
+    fn resolved(
+        arena: &FrameArena,
+        out: Vec<Result<FrameSpan, LineError>>,
+    ) -> Vec<Result<Vec<u8>, LineError>> {
+        out.into_iter()
+            .map(|r| r.map(|span| arena.get(&span).expect("a span of this read").to_vec()))
+            .collect()
+    }
+
     #[test]
     fn frames_split_at_any_read_boundary_come_out_whole_and_in_order() {
         let events: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; usize::from(i) * 7]).collect();
@@ -155,53 +205,70 @@ mod tests {
         let mut rng = Rng::new(7);
         for _ in 0..200 {
             let mut s = FrameSplitter::new(1 << 20);
+            let mut arena = FrameArena::default();
             let mut out = Vec::new();
             let mut at = 0;
             while at < body.len() {
                 let n = (rng.below(40) as usize + 1).min(body.len() - at);
-                s.push(&body[at..at + n], &mut out);
+                s.push(&body[at..at + n], &mut arena, &mut out);
                 at += n;
             }
-            let got: Vec<Vec<u8>> = out.into_iter().map(Result::unwrap).collect();
+            let got: Vec<Vec<u8>> = resolved(&arena, out)
+                .into_iter()
+                .map(Result::unwrap)
+                .collect();
             assert_eq!(got, events);
             assert!(!s.finish());
         }
     }
 
-    /// Buffers handed back are reused for the next frames, whole or split across reads, and
-    /// the frames stay intact; a buffer larger than `SPARE_FRAME_BYTES`, or one beyond
-    /// `SPARE_FRAMES`, is not kept.
+    /// A read's frames lie back to back in one buffer, reused read after read (its capacity
+    /// kept, the frames intact whole or split across reads); a span kept past the next read is
+    /// refused, not read as the new frames; a buffer a large read grew is given back.
     #[test]
-    fn recycled_frame_buffers_are_reused_and_bounded() {
+    fn a_reads_frames_share_one_buffer_that_the_next_read_reuses_and_old_spans_are_refused() {
         let events: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 120]).collect();
         let refs: Vec<&[u8]> = events.iter().map(Vec::as_slice).collect();
         let body = framed(&refs);
         let mut s = FrameSplitter::new(1 << 20);
+        let mut arena = FrameArena::default();
         let mut out = Vec::new();
-        s.push(&body, &mut out);
-        let first: Vec<Vec<u8>> = out.drain(..).map(Result::unwrap).collect();
-        assert_eq!(first, events);
-        let buffers: Vec<*const u8> = first.iter().map(|f| f.as_ptr()).collect();
-        for frame in first {
-            s.recycle(frame);
-        }
-        assert_eq!(s.spare.len(), SPARE_FRAMES);
+        s.push(&body, &mut arena, &mut out);
+        let first = out.clone();
+        let spans: Vec<FrameSpan> = first.iter().cloned().map(Result::unwrap).collect();
+        assert_eq!(
+            spans
+                .windows(2)
+                .filter(|w| w[1].start != w[0].start + w[0].len)
+                .count(),
+            0,
+            "back to back"
+        );
+        assert_eq!(
+            resolved(&arena, out.drain(..).collect()),
+            events.iter().cloned().map(Ok).collect::<Vec<_>>()
+        );
+        let capacity = arena.capacity();
+        arena.clear();
         // Again, in pieces of 37 bytes (the buffered path too).
         for piece in body.chunks(37) {
-            s.push(piece, &mut out);
+            s.push(piece, &mut arena, &mut out);
         }
-        let second: Vec<Vec<u8>> = out.drain(..).map(Result::unwrap).collect();
+        assert_eq!(arena.capacity(), capacity, "the same buffer");
+        for span in &spans {
+            assert_eq!(arena.get(span), None, "a span of the read before");
+        }
+        let second: Vec<Vec<u8>> = resolved(&arena, out.drain(..).collect())
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
         assert_eq!(second, events);
-        let reused = second
-            .iter()
-            .filter(|f| buffers.contains(&f.as_ptr()))
-            .count();
-        // The spare buffers are alive until taken, so no fresh allocation can have their
-        // addresses: without the reuse, at most the 8 dropped ones could come back.
-        assert!(s.spare.is_empty(), "every spare buffer was taken");
-        assert!(reused >= SPARE_FRAMES, "{reused} frames in reused buffers");
-        s.recycle(vec![0u8; SPARE_FRAME_BYTES + 1]);
-        assert!(s.spare.is_empty(), "too large to keep");
+        arena.clear();
+        let big = vec![7u8; 2 * ARENA_KEPT_BYTES];
+        s.push(&framed(&[&big]), &mut arena, &mut out);
+        assert_eq!(resolved(&arena, out.drain(..).collect()), vec![Ok(big)]);
+        arena.clear();
+        assert!(arena.capacity() <= ARENA_KEPT_BYTES, "given back");
     }
 
     #[test]
@@ -210,13 +277,14 @@ mod tests {
         let body = framed(&[b"a", &big, b"b"]);
         for step in [1, 3, 1000] {
             let mut s = FrameSplitter::new(10);
+            let mut arena = FrameArena::default();
             let mut out = Vec::new();
             for piece in body.chunks(step) {
-                s.push(piece, &mut out);
+                s.push(piece, &mut arena, &mut out);
                 assert!(s.buffered() <= 14);
             }
             assert_eq!(
-                out,
+                resolved(&arena, out),
                 vec![
                     Ok(b"a".to_vec()),
                     Err(LineError::TooLong { limit: 10 }),
@@ -231,8 +299,9 @@ mod tests {
     fn a_body_ending_inside_a_frame_says_so() {
         let body = framed(&[b"abcdef"]);
         let mut s = FrameSplitter::new(100);
+        let mut arena = FrameArena::default();
         let mut out = Vec::new();
-        s.push(&body[..7], &mut out);
+        s.push(&body[..7], &mut arena, &mut out);
         assert!(out.is_empty());
         assert!(s.finish());
     }

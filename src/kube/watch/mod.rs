@@ -13,5 +13,6 @@ pub mod lines;
 pub(crate) mod response;
 pub(crate) mod stream;
 
+pub use frames::FrameSpan;
 pub use response::{ResponseDecoder, StreamEnd, WatchItem};
 pub use stream::{Drain, OpenError, WatchOptions, WatchStream};

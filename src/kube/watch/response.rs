@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::chunked::{ChunkedDecoder, ChunkedError};
-use super::frames::FrameSplitter;
+use super::frames::{FrameArena, FrameSpan, FrameSplitter};
 use super::http_head::{BodyFraming, HeadError, HeadParser, ResponseHead};
 use super::lines::{LineError, LineSplitter};
 
@@ -19,8 +19,9 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 pub enum WatchItem {
     /// One JSON watch event line (`{"type":"ADDED","object":{...}}`), undecoded.
     Event(Vec<u8>),
-    /// One protobuf watch event (a `metav1.WatchEvent`, its length prefix removed), undecoded.
-    Frame(Vec<u8>),
+    /// One protobuf watch event (a `metav1.WatchEvent`, its length prefix removed), undecoded:
+    /// where its bytes are in the decoder's frames of this read ([`ResponseDecoder::frame`]).
+    Frame(FrameSpan),
     /// A line that could not be delivered (too long); later events are unaffected.
     Skipped(String),
     /// The stream is over; nothing follows.
@@ -85,6 +86,10 @@ pub struct ResponseDecoder {
     scratch: Vec<u8>,
     /// The events one `deliver` split off, reused (one allocation per chunk otherwise).
     split: Vec<Result<Vec<u8>, LineError>>,
+    split_frames: Vec<Result<FrameSpan, LineError>>,
+    /// The frames fed since the last `release_frames`, back to back (`frames.rs`). Outside
+    /// `state`: the frames before a stream's end are read after it.
+    arena: FrameArena,
     /// The body ended where its framing said, nothing followed it, and the head allowed
     /// keep-alive: the connection can carry the next request.
     reusable: bool,
@@ -97,19 +102,20 @@ impl ResponseDecoder {
             max_line,
             scratch: Vec::new(),
             split: Vec::new(),
+            split_frames: Vec::new(),
+            arena: FrameArena::default(),
             reusable: false,
         }
     }
 
-    /// A decoded frame's buffer, reused for the next frames of this response.
-    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
-        if let State::Body {
-            lines: Events::Frames(frames),
-            ..
-        } = &mut self.state
-        {
-            frames.recycle(frame);
-        }
+    /// A frame's bytes; `None` for a frame of a read before the last `release_frames`.
+    pub fn frame(&self, span: &FrameSpan) -> Option<&[u8]> {
+        self.arena.get(span)
+    }
+
+    /// Every frame fed so far has been read: the next ones reuse their buffer.
+    pub fn release_frames(&mut self) {
+        self.arena.clear();
     }
 
     pub fn is_ended(&self) -> bool {
@@ -250,7 +256,8 @@ impl ResponseDecoder {
                     out.extend(split.drain(..).map(line_item));
                 }
                 Events::Frames(frames) => {
-                    frames.push(data, split);
+                    let split = &mut self.split_frames;
+                    frames.push(data, &mut self.arena, split);
                     out.extend(split.drain(..).map(frame_item));
                 }
             }
@@ -301,7 +308,7 @@ impl ResponseDecoder {
     }
 }
 
-fn frame_item(frame: Result<Vec<u8>, LineError>) -> WatchItem {
+fn frame_item(frame: Result<FrameSpan, LineError>) -> WatchItem {
     match frame {
         Ok(f) => WatchItem::Frame(f),
         Err(e) => WatchItem::Skipped(e.to_string()),
@@ -378,11 +385,22 @@ mod tests {
         for piece in wire.chunks(5) {
             d.feed(piece, &mut out);
         }
-        let frame = WatchItem::Frame(EXPIRED_FRAME[4..].to_vec());
-        assert_eq!(
-            out,
-            vec![frame.clone(), frame, WatchItem::Ended(StreamEnd::Clean)]
-        );
+        let frames: Vec<&[u8]> = out
+            .iter()
+            .filter_map(|item| match item {
+                WatchItem::Frame(span) => d.frame(span),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(frames, vec![&EXPIRED_FRAME[4..], &EXPIRED_FRAME[4..]]);
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert_eq!(out[2], WatchItem::Ended(StreamEnd::Clean));
+        // Read after the stream's end, as the informer does; refused once released.
+        let WatchItem::Frame(first) = &out[0] else {
+            panic!("{out:?}")
+        };
+        d.release_frames();
+        assert_eq!(d.frame(first), None);
     }
 
     #[test]

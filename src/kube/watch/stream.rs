@@ -23,6 +23,7 @@ use std::time::Duration;
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
+use super::frames::FrameSpan;
 use super::keepalive;
 use super::lines::DEFAULT_MAX_LINE;
 use super::response::{ResponseDecoder, StreamEnd, WatchItem};
@@ -247,9 +248,10 @@ impl WatchStream {
         self.bytes_received
     }
 
-    /// A frame this stream delivered, decoded: its buffer is reused for the next frames.
-    pub fn recycle_frame(&mut self, frame: Vec<u8>) {
-        self.decoder.recycle_frame(frame);
+    /// The bytes of a frame the last `on_ready` delivered (`None` for an earlier call's: each
+    /// call's frames reuse the buffer of the call before).
+    pub fn frame(&self, span: &FrameSpan) -> Option<&[u8]> {
+        self.decoder.frame(span)
     }
 
     /// `read` calls made on the socket so far, those answered `WouldBlock` included.
@@ -273,8 +275,12 @@ impl WatchStream {
     /// reads and decodes until the socket would block — or until `read_budget` bytes were
     /// decoded, so one fast stream cannot starve the loop's timers. On `MoreToRead` the caller
     /// must call again soon (after its due timers) without waiting for a new event: with
-    /// edge-triggered readiness, none will come for bytes already there.
+    /// edge-triggered readiness, none will come for bytes already there. The frames it
+    /// delivers (`WatchItem::Frame`) are read with [`WatchStream::frame`] before the next call.
     pub fn on_ready(&mut self, now: Time, out: &mut Vec<WatchItem>) -> Drain {
+        // The frames the last call delivered have been read (its caller reads them before it
+        // calls again): this call's reuse their buffer.
+        self.decoder.release_frames();
         if self.ended {
             return Drain::Done;
         }

@@ -78,9 +78,16 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                     self.watch_events += 1;
                     self.last_event_at = Some(now);
                     let decoded = match &item {
-                        WatchItem::Frame(frame) => {
+                        WatchItem::Frame(span) => {
                             self.protobuf_watch_events += 1;
-                            proto::decode_watch_event::<T>(frame, io.decode)
+                            match self.stream.as_ref().and_then(|s| s.frame(span)) {
+                                Some(frame) => proto::decode_watch_event::<T>(frame, io.decode),
+                                // Not reachable: the frames are read before the next read.
+                                None => Err(crate::kube::decode::DecodeError::new(
+                                    "watch event",
+                                    "its frame was released before it was read",
+                                )),
+                            }
                         }
                         WatchItem::Event(line) => decode_watch_event::<T>(line, io.decode),
                         _ => continue,
@@ -93,9 +100,6 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
                             WatchFlow::Continue
                         }
                     };
-                    if let (WatchItem::Frame(frame), Some(stream)) = (item, &mut self.stream) {
-                        stream.recycle_frame(frame);
-                    }
                     if flow == WatchFlow::Close {
                         self.currency.failed(Failure::Broken);
                         debug!(
