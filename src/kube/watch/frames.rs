@@ -245,7 +245,7 @@ mod tests {
             "back to back"
         );
         assert_eq!(
-            resolved(&arena, out.drain(..).collect()),
+            resolved(&arena, std::mem::take(&mut out)),
             events.iter().cloned().map(Ok).collect::<Vec<_>>()
         );
         let capacity = arena.capacity();
@@ -258,7 +258,7 @@ mod tests {
         for span in &spans {
             assert_eq!(arena.get(span), None, "a span of the read before");
         }
-        let second: Vec<Vec<u8>> = resolved(&arena, out.drain(..).collect())
+        let second: Vec<Vec<u8>> = resolved(&arena, std::mem::take(&mut out))
             .into_iter()
             .map(Result::unwrap)
             .collect();
@@ -266,7 +266,7 @@ mod tests {
         arena.clear();
         let big = vec![7u8; 2 * ARENA_KEPT_BYTES];
         s.push(&framed(&[&big]), &mut arena, &mut out);
-        assert_eq!(resolved(&arena, out.drain(..).collect()), vec![Ok(big)]);
+        assert_eq!(resolved(&arena, std::mem::take(&mut out)), vec![Ok(big)]);
         arena.clear();
         assert!(arena.capacity() <= ARENA_KEPT_BYTES, "given back");
     }
