@@ -254,6 +254,12 @@ impl WatchStream {
         self.decoder.frame(span)
     }
 
+    /// The frames delivered so far have been read (the next `on_ready` does it too): their
+    /// buffer is emptied now, and freed if a large read grew it.
+    pub fn release_frames(&mut self) {
+        self.decoder.release_frames();
+    }
+
     /// `read` calls made on the socket so far, those answered `WouldBlock` included.
     pub fn socket_reads(&self) -> u64 {
         self.socket_reads

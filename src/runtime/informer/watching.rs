@@ -19,6 +19,11 @@ impl<T: Watched, S: Clone, K: Eq + Hash + Clone> Informer<T, S, K> {
         self.lazy_read_by = None;
         let found = items.len();
         self.deliver(io, &mut items, out);
+        // Read: the frames' buffer is emptied before the deltas are fed (a sync's, freed whole
+        // before the trim that follows it).
+        if let Some(stream) = &mut self.stream {
+            stream.release_frames();
+        }
         self.items = items;
         self.note_answer(io.lp.now());
         self.coalesce_after_read(io.lp, found);
