@@ -128,10 +128,12 @@ pub enum Observed {
     },
     NodesGone(Vec<Node>),
     /// A node's Lease was stored, with its renewal (the node lifecycle judges by it without
-    /// looking the Lease up again).
+    /// looking the Lease up again) and the slot of the node's entry in the node lifecycle,
+    /// found from the Lease's (checked again where it is used: `NameMap::get_mut_at`).
     Lease {
         name: Name,
         renew_time: Option<Time>,
+        entry: Option<u32>,
     },
     Pod(PodChange),
     /// Pods removed, with the node each was bound to.

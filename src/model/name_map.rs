@@ -16,6 +16,7 @@
 //! is an append. About 12 bytes per entry more than a refilled `BTreeMap`.
 
 use std::hash::BuildHasher;
+use std::rc::Rc;
 
 use super::Name;
 use super::name_hash::NameHashState;
@@ -85,6 +86,31 @@ impl<V> NameMap<V> {
         self.slot_of(name)
             .and_then(|slot| self.entry(slot))
             .map(|(_, v)| v)
+    }
+
+    /// The slot of `name`'s entry. `hint` is a slot an earlier lookup gave, kept by the caller
+    /// (beside a Lease, in the store): when the entry there holds `name`'s very allocation it
+    /// is the entry, found without the index (a cold line at every renewal). A stale hint (the
+    /// entry gone, the slab compacted) is only a lookup by hash, as without one.
+    pub(crate) fn slot_hinted(&self, name: &Name, hint: u32) -> Option<u32> {
+        match self.entry(hint) {
+            Some((held, _)) if Rc::ptr_eq(held, name) => Some(hint),
+            _ => self.slot_of(name),
+        }
+    }
+
+    /// `name`'s value, at `slot` (from [`NameMap::slot_hinted`]) while that entry is still
+    /// `name`'s, else found by name.
+    pub(crate) fn get_mut_at(&mut self, slot: u32, name: &Name) -> Option<&mut V> {
+        let slot = self.slot_hinted(name, slot)?;
+        self.slab[slot as usize].as_mut().map(|(_, v)| v)
+    }
+
+    /// The name `name` is held under (the same text, and the allocation the map keeps).
+    pub(crate) fn key(&self, name: &str) -> Option<&Name> {
+        self.slot_of(name)
+            .and_then(|slot| self.entry(slot))
+            .map(|(n, _)| n)
     }
 
     pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut V> {

@@ -46,11 +46,34 @@ pub struct Vanished {
     pub(crate) pods: Vec<(PodKey, Option<Name>)>,
 }
 
+/// A Lease as the store keeps it.
+#[derive(Debug)]
+struct HeldLease {
+    lease: Lease,
+    /// Where the store's owner (the node lifecycle) keeps its node's entry, as it last found
+    /// it: a renewal then reaches the entry from the one lookup it makes here. A hint only:
+    /// the owner checks it (`NameMap::slot_hinted`); [`NO_SLOT`] until set.
+    owner_slot: u32,
+}
+
+/// No owner's slot kept yet.
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+/// What [`ClusterStore::upsert_lease`] did, and where it keeps the Lease.
+#[derive(Debug)]
+pub struct LeaseStored {
+    /// The name the Lease is kept under: its node's allocation once the node is known.
+    pub name: Name,
+    /// The owner's slot kept beside it ([`NO_SLOT`] if none).
+    pub owner_slot: u32,
+    pub upserted: Upserted<Lease>,
+}
+
 #[derive(Debug, Default)]
 pub struct ClusterStore {
     nodes: NameMap<Node>,
     /// Hashed by `NameHashState` (a Lease is looked up by name at every renewal).
-    leases: HashMap<Name, Lease, NameHashState>,
+    leases: HashMap<Name, HeldLease, NameHashState>,
     pods: PodTable,
     /// Names delivered by the full state in progress, per kind (pods mark their records).
     nodes_seen: Option<HashSet<Name, NameHashState>>,
@@ -78,7 +101,7 @@ impl ClusterStore {
     }
 
     pub(crate) fn lease(&self, name: &str) -> Option<&Lease> {
-        self.leases.get(name)
+        self.leases.get(name).map(|h| &h.lease)
     }
 
     pub(crate) fn lease_count(&self) -> usize {
@@ -102,6 +125,7 @@ impl ClusterStore {
         match self.nodes.get_mut(&node.name) {
             Some(held) => replace(held, node, |n| &n.resource_version),
             None => {
+                self.rekey_lease(&node.name);
                 self.nodes.insert(node.name.clone(), node);
                 Upserted::Changed { before: None }
             }
@@ -118,21 +142,67 @@ impl ClusterStore {
         self.nodes.get_mut(name)
     }
 
-    pub fn upsert_lease(&mut self, lease: Lease) -> Upserted<Lease> {
-        if let Some(seen) = &mut self.leases_seen {
-            seen.insert(lease.name.clone());
-        }
-        match self.leases.get_mut(&lease.name) {
-            Some(held) => replace(held, lease, |l| &l.resource_version),
-            None => {
-                self.leases.insert(lease.name.clone(), lease);
-                Upserted::Changed { before: None }
+    /// Stores a Lease, under the name already held for it: the Lease's own if it is known,
+    /// else its node's (the decoder interns names, so these are one allocation; a Lease built
+    /// elsewhere, as in the tests, is kept under the node's all the same). Returns that name,
+    /// which the node lifecycle compares by address, and the owner's slot kept beside the
+    /// Lease (`set_lease_owner_slot`): a renewal reaches its node's entry from this one lookup.
+    pub fn upsert_lease(&mut self, mut lease: Lease) -> LeaseStored {
+        let (name, owner_slot, upserted) = match self.leases.get_mut(&lease.name) {
+            Some(held) => {
+                let name = held.lease.name.clone();
+                lease.name = name.clone();
+                let upserted = replace(&mut held.lease, lease, |l| &l.resource_version);
+                (name, held.owner_slot, upserted)
             }
+            None => {
+                // Kept under the node's name when the node is known; else under its own until
+                // the node comes (`rekey_lease`).
+                if let Some(key) = self.nodes.key(&lease.name) {
+                    lease.name = key.clone();
+                }
+                let name = lease.name.clone();
+                let held = HeldLease {
+                    lease,
+                    owner_slot: NO_SLOT,
+                };
+                self.leases.insert(name.clone(), held);
+                (name, NO_SLOT, Upserted::Changed { before: None })
+            }
+        };
+        if let Some(seen) = &mut self.leases_seen {
+            seen.insert(name.clone());
+        }
+        LeaseStored {
+            name,
+            owner_slot,
+            upserted,
         }
     }
 
+    /// Keeps `slot` beside `name`'s Lease: where the owner found the node's entry.
+    pub(crate) fn set_lease_owner_slot(&mut self, name: &str, slot: u32) {
+        if let Some(held) = self.leases.get_mut(name) {
+            held.owner_slot = slot;
+        }
+    }
+
+    /// A node new to the store: its Lease, if it came first, is kept under the node's name from
+    /// now on (one allocation for both; the renewals' lookups compare it by address).
+    fn rekey_lease(&mut self, node_name: &Name) {
+        let held = self.leases.get(&**node_name);
+        if held.is_none_or(|h| Rc::ptr_eq(&h.lease.name, node_name)) {
+            return;
+        }
+        let Some(mut held) = self.leases.remove(&**node_name) else {
+            return;
+        };
+        held.lease.name = node_name.clone();
+        self.leases.insert(node_name.clone(), held);
+    }
+
     pub(crate) fn remove_lease(&mut self, name: &str) -> Option<Lease> {
-        self.leases.remove(name)
+        self.leases.remove(name).map(|h| h.lease)
     }
 
     pub fn upsert_pod(&mut self, pod: Pod) -> PodUpsert {
@@ -201,11 +271,11 @@ impl ClusterStore {
             // Leases it has 32,768.
             leases: self.leases.capacity().div_ceil(7)
                 * 8
-                * (std::mem::size_of::<(Name, Lease)>() + 1)
+                * (std::mem::size_of::<(Name, HeldLease)>() + 1)
                 + self
                     .leases
                     .values()
-                    .map(|l| l.resource_version.heap_bytes())
+                    .map(|h| h.lease.resource_version.heap_bytes())
                     .sum::<usize>(),
             pods: self.pods.heap_bytes(),
         }
@@ -321,5 +391,81 @@ mod tests {
         assert_eq!(v.nodes.len(), 1);
         assert_eq!(&*v.nodes[0].name, "b");
         assert_eq!(s.node_count(), 1);
+    }
+
+    fn lease(name: &str, rv: &str) -> Lease {
+        Lease {
+            name: Rc::from(name),
+            renew_time: None,
+            duration_seconds: Some(40),
+            resource_version: rv.into(),
+        }
+    }
+
+    /// The store keeps every Lease under its node's name allocation, whichever came first, and
+    /// a renewal returns that name, so the node lifecycle finds its entry by address (with
+    /// names the decoder did not intern too, as here).
+    #[test]
+    fn a_lease_is_kept_under_its_nodes_name_whichever_came_first() {
+        let mut s = ClusterStore::new();
+        s.upsert_node(node("first", "1"));
+        let stored = s.upsert_lease(lease("first", "2"));
+        let node_name = &s.node("first").unwrap().name;
+        assert!(Rc::ptr_eq(&stored.name, node_name), "the node's name");
+        assert!(Rc::ptr_eq(&s.lease("first").unwrap().name, node_name));
+        assert_eq!(stored.owner_slot, NO_SLOT);
+
+        // The Lease first: kept under its own copy until its node comes.
+        let early = s.upsert_lease(lease("later", "3"));
+        s.upsert_node(node("later", "4"));
+        let node_name = s.node("later").unwrap().name.clone();
+        assert!(!Rc::ptr_eq(&early.name, &node_name));
+        assert!(Rc::ptr_eq(&s.lease("later").unwrap().name, &node_name));
+
+        // A renewal (another allocation of the name) is stored under the held name, with the
+        // owner's slot kept beside it; its own name is let go.
+        s.set_lease_owner_slot("later", 7);
+        let copy = lease("later", "5");
+        let copy_name = copy.name.clone();
+        let renewal = s.upsert_lease(copy);
+        assert!(matches!(renewal.upserted, Upserted::Changed { .. }));
+        assert!(Rc::ptr_eq(&renewal.name, &node_name));
+        assert!(Rc::ptr_eq(&s.lease("later").unwrap().name, &node_name));
+        assert_eq!(renewal.owner_slot, 7);
+        assert_eq!(
+            Rc::strong_count(&copy_name),
+            1,
+            "the renewal's name is not kept"
+        );
+        assert_eq!(&*s.lease("later").unwrap().resource_version, "5");
+        // Older and unchanged renewals change nothing and keep the slot.
+        assert!(matches!(
+            s.upsert_lease(lease("later", "4")).upserted,
+            Upserted::Older
+        ));
+        let again = s.upsert_lease(lease("later", "5"));
+        assert!(matches!(again.upserted, Upserted::Unchanged));
+        assert_eq!(again.owner_slot, 7);
+        assert_eq!(s.lease_count(), 2);
+    }
+
+    /// A relist of Leases marks what it delivers by name: Leases under other allocations of the
+    /// names count as the held ones, and only what it did not deliver is removed.
+    #[test]
+    fn a_relist_of_leases_keeps_what_it_delivered_by_name_and_removes_the_rest() {
+        let mut s = ClusterStore::new();
+        for name in ["a", "b"] {
+            s.upsert_node(node(name, "1"));
+            s.upsert_lease(lease(name, "2"));
+        }
+        s.begin_full_state(Kind::Leases);
+        s.upsert_lease(lease("a", "2"));
+        let vanished = s.end_full_state(Kind::Leases);
+        assert_eq!(vanished.leases.len(), 1);
+        assert_eq!(&*vanished.leases[0], "b");
+        assert!(Rc::ptr_eq(
+            &s.lease("a").unwrap().name,
+            &s.node("a").unwrap().name
+        ));
     }
 }

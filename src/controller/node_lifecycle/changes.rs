@@ -107,8 +107,15 @@ impl NodeLifecycle {
     }
 
     /// The node's Lease was stored with this renewal (`observe`: the store holds it now).
-    pub(super) fn on_lease_changed(&mut self, name: &Name, renew: Option<Time>, now: Time) {
-        let Some(e) = self.nodes.get_mut(name) else {
+    /// A renewal of `name`'s Lease; `slot` is where `observe` found the node's entry.
+    pub(super) fn on_lease_changed(
+        &mut self,
+        name: &Name,
+        slot: u32,
+        renew: Option<Time>,
+        now: Time,
+    ) {
+        let Some(e) = self.nodes.get_mut_at(slot, name) else {
             return;
         };
         if !e.registered || !e.health.observe_lease(renew, now) {

@@ -396,7 +396,15 @@ impl NodeLifecycle {
                 // The end of a full state of nodes (the store refilled its map too).
                 self.nodes.compact();
             }
-            Observed::Lease { name, renew_time } => self.on_lease_changed(&name, renew_time, now),
+            Observed::Lease {
+                name,
+                renew_time,
+                entry,
+            } => {
+                if let Some(slot) = entry {
+                    self.on_lease_changed(&name, slot, renew_time, now);
+                }
+            }
             Observed::Pod(change) => self.on_pod_changed(&change, now, out),
             Observed::PodsGone(pods) => {
                 for (key, _) in &pods {

@@ -26,10 +26,21 @@ impl NodeLifecycle {
                 None => Observed::Nothing,
             },
             Input::LeaseUpsert(lease) => {
-                let (name, renew_time) = (lease.name.clone(), lease.renew_time);
-                match self.store.upsert_lease(lease) {
-                    Upserted::Changed { .. } => Observed::Lease { name, renew_time },
-                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
+                let renew_time = lease.renew_time;
+                let stored = self.store.upsert_lease(lease);
+                let Upserted::Changed { .. } = stored.upserted else {
+                    return Observed::Nothing;
+                };
+                // The node's entry, at the slot kept beside the Lease while it is still there:
+                // one lookup by name for a renewal, the store's.
+                let entry = self.nodes.slot_hinted(&stored.name, stored.owner_slot);
+                if let Some(slot) = entry.filter(|&slot| slot != stored.owner_slot) {
+                    self.store.set_lease_owner_slot(&stored.name, slot);
+                }
+                Observed::Lease {
+                    name: stored.name,
+                    renew_time,
+                    entry,
                 }
             }
             Input::LeaseDeleted(name) => {
@@ -107,7 +118,7 @@ impl NodeLifecycle {
                 Observed::Nothing
             }
             Landed::Lease(lease) => {
-                self.store.upsert_lease(lease);
+                let _ = self.store.upsert_lease(lease);
                 Observed::Nothing
             }
         }

@@ -16,6 +16,7 @@ mod partitions;
 mod partitions_hold;
 mod policies;
 mod pool_timing;
+mod renewal_lookup;
 mod restarts;
 mod upstream_monitor;
 mod upstream_review;

@@ -1,0 +1,101 @@
+//! A renewal reaches its node's entry from the one lookup it makes, the store's: the slot of the
+//! entry kept beside the Lease (`ClusterStore::upsert_lease`, `NameMap::slot_hinted`). That
+//! slot is a hint. These stories make it stale and check that a renewal still renews its own
+//! node, and never another.
+
+use super::harness::*;
+use crate::controller::Input;
+use crate::model::ConditionStatus::{True, Unknown};
+use crate::model::Kind;
+use crate::time::Time;
+
+fn t0() -> Time {
+    date(2026, 1, 1, 12, 0, 0)
+}
+
+fn ready_node(name: &str) -> crate::model::Node {
+    node(name).ready(True, t0(), t0()).build()
+}
+
+fn renew(h: &mut Harness, names: &[&str]) {
+    for name in names {
+        h.put_lease(lease(name, h.now));
+    }
+}
+
+/// A relist that no longer has node `a` compacts the node lifecycle's entries: `b`, `c` and `d`
+/// move one slot down, so the slot kept beside `b`'s Lease is now `c`'s entry. `b` and `d` go on
+/// renewing and `c` falls silent: `c` goes Unknown at its grace, `b` and `d` stay Ready. Had the
+/// stale slot been taken as `b`'s, `b`'s renewals would have kept `c` alive and `b` would have
+/// gone Unknown.
+#[test]
+fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other() {
+    let names = ["a", "b", "c", "d"];
+    let mut h = Harness::lifecycle_alone_started(
+        test_settings(),
+        t0(),
+        names.iter().map(|n| ready_node(n)).collect(),
+        vec![],
+        names.iter().map(|n| lease(n, t0())).collect(),
+    );
+    h.run_until(t0() + secs(10));
+    // Every Lease now keeps its entry's slot (a 0, b 1, c 2, d 3).
+    renew(&mut h, &names);
+    h.feed(Input::FullStateBegin(Kind::Nodes));
+    for name in ["b", "c", "d"] {
+        let listed = h.nodes[name].clone();
+        h.put_node(listed);
+    }
+    h.nodes.remove("a");
+    h.feed(Input::FullStateEnd(Kind::Nodes));
+    let mut at = t0() + secs(10);
+    while at < t0() + secs(90) {
+        at += secs(10);
+        h.run_until(at);
+        renew(&mut h, &["b", "d"]);
+    }
+    assert_eq!(h.ready_of("c"), Some(Unknown), "c fell silent at 10 s");
+    assert_eq!(h.ready_of("b"), Some(True), "b renewed every 10 s");
+    assert_eq!(h.ready_of("d"), Some(True), "d renewed every 10 s");
+    let unknown: Vec<_> = h
+        .status_writes()
+        .into_iter()
+        .filter(|(_, _, conditions)| conditions.iter().any(|c| c.status == Unknown))
+        .map(|(t, name, _)| (t, name.to_string()))
+        .collect();
+    assert_eq!(unknown.len(), 1, "only c: {unknown:?}");
+    assert_eq!(unknown[0].1, "c");
+    assert!(
+        unknown[0].0 >= t0() + secs(60),
+        "not before c's grace ran out: {unknown:?}"
+    );
+}
+
+/// A node deleted and created again under the same name gets a new entry; the Lease, kept
+/// across, keeps the old entry's slot, which may now be free or another node's: the renewal
+/// finds the new entry by name and the node stays Ready.
+#[test]
+fn a_node_created_again_under_its_name_is_renewed_through_its_new_entry() {
+    let names = ["a", "b"];
+    let mut h = Harness::lifecycle_alone_started(
+        test_settings(),
+        t0(),
+        names.iter().map(|n| ready_node(n)).collect(),
+        vec![],
+        names.iter().map(|n| lease(n, t0())).collect(),
+    );
+    h.run_until(t0() + secs(10));
+    renew(&mut h, &names);
+    h.delete_node("a");
+    h.delete_node("b");
+    h.put_node(ready_node("b"));
+    h.put_node(ready_node("a"));
+    let mut at = t0() + secs(10);
+    while at < t0() + secs(90) {
+        at += secs(10);
+        h.run_until(at);
+        renew(&mut h, &["a"]);
+    }
+    assert_eq!(h.ready_of("a"), Some(True), "a renewed every 10 s");
+    assert_eq!(h.ready_of("b"), Some(Unknown), "b fell silent at 10 s");
+}
