@@ -23,14 +23,8 @@ fn renew(h: &mut Harness, names: &[&str]) {
     }
 }
 
-/// A relist that no longer has node `a` compacts the node lifecycle's entries: `b`, `c` and `d`
-/// move one slot down, so the slot kept beside `b`'s Lease is now `c`'s entry. `b` and `d` go on
-/// renewing and `c` falls silent: `c` goes Unknown at its grace, `b` and `d` stay Ready. Had the
-/// stale slot been taken as `b`'s, `b`'s renewals would have kept `c` alive and `b` would have
-/// gone Unknown.
-#[test]
-fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other() {
-    let names = ["a", "b", "c", "d"];
+/// `names` Ready, listed at `t0` and renewed at 10 s: every Lease then keeps its entry's slot.
+fn listed_and_renewed(names: &[&str]) -> Harness {
     let mut h = Harness::lifecycle_alone_started(
         test_settings(),
         t0(),
@@ -39,8 +33,29 @@ fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other()
         names.iter().map(|n| lease(n, t0())).collect(),
     );
     h.run_until(t0() + secs(10));
-    // Every Lease now keeps its entry's slot (a 0, b 1, c 2, d 3).
-    renew(&mut h, &names);
+    renew(&mut h, names);
+    h
+}
+
+/// `alive` renew every 10 s from 20 s to 90 s; the others are silent.
+fn renew_to_90s(h: &mut Harness, alive: &[&str]) {
+    let mut at = t0() + secs(10);
+    while at < t0() + secs(90) {
+        at += secs(10);
+        h.run_until(at);
+        renew(h, alive);
+    }
+}
+
+/// A relist that no longer has node `a` compacts the node lifecycle's entries: `b`, `c` and `d`
+/// move one slot down, so the slot kept beside `b`'s Lease is now `c`'s entry. `b` and `d` go on
+/// renewing and `c` falls silent: `c` goes Unknown at its grace, `b` and `d` stay Ready. Had the
+/// stale slot been taken as `b`'s, `b`'s renewals would have kept `c` alive and `b` would have
+/// gone Unknown.
+#[test]
+fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other() {
+    // Every Lease keeps its entry's slot (a 0, b 1, c 2, d 3).
+    let mut h = listed_and_renewed(&["a", "b", "c", "d"]);
     h.feed(Input::FullStateBegin(Kind::Nodes));
     for name in ["b", "c", "d"] {
         let listed = h.nodes[name].clone();
@@ -48,12 +63,7 @@ fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other()
     }
     h.nodes.remove("a");
     h.feed(Input::FullStateEnd(Kind::Nodes));
-    let mut at = t0() + secs(10);
-    while at < t0() + secs(90) {
-        at += secs(10);
-        h.run_until(at);
-        renew(&mut h, &["b", "d"]);
-    }
+    renew_to_90s(&mut h, &["b", "d"]);
     assert_eq!(h.ready_of("c"), Some(Unknown), "c fell silent at 10 s");
     assert_eq!(h.ready_of("b"), Some(True), "b renewed every 10 s");
     assert_eq!(h.ready_of("d"), Some(True), "d renewed every 10 s");
@@ -76,26 +86,12 @@ fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other()
 /// finds the new entry by name and the node stays Ready.
 #[test]
 fn a_node_created_again_under_its_name_is_renewed_through_its_new_entry() {
-    let names = ["a", "b"];
-    let mut h = Harness::lifecycle_alone_started(
-        test_settings(),
-        t0(),
-        names.iter().map(|n| ready_node(n)).collect(),
-        vec![],
-        names.iter().map(|n| lease(n, t0())).collect(),
-    );
-    h.run_until(t0() + secs(10));
-    renew(&mut h, &names);
+    let mut h = listed_and_renewed(&["a", "b"]);
     h.delete_node("a");
     h.delete_node("b");
     h.put_node(ready_node("b"));
     h.put_node(ready_node("a"));
-    let mut at = t0() + secs(10);
-    while at < t0() + secs(90) {
-        at += secs(10);
-        h.run_until(at);
-        renew(&mut h, &["a"]);
-    }
+    renew_to_90s(&mut h, &["a"]);
     assert_eq!(h.ready_of("a"), Some(True), "a renewed every 10 s");
     assert_eq!(h.ready_of("b"), Some(Unknown), "b fell silent at 10 s");
 }
