@@ -57,7 +57,7 @@ struct HeldLease {
 }
 
 /// No owner's slot kept yet.
-pub(crate) const NO_SLOT: u32 = u32::MAX;
+const NO_SLOT: u32 = u32::MAX;
 
 /// What [`ClusterStore::upsert_lease`] did, and where it keeps the Lease.
 #[derive(Debug)]

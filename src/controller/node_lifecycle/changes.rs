@@ -106,8 +106,8 @@ impl NodeLifecycle {
         }
     }
 
-    /// The node's Lease was stored with this renewal (`observe`: the store holds it now).
-    /// A renewal of `name`'s Lease; `slot` is where `observe` found the node's entry.
+    /// The node's Lease was stored with this renewal (`observe`: the store holds it now);
+    /// `slot` is where `observe` found the node's entry.
     pub(super) fn on_lease_changed(
         &mut self,
         name: &Name,

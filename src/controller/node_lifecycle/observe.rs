@@ -118,7 +118,7 @@ impl NodeLifecycle {
                 Observed::Nothing
             }
             Landed::Lease(lease) => {
-                let _ = self.store.upsert_lease(lease);
+                self.store.upsert_lease(lease);
                 Observed::Nothing
             }
         }
