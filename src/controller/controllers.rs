@@ -402,6 +402,12 @@ impl Controllers {
         follower
     }
 
+    /// Asks for what the renewals of `names` (a batch about to be fed) will read
+    /// (`model/prefetch.rs`): nothing any decision sees changes.
+    pub(crate) fn prefetch_renewals<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) {
+        self.lifecycle.prefetch_renewals(names);
+    }
+
     /// The cluster as both controllers know it.
     pub fn store(&self) -> &ClusterStore {
         self.lifecycle.store()

@@ -6,22 +6,23 @@
 //! `kube/` decodes JSON into these; `controller/` consumes them; neither knows the other.
 
 mod compact;
+mod inline_text;
 mod interner;
 mod name_hash;
 mod name_map;
 mod node_labels;
 mod pod_table;
+mod prefetch;
 mod ref_table;
 mod store;
-mod version;
 
+pub use inline_text::{LeaseName, Version};
 pub(crate) use interner::Interner;
 pub(crate) use name_hash::NameHashState;
 pub(crate) use name_map::NameMap;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
-pub use version::Version;
 
 use std::rc::Rc;
 
@@ -433,7 +434,9 @@ impl Node {
 /// A node's heartbeat in `kube-node-lease` (the Lease has the node's name).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {
-    pub name: Name,
+    /// Copied from the wire, not interned (`inline_text.rs`); the store keeps the Lease under
+    /// its node's interned name.
+    pub name: LeaseName,
     pub renew_time: Option<Time>,
     /// `spec.leaseDurationSeconds`: the kubelet renews at a quarter of it.
     pub duration_seconds: Option<u32>,

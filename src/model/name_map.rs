@@ -62,7 +62,8 @@ impl<V> NameMap<V> {
         self.order.len()
     }
 
-    fn hash(&self, name: &str) -> u64 {
+    /// The hash the index files `name` under (what the `prefetch_` calls take).
+    pub(crate) fn hash(&self, name: &str) -> u64 {
         self.hasher.hash_one(name)
     }
 
@@ -99,6 +100,40 @@ impl<V> NameMap<V> {
         }
     }
 
+    /// Prefetching a batch's lookups (`model/prefetch.rs`), a stage at a time, by the names'
+    /// hashes ([`NameMap::hash`]): first the index bucket where a search starts…
+    pub(crate) fn prefetch_index(&self, h: u64) {
+        self.index.prefetch(h);
+    }
+
+    /// …then, that bucket read, the entry it names (the first whose hash fragment matches:
+    /// almost always the name's)…
+    pub(crate) fn prefetch_entry(&self, h: u64) {
+        if let Some(slot) = self.likely_slot(h) {
+            self.prefetch_slot(slot);
+        }
+    }
+
+    /// …then, that entry read, what it holds (its name's allocation, `prefetch::prefetch_name`,
+    /// or what its value points to): the entry a lookup of hash `h` compares first, unchecked.
+    pub(crate) fn likely(&self, h: u64) -> Option<(&Name, &V)> {
+        self.likely_slot(h)
+            .and_then(|slot| self.entry(slot))
+            .map(|(n, v)| (n, v))
+    }
+
+    /// …or the entry at a slot known beforehand (a hint kept by the caller).
+    pub(crate) fn prefetch_slot(&self, slot: u32) {
+        if let Some(entry) = self.slab.get(slot as usize) {
+            super::prefetch::prefetch(entry);
+        }
+    }
+
+    /// The slot a lookup of hash `h` compares first: unchecked, for prefetching only.
+    fn likely_slot(&self, h: u64) -> Option<u32> {
+        self.index.find(h, |_| true)
+    }
+
     /// `name`'s value, at `slot` (from [`NameMap::slot_hinted`]) while that entry is still
     /// `name`'s, else found by name.
     pub(crate) fn get_mut_at(&mut self, slot: u32, name: &Name) -> Option<&mut V> {
@@ -111,6 +146,12 @@ impl<V> NameMap<V> {
         self.slot_of(name)
             .and_then(|slot| self.entry(slot))
             .map(|(n, _)| n)
+    }
+
+    /// `name`'s entry: the name it is held under, and its value.
+    pub(crate) fn get_key_value_mut(&mut self, name: &str) -> Option<(&Name, &mut V)> {
+        let slot = self.slot_of(name)?;
+        self.slab[slot as usize].as_mut().map(|(n, v)| (&*n, v))
     }
 
     pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut V> {

@@ -11,7 +11,7 @@
 //!   marks what it delivers, and what it did not deliver is removed at its end. So the
 //!   reflectors need no map of their own.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use super::compact::is_older;
@@ -72,8 +72,10 @@ pub struct LeaseStored {
 #[derive(Debug, Default)]
 pub struct ClusterStore {
     nodes: NameMap<Node>,
-    /// Hashed by `NameHashState` (a Lease is looked up by name at every renewal).
-    leases: HashMap<Name, HeldLease, NameHashState>,
+    /// Found by hash like the nodes (a Lease is looked up by name at every renewal), through
+    /// an index whose buckets can be fetched ahead of a batch of renewals
+    /// ([`ClusterStore::prefetch_lease_index`]).
+    leases: NameMap<HeldLease>,
     pods: PodTable,
     /// Names delivered by the full state in progress, per kind (pods mark their records).
     nodes_seen: Option<HashSet<Name, NameHashState>>,
@@ -102,6 +104,26 @@ impl ClusterStore {
 
     pub(crate) fn lease(&self, name: &str) -> Option<&Lease> {
         self.leases.get(name).map(|h| &h.lease)
+    }
+
+    /// Prefetching a batch of renewals (`model/prefetch.rs`), stage by stage: the index
+    /// buckets of their Leases…
+    pub(crate) fn prefetch_lease_index(&self, name: &str) {
+        self.leases.prefetch_index(self.leases.hash(name));
+    }
+
+    /// …then the Leases those buckets name…
+    pub(crate) fn prefetch_lease(&self, name: &str) {
+        self.leases.prefetch_entry(self.leases.hash(name));
+    }
+
+    /// …then, each Lease read, the name it is kept under (the renewal compares its bytes and
+    /// clones it); returns the owner's slot kept beside it, for the owner to ask for its entry.
+    /// The Lease is the one the lookup compares first, unchecked: a guess, for prefetching.
+    pub(crate) fn prefetch_lease_name(&self, name: &str) -> Option<u32> {
+        let (key, held) = self.leases.likely(self.leases.hash(name))?;
+        super::prefetch::prefetch_name(key);
+        Some(held.owner_slot).filter(|&slot| slot != NO_SLOT)
     }
 
     pub(crate) fn lease_count(&self) -> usize {
@@ -142,26 +164,24 @@ impl ClusterStore {
         self.nodes.get_mut(name)
     }
 
-    /// Stores a Lease, under the name already held for it: the Lease's own if it is known,
-    /// else its node's (the decoder interns names, so these are one allocation; a Lease built
-    /// elsewhere, as in the tests, is kept under the node's all the same). Returns that name,
-    /// which the node lifecycle compares by address, and the owner's slot kept beside the
-    /// Lease (`set_lease_owner_slot`): a renewal reaches its node's entry from this one lookup.
-    pub fn upsert_lease(&mut self, mut lease: Lease) -> LeaseStored {
-        let (name, owner_slot, upserted) = match self.leases.get_mut(&lease.name) {
-            Some(held) => {
-                let name = held.lease.name.clone();
-                lease.name = name.clone();
+    /// Stores a Lease, found by its name's text (the decode copies it, `inline_text.rs`) and
+    /// kept under its node's interned name once the node is known. Returns that name, which
+    /// the node lifecycle compares by address, and the owner's slot kept beside the Lease
+    /// (`set_lease_owner_slot`): a renewal reaches its node's entry from this one lookup.
+    pub fn upsert_lease(&mut self, lease: Lease) -> LeaseStored {
+        let (name, owner_slot, upserted) = match self.leases.get_key_value_mut(&lease.name) {
+            Some((name, held)) => {
+                let name = name.clone();
                 let upserted = replace(&mut held.lease, lease, |l| &l.resource_version);
                 (name, held.owner_slot, upserted)
             }
             None => {
-                // Kept under the node's name when the node is known; else under its own until
-                // the node comes (`rekey_lease`).
-                if let Some(key) = self.nodes.key(&lease.name) {
-                    lease.name = key.clone();
-                }
-                let name = lease.name.clone();
+                // Under the node's name when the node is known; else under a name of its own
+                // until the node comes (`rekey_lease`).
+                let name = match self.nodes.key(&lease.name) {
+                    Some(key) => key.clone(),
+                    None => Name::from(&*lease.name),
+                };
                 let held = HeldLease {
                     lease,
                     owner_slot: NO_SLOT,
@@ -190,14 +210,13 @@ impl ClusterStore {
     /// A node new to the store: its Lease, if it came first, is kept under the node's name from
     /// now on (one allocation for both; the renewals' lookups compare it by address).
     fn rekey_lease(&mut self, node_name: &Name) {
-        let held = self.leases.get(&**node_name);
-        if held.is_none_or(|h| Rc::ptr_eq(&h.lease.name, node_name)) {
+        let held = self.leases.key(node_name);
+        if held.is_none_or(|held| Rc::ptr_eq(held, node_name)) {
             return;
         }
-        let Some(mut held) = self.leases.remove(&**node_name) else {
+        let Some(held) = self.leases.remove(node_name) else {
             return;
         };
-        held.lease.name = node_name.clone();
         self.leases.insert(node_name.clone(), held);
     }
 
@@ -246,14 +265,16 @@ impl ClusterStore {
             }
             Kind::Leases => {
                 let seen = self.leases_seen.take().unwrap_or_default();
-                self.leases.retain(|name, _| {
-                    let keep = seen.contains(name);
-                    if !keep {
-                        vanished.leases.push(name.clone());
-                    }
-                    keep
-                });
-                self.leases.shrink_to_fit();
+                vanished.leases = self
+                    .leases
+                    .keys()
+                    .filter(|n| !seen.contains(*n))
+                    .cloned()
+                    .collect();
+                for name in &vanished.leases {
+                    self.leases.remove(name);
+                }
+                self.leases.compact();
             }
             Kind::Pods => vanished.pods = self.pods.end_full_state(),
         }
@@ -267,11 +288,7 @@ impl ClusterStore {
     pub fn heap_bytes(&self) -> StoreBytes {
         StoreBytes {
             nodes: self.nodes.values().map(node_bytes).sum::<usize>() + self.nodes.heap_bytes(),
-            // The table's buckets (a control byte each), not only the ones in use: at 15,000
-            // Leases it has 32,768.
-            leases: self.leases.capacity().div_ceil(7)
-                * 8
-                * (std::mem::size_of::<(Name, HeldLease)>() + 1)
+            leases: self.leases.heap_bytes()
                 + self
                     .leases
                     .values()
@@ -395,16 +412,21 @@ mod tests {
 
     fn lease(name: &str, rv: &str) -> Lease {
         Lease {
-            name: Rc::from(name),
+            name: name.into(),
             renew_time: None,
             duration_seconds: Some(40),
             resource_version: rv.into(),
         }
     }
 
+    /// The name `name`'s Lease is kept under.
+    fn lease_key<'a>(s: &'a ClusterStore, name: &str) -> &'a Name {
+        s.leases.key(name).expect("the Lease is held")
+    }
+
     /// The store keeps every Lease under its node's name allocation, whichever came first, and
-    /// a renewal returns that name, so the node lifecycle finds its entry by address (with
-    /// names the decoder did not intern too, as here).
+    /// a renewal (the name's text, copied from the wire) returns that name, so the node
+    /// lifecycle finds its entry by address.
     #[test]
     fn a_lease_is_kept_under_its_nodes_name_whichever_came_first() {
         let mut s = ClusterStore::new();
@@ -412,31 +434,25 @@ mod tests {
         let stored = s.upsert_lease(lease("first", "2"));
         let node_name = &s.node("first").unwrap().name;
         assert!(Rc::ptr_eq(&stored.name, node_name), "the node's name");
-        assert!(Rc::ptr_eq(&s.lease("first").unwrap().name, node_name));
+        assert!(Rc::ptr_eq(lease_key(&s, "first"), node_name));
         assert_eq!(stored.owner_slot, NO_SLOT);
 
-        // The Lease first: kept under its own copy until its node comes.
+        // The Lease first: kept under a name of its own until its node comes.
         let early = s.upsert_lease(lease("later", "3"));
         s.upsert_node(node("later", "4"));
         let node_name = s.node("later").unwrap().name.clone();
         assert!(!Rc::ptr_eq(&early.name, &node_name));
-        assert!(Rc::ptr_eq(&s.lease("later").unwrap().name, &node_name));
+        assert!(Rc::ptr_eq(lease_key(&s, "later"), &node_name));
 
-        // A renewal (another allocation of the name) is stored under the held name, with the
-        // owner's slot kept beside it; its own name is let go.
+        // A renewal is stored under the held name, with the owner's slot kept beside it; it
+        // allocates no name.
         s.set_lease_owner_slot("later", 7);
-        let copy = lease("later", "5");
-        let copy_name = copy.name.clone();
-        let renewal = s.upsert_lease(copy);
+        let renewal = s.upsert_lease(lease("later", "5"));
         assert!(matches!(renewal.upserted, Upserted::Changed { .. }));
         assert!(Rc::ptr_eq(&renewal.name, &node_name));
-        assert!(Rc::ptr_eq(&s.lease("later").unwrap().name, &node_name));
+        assert!(Rc::ptr_eq(lease_key(&s, "later"), &node_name));
         assert_eq!(renewal.owner_slot, 7);
-        assert_eq!(
-            Rc::strong_count(&copy_name),
-            1,
-            "the renewal's name is not kept"
-        );
+        assert_eq!(&*s.lease("later").unwrap().name, "later");
         assert_eq!(&*s.lease("later").unwrap().resource_version, "5");
         // Older and unchanged renewals change nothing and keep the slot.
         assert!(matches!(
@@ -463,9 +479,6 @@ mod tests {
         let vanished = s.end_full_state(Kind::Leases);
         assert_eq!(vanished.leases.len(), 1);
         assert_eq!(&*vanished.leases[0], "b");
-        assert!(Rc::ptr_eq(
-            &s.lease("a").unwrap().name,
-            &s.node("a").unwrap().name
-        ));
+        assert!(Rc::ptr_eq(lease_key(&s, "a"), &s.node("a").unwrap().name));
     }
 }

@@ -108,6 +108,26 @@ impl NodeLifecycle {
 
     /// The node's Lease was stored with this renewal (`observe`: the store holds it now);
     /// `slot` is where `observe` found the node's entry.
+    /// Asks, stage by stage over the batch, for the cache lines the renewals of `names` will
+    /// read (`model/prefetch.rs`): the index buckets of their Leases in the store, then the
+    /// Leases, then the names they are kept under and their nodes' entries here (at the slots
+    /// kept beside the Leases). Each stage reads only what the one before fetched, so a batch
+    /// waits for about three misses, not three or four per renewal. Reads only: a wrong guess
+    /// (a stale slot) costs a line, nothing else.
+    pub(crate) fn prefetch_renewals<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) {
+        for name in names.clone() {
+            self.store.prefetch_lease_index(name);
+        }
+        for name in names.clone() {
+            self.store.prefetch_lease(name);
+        }
+        for name in names {
+            if let Some(slot) = self.store.prefetch_lease_name(name) {
+                self.nodes.prefetch_slot(slot);
+            }
+        }
+    }
+
     pub(super) fn on_lease_changed(
         &mut self,
         name: &Name,

@@ -178,7 +178,7 @@ impl FakeApi {
 
     pub fn put_lease(&mut self, mut l: Lease) {
         l.resource_version = self.next_rv().into();
-        self.leases.insert(l.name.clone(), l.clone());
+        self.leases.insert(Name::from(&*l.name), l.clone());
         self.feed(Input::LeaseUpsert(l));
     }
 
@@ -236,7 +236,7 @@ impl FakeApi {
         let alive: Vec<Name> = self.alive.iter().cloned().collect();
         for name in alive {
             let mut lease = self.leases.get(&name).cloned().unwrap_or_else(|| Lease {
-                name: name.clone(),
+                name: (&*name).into(),
                 renew_time: None,
                 duration_seconds: None,
                 resource_version: "1".into(),

@@ -57,7 +57,7 @@ fn before(seconds: u64) -> Time {
 
 fn renewal(name: &str, at: Time) -> Lease {
     Lease {
-        name: n(name),
+        name: name.into(),
         renew_time: Some(at),
         duration_seconds: Some(40),
         resource_version: format!("{}", at.as_unix_millis()).into(),

@@ -138,7 +138,7 @@ pub fn pod(name: &str, node: &str) -> Pod {
 
 pub fn lease(node: &str, renew: Time) -> Lease {
     Lease {
-        name: n(node),
+        name: node.into(),
         renew_time: Some(renew),
         duration_seconds: None,
         resource_version: "1".into(),

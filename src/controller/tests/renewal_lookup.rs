@@ -37,8 +37,20 @@ fn listed_and_renewed(names: &[&str]) -> Harness {
     h
 }
 
+/// As the daemon feeds a read's renewals: their lines asked for first (`Fed::prefetch`), here
+/// with a name no node has besides.
+fn renew_asked_ahead(h: &mut Harness, names: &[&str]) {
+    h.ctl
+        .prefetch_renewals(names.iter().copied().chain(["no-such-node"]));
+    renew(h, names);
+}
+
 /// `alive` renew every 10 s from 20 s to 90 s; the others are silent.
 fn renew_to_90s(h: &mut Harness, alive: &[&str]) {
+    renew_to_90s_by(h, alive, renew);
+}
+
+fn renew_to_90s_by(h: &mut Harness, alive: &[&str], renew: fn(&mut Harness, &[&str])) {
     let mut at = t0() + secs(10);
     while at < t0() + secs(90) {
         at += secs(10);
@@ -54,7 +66,13 @@ fn renew_to_90s(h: &mut Harness, alive: &[&str]) {
 /// gone Unknown.
 #[test]
 fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other() {
-    // Every Lease keeps its entry's slot (a 0, b 1, c 2, d 3).
+    let h = relisted_without_a(renew);
+    assert_relisted_story(&h);
+}
+
+/// Every Lease keeps its entry's slot (a 0, b 1, c 2, d 3); a relist without `a` moves the
+/// entries; then `b` and `d` renew by `renew` to 90 s.
+fn relisted_without_a(renew: fn(&mut Harness, &[&str])) -> Harness {
     let mut h = listed_and_renewed(&["a", "b", "c", "d"]);
     h.feed(Input::FullStateBegin(Kind::Nodes));
     for name in ["b", "c", "d"] {
@@ -63,7 +81,23 @@ fn a_renewal_after_a_relist_moved_the_entries_renews_its_own_node_and_no_other()
     }
     h.nodes.remove("a");
     h.feed(Input::FullStateEnd(Kind::Nodes));
-    renew_to_90s(&mut h, &["b", "d"]);
+    renew_to_90s_by(&mut h, &["b", "d"], renew);
+    h
+}
+
+/// Prefetching reads only (`model/prefetch.rs`): the same story with every read's renewals
+/// asked for ahead, as the daemon feeds them (a stale slot among them, and a name no node has),
+/// makes the very same actions at the very same times.
+#[test]
+fn renewals_asked_for_ahead_decide_exactly_as_without() {
+    let ahead = relisted_without_a(renew_asked_ahead);
+    assert_relisted_story(&ahead);
+    let plain = relisted_without_a(renew);
+    assert_eq!(format!("{:?}", ahead.log), format!("{:?}", plain.log));
+    assert!(!plain.log.is_empty());
+}
+
+fn assert_relisted_story(h: &Harness) {
     assert_eq!(h.ready_of("c"), Some(Unknown), "c fell silent at 10 s");
     assert_eq!(h.ready_of("b"), Some(True), "b renewed every 10 s");
     assert_eq!(h.ready_of("d"), Some(True), "d renewed every 10 s");

@@ -2,13 +2,13 @@
 //! direct read (`proto/objects.rs`, `lease`), so both paths judge a renewal alike.
 
 use super::{Decode, DecodeContext, DecodeError, wire};
-use crate::model::{Lease, Version};
+use crate::model::{Lease, LeaseName, Version};
 
 impl Decode for Lease {
     const KIND: &'static str = "Lease";
     type Wire<'de> = wire::Lease<'de>;
 
-    fn from_wire(w: wire::Lease<'_>, ctx: &mut DecodeContext) -> Result<Lease, DecodeError> {
+    fn from_wire(w: wire::Lease<'_>, _: &mut DecodeContext) -> Result<Lease, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
         let (renew, duration) = w
             .spec
@@ -18,7 +18,6 @@ impl Decode for Lease {
             wire::text(&meta.resource_version),
             renew.as_ref(),
             duration,
-            ctx,
         )
     }
 }
@@ -31,7 +30,6 @@ impl Lease {
         resource_version: &str,
         renew_time: Option<&wire::Stamp<'_>>,
         duration: Option<i32>,
-        ctx: &mut DecodeContext,
     ) -> Result<Lease, DecodeError> {
         if name.is_empty() {
             return Err(DecodeError::new("Lease", "missing metadata.name"));
@@ -43,7 +41,8 @@ impl Lease {
             })?,
         };
         Ok(Lease {
-            name: ctx.intern(name),
+            // Not interned (`inline_text.rs`): the store finds the Lease by this text.
+            name: LeaseName::new(name),
             renew_time,
             // A zero or negative duration is no cadence to judge a kubelet by.
             duration_seconds: duration

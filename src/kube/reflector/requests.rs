@@ -36,7 +36,7 @@ impl Watched for Lease {
     const COLLECTION: &'static str =
         "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
     fn key(&self) -> Name {
-        self.name.clone()
+        Name::from(&*self.name)
     }
     fn resource_version(&self) -> &str {
         &self.resource_version

@@ -85,6 +85,13 @@ impl SlotIndex {
         }
     }
 
+    /// Asks for the line of `h`'s home bucket (`model/prefetch.rs`).
+    pub(crate) fn prefetch(&self, h: u64) {
+        if let Some(bucket) = self.buckets.get(self.home(h)) {
+            crate::model::prefetch::prefetch(bucket);
+        }
+    }
+
     /// The capacity to rebuild with before `slot` can be added, if the table is too full or
     /// its slot bits too few; `None` if [`SlotIndex::place`] can take it as it is.
     pub(crate) fn wants_room_for(&self, slot: u32) -> Option<usize> {

@@ -2,6 +2,7 @@
 //! deliver to the store and the controllers, up to the initial sync.
 
 use super::*;
+use crate::model::{Name, PodKey};
 
 /// The three informers, each with its own source kind and timer.
 pub(super) struct Informers {
@@ -108,6 +109,58 @@ impl Informers {
     }
 }
 
+/// The deltas fed after one prefetch: a read's renewals at 5,000 nodes (~22), and few enough
+/// at a sync that the lines asked for are still in the cache when they are read.
+const PREFETCH_AHEAD: usize = 32;
+
+/// A watched kind as the controllers take it.
+pub(super) trait Fed: Watched + Sized {
+    /// The store's kind, for full states.
+    const STORED_AS: Kind;
+    fn upserted(self) -> Input;
+    fn deleted(key: Self::Key) -> Input;
+    /// Asks for the cache lines that feeding `ahead` will read (`model/prefetch.rs`).
+    fn prefetch(_controllers: &Controllers, _ahead: &[Delta<Self>]) {}
+}
+
+impl Fed for Node {
+    const STORED_AS: Kind = Kind::Nodes;
+    fn upserted(self) -> Input {
+        Input::NodeUpsert(self)
+    }
+    fn deleted(name: Name) -> Input {
+        Input::NodeDeleted(name)
+    }
+}
+
+impl Fed for Lease {
+    const STORED_AS: Kind = Kind::Leases;
+    fn upserted(self) -> Input {
+        Input::LeaseUpsert(self)
+    }
+    fn deleted(name: Name) -> Input {
+        Input::LeaseDeleted(name)
+    }
+    /// A read's renewals: each one's Lease and node entry are a few cache misses in a row,
+    /// fetched side by side for the batch instead.
+    fn prefetch(controllers: &Controllers, ahead: &[Delta<Lease>]) {
+        controllers.prefetch_renewals(ahead.iter().filter_map(|delta| match delta {
+            Delta::Upsert(lease) => Some(&*lease.name),
+            _ => None,
+        }));
+    }
+}
+
+impl Fed for Pod {
+    const STORED_AS: Kind = Kind::Pods;
+    fn upserted(self) -> Input {
+        Input::PodUpsert(self)
+    }
+    fn deleted(key: PodKey) -> Input {
+        Input::PodDeleted(key)
+    }
+}
+
 /// One informer call (readiness or timer); the deltas go to `out`.
 pub(super) fn drive<T: Watched>(
     informer: &mut Informer<T, SourceKind, TimerKind>,
@@ -137,16 +190,13 @@ impl Daemon {
         self.feed(input, now);
     }
 
-    /// One call of the informer `select` picks, its deltas fed to the controllers as `kind`;
-    /// true when they include a (re)sync. The one path all three informers take.
-    fn pump<T: Watched>(
+    /// One call of the informer `select` picks, its deltas fed to the controllers; true when
+    /// they include a (re)sync. The one path all three informers take.
+    fn pump<T: Fed>(
         &mut self,
         lp: &mut Lp,
         token: Option<Token>,
         select: fn(&mut Informers) -> &mut Informer<T, SourceKind, TimerKind>,
-        kind: Kind,
-        upsert: fn(T) -> Input,
-        delete: fn(T::Key) -> Input,
     ) -> bool {
         let mut out = select(&mut self.informers).take_deltas();
         drive(
@@ -156,29 +206,28 @@ impl Daemon {
             token,
             &mut out,
         );
-        let synced = self.feed_deltas(&mut out, lp.now(), kind, upsert, delete);
+        let synced = self.feed_deltas(&mut out, lp.now());
         select(&mut self.informers).return_deltas(out);
         synced
     }
 
     /// Feeds an informer's deltas to the controllers; true when they include a (re)sync.
-    pub(super) fn feed_deltas<T: Watched>(
-        &mut self,
-        deltas: &mut Vec<Delta<T>>,
-        now: Time,
-        kind: Kind,
-        upsert: fn(T) -> Input,
-        delete: fn(T::Key) -> Input,
-    ) -> bool {
+    /// A few at a time, each few's lookups asked for first (`Fed::prefetch`).
+    pub(super) fn feed_deltas<T: Fed>(&mut self, deltas: &mut Vec<Delta<T>>, now: Time) -> bool {
         let mut synced = false;
-        for delta in deltas.drain(..) {
-            match delta {
-                Delta::Begin => self.feed(Input::FullStateBegin(kind), now),
-                Delta::Upsert(object) => self.feed_watched(upsert(object), now),
-                Delta::Delete(key) => self.feed_watched(delete(key), now),
-                Delta::Synced => {
-                    self.feed(Input::FullStateEnd(kind), now);
-                    synced = true;
+        let mut pending = deltas.drain(..);
+        while !pending.as_slice().is_empty() {
+            let ahead = pending.as_slice();
+            T::prefetch(&self.controllers, &ahead[..ahead.len().min(PREFETCH_AHEAD)]);
+            for delta in pending.by_ref().take(PREFETCH_AHEAD) {
+                match delta {
+                    Delta::Begin => self.feed(Input::FullStateBegin(T::STORED_AS), now),
+                    Delta::Upsert(object) => self.feed_watched(object.upserted(), now),
+                    Delta::Delete(key) => self.feed_watched(T::deleted(key), now),
+                    Delta::Synced => {
+                        self.feed(Input::FullStateEnd(T::STORED_AS), now);
+                        synced = true;
+                    }
                 }
             }
         }
@@ -192,30 +241,9 @@ impl Daemon {
 
     pub(super) fn on_informer(&mut self, lp: &mut Lp, watch: Watch, token: Option<Token>) {
         let synced = match watch {
-            Watch::Nodes => self.pump(
-                lp,
-                token,
-                |i| &mut i.nodes,
-                Kind::Nodes,
-                Input::NodeUpsert,
-                Input::NodeDeleted,
-            ),
-            Watch::Leases => self.pump(
-                lp,
-                token,
-                |i| &mut i.leases,
-                Kind::Leases,
-                Input::LeaseUpsert,
-                Input::LeaseDeleted,
-            ),
-            Watch::Pods => self.pump(
-                lp,
-                token,
-                |i| &mut i.pods,
-                Kind::Pods,
-                Input::PodUpsert,
-                Input::PodDeleted,
-            ),
+            Watch::Nodes => self.pump(lp, token, |i| &mut i.nodes),
+            Watch::Leases => self.pump(lp, token, |i| &mut i.leases),
+            Watch::Pods => self.pump(lp, token, |i| &mut i.pods),
         };
         self.report_informers_watching(lp.now());
         if synced && !self.synced[watch.index()] {

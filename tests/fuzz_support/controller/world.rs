@@ -100,7 +100,7 @@ impl World {
             book.heard_at = now;
         }
         self.api.put_lease(Lease {
-            name: Name::from(name),
+            name: name.into(),
             renew_time: Some(now),
             duration_seconds: Some(40),
             resource_version: "0".into(),

@@ -264,10 +264,7 @@ fn node_status(mut r: Reader<'_>) -> Result<wire::NodeStatus<'_>, ProtoError> {
 /// its length, unchecked, as the JSON path's serde skips what the wire shape does not name.
 /// The conversion is `Lease::from_fields`, the JSON path's own; a repeated metadata or spec
 /// replaces the earlier one whole, as in the wire shape. Framing errors are the outer ones.
-fn lease(
-    mut r: Reader<'_>,
-    ctx: &mut DecodeContext,
-) -> Result<Result<Lease, DecodeError>, ProtoError> {
+fn lease(mut r: Reader<'_>) -> Result<Result<Lease, DecodeError>, ProtoError> {
     let (mut name, mut resource_version) = ("", "");
     let (mut renew_time, mut duration) = (None, None);
     while let Some(f) = r.next_field()? {
@@ -306,7 +303,6 @@ fn lease(
         resource_version,
         renew_time.as_ref(),
         duration,
-        ctx,
     ))
 }
 
@@ -402,8 +398,8 @@ impl ProtoWire for Node {
 }
 
 impl ProtoWire for Lease {
-    fn from_proto(object: Reader<'_>, ctx: &mut DecodeContext) -> Result<Lease, DecodeError> {
-        lease(object, ctx).map_err(bad::<Lease>)?
+    fn from_proto(object: Reader<'_>, _: &mut DecodeContext) -> Result<Lease, DecodeError> {
+        lease(object).map_err(bad::<Lease>)?
     }
 }
 
