@@ -1,5 +1,7 @@
 //! A map by object name that is found by hash and walked in name order: what the per-node maps
-//! need (the store's nodes, the node lifecycle's entries).
+//! need (the store's nodes and Leases, the node lifecycle's entries). Its index buckets can be
+//! fetched from a name's hash alone, so a batch of lookups can be asked for ahead, a stage at a
+//! time (`prefetch_index`, `prefetch_entry`, `likely`: `model/prefetch.rs`).
 //!
 //! Every Lease renewal looks its node up twice by name. In a `BTreeMap<Rc<str>, _>` that is a
 //! walk of a dozen string compares, each behind a pointer to a name somewhere else on the heap:
