@@ -106,8 +106,6 @@ impl NodeLifecycle {
         }
     }
 
-    /// The node's Lease was stored with this renewal (`observe`: the store holds it now);
-    /// `slot` is where `observe` found the node's entry.
     /// Asks, stage by stage over the batch, for the cache lines the renewals of `names` will
     /// read (`model/prefetch.rs`): the index buckets of their Leases in the store, then the
     /// Leases, then the names they are kept under and their nodes' entries here (at the slots
@@ -128,6 +126,8 @@ impl NodeLifecycle {
         }
     }
 
+    /// The node's Lease was stored with this renewal (`observe`: the store holds it now);
+    /// `slot` is where `observe` found the node's entry.
     pub(super) fn on_lease_changed(
         &mut self,
         name: &Name,
