@@ -292,7 +292,7 @@ impl ClusterStore {
                 + self
                     .leases
                     .values()
-                    .map(|h| h.lease.resource_version.heap_bytes())
+                    .map(|h| h.lease.resource_version.heap_bytes() + h.lease.name.heap_bytes())
                     .sum::<usize>(),
             pods: self.pods.heap_bytes(),
         }
@@ -463,6 +463,23 @@ mod tests {
         assert!(matches!(again.upserted, Upserted::Unchanged));
         assert_eq!(again.owner_slot, 7);
         assert_eq!(s.lease_count(), 2);
+    }
+
+    /// A Lease's name past the inline room (`inline_text.rs`) is a heap block of the Lease's,
+    /// and the store's bytes count it.
+    #[test]
+    fn a_lease_name_past_the_inline_room_is_counted_in_the_store_bytes() {
+        let long = "n".repeat(60);
+        let mut short = ClusterStore::new();
+        short.upsert_lease(lease(&long[..40], "1"));
+        let mut heap = ClusterStore::new();
+        heap.upsert_lease(lease(&long, "1"));
+        let name_block = crate::model::LeaseName::new(&long).heap_bytes();
+        assert!(name_block > 0);
+        assert_eq!(
+            heap.heap_bytes().leases,
+            short.heap_bytes().leases + name_block
+        );
     }
 
     /// A relist of Leases marks what it delivers by name: Leases under other allocations of the

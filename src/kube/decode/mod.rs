@@ -3,9 +3,9 @@
 //!
 //! The wire structs mirror only the fields the controllers need; serde skips the rest (no
 //! `deny_unknown_fields`: newer servers add fields). Strings are borrowed from the input where
-//! JSON allows it and interned once (a Lease's name is copied inline instead: `model/inline_text.rs`);
-//! unknown enum strings never fail decoding. Pods with
-//! identical tolerations share one `Rc<[Toleration]>`.
+//! JSON allows it and interned once (a Lease's name is copied inline instead:
+//! `model/inline_text.rs`); unknown enum strings never fail decoding. Pods with identical
+//! tolerations share one `Rc<[Toleration]>`.
 
 mod condition_text;
 mod lease;
