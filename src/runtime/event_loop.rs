@@ -243,6 +243,9 @@ pub struct EventLoop<S, T> {
     poll: Poll,
     events: Events,
     control: LoopControl<S, T>,
+    /// The timers due in a wake-up, kept between wake-ups so that one with timers due (most
+    /// are: the watches' reads are timers) allocates nothing.
+    due: Vec<(T, Time)>,
 }
 
 impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
@@ -263,6 +266,7 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
                 stop_requested: false,
                 grid_readers: Vec::new(),
             },
+            due: Vec::new(),
         })
     }
 
@@ -313,15 +317,18 @@ impl<S: Clone, T: Eq + Hash + Clone> EventLoop<S, T> {
             // in an endless loop here. Lazy timers whose soft deadline the wake-up reached go
             // first: what they read (a watch's events) is then there for the turn's other
             // timers (the controller's pass).
-            let mut due = lp.lazy.drain_due(woke_at);
-            for (timer, _) in &due {
+            let due = &mut self.due;
+            due.clear();
+            lp.lazy.drain_due_into(woke_at, due);
+            for (timer, _) in due.iter() {
                 lp.timers.cancel(timer);
             }
-            for (timer, at) in lp.timers.drain_due(now) {
-                lp.lazy.cancel(&timer);
-                due.push((timer, at));
+            let lazy_due = due.len();
+            lp.timers.drain_due_into(now, due);
+            for (timer, _) in &due[lazy_due..] {
+                lp.lazy.cancel(timer);
             }
-            for (timer, at) in due {
+            for (timer, at) in due.drain(..) {
                 if lp.stop_requested {
                     // Not fired, so still due: a later `run` (after `resume`) fires it. Dropping
                     // it would silence its owner for good (an informer that never reopens its
