@@ -127,7 +127,7 @@ impl<V> NameMap<V> {
     /// …or the entry at a slot known beforehand (a hint kept by the caller).
     pub(crate) fn prefetch_slot(&self, slot: u32) {
         if let Some(entry) = self.slab.get(slot as usize) {
-            super::prefetch::prefetch(entry);
+            super::prefetch::prefetch_whole(entry);
         }
     }
 
