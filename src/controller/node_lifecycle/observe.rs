@@ -127,13 +127,13 @@ impl NodeLifecycle {
     /// Applies `edit` (false: not applicable) to the stored node `name`: a change is reported
     /// with the version it replaced.
     fn edit_node(&mut self, name: Name, edit: impl FnOnce(&mut Node) -> bool) -> Observed {
-        let Some(node) = self.store.node_mut(&name) else {
+        let edited = self.store.edit_node(&name, |node| {
+            let before = node.clone();
+            (edit(node) && *node != before).then_some(before)
+        });
+        let Some(Some(before)) = edited else {
             return Observed::Nothing;
         };
-        let before = node.clone();
-        if !edit(node) || *node == before {
-            return Observed::Nothing;
-        }
         // The lifecycle does not decide on this change (it decided on the result): the grace
         // kept for the node's renewals may no longer be its own (`health.rs`, `GraceMemo`).
         if let Some(e) = self.nodes.get_mut(&name) {

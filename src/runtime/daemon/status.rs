@@ -87,13 +87,16 @@ impl Daemon {
             (true, false) => "leader",
             (false, _) => "follower",
         };
-        let (mut nodes, mut not_ready) = (0, 0);
-        for node in self.controllers.store().nodes() {
-            nodes += 1;
-            if node.ready().map(|c| c.status) != Some(ConditionStatus::True) {
-                not_ready += 1;
-            }
-        }
+        let store = self.controllers.store();
+        let (nodes, not_ready) = (store.node_count(), store.nodes_not_ready());
+        debug_assert_eq!(
+            not_ready,
+            store
+                .nodes()
+                .filter(|n| n.ready().map(|c| c.status) != Some(ConditionStatus::True))
+                .count(),
+            "the store's count of nodes not Ready is the count of them"
+        );
         let pending = self
             .controllers
             .eviction()
