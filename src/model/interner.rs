@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use super::name_hash::NameHashState;
+use crate::time::NameHashState;
 
 #[derive(Default, Debug)]
 pub(crate) struct Interner {

@@ -8,7 +8,6 @@
 mod compact;
 mod inline_text;
 mod interner;
-mod name_hash;
 mod name_map;
 mod node_labels;
 mod pod_table;
@@ -16,9 +15,9 @@ mod prefetch;
 mod ref_table;
 mod store;
 
+pub(crate) use crate::time::NameHashState;
 pub use inline_text::{LeaseName, Version};
 pub(crate) use interner::Interner;
-pub(crate) use name_hash::NameHashState;
 pub(crate) use name_map::NameMap;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};

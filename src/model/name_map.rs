@@ -21,8 +21,8 @@ use std::hash::BuildHasher;
 use std::rc::Rc;
 
 use super::Name;
-use super::name_hash::NameHashState;
 use super::pod_table::{SlotIndex, capacity_for};
+use crate::time::NameHashState;
 
 #[derive(Debug)]
 pub(crate) struct NameMap<V> {

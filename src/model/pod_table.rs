@@ -16,9 +16,9 @@ use std::hash::BuildHasher;
 use std::rc::Rc;
 
 use super::compact::{parse_resource_version, parse_uuid, render_uuid};
-use super::name_hash::NameHashState;
 use super::ref_table::RefTable;
 use super::{ConditionStatus, Name, Pod, PodKey, Toleration};
+use crate::time::NameHashState;
 use crate::time::Time;
 
 mod index;

@@ -5,7 +5,7 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use super::name_hash::NameHashState;
+use crate::time::NameHashState;
 
 #[derive(Debug)]
 pub(crate) struct RefTable<T> {

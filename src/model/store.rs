@@ -15,9 +15,9 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use super::compact::is_older;
-use super::name_hash::NameHashState;
 use super::pod_table::{PodTable, PodUpsert, malloc_size};
 use super::{ConditionStatus, Lease, Name, NameMap, Node, Pod, PodKey};
+use crate::time::NameHashState;
 
 /// A watched kind, for full states.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -7,12 +7,14 @@
 
 pub(crate) mod deadline_lanes;
 pub(crate) mod duration_text;
+pub(crate) mod name_hash;
 pub(crate) mod rng;
 pub(crate) mod timer_heap;
 pub(crate) mod token_bucket;
 
 pub(crate) use deadline_lanes::{Armed, DeadlineLanes};
 pub use duration_text::{format_duration, parse_duration};
+pub(crate) use name_hash::NameHashState;
 pub use rng::Rng;
 pub use timer_heap::TimerHeap;
 pub use token_bucket::{Rate, TokenBucket};

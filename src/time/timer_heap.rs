@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::model::NameHashState;
+use super::NameHashState;
 use crate::time::Time;
 
 /// Up to this many entries, a key's absence is checked by comparing it with each (cheaper than

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// Top-level modules of the library by rank, lowest first.
 const LAYERS: &[(&str, u8)] = &[
     // Pure data at the bottom: instants, durations, the timer heap, the token bucket, the
-    // seeded random generator.
+    // seeded random generator, the keyed name hash.
     ("time", 1),
     // Compact projections of Node, Pod, Lease; the cluster store.
     ("model", 2),
@@ -476,14 +476,28 @@ const STORE_WRITER: &str = "controller/node_lifecycle/observe.rs";
 
 /// The names of the `&mut self` methods of `pub fn`s (or `pub(crate) fn`s) in a source file.
 fn mutating_methods(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
             let l = l.trim_start();
-            l.strip_prefix("pub fn ")
-                .or_else(|| l.strip_prefix("pub(crate) fn "))
+            let rest = l
+                .strip_prefix("pub fn ")
+                .or_else(|| l.strip_prefix("pub(crate) fn "))?;
+            // The whole signature, which rustfmt spreads over several lines when it is long
+            // (`fn edit_node<R>(\n        &mut self,`): up to the line that opens the body.
+            let mut signature = rest.to_string();
+            for more in &lines[i + 1..] {
+                if signature.contains('{') || signature.contains(';') {
+                    break;
+                }
+                signature.push(' ');
+                signature.push_str(more.trim());
+            }
+            let params = signature.split_once('(')?.1.trim_start();
+            params.starts_with("&mut self").then(|| head(rest))?
         })
-        .filter(|rest| rest.contains("(&mut self"))
-        .filter_map(head)
         .collect()
 }
 
@@ -562,7 +576,7 @@ fn the_store_is_changed_only_by_its_one_writer() {
     );
 }
 
-/// The check can fail: a chained `pods_mut().set_ready`, a `node_mut` on its own line, a call
+/// The check can fail: a chained `pods_mut().set_ready`, an `edit_node` on its own line, a call
 /// through the type; a read, a comment or a test module pass.
 #[test]
 fn a_store_change_outside_its_writer_is_reported() {
@@ -570,7 +584,7 @@ fn a_store_change_outside_its_writer_is_reported() {
     let mutators = store_mutators(&src);
     for name in [
         "upsert_node",
-        "node_mut",
+        "edit_node",
         "pods_mut",
         "set_deleting",
         "end_full_state",
@@ -581,7 +595,7 @@ fn a_store_change_outside_its_writer_is_reported() {
         );
     }
     let text = "fn f(s: &mut ClusterStore) {\n    s.pods_mut()\n        .set_ready(&k, c);\n\
-                \x20   if let Some(n) = s.node_mut(&name) {}\n    ClusterStore::upsert_lease(s, l);\n\
+                \x20   if let Some(n) = s.edit_node(&name, |n| n.clone()) {}\n    ClusterStore::upsert_lease(s, l);\n\
                 \x20   s.node(&name); // s.remove_node(&name)\n}\n\
                 #[cfg(test)]\nmod tests {\n    fn g() { s.upsert_pod(p); }\n}\n";
     let found = store_writes("src/x.rs", text, &mutators);

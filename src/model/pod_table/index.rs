@@ -9,7 +9,7 @@
 //! home bucket picked from the hash's high half by a multiply (so the size need not be a power
 //! of two), at most 80 % full and grown by half, so that it holds 5 to 7.5 bytes per pod. (Grown
 //! by a quarter it would hold 5 to 6.3, but a sync from empty would rehash every key about 4.3
-//! times instead of 2.2: each rehash is a hash of the key read from the records, `name_hash.rs`.)
+//! times instead of 2.2: each rehash is a hash of the key read from the records, `time/name_hash.rs`.)
 //! A removal shifts the entries after it back (no tombstones); the homes of those it looks at
 //! are rehashed from their records, which the caller provides.
 

@@ -11,6 +11,9 @@
 //! (pod names are anyone's to choose who may create pods) cannot be precomputed to collide; the
 //! tables only ever compare keys for equality, so a collision costs a probe, never a wrong
 //! answer.
+//!
+//! It sits with the bottom layer's other pure tools (the seeded generator, the timer heap):
+//! the timer heaps index their keys with it too.
 
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::OnceLock;
