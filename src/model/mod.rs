@@ -15,7 +15,6 @@ mod prefetch;
 mod ref_table;
 mod store;
 
-pub(crate) use crate::time::NameHashState;
 pub use inline_text::{LeaseName, Version};
 pub(crate) use interner::Interner;
 pub(crate) use name_map::NameMap;
@@ -374,6 +373,12 @@ impl Node {
 
     pub fn ready(&self) -> Option<&NodeCondition> {
         self.condition(NodeConditionType::Ready)
+    }
+
+    /// Not Ready, as the status line and upstream's zone counts see it: a Ready condition that
+    /// is not True, or none.
+    pub(crate) fn is_not_ready(&self) -> bool {
+        self.ready().map(|c| c.status) != Some(ConditionStatus::True)
     }
 
     /// The zone key (`component-helpers/node/topology.GetZoneKey`): a beta failure-domain

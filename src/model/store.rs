@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use super::compact::is_older;
 use super::pod_table::{PodTable, PodUpsert, malloc_size};
-use super::{ConditionStatus, Lease, Name, NameMap, Node, Pod, PodKey};
+use super::{Lease, Name, NameMap, Node, Pod, PodKey};
 use crate::time::NameHashState;
 
 /// A watched kind, for full states.
@@ -72,9 +72,9 @@ pub struct LeaseStored {
 #[derive(Debug, Default)]
 pub struct ClusterStore {
     nodes: NameMap<Node>,
-    /// How many of `nodes` are not Ready (`is_not_ready`), kept as they change: the daemon's
-    /// status line shows it every 5 s, and counting it there was a walk of every node, a cache
-    /// miss or two each (0.5 ms at 2,000 nodes, a twentieth of its CPU on a real API server).
+    /// How many of `nodes` are not Ready (`Node::is_not_ready`), kept as they change: the
+    /// daemon's status line shows it every 5 s, and counting it there was a walk of every node,
+    /// a cache miss or two each (0.5 ms at 2,000 nodes, a twentieth of its CPU on a real API server).
     nodes_not_ready: usize,
     /// Found by hash like the nodes (a Lease is looked up by name at every renewal), through
     /// an index whose buckets can be fetched ahead of a batch of renewals
@@ -153,10 +153,10 @@ impl ClusterStore {
         if let Some(seen) = &mut self.nodes_seen {
             seen.insert(node.name.clone());
         }
-        let not_ready = is_not_ready(&node);
+        let not_ready = node.is_not_ready();
         match self.nodes.get_mut(&node.name) {
             Some(held) => {
-                let was_not_ready = is_not_ready(held);
+                let was_not_ready = held.is_not_ready();
                 let upserted = replace(held, node, |n| &n.resource_version);
                 if let Upserted::Changed { .. } = upserted {
                     self.recount_not_ready(was_not_ready, not_ready);
@@ -174,7 +174,7 @@ impl ClusterStore {
 
     pub(crate) fn remove_node(&mut self, name: &str) -> Option<Node> {
         let node = self.nodes.remove(name)?;
-        self.recount_not_ready(is_not_ready(&node), false);
+        self.recount_not_ready(node.is_not_ready(), false);
         Some(node)
     }
 
@@ -187,9 +187,9 @@ impl ClusterStore {
         edit: impl FnOnce(&mut Node) -> R,
     ) -> Option<R> {
         let node = self.nodes.get_mut(name)?;
-        let was_not_ready = is_not_ready(node);
+        let was_not_ready = node.is_not_ready();
         let edited = edit(node);
-        let not_ready = is_not_ready(node);
+        let not_ready = node.is_not_ready();
         self.recount_not_ready(was_not_ready, not_ready);
         Some(edited)
     }
@@ -337,12 +337,6 @@ impl ClusterStore {
     }
 }
 
-/// Not Ready, as the status line and upstream's zone counts see it: a Ready condition that is
-/// not True, or none.
-fn is_not_ready(node: &Node) -> bool {
-    node.ready().map(|c| c.status) != Some(ConditionStatus::True)
-}
-
 /// Stores `new` over `held` unless it is older (by resourceVersion) or the same object.
 fn replace<T: PartialEq>(held: &mut T, new: T, version: fn(&T) -> &str) -> Upserted<T> {
     if is_older(version(&new), version(held)) {
@@ -459,7 +453,7 @@ mod tests {
     /// and no longer walks the nodes; debug builds also check it there).
     #[test]
     fn the_count_of_nodes_not_ready_follows_every_change() {
-        use super::super::{ConditionText, NodeCondition, NodeConditionType};
+        use super::super::{ConditionStatus, ConditionText, NodeCondition, NodeConditionType};
         use crate::time::Rng;
         fn with_ready(name: &str, rv: u64, status: Option<ConditionStatus>) -> Node {
             let mut n = node(name, &rv.to_string());
@@ -517,7 +511,7 @@ mod tests {
                         s.end_full_state(Kind::Nodes);
                     }
                 }
-                let walked = s.nodes().filter(|n| is_not_ready(n)).count();
+                let walked = s.nodes().filter(|n| n.is_not_ready()).count();
                 assert_eq!(s.nodes_not_ready(), walked, "seed {seed} step {step}");
             }
         }

@@ -13,7 +13,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::rc::Rc;
 
-use crate::model::NameHashState;
+use crate::time::NameHashState;
 
 /// Shared `Rc<T>`s by the hash of their text (`SharedByText::hash`).
 pub(super) struct SharedByText<T: ?Sized> {

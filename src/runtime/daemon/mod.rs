@@ -59,7 +59,7 @@ use crate::kube::reflector::{Delta, EndTarget, ReflectorStats, Watched};
 use crate::kube::{ApiClient, Connection, TokenSource};
 use crate::leader::{Jitter, LeaderElection, Transition};
 use crate::logging::{self, LogControl};
-use crate::model::{ConditionStatus, Kind, Lease, Node, Pod};
+use crate::model::{Kind, Lease, Node, Pod};
 use crate::observe::ask;
 use crate::observe::decision_log::DecisionLog;
 use crate::observe::explain::Acting;

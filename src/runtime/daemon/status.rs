@@ -91,10 +91,7 @@ impl Daemon {
         let (nodes, not_ready) = (store.node_count(), store.nodes_not_ready());
         debug_assert_eq!(
             not_ready,
-            store
-                .nodes()
-                .filter(|n| n.ready().map(|c| c.status) != Some(ConditionStatus::True))
-                .count(),
+            store.nodes().filter(|n| n.is_not_ready()).count(),
             "the store's count of nodes not Ready is the count of them"
         );
         let pending = self
