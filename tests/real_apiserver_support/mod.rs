@@ -13,8 +13,12 @@
 //! SIGKILL rather than waited for (down.sh's graceful stop waits up to 5 s per process for a
 //! server nobody will read again).
 
+pub mod audit;
+pub mod decisions;
 pub mod fleet;
 pub mod reset_proxy;
+pub mod upstream;
+pub mod versions;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -24,10 +28,66 @@ use std::sync::{Condvar, Mutex, OnceLock};
 
 use serde_json::Value;
 
+use versions::Kube;
+
 pub const SKIP_VARIABLE: &str = "NODE_LIFECYCLED_SKIP_REAL_APISERVER";
+
+/// What a test asks of its server beyond up.sh's flags.
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// An audit policy (YAML): the server writes what it selects to `logs/audit.log` as JSON
+    /// lines, the record of every request a scenario asserts on.
+    pub audit: Option<String>,
+    /// `--feature-gates` items (`Name=true`); a test that needs a gate says so here.
+    pub feature_gates: Vec<String>,
+}
+
+impl ServerOptions {
+    /// The kube-apiserver up.sh runs: the binary itself, or a wrapper in `state` that adds
+    /// these flags (up.sh takes no flags of its own; `--version` passes through untouched).
+    fn wrap(&self, apiserver: &Path, state: &Path) -> Result<PathBuf, String> {
+        if self.audit.is_none() && self.feature_gates.is_empty() {
+            return Ok(apiserver.to_path_buf());
+        }
+        let mut flags = Vec::new();
+        if let Some(policy) = &self.audit {
+            let file = state.join("audit-policy.yaml");
+            std::fs::write(&file, policy).map_err(|e| format!("{}: {e}", file.display()))?;
+            flags.push(format!("--audit-policy-file={}", file.display()));
+            flags.push(format!(
+                "--audit-log-path={}",
+                state.join("logs/audit.log").display()
+            ));
+            flags.push("--audit-log-format=json".to_string());
+            // Unbuffered: a scenario reads the log while the server runs.
+            flags.push("--audit-log-mode=blocking".to_string());
+        }
+        if !self.feature_gates.is_empty() {
+            flags.push(format!("--feature-gates={}", self.feature_gates.join(",")));
+        }
+        let wrapper = state.join("kube-apiserver");
+        let bin = apiserver.display();
+        let text = format!(
+            "#!/bin/sh\ncase \"$1\" in --version) exec '{bin}' \"$@\";; esac\nexec '{bin}' \"$@\" {}\n",
+            flags
+                .iter()
+                .map(|f| format!("'{f}'"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        std::fs::write(&wrapper, text).map_err(|e| format!("{}: {e}", wrapper.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("{}: {e}", wrapper.display()))?;
+        Ok(wrapper)
+    }
+}
 
 /// A running etcd + kube-apiserver, stopped on drop (also when the scenario panics).
 pub struct RealApiserver {
+    kube: Kube,
+    /// The audit log, when the server was started with a policy.
+    audit_log: Option<PathBuf>,
     vars: HashMap<String, String>,
     scripts: PathBuf,
     /// Held until after down.sh has run (fields drop after `Drop::drop`).
@@ -107,19 +167,32 @@ fn keep_pki(state: &Path) {
 }
 
 impl RealApiserver {
-    pub fn start() -> Option<RealApiserver> {
+    /// A server of release `kube` (its binaries built on first use, before a slot is taken).
+    pub fn start(kube: Kube) -> Option<RealApiserver> {
+        RealApiserver::start_with(kube, &ServerOptions::default())
+    }
+
+    /// The same with an audit log or feature gates.
+    pub fn start_with(kube: Kube, options: &ServerOptions) -> Option<RealApiserver> {
+        let binaries = kube.binaries();
         // A test that panicked with the server up poisons the lock; its drop still stopped it.
         let slot = Slot::take();
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver");
         let state = fresh_state();
-        // One up.sh at a time: it picks free ports before its servers bind them, so two
-        // starting together could pick the same.
-        static STARTING: Mutex<()> = Mutex::new(());
-        let starting = STARTING.lock().unwrap_or_else(|p| p.into_inner());
-        let output = Command::new(scripts.join("up.sh"))
-            .env("STATE", &state)
-            .output();
-        drop(starting);
+        let mut up = Command::new(scripts.join("up.sh"));
+        up.env("STATE", &state);
+        let output = match binaries.and_then(|b| options.wrap(&b.apiserver, &state).map(|a| (a, b)))
+        {
+            Err(why) => Err(std::io::Error::other(why)),
+            Ok((apiserver, binaries)) => {
+                up.env("APISERVER", apiserver).env("ETCD", &binaries.etcd);
+                // One up.sh at a time: it picks free ports before its servers bind them, so
+                // two starting together could pick the same.
+                static STARTING: Mutex<()> = Mutex::new(());
+                let _starting = STARTING.lock().unwrap_or_else(|p| p.into_inner());
+                up.output()
+            }
+        };
         let failure = match &output {
             Err(e) => Some(format!(
                 "cannot run {}: {e}",
@@ -148,10 +221,24 @@ impl RealApiserver {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Some(RealApiserver {
+            kube,
+            audit_log: options.audit.as_ref().map(|_| state.join("logs/audit.log")),
             vars,
             scripts,
             _slot: slot,
         })
+    }
+
+    /// The audit log's path (`ServerOptions::audit`).
+    pub fn audit_log(&self) -> &Path {
+        self.audit_log
+            .as_deref()
+            .expect("the server was started without an audit policy")
+    }
+
+    /// The release this server runs.
+    pub fn kube(&self) -> Kube {
+        self.kube
     }
 
     pub fn var(&self, key: &str) -> &str {
