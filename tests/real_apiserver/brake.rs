@@ -17,6 +17,7 @@ use crate::real_apiserver_support::fleet::{
     create_fleet, create_running_pod, node_json, pod_deleting, pod_deletion_asked, ready_of,
     taint_time_added, taints_of,
 };
+use crate::real_apiserver_support::versions::{Kube, versions};
 use node_lifecycled::kube::{ApiClient, PatchType};
 use serde::de::IgnoredAny;
 use serde_json::json;
@@ -43,6 +44,7 @@ struct Run {
 /// `zones` zones of `per_zone` nodes (`z1-n1`, ...), `pods` created, then the daemon with
 /// `top` (top-level keys) and `tables` (after the rest) added to its config, leading.
 fn start(
+    kube: Kube,
     name: &str,
     zones: usize,
     per_zone: usize,
@@ -50,7 +52,7 @@ fn start(
     top: &str,
     tables: &str,
 ) -> Option<Run> {
-    let server = RealApiserver::start()?;
+    let server = RealApiserver::start(kube)?;
     let spec = FleetSpec {
         lease_duration_seconds: 8,
         ..FleetSpec::zones(zones, per_zone)
@@ -81,8 +83,7 @@ fn no_execute(admin: &mut ApiClient, node: &str) -> bool {
 /// Both are judged (Unknown, NoSchedule) but nothing is tainted NoExecute and their pods, which
 /// tolerate nothing, stay. One comes back: within the limit, and 3 s later (the cooldown) the
 /// brake releases: the other is tainted and its pod deleted.
-#[test]
-fn the_brake_holds_a_mass_failure_and_releases_after_the_cooldown() {
+fn the_brake_holds_a_mass_failure_and_releases_after_the_cooldown(kube: Kube) {
     let nodes = ["z1-n1", "z1-n2", "z2-n1", "z2-n2", "z3-n1", "z3-n2"];
     let pods = |server: &RealApiserver| {
         for n in nodes {
@@ -90,7 +91,7 @@ fn the_brake_holds_a_mass_failure_and_releases_after_the_cooldown() {
         }
     };
     let top = "max_unhealthy = 1\ndisruption_cooldown = \"3s\"\n";
-    let Some(mut run) = start("brake-engaged", 3, 2, pods, top, "") else {
+    let Some(mut run) = start(kube, "brake-engaged", 3, 2, pods, top, "") else {
         return;
     };
     let dead = ["z1-n1".to_string(), "z2-n1".to_string()];
@@ -134,8 +135,7 @@ fn the_brake_holds_a_mass_failure_and_releases_after_the_cooldown() {
 /// A pod with no tolerations of its own (the admission plugin gives it 300 s) on a node of the
 /// pool `fast` (`default_toleration_seconds = 4`) is deleted ~4 s after the taint; one that
 /// chose 299 s for unreachable is not.
-#[test]
-fn a_pools_default_toleration_seconds_replaces_the_admission_default_only() {
+fn a_pools_default_toleration_seconds_replaces_the_admission_default_only(kube: Kube) {
     let pods = |server: &RealApiserver| {
         server.apply(
             &json!({"apiVersion": "v1", "kind": "Pod",
@@ -158,7 +158,7 @@ fn a_pools_default_toleration_seconds_replaces_the_admission_default_only() {
     let tables = "[[pool]]\nname = \"fast\"\n\
                   match_labels = { \"topology.kubernetes.io/zone\" = \"z1\" }\n\
                   default_toleration_seconds = 4\n";
-    let Some(run) = start("pool-timing", 2, 2, pods, "", tables) else {
+    let Some(run) = start(kube, "pool-timing", 2, 2, pods, "", tables) else {
         return;
     };
     let mut admin = admin_client(&run.server);
@@ -191,4 +191,17 @@ fn a_pools_default_toleration_seconds_replaces_the_admission_default_only() {
         || !pod_deleting(&mut admin, "own-299"),
         || d.log(),
     );
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [
+        the_brake_holds_a_mass_failure_and_releases_after_the_cooldown,
+        a_pools_default_toleration_seconds_replaces_the_admission_default_only,
+    ],
+    v1_35 => [
+        the_brake_holds_a_mass_failure_and_releases_after_the_cooldown,
+        a_pools_default_toleration_seconds_replaces_the_admission_default_only,
+    ],
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::kube_client_support::{TempDir, TestCa, VirtualClock, b64};
 use crate::real_apiserver_support::RealApiserver;
+use crate::real_apiserver_support::versions::{Kube, versions};
 use node_lifecycled::kube::{
     ApiClient, ApiError, ClientSettings, Connection, ExplicitSettings, PatchType, Preconditions,
 };
@@ -61,9 +62,8 @@ fn taint_patch(resource_version: &str, key: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-#[test]
-fn real_kube_apiserver_v1_20_client_scenarios() {
-    let Some(server) = RealApiserver::start() else {
+fn client_scenarios(kube: Kube) {
+    let Some(server) = RealApiserver::start(kube) else {
         return;
     };
 
@@ -74,7 +74,7 @@ fn real_kube_apiserver_v1_20_client_scenarios() {
             .unwrap();
     let mut admin = client(&admin_connection);
     let version: serde_json::Value = admin.get_json("/version").unwrap();
-    assert_eq!(version["gitVersion"], "v1.20.2");
+    assert_eq!(version["gitVersion"], kube.git_version().as_str());
 
     // The daemon's kubeconfig authenticates by its client certificate as "node-lifecycled",
     // which no RBAC binding grants anything yet: a typed 403 carrying the server's message.
@@ -285,4 +285,12 @@ current-context: x
         .get_bytes("/api/v1/nodes?watch=true&timeoutSeconds=30")
         .unwrap_err();
     assert!(matches!(err, ApiError::Timeout(_)), "{err:?}");
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [client_scenarios],
+    v1_35 => [client_scenarios],
+    v1_20 => [client_scenarios],
 }

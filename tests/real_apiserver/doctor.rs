@@ -1,8 +1,10 @@
-//! `node-lifecycled doctor` against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`),
-//! connecting as `DAEMON_KUBECONFIG` (user `node-lifecycled`, no groups): before conf/rbac.yaml
-//! is applied every permission it grants is reported missing, after it all pass; a fake kubeadm
-//! manifest with and without kube-controller-manager's node lifecycle controller disabled is
-//! told apart, with the exact `--controllers` value for 1.20 (`nodelifecycle`).
+//! `node-lifecycled doctor` against a real kube-apiserver of each tested release, connecting as
+//! `DAEMON_KUBECONFIG` (user `node-lifecycled`, no groups): before conf/rbac.yaml is applied
+//! every permission it grants is reported missing, after it all pass; the identity from
+//! SelfSubjectReview where the server has it (1.28 and later); a fake kubeadm manifest with and
+//! without kube-controller-manager's controllers disabled is told apart, with the exact
+//! `--controllers` value for the release (`nodelifecycle` before 1.29,
+//! `node-lifecycle-controller` and `taint-eviction-controller` from 1.29).
 //!
 //! Fails if the server cannot be started, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it
 //! says why). The tests that need no server (a configuration that cannot be read, a host file
@@ -13,6 +15,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use crate::real_apiserver_support::RealApiserver;
+use crate::real_apiserver_support::versions::{Kube, versions};
 use serde_json::Value;
 
 struct Dir(PathBuf);
@@ -33,7 +36,7 @@ impl Drop for Dir {
 }
 
 /// kubeadm writes the flags unquoted, one per line.
-fn kubeadm_manifest(controllers: &str) -> String {
+fn kubeadm_manifest(controllers: &str, version: &str) -> String {
     format!(
         "apiVersion: v1
 kind: Pod
@@ -51,7 +54,7 @@ spec:
     - --bind-address=127.0.0.1
     - --controllers={controllers}
     - --leader-elect=true
-    image: k8s.gcr.io/kube-controller-manager:v1.20.2
+    image: registry.k8s.io/kube-controller-manager:{version}
     name: kube-controller-manager
   hostNetwork: true
 "
@@ -121,10 +124,10 @@ fn find<'a>(checks: &'a [Value], group: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {group}/{name} in {checks:#?}"))
 }
 
-#[test]
-fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_reads_the_kubeadm_manifest()
- {
-    let Some(server) = RealApiserver::start() else {
+fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_reads_the_kubeadm_manifest(
+    kube: Kube,
+) {
+    let Some(server) = RealApiserver::start(kube) else {
         return;
     };
     let dir = Dir::new("nl-doctor-e2e");
@@ -140,10 +143,28 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
     .unwrap();
     let on = dir.0.join("kcm-on.yaml");
     let off = dir.0.join("kcm-off.yaml");
-    std::fs::write(&on, kubeadm_manifest("*,bootstrapsigner,tokencleaner")).unwrap();
+    // The controllers doctor must find disabled, by the release's names.
+    let replaced = if kube.minor() >= 29 {
+        "node-lifecycle-controller, taint-eviction-controller"
+    } else {
+        "nodelifecycle"
+    };
+    let disabling = replaced
+        .split(", ")
+        .map(|c| format!(",-{c}"))
+        .collect::<String>();
+    let version = kube.git_version();
+    std::fs::write(
+        &on,
+        kubeadm_manifest("*,bootstrapsigner,tokencleaner", &version),
+    )
+    .unwrap();
     std::fs::write(
         &off,
-        kubeadm_manifest("*,bootstrapsigner,tokencleaner,-nodelifecycle"),
+        kubeadm_manifest(
+            &format!("*,bootstrapsigner,tokencleaner{disabling}"),
+            &version,
+        ),
     )
     .unwrap();
     let absent = dir.0.join("absent.yaml");
@@ -163,13 +184,18 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
     let list = checks(&before);
     let version = find(&list, "cluster", "server version");
     assert_eq!(version["level"], "ok");
-    assert_eq!(version["message"], "v1.20.2");
+    assert_eq!(version["message"], kube.git_version().as_str());
     let identity = find(&list, "cluster", "identity");
+    let expected_identity = if kube.minor() >= 28 {
+        "user \"node-lifecycled\", groups [system:authenticated]"
+    } else {
+        "unknown: this server has no SelfSubjectReview"
+    };
     assert!(
         identity["message"]
             .as_str()
             .unwrap()
-            .starts_with("unknown: this server has no SelfSubjectReview"),
+            .starts_with(expected_identity),
         "{identity}"
     );
     assert_eq!(find(&list, "cluster", "clock skew")["level"], "ok");
@@ -227,7 +253,7 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
         kcm["message"]
             .as_str()
             .unwrap()
-            .ends_with("nodelifecycle disabled"),
+            .ends_with(&format!("{replaced} disabled")),
         "{kcm}"
     );
     assert_eq!(
@@ -269,12 +295,14 @@ fn doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_read
         .find(|l| l.starts_with("fail  controllers/kubeadm manifest"))
         .unwrap_or_else(|| panic!("no failing controllers line:\n{text}"));
     assert!(
-        line.contains("--controllers=*,bootstrapsigner,tokencleaner: nodelifecycle still enabled"),
+        line.contains(&format!(
+            "--controllers=*,bootstrapsigner,tokencleaner: {replaced} still enabled"
+        )),
         "{line}"
     );
     assert!(
         line.contains(&format!(
-            "-> set --controllers=*,bootstrapsigner,tokencleaner,-nodelifecycle in {}",
+            "-> set --controllers=*,bootstrapsigner,tokencleaner{disabling} in {}",
             on.display()
         )),
         "{line}"
@@ -313,7 +341,7 @@ fn doctor_against_an_address_nobody_answers_fails_the_connection_and_still_reads
     let dir = Dir::new("nl-doctor-down");
     let (config, port) = unreachable_config(&dir.0);
     let on = dir.0.join("kcm.yaml");
-    std::fs::write(&on, kubeadm_manifest("*")).unwrap();
+    std::fs::write(&on, kubeadm_manifest("*", "v1.20.2")).unwrap();
     let out = doctor(&config, &on, &dir.0.join("absent.yaml"), "text");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -434,7 +462,7 @@ fn doctor_given_a_file_of_another_kind_exits_78_naming_it_and_what_it_expected()
     let (config, _) = unreachable_config(&dir.0);
     let absent = dir.0.join("absent");
     let manifest = dir.0.join("kube-controller-manager.yaml");
-    std::fs::write(&manifest, kubeadm_manifest("*")).unwrap();
+    std::fs::write(&manifest, kubeadm_manifest("*", "v1.20.2")).unwrap();
     let args = dir.0.join("kube-controller-manager");
     std::fs::write(&args, "--profiling=false\n--controllers=*\n").unwrap();
     for (option, path, expected) in [
@@ -457,4 +485,18 @@ fn doctor_given_a_file_of_another_kind_exits_78_naming_it_and_what_it_expected()
         );
         assert!(out.stdout.is_empty(), "nothing checked: {out:?}");
     }
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [
+        doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_reads_the_kubeadm_manifest,
+    ],
+    v1_35 => [
+        doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_reads_the_kubeadm_manifest,
+    ],
+    v1_20 => [
+        doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_reads_the_kubeadm_manifest,
+    ],
 }

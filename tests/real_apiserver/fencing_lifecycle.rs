@@ -15,6 +15,7 @@ use crate::real_apiserver_support::RealApiserver;
 use crate::real_apiserver_support::fleet::{
     FleetSpec, admin_client, create_fleet, node_json, ready_of,
 };
+use crate::real_apiserver_support::versions::{Kube, versions};
 use serde_json::Value;
 
 const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/node-lifecycled";
@@ -78,9 +79,8 @@ fn runs(path: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over() {
-    let Some(server) = RealApiserver::start() else {
+fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(kube: Kube) {
+    let Some(server) = RealApiserver::start(kube) else {
         return;
     };
     let spec = FleetSpec {
@@ -169,4 +169,11 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over()
         "fenced {:.1}s after `resume`",
         resumed.elapsed().as_secs_f64()
     );
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over],
+    v1_35 => [a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over],
 }

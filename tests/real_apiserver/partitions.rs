@@ -23,6 +23,7 @@ use crate::real_apiserver_support::fleet::{
     create_fleet, create_running_pod, deleted, no_execute_tainted, node_json, ready_of,
     taint_time_added, taints_of,
 };
+use crate::real_apiserver_support::versions::{Kube, versions};
 use node_lifecycled::kube::{ApiClient, PatchType};
 use node_lifecycled::time::Time;
 use serde::de::IgnoredAny;
@@ -53,8 +54,8 @@ struct Run {
 
 /// Two zones of four nodes, the site labelled, one pod per node deleted at once by a NoExecute
 /// taint, and the daemon leading with `extra` top-level keys; the fleet healthy for 3 s.
-fn run(name: &str, extra: &str) -> Option<Run> {
-    let server = RealApiserver::start()?;
+fn run(kube: Kube, name: &str, extra: &str) -> Option<Run> {
+    let server = RealApiserver::start(kube)?;
     let spec = FleetSpec {
         lease_duration_seconds: 8,
         spread_phases: true,
@@ -133,9 +134,9 @@ fn judged(server: &RealApiserver, d: &Daemon, dead: &[String]) {
 /// The whole site cut off (kubelets at spread phases) under `unless-disrupted` and `hold`: its
 /// nodes are judged Unknown, but their pods stay Ready (endpoints kept) and nothing is
 /// tainted NoExecute or deleted.
-#[test]
-fn pods_stay_ready_in_a_site_cut_off_under_unless_disrupted() {
+fn pods_stay_ready_in_a_site_cut_off_under_unless_disrupted(kube: Kube) {
     let Some(r) = run(
+        kube,
         "partitions-cut-off",
         "mark_pods_not_ready = \"unless-disrupted\"\nfull_disruption = \"hold\"\n",
     ) else {
@@ -168,9 +169,8 @@ fn pods_stay_ready_in_a_site_cut_off_under_unless_disrupted() {
 /// Three of the site's four nodes (two in z1, one in z2) die: the site is partially disrupted
 /// and, the cluster being small, nothing is tainted NoExecute. By zone, z1 (two of four down)
 /// and z2 (one of four) would be Normal and their nodes tainted at once.
-#[test]
-fn a_domain_by_label_groups_nodes_across_zones() {
-    let Some(r) = run("partitions-domain", "") else {
+fn a_domain_by_label_groups_nodes_across_zones(kube: Kube) {
+    let Some(r) = run(kube, "partitions-domain", "") else {
         return;
     };
     let dead: Vec<String> = site().into_iter().take(3).collect();
@@ -195,9 +195,9 @@ fn a_domain_by_label_groups_nodes_across_zones() {
 
 /// The whole site dark under `hold` with `hold_max = "10s"`: nothing tainted NoExecute while
 /// held, then every node of the site tainted at the normal rate (0.5/s: 2 s apart).
-#[test]
-fn a_dark_site_is_held_then_tainted_after_hold_max() {
+fn a_dark_site_is_held_then_tainted_after_hold_max(kube: Kube) {
     let Some(r) = run(
+        kube,
         "partitions-hold",
         "full_disruption = \"hold\"\nhold_max = \"10s\"\n",
     ) else {
@@ -250,4 +250,19 @@ fn a_dark_site_is_held_then_tainted_after_hold_max() {
         no_execute_tainted(&mut admin, &others),
         Vec::<String>::new()
     );
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [
+        pods_stay_ready_in_a_site_cut_off_under_unless_disrupted,
+        a_domain_by_label_groups_nodes_across_zones,
+        a_dark_site_is_held_then_tainted_after_hold_max,
+    ],
+    v1_35 => [
+        pods_stay_ready_in_a_site_cut_off_under_unless_disrupted,
+        a_domain_by_label_groups_nodes_across_zones,
+        a_dark_site_is_held_then_tainted_after_hold_max,
+    ],
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::informer_support::{Harness, Id, Tracked, assert_same, decode_all, list_watch};
 use crate::real_apiserver_support::RealApiserver;
+use crate::real_apiserver_support::versions::{Kube, versions};
 use node_lifecycled::kube::decode::DecodeContext;
 use node_lifecycled::kube::decode::proto::ContentType;
 use node_lifecycled::kube::{ClientSettings, Connection};
@@ -28,9 +29,8 @@ fn ready_heartbeat(node: &Node) -> Option<(ConditionStatus, Option<Time>)> {
         .map(|c| (c.status, c.last_heartbeat_time))
 }
 
-#[test]
-fn real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats() {
-    let Some(server) = RealApiserver::start() else {
+fn real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats(kube: Kube) {
+    let Some(server) = RealApiserver::start(kube) else {
         return;
     };
     let connection =
@@ -120,4 +120,12 @@ fn real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats()
             &mut ctx,
         ),
     );
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats],
+    v1_35 => [real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats],
+    v1_20 => [real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats],
 }

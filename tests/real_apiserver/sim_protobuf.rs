@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use crate::real_apiserver_support::RealApiserver;
+use crate::real_apiserver_support::versions::{Kube, versions};
 use node_lifecycled::kube::decode::DecodeContext;
 use node_lifecycled::kube::decode::proto::{ProtoWire, Reader, decode_item};
 use node_lifecycled::model::{Lease, Node, Pod};
@@ -136,9 +137,8 @@ fn has(compared: &[String], expected: &[&str]) {
     }
 }
 
-#[test]
-fn the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_objects() {
-    let Some(server) = RealApiserver::start() else {
+fn the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_objects(kube: Kube) {
+    let Some(server) = RealApiserver::start(kube) else {
         return;
     };
     server.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-node-lease}\n");
@@ -220,4 +220,11 @@ fn the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_obje
             "spec.nodeName",
         ],
     );
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_objects],
+    v1_20 => [the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_objects],
 }

@@ -26,12 +26,13 @@ use crate::real_apiserver_support::fleet::{
     create_fleet, create_running_pod, deleted, no_execute_tainted, node_json, pod_deleting,
     ready_of, taint_time_added, taints_of,
 };
+use crate::real_apiserver_support::versions::{Kube, versions};
 use node_lifecycled::time::Time;
 
 /// A started server with the fleet of `spec` and its kubelets running (`RealApiserver::start`
 /// keeps the scenarios apart: each measures timing against its own server), or `None` when the server is unavailable and the skip variable says so.
-fn fleet(spec: &FleetSpec) -> Option<(RealApiserver, Kubelets)> {
-    let server = RealApiserver::start()?;
+fn fleet(kube: Kube, spec: &FleetSpec) -> Option<(RealApiserver, Kubelets)> {
+    let server = RealApiserver::start(kube)?;
     let kubelets = create_fleet(&server, spec);
     Some((server, kubelets))
 }
@@ -88,9 +89,15 @@ struct ZoneRun {
     _dir: TempDir,
 }
 
-fn zone_run(name: &str, zones: usize, per_zone: usize, spread_phases: bool) -> Option<ZoneRun> {
+fn zone_run(
+    kube: Kube,
+    name: &str,
+    zones: usize,
+    per_zone: usize,
+    spread_phases: bool,
+) -> Option<ZoneRun> {
     let spec = zone_fleet(zones, per_zone, spread_phases);
-    let (server, kubelets) = fleet(&spec)?;
+    let (server, kubelets) = fleet(kube, &spec)?;
     let all = spec.names();
     at_once_pods(&server, &all);
     let dir = TempDir::new(name);
@@ -145,8 +152,8 @@ fn judged_and_spared(
 /// Three of zone z1's four nodes fall silent at the same instant (their kubelets renewing at
 /// their own phases, or all together): judged Unknown and tainted NoSchedule, nothing tainted
 /// NoExecute and nothing deleted. Returns the daemon, for what else the scenario checks.
-fn most_of_a_zone_dies(name: &str, spread_phases: bool) -> Option<ZoneRun> {
-    let run = zone_run(name, 2, 4, spread_phases)?;
+fn most_of_a_zone_dies(kube: Kube, name: &str, spread_phases: bool) -> Option<ZoneRun> {
+    let run = zone_run(kube, name, 2, 4, spread_phases)?;
     let dead: Vec<String> = run.spec.in_zone("z1").into_iter().take(3).collect();
     run.kubelets.silence(&dead);
     judged_and_spared(&run.server, &run.d, &dead, &run.all, Duration::from_secs(6));
@@ -157,9 +164,8 @@ fn most_of_a_zone_dies(name: &str, spread_phases: bool) -> Option<ZoneRun> {
 /// upstream's pass sees all three Unknown together, the zone is partially disrupted and, the
 /// cluster being small, nothing is tainted NoExecute. The first verdict must not taint its node
 /// before the other two are judged.
-#[test]
-fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
-    if let Some(run) = most_of_a_zone_dies("safety-zone-sync", false) {
+fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing(kube: Kube) {
+    if let Some(run) = most_of_a_zone_dies(kube, "safety-zone-sync", false) {
         assert!(run.d.has_line("PartialDisruption"), "{}", run.d.log());
     }
 }
@@ -168,16 +174,14 @@ fn most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing() {
 /// renew interval (2 s, wider than the 1 s pass): upstream's pass sees the first node alone and
 /// taints it. Beyond upstream, the nodes that have missed two renewals are counted as suspects
 /// in the zone state used for NoExecute tainting: nothing is tainted.
-#[test]
-fn most_of_a_zone_dying_with_spread_heartbeats_taints_nothing() {
-    most_of_a_zone_dies("safety-zone-spread", true);
+fn most_of_a_zone_dying_with_spread_heartbeats_taints_nothing(kube: Kube) {
+    most_of_a_zone_dies(kube, "safety-zone-spread", true);
 }
 
 /// Every node of the cluster silent at once (the control plane cut off from its nodes): every
 /// zone fully disrupted, nothing tainted NoExecute, nothing deleted.
-#[test]
-fn every_node_silent_taints_nothing() {
-    let Some(run) = zone_run("safety-all-silent", 2, 3, false) else {
+fn every_node_silent_taints_nothing(kube: Kube) {
+    let Some(run) = zone_run(kube, "safety-all-silent", 2, 3, false) else {
         return;
     };
     run.kubelets.silence(&run.all);
@@ -192,9 +196,8 @@ fn every_node_silent_taints_nothing() {
 
 /// A whole zone goes dark (heartbeats spread) while the other is healthy: upstream presumes the
 /// zone dead and keeps tainting it at the normal rate (here 0.5/s: one node every 2 s).
-#[test]
-fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
-    let Some(run) = zone_run("safety-zone-dark", 2, 4, true) else {
+fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate(kube: Kube) {
+    let Some(run) = zone_run(kube, "safety-zone-dark", 2, 4, true) else {
         return;
     };
     let ZoneRun {
@@ -239,9 +242,8 @@ fn a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate() {
 
 /// A single node dies in a healthy zone: judged at its deadline and tainted NoExecute at once
 /// (no other node of its zone is a suspect, so nothing waits).
-#[test]
-fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline() {
-    let Some(run) = zone_run("safety-single", 2, 4, true) else {
+fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline(kube: Kube) {
+    let Some(run) = zone_run(kube, "safety-single", 2, 4, true) else {
         return;
     };
     let ZoneRun {
@@ -326,13 +328,13 @@ const RESTART_TOLERATION: Duration = Duration::from_secs(12);
 
 /// A fleet of 2 zones × 3 nodes whose victim `z1-n2` carries two pods tolerating the
 /// unreachable taint for [`RESTART_TOLERATION`].
-fn restart_fleet() -> Option<(RealApiserver, Kubelets, String, Vec<String>)> {
+fn restart_fleet(kube: Kube) -> Option<(RealApiserver, Kubelets, String, Vec<String>)> {
     let spec = FleetSpec {
         lease_duration_seconds: 8,
         spread_phases: true,
         ..FleetSpec::zones(2, 3)
     };
-    let (server, kubelets) = fleet(&spec)?;
+    let (server, kubelets) = fleet(kube, &spec)?;
     let victim = "z1-n2".to_string();
     let pods: Vec<String> = ["a", "b"]
         .iter()
@@ -466,9 +468,8 @@ fn assert_deleted_from_time_added(
 /// new process leaves the taint and its `timeAdded` alone (upstream's first pass removes it and
 /// taints again 0.1 s later, cancelling every pending deletion and restarting the countdowns), and
 /// the pods go at `timeAdded + tolerationSeconds`.
-#[test]
-fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
-    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
+fn a_restart_mid_outage_keeps_the_taint_and_its_countdown(kube: Kube) {
+    let Some((server, kubelets, victim, pods)) = restart_fleet(kube) else {
         return;
     };
     let dir = TempDir::new("safety-restart");
@@ -509,9 +510,8 @@ fn a_restart_mid_outage_keeps_the_taint_and_its_countdown() {
 /// Restarts change nothing, failover: the leader is SIGKILLed 3 s after it tainted a dead node; the
 /// standby takes over when the lease runs out and, like a restart, keeps the taint and its
 /// `timeAdded` and deletes the pods at `timeAdded + tolerationSeconds`.
-#[test]
-fn a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown() {
-    let Some((server, kubelets, victim, pods)) = restart_fleet() else {
+fn a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown(kube: Kube) {
+    let Some((server, kubelets, victim, pods)) = restart_fleet(kube) else {
         return;
     };
     let dir = TempDir::new("safety-failover");
@@ -611,14 +611,14 @@ struct ResetOutcome {
 /// for 20 s. `lead` before the pod is due, the proxy between the daemon and the API server
 /// resets every connection once (new ones are accepted at once). Measures when the pod's
 /// deletion is asked (polled every 20 ms) against its due time.
-fn reset_before_due(name: &str, lead: Duration) -> Option<ResetOutcome> {
+fn reset_before_due(kube: Kube, name: &str, lead: Duration) -> Option<ResetOutcome> {
     const TOLERATION: u64 = 20;
     let spec = FleetSpec {
         lease_duration_seconds: 8,
         spread_phases: true,
         ..FleetSpec::zones(2, 3)
     };
-    let (server, kubelets) = fleet(&spec)?;
+    let (server, kubelets) = fleet(kube, &spec)?;
     let victim = "z1-n2".to_string();
     let pod = "reset-victim";
     create_running_pod(&server, pod, &victim, Some(TOLERATION as i64));
@@ -718,9 +718,8 @@ fn reset_before_due(name: &str, lead: Duration) -> Option<ResetOutcome> {
 /// once), with the installed watch idle timeout (30 s). Upstream deletes the pod on time; so
 /// must the daemon: the hold after a reset ends once the watches are re-established, not at
 /// their first line (~20 s later on a quiet resource).
-#[test]
-fn a_connection_reset_before_a_pod_is_due_does_not_delay_its_deletion() {
-    let Some(outcome) = reset_before_due("reset-7s", Duration::from_secs(7)) else {
+fn a_connection_reset_before_a_pod_is_due_does_not_delay_its_deletion(kube: Kube) {
+    let Some(outcome) = reset_before_due(kube, "reset-7s", Duration::from_secs(7)) else {
         return;
     };
     assert!(
@@ -738,10 +737,9 @@ fn a_connection_reset_before_a_pod_is_due_does_not_delay_its_deletion() {
 /// re-established, and no longer: the first backoff (0.5 s ± 20 %), one round trip (connect,
 /// TLS, the watch's answer) and the settle (the answer's round trip, 50–500 ms), plus 0.4 s
 /// for a busy machine to schedule the daemon and the API server.
-#[test]
-fn a_connection_reset_just_before_a_pod_is_due_delays_it_by_the_reconnect_at_most() {
+fn a_connection_reset_just_before_a_pod_is_due_delays_it_by_the_reconnect_at_most(kube: Kube) {
     let lead = Duration::from_millis(300);
-    let Some(outcome) = reset_before_due("reset-0.3s", lead) else {
+    let Some(outcome) = reset_before_due(kube, "reset-0.3s", lead) else {
         return;
     };
     let allowance = 0.6 + 0.5 + 0.4;
@@ -755,4 +753,36 @@ fn a_connection_reset_just_before_a_pod_is_due_delays_it_by_the_reconnect_at_mos
         outcome.hold
     );
     assert!(outcome.late >= -0.1, "deleted before it was due");
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [
+        most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing,
+        most_of_a_zone_dying_with_spread_heartbeats_taints_nothing,
+        every_node_silent_taints_nothing,
+        a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate,
+        a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline,
+        a_restart_mid_outage_keeps_the_taint_and_its_countdown,
+        a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown,
+        a_connection_reset_before_a_pod_is_due_does_not_delay_its_deletion,
+        a_connection_reset_just_before_a_pod_is_due_delays_it_by_the_reconnect_at_most,
+    ],
+    v1_35 => [
+        most_of_a_zone_dying_together_in_a_small_cluster_taints_nothing,
+        most_of_a_zone_dying_with_spread_heartbeats_taints_nothing,
+        every_node_silent_taints_nothing,
+        a_whole_zone_dark_beside_a_healthy_one_is_tainted_at_the_normal_rate,
+        a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline,
+        a_restart_mid_outage_keeps_the_taint_and_its_countdown,
+        a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown,
+        a_connection_reset_before_a_pod_is_due_does_not_delay_its_deletion,
+        a_connection_reset_just_before_a_pod_is_due_delays_it_by_the_reconnect_at_most,
+    ],
+    v1_20 => [
+        a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline,
+        a_restart_mid_outage_keeps_the_taint_and_its_countdown,
+        a_connection_reset_before_a_pod_is_due_does_not_delay_its_deletion,
+    ],
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::informer_support::{Harness, Id, Tracked, assert_same, decode_all, list_watch};
 use crate::real_apiserver_support::RealApiserver;
+use crate::real_apiserver_support::versions::{Kube, versions};
 use node_lifecycled::kube::decode::DecodeContext;
 use node_lifecycled::kube::{ClientSettings, Connection};
 use node_lifecycled::model::{ConditionStatus, Lease, Node, NodeConditionType, Pod, PodKey};
@@ -41,9 +42,8 @@ fn ready(node: &Node) -> Option<ConditionStatus> {
         .map(|c| c.status)
 }
 
-#[test]
-fn real_kube_apiserver_v1_20_informers_see_kubectl_changes() {
-    let Some(server) = RealApiserver::start() else {
+fn informers_see_kubectl_changes(kube: Kube) {
+    let Some(server) = RealApiserver::start(kube) else {
         return;
     };
     let connection =
@@ -54,8 +54,8 @@ fn real_kube_apiserver_v1_20_informers_see_kubectl_changes() {
     let mut h = Harness::new(connection, &clock, ClientSettings::default());
     assert_eq!(
         probe_watch_list(&mut h.client),
-        Some(false),
-        "1.20 has no watch-list streaming: list+watch"
+        Some(kube.has_watch_list()),
+        "watch-list streaming from 1.32 on, list+watch before"
     );
     // Watches end (server-side timeoutSeconds) every 5–8 s, so the scenario also proves that
     // a real server's clean end is resumed without a relist. The idle timeout leaves a stream
@@ -274,4 +274,12 @@ fn real_kube_apiserver_v1_20_informers_see_kubectl_changes() {
         assert!(stats.idle_timeouts <= 3, "{stats:?}");
         assert_eq!(stats.reflector.skipped_events, 0, "{stats:?}");
     }
+}
+
+// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
+// the 1.20.2 floor the protocol and a representative few).
+versions! {
+    v1_37 => [informers_see_kubectl_changes],
+    v1_35 => [informers_see_kubectl_changes],
+    v1_20 => [informers_see_kubectl_changes],
 }

@@ -43,12 +43,43 @@ fn condition(kind: &str, status: &str, reason: &str, stamp: &str) -> Value {
 
 /// Node status as a kubelet posts it.
 pub fn post_ready(client: &mut ApiClient, node: &str, stamp: &str) {
-    let body = json!({"status": {"conditions": [
-        condition("MemoryPressure", "False", "KubeletHasSufficientMemory", stamp),
-        condition("DiskPressure", "False", "KubeletHasNoDiskPressure", stamp),
-        condition("PIDPressure", "False", "KubeletHasSufficientPID", stamp),
-        condition("Ready", "True", "KubeletReady", stamp),
-    ]}});
+    post_conditions(client, node, stamp, &BTreeMap::new());
+}
+
+/// What a healthy kubelet reports, by condition type: (status, reason).
+fn healthy_conditions() -> BTreeMap<String, (String, String)> {
+    [
+        ("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+        ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+        ("PIDPressure", "False", "KubeletHasSufficientPID"),
+        ("Ready", "True", "KubeletReady"),
+    ]
+    .into_iter()
+    .map(|(k, s, r)| (k.to_string(), (s.to_string(), r.to_string())))
+    .collect()
+}
+
+/// The conditions a kubelet reports: healthy, but for `overrides` (type → (status, reason)).
+fn wanted_conditions(
+    overrides: &BTreeMap<String, (String, String)>,
+) -> BTreeMap<String, (String, String)> {
+    let mut wanted = healthy_conditions();
+    wanted.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+    wanted
+}
+
+/// Node status with the healthy conditions but for `overrides`, as a kubelet posts it.
+pub fn post_conditions(
+    client: &mut ApiClient,
+    node: &str,
+    stamp: &str,
+    overrides: &BTreeMap<String, (String, String)>,
+) {
+    let conditions: Vec<Value> = wanted_conditions(overrides)
+        .iter()
+        .map(|(kind, (status, reason))| condition(kind, status, reason, stamp))
+        .collect();
+    let body = json!({"status": {"conditions": conditions}});
     client
         .patch::<IgnoredAny>(
             &format!("/api/v1/nodes/{node}/status"),
@@ -254,19 +285,40 @@ pub fn create_running_pod(
         .unwrap();
 }
 
+type Reports = Arc<Mutex<BTreeMap<String, BTreeMap<String, (String, String)>>>>;
+
+/// The node's conditions have the statuses `wanted` gives.
+fn reports_match(node: &Value, wanted: &BTreeMap<String, (String, String)>) -> bool {
+    let Some(conditions) = node["status"]["conditions"].as_array() else {
+        return false;
+    };
+    wanted.iter().all(|(kind, (status, _))| {
+        conditions
+            .iter()
+            .any(|c| c["type"] == kind.as_str() && c["status"] == status.as_str())
+    })
+}
+
 /// The test's kubelets: each alive node renews its Lease every renew interval (at its own
 /// phase, or all together) and posts Ready=True again when the controller changed it.
 pub struct Kubelets {
     alive: Arc<Mutex<BTreeSet<String>>>,
+    /// Conditions a kubelet reports other than healthy ones (`report`).
+    reports: Reports,
     /// The last renewal each kubelet got an answer for.
     renewed: Arc<Mutex<BTreeMap<String, Time>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// When the first renewal round began, and the renew interval: renewals (of phase 0, every
+    /// node when the phases are not spread) happen at `started + k × renew`.
+    started: Instant,
+    renew: Duration,
 }
 
 impl Kubelets {
     pub fn start(kubeconfig: PathBuf, nodes: &[String], renew: Duration, spread: bool) -> Kubelets {
         let alive = Arc::new(Mutex::new(nodes.iter().cloned().collect::<BTreeSet<_>>()));
+        let reports: Reports = Arc::default();
         let renewed = Arc::new(Mutex::new(BTreeMap::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let start = Instant::now();
@@ -283,7 +335,12 @@ impl Kubelets {
             })
             .collect();
         let thread = {
-            let (alive, renewed, stop) = (alive.clone(), renewed.clone(), stop.clone());
+            let (alive, renewed, stop, reports) = (
+                alive.clone(),
+                renewed.clone(),
+                stop.clone(),
+                reports.clone(),
+            );
             std::thread::spawn(move || {
                 let mut client = client_from(&kubeconfig);
                 while !stop.load(Ordering::Relaxed) {
@@ -318,12 +375,20 @@ impl Kubelets {
                         if ok && alive.lock().unwrap().contains(&name) {
                             renewed.lock().unwrap().insert(name.clone(), stamp);
                         }
+                        // Status is posted when what the server has differs from what this
+                        // kubelet reports (the controller changed it, or the test did).
+                        let overrides = reports
+                            .lock()
+                            .unwrap()
+                            .get(&name)
+                            .cloned()
+                            .unwrap_or_default();
                         if let Ok(node) = client.get_json::<Value>(&format!("/api/v1/nodes/{name}"))
-                            && ready_of(&node).0 != "True"
+                            && !reports_match(&node, &wanted_conditions(&overrides))
                             && alive.lock().unwrap().contains(&name)
                         {
                             let stamp = client.now().to_rfc3339();
-                            post_ready(&mut client, &name, &stamp);
+                            post_conditions(&mut client, &name, &stamp, &overrides);
                         }
                     }
                     std::thread::sleep(Duration::from_millis(20));
@@ -332,9 +397,12 @@ impl Kubelets {
         };
         Kubelets {
             alive,
+            reports,
             renewed,
             stop,
             thread: Some(thread),
+            started: start,
+            renew,
         }
     }
 
@@ -345,6 +413,27 @@ impl Kubelets {
         } else {
             set.remove(node);
         }
+    }
+
+    /// From now on the node's kubelet reports condition `kind` as (`status`, `reason`) (at its
+    /// next renewal, and again whenever the server has something else).
+    pub fn report(&self, node: &str, kind: &str, status: &str, reason: &str) {
+        self.reports
+            .lock()
+            .unwrap()
+            .entry(node.to_string())
+            .or_default()
+            .insert(kind.to_string(), (status.to_string(), reason.to_string()));
+    }
+
+    /// `offset` into the first renewal round that begins at least `wait` from now, so that two
+    /// runs of one script cut their kubelets off at the same point of the renew interval (a
+    /// small `offset`: just after that round's renewals).
+    pub fn round_after(&self, wait: Duration, offset: Duration) -> Instant {
+        let earliest = Instant::now() + wait;
+        let rounds =
+            earliest.duration_since(self.started).as_nanos() / self.renew.as_nanos().max(1);
+        self.started + self.renew * (rounds as u32 + 1) + offset
     }
 
     /// Cuts these kubelets off at once.
