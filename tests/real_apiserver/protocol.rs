@@ -4,10 +4,13 @@
 //! - the initial list: by watch-list (`sendInitialEvents=true`, one watch per resource, no
 //!   list) on servers that stream it (1.32 and later), by list then watch on older ones;
 //! - the live read of a node's Lease before the node is marked Unknown (upstream 1.37,
-//!   KEP-5647; ours on every version);
-//! - a write refused with 429 by API Priority and Fairness (a FlowSchema sending the daemon's
-//!   node status writes to a priority level of no seats) is retried once the server takes it,
-//!   and lands exactly once.
+//!   KEP-5647; ours on every version).
+//!
+//! 409s from a real server are in `client.rs`. A 429 cannot be had from a real server for a
+//! client that sends one request at a time: a priority level of no seats still serves one
+//! request at once, and the long-running requests are outside API Priority and Fairness. The
+//! client's handling of 429 and Retry-After is tested against the simulator
+//! (`tests/api_client/client.rs`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -120,102 +123,8 @@ fn the_initial_list_and_the_live_lease_read_as_the_server_saw_them(kube: Kube) {
     );
 }
 
-/// API Priority and Fairness: a priority level with no seats that rejects, and a FlowSchema
-/// sending the daemon's writes of node status there.
-const NO_SEATS_FOR_NODE_STATUS: &str = "\
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: PriorityLevelConfiguration
-metadata: {name: no-seats}
-spec:
-  type: Limited
-  limited:
-    nominalConcurrencyShares: 0
-    lendablePercent: 0
-    limitResponse: {type: Reject}
----
-apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: FlowSchema
-metadata: {name: node-status-refused}
-spec:
-  matchingPrecedence: 100
-  priorityLevelConfiguration: {name: no-seats}
-  rules:
-  - subjects: [{kind: User, user: {name: node-lifecycled}}]
-    resourceRules:
-    - verbs: [update, patch]
-      apiGroups: ['']
-      resources: [nodes/status]
-      clusterScope: true
-";
-
-/// A node dies while the server refuses the daemon's status writes with 429: the daemon keeps
-/// its verdict, honours Retry-After, and writes it once the server takes it again.
-fn a_status_write_refused_with_429_lands_once_the_server_takes_it(kube: Kube) {
-    let options = ServerOptions {
-        audit: Some(REQUESTS_POLICY.to_string()),
-        ..ServerOptions::default()
-    };
-    let Some(server) = RealApiserver::start_with(kube, &options) else {
-        return;
-    };
-    let kubelets = create_fleet(&server, &FleetSpec::zones(1, 3));
-    let dir = TempDir::new("protocol-429");
-    let text = config_text(Path::new(server.var("DAEMON_KUBECONFIG")), &timing());
-    let mut d = Daemon::start("protocol-429", &dir, &text, &[]);
-    d.wait_log("acting as leader", Duration::from_secs(30));
-    server.apply(NO_SEATS_FOR_NODE_STATUS);
-    // APF reads FlowSchemas from its informer: give it a moment.
-    std::thread::sleep(Duration::from_secs(2));
-
-    kubelets.set_alive("z1-n1", false);
-    let refused = |server: &RealApiserver| {
-        daemon_requests(server)
-            .iter()
-            .filter(|r| r.resource == "nodes" && r.subresource == "status" && r.code == 429)
-            .count()
-    };
-    wait_until(
-        "the daemon's status write refused with 429",
-        Duration::from_secs(20),
-        || refused(&server) >= 1,
-        || d.log(),
-    );
-    let mut admin = admin_client(&server);
-    assert_eq!(ready_of(&node_json(&mut admin, "z1-n1")).0, "True");
-    server.kubectl(&["delete", "flowschema", "node-status-refused"], None);
-    wait_until(
-        "z1-n1 Ready=Unknown once the server takes the write",
-        Duration::from_secs(30),
-        || ready_of(&node_json(&mut admin, "z1-n1")).0 == "Unknown",
-        || d.log(),
-    );
-    let landed = daemon_requests(&server)
-        .iter()
-        .filter(|r| {
-            r.resource == "nodes" && r.subresource == "status" && r.name == "z1-n1" && r.code == 200
-        })
-        .count();
-    assert_eq!(
-        landed,
-        1,
-        "the verdict is written exactly once\n{}",
-        d.log()
-    );
-    assert!(
-        d.has_line("429"),
-        "the daemon says it was throttled\n{}",
-        d.log()
-    );
-}
-
 versions! {
-    v1_37 => [
-        the_initial_list_and_the_live_lease_read_as_the_server_saw_them,
-        a_status_write_refused_with_429_lands_once_the_server_takes_it,
-    ],
-    v1_35 => [
-        the_initial_list_and_the_live_lease_read_as_the_server_saw_them,
-        a_status_write_refused_with_429_lands_once_the_server_takes_it,
-    ],
+    v1_37 => [the_initial_list_and_the_live_lease_read_as_the_server_saw_them],
+    v1_35 => [the_initial_list_and_the_live_lease_read_as_the_server_saw_them],
     v1_20 => [the_initial_list_and_the_live_lease_read_as_the_server_saw_them],
 }
