@@ -1,4 +1,4 @@
-//! The unary client against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the
+//! The unary client against real kube-apiservers (the releases at the end of this file): the
 //! kubeconfigs it writes connect over TLS with client certificates, a bearer token file works,
 //! errors come typed from real Status bodies, LIST paginates, and a strategic-merge taint patch
 //! with a stale resourceVersion gets 409 while a fresh one succeeds.
@@ -287,8 +287,8 @@ current-context: x
     assert!(matches!(err, ApiError::Timeout(_)), "{err:?}");
 }
 
-// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
-// the 1.20.2 floor the protocol and a representative few).
+// The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
+// the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
     v1_37 => [client_scenarios],
     v1_35 => [client_scenarios],

@@ -1,4 +1,4 @@
-//! The daemon end to end against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the
+//! The daemon end to end against real kube-apiservers (the releases at the end of this file): the
 //! node-failure scenario with the daemon connecting as `DAEMON_KUBECONFIG` (TLS client certificate,
 //! user `node-lifecycled`), holding only what `conf/rbac.yaml` grants (applied with the admin
 //! kubeconfig), leader election on. The test plays the kubelets through the admin's API client.
@@ -192,8 +192,8 @@ fn node_failure_against_a_real_apiserver_with_the_rbac_of_conf(kube: Kube) {
     assert!(d.has_line("released leader lease"));
 }
 
-// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
-// the 1.20.2 floor the protocol and a representative few).
+// The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
+// the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
     v1_37 => [node_failure_against_a_real_apiserver_with_the_rbac_of_conf],
     v1_35 => [node_failure_against_a_real_apiserver_with_the_rbac_of_conf],

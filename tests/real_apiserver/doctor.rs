@@ -487,8 +487,8 @@ fn doctor_given_a_file_of_another_kind_exits_78_naming_it_and_what_it_expected()
     }
 }
 
-// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
-// the 1.20.2 floor the protocol and a representative few).
+// The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
+// the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
     v1_37 => [
         doctor_reports_missing_permissions_then_passes_with_the_rbac_of_conf_and_reads_the_kubeadm_manifest,

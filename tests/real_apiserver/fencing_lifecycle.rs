@@ -1,4 +1,4 @@
-//! Fencing as a lifecycle against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`): the
+//! Fencing as a lifecycle against real kube-apiservers (the releases at the end of this file): the
 //! fleet pause set by `node-lifecycled pause` with one instance's config lives on the leader Lease,
 //! survives that leader's renewals, and is honoured by the standby that takes the lease over
 //! when the leader is SIGKILLed; `resume` lets it fence.
@@ -171,8 +171,8 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(k
     );
 }
 
-// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
-// the 1.20.2 floor the protocol and a representative few).
+// The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
+// the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
     v1_37 => [a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over],
     v1_35 => [a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over],

@@ -1,5 +1,7 @@
-//! Against a real kube-apiserver v1.20.2 (../shared/real-apiserver), one server at a time: the
-//! client, protobuf, watches, the daemon, doctor, and never being less safe than upstream.
+//! Against real kube-apiservers of three releases (`real_apiserver_support/versions.rs`), two
+//! servers at a time: the client, protobuf, watches, the daemon, doctor, the requests as the
+//! server saw them, never being less safe than upstream, and the differential tier against
+//! kube-controller-manager.
 //!
 //! One test binary; each module was its own before (one link step per group, not per file).
 

@@ -1,5 +1,5 @@
-//! The performance work (BENCHMARKS.md) against a real kube-apiserver v1.20.2
-//! (`../shared/real-apiserver`): the informers take their first full state as one
+//! The performance work (BENCHMARKS.md) against real kube-apiservers
+//! (the releases at the end of this file): the informers take their first full state as one
 //! `resourceVersion=0` LIST and then watch, both answered in protobuf (`api.content_type =
 //! "protobuf"`, as kube-controller-manager asks), and see a Lease renewal and a node status change;
 //! their stores equal what the server lists in JSON.
@@ -122,8 +122,8 @@ fn real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats(k
     );
 }
 
-// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
-// the 1.20.2 floor the protocol and a representative few).
+// The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
+// the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
     v1_37 => [real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats],
     v1_35 => [real_kube_apiserver_informers_list_and_watch_in_protobuf_and_see_heartbeats],

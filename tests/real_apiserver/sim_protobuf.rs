@@ -231,8 +231,8 @@ fn the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_obje
     );
 }
 
-// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
-// the 1.20.2 floor the protocol and a representative few).
+// The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
+// the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
     v1_37 => [the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_objects],
     v1_20 => [the_simulators_protobuf_is_what_kube_apiserver_writes_for_the_simulators_objects],

@@ -1,4 +1,4 @@
-//! Responsive informers against a real kube-apiserver v1.20.2 (`../shared/real-apiserver`):
+//! Responsive informers against real kube-apiservers (the releases at the end of this file):
 //! informers for nodes, `kube-node-lease` Leases and bound pods, on the real event loop over TLS
 //! with the admin kubeconfig's client certificate, see objects created, changed and deleted with
 //! kubectl.
@@ -276,8 +276,8 @@ fn informers_see_kubectl_changes(kube: Kube) {
     }
 }
 
-// The releases each scenario runs on (the newest and the oldest supported get the whole tier;
-// the 1.20.2 floor the protocol and a representative few).
+// The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
+// the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
     v1_37 => [informers_see_kubectl_changes],
     v1_35 => [informers_see_kubectl_changes],
