@@ -58,6 +58,14 @@ enum Step {
     Label(&'static str, &'static [(&'static str, &'static str)]),
     /// The admin creates a running pod (name, node, tolerations).
     Pod(&'static str, &'static str, fn() -> Value),
+    /// The admin (a maintenance controller) sets condition (type, status, reason) on these
+    /// nodes' status.
+    Condition(
+        &'static [&'static str],
+        &'static str,
+        &'static str,
+        &'static str,
+    ),
 }
 
 /// A pod created before the controller starts: name, node, tolerations.
@@ -86,6 +94,8 @@ struct Scenario {
     /// Decisions only upstream may make, by a race of its own batches (README: "Where upstream
     /// races"): (decision prefix, why).
     upstream_races: &'static [(&'static str, &'static str)],
+    /// Feature gates on for the server and kube-controller-manager (`Name=true`).
+    feature_gates: &'static [&'static str],
 }
 
 struct BeyondUpstream {
@@ -93,8 +103,10 @@ struct BeyondUpstream {
     explained_in: &'static str,
     /// Config lines (top level) that turn the default off.
     turned_off: &'static str,
-    /// Every difference it may make: the decisions of upstream's that ours leaves out.
+    /// Every difference it may make: the decisions of upstream's that ours leaves out, and
+    /// those ours makes where upstream makes none.
     only_upstream: &'static [&'static str],
+    only_ours: &'static [&'static str],
 }
 
 fn tolerate(key: &str, seconds: Option<i64>) -> Value {
@@ -239,6 +251,22 @@ fn play(server: &RealApiserver, kubelets: &Kubelets, step: &Step) {
                 .unwrap();
         }
         Step::Pod(name, node, tolerations) => create_pod(server, name, node, tolerations()),
+        Step::Condition(nodes, kind, status, reason) => {
+            let mut admin = admin_client(server);
+            for node in *nodes {
+                let stamp = admin.now().to_rfc3339();
+                let body = json!({"status": {"conditions": [{"type": kind, "status": status,
+                    "reason": reason, "message": "set by the test's maintenance controller",
+                    "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}]}});
+                admin
+                    .patch::<IgnoredAny>(
+                        &format!("/api/v1/nodes/{node}/status"),
+                        PatchType::StrategicMerge,
+                        body.to_string().as_bytes(),
+                    )
+                    .unwrap();
+            }
+        }
     }
 }
 
@@ -264,7 +292,11 @@ fn registered(server: &RealApiserver, nodes: &[String]) -> bool {
 fn run(kube: Kube, scenario: &Scenario, side: Side) -> Option<Vec<Decision>> {
     let options = ServerOptions {
         audit: Some(DECISIONS_POLICY.to_string()),
-        ..ServerOptions::default()
+        feature_gates: scenario
+            .feature_gates
+            .iter()
+            .map(|g| g.to_string())
+            .collect(),
     };
     let server = RealApiserver::start_with(kube, &options)?;
     let spec = FleetSpec {
@@ -281,7 +313,14 @@ fn run(kube: Kube, scenario: &Scenario, side: Side) -> Option<Vec<Decision>> {
     let mut upstream = None;
     let mut ours = None;
     match side {
-        Side::Upstream => upstream = Some(ControllerManager::start(&server, &timing, &dir)),
+        Side::Upstream => {
+            upstream = Some(ControllerManager::start(
+                &server,
+                &timing,
+                scenario.feature_gates,
+                &dir,
+            ))
+        }
         Side::Ours(extra) => {
             let text = format!(
                 "{extra}{}",
@@ -402,6 +441,19 @@ fn report(kube: Kube, scenario: &Scenario, label: &str, compared: &[Compared]) {
         table(compared)
     );
     for c in compared {
+        if c.pairing == Pairing::OnlyOurs
+            && let Some(beyond) = &scenario.beyond_upstream
+            && label == "defaults"
+            && beyond.only_ours.iter().any(|w| c.what.starts_with(w))
+        {
+            text.push_str(&format!(
+                "explained: {} {} is made by our default ({}; off: `{}`)\n",
+                c.object,
+                c.what,
+                beyond.explained_in,
+                beyond.turned_off.trim()
+            ));
+        }
         if c.pairing != Pairing::OnlyUpstream {
             continue;
         }
@@ -483,8 +535,12 @@ fn differential(kube: Kube, scenario: &Scenario) {
             let unexplained: Vec<&&Compared> = diffs
                 .iter()
                 .filter(|c| {
-                    !(c.pairing == Pairing::OnlyUpstream
-                        && beyond.only_upstream.iter().any(|w| c.what.starts_with(w)))
+                    let (side, explained) = match c.pairing {
+                        Pairing::OnlyUpstream => (true, beyond.only_upstream),
+                        Pairing::OnlyOurs => (true, beyond.only_ours),
+                        Pairing::Both { .. } => (false, &[][..]),
+                    };
+                    !(side && explained.iter().any(|w| c.what.starts_with(w)))
                 })
                 .collect();
             assert!(
@@ -549,6 +605,7 @@ fn a_node_dies_in_a_healthy_zone(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -573,6 +630,7 @@ fn a_silence_shorter_than_the_grace_changes_nothing(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -607,6 +665,7 @@ fn a_node_that_comes_back_is_untainted(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -641,6 +700,7 @@ fn a_kubelet_reporting_not_ready_is_tainted_not_ready(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -679,6 +739,7 @@ fn unreachable_swapped_for_not_ready(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -745,6 +806,7 @@ fn pressure_conditions_taint_no_schedule(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -767,6 +829,7 @@ fn a_node_that_never_posted_status(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -802,6 +865,7 @@ fn a_whole_zone_dark_beside_a_healthy_one(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[("z1-n1", &["p1"]), ("z1-n2", &["p2"]), ("z1-n3", &["p3"])],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -832,6 +896,7 @@ fn every_zone_down_taints_nothing(kube: Kube) {
                  that pass ends and finds every zone down; the all-down handling then removes \
                  taints by the pass's node list, taken before the taint, and misses it",
             )],
+            feature_gates: &[],
         },
     );
 }
@@ -854,6 +919,7 @@ fn a_partial_disruption_in_a_small_cluster_stops_tainting(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -885,6 +951,7 @@ fn a_users_no_execute_taint_evicts_what_does_not_tolerate_it(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -910,6 +977,7 @@ fn several_taints_evict_at_the_shortest_toleration(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -934,6 +1002,7 @@ fn a_pod_bound_to_a_tainted_node_counts_from_its_binding(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
@@ -964,12 +1033,14 @@ fn the_beta_labels_follow_the_stable_ones(kube: Kube) {
             beyond_upstream: None,
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
         },
     );
 }
 
-/// kubernetes#24200: most of a zone cut off with spread heartbeats. Upstream's pass sees the
-/// first nodes alone and taints them before the zone counts as partially disrupted; with
+/// kubernetes#24200: most of a zone cut off, its kubelets falling silent 1.5 s apart (as
+/// kubelets renewing at their own phases of a longer interval do). Upstream's pass sees the
+/// first two nodes alone and taints them before the zone counts as partially disrupted; with
 /// `early_suspects` (our default) the nodes that missed two renewals count as not ready, and
 /// nothing is tainted. With `early_suspects = false` we decide as upstream.
 fn most_of_a_zone_cut_off_with_spread_heartbeats(kube: Kube) {
@@ -979,23 +1050,88 @@ fn most_of_a_zone_cut_off_with_spread_heartbeats(kube: Kube) {
             name: "most_of_a_zone_cut_off_with_spread_heartbeats",
             zones: 2,
             per_zone: 4,
-            spread_phases: true,
+            spread_phases: false,
             eviction_rate: 10.0,
             pods: &[
                 ("p1", "z1-n1", unreachable_0s),
                 ("p2", "z1-n2", unreachable_0s),
                 ("p3", "z1-n3", unreachable_0s),
             ],
-            script: &[(0, Step::Silence(&["z1-n1", "z1-n2", "z1-n3"]))],
-            length_ms: 12_000,
-            exercises: &[("node/z1-n3", "Ready=Unknown")],
+            script: &[
+                (0, Step::Silence(&["z1-n1"])),
+                (1_500, Step::Silence(&["z1-n2"])),
+                (3_000, Step::Silence(&["z1-n3"])),
+            ],
+            length_ms: 13_000,
+            exercises: &[
+                ("node/z1-n3", "Ready=Unknown"),
+                (
+                    "node/z1-n1",
+                    "taint+ node.kubernetes.io/unreachable:NoExecute",
+                ),
+            ],
             beyond_upstream: Some(BeyondUpstream {
                 explained_in: "README: Why run it instead, the zone seen whole (early_suspects)",
                 turned_off: "early_suspects = false\n",
-                only_upstream: &["taint+ node.kubernetes.io/unreachable:NoExecute", "deleted"],
+                only_upstream: &[
+                    "taint+ node.kubernetes.io/unreachable:NoExecute",
+                    "deleted",
+                    "event TaintManagerEviction",
+                ],
+                only_ours: &[],
             }),
             interchangeable: &[],
             upstream_races: &[],
+            feature_gates: &[],
+        },
+    );
+}
+
+/// KEP-5683's planned maintenance (1.37, `NodeLifecycleConditions` gate on for the server and
+/// kube-controller-manager): a maintenance controller marks three nodes of a five-node zone
+/// `MaintenanceInProgress=True` and powers them off, and a fourth node fails for real. Upstream
+/// gives the condition no meaning: four of five not ready is a partial disruption, and a small
+/// cluster taints nothing, the real failure included. With `lifecycle_conditions` (our default)
+/// the nodes under planned work leave the zone's counts: one of two is not a disruption, and the
+/// real failure is tainted and its pod evicted. With `lifecycle_conditions = false` we decide as
+/// upstream.
+fn a_rack_in_planned_maintenance_beside_a_real_failure(kube: Kube) {
+    differential(
+        kube,
+        &Scenario {
+            name: "a_rack_in_planned_maintenance_beside_a_real_failure",
+            zones: 2,
+            per_zone: 5,
+            spread_phases: false,
+            eviction_rate: 10.0,
+            pods: &[("p4", "z1-n4", unreachable_0s)],
+            script: &[
+                (
+                    0,
+                    Step::Condition(
+                        &["z1-n1", "z1-n2", "z1-n3"],
+                        "MaintenanceInProgress",
+                        "True",
+                        "FirmwareUpgrade",
+                    ),
+                ),
+                (0, Step::Silence(&["z1-n1", "z1-n2", "z1-n3", "z1-n4"])),
+            ],
+            length_ms: 12_000,
+            exercises: &[("node/z1-n4", "Ready=Unknown")],
+            beyond_upstream: Some(BeyondUpstream {
+                explained_in: "README: Others' taints and conditions (lifecycle_conditions)",
+                turned_off: "lifecycle_conditions = false\n",
+                only_upstream: &[],
+                only_ours: &[
+                    "taint+ node.kubernetes.io/unreachable:NoExecute",
+                    "deleted",
+                    "event TaintManagerEviction",
+                ],
+            }),
+            interchangeable: &[],
+            upstream_races: &[],
+            feature_gates: &["NodeLifecycleConditions=true"],
         },
     );
 }
@@ -1017,5 +1153,6 @@ versions! {
         a_pod_bound_to_a_tainted_node_counts_from_its_binding,
         the_beta_labels_follow_the_stable_ones,
         most_of_a_zone_cut_off_with_spread_heartbeats,
+        a_rack_in_planned_maintenance_beside_a_real_failure,
     ],
 }

@@ -29,8 +29,13 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: node-lifecycl
 
 impl ControllerManager {
     /// Starts it against `server` with `timing`'s periods and rates (the daemon's keys are
-    /// upstream's flags), logging to `dir`.
-    pub fn start(server: &RealApiserver, timing: &Timing, dir: &TempDir) -> ControllerManager {
+    /// upstream's flags) and these feature gates, logging to `dir`.
+    pub fn start(
+        server: &RealApiserver,
+        timing: &Timing,
+        feature_gates: &[&str],
+        dir: &TempDir,
+    ) -> ControllerManager {
         let bin = server
             .kube()
             .controller_manager()
@@ -39,7 +44,11 @@ impl ControllerManager {
         let kubeconfig = server.var("DAEMON_KUBECONFIG");
         let log = dir.path().join("kube-controller-manager.log");
         let file = std::fs::File::create(&log).expect("controller manager log");
-        let child = Command::new(bin)
+        let mut command = Command::new(bin);
+        if !feature_gates.is_empty() {
+            command.arg(format!("--feature-gates={}", feature_gates.join(",")));
+        }
+        let child = command
             .args([
                 &format!("--kubeconfig={kubeconfig}"),
                 "--controllers=node-lifecycle-controller,taint-eviction-controller",
