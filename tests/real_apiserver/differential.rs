@@ -24,7 +24,9 @@ use crate::real_apiserver_support::audit::{self, DECISIONS_POLICY};
 use crate::real_apiserver_support::decisions::{
     Compared, Decision, Pairing, compare, decisions, differences, largest_gaps, table,
 };
-use crate::real_apiserver_support::fleet::{FleetSpec, Kubelets, admin_client, create_fleet};
+use crate::real_apiserver_support::fleet::{
+    FleetSpec, Kubelets, admin_client, create_fleet, create_running_pod_tolerating,
+};
 use crate::real_apiserver_support::upstream::ControllerManager;
 use crate::real_apiserver_support::versions::{Kube, versions};
 use crate::real_apiserver_support::{RealApiserver, ServerOptions};
@@ -186,23 +188,6 @@ enum Side<'a> {
     Ours(&'a str),
 }
 
-fn create_pod(server: &RealApiserver, name: &str, node: &str, tolerations: Value) {
-    let pod = json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "e2e"},
-        "spec": {"nodeName": node, "tolerations": tolerations,
-                 "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}});
-    server.apply(&pod.to_string());
-    let status = json!({"status": {"phase": "Running", "conditions": [
-        {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}});
-    admin_client(server)
-        .patch::<IgnoredAny>(
-            &format!("/api/v1/namespaces/e2e/pods/{name}/status"),
-            PatchType::StrategicMerge,
-            status.to_string().as_bytes(),
-        )
-        .unwrap();
-}
-
 fn set_taints(server: &RealApiserver, node: &str, edit: impl FnOnce(&mut Vec<Value>)) {
     let mut admin = admin_client(server);
     let current: Value = admin.get_json(&format!("/api/v1/nodes/{node}")).unwrap();
@@ -250,7 +235,7 @@ fn play(server: &RealApiserver, kubelets: &Kubelets, step: &Step) {
                 )
                 .unwrap();
         }
-        Step::Pod(name, node, tolerations) => create_pod(server, name, node, tolerations()),
+        Step::Pod(name, node, tolerations) => create_running_pod_tolerating(server, name, node, tolerations()),
         Step::Condition(nodes, kind, status, reason) => {
             let mut admin = admin_client(server);
             for node in *nodes {
@@ -306,7 +291,7 @@ fn run(kube: Kube, scenario: &Scenario, side: Side) -> Option<Vec<Decision>> {
     };
     let kubelets = create_fleet(&server, &spec);
     for (name, node, tolerations) in scenario.pods {
-        create_pod(&server, name, node, tolerations());
+        create_running_pod_tolerating(&server, name, node, tolerations());
     }
     let timing = timing(scenario.eviction_rate);
     let dir = TempDir::new(&format!("differential-{}", scenario.name));

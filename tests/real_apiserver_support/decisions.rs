@@ -16,6 +16,7 @@ use node_lifecycled::time::Time;
 use serde_json::Value;
 
 use super::audit::Request;
+use super::fleet::taints_of;
 
 /// One decision: what, on which object, when (ms from the scenario's start; negative before).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -45,23 +46,6 @@ fn ready_of(node: &Value) -> Option<(String, String)> {
                 c["reason"].as_str().unwrap_or("").to_string(),
             )
         })
-}
-
-fn taints_of(node: &Value) -> BTreeSet<String> {
-    node["spec"]["taints"]
-        .as_array()
-        .map(|ts| {
-            ts.iter()
-                .map(|t| {
-                    format!(
-                        "{}:{}",
-                        t["key"].as_str().unwrap_or(""),
-                        t["effect"].as_str().unwrap_or("")
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn labels_of(object: &Value) -> BTreeMap<String, String> {

@@ -117,8 +117,8 @@ pub fn taints_of(node: &Value) -> BTreeSet<String> {
                 .map(|t| {
                     format!(
                         "{}:{}",
-                        t["key"].as_str().unwrap(),
-                        t["effect"].as_str().unwrap()
+                        t["key"].as_str().unwrap_or(""),
+                        t["effect"].as_str().unwrap_or("")
                     )
                 })
                 .collect()
@@ -274,6 +274,27 @@ pub fn create_running_pod(
     toleration_seconds: Option<i64>,
 ) {
     server.apply(&pod_manifest(name, node, toleration_seconds));
+    mark_running(server, name);
+}
+
+/// Creates `name` on `node` with exactly `tolerations` (the admission adds its 300 s defaults
+/// for the keys they leave out), running and Ready.
+pub fn create_running_pod_tolerating(
+    server: &RealApiserver,
+    name: &str,
+    node: &str,
+    tolerations: Value,
+) {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "e2e"},
+        "spec": {"nodeName": node, "tolerations": tolerations,
+                 "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}});
+    server.apply(&pod.to_string());
+    mark_running(server, name);
+}
+
+/// The pod's status as its kubelet posts it once the pod runs and is Ready.
+fn mark_running(server: &RealApiserver, name: &str) {
     let status = json!({"status": {"phase": "Running", "conditions": [
         {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}});
     admin_client(server)
