@@ -7,6 +7,7 @@ mod brake;
 mod echo_orders;
 mod edge_autonomy;
 mod fleet_pause;
+mod foreign_taints;
 pub(crate) mod harness;
 mod legacy_mode;
 mod lifecycle_with_eviction;
