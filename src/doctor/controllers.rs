@@ -186,7 +186,7 @@ fn device_taint_eviction(
     setting: &Setting,
     version: Option<(u32, u32)>,
 ) -> Option<Check> {
-    if !version.is_some_and(|v| v >= DEVICE_TAINT_EVICTION_DEFAULT) {
+    if version.is_none_or(|v| v < DEVICE_TAINT_EVICTION_DEFAULT) {
         return None;
     }
     let value = setting.value.as_deref();
