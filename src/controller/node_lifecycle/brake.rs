@@ -53,7 +53,9 @@ impl NodeLifecycle {
                 continue;
             };
             let ready = node.ready().map(|c| c.status) == Some(ConditionStatus::True);
-            let unhealthy = !ready || self.is_suspect(name, e, now);
+            // Planned maintenance is no failure: never counted unhealthy.
+            let unhealthy = !self.settings.in_planned_maintenance(node)
+                && (!ready || self.is_suspect(name, e, now));
             if let Some(c) = counts.get_mut(&BrakeScope::Fleet) {
                 c.0 += usize::from(unhealthy);
                 c.1 += 1;

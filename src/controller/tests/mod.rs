@@ -15,6 +15,7 @@ mod monitor_pass;
 mod operation;
 mod partitions;
 mod partitions_hold;
+mod planned_maintenance;
 mod policies;
 mod pool_timing;
 mod renewal_lookup;
