@@ -196,3 +196,51 @@ fn a_node_whose_maintenance_ends_while_it_is_still_down_counts_again() {
     // Three of five down: partially disrupted.
     assert_eq!(c.zone_state("r", "a"), Some(ZoneState::PartialDisruption));
 }
+
+/// A percentage brake is taken of the nodes serving, not of those in planned maintenance: with
+/// half of ten nodes down for planned work, three real failures are 60 % of the five left and
+/// engage a 40 % brake (counted against all ten, 30 %, they would not). With the key off the
+/// eight silent nodes count against ten and engage it too.
+#[test]
+fn a_percentage_brake_is_taken_of_the_nodes_not_in_planned_maintenance() {
+    let nodes = [
+        ("a1", "a"),
+        ("a2", "a"),
+        ("a3", "a"),
+        ("a4", "a"),
+        ("b1", "b"),
+        ("b2", "b"),
+        ("b3", "b"),
+        ("c1", "c"),
+        ("c2", "c"),
+        ("c3", "c"),
+    ];
+    let maintenance = ["a1", "a2", "b1", "c1", "c2"];
+    // Real failures: a3, b2, c3.
+    let alive = ["a4", "b3"];
+    let settings = Settings {
+        max_unhealthy: Some(MaxUnhealthy::Percent(40.0)),
+        ..test_settings()
+    };
+    for key in [true, false] {
+        let settings = Settings {
+            lifecycle_conditions: key,
+            ..settings.clone()
+        };
+        let mut c = cluster(settings, &nodes, &maintenance, &alive);
+        c.ctl.take_decisions();
+        c.run_for(secs(90));
+        let decisions = c.ctl.take_decisions();
+        assert!(
+            decisions.iter().any(|d| matches!(d, Decision::Brake(_))),
+            "lifecycle_conditions = {key}: {decisions:#?}"
+        );
+        for name in ["a3", "b2", "c3"] {
+            assert!(
+                c.taint_writes_with(name, taint_keys::UNREACHABLE, TaintEffect::NoExecute)
+                    .is_empty(),
+                "lifecycle_conditions = {key}: {name} tainted under the brake"
+            );
+        }
+    }
+}
