@@ -92,6 +92,17 @@ pub(crate) fn disabling_value(value: Option<&str>, version: Option<(u32, u32)>) 
     out.join(",")
 }
 
+/// The `--controllers` value doctor advises for this version: ours off, everything else as it
+/// was, and from 1.36 [`DEVICE_TAINT_EVICTION`] on (it must keep running beside us).
+pub(crate) fn advised_value(value: Option<&str>, version: Option<(u32, u32)>) -> String {
+    let off = disabling_value(value, version);
+    if version.is_some_and(|v| v >= DEVICE_TAINT_EVICTION_DEFAULT) {
+        keeping_device_taint_eviction(&off)
+    } else {
+        off
+    }
+}
+
 /// One line per host file found (`host_files::read`), or one saying none was.
 pub(crate) fn check(
     found: &[Found],
@@ -109,7 +120,7 @@ pub(crate) fn check(
         }
     }
     if found.is_empty() {
-        let value = disabling_value(None, version);
+        let value = advised_value(None, version);
         let looked: Vec<String> = Flavour::ALL
             .iter()
             .map(|f| format!("{} ({})", f.label(), f.path(host).display()))
@@ -162,7 +173,7 @@ fn check_found(found: &Found, version: Option<(u32, u32)>) -> Check {
             ),
         );
     }
-    let fix = disabling_value(value, version);
+    let fix = advised_value(value, version);
     Check::fail(
         GROUP,
         name,
@@ -193,7 +204,7 @@ fn device_taint_eviction(
     if enabled(value, DEVICE_TAINT_EVICTION, version) {
         return None;
     }
-    let fixed = keeping_device_taint_eviction(&disabling_value(value, version));
+    let fixed = advised_value(value, version);
     Some(
         Check::warn(
             GROUP,
@@ -554,6 +565,27 @@ mod tests {
                 .contains("device-taint-eviction-controller disabled")
         }));
         assert_eq!(on_135[1].level, Level::Warn);
+    }
+
+    /// Ours still on and the device controller off on 1.37: the one value advised turns ours
+    /// off and the device controller back on; before 1.36 the device item is left as it is.
+    #[test]
+    fn the_value_advised_for_1_37_turns_ours_off_and_device_taint_eviction_back_on() {
+        let f = kubeadm("*,-device-taint-eviction-controller");
+        let checks = lines(f.clone(), V137);
+        assert_eq!(checks[0].level, Level::Fail);
+        let fixed = "--controllers=*,-node-lifecycle-controller,-taint-eviction-controller ";
+        assert!(checks[0].action.contains(fixed), "{}", checks[0].action);
+        assert!(checks[1].action.contains(fixed), "{}", checks[1].action);
+        let old = check_found(&f, Some((1, 35)));
+        assert!(
+            old.action.contains(
+                "--controllers=*,-device-taint-eviction-controller,-node-lifecycle-controller,\
+                 -taint-eviction-controller "
+            ),
+            "{}",
+            old.action
+        );
     }
 
     /// A value without `*` turns every controller it does not name off, the device one with
