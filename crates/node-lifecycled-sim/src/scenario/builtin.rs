@@ -70,6 +70,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing-power-cycle",
         include_str!("../../../../conf/scenarios/fencing-power-cycle.toml"),
     ),
+    (
+        "planned-maintenance",
+        include_str!("../../../../conf/scenarios/planned-maintenance.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.
