@@ -672,6 +672,11 @@ fn builtin_planned_maintenance_holds_against_the_daemon() {
 }
 
 #[test]
+fn builtin_readiness_gates_holds_against_the_daemon() {
+    play_builtin("readiness-gates");
+}
+
+#[test]
 fn builtin_control_plane_recovery_holds_against_the_daemon() {
     play_builtin("control-plane-recovery");
 }

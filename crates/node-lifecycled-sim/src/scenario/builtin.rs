@@ -74,6 +74,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "planned-maintenance",
         include_str!("../../../../conf/scenarios/planned-maintenance.toml"),
     ),
+    (
+        "readiness-gates",
+        include_str!("../../../../conf/scenarios/readiness-gates.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.
