@@ -428,10 +428,13 @@ impl Node {
     }
 
     /// KEP-5683's `MaintenanceInProgress` condition is True: the node is in planned
-    /// maintenance.
+    /// maintenance. (Not one of the modelled types: it is among the other conditions, which
+    /// the zone counts ask after on every node status event, so no parse on the way.)
     pub(crate) fn in_planned_maintenance(&self) -> bool {
-        self.condition_status(lifecycle_conditions::MAINTENANCE_IN_PROGRESS)
-            == Some(ConditionStatus::True)
+        self.other_conditions.iter().any(|(kind, status)| {
+            *status == ConditionStatus::True
+                && &**kind == lifecycle_conditions::MAINTENANCE_IN_PROGRESS
+        })
     }
 
     /// `node.kubernetes.io/exclude-disruption` present with any value.
