@@ -302,3 +302,42 @@ fn pods_not_tolerating_a_readiness_no_execute_taint_go_as_upstream_evicts_them()
     assert!(c.taint_writes().is_empty(), "{:#?}", c.taint_writes());
     assert_eq!(c.pod_status_updates(), 0);
 }
+
+/// A gated node dies alone and is tainted; then every zone goes down and the NoExecute taints
+/// of every node are lifted (upstream's all-zones-down stop): the write that lifts ours leaves
+/// the readiness gates as they were.
+#[test]
+fn every_zone_down_lifts_our_taints_and_leaves_the_readiness_gates() {
+    let mut c = Cluster::new(test_settings(), t0());
+    c.put_lease(renewal("a1", t0()));
+    c.put_node(bootstrapping("a1", "a", t0()));
+    c.put_lease(renewal("b1", t0()));
+    c.put_node(
+        node("b1")
+            .zone("r", "b")
+            .ready(ConditionStatus::True, t0(), t0())
+            .build(),
+    );
+    c.alive.insert(n("b1"));
+    c.feed(Input::InitialSyncDone);
+    c.run_for(secs(60));
+    assert!(c.has_taint("a1", taint_keys::UNREACHABLE, TaintEffect::NoExecute));
+    // b1 dies too: every zone is fully disrupted.
+    c.alive.remove(&n("b1"));
+    c.run_for(secs(120));
+    assert_eq!(c.ready_of("b1"), Some(ConditionStatus::Unknown));
+    assert!(!c.has_taint("a1", taint_keys::UNREACHABLE, TaintEffect::NoExecute));
+    let writes: Vec<_> = c
+        .taint_writes()
+        .into_iter()
+        .filter(|(_, node, _)| &**node == "a1")
+        .collect();
+    assert!(writes.len() >= 2, "{writes:#?}");
+    for (at, _, taints) in &writes {
+        assert_eq!(readiness_of(taints), readiness_taints(t0()), "{at:?}");
+    }
+    assert_eq!(
+        readiness_of(&c.nodes[&n("a1")].taints),
+        readiness_taints(t0())
+    );
+}
