@@ -25,7 +25,7 @@ const MAX_TOLERATION_SECONDS: i64 = 365 * 24 * 3600;
 
 /// Keys only the top level may set: a `[[pool]]` writing one gets this reason, not a bare
 /// "unknown key".
-pub(super) const GLOBAL_ONLY: [&str; 8] = [
+pub(super) const GLOBAL_ONLY: [&str; 9] = [
     "admission_default_toleration_seconds",
     "disruption_cooldown",
     "node_monitor_period",
@@ -34,6 +34,7 @@ pub(super) const GLOBAL_ONLY: [&str; 8] = [
     "taint_based_eviction",
     "pod_eviction_timeout",
     "early_suspects",
+    "lifecycle_conditions",
 ];
 
 impl Validator<'_> {

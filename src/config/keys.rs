@@ -127,6 +127,7 @@ key_table! {
         autonomy: Flag in controller,
         disruption_cooldown: Delay in controller,
         early_suspects: Flag in controller,
+        lifecycle_conditions: Flag in controller,
         max_unhealthy: Brake in controller,
         admission_default_toleration_seconds: Seconds in controller,
         default_toleration_seconds: MaybeSeconds in controller,

@@ -17,11 +17,13 @@ use super::raw::{Field, RawConditionTaint};
 use super::{ConfigError, Validator, format_duration};
 
 /// Taint key prefixes owned by Kubernetes components (the node lifecycle controller, cloud
-/// providers, kubeadm): a custom taint there would fight their writers.
-pub(crate) const RESERVED_TAINT_PREFIXES: [&str; 3] = [
+/// providers, kubeadm, the node-readiness-controller's bootstrap gates): a custom taint there
+/// would fight their writers, and a rule whose condition does not hold would remove theirs.
+pub(crate) const RESERVED_TAINT_PREFIXES: [&str; 4] = [
     "node.kubernetes.io/",
     "node.cloudprovider.kubernetes.io/",
     "node-role.kubernetes.io/",
+    "readiness.k8s.io/",
 ];
 
 /// A Kubernetes qualified name (`[prefix/]name`, name ≤ 63 of `[A-Za-z0-9._-]`, starting and

@@ -67,6 +67,9 @@ pub(crate) struct NodeDump {
     /// `idle`, `reading-lease`, `writing-status`.
     pub(crate) verdict: &'static str,
     pub(crate) excluded_from_disruption: bool,
+    /// In planned maintenance (KEP-5683's `MaintenanceInProgress=True`, with
+    /// `lifecycle_conditions`): no failure of its zone, the brake or fencing.
+    pub(crate) planned_maintenance: bool,
     pub(crate) legacy: Option<LegacyEviction>,
     /// The `[[pool]]` the node belongs to (`None`: no pool, the global settings).
     pub(crate) pool: Option<Name>,

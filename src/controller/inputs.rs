@@ -172,6 +172,8 @@ pub struct FenceTarget {
     /// The maintenance annotation as read live.
     pub(crate) maintenance: crate::model::Maintenance,
     pub(crate) unschedulable: bool,
+    /// KEP-5683's `MaintenanceInProgress` condition is True, as read live.
+    pub(crate) maintenance_in_progress: bool,
     pub out_of_service: bool,
     pub lease: LeaseReadOutcome,
 }

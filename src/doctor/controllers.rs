@@ -7,11 +7,29 @@
 //! name kept as an alias) and a separate `taint-eviction-controller`. Enabling follows
 //! upstream's `IsControllerEnabled`: the first item naming the controller (`name` or `-name`)
 //! decides; otherwise `*` enables every default controller; no `--controllers` flag means `*`.
+//!
+//! Two neighbours are checked on the same file. Upstream's `device-taint-eviction-controller`
+//! (DRA device taints: on by default from 1.36, GA in 1.37) deletes the pods using a tainted
+//! device; it is not ours and must stay enabled, so a `--controllers` value that turns it off is
+//! warned about. And a leftover `--feature-gates=SeparateTaintEvictionController=…`: the gate
+//! is beta from 1.29, GA and locked to true from 1.34 (setting it false makes
+//! kube-controller-manager refuse to start, true only logs "Setting GA feature gate"), and gone
+//! from 1.38 (any value: "unrecognized feature gate", it refuses to start).
 
-use super::host_files::{Flavour, Found};
-use super::{Check, HostFiles, Report};
+use super::host_files::{Flavour, Found, Setting};
+use super::{Check, HostFiles, Level, Report};
 
 const GROUP: &str = "controllers";
+
+/// Upstream's controller for DRA device taints (`cmd/kube-controller-manager/names`).
+pub(crate) const DEVICE_TAINT_EVICTION: &str = "device-taint-eviction-controller";
+
+/// The first version whose kube-controller-manager runs [`DEVICE_TAINT_EVICTION`] by default
+/// (its gates DynamicResourceAllocation and DRADeviceTaints both on: DRADeviceTaints beta).
+const DEVICE_TAINT_EVICTION_DEFAULT: (u32, u32) = (1, 36);
+
+/// The taint eviction split's feature gate (KEP-3902).
+pub(crate) const SEPARATE_GATE: &str = "SeparateTaintEvictionController";
 
 /// The controllers this daemon replaces, by the server's minor version (`None`: unknown,
 /// assume current names).
@@ -74,6 +92,17 @@ pub(crate) fn disabling_value(value: Option<&str>, version: Option<(u32, u32)>) 
     out.join(",")
 }
 
+/// The `--controllers` value doctor advises for this version: ours off, everything else as it
+/// was, and from 1.36 [`DEVICE_TAINT_EVICTION`] on (it must keep running beside us).
+pub(crate) fn advised_value(value: Option<&str>, version: Option<(u32, u32)>) -> String {
+    let off = disabling_value(value, version);
+    if version.is_some_and(|v| v >= DEVICE_TAINT_EVICTION_DEFAULT) {
+        keeping_device_taint_eviction(&off)
+    } else {
+        off
+    }
+}
+
 /// One line per host file found (`host_files::read`), or one saying none was.
 pub(crate) fn check(
     found: &[Found],
@@ -83,9 +112,15 @@ pub(crate) fn check(
 ) {
     for f in found {
         report.push(check_found(f, version));
+        if let Ok(setting) = &f.setting {
+            report
+                .checks
+                .extend(device_taint_eviction(f, setting, version));
+            report.checks.extend(separate_gate(f, setting, version));
+        }
     }
     if found.is_empty() {
-        let value = disabling_value(None, version);
+        let value = advised_value(None, version);
         let looked: Vec<String> = Flavour::ALL
             .iter()
             .map(|f| format!("{} ({})", f.label(), f.path(host).display()))
@@ -138,7 +173,7 @@ fn check_found(found: &Found, version: Option<(u32, u32)>) -> Check {
             ),
         );
     }
-    let fix = disabling_value(value, version);
+    let fix = advised_value(value, version);
     Check::fail(
         GROUP,
         name,
@@ -153,6 +188,143 @@ fn check_found(found: &Found, version: Option<(u32, u32)>) -> Check {
         found.flavour.fix(&found.path, &fix),
         version_note(version)
     ))
+}
+
+/// A warning when the file's `--controllers` turns upstream's device taint eviction controller
+/// off on a server that runs it by default; the value to use instead keeps it on and ours off.
+fn device_taint_eviction(
+    found: &Found,
+    setting: &Setting,
+    version: Option<(u32, u32)>,
+) -> Option<Check> {
+    if version.is_none_or(|v| v < DEVICE_TAINT_EVICTION_DEFAULT) {
+        return None;
+    }
+    let value = setting.value.as_deref();
+    if enabled(value, DEVICE_TAINT_EVICTION, version) {
+        return None;
+    }
+    let fixed = advised_value(value, version);
+    Some(
+        Check::warn(
+            GROUP,
+            format!("{} {}", found.flavour.label(), found.path.display()),
+            format!(
+                "{}: {DEVICE_TAINT_EVICTION} disabled; it evicts the pods of DRA devices tainted \
+                 NoExecute (not node-lifecycled's work: nobody does it now)",
+                setting.shown
+            ),
+        )
+        .action(found.flavour.fix(&found.path, &fixed)),
+    )
+}
+
+/// `value` with [`DEVICE_TAINT_EVICTION`] enabled: its `-` item dropped, and named when no `*`
+/// enables it.
+fn keeping_device_taint_eviction(value: &str) -> String {
+    let mut out: Vec<&str> = items(Some(value))
+        .into_iter()
+        .filter(|item| item.strip_prefix('-') != Some(DEVICE_TAINT_EVICTION))
+        .collect();
+    if !enabled(Some(&out.join(",")), DEVICE_TAINT_EVICTION, None) {
+        out.push(DEVICE_TAINT_EVICTION);
+    }
+    out.join(",")
+}
+
+/// Go's `strconv.ParseBool`, which the flag is read with.
+fn go_bool(text: &str) -> Option<bool> {
+    match text {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// A line when the file still sets [`SEPARATE_GATE`]: what kube-controller-manager of this
+/// version does with it, and the `--feature-gates` value without it.
+fn separate_gate(found: &Found, setting: &Setting, version: Option<(u32, u32)>) -> Option<Check> {
+    let gates = setting.feature_gates.as_deref()?;
+    let pairs: Vec<(&str, &str)> = gates
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => (p, ""),
+        })
+        .collect();
+    let (_, raw) = pairs.iter().rev().find(|(k, _)| *k == SEPARATE_GATE)?;
+    let set = go_bool(raw);
+    let shown = format!("--feature-gates sets {SEPARATE_GATE}={raw}");
+    let (level, what) = match version {
+        None => (
+            Level::Warn,
+            "server version unknown; from 1.34 it is locked to true, from 1.38 it is gone and \
+             kube-controller-manager refuses to start with it"
+                .to_string(),
+        ),
+        Some(v) if v < (1, 29) => (
+            Level::Fail,
+            "the gate exists only from 1.29: kube-controller-manager refuses to start \
+             (unrecognized feature gate)"
+                .to_string(),
+        ),
+        Some(v) if v < (1, 34) => (
+            Level::Warn,
+            "beta on this version and harmless while node-lifecycle-controller is off; \
+             locked to true from 1.34, gone from 1.38 (kube-controller-manager then refuses to \
+             start with it)"
+                .to_string(),
+        ),
+        Some(v) if v < (1, 38) => match set {
+            Some(true) => (
+                Level::Warn,
+                "GA and locked to true since 1.34 (kube-controller-manager logs \"Setting GA \
+                 feature gate\"); gone from 1.38, where it refuses to start with it"
+                    .to_string(),
+            ),
+            _ => (
+                Level::Fail,
+                "locked to true since 1.34: kube-controller-manager refuses to start (cannot \
+                 set feature gate, feature is locked to true)"
+                    .to_string(),
+            ),
+        },
+        Some((major, minor)) => (
+            Level::Fail,
+            format!(
+                "the gate is removed in 1.38: kube-controller-manager {major}.{minor} refuses to \
+                 start (unrecognized feature gate: {SEPARATE_GATE})"
+            ),
+        ),
+    };
+    let rest: Vec<String> = pairs
+        .iter()
+        .filter(|(k, _)| *k != SEPARATE_GATE)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let leaving = if rest.is_empty() {
+        "and the flag with it, nothing else is set".to_string()
+    } else {
+        format!("leaving --feature-gates={}", rest.join(","))
+    };
+    Some(
+        Check::new(
+            GROUP,
+            format!(
+                "{} {} feature gates",
+                found.flavour.label(),
+                found.path.display()
+            ),
+            level,
+            format!("{shown}: {what}"),
+        )
+        .action(format!(
+            "remove {SEPARATE_GATE} from --feature-gates in {}, {leaving}",
+            found.path.display()
+        )),
+    )
 }
 
 #[cfg(test)]
@@ -321,5 +493,171 @@ mod tests {
             include_str!("fixtures/microk8s-disabled"),
         );
         assert_eq!(check_found(&off, V130).level, Level::Ok);
+    }
+
+    const V137: Option<(u32, u32)> = Some((1, 37));
+
+    /// Every line `check` gives for one host file.
+    fn lines(f: Found, version: Option<(u32, u32)>) -> Vec<Check> {
+        let mut report = Report::default();
+        check(&[f], &HostFiles::default(), version, &mut report);
+        report.checks
+    }
+
+    /// A kubeadm cluster upgraded to 1.37 with ours off, device-taint-eviction-controller off
+    /// beside them and the split's gate still set: ours is ok; the device controller is warned
+    /// about with the exact value that turns it back on and keeps ours off; the gate is a
+    /// warning (GA, locked to true: only logged) that becomes a failure on 1.38.
+    #[test]
+    fn doctor_on_1_37_warns_of_device_taint_eviction_turned_off_and_of_the_leftover_gate() {
+        let f = found(
+            Flavour::Kubeadm,
+            include_str!("fixtures/kubeadm-1.37-leftovers.yaml"),
+        );
+        let checks = lines(f.clone(), V137);
+        assert_eq!(checks.len(), 3, "{checks:#?}");
+        assert_eq!(checks[0].level, Level::Ok, "{}", checks[0].message);
+        let device = &checks[1];
+        assert_eq!(device.level, Level::Warn);
+        assert!(
+            device
+                .message
+                .contains("device-taint-eviction-controller disabled"),
+            "{}",
+            device.message
+        );
+        assert_eq!(
+            device.action,
+            "set --controllers=*,bootstrapsigner,tokencleaner,-node-lifecycle-controller,\
+             -taint-eviction-controller in /etc/kubernetes/manifests/kube-controller-manager.yaml \
+             (the kubelet restarts kube-controller-manager)"
+        );
+        let gate = &checks[2];
+        assert_eq!(gate.level, Level::Warn);
+        assert!(
+            gate.message
+                .starts_with("--feature-gates sets SeparateTaintEvictionController=true: GA"),
+            "{}",
+            gate.message
+        );
+        assert!(
+            gate.action
+                .ends_with("leaving --feature-gates=NodeLifecycleConditions=true"),
+            "{}",
+            gate.action
+        );
+        // 1.38: the gate is gone, kube-controller-manager would not start.
+        let on_138 = lines(f.clone(), Some((1, 38)));
+        let gate = on_138.last().unwrap();
+        assert_eq!(gate.level, Level::Fail);
+        assert!(
+            gate.message
+                .contains("unrecognized feature gate: SeparateTaintEvictionController"),
+            "{}",
+            gate.message
+        );
+        // 1.35: the device controller is not on by default yet; the gate is still only a
+        // warning.
+        let on_135 = lines(f, Some((1, 35)));
+        assert_eq!(on_135.len(), 2, "{on_135:#?}");
+        assert!(on_135.iter().all(|c| {
+            !c.message
+                .contains("device-taint-eviction-controller disabled")
+        }));
+        assert_eq!(on_135[1].level, Level::Warn);
+    }
+
+    /// Ours still on and the device controller off on 1.37: the one value advised turns ours
+    /// off and the device controller back on; before 1.36 the device item is left as it is.
+    #[test]
+    fn the_value_advised_for_1_37_turns_ours_off_and_device_taint_eviction_back_on() {
+        let f = kubeadm("*,-device-taint-eviction-controller");
+        let checks = lines(f.clone(), V137);
+        assert_eq!(checks[0].level, Level::Fail);
+        let fixed = "--controllers=*,-node-lifecycle-controller,-taint-eviction-controller ";
+        assert!(checks[0].action.contains(fixed), "{}", checks[0].action);
+        assert!(checks[1].action.contains(fixed), "{}", checks[1].action);
+        let old = check_found(&f, Some((1, 35)));
+        assert!(
+            old.action.contains(
+                "--controllers=*,-device-taint-eviction-controller,-node-lifecycle-controller,\
+                 -taint-eviction-controller "
+            ),
+            "{}",
+            old.action
+        );
+    }
+
+    /// A value without `*` turns every controller it does not name off, the device one with
+    /// them: the fix names it.
+    #[test]
+    fn a_controllers_list_without_star_is_told_to_name_device_taint_eviction() {
+        let checks = lines(
+            kubeadm(
+                "garbage-collector-controller,-node-lifecycle-controller,-taint-eviction-controller",
+            ),
+            V137,
+        );
+        let device = checks
+            .iter()
+            .find(|c| c.message.contains(DEVICE_TAINT_EVICTION))
+            .expect("a device taint eviction line");
+        assert_eq!(device.level, Level::Warn);
+        assert!(
+            device.action.contains(
+                "--controllers=garbage-collector-controller,-node-lifecycle-controller,\
+                 -taint-eviction-controller,device-taint-eviction-controller "
+            ),
+            "{}",
+            device.action
+        );
+        // Enabled by `*` (the usual fix): no line.
+        let fine = lines(
+            kubeadm("*,-node-lifecycle-controller,-taint-eviction-controller"),
+            V137,
+        );
+        assert_eq!(fine.len(), 1, "{fine:#?}");
+    }
+
+    /// The gate set false, as a k3s server switched over in 1.30 left it: harmless then, fatal
+    /// for kube-controller-manager from 1.34 (locked to true) and, set either way, from 1.38;
+    /// before 1.29 it did not exist. k0s' extraArgs are read the same way.
+    #[test]
+    fn the_leftover_separate_taint_eviction_gate_is_judged_per_version() {
+        let k3s = found(Flavour::K3s, include_str!("fixtures/k3s-feature-gate.yaml"));
+        let gate = |version| lines(k3s.clone(), version).pop().unwrap();
+        assert_eq!(gate(Some((1, 30))).level, Level::Warn);
+        let locked = gate(Some((1, 34)));
+        assert_eq!(locked.level, Level::Fail);
+        assert!(
+            locked.message.contains("locked to true"),
+            "{}",
+            locked.message
+        );
+        assert!(
+            locked
+                .action
+                .ends_with("and the flag with it, nothing else is set"),
+            "{}",
+            locked.action
+        );
+        assert_eq!(gate(Some((1, 38))).level, Level::Fail);
+        assert_eq!(gate(Some((1, 28))).level, Level::Fail);
+        assert_eq!(gate(None).level, Level::Warn);
+        let k0s = found(Flavour::K0s, include_str!("fixtures/k0s-feature-gate.yaml"));
+        let checks = lines(k0s, V137);
+        assert_eq!(checks.len(), 2, "{checks:#?}");
+        assert_eq!(checks[0].level, Level::Ok);
+        assert_eq!(checks[1].level, Level::Warn);
+        assert!(checks[1].name.ends_with("feature gates"));
+        // No gate, no line.
+        assert_eq!(
+            lines(
+                kubeadm("*,-node-lifecycle-controller,-taint-eviction-controller"),
+                Some((1, 38))
+            )
+            .len(),
+            1
+        );
     }
 }

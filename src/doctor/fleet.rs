@@ -200,6 +200,7 @@ pub(crate) fn analyse(
             )
         },
     ));
+    out.extend(others_check(nodes, config.controller.lifecycle_conditions));
     out.push(autonomy_check(nodes, config.controller.autonomy));
     let unknown: Vec<&str> = nodes
         .iter()
@@ -256,6 +257,57 @@ pub(crate) fn analyse(
 /// install opts in silently: with `autonomy = true` (the default) that node's pods stay Ready
 /// and bound through an outage. Only annotations the daemon would act on are named (a
 /// `binding: "false"` or a duration it cannot read changes nothing; the daemon logs the latter).
+/// Lines only where they apply: nodes in planned maintenance by their KEP-5683 condition, and
+/// nodes the node-readiness-controller still gates with `readiness.k8s.io/` taints.
+fn others_check(nodes: &[Node], lifecycle_conditions: bool) -> Vec<Check> {
+    let mut out = Vec::new();
+    let planned: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.in_planned_maintenance())
+        .map(|n| &*n.name)
+        .collect();
+    if !planned.is_empty() {
+        let meaning = if lifecycle_conditions {
+            "planned maintenance, no failure: not counted in zone health or max_unhealthy, \
+             never fenced (lifecycle_conditions = true)"
+        } else {
+            "counted as any node, as upstream (lifecycle_conditions = false)"
+        };
+        out.push(Check::ok(
+            GROUP,
+            "planned maintenance",
+            format!(
+                "{} nodes with MaintenanceInProgress=True (KEP-5683): {meaning}: {}",
+                planned.len(),
+                names(planned.iter().copied())
+            ),
+        ));
+    }
+    let gated: Vec<&str> = nodes
+        .iter()
+        .filter(|n| {
+            n.taints
+                .iter()
+                .any(|t| t.key.starts_with("readiness.k8s.io/"))
+        })
+        .map(|n| &*n.name)
+        .collect();
+    if !gated.is_empty() {
+        out.push(Check::ok(
+            GROUP,
+            "readiness gates",
+            format!(
+                "{} nodes with readiness.k8s.io/ taints (node-readiness-controller): left as they \
+                 are, no node failure; pods not tolerating a NoExecute one are evicted, as \
+                 upstream: {}",
+                gated.len(),
+                names(gated.iter().copied())
+            ),
+        ));
+    }
+    out
+}
+
 fn autonomy_check(nodes: &[Node], honoured: bool) -> Check {
     const NAME: &str = "autonomy annotations";
     let annotated: Vec<String> = nodes
@@ -373,6 +425,7 @@ mod tests {
     use crate::doctor::Level;
     use crate::kube::decode::decode_object;
     use std::path::Path;
+    use std::rc::Rc;
 
     fn node(name: &str, zone: Option<&str>, extra_labels: &str, ready: &str, taints: &str) -> Node {
         let zone = zone
@@ -470,6 +523,47 @@ mod tests {
                 .contains("durations 40s <= node_monitor_grace_period 40s"),
             "{}",
             leases.message
+        );
+    }
+
+    /// A rack under planned work (KEP-5683's condition) and a node still gated by the
+    /// node-readiness-controller are named, with what they mean; a fleet with neither has no
+    /// such line.
+    #[test]
+    fn nodes_in_planned_maintenance_or_gated_by_readiness_taints_are_named() {
+        let gate =
+            r#"{"key":"readiness.k8s.io/NetworkReady","value":"pending","effect":"NoSchedule"}"#;
+        let mut m1 = node("m1", Some("a"), "", "Unknown", "");
+        m1.other_conditions
+            .push((Rc::from("MaintenanceInProgress"), ConditionStatus::True));
+        let nodes = vec![
+            m1,
+            node("g1", Some("a"), "", "True", gate),
+            node("w1", Some("a"), "", "True", ""),
+        ];
+        let checks = analyse(&nodes, None, &config(""));
+        let planned = find(&checks, "planned maintenance");
+        assert!(
+            planned
+                .message
+                .starts_with("1 nodes with MaintenanceInProgress=True")
+                && planned.message.contains("never fenced")
+                && planned.message.ends_with(": m1"),
+            "{}",
+            planned.message
+        );
+        assert!(find(&checks, "readiness gates").message.ends_with(": g1"));
+        let upstream = analyse(&nodes, None, &config("lifecycle_conditions = false\n"));
+        assert!(
+            find(&upstream, "planned maintenance")
+                .message
+                .contains("as upstream")
+        );
+        let plain = analyse(&nodes[2..], None, &config(""));
+        assert!(
+            plain
+                .iter()
+                .all(|c| c.name != "planned maintenance" && c.name != "readiness gates")
         );
     }
 

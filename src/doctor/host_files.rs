@@ -86,14 +86,35 @@ impl Flavour {
         }
     }
 
-    /// What the file says of `--controllers`; `Err` when it is not this kind of file.
+    /// What the file says of `--controllers` and `--feature-gates`; `Err` when it is not this
+    /// kind of file.
     pub(crate) fn parse(self, text: &str) -> Result<Setting, String> {
-        match self {
-            Flavour::Kubeadm => kubeadm_controllers(text).map(Setting::flag),
-            Flavour::K3s | Flavour::Rke2 => k3s_controllers(text).map(Setting::flag),
-            Flavour::K0s => k0s_controllers(text),
-            Flavour::MicroK8s => microk8s_controllers(text).map(Setting::flag),
-        }
+        let (mut setting, gates) = match self {
+            Flavour::Kubeadm => {
+                let args = kubeadm_args(text)?;
+                (
+                    Setting::flag(flag_value(&args, "controllers")?),
+                    flag_value(&args, FEATURE_GATES)?,
+                )
+            }
+            Flavour::K3s | Flavour::Rke2 => {
+                let args = k3s_args(text)?;
+                (
+                    Setting::flag(k3s_flag(&args, "controllers")),
+                    k3s_flag(&args, FEATURE_GATES),
+                )
+            }
+            Flavour::K0s => (k0s_controllers(text)?, k0s_extra_arg(text, FEATURE_GATES)?),
+            Flavour::MicroK8s => {
+                let args = microk8s_args(text)?;
+                (
+                    Setting::flag(flag_value(&args, "controllers")?),
+                    flag_value(&args, FEATURE_GATES)?,
+                )
+            }
+        };
+        setting.feature_gates = gates;
+        Ok(setting)
     }
 
     /// How to set `--controllers={value}` in this distribution's file and apply it.
@@ -119,13 +140,18 @@ impl Flavour {
     }
 }
 
-/// What a host file sets `--controllers` to.
+/// The flag kube-controller-manager reads its feature gates from (`Name=true,Other=false`).
+const FEATURE_GATES: &str = "feature-gates";
+
+/// What a host file sets `--controllers` (and `--feature-gates`) to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Setting {
     /// The value kube-controller-manager runs with; `None`: no flag, every default controller.
     pub(crate) value: Option<String>,
     /// How the report shows it.
     pub(crate) shown: String,
+    /// `--feature-gates` as the file gives it; `None`: no flag.
+    pub(crate) feature_gates: Option<String>,
 }
 
 impl Setting {
@@ -134,7 +160,11 @@ impl Setting {
             Some(v) => format!("--controllers={v}"),
             None => "no --controllers (every default controller runs)".to_string(),
         };
-        Setting { value, shown }
+        Setting {
+            value,
+            shown,
+            feature_gates: None,
+        }
     }
 }
 
@@ -176,19 +206,20 @@ pub(crate) fn read(host: &HostFiles) -> Result<Vec<Found>, String> {
     Ok(found)
 }
 
-/// The value of `--controllers` in an argument list, in either spelling; the last one wins,
-/// as with any flag.
-fn controllers_flag(args: &[String]) -> Result<Option<String>, String> {
+/// The value of `--{name}` in an argument list, in either spelling; the last one wins, as with
+/// any flag.
+fn flag_value(args: &[String], name: &str) -> Result<Option<String>, String> {
     let mut found = None;
     let mut iter = args.iter();
+    let (joined, alone) = (format!("--{name}="), format!("--{name}"));
     while let Some(arg) = iter.next() {
-        if let Some(v) = arg.strip_prefix("--controllers=") {
+        if let Some(v) = arg.strip_prefix(&joined) {
             found = Some(v.to_string());
-        } else if arg == "--controllers" {
+        } else if *arg == alone {
             found = Some(
                 iter.next()
                     .cloned()
-                    .ok_or("--controllers without a value")?,
+                    .ok_or_else(|| format!("{alone} without a value"))?,
             );
         }
     }
@@ -196,7 +227,13 @@ fn controllers_flag(args: &[String]) -> Result<Option<String>, String> {
 }
 
 /// The `--controllers` value of a kubeadm static-pod manifest (`None`: the flag is absent).
+#[cfg(test)]
 pub(crate) fn kubeadm_controllers(yaml: &str) -> Result<Option<String>, String> {
+    flag_value(&kubeadm_args(yaml)?, "controllers")
+}
+
+/// The command and arguments of a kubeadm static-pod manifest's kube-controller-manager.
+fn kubeadm_args(yaml: &str) -> Result<Vec<String>, String> {
     let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
     let containers = doc
         .get("spec")
@@ -224,13 +261,28 @@ pub(crate) fn kubeadm_controllers(yaml: &str) -> Result<Option<String>, String> 
         .ok_or("no kube-controller-manager container")?;
     let mut args = strings(container.get("command"));
     args.extend(strings(container.get("args")));
-    controllers_flag(&args)
+    Ok(args)
 }
 
 /// The `controllers=` entry of `kube-controller-manager-arg` in a k3s or rke2 config file.
+#[cfg(test)]
 pub(crate) fn k3s_controllers(yaml: &str) -> Result<Option<String>, String> {
+    Ok(k3s_flag(&k3s_args(yaml)?, "controllers"))
+}
+
+/// The last `{name}=` entry of a k3s or rke2 `kube-controller-manager-arg` list.
+fn k3s_flag(args: &[String], name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    args.iter()
+        .filter_map(|a| a.trim_start_matches('-').strip_prefix(&prefix))
+        .map(str::to_string)
+        .next_back()
+}
+
+/// `kube-controller-manager-arg` of a k3s or rke2 config file (empty when absent).
+fn k3s_args(yaml: &str) -> Result<Vec<String>, String> {
     if yaml.trim().is_empty() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
     if !doc.is_mapping() {
@@ -255,14 +307,25 @@ pub(crate) fn k3s_controllers(yaml: &str) -> Result<Option<String>, String> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("kube-controller-manager-arg: must be a string or a list".into()),
     };
-    Ok(args
-        .iter()
-        .filter_map(|a| {
-            a.trim_start_matches('-')
-                .strip_prefix("controllers=")
-                .map(str::to_string)
-        })
-        .next_back())
+    Ok(args)
+}
+
+/// `spec.controllerManager.extraArgs.{name}` of a k0s ClusterConfig already read as one by
+/// [`k0s_controllers`] (`None`: absent; a value that is not a string is refused).
+fn k0s_extra_arg(yaml: &str, name: &str) -> Result<Option<String>, String> {
+    let doc: Value = serde_yaml_ng::from_str(yaml).map_err(|e| e.to_string())?;
+    match doc
+        .get("spec")
+        .and_then(|s| s.get("controllerManager"))
+        .and_then(|c| c.get("extraArgs"))
+        .and_then(|a| a.get(name))
+    {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!(
+            "spec.controllerManager.extraArgs.{name}: must be a string"
+        )),
+    }
 }
 
 /// `spec.controllerManager.extraArgs.controllers` of a k0s ClusterConfig (flag names without
@@ -299,19 +362,27 @@ pub(crate) fn k0s_controllers(yaml: &str) -> Result<Setting, String> {
         Some(v) => Setting {
             shown: format!("spec.controllerManager.extraArgs.controllers {v:?}"),
             value: Some(v),
+            feature_gates: None,
         },
         None => Setting {
             shown: format!(
                 "no controllers in spec.controllerManager.extraArgs: k0s passes --controllers={K0S_DEFAULT_CONTROLLERS}"
             ),
             value: Some(K0S_DEFAULT_CONTROLLERS.to_string()),
+            feature_gates: None,
         },
     })
 }
 
-/// `--controllers` in MicroK8s' arguments file, read as kubelite reads it: blank lines and `#`
-/// comments skipped, quotes removed, each line split at spaces.
+/// `--controllers` in MicroK8s' arguments file.
+#[cfg(test)]
 pub(crate) fn microk8s_controllers(text: &str) -> Result<Option<String>, String> {
+    flag_value(&microk8s_args(text)?, "controllers")
+}
+
+/// MicroK8s' arguments file read as kubelite reads it: blank lines and `#` comments skipped,
+/// quotes removed, each line split at spaces.
+fn microk8s_args(text: &str) -> Result<Vec<String>, String> {
     let mut args = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -328,7 +399,7 @@ pub(crate) fn microk8s_controllers(text: &str) -> Result<Option<String>, String>
                 .map(str::to_string),
         );
     }
-    controllers_flag(&args)
+    Ok(args)
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@
 //! `permissions` (every rule of conf/rbac.yaml asked with SelfSubjectAccessReview),
 //! `controllers` (is kube-controller-manager's own node lifecycle / taint eviction controller
 //! still enabled on this host, from the files `host_files` reads: kubeadm, k3s, rke2, k0s,
-//! MicroK8s), `fleet` (zones, exclusions, autonomy annotations, nodes already Unknown or
-//! tainted, kubelet lease durations). A one-shot CLI: blocking calls, no event loop.
+//! MicroK8s), `fleet` (zones, exclusions, planned maintenance and readiness gates, autonomy
+//! annotations, nodes already Unknown or tainted, kubelet lease durations). A one-shot CLI:
+//! blocking calls, no event loop.
 
 pub(crate) mod cluster;
 pub(crate) mod controllers;

@@ -271,6 +271,16 @@ pub(crate) mod maintenance {
     pub(crate) const ANNOTATION: &str = "node-lifecycled.io/maintenance";
 }
 
+/// Node Lifecycle Conditions (KEP-5683, alpha in Kubernetes 1.37 behind the
+/// `NodeLifecycleConditions` gate): well-known condition types an admin, or a maintenance
+/// controller the admin authorised, sets on a node. Like any other condition they are kept as
+/// type and status in [`Node::other_conditions`] on every server version.
+pub(crate) mod lifecycle_conditions {
+    /// "This Node is actively undergoing maintenance": what the KEP offers to tell a node an
+    /// admin controls from an unexpected failure. The only one our decisions read.
+    pub(crate) const MAINTENANCE_IN_PROGRESS: &str = "MaintenanceInProgress";
+}
+
 /// A node's maintenance annotation, read at decode time.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Maintenance {
@@ -415,6 +425,16 @@ impl Node {
             pick(labels::REGION_BETA, labels::REGION),
             pick(labels::ZONE_BETA, labels::ZONE),
         )
+    }
+
+    /// KEP-5683's `MaintenanceInProgress` condition is True: the node is in planned
+    /// maintenance. (Not one of the modelled types: it is among the other conditions, which
+    /// the zone counts ask after on every node status event, so no parse on the way.)
+    pub(crate) fn in_planned_maintenance(&self) -> bool {
+        self.other_conditions.iter().any(|(kind, status)| {
+            *status == ConditionStatus::True
+                && &**kind == lifecycle_conditions::MAINTENANCE_IN_PROGRESS
+        })
     }
 
     /// `node.kubernetes.io/exclude-disruption` present with any value.

@@ -202,6 +202,9 @@ impl DaemonSnapshot {
             if n.autonomous {
                 fields.push(kv("autonomous", true));
             }
+            if n.planned_maintenance {
+                fields.push(kv("planned_maintenance", true));
+            }
             if let Some(legacy) = n.legacy {
                 fields.push(kv("legacy", legacy_state(legacy)));
             }

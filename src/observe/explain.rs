@@ -131,11 +131,17 @@ pub(crate) fn explain_node(f: &NodeFacts, acting: Acting, now: Time) -> String {
     let _ = writeln!(out, "taints: {taints}");
     let _ = writeln!(
         out,
-        "pods: {} ({} with an eviction pending or running){}",
+        "pods: {} ({} with an eviction pending or running){}{}",
         f.pods,
         f.evictions,
         if n.excluded_from_disruption {
             "; excluded from disruption checks"
+        } else {
+            ""
+        },
+        if n.planned_maintenance {
+            "; in planned maintenance (MaintenanceInProgress=True): no failure of its zone, the \
+             brake or fencing"
         } else {
             ""
         }

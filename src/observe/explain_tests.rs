@@ -39,6 +39,7 @@ fn node(ready: ConditionStatus, verdict: &'static str, taints: &[&str]) -> NodeF
             pending_deadline: None,
             verdict,
             excluded_from_disruption: false,
+            planned_maintenance: false,
             legacy: None,
             pool: None,
             autonomous: false,
@@ -252,4 +253,19 @@ fn explain_pod_in_each_state_says_when_it_goes() {
         next_of(&explain_pod(&deleting, Acting::Yes, now())).starts_with("already being deleted")
     );
     assert!(next_of(&explain_pod(&deleting, Acting::NotSynced, now())).contains("not synced"));
+}
+
+/// A node in planned maintenance (KEP-5683's condition) says so on its pods line.
+#[test]
+fn explain_node_in_planned_maintenance_says_it_is_no_failure() {
+    let mut down = node(ConditionStatus::Unknown, "idle", &[]);
+    down.node.planned_maintenance = true;
+    let text = explain_node(&down, Acting::Yes, now());
+    assert!(
+        text.contains(
+            "pods: 4 (0 with an eviction pending or running); in planned maintenance \
+             (MaintenanceInProgress=True): no failure of its zone, the brake or fencing\n"
+        ),
+        "{text}"
+    );
 }

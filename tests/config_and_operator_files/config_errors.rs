@@ -279,7 +279,8 @@ fn example_config_documents_every_key_it_accepts() {
         assert!(shown, "conf/config.toml does not show {key}");
         checked += 1;
     }
-    assert_eq!(checked, 18 + 4 + 14 + 7 + 17 + 3);
+    // The last 1: lifecycle_conditions (Node Lifecycle Conditions, KEP-5683).
+    assert_eq!(checked, 18 + 4 + 14 + 7 + 17 + 3 + 1);
 }
 
 #[test]

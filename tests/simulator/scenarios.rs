@@ -667,6 +667,16 @@ fn builtin_custom_condition_holds_against_the_daemon() {
 }
 
 #[test]
+fn builtin_planned_maintenance_holds_against_the_daemon() {
+    play_builtin("planned-maintenance");
+}
+
+#[test]
+fn builtin_readiness_gates_holds_against_the_daemon() {
+    play_builtin("readiness-gates");
+}
+
+#[test]
 fn builtin_control_plane_recovery_holds_against_the_daemon() {
     play_builtin("control-plane-recovery");
 }

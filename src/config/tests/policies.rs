@@ -125,6 +125,11 @@ fn bad_policies_name_file_line_and_key() {
             "conf/test.toml:4: condition_taint.key: \"node-role.kubernetes.io/x\" is under node-role.kubernetes.io/",
         ),
         (
+            // The node-readiness-controller's gates: a rule of ours would remove them.
+            taint("readiness.k8s.io/NetworkReady", "NoSchedule"),
+            "conf/test.toml:4: condition_taint.key: \"readiness.k8s.io/NetworkReady\" is under readiness.k8s.io/",
+        ),
+        (
             taint("node.cloudprovider.kubernetes.io/x", "NoSchedule"),
             "conf/test.toml:4: condition_taint.key: \"node.cloudprovider.kubernetes.io/x\" is under",
         ),

@@ -88,7 +88,8 @@ impl Fencing {
             self.timers.schedule(name.clone(), e.not_before);
             return;
         }
-        if let Some(why) = self.held_off(&t.maintenance, t.unschedulable, now) {
+        let planned = lc.settings().lifecycle_conditions && t.maintenance_in_progress;
+        if let Some(why) = self.held_off(&t.maintenance, planned, t.unschedulable, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

@@ -1,5 +1,6 @@
 //! What leaves a node unfenced whatever its health: a fleet pause of fencing
-//! (`controller/fleet_pause.rs`, fed by `Controllers`), the node's maintenance annotation, its
+//! (`controller/fleet_pause.rs`, fed by `Controllers`), the node's maintenance annotation or
+//! its `MaintenanceInProgress=True` condition (KEP-5683, with `lifecycle_conditions`), its
 //! cordon (`spec.unschedulable`, with `skip_cordoned`). Asked before the live read (on the
 //! cache) and again on the live read itself, just before the attempt is recorded: planned
 //! work that started while the read was under way is honoured.
@@ -23,11 +24,19 @@ impl Fencing {
     pub(super) fn held_off(
         &self,
         maintenance: &Maintenance,
+        planned: bool,
         unschedulable: bool,
         now: Time,
     ) -> Option<String> {
         if let Some(p) = &self.paused {
             return Some(format!("fleet pause of fencing: {p}"));
+        }
+        if planned {
+            return Some(
+                "maintenance: condition MaintenanceInProgress=True (KEP-5683) and \
+                 lifecycle_conditions = true"
+                    .to_string(),
+            );
         }
         if maintenance.holds(now) {
             return Some(format!(

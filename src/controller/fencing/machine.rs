@@ -468,7 +468,8 @@ impl Fencing {
             self.timers.schedule(name.clone(), due);
             return;
         }
-        if let Some(why) = self.held_off(&node.maintenance, node.unschedulable, now) {
+        let planned = lc.settings().in_planned_maintenance(node);
+        if let Some(why) = self.held_off(&node.maintenance, planned, node.unschedulable, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

@@ -187,6 +187,68 @@ fn a_dead_node_is_fenced_once_after_after_then_released_when_it_comes_back() {
     );
 }
 
+/// A node the node-readiness-controller still gates (`readiness.k8s.io/*` taints) dies and is
+/// fenced, then comes back: the out-of-service taint is added beside the readiness taints and
+/// removed without them; neither write drops or changes them.
+#[test]
+fn fencing_a_node_still_bootstrapping_keeps_its_readiness_taints() {
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
+    let readiness = vec![
+        Taint {
+            key: n("readiness.k8s.io/NetworkReady"),
+            value: n("pending"),
+            effect: TaintEffect::NoSchedule,
+            time_added: None,
+        },
+        Taint {
+            key: n("readiness.k8s.io/acme.com/storage"),
+            value: n("pending"),
+            effect: TaintEffect::PreferNoSchedule,
+            time_added: None,
+        },
+    ];
+    let mut gated = api.nodes[&n("n1")].clone();
+    gated.taints.extend(readiness.iter().cloned());
+    api.put_node(gated);
+    api.alive.remove(&n("n1"));
+    api.run_until(t0() + secs(120));
+    let since = api.unknown_since("n1");
+    api.run_until(since + secs(301));
+    api.exit("n1", FenceOutcome::Exited(0));
+    assert!(api.out_of_service("n1"));
+    let kept = |api: &Api| -> Vec<Taint> {
+        api.nodes[&n("n1")]
+            .taints
+            .iter()
+            .filter(|t| t.key.starts_with("readiness.k8s.io/"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(kept(&api), readiness);
+    api.alive.insert(n("n1"));
+    api.run_until(since + secs(400));
+    assert!(!api.out_of_service("n1"));
+    assert_eq!(kept(&api), readiness);
+    let lists: Vec<&Vec<Taint>> = api
+        .log
+        .iter()
+        .filter_map(|(_, a)| match a {
+            Action::PatchNodeFencing {
+                taints: Some(t), ..
+            } => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert!(lists.len() >= 2, "{lists:#?}");
+    for list in lists {
+        let theirs: Vec<&Taint> = list
+            .iter()
+            .filter(|t| t.key.starts_with("readiness.k8s.io/"))
+            .collect();
+        assert_eq!(theirs, readiness.iter().collect::<Vec<_>>());
+    }
+}
+
 #[test]
 fn an_out_of_service_taint_we_did_not_add_is_never_removed() {
     let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);

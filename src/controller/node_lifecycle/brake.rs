@@ -52,6 +52,11 @@ impl NodeLifecycle {
             let Some(node) = self.store.node(name) else {
                 continue;
             };
+            // Planned maintenance is no failure, and no part of the fleet serving meanwhile:
+            // neither unhealthy nor in the total a percentage is taken of.
+            if self.settings.in_planned_maintenance(node) {
+                continue;
+            }
             let ready = node.ready().map(|c| c.status) == Some(ConditionStatus::True);
             let unhealthy = !ready || self.is_suspect(name, e, now);
             if let Some(c) = counts.get_mut(&BrakeScope::Fleet) {

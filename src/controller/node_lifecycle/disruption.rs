@@ -63,6 +63,8 @@ impl NodeLifecycle {
     }
 
     /// Keeps the zone's counts in line with the node's current Ready and exclusion label.
+    /// A node in planned maintenance (`Settings::in_planned_maintenance`) is left out as an
+    /// excluded one is: its outage is no failure of its zone.
     ///
     /// A node that joined less than a pass ago without a Ready condition is not counted yet: a
     /// kubelet registers its node and posts its status milliseconds apart, a transient
@@ -86,7 +88,10 @@ impl NodeLifecycle {
         let newborn = current.is_none()
             && e.joined_live_at
                 .is_some_and(|at| now < at + self.settings.node_monitor_period);
-        let new = if node.excluded_from_disruption() || newborn {
+        let new = if node.excluded_from_disruption()
+            || self.settings.in_planned_maintenance(node)
+            || newborn
+        {
             None
         } else {
             Some(current == Some(ConditionStatus::True))

@@ -59,6 +59,7 @@ impl NodeLifecycle {
                     Verdict::Writing { .. } => "writing-status",
                 },
                 excluded_from_disruption: node.excluded_from_disruption(),
+                planned_maintenance: self.settings.in_planned_maintenance(node),
                 legacy: (!self.taint_based).then_some(e.legacy),
             })
             .collect();

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use crate::model::Node;
 use crate::time::Rate;
 
 use super::brake::MaxUnhealthy;
@@ -58,6 +59,10 @@ pub struct Settings {
     /// Beyond upstream: a node that has missed two Lease renewals counts as a suspect in the
     /// zone rules for NoExecute tainting and fencing (`node_lifecycle/suspects.rs`).
     pub early_suspects: bool,
+    /// Beyond upstream (1.37 gives Node Lifecycle Conditions no meaning): a node whose
+    /// `MaintenanceInProgress` condition is True is in planned maintenance, no failure: out of
+    /// its zone's counts, never a suspect, not counted by the brake, not fenced.
+    pub lifecycle_conditions: bool,
     /// Node pools, first match wins (`pools.rs`).
     pub pools: Vec<Pool>,
     /// Pods of a node that stops being Ready are marked NotReady always (upstream), unless its
@@ -84,6 +89,14 @@ pub struct Settings {
     pub default_toleration_seconds: Option<u64>,
 }
 
+impl Settings {
+    /// The node is in planned maintenance (KEP-5683's `MaintenanceInProgress=True`) and
+    /// `lifecycle_conditions` is on: no failure for its zone, the brake or fencing.
+    pub(crate) fn in_planned_maintenance(&self, node: &Node) -> bool {
+        self.lifecycle_conditions && node.in_planned_maintenance()
+    }
+}
+
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
@@ -100,6 +113,7 @@ impl Default for Settings {
             autonomy: true,
             disruption_cooldown: Duration::ZERO,
             early_suspects: true,
+            lifecycle_conditions: true,
             pools: Vec::new(),
             mark_pods_not_ready: PodsNotReady::Always,
             disruption_domain: Vec::new(),

@@ -43,6 +43,7 @@ impl FakeApi {
             fence_state: notes.get(STATE_ANNOTATION).cloned(),
             maintenance: node.maintenance.clone(),
             unschedulable: node.unschedulable,
+            maintenance_in_progress: node.in_planned_maintenance(),
             out_of_service: node.taints.iter().any(is_out_of_service),
             lease: self.lease_read(name),
         }))

@@ -183,6 +183,9 @@ impl DaemonSnapshot {
             if n.autonomous {
                 o.insert("autonomous".into(), json!(true));
             }
+            if n.planned_maintenance {
+                o.insert("planned_maintenance".into(), json!(true));
+            }
         }
         v
     }

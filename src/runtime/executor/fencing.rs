@@ -22,11 +22,11 @@ pub(crate) fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
     let meta = node.metadata;
     let annotations = meta.annotations.unwrap_or_default();
     let status = node.status.unwrap_or_default();
-    let ready = status
-        .conditions
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.type_ == "Ready");
+    let conditions = status.conditions.unwrap_or_default();
+    let maintenance_in_progress = conditions.iter().any(|c| {
+        c.type_ == crate::model::lifecycle_conditions::MAINTENANCE_IN_PROGRESS && c.status == "True"
+    });
+    let ready = conditions.into_iter().find(|c| c.type_ == "Ready");
     let spec = node.spec.unwrap_or_default();
     let unschedulable = spec.unschedulable.unwrap_or(false);
     let taints = spec.taints.unwrap_or_default();
@@ -59,6 +59,7 @@ pub(crate) fn decode_target(bytes: &[u8]) -> Result<FenceTarget, String> {
             .get(crate::model::maintenance::ANNOTATION)
             .map_or(Maintenance::None, |v| Maintenance::parse(v)),
         unschedulable,
+        maintenance_in_progress,
         out_of_service: taints.iter().any(|t| {
             is_out_of_service(&Taint {
                 key: Name::from(t.key.as_str()),
@@ -80,4 +81,39 @@ pub(crate) fn overlay(target: &mut FenceTarget, shadow: &crate::model::Node) {
     target.ready = ready.map(|c| c.status);
     target.ready_since = ready.and_then(|c| c.last_transition_time);
     target.out_of_service = shadow.taints.iter().any(is_out_of_service);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node_json(maintenance: Option<&str>) -> Vec<u8> {
+        let mut conditions = vec![serde_json::json!({
+            "type": "Ready", "status": "Unknown",
+            "lastTransitionTime": "2026-12-01T22:00:00Z"
+        })];
+        if let Some(status) = maintenance {
+            conditions.push(serde_json::json!({
+                "type": "MaintenanceInProgress", "status": status, "reason": "AdminRequested"
+            }));
+        }
+        serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "uid": "u1", "resourceVersion": "7"},
+            "status": {"conditions": conditions}
+        }))
+        .unwrap()
+    }
+
+    /// The live read before a fence reads KEP-5683's `MaintenanceInProgress`: True only when
+    /// the condition says True.
+    #[test]
+    fn the_live_read_before_a_fence_reads_the_maintenance_in_progress_condition() {
+        let read = |m| decode_target(&node_json(m)).unwrap();
+        assert!(read(Some("True")).maintenance_in_progress);
+        assert!(!read(Some("False")).maintenance_in_progress);
+        assert!(!read(Some("Unknown")).maintenance_in_progress);
+        assert!(!read(None).maintenance_in_progress);
+        assert_eq!(read(Some("True")).ready, Some(ConditionStatus::Unknown));
+    }
 }

@@ -70,6 +70,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fencing-power-cycle",
         include_str!("../../../../conf/scenarios/fencing-power-cycle.toml"),
     ),
+    (
+        "planned-maintenance",
+        include_str!("../../../../conf/scenarios/planned-maintenance.toml"),
+    ),
+    (
+        "readiness-gates",
+        include_str!("../../../../conf/scenarios/readiness-gates.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

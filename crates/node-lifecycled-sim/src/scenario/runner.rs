@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::daemon::{DaemonLog, daemon_config, kubeconfig_yaml, spawn_daemon, stop_daemon};
 use super::play::Play;
-use super::{Outcome, Scenario, evaluate, zone_summary};
+use super::{Check, Outcome, Scenario, evaluate, zone_summary};
 use crate::kubelets::Kubelets;
 use crate::timeline::{Fact, FactKind, FactReader, Timeline};
 use crate::{SimConfig, SimServer};
@@ -37,6 +37,22 @@ pub struct RunReport {
     pub daemon_log: PathBuf,
     /// `None` when the daemon had to be killed.
     pub daemon_exit: Option<ExitStatus>,
+}
+
+/// The taint keys the expectations name: followed in the daemon's writes as its own are, so a
+/// scenario can check that a write keeps another writer's taint (`readiness.k8s.io/…`). Such a
+/// taint shows as added at the daemon's first write of the node: that write carries it.
+fn expected_taint_keys(scenario: &Scenario) -> Vec<String> {
+    scenario
+        .expects
+        .iter()
+        .filter_map(|e| match &e.check {
+            Check::Taint(t) | Check::Untaint(t) | Check::TaintAtEnd(t) => Some(t),
+            _ => None,
+        })
+        .filter_map(|t| t.split(['=', ':']).next())
+        .map(str::to_string)
+        .collect()
 }
 
 fn work_dir(options: &RunOptions) -> io::Result<PathBuf> {
@@ -162,7 +178,8 @@ pub fn run(
                 .controller
                 .condition_taints
                 .iter()
-                .map(|c| c.key.to_string()),
+                .map(|c| c.key.to_string())
+                .chain(expected_taint_keys(scenario)),
         ),
         timeline: Timeline::default(),
         facts: Vec::new(),

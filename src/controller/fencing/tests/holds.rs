@@ -88,6 +88,73 @@ fn maintenance_seen_only_by_the_live_read_stops_the_fence() {
     assert!(api.commands().is_empty(), "{:?}", api.commands());
 }
 
+/// Sets (or, `None`, removes) KEP-5683's `MaintenanceInProgress` condition on a node.
+fn maintenance_condition(node: &mut crate::model::Node, status: Option<ConditionStatus>) {
+    node.other_conditions
+        .retain(|(k, _)| &**k != "MaintenanceInProgress");
+    if let Some(s) = status {
+        node.other_conditions.push((n("MaintenanceInProgress"), s));
+    }
+}
+
+fn set_condition(api: &mut Api, name: &str, status: Option<ConditionStatus>) {
+    let mut node = api.nodes[&n(name)].clone();
+    maintenance_condition(&mut node, status);
+    api.put_node(node);
+}
+
+/// A node under planned work reported with Node Lifecycle Conditions (KEP-5683,
+/// `MaintenanceInProgress=True`) is powered off by the admin: no fence however long it stays
+/// down, with the reason in the decision line; once the condition is cleared and the node is
+/// still down, it is fenced at the next check. With `lifecycle_conditions = false` the
+/// condition means nothing here and the node is fenced at `after`.
+#[test]
+fn a_node_in_planned_maintenance_by_its_lifecycle_condition_is_not_fenced() {
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
+    set_condition(&mut api, "n1", Some(ConditionStatus::True));
+    let since = kill_n1(&mut api);
+    api.run_until(since + secs(3600));
+    assert!(
+        api.commands().is_empty(),
+        "fenced during planned maintenance"
+    );
+    let log = lines(&mut api);
+    assert!(
+        log.iter().any(
+            |l| l.contains("decision=wait node=n1") && l.contains("MaintenanceInProgress=True")
+        ),
+        "{log:?}"
+    );
+    set_condition(&mut api, "n1", Some(ConditionStatus::False));
+    api.run_until(since + secs(3610));
+    assert_eq!(api.commands_for("n1").len(), 1);
+
+    let settings = Settings {
+        lifecycle_conditions: false,
+        ..test_settings()
+    };
+    let mut upstream = Api::fencing_with(settings, policy(), t0(), &["n1", "n2", "n3"]);
+    set_condition(&mut upstream, "n1", Some(ConditionStatus::True));
+    let since = kill_n1(&mut upstream);
+    upstream.run_until(since + secs(301));
+    assert_eq!(upstream.commands_for("n1"), vec![since + secs(300)]);
+}
+
+/// The condition written on the server just before the fence, not yet delivered by the watch:
+/// the live read sees it and stops the fence.
+#[test]
+fn planned_maintenance_seen_only_by_the_live_read_stops_the_fence() {
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
+    let since = kill_n1(&mut api);
+    api.run_until(since + secs(290));
+    maintenance_condition(
+        api.nodes.get_mut(&n("n1")).unwrap(),
+        Some(ConditionStatus::True),
+    );
+    api.run_until(since + secs(900));
+    assert!(api.commands().is_empty(), "{:?}", api.commands());
+}
+
 #[test]
 fn a_cordoned_node_is_not_fenced_unless_skip_cordoned_is_off() {
     for skip in [true, false] {

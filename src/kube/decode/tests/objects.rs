@@ -402,3 +402,45 @@ fn a_pods_conditions_and_owners_folded_as_read_answer_as_the_whole_list_would() 
     assert!(pod("{}", "null").is_err());
     assert!(pod("[]", "7").is_err());
 }
+
+/// A node as a 1.37 server with `NodeLifecycleConditions` returns it under planned work: the
+/// five lifecycle conditions of KEP-5683 kept as type and status, with their reasons dropped,
+/// and `MaintenanceInProgress=True` read as planned maintenance; False or absent is not.
+#[test]
+fn a_node_under_planned_work_keeps_its_lifecycle_conditions() {
+    let json = |maintenance: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"rack7-3","uid":"u","resourceVersion":"1"}},
+              "status":{{"conditions":[
+                {{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown"}},
+                {{"type":"MaintenancePlanned","status":"True","reason":"MaintenanceWindow"}},
+                {{"type":"DrainInProgress","status":"False","reason":"DrainCompleted"}},
+                {{"type":"Drained","status":"True","reason":"DrainCompleted"}},
+                {{"type":"MaintenanceInProgress","status":"{maintenance}","reason":"AdminRequested",
+                  "message":"firmware upgrade, CHG-1234"}},
+                {{"type":"GracefulNodeShutdownInProgress","status":"False","reason":"NodeShutdown"}}]}}}}"#
+        )
+    };
+    let mut ctx = DecodeContext::new();
+    let node: Node = decode_object(json("True").as_bytes(), &mut ctx).unwrap();
+    assert!(node.in_planned_maintenance());
+    let others: Vec<(&str, ConditionStatus)> = node
+        .other_conditions
+        .iter()
+        .map(|(k, s)| (&**k, *s))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            ("MaintenancePlanned", ConditionStatus::True),
+            ("DrainInProgress", ConditionStatus::False),
+            ("Drained", ConditionStatus::True),
+            ("MaintenanceInProgress", ConditionStatus::True),
+            ("GracefulNodeShutdownInProgress", ConditionStatus::False),
+        ]
+    );
+    for status in ["False", "Unknown"] {
+        let node: Node = decode_object(json(status).as_bytes(), &mut ctx).unwrap();
+        assert!(!node.in_planned_maintenance(), "{status}");
+    }
+}
