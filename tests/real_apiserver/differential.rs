@@ -156,6 +156,26 @@ fn two_taints_6s_and_2s() -> Value {
     ])
 }
 
+/// Upstream's health pass marks a node Unknown and queues it at once, but sets its zone's state
+/// only when the pass ends; its 100 ms tainting pass can take the node in between, so nodes that
+/// die together can be tainted (and their pods evicted) before the zone counts as partially
+/// disrupted (rate 0 in a small cluster) or every zone as down. When every zone is down, the lift
+/// then removes taints by the node list the pass read before the taint, and misses it.
+const RACE_BEFORE_THE_ZONE_STATE: &[(&str, &str)] = &[
+    (
+        "taint+ node.kubernetes.io/unreachable:NoExecute",
+        "upstream's tainting pass took the node before its health pass set the zone's state",
+    ),
+    (
+        "deleted",
+        "its pod went with the node upstream tainted before the zone's state was set",
+    ),
+    (
+        "event TaintManagerEviction",
+        "its pod went with the node upstream tainted before the zone's state was set",
+    ),
+];
+
 /// The settings both sides run with: grace 5 s (Leases of 2 s renewed every 0.5 s), startup
 /// grace 10 s, a 1 s pass, a small cluster (a partially disrupted zone stops tainting).
 fn timing(eviction_rate: f64) -> Timing {
@@ -541,7 +561,10 @@ fn differential(kube: Kube, scenario: &Scenario) {
             let plain = by_taint_order(&plain, scenario.interchangeable);
             let compared = compare(&theirs, &plain);
             report(kube, scenario, "default-off", &compared);
-            let diffs = differences(&compared, pass, SLACK);
+            let diffs: Vec<&Compared> = differences(&compared, pass, SLACK)
+                .into_iter()
+                .filter(|c| !raced(c))
+                .collect();
             assert!(
                 diffs.is_empty(),
                 "{} with `{}`: {} differences from upstream:\n{}",
@@ -875,12 +898,7 @@ fn every_zone_down_taints_nothing(kube: Kube) {
             exercises: &[("node/z1-n1", "Ready=Unknown")],
             beyond_upstream: None,
             interchangeable: &[],
-            upstream_races: &[(
-                "taint+ node.kubernetes.io/unreachable:NoExecute",
-                "upstream's 100 ms tainting pass can take a node its health pass queued before \
-                 that pass ends and finds every zone down; the all-down handling then removes \
-                 taints by the pass's node list, taken before the taint, and misses it",
-            )],
+            upstream_races: RACE_BEFORE_THE_ZONE_STATE,
             feature_gates: &[],
         },
     );
@@ -903,7 +921,7 @@ fn a_partial_disruption_in_a_small_cluster_stops_tainting(kube: Kube) {
             exercises: &[("node/z1-n3", "Ready=Unknown")],
             beyond_upstream: None,
             interchangeable: &[],
-            upstream_races: &[],
+            upstream_races: RACE_BEFORE_THE_ZONE_STATE,
             feature_gates: &[],
         },
     );
@@ -1115,7 +1133,7 @@ fn a_rack_in_planned_maintenance_beside_a_real_failure(kube: Kube) {
                 ],
             }),
             interchangeable: &[],
-            upstream_races: &[],
+            upstream_races: RACE_BEFORE_THE_ZONE_STATE,
             feature_gates: &["NodeLifecycleConditions=true"],
         },
     );
