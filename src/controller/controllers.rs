@@ -429,9 +429,11 @@ impl Controllers {
         if let (Some(new), Some(old)) = (follower.eviction.as_mut(), self.eviction.as_mut()) {
             new.take_history_from(old);
         }
+        let lags = self.lifecycle.lease_lags();
         follower
             .lifecycle
             .adopt_store(self.lifecycle.into_store(), now);
+        follower.lifecycle.keep_lease_lags(lags);
         follower.apply_cache_currency(now);
         follower
     }

@@ -365,6 +365,25 @@ impl NodeLifecycle {
         self.all_zones_fully_disrupted()
     }
 
+    /// The least lag seen from each kubelet's renewals (`NodeEntry::lease_lag_ms`), for the
+    /// follower this machine becomes: at its takeover a node's health clock starts from its
+    /// last renewal (`register`).
+    pub(super) fn lease_lags(&self) -> Vec<(Name, i64)> {
+        self.nodes
+            .iter()
+            .filter_map(|(n, e)| e.lease_lag_ms.map(|lag| (n.clone(), lag)))
+            .collect()
+    }
+
+    /// Keeps the lags a leader saw (see [`Self::lease_lags`]) for the nodes still here.
+    pub(super) fn keep_lease_lags(&mut self, lags: Vec<(Name, i64)>) {
+        for (name, lag) in lags {
+            if let Some(e) = self.nodes.get_mut(&name) {
+                e.lease_lag_ms = Some(lag);
+            }
+        }
+    }
+
     /// Takes over another machine's store (a follower keeps the leader's caches warm): every
     /// node gets an entry, unregistered until the initial sync.
     pub(super) fn adopt_store(&mut self, store: ClusterStore, now: Time) {

@@ -65,12 +65,11 @@ impl History {
                     return;
                 };
                 let kinds = [NoExecuteKind::NotReady, NoExecuteKind::Unreachable];
-                let now_has: Vec<bool> = kinds
-                    .iter()
-                    .map(|k| no_execute_of(node, *k).is_some())
-                    .collect();
-                if !now_has.iter().any(|h| *h) {
-                    self.swaps.remove(name);
+                let now_has = kinds.map(|k| no_execute_of(node, k).is_some());
+                if !now_has[0] && !now_has[1] {
+                    if !self.swaps.is_empty() {
+                        self.swaps.remove(name);
+                    }
                     return;
                 }
                 let Some(before) = before else {

@@ -392,6 +392,29 @@ fn a_standby_judges_a_node_silent_before_the_takeover_from_its_last_renewal() {
     );
 }
 
+/// The same for a leader that lost its lease at 30 s (it keeps the lags it saw) and holds it
+/// again at 35 s: n1 judged at 60 s, not 85 s.
+#[test]
+fn a_leader_reelected_judges_a_node_silent_before_from_its_last_renewal() {
+    let mut c = leader_and_standby(test_settings());
+    c.standby = None;
+    c.feed(Input::InitialSyncDone);
+    let live = |n: &str, t: Time| n != "n1" || t <= t0() + secs(10);
+    run(&mut c, t0() + secs(30), live);
+    let leader = std::mem::replace(&mut c.ctl, Controllers::new(test_settings(), t0()));
+    c.ctl = leader.into_follower(c.now);
+    run(&mut c, t0() + secs(35), live);
+    c.feed(Input::InitialSyncDone);
+    run(&mut c, t0() + secs(70), live);
+    let verdicts = status_writes(&c, "n1");
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert!(
+        verdicts[0] > t0() + secs(60) && verdicts[0] <= t0() + secs(61),
+        "judged at {:?}",
+        verdicts[0]
+    );
+}
+
 /// n1 is tainted at 50 s and its pod (60 s toleration) counts down. Later n2 and n3, the rest
 /// of the cluster, go silent (last renewals at 70 s); the leader dies at 100 s, before they
 /// are judged, and the standby takes over at 103 s. The pod comes due at 111 s while both are
