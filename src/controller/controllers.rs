@@ -264,6 +264,17 @@ impl Controllers {
         actions
     }
 
+    /// The clocks the next leader is to honour (`controller/clocks.rs`): the shell writes them
+    /// where it reads them at a takeover.
+    pub fn clocks(&self, now: Time) -> super::clocks::Clocks {
+        self.lifecycle.clocks(now)
+    }
+
+    /// Clocks a previous leader left; honoured at the initial sync (call before it).
+    pub fn inherit_clocks(&mut self, clocks: super::clocks::Clocks) {
+        self.lifecycle.inherit_clocks(clocks);
+    }
+
     /// Tells taint eviction which nodes' inherited countdowns wait for the takeover's
     /// suspects (`TaintEviction::inherited`), while any is pending: counted at each tick (the
     /// suspects change with time; a deadline comes due at a tick), so a wait ends at most one

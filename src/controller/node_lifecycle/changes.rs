@@ -225,6 +225,8 @@ impl NodeLifecycle {
         // alone, and `unless-disrupted` marked its pods).
         self.disruption_dirty = true;
         self.handle_disruption(now, out);
+        // A previous leader's hold starts, cooldowns and brakes (`clocks.rs`).
+        self.apply_inherited_clocks(now);
         self.refresh_holds(now);
         for name in &names {
             self.evaluate(name, now, out);

@@ -14,6 +14,7 @@
 mod brake;
 mod busy;
 mod changes;
+mod clocks;
 mod disruption;
 mod dump;
 mod health;
@@ -220,6 +221,8 @@ pub(crate) struct NodeLifecycle {
     full_monitor_pass: bool,
     /// The brakes on mass decisions (`brake.rs`); empty when none is configured.
     brakes: crate::controller::brake::Brakes,
+    /// Clocks a previous leader left (`clocks.rs`), honoured at the initial sync.
+    inherited_clocks: Option<crate::controller::clocks::Clocks>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -277,6 +280,7 @@ impl NodeLifecycle {
             caches_current: true,
             full_monitor_pass: false,
             brakes: Default::default(),
+            inherited_clocks: None,
         }
     }
 

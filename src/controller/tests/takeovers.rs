@@ -566,3 +566,87 @@ fn a_taint_swapped_under_a_pod_keeps_the_first_taints_countdown_at_a_takeover() 
         at[0]
     );
 }
+
+// ---- item 6: clocks that outlive a leader ------------------------------------------------------
+
+/// The leader hands its clocks to the next one (the shell writes them on the leader Lease,
+/// `leader/clocks.rs`): a follower built from the leader at `now`, given `clocks`, synced.
+fn hand_over(h: &mut Harness, settings: Settings, clocks: crate::controller::clocks::Clocks) {
+    let now = h.now;
+    let leader = std::mem::replace(
+        &mut h.ctl,
+        Controllers::without_taint_eviction(settings, now),
+    );
+    h.ctl = leader.into_follower(now);
+    h.ctl.inherit_clocks(clocks);
+    h.feed(Input::InitialSyncDone);
+}
+
+/// Site 1 goes dark beside site 2 under `hold` with `hold_max` 120 s: fully disrupted at
+/// ~70 s. A failover at 150 s does not start the hold over: the new leader reads when it
+/// began from the clocks the old one left, and taints from ~190 s at the normal rate (without
+/// them it held the site until 270 s: repeated failovers held it forever).
+#[test]
+fn hold_max_counts_from_the_first_leaders_full_disruption_across_a_takeover() {
+    let settings = Settings {
+        hold_max: Some(secs(120)),
+        ..hold(test_settings())
+    };
+    let mut h = fleet(settings.clone());
+    let cut = t0_partitions() + secs(25);
+    let silent: Vec<(&str, Time)> = ["s1-1", "s1-2", "s1-3", "s1-4"]
+        .iter()
+        .map(|n| (*n, cut))
+        .collect();
+    heartbeat(
+        &mut h,
+        t0_partitions() + secs(150),
+        |_| Duration::ZERO,
+        &silent,
+    );
+    assert_eq!(no_execute_writes(&h), vec![]);
+    let clocks = h.ctl.clocks(h.now);
+    let full_at = clocks.full_since["example.com/site=s1"];
+    hand_over(&mut h, settings, clocks);
+    heartbeat(
+        &mut h,
+        t0_partitions() + secs(260),
+        |_| Duration::ZERO,
+        &silent,
+    );
+    let mut times: Vec<Time> = no_execute_writes(&h).iter().map(|(_, t)| *t).collect();
+    times.sort();
+    assert_eq!(times.len(), 4, "{times:?}");
+    assert_eq!(times[0], full_at + secs(120));
+}
+
+/// A leader that lost its lease to an API server outage and acquires it again starts a
+/// `disruption_cooldown` at the takeover (every kubelet may still be catching up): a node
+/// reporting NotReady 10 s later is tainted only when the cooldown ends.
+#[test]
+fn a_leader_back_after_an_outage_that_cost_the_lease_starts_a_cooldown() {
+    let settings = Settings {
+        disruption_cooldown: secs(60),
+        ..test_settings()
+    };
+    let nodes = ["n1", "n2", "n3"]
+        .iter()
+        .map(|n| node(n).ready(True, t0(), t0()).build())
+        .collect();
+    let leases = ["n1", "n2", "n3"].iter().map(|n| lease(n, t0())).collect();
+    let mut h = Harness::lifecycle_alone_started(settings.clone(), t0(), nodes, vec![], leases);
+    h.alive = ["n1", "n2", "n3"].iter().map(|s| n(s)).collect();
+    h.run_until(t0() + secs(10));
+    let clocks = crate::controller::clocks::Clocks {
+        after_outage: true,
+        ..h.ctl.clocks(h.now)
+    };
+    hand_over(&mut h, settings, clocks);
+    let back = h.now;
+    h.run_until(back + secs(5));
+    h.reporting_not_ready.insert(n("n1"));
+    h.run_until(back + secs(70));
+    let writes = h.taint_writes_with("n1", taint_keys::NOT_READY, NoExecute);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(writes[0] >= back + secs(60), "tainted at {:?}", writes[0]);
+}
