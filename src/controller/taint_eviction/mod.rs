@@ -5,9 +5,13 @@
 //! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. A countdown starts when
 //! this machine first sees the taint (or the pod under it), as upstream's. Beyond upstream,
 //! whose restarts and new leaders give every pod another full `tolerationSeconds`, the taints
-//! found at a start or a takeover count from their `timeAdded` (or the pod's creation if
-//! later), never from later than now (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
-//! them again in the taints' `timeAdded`.
+//! found at a start or a takeover count from their `timeAdded` rounded up to the next second
+//! (or the pod's creation, or the last edit of its tolerations this process saw, if later;
+//! under a swapped taint the first taint's countdown: `history.rs`), never from later than now
+//! (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
+//! them again in the taints' `timeAdded`. Those found under the lifecycle's taints wait while
+//! the nodes about to be judged would put every zone down or fully disrupt their node's zone
+//! (`inherited`).
 //!
 //! Upstream drains node updates before pod updates so a pod update never judges a pod against
 //! stale taints. Fed one input at a time, the same holds by construction: the node map is
@@ -232,7 +236,8 @@ impl TaintEviction {
     /// `now` for a taint that appears while this machine watches (upstream's first sight: a
     /// write that lands late, after retries, gives no less than its whole `tolerationSeconds`),
     /// `Time::ZERO` for the taints found at a start or a takeover (from their `timeAdded`, or
-    /// the pod's creation if later: `tolerations::found_under_taint_since`).
+    /// the pod's creation or last toleration edit seen if later:
+    /// `tolerations::found_under_taint_since`, `history.rs`).
     fn node_changed(
         &mut self,
         store: &ClusterStore,

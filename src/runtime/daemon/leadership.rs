@@ -87,6 +87,20 @@ impl Daemon {
             }
         };
         clocks.after_outage = std::mem::take(&mut self.lost_to_outage);
+        if !clocks.is_empty() {
+            info!(
+                "honouring the previous leader's clocks: {} hold start(s), {} cooldown(s), \
+                 {} brake(s){}",
+                clocks.full_since.len(),
+                clocks.cooldown_until.len(),
+                clocks.brakes.len(),
+                if clocks.after_outage {
+                    "; a disruption cooldown after the outage that cost the lease"
+                } else {
+                    ""
+                }
+            );
+        }
         self.controllers.inherit_clocks(clocks);
     }
 
