@@ -188,9 +188,16 @@ impl Controllers {
             _ => (None, Vec::new()),
         };
         let mut evictions = Vec::new();
+        if let Some(eviction) = self.eviction.as_mut() {
+            eviction.note_history(self.lifecycle.store(), &observed, now);
+        }
         // The brakes count this input before any deletion is decided on it (`brake.rs`).
         self.lifecycle.brakes_before(&observed, now);
         self.follow_brakes(now, &mut evictions);
+        if tick {
+            // Before the deadlines due now fire.
+            self.follow_takeover_wait(now, &mut evictions);
+        }
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
         }
@@ -210,6 +217,9 @@ impl Controllers {
         // decided (the lifecycle knows its own write: it decided on the result).
         let changed = match &landed {
             Some(node_changed @ Observed::Node { name, .. }) => {
+                if let Some(eviction) = self.eviction.as_mut() {
+                    eviction.note_history(self.lifecycle.store(), node_changed, now);
+                }
                 if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
                     let store = self.lifecycle.store();
                     eviction.decide(store, node_changed, now, &mut evictions);
@@ -226,7 +236,11 @@ impl Controllers {
                 let lifecycle = &self.lifecycle;
                 let store = lifecycle.store();
                 eviction.set_brake(lifecycle.brake_cover(), store, now, &mut evictions);
-                eviction.initial_sync(store, now, &mut evictions);
+                // The countdowns found wait while the suspects would put every zone down or
+                // fully disrupt their node's zone (the lifecycle counted every node and zone
+                // and judged them just now).
+                let wait = lifecycle.takeover_wait_cover(now);
+                eviction.initial_sync(store, wait, now, &mut evictions);
             }
         }
         if let Some(f) = self.fencing.as_mut() {
@@ -248,6 +262,33 @@ impl Controllers {
         actions.append(&mut evictions);
         actions.append(&mut resumed);
         actions
+    }
+
+    /// The clocks the next leader is to honour (`controller/clocks.rs`): the shell writes them
+    /// where it reads them at a takeover.
+    pub fn clocks(&self, now: Time) -> super::clocks::Clocks {
+        self.lifecycle.clocks(now)
+    }
+
+    /// Clocks a previous leader left; honoured at the initial sync (call before it).
+    pub fn inherit_clocks(&mut self, clocks: super::clocks::Clocks) {
+        self.lifecycle.inherit_clocks(clocks);
+    }
+
+    /// Tells taint eviction which nodes' inherited countdowns wait for the takeover's
+    /// suspects (`TaintEviction::inherited`), while any is pending: counted at each tick (the
+    /// suspects change with time; a deadline comes due at a tick), so a wait ends at most one
+    /// tick after its suspects renewed or were judged.
+    fn follow_takeover_wait(&mut self, now: Time, out: &mut Vec<Action>) {
+        let lifecycle = &self.lifecycle;
+        if let Some(eviction) = self
+            .eviction
+            .as_mut()
+            .filter(|e| self.synced && e.has_inherited())
+        {
+            let cover = lifecycle.takeover_wait_cover(now);
+            eviction.set_takeover_wait(cover, lifecycle.store(), now, out);
+        }
     }
 
     /// Tells taint eviction which nodes the engaged brakes cover (a release lets the held
@@ -381,7 +422,7 @@ impl Controllers {
     /// leadership that is over (a new leadership finds the countdowns again in the taints'
     /// `timeAdded`, and keeps the taints of nodes not Ready: `NodeLifecycle::register`). Probe
     /// times restart from `now`: the follower's own observation.
-    pub(crate) fn into_follower(self, now: Time) -> Controllers {
+    pub(crate) fn into_follower(mut self, now: Time) -> Controllers {
         let mut settings = self.lifecycle.settings().clone();
         // Taint eviction switched off by `without_taint_eviction` stays off.
         settings.taint_based_eviction = self.eviction.is_some() || self.taint_eviction_off;
@@ -395,9 +436,15 @@ impl Controllers {
         follower.caches = self.caches;
         // The pause is the cluster's, not the leadership's.
         follower.pause = self.pause;
+        // Toleration edits and taint swaps seen are the cluster's history too.
+        if let (Some(new), Some(old)) = (follower.eviction.as_mut(), self.eviction.as_mut()) {
+            new.take_history_from(old);
+        }
+        let lags = self.lifecycle.lease_lags();
         follower
             .lifecycle
             .adopt_store(self.lifecycle.into_store(), now);
+        follower.lifecycle.keep_lease_lags(lags);
         follower.apply_cache_currency(now);
         follower
     }

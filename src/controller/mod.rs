@@ -5,6 +5,7 @@ pub(crate) mod actions;
 pub(crate) mod autonomy;
 pub mod brake;
 pub(crate) mod cache_currency;
+pub mod clocks;
 pub(crate) mod condition_taints;
 pub(crate) mod controllers;
 pub(crate) mod decisions;

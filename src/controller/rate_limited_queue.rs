@@ -71,6 +71,22 @@ impl RateLimitedTimedQueue {
         true
     }
 
+    /// Puts `value` in the set as processed (not queued): a node a previous leader already
+    /// tainted, found at a takeover, is not queued again (adding it is then a no-op, as for a
+    /// node this queue processed itself).
+    pub(crate) fn add_processed(&mut self, value: &Name, uid: &Name, now: Time) {
+        self.set.entry(value.clone()).or_insert_with(|| Entry {
+            uid: uid.clone(),
+            added_at: now,
+            slot: None,
+        });
+    }
+
+    /// Whether `value` waits in the queue (in the set and not processed yet).
+    pub(crate) fn is_queued(&self, value: &str) -> bool {
+        self.set.get(value).is_some_and(|e| e.slot.is_some())
+    }
+
     /// Forgets `value` (queued or processed); true if it was in the set.
     pub(crate) fn remove(&mut self, value: &str) -> bool {
         match self.set.remove(value) {

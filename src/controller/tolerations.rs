@@ -123,8 +123,22 @@ pub(crate) enum Countdown {
 /// another full `tolerationSeconds`): from the taint's `timeAdded`, which is what
 /// `tolerationSeconds` documents and what survives on the node. `now` when it has none, and
 /// never later than `now`: a `timeAdded` in the future is the writer's clock running ahead.
+///
+/// `timeAdded` has whole seconds (the API truncates): the taint was written within the second
+/// that follows, and which instant of it the daemon cannot know, so it takes the later one,
+/// the next second. A pod is then never deleted before its `tolerationSeconds` have passed
+/// since the write (a restart saw a 20 s toleration end 19.6 s after it), at the cost of up to
+/// a second more than upstream's running count.
 pub(crate) fn countdown_start(taint: &Taint, now: Time) -> Time {
-    taint.time_added.map_or(now, |added| added.min(now))
+    taint
+        .time_added
+        .map_or(now, |added| next_second(added).min(now))
+}
+
+/// The first whole second after `t`.
+fn next_second(t: Time) -> Time {
+    let ms = t.as_unix_millis();
+    Time::from_unix_millis((ms / 1000).saturating_add(1).saturating_mul(1000))
 }
 
 /// The countdown for a pod with `tolerations` on a node with the NoExecute `taints`, at `now`:
@@ -403,16 +417,17 @@ mod tests {
         };
         let cases = [
             (vec![since("a", None), since("b", None)], until(now, 60)),
+            // `timeAdded` has whole seconds: counted from the next one.
             (
                 vec![since("a", Some(ago(50))), since("b", None)],
-                until(ago(50), 100),
+                until(ago(49), 100),
             ),
             (
                 vec![since("a", Some(ago(30))), since("b", None)],
                 until(now, 60),
             ),
             (vec![since("b", Some(now + s(30)))], until(now, 60)),
-            (vec![since("zero", Some(ago(5)))], until(ago(5), 0)),
+            (vec![since("zero", Some(ago(5)))], until(ago(4), 0)),
             (vec![since("forever", Some(ago(5)))], Countdown::Forever),
             (
                 vec![since("a", None), since("other", None)],

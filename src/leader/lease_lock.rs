@@ -44,6 +44,18 @@ impl LeaseLock {
             .map(String::as_str)
     }
 
+    /// Sets one of the daemon's own annotations in the metadata the next update writes (the
+    /// clocks: `leader/clocks.rs`); nothing before the Lease was first read or written.
+    pub(crate) fn set_annotation(&mut self, key: &str, value: &str) {
+        let Some(metadata) = self.metadata.as_mut() else {
+            return;
+        };
+        metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.to_string(), value.to_string());
+    }
+
     /// `namespace/name`, for logs.
     pub(crate) fn describe(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
@@ -195,6 +207,10 @@ impl LeaderElection {
 
     pub(crate) fn lock(&self) -> &LeaseLock {
         &self.lock
+    }
+
+    pub(crate) fn lock_mut(&mut self) -> &mut LeaseLock {
+        &mut self.lock
     }
 
     /// Whether writes are allowed at `now` (check before every write).

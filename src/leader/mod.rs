@@ -6,6 +6,7 @@
 //! followers' retry spread, `lease_lock` the shell that performs the requests with the blocking
 //! API client and hands the event loop its next deadline.
 
+pub mod clocks;
 pub(crate) mod elector;
 pub(crate) mod jitter;
 pub(crate) mod lease_lock;

@@ -224,3 +224,46 @@ fn a_leader_that_cannot_renew_stops_acting_then_acts_again_on_reacquiring() {
         || a.log(),
     );
 }
+
+/// Issue 46 item 6: the leader keeps its clocks on its Lease (annotation
+/// `node-lifecycled.io/clocks`, written with its renewals): a zone fully disrupted beside a
+/// healthy one is there with the start of its full disruption, and after kill -9 the new
+/// leader reads and honours them.
+#[test]
+fn the_leaders_clocks_on_its_lease_reach_the_next_leader() {
+    let sim = Sim::start("leader-clocks", &[A, B]);
+    sim.add_node("n1", Some("z1"));
+    let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|s| s.to_string()).collect();
+    for n in &nodes[1..] {
+        sim.add_node(n, Some("z2"));
+    }
+    let kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
+    let mut a = daemon(&sim, "clocks-a", A);
+    a.wait_log(ACTING, Duration::from_secs(15));
+    let mut b = daemon(&sim, "clocks-b", B);
+    b.wait_log("initial sync complete", Duration::from_secs(15));
+    kubelets.set_alive("n1", false);
+    let clocks = || {
+        sim.cluster()
+            .get(Resource::Leases, Some("kube-system"), "node-lifecycled")
+            .and_then(|l| {
+                l["metadata"]["annotations"]["node-lifecycled.io/clocks"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+    };
+    wait_until(
+        "the clocks annotation with z1's full disruption",
+        Duration::from_secs(20),
+        || clocks().is_some_and(|c| c.contains("z1")),
+        || format!("{:?}\n{}", clocks(), a.log()),
+    );
+    a.child.kill().unwrap();
+    a.wait_exit(Duration::from_secs(5));
+    let line = b.wait_log(
+        "honouring the previous leader's clocks: 1 hold start(s)",
+        Duration::from_secs(15),
+    );
+    assert!(line.contains("0 brake(s)"), "{line}");
+    drop(kubelets);
+}

@@ -138,7 +138,16 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut_at(slot, name) else {
             return;
         };
-        if !e.registered || !e.health.observe_lease(renew, now) {
+        if !e.registered {
+            // A standby (or a leader before its sync) learns how late this kubelet's renewals
+            // reach it: at a takeover the node's health clock starts from its last renewal
+            // (`register`), not from the takeover.
+            if let Some(renew) = renew {
+                e.lease_lag_ms = Some(lease_lag(e.lease_lag_ms, renew, now));
+            }
+            return;
+        }
+        if !e.health.observe_lease(renew, now) {
             return;
         }
         // The grace kept by the last arming (`GraceMemo`) spares the lookup of the node: an
@@ -208,7 +217,19 @@ impl NodeLifecycle {
         self.synced = true;
         let names: Vec<Name> = self.nodes.keys().cloned().collect();
         for name in &names {
-            self.register(name, now, out);
+            self.register_only(name, now, out);
+        }
+        // The takeover sees the fleet before it acts: every node counted in its zone, the
+        // zone states and holds computed, before any node is judged and any pod marked (at
+        // registration no zone had a state yet, so a node of a dark site looked as if it failed
+        // alone, and `unless-disrupted` marked its pods).
+        self.disruption_dirty = true;
+        self.handle_disruption(now, out);
+        // A previous leader's hold starts, cooldowns and brakes (`clocks.rs`).
+        self.apply_inherited_clocks(now);
+        self.refresh_holds(now);
+        for name in &names {
+            self.evaluate(name, now, out);
         }
         self.disruption_dirty = true;
         self.timers
@@ -277,6 +298,13 @@ impl NodeLifecycle {
 
     /// First sight of a node once synced (upstream: "added" in `classifyNodes`).
     pub(super) fn register(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+        self.register_only(name, now, out);
+        self.evaluate(name, now, out);
+    }
+
+    /// [`Self::register`] without judging the node (the initial sync judges every node once
+    /// all are counted).
+    fn register_only(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
         let lease_renew = self.store.lease(name).and_then(|l| l.renew_time);
         let eviction_rate = self.settings.node_eviction_rate;
         let (Some(e), Some(node)) = (self.nodes.get_mut(name), self.store.node(name)) else {
@@ -286,6 +314,19 @@ impl NodeLifecycle {
         e.registered_at = now;
         e.health = NodeHealth::first_seen(node, now);
         e.health.observe_lease(lease_renew, now);
+        // The health clock of a node already silent does not restart at a takeover: a standby
+        // watched its renewals, so the Lease's renewTime plus the least lag seen from this
+        // kubelet is when the last renewal reached us (what the leader's clock counted from).
+        // Never later than now; a process that never saw a renewal of it starts from now, as
+        // upstream (a renewTime alone, on the kubelet's clock, may be skewed: it only makes
+        // the node a suspect, `suspects.rs`).
+        if let (Some(renew), Some(lag)) = (lease_renew, e.lease_lag_ms) {
+            let heard = (renew.as_unix_millis() as i64).saturating_add(lag).max(0) as u64;
+            let heard = Time::from_unix_millis(heard);
+            if heard < e.health.probe_time {
+                e.health.probe_time = heard;
+            }
+        }
         e.zone = domain_name(&self.zones, self.settings.domain_key(node));
         // After a restart, pods still Ready on a node already Unknown (not heard from) are
         // marked (kubernetes#135205: upstream leaves them Ready). A node whose kubelet reports
@@ -308,6 +349,9 @@ impl NodeLifecycle {
         self.update_contribution(name, ready, now);
         self.refresh_zone_rate(&zone, now);
         if self.taint_based {
+            self.found_tainted(name, ready, now);
+        }
+        if self.taint_based {
             // Upstream clears both NoExecute taints of every node it first sees, then its
             // first pass taints a dead node again with a new timeAdded: after each restart or
             // leader change the node is briefly untainted, pending deletions are cancelled and
@@ -325,7 +369,27 @@ impl NodeLifecycle {
         self.arm_grace(name, now);
         self.pump_taints(name, now, out);
         self.pump_labels(name, out);
-        self.evaluate(name, now, out);
+    }
+
+    /// A node found with the NoExecute taint its Ready calls for (a previous leader's) counts
+    /// as processed by its zone's queue, as it would in the leader that tainted it: it is not
+    /// queued again (a token of its zone spent on a write that changes nothing, one more in
+    /// `evictions_total`, and a node failing after the takeover waiting behind it).
+    fn found_tainted(&mut self, name: &Name, ready: Option<ConditionStatus>, now: Time) {
+        let kind = match ready {
+            Some(ConditionStatus::False) => NoExecuteKind::NotReady,
+            Some(ConditionStatus::Unknown) => NoExecuteKind::Unreachable,
+            _ => return,
+        };
+        let (Some(e), Some(node)) = (self.nodes.get(name), self.store.node(name)) else {
+            return;
+        };
+        if !has_no_execute(node, kind) {
+            return;
+        }
+        if let Some(zone) = self.zones.get_mut(&e.zone) {
+            zone.queue.add_processed(name, &node.uid, now);
+        }
     }
 
     /// The node is gone (or re-created): forget its state, queue entries and timers.

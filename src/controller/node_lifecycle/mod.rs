@@ -14,6 +14,7 @@
 mod brake;
 mod busy;
 mod changes;
+mod clocks;
 mod disruption;
 mod dump;
 mod health;
@@ -220,6 +221,8 @@ pub(crate) struct NodeLifecycle {
     full_monitor_pass: bool,
     /// The brakes on mass decisions (`brake.rs`); empty when none is configured.
     brakes: crate::controller::brake::Brakes,
+    /// Clocks a previous leader left (`clocks.rs`), honoured at the initial sync.
+    inherited_clocks: Option<crate::controller::clocks::Clocks>,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -277,6 +280,7 @@ impl NodeLifecycle {
             caches_current: true,
             full_monitor_pass: false,
             brakes: Default::default(),
+            inherited_clocks: None,
         }
     }
 
@@ -363,6 +367,25 @@ impl NodeLifecycle {
     #[cfg(test)]
     pub(crate) fn all_zones_down(&self) -> bool {
         self.all_zones_fully_disrupted()
+    }
+
+    /// The least lag seen from each kubelet's renewals (`NodeEntry::lease_lag_ms`), for the
+    /// follower this machine becomes: at its takeover a node's health clock starts from its
+    /// last renewal (`register`).
+    pub(super) fn lease_lags(&self) -> Vec<(Name, i64)> {
+        self.nodes
+            .iter()
+            .filter_map(|(n, e)| e.lease_lag_ms.map(|lag| (n.clone(), lag)))
+            .collect()
+    }
+
+    /// Keeps the lags a leader saw (see [`Self::lease_lags`]) for the nodes still here.
+    pub(super) fn keep_lease_lags(&mut self, lags: Vec<(Name, i64)>) {
+        for (name, lag) in lags {
+            if let Some(e) = self.nodes.get_mut(&name) {
+                e.lease_lag_ms = Some(lag);
+            }
+        }
     }
 
     /// Takes over another machine's store (a follower keeps the leader's caches warm): every

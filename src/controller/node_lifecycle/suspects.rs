@@ -21,8 +21,9 @@
 //!   pass: upstream taints the first nodes before the zone counts as partially disrupted.
 //!
 //! The zone waits while counting its suspects as not ready would make its rules stricter: a
-//! lower rate (Normal → partially disrupted, with any number of them short of all), or every
-//! zone fully disrupted. Each suspect either renews (and stops being one) or is judged by its
+//! lower rate (Normal → partially disrupted, with any number of them short of all), every
+//! zone fully disrupted, or (`full_disruption = "hold"`) the zone fully disrupted and held,
+//! whatever its size and from Normal or partially disrupted. Each suspect either renews (and stops being one) or is judged by its
 //! deadline, so the wait ends by itself. A single dead node in a healthy zone has no suspects
 //! beside it: it is tainted at its deadline. A zone that goes fully dark beside healthy ones
 //! waits until its nodes are judged, then is tainted at the normal rate (upstream presumes it
@@ -143,6 +144,9 @@ impl NodeLifecycle {
         if self.all_suspected_down(view) && !self.all_zones_fully_disrupted() {
             return true;
         }
+        if self.held_if_full_with_suspects(view, zone) {
+            return true;
+        }
         let Some(z) = self.zones.get(zone) else {
             return false;
         };
@@ -167,6 +171,42 @@ impl NodeLifecycle {
             ) == ZoneState::PartialDisruption
     }
 
+    /// Whether the zone, not fully disrupted now (Normal, or partially disrupted: a large one
+    /// taints at the secondary rate), would be with all its suspects counted, and would then
+    /// be held (`full_disruption = "hold"`): nothing in it is tainted meanwhile. The suspects
+    /// are counted all (the partial-disruption rule above leaves one Ready): a site of two or
+    /// three nodes goes from Normal to fully disrupted at once, and its first verdict found
+    /// it Normal.
+    fn held_if_full_with_suspects(&self, view: &SuspectView, zone: &Name) -> bool {
+        if self.settings.never_holds() {
+            return false;
+        }
+        let Some(z) = self.zones.get(zone) else {
+            return false;
+        };
+        if !matches!(
+            z.state,
+            Some(ZoneState::Normal | ZoneState::PartialDisruption)
+        ) {
+            return false;
+        }
+        let Some(&(size, ready_then)) = view.counts.get(zone) else {
+            return false;
+        };
+        if ready_then == z.ready
+            || compute_zone_state(size, ready_then, self.settings.unhealthy_zone_threshold)
+                != ZoneState::FullDisruption
+        {
+            return false;
+        }
+        let members = self
+            .nodes
+            .iter()
+            .filter(|(_, e)| e.registered && e.zone == *zone)
+            .filter_map(|(n, _)| self.store.node(n));
+        self.settings.domain_hold(members).is_some()
+    }
+
     /// Whether the zone's NoExecute decisions may go now (see [`Self::waits_for_suspects`]);
     /// the start of a wait is a decision line.
     pub(super) fn zone_may_act(&mut self, view: &SuspectView, zone: &Name) -> bool {
@@ -176,6 +216,8 @@ impl NodeLifecycle {
         // suspects counted the zone itself may read fully disrupted: `waits_for_suspects`).
         let would_be = if all_down {
             self.suspected_state(view, zone)
+        } else if waits && self.held_if_full_with_suspects(view, zone) {
+            Some(ZoneState::FullDisruption)
         } else {
             Some(ZoneState::PartialDisruption)
         };
@@ -214,6 +256,41 @@ impl NodeLifecycle {
             Some(suspected) if current == Some(ZoneState::Normal) => Some(suspected),
             Some(_) => current,
         }
+    }
+
+    /// The nodes whose countdowns found at a takeover wait now (taint eviction's
+    /// `takeover_wait`): every node while every zone is down or would be with the suspects
+    /// counted; else the nodes of the zones not fully disrupted that would be. A running
+    /// leader would judge those suspects first, and every zone down lifts the NoExecute
+    /// taints; a zone becoming fully disrupted changes its rules (a hold, a rate).
+    pub(crate) fn takeover_wait_cover(&self, now: Time) -> crate::controller::brake::BrakeCover {
+        use crate::controller::brake::BrakeCover;
+        let view = self.suspect_view(now);
+        if self.all_zones_fully_disrupted() || self.all_suspected_down(&view) {
+            return BrakeCover::Everything;
+        }
+        if !view.any_suspect {
+            return BrakeCover::Nothing;
+        }
+        let zones: BTreeSet<&Name> = self
+            .zones
+            .iter()
+            .filter(|(key, z)| {
+                z.state.is_some_and(|s| s != ZoneState::FullDisruption)
+                    && self.suspected_state(&view, key) == Some(ZoneState::FullDisruption)
+            })
+            .map(|(key, _)| key)
+            .collect();
+        if zones.is_empty() {
+            return BrakeCover::Nothing;
+        }
+        let nodes = self
+            .nodes
+            .iter()
+            .filter(|(_, e)| e.registered && zones.contains(&e.zone))
+            .map(|(n, _)| n.clone())
+            .collect();
+        BrakeCover::Nodes(nodes)
     }
 
     /// Every zone is fully disrupted, or would be with its suspects counted.

@@ -88,7 +88,10 @@ impl NodeLifecycle {
     }
 
     /// Upstream `markNodeForTainting`: a node whose taint is missing is re-queued (removed and
-    /// added again), so a node processed earlier is tainted again.
+    /// added again), so a node processed earlier is tainted again. One still waiting in the
+    /// queue keeps its place: the periodic pass evaluates every queued node again (in name
+    /// order here), and re-stamping them there would taint a fully disrupted zone in name
+    /// order rather than in the order its nodes were judged, as upstream's queue takes them.
     pub(super) fn mark_node_for_tainting(&mut self, name: &Name, kind: NoExecuteKind, now: Time) {
         let tainted = self
             .store
@@ -108,7 +111,7 @@ impl NodeLifecycle {
         let Some(zone) = self.zones.get_mut(&e.zone) else {
             return;
         };
-        if !tainted {
+        if !tainted && !zone.queue.is_queued(name) {
             zone.queue.remove(name);
         }
         zone.queue.add(name, &uid, now);
@@ -211,13 +214,15 @@ impl NodeLifecycle {
 
     /// A NoExecute taint the zone queue gave out may wait here behind a write of the same node
     /// in flight (a slow or failing API server). If its zone has stopped tainting meanwhile
-    /// (partially disrupted and small, every zone down, a cooldown), it goes back to the queue
+    /// (partially disrupted and small, every zone down, a cooldown, a brake), or the caches
+    /// went stale or a fleet pause of tainting began, it goes back to the queue
     /// instead of out: the zone rules are judged when the taint is written, not only when it
     /// was queued (soak seed 31: a taint given out in a Normal zone landed 2.7 s after the zone
     /// became partially disrupted).
     fn requeue_forbidden_ops(&mut self, name: &Name, now: Time) {
         // An engaged brake covering the node holds every queued NoExecute decision too.
         let braked = self.brake_covering(name).is_some();
+        let caches_current = self.caches_current;
         let Some(e) = self
             .nodes
             .get_mut(name)
@@ -235,7 +240,10 @@ impl NodeLifecycle {
             else {
                 return true;
             };
+            // Stale caches or a fleet pause of tainting (`caches_current`) hold it too: the
+            // zone queue's pass would not have given it out now.
             let stopped = braked
+                || !caches_current
                 || zones
                     .get(zone)
                     .is_some_and(|z| z.queue.rate().is_never() || z.stops_tainting(now));

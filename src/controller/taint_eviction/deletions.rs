@@ -66,22 +66,21 @@ impl TaintEviction {
             return;
         }
         loop {
-            let next = if self.brake == BrakeCover::Nothing {
+            let next = if self.brake == BrakeCover::Nothing
+                && self.takeover_wait == BrakeCover::Nothing
+            {
                 self.evictions.pop_due(now)
             } else {
-                let brake = &self.brake;
-                let held = |key: &PodKey| {
-                    store
-                        .pods()
-                        .get(key)
-                        .and_then(|p| p.node_name().cloned())
-                        .is_some_and(|n| brake.covers(&n))
-                };
+                let (brake, wait, inherited) = (&self.brake, &self.takeover_wait, &self.inherited);
+                let held = |key: &PodKey| brake::parked_now(brake, wait, inherited, store, key);
                 self.evictions.pop_due_unless(now, held, &mut self.parked)
             };
             let Some((key, due)) = next else {
                 break;
             };
+            if matches!(due, Due::Fire { .. }) {
+                self.inherited.remove(&key);
+            }
             let Some(pod) = store.pods().get(&key) else {
                 // Cannot happen (a deleted pod's work is forgotten); drop it rather than act.
                 self.evictions.forget(&key);

@@ -5,9 +5,13 @@
 //! out [`Action`]s (`EvictPod`, `RecordEvent`) when they come due. A countdown starts when
 //! this machine first sees the taint (or the pod under it), as upstream's. Beyond upstream,
 //! whose restarts and new leaders give every pod another full `tolerationSeconds`, the taints
-//! found at a start or a takeover count from their `timeAdded` (or the pod's creation if
-//! later), never from later than now (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
-//! them again in the taints' `timeAdded`.
+//! found at a start or a takeover count from their `timeAdded` rounded up to the next second
+//! (or the pod's creation, or the last edit of its tolerations this process saw, if later;
+//! under a swapped taint the first taint's countdown: `history.rs`), never from later than now
+//! (`tolerations::countdown`). Countdowns live in memory, as upstream's; a new process finds
+//! them again in the taints' `timeAdded`. Those found under the lifecycle's taints wait while
+//! the nodes about to be judged would put every zone down or fully disrupt their node's zone
+//! (`inherited`).
 //!
 //! Upstream drains node updates before pod updates so a pod update never judges a pod against
 //! stale taints. Fed one input at a time, the same holds by construction: the node map is
@@ -24,6 +28,7 @@ mod action;
 mod brake;
 mod deletions;
 mod dump;
+mod history;
 mod metrics;
 mod timed_evictions;
 
@@ -90,6 +95,18 @@ pub struct TaintEviction {
     parked: Vec<PodKey>,
     /// `default_toleration_seconds` (`controller/pool_timing.rs`); `None`: pods' own.
     timing: Option<PoolTiming>,
+    /// The countdowns found at a start or a takeover (`initial_sync`) not fired yet. They are
+    /// not due while the node lifecycle's suspects would put every zone down or fully disrupt
+    /// their node's zone (`takeover_wait`): the leader that died might have seen it and lifted
+    /// the taint, and a restarted upstream lifts it at registration.
+    inherited: std::collections::HashSet<PodKey>,
+    /// Set while `initial_sync` judges the pods: a countdown started then is inherited.
+    inheriting: bool,
+    /// The nodes whose inherited countdowns wait now (`Controllers` recounts it at each tick
+    /// while some are pending); parked as under a brake.
+    takeover_wait: BrakeCover,
+    /// Toleration edits and taint swaps seen, for the countdowns found at a takeover.
+    history: history::History,
 }
 
 impl Default for TaintEviction {
@@ -112,12 +129,27 @@ impl TaintEviction {
             brake: BrakeCover::Nothing,
             parked: Vec::new(),
             timing: None,
+            inherited: Default::default(),
+            inheriting: false,
+            takeover_wait: BrakeCover::Nothing,
+            history: Default::default(),
         }
     }
 
     /// Whether edge autonomy stretches the not-ready/unreachable deadlines (config `autonomy`).
     pub(crate) fn set_autonomy(&mut self, on: bool) {
         self.autonomy = on;
+    }
+
+    /// Notes the toleration edits and taint swaps `observed` shows (every input, before the
+    /// initial sync too: a standby's countdowns are found from them at its takeover).
+    pub(crate) fn note_history(&mut self, store: &ClusterStore, observed: &Observed, now: Time) {
+        self.history.note(store, observed, now);
+    }
+
+    /// What a leader knew of toleration edits and swaps, for the follower it becomes.
+    pub(crate) fn take_history_from(&mut self, old: &mut TaintEviction) {
+        self.history = std::mem::take(&mut old.history);
     }
 
     /// Holds (or releases) deletions while the caches may be stale.
@@ -165,7 +197,17 @@ impl TaintEviction {
 
     /// The initial sync (of a new leadership): the pods of every node with NoExecute taints are
     /// judged (pods of untainted nodes have nothing to judge).
-    pub(crate) fn initial_sync(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
+    ///
+    /// `wait`: the nodes whose countdowns found now wait for the takeover's suspects
+    /// (`inherited`).
+    pub(crate) fn initial_sync(
+        &mut self,
+        store: &ClusterStore,
+        wait: BrakeCover,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        self.takeover_wait = wait;
         for node in store.nodes() {
             if node.no_execute_taints().next().is_some() {
                 // Taints found at a start or a takeover: their pods count from `timeAdded`,
@@ -174,8 +216,16 @@ impl TaintEviction {
                 // count from now, as upstream's, rather than go at once on a stale taint.
                 let ready = node.ready().map(|c| c.status) == Some(ConditionStatus::True);
                 let seen_from = if ready { now } else { Time::ZERO };
+                // Inherited (waiting for the takeover's suspects): the countdowns under the
+                // lifecycle's own taints, which every zone down lifts.
+                self.inheriting = !ready && lifecycle_tainted(&taints_of(node));
                 self.node_changed(store, &node.name, None, seen_from, now, out);
             }
+        }
+        self.inheriting = false;
+        if self.inherited.is_empty() {
+            // Nothing inherited: nothing was parked for the wait.
+            self.takeover_wait = BrakeCover::Nothing;
         }
     }
 
@@ -186,7 +236,8 @@ impl TaintEviction {
     /// `now` for a taint that appears while this machine watches (upstream's first sight: a
     /// write that lands late, after retries, gives no less than its whole `tolerationSeconds`),
     /// `Time::ZERO` for the taints found at a start or a takeover (from their `timeAdded`, or
-    /// the pod's creation if later: `tolerations::found_under_taint_since`).
+    /// the pod's creation or last toleration edit seen if later:
+    /// `tolerations::found_under_taint_since`, `history.rs`).
     fn node_changed(
         &mut self,
         store: &ClusterStore,
@@ -220,8 +271,18 @@ impl TaintEviction {
                 None => std::borrow::Cow::Borrowed(&pod.tolerations()[..]),
                 Some(t) => t.tolerations(node, pod.tolerations()),
             };
-            let arrived = found_under_taint_since(seen_from, pod.creation_timestamp());
-            self.process_pod_on_node(&key, &tolerations, &taints, autonomy, arrived, now, out);
+            let mut arrived = found_under_taint_since(seen_from, pod.creation_timestamp());
+            let mut before_swap = None;
+            if seen_from == Time::ZERO {
+                // Found at a takeover: not before the pod's tolerations last changed, and the
+                // countdown a swapped taint's first taint started is kept.
+                if let Some(edited) = self.history.tolerations_changed(&key) {
+                    arrived = arrived.max(edited);
+                }
+                before_swap = self.history.before_swap(node, arrived);
+            }
+            let judged = (&taints[..], before_swap.as_deref());
+            self.process_pod_on_node(&key, &tolerations, judged, autonomy, arrived, now, out);
         }
         self.fire_due(store, now, out);
     }
@@ -277,7 +338,7 @@ impl TaintEviction {
             None => std::borrow::Cow::Borrowed(&pod.tolerations()[..]),
             Some(t) => t.tolerations(node, pod.tolerations()),
         };
-        self.process_pod_on_node(key, &tolerations, &taints, autonomy, now, now, out);
+        self.process_pod_on_node(key, &tolerations, (&taints, None), autonomy, now, now, out);
         self.fire_due(store, now, out);
     }
 
@@ -325,23 +386,36 @@ impl TaintEviction {
     }
 
     /// Upstream's `processPodOnNode`. `arrived`: when the pod came under the taints, if this
-    /// machine saw it happen (`tolerations::countdown`); `Time::ZERO` otherwise.
+    /// machine saw it happen (`tolerations::countdown`); `Time::ZERO` otherwise. `taints`:
+    /// the node's NoExecute taints, and (found at a takeover) the same with the taint a swap
+    /// replaced in place (`history.rs`): the countdown that one started is kept, as upstream
+    /// keeps the countdown that started earlier.
     #[allow(clippy::too_many_arguments)]
     fn process_pod_on_node(
         &mut self,
         key: &PodKey,
         tolerations: &[Toleration],
-        taints: &[Taint],
+        (taints, before_swap): (&[Taint], Option<&[Taint]>),
         autonomy: Autonomy,
         arrived: Time,
         now: Time,
         out: &mut Vec<Action>,
     ) {
         self.pods_examined += 1;
-        let judged = match autonomy {
+        if !self.inheriting && !self.inherited.is_empty() && !lifecycle_tainted(taints) {
+            // The lifecycle's taint went: what is left is no longer the takeover's to hold.
+            self.inherited.remove(key);
+        }
+        let judge = |taints: &[Taint]| match autonomy {
             Autonomy::None => countdown(taints, tolerations, now, arrived),
             _ => autonomous_countdown(autonomy, taints, tolerations, now, arrived),
         };
+        let mut judged = judge(taints);
+        if let Some(first) = before_swap.map(judge)
+            && first != Countdown::Forever
+        {
+            judged = first;
+        }
         let (from, at) = match judged {
             Countdown::Forever => {
                 self.cancel_with_event(key, out);
@@ -358,6 +432,9 @@ impl TaintEviction {
         match self.evictions.get(key) {
             None => {
                 self.evictions.add_counted(key.clone(), now, from, at);
+                if self.inheriting {
+                    self.inherited.insert(key.clone());
+                }
             }
             // Already being evicted.
             Some(Work::Running { .. }) => {}
@@ -375,6 +452,7 @@ impl TaintEviction {
 
     /// Upstream's `cancelWorkWithEvent`: the event only when a pending deadline was stopped.
     fn cancel_with_event(&mut self, key: &PodKey, out: &mut Vec<Action>) {
+        self.inherited.remove(key);
         if self.evictions.cancel(key) {
             self.decisions
                 .push(Decision::DeletionCancelled { pod: key.clone() });
@@ -383,6 +461,7 @@ impl TaintEviction {
     }
 
     fn forget_with_event(&mut self, key: &PodKey, out: &mut Vec<Action>) {
+        self.inherited.remove(key);
         if self.evictions.forget(key) {
             self.decisions
                 .push(Decision::DeletionCancelled { pod: key.clone() });
@@ -407,4 +486,17 @@ impl TaintEviction {
             component: TAINT_EVICTION_CONTROLLER,
         }
     }
+}
+
+/// The node's NoExecute taints.
+fn taints_of(node: &Node) -> Vec<Taint> {
+    node.no_execute_taints().cloned().collect()
+}
+
+/// Whether `taints` hold the lifecycle's not-ready or unreachable NoExecute taint.
+fn lifecycle_tainted(taints: &[Taint]) -> bool {
+    use crate::model::taint_keys;
+    taints
+        .iter()
+        .any(|t| &*t.key == taint_keys::NOT_READY || &*t.key == taint_keys::UNREACHABLE)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::harness::{cond, date, n, node, pod, secs, test_settings};
 use super::lifecycle_with_eviction::{Cluster, tolerating_unreachable, with_tolerations};
 use crate::controller::brake::{BrakeScope, MaxUnhealthy};
+use crate::controller::controllers::Controllers;
 use crate::controller::decisions::Decision;
 use crate::controller::inputs::Input;
 use crate::controller::pools::Pool;
@@ -397,4 +398,72 @@ fn a_start_in_a_mass_failure_holds_the_overdue_deletions_under_the_brake() {
         &brake_lines(&mut c)[..],
         [(true, BrakeScope::Fleet, 3)]
     ));
+}
+
+/// Row "a takeover × hold, cooldown, brake release": the brake engaged in a mass failure, two
+/// of the three dead nodes come back (the count within the limit: the release waits
+/// `disruption_cooldown`, 60 s). A failover 10 s later keeps the brake engaged and its release
+/// window from the clocks the old leader left: the third node's overdue deletion goes at the
+/// release, not at the takeover (without the clocks the new leader found the count within the
+/// limit and released at once).
+#[test]
+fn brake_vs_a_takeover_the_release_window_goes_on_from_the_old_leaders_clocks() {
+    let settings = Settings {
+        disruption_cooldown: secs(60),
+        ..braked(MaxUnhealthy::Count(2))
+    };
+    let mut c = Cluster::new(settings.clone(), t0());
+    for name in names() {
+        let zone = &name[..1];
+        let dead = ["a1", "b1", "c1"].contains(&name.as_str());
+        let since = before(150);
+        let mut b = node(&name).zone("r", zone);
+        b = if dead {
+            b.ready(ConditionStatus::Unknown, since, since)
+        } else {
+            b.ready(ConditionStatus::True, t0(), t0())
+        };
+        let mut built = b.build();
+        if dead {
+            built.taints.push(crate::model::Taint {
+                key: n(taint_keys::UNREACHABLE),
+                value: n(""),
+                effect: TaintEffect::NoExecute,
+                time_added: Some(before(100)),
+            });
+            c.put_lease(renewal(&name, since));
+        } else {
+            c.put_lease(renewal(&name, t0()));
+        }
+        c.put_node(built);
+        c.put_pod(with_tolerations(
+            pod(&format!("web-{name}"), &name),
+            vec![tolerating_unreachable(Some(30))],
+        ));
+    }
+    c.feed(Input::InitialSyncDone);
+    assert!(c.evicted.is_empty(), "{:?}", c.evicted_names());
+    let dead = |n: &str, _: Time| ["a1", "b1", "c1"].contains(&n);
+    run(&mut c, t0() + secs(5), dead);
+    back(&mut c, "a1");
+    back(&mut c, "b1");
+    let within = c.now;
+    let still_dead = |n: &str, _: Time| n == "c1";
+    run(&mut c, within + secs(10), still_dead);
+    assert!(c.evicted.is_empty(), "{:?}", c.evicted_names());
+    let clocks = c.ctl.clocks(c.now);
+    let now = c.now;
+    let leader = std::mem::replace(&mut c.ctl, Controllers::new(settings, now));
+    c.ctl = leader.into_follower(now);
+    c.ctl.inherit_clocks(clocks);
+    c.feed(Input::InitialSyncDone);
+    run(&mut c, within + secs(59), still_dead);
+    assert!(c.evicted.is_empty(), "{:?}", c.evicted_names());
+    run(&mut c, within + secs(70), still_dead);
+    assert_eq!(c.evicted_names(), vec!["web-c1"]);
+    assert!(
+        c.evicted[0].0 >= within + secs(60) && c.evicted[0].0 <= within + secs(61),
+        "{:?}",
+        c.evicted
+    );
 }

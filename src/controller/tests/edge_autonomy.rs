@@ -155,10 +155,10 @@ fn an_autonomous_nodes_pods_keep_ready_and_outlive_their_own_toleration_seconds(
     let edge = fleet(Autonomy::For(secs(600)));
     assert!(edge.marked.is_empty());
     assert!(edge.nodes["edge"].has_taint(taint_keys::UNREACHABLE, &NoExecute));
-    assert_eq!(
-        edge.evicted,
-        vec![(taint_added + secs(600), "web".to_string())]
-    );
+    // `timeAdded` (whole seconds) rounded up to the next second, never later than the taint
+    // was seen: the write's instant, never before `timeAdded + 600 s`.
+    assert_eq!(edge.evicted, vec![(unknown + secs(600), "web".to_string())]);
+    assert!(edge.evicted[0].0 >= taint_added + secs(600));
     // Forever: never.
     let forever = fleet(Autonomy::Forever);
     assert!(forever.marked.is_empty() && forever.evicted.is_empty());

@@ -20,6 +20,7 @@ mod policies;
 mod pool_timing;
 mod renewal_lookup;
 mod restarts;
+mod takeovers;
 mod upstream_monitor;
 mod upstream_review;
 mod upstream_taints;

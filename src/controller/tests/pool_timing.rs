@@ -208,7 +208,8 @@ fn pool_timing_vs_a_restart_counts_from_the_taints_time_added() {
     let start = t0() + secs(20);
     let mut c = tainted_fleet(settings, t0(), start, vec![admitted("web", "e1", 300)]);
     run(&mut c, start + secs(60));
-    assert_eq!(deleted_at(&c, "web"), Some(t0() + secs(30)));
+    // From `timeAdded` rounded up to the next second (`tolerations::countdown_start`).
+    assert_eq!(deleted_at(&c, "web"), Some(t0() + secs(31)));
 }
 
 /// The global key applies to nodes in no pool (a pool's own value wins on its nodes), and

@@ -17,6 +17,10 @@ use crate::time::Time;
 /// How long the dead node's pods tolerate the unreachable taint.
 const TOLERATED: Duration = Duration::from_secs(20);
 
+/// `timeAdded` has whole seconds: the taint was written within the second after it, and a
+/// countdown found at a start counts from the next second (`tolerations::countdown_start`).
+const ROUNDED_UP: Duration = Duration::from_secs(1);
+
 fn t0() -> Time {
     date(2026, 1, 1, 12, 0, 0)
 }
@@ -159,7 +163,7 @@ fn a_restart_mid_outage_keeps_the_taint_and_deletes_at_time_added_plus_toleratio
     c.feed(Input::InitialSyncDone);
     run_with_healthy_peers(&mut c, added + secs(40));
     assert_taint_and_countdowns_untouched(&c, 0, added);
-    assert_eq!(evictions(&c), both_at(added + TOLERATED));
+    assert_eq!(evictions(&c), both_at(added + ROUNDED_UP + TOLERATED));
 }
 
 /// A leader that lost its lease 5 s after tainting n1 (`into_follower`) and holds it again
@@ -176,7 +180,7 @@ fn a_leader_demoted_and_reelected_mid_outage_keeps_the_taint_and_its_countdown()
     c.feed(Input::InitialSyncDone);
     run_with_healthy_peers(&mut c, added + secs(40));
     assert_taint_and_countdowns_untouched(&c, writes, added);
-    assert_eq!(evictions(&c), both_at(added + TOLERATED));
+    assert_eq!(evictions(&c), both_at(added + ROUNDED_UP + TOLERATED));
 }
 
 /// A standby fed every watch event since t0 takes over 3 s after the leader died (5 s after
@@ -194,7 +198,7 @@ fn a_standby_taking_over_mid_outage_keeps_the_taint_and_its_countdown() {
     c.feed(Input::InitialSyncDone);
     run_with_healthy_peers(&mut c, added + secs(40));
     assert_taint_and_countdowns_untouched(&c, writes, added);
-    assert_eq!(evictions(&c), both_at(added + TOLERATED));
+    assert_eq!(evictions(&c), both_at(added + ROUNDED_UP + TOLERATED));
 }
 
 /// The old leader's host ran 30 s ahead: the taint's `timeAdded` is in the new leader's
@@ -296,7 +300,7 @@ fn a_pod_created_after_the_taint_at_a_takeover_gets_its_full_toleration_from_its
     assert_eq!(
         evictions(&c),
         vec![
-            ("a".to_string(), added + TOLERATED),
+            ("a".to_string(), added + ROUNDED_UP + TOLERATED),
             ("b".to_string(), created + TOLERATED)
         ]
     );

@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// Why a leader stops acting when its renewals failed (an API server outage, most likely).
+const NOT_RENEWED: &str = "leader lease not renewed in time";
+
 impl Daemon {
     /// Starts deciding and writing if we lead and the caches are complete.
     pub(super) fn maybe_act(&mut self, now: Time) {
@@ -9,6 +12,7 @@ impl Daemon {
             return;
         }
         self.acting = true;
+        self.inherit_clocks();
         info!(
             "acting{}: deciding on {} nodes",
             if self.leader.elector().is_enabled() {
@@ -27,6 +31,9 @@ impl Daemon {
             return;
         }
         self.acting = false;
+        if why == NOT_RENEWED {
+            self.lost_to_outage = true;
+        }
         self.fences_to_start.clear();
         let abandoned = self.executor.abandon(why);
         let settings = controller_settings(&self.config);
@@ -55,9 +62,63 @@ impl Daemon {
         }
         let now = lp.now();
         if self.acting && !self.leader.is_leader(now) {
-            self.stop_acting(now, "leader lease not renewed in time");
+            self.stop_acting(now, NOT_RENEWED);
+        }
+        if self.acting {
+            self.publish_clocks(now);
         }
         self.refresh_status();
+    }
+
+    /// Hands the controllers the clocks the previous leader left on the Lease (read with it at
+    /// acquisition), and whether this instance lost the lease to an outage (a cooldown).
+    fn inherit_clocks(&mut self) {
+        use crate::leader::clocks::{CLOCKS_ANNOTATION, Clocks, decode};
+        let mut clocks = match self.leader.lock().annotation(CLOCKS_ANNOTATION).map(decode) {
+            None => Clocks::default(),
+            Some(Ok(clocks)) => clocks,
+            Some(Err(why)) => {
+                warn!(
+                    "leader lease {}: annotation {CLOCKS_ANNOTATION} cannot be read ({why}): \
+                     holds, cooldowns and brakes start over",
+                    self.leader.lock().describe()
+                );
+                Clocks::default()
+            }
+        };
+        clocks.after_outage = std::mem::take(&mut self.lost_to_outage);
+        if !clocks.is_empty() {
+            info!(
+                "honouring the previous leader's clocks: {} hold start(s), {} cooldown(s), \
+                 {} brake(s){}",
+                clocks.full_since.len(),
+                clocks.cooldown_until.len(),
+                clocks.brakes.len(),
+                if clocks.after_outage {
+                    "; a disruption cooldown after the outage that cost the lease"
+                } else {
+                    ""
+                }
+            );
+        }
+        self.controllers.inherit_clocks(clocks);
+    }
+
+    /// Puts the controllers' clocks in the Lease metadata the next renewal writes, when they
+    /// changed (`leader/clocks.rs`).
+    fn publish_clocks(&mut self, now: Time) {
+        use crate::leader::clocks::{CLOCKS_ANNOTATION, encode};
+        let clocks = self.controllers.clocks(now);
+        let current = self.leader.lock().annotation(CLOCKS_ANNOTATION);
+        if clocks.is_empty() && current.is_none() {
+            return;
+        }
+        let value = encode(&clocks);
+        if current != Some(value.as_str()) {
+            self.leader
+                .lock_mut()
+                .set_annotation(CLOCKS_ANNOTATION, &value);
+        }
     }
 
     /// Feeds the controllers the fleet pause when the Lease's annotation changed (read by every

@@ -162,6 +162,9 @@ pub(crate) struct Daemon {
     /// The fleet pause annotation as last read from the leader Lease, and when this value was
     /// first seen (`leadership.rs`).
     pause_seen: Option<(String, Time)>,
+    /// The lease was lost because it could not be renewed (an API server outage): the next
+    /// takeover starts a `disruption_cooldown` (`leadership.rs`).
+    lost_to_outage: bool,
     /// `status_command` runs (`fence_status.rs`).
     fence_status: fence_status::StatusProbe,
 }
@@ -262,6 +265,7 @@ impl Daemon {
             decision_log: DecisionLog::new(),
             control,
             pause_seen: None,
+            lost_to_outage: false,
             fence_status: Default::default(),
         })
     }

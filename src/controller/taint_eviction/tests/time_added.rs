@@ -10,32 +10,34 @@ use crate::controller::Decision;
 use crate::controller::explain::PodEviction;
 
 /// The taint was added 5 s before this machine started (a restart, a takeover): the pod
-/// tolerating it 20 s goes 20 s after `timeAdded`, and the decision and `explain` say the
+/// tolerating it 20 s goes 20 s after `timeAdded` rounded up to the next second, and the decision and `explain` say the
 /// countdown ran from there.
 #[test]
 fn a_countdown_runs_from_the_taints_time_added() {
     let mut h = Harness::new();
     let added = h.now;
+    // `timeAdded` has whole seconds: the taint was written within the second after it.
+    let from = added + SEC;
     h.pod(&tolerating(pod("pod1", "node1"), vec![toleration(1, 20)]));
     h.advance(5 * SEC);
     h.found_at_start(&node("node1", vec![taint(1, added)]));
-    assert_eq!(h.te().deadline_of(&key("pod1")), Some(added + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(from + 20 * SEC));
     assert_eq!(
         h.te().eviction_of(&key("pod1")),
         PodEviction::Scheduled {
-            since: added,
-            fire_at: added + 20 * SEC
+            since: from,
+            fire_at: from + 20 * SEC
         }
     );
-    h.advance(15 * SEC - MS);
+    h.advance(16 * SEC - MS);
     assert_eq!(h.evicted(), vec![]);
     h.advance(MS);
-    assert_eq!(h.evicted(), vec![(added + 20 * SEC, "pod1".to_string())]);
-    let from = h.take_decisions().into_iter().find_map(|d| match d {
+    assert_eq!(h.evicted(), vec![(from + 20 * SEC, "pod1".to_string())]);
+    let counted = h.take_decisions().into_iter().find_map(|d| match d {
         Decision::PodDeletion { countdown_from, .. } => Some(countdown_from),
         _ => None,
     });
-    assert_eq!(from, Some(added));
+    assert_eq!(counted, Some(from));
 }
 
 /// First seen when its toleration has already run out: the pod goes at once, and the deletion
@@ -77,11 +79,12 @@ fn each_taint_counts_from_its_own_time_added() {
         vec![toleration(1, 100), toleration(2, 60)],
     ));
     h.advance(50 * SEC);
-    // taint1 since t0 (100 s: t0 + 100), taint2 since t0 + 50 (60 s: t0 + 110).
+    // taint1 since t0 (rounded up: 100 s from t0 + 1), taint2 since t0 + 50 (no later than
+    // now: 60 s, t0 + 110).
     h.found_at_start(&node("node1", vec![taint(1, t0), taint(2, h.now)]));
-    assert_eq!(h.te().deadline_of(&key("pod1")), Some(t0 + 100 * SEC));
-    h.advance(50 * SEC);
-    assert_eq!(h.evicted(), vec![(t0 + 100 * SEC, "pod1".to_string())]);
+    assert_eq!(h.te().deadline_of(&key("pod1")), Some(t0 + 101 * SEC));
+    h.advance(51 * SEC);
+    assert_eq!(h.evicted(), vec![(t0 + 101 * SEC, "pod1".to_string())]);
     // The evidence names the taint whose toleration ran out first, not the shortest one.
     let evidence = h.take_decisions().into_iter().find_map(|d| match d {
         Decision::PodDeletion {
@@ -92,7 +95,10 @@ fn each_taint_counts_from_its_own_time_added() {
         } => Some((taint.key.to_string(), toleration_seconds, countdown_from)),
         _ => None,
     });
-    assert_eq!(evidence, Some(("testTaint1".to_string(), Some(100), t0)));
+    assert_eq!(
+        evidence,
+        Some(("testTaint1".to_string(), Some(100), t0 + SEC))
+    );
 }
 
 /// A taint that appears while this machine watches counts from then, even when its `timeAdded`
@@ -194,7 +200,7 @@ fn a_found_taint_counts_from_the_later_of_time_added_and_creation_never_after_no
         seen + 30 * SEC,
     ));
     h.found_at_start(&node("node1", vec![taint(1, added)]));
-    assert_eq!(h.te().deadline_of(&key("older")), Some(added + 20 * SEC));
+    assert_eq!(h.te().deadline_of(&key("older")), Some(added + 21 * SEC));
     assert_eq!(h.te().deadline_of(&key("ahead")), Some(seen + 20 * SEC));
 
     let mut h = Harness::new();
