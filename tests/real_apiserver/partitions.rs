@@ -55,6 +55,11 @@ struct Run {
 /// Two zones of four nodes, the site labelled, one pod per node deleted at once by a NoExecute
 /// taint, and the daemon leading with `extra` top-level keys; the fleet healthy for 3 s.
 fn run(kube: Kube, name: &str, extra: &str) -> Option<Run> {
+    run_with_site(kube, name, extra, &SITE_NODES)
+}
+
+/// The same with `site` labelled as the site.
+fn run_with_site(kube: Kube, name: &str, extra: &str, site: &[&str]) -> Option<Run> {
     let server = RealApiserver::start(kube)?;
     let spec = FleetSpec {
         lease_duration_seconds: 8,
@@ -64,7 +69,7 @@ fn run(kube: Kube, name: &str, extra: &str) -> Option<Run> {
     let kubelets = create_fleet(&server, &spec);
     let all = spec.names();
     let mut admin = admin_client(&server);
-    for n in SITE_NODES {
+    for n in site {
         let body = json!({"metadata": {"labels": {"example.com/site": "s1"}}});
         admin
             .patch::<IgnoredAny>(
@@ -252,6 +257,93 @@ fn a_dark_site_is_held_then_tainted_after_hold_max(kube: Kube) {
     );
 }
 
+/// Issue 46, item 5: the same site cut off, and the leader SIGKILLed once its nodes are judged.
+/// The standby counts every node and computes the domains' states before it judges any node, so
+/// the dark site is disrupted from its first pass and its pods are not marked NotReady at the
+/// takeover.
+fn pods_stay_ready_in_a_dark_site_across_a_takeover_under_unless_disrupted(kube: Kube) {
+    let extra = "mark_pods_not_ready = \"unless-disrupted\"\nfull_disruption = \"hold\"\n";
+    let Some(mut r) = run(kube, "partitions-takeover", extra) else {
+        return;
+    };
+    let standby_timing = Timing {
+        leader: Some("e2e-partitions-standby".to_string()),
+        ..timing()
+    };
+    let text = format!(
+        "disruption_domain = \"example.com/site\"\n{extra}{}",
+        config_text(
+            Path::new(r.server.var("DAEMON_KUBECONFIG")),
+            &standby_timing
+        )
+    );
+    let dir = TempDir::new("partitions-takeover-standby");
+    let mut standby = Daemon::start("partitions-takeover-standby", &dir, &text, &[]);
+    standby.wait_log("initial sync complete", Duration::from_secs(30));
+    let dead = site();
+    r.kubelets.silence(&dead);
+    judged(&r.server, &r.d, &dead);
+    r.d.signal("KILL");
+    r.d.wait_exit(Duration::from_secs(5));
+    let mut admin = admin_client(&r.server);
+    holds_for(
+        "the site's pods Ready through the takeover, no NoExecute taint, no deletion",
+        Duration::from_secs(10),
+        || {
+            pods_not_ready(&mut admin, &dead).is_empty()
+                && no_execute_tainted(&mut admin, &r.all).is_empty()
+                && deleted(&mut admin, &r.all).is_empty()
+        },
+        || format!("{}\n{}", r.d.log(), standby.log()),
+    );
+    standby.wait_log("acting as leader", Duration::from_secs(1));
+}
+
+/// Issue 46, item 1 (seen on a real API server before it was mended): a site of three nodes
+/// under `hold` cut off with spread heartbeats. Its first node is judged while the site reads 1
+/// of 3; with every suspect counted the site would be fully disrupted and held, so nothing is
+/// tainted NoExecute and no pod goes, then or once all three are judged.
+fn a_three_node_site_under_hold_loses_nothing_when_cut_off(kube: Kube) {
+    const SMALL_SITE: [&str; 3] = ["z1-n1", "z1-n2", "z2-n1"];
+    let Some(r) = run_with_site(
+        kube,
+        "partitions-small-site",
+        "full_disruption = \"hold\"\n",
+        &SMALL_SITE,
+    ) else {
+        return;
+    };
+    let dead: Vec<String> = SMALL_SITE.iter().map(|n| n.to_string()).collect();
+    r.kubelets.silence(&dead);
+    let mut admin = admin_client(&r.server);
+    let cut = Instant::now();
+    // From the cut until well after the last verdict (grace 8 s, renewals 2 s apart at most).
+    holds_for(
+        "no NoExecute taint and no deletion in the cut-off site",
+        Duration::from_secs(8),
+        || {
+            no_execute_tainted(&mut admin, &r.all).is_empty()
+                && deleted(&mut admin, &r.all).is_empty()
+        },
+        || r.d.log(),
+    );
+    judged(&r.server, &r.d, &dead);
+    holds_for(
+        "the site held once judged",
+        Duration::from_secs(18).saturating_sub(cut.elapsed()),
+        || {
+            no_execute_tainted(&mut admin, &r.all).is_empty()
+                && deleted(&mut admin, &r.all).is_empty()
+        },
+        || r.d.log(),
+    );
+    assert!(
+        r.d.has_line("held (full_disruption = \"hold\")"),
+        "{}",
+        r.d.log()
+    );
+}
+
 // The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
 // the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
@@ -259,6 +351,8 @@ versions! {
         pods_stay_ready_in_a_site_cut_off_under_unless_disrupted,
         a_domain_by_label_groups_nodes_across_zones,
         a_dark_site_is_held_then_tainted_after_hold_max,
+        a_three_node_site_under_hold_loses_nothing_when_cut_off,
+        pods_stay_ready_in_a_dark_site_across_a_takeover_under_unless_disrupted,
     ],
     v1_35 => [a_dark_site_is_held_then_tainted_after_hold_max],
 }

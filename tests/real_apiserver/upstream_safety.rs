@@ -27,6 +27,7 @@ use crate::real_apiserver_support::fleet::{
     ready_of, taint_time_added, taints_of,
 };
 use crate::real_apiserver_support::versions::{Kube, versions};
+use node_lifecycled::kube::ApiClient;
 use node_lifecycled::time::Time;
 
 /// A started server with the fleet of `spec` and its kubelets running (`RealApiserver::start`
@@ -549,6 +550,53 @@ fn a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown(kube: Kube) {
     );
 }
 
+/// Issue 46, item 2: a takeover sees the fleet before it acts. A node is tainted and its pods
+/// count down; then the rest of the cluster goes silent and the leader is SIGKILLed before those
+/// nodes are judged. A running upstream would find every zone down and lift the taint, and a
+/// restarted one removes it at registration: the pods stay. The standby judges the silent nodes
+/// from the last renewals it saw (not a fresh grace from the takeover), holds the inherited
+/// countdowns while its suspects would put every zone down, then lifts the taint.
+fn a_takeover_as_the_rest_of_the_cluster_goes_silent_keeps_the_pods_upstream_keeps(kube: Kube) {
+    let Some((server, kubelets, victim, pods)) = restart_fleet(kube) else {
+        return;
+    };
+    let dir = TempDir::new("safety-takeover-all-silent");
+    let kubeconfig = Path::new(server.var("DAEMON_KUBECONFIG"));
+    let text_a = config_text(kubeconfig, &restart_timing(Some("takeover-a")));
+    let text_b = config_text(kubeconfig, &restart_timing(Some("takeover-b")));
+    let mut a = Daemon::start("safety-takeover-a", &dir, &text_a, &[]);
+    a.wait_log("acting as leader", Duration::from_secs(30));
+    let mut b = Daemon::start("safety-takeover-b", &dir, &text_b, &[]);
+    b.wait_log("initial sync complete", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(2));
+    kill_kubelet_until_tainted(&server, &kubelets, &victim, &a);
+    let all: Vec<String> = ["z1-n1", "z1-n2", "z1-n3", "z2-n1", "z2-n2", "z2-n3"]
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    kubelets.silence(&all);
+    std::thread::sleep(Duration::from_secs(1));
+    a.signal("KILL");
+    a.wait_exit(Duration::from_secs(5));
+    let mut admin = admin_client(&server);
+    let pods_deleted = |admin: &mut ApiClient| pods.iter().any(|p| pod_deleting(admin, p));
+    // Past the pods' countdown (12 s from the taint) and every verdict (8 s from the silence).
+    holds_for(
+        "the victim's pods kept through the takeover",
+        Duration::from_secs(20),
+        || !pods_deleted(&mut admin),
+        || format!("{}\n{}", a.log(), b.log()),
+    );
+    b.wait_log("acting as leader", Duration::from_secs(1));
+    wait_until(
+        "every zone down lifts the victim's NoExecute taint",
+        Duration::from_secs(10),
+        || !no_execute_tainted(&mut admin, std::slice::from_ref(&victim)).contains(&victim),
+        || format!("{}\n{}", a.log(), b.log()),
+    );
+    assert!(!pods_deleted(&mut admin), "{}\n{}", a.log(), b.log());
+}
+
 // ---- the stale-cache hold after a connection reset ----------------------------------------
 
 use crate::real_apiserver_support::fleet::pod_deletion_asked;
@@ -768,6 +816,7 @@ versions! {
         a_leader_failover_mid_outage_keeps_the_taint_and_its_countdown,
         a_connection_reset_before_a_pod_is_due_does_not_delay_its_deletion,
         a_connection_reset_just_before_a_pod_is_due_delays_it_by_the_reconnect_at_most,
+        a_takeover_as_the_rest_of_the_cluster_goes_silent_keeps_the_pods_upstream_keeps,
     ],
     v1_35 => [
         most_of_a_zone_dying_with_spread_heartbeats_taints_nothing,
