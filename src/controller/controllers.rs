@@ -307,8 +307,14 @@ impl Controllers {
                 } else {
                     Some(Time::ZERO)
                 };
-                let pause_at = self.pause.next_deadline().unwrap_or(Time::ZERO);
-                let at = caches_at.map(|c| c.max(pause_at));
+                // A pause with no end of its own (an unreadable annotation: until its next
+                // valid write) releases nothing by time.
+                let pause_at = if self.pause.open_ended() {
+                    None
+                } else {
+                    Some(self.pause.next_deadline().unwrap_or(Time::ZERO))
+                };
+                let at = caches_at.and_then(|c| pause_at.map(|p| c.max(p)));
                 (
                     due.and_then(|d| at.map(|at| d.max(at))),
                     caches_at.filter(|_| self.held_by_caches),
