@@ -81,6 +81,8 @@ mod tests {
         let (held, _) = interpret(Some("{")).unwrap().unwrap_err();
         assert_eq!(held.what, PauseScope::All);
         assert!(held.until_next_write());
+        // Read again later (another instance, after a failover): the same pause.
+        assert_eq!(interpret(Some("{")).unwrap().unwrap_err().0, held);
         assert!(interpret(None).is_none());
     }
 }

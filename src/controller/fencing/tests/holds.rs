@@ -257,15 +257,12 @@ fn a_pause_already_over_when_read_is_not_started() {
 /// over), and a valid write (`resume`, or a real pause) ends it at once.
 #[test]
 fn an_unreadable_pause_holds_everything_until_the_next_valid_write_across_failovers() {
+    // What the shell feeds for `{"what":"fencing","until":"tomorrow"}` (`leader/pause.rs`,
+    // `interpret`, whose own test checks the mapping), at every read by every instance.
     let unreadable = || {
-        let raw = r#"{"what":"fencing","until":"tomorrow"}"#;
-        match crate::leader::pause::interpret(Some(raw)) {
-            Some(Err((held, why))) => {
-                assert!(why.contains("until=\"tomorrow\""), "{why}");
-                pause_input(held)
-            }
-            other => panic!("read as {other:?}"),
-        }
+        pause_input(FleetPause::unreadable(
+            "until=\"tomorrow\": not an RFC 3339 time",
+        ))
     };
     let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
     api.feed(unreadable());
