@@ -78,6 +78,7 @@ impl Validator<'_> {
                 ),
             ));
         }
+        self.monitor_period_within_graces(&raw, &c)?;
         if leader_election.enabled && api.request_timeout >= leader_election.renew_deadline {
             let (span, key) = pick(
                 (&raw.api.request_timeout, "api.request_timeout"),
@@ -102,6 +103,73 @@ impl Validator<'_> {
         c.leader_election = leader_election;
         c.fencing = fencing;
         Ok(c)
+    }
+
+    /// `node_monitor_period` at most half of every grace (global and per pool, monitor and
+    /// startup). A node is a suspect of the zone rules once it has been silent for its grace
+    /// less the period (`node_lifecycle/suspects.rs`): with the period at or above the grace
+    /// every healthy node is one, and nothing is ever tainted or fenced (a brake stays engaged).
+    /// Half the grace leaves a healthy kubelet half the grace of silence before it counts.
+    fn monitor_period_within_graces(&self, raw: &RawConfig, c: &Config) -> Result<(), ConfigError> {
+        let period = c.controller.node_monitor_period;
+        let fits = |grace: Duration| period.saturating_mul(2) <= grace;
+        let refuse = |span: Option<Range<usize>>, key: &str, grace_key: &str, grace: Duration| {
+            self.error(
+                span,
+                key,
+                format!(
+                    "node_monitor_period ({}) must be at most half of {grace_key} ({}): a node \
+                     counts as a suspect once silent for its grace less the period, so a longer \
+                     period makes healthy nodes suspects and nothing is ever tainted or fenced",
+                    format_duration(period),
+                    format_duration(grace)
+                ),
+            )
+        };
+        let globals = [
+            (
+                &raw.node_monitor_grace_period,
+                "node_monitor_grace_period",
+                c.controller.node_monitor_grace_period,
+            ),
+            (
+                &raw.node_startup_grace_period,
+                "node_startup_grace_period",
+                c.controller.node_startup_grace_period,
+            ),
+        ];
+        for (field, key, grace) in globals {
+            if !fits(grace) {
+                let (span, at) = pick(
+                    (&raw.node_monitor_period, "node_monitor_period"),
+                    (field, key),
+                );
+                return Err(refuse(span, at, key, grace));
+            }
+        }
+        for (pool, raw_pool) in c.controller.pools.iter().zip(&raw.pool) {
+            let r = raw_pool.get_ref();
+            let overrides = [
+                (
+                    &r.node_monitor_grace_period,
+                    "pool.node_monitor_grace_period",
+                    pool.node_monitor_grace_period,
+                ),
+                (
+                    &r.node_startup_grace_period,
+                    "pool.node_startup_grace_period",
+                    pool.node_startup_grace_period,
+                ),
+            ];
+            for (field, key, grace) in overrides {
+                if let Some(grace) = grace.filter(|g| !fits(*g)) {
+                    let span = field.as_ref().map(|v| v.span());
+                    let grace_key = format!("{key} of pool {:?}", &*pool.name);
+                    return Err(refuse(span, key, &grace_key, grace));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn duration(

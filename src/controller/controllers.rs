@@ -124,6 +124,8 @@ impl Controllers {
         }
         if let Some(f) = self.fencing.as_mut() {
             f.set_paused(self.pause.holds_fencing(now).map(|p| p.describe()));
+            let tainting = self.pause.current(now).filter(|p| p.what.tainting());
+            f.set_taint_paused(tainting.map(|p| p.describe()));
         }
     }
 
@@ -133,7 +135,7 @@ impl Controllers {
             self.caches.watching(all, now);
         }
         // As the fencing machine was last told (the pause may have run out since).
-        let fencing_was_paused = self.fencing.as_ref().is_some_and(Fencing::is_paused);
+        let fencing_was_paused = self.fencing.as_ref().map(Fencing::pauses);
         self.pause.tick(now);
         let fed = match input {
             Input::FleetPause(pause) => {
@@ -144,8 +146,12 @@ impl Controllers {
         };
         self.apply_cache_currency(now);
         let mut resumed = Vec::new();
-        if fencing_was_paused
-            && self.pause.holds_fencing(now).is_none()
+        let fencing_is_paused = self.fencing.as_ref().map(Fencing::pauses);
+        let ended = |was: Option<(bool, bool)>, is: Option<(bool, bool)>| match (was, is) {
+            (Some((f0, t0)), Some((f1, t1))) => (f0 && !f1) || (t0 && !t1),
+            _ => false,
+        };
+        if ended(fencing_was_paused, fencing_is_paused)
             && let Some(f) = self.fencing.as_mut().filter(|_| self.synced)
         {
             // Fencing may go on: every node is judged now, not at its next recheck.
@@ -250,6 +256,7 @@ impl Controllers {
             if self.synced {
                 // After the node lifecycle: zone states are recounted for this very change.
                 if became_synced {
+                    f.started_acting(now);
                     f.synced(&self.lifecycle, now, &mut actions);
                 } else if let Some(name) = &changed {
                     f.node_changed(&self.lifecycle, name, now, &mut actions);
@@ -341,8 +348,14 @@ impl Controllers {
                 } else {
                     Some(Time::ZERO)
                 };
-                let pause_at = self.pause.next_deadline().unwrap_or(Time::ZERO);
-                let at = caches_at.map(|c| c.max(pause_at));
+                // A pause with no end of its own (an unreadable annotation: until its next
+                // valid write) releases nothing by time.
+                let pause_at = if self.pause.open_ended() {
+                    None
+                } else {
+                    Some(self.pause.next_deadline().unwrap_or(Time::ZERO))
+                };
+                let at = caches_at.and_then(|c| pause_at.map(|p| c.max(p)));
                 (
                     due.and_then(|d| at.map(|at| d.max(at))),
                     caches_at.filter(|_| self.held_by_caches),
@@ -388,7 +401,17 @@ impl Controllers {
         match (settings.fencing.clone(), self.fencing.as_mut()) {
             (None, _) => self.fencing = None,
             (Some(policy), Some(f)) => f.apply(policy, &settings),
-            (Some(policy), None) => self.fencing = Some(Fencing::new(policy, &settings)),
+            (Some(policy), None) => {
+                let mut f = Fencing::new(policy, &settings);
+                if self.synced {
+                    // Turned on while acting: it has watched no outage yet.
+                    f.started_acting(now);
+                }
+                f.set_paused(self.pause.holds_fencing(now).map(|p| p.describe()));
+                let tainting = self.pause.current(now).filter(|p| p.what.tainting());
+                f.set_taint_paused(tainting.map(|p| p.describe()));
+                self.fencing = Some(f);
+            }
         }
         let mut actions = self.lifecycle.apply_settings(settings, now);
         let mut evictions = Vec::new();

@@ -11,7 +11,9 @@
 //! - `all`: both.
 //!
 //! A pause ends by itself at its `until` (a timer of the core, virtual clock), or when the
-//! shell feeds `None` (a `resume`). Both ends and the start are one decision line each.
+//! shell feeds `None` (a `resume`). Both ends and the start are one decision line each. An
+//! unreadable annotation is a pause of everything that ends only when another value is fed
+//! (`until = next-valid-write`, `leader/pause.rs`).
 
 use crate::time::Time;
 
@@ -71,10 +73,36 @@ impl FleetPause {
         format!(
             "what={} until={} by={} reason={:?}",
             self.what.as_str(),
-            self.until.to_rfc3339(),
+            self.until_text(),
             self.by,
             self.reason
         )
+    }
+
+    /// The pause an unreadable annotation stands for (`leader/pause.rs`): everything, until
+    /// the annotation's next valid write (`pause` or `resume`), with no time of its own, so
+    /// every instance that reads it, whenever, holds the same pause.
+    pub fn unreadable(why: &str) -> FleetPause {
+        FleetPause {
+            what: PauseScope::All,
+            until: Time::MAX,
+            reason: format!("unreadable {PAUSE_ANNOTATION} annotation ({why})"),
+            by: "?".into(),
+        }
+    }
+
+    /// Whether it holds until the annotation's next valid write ([`FleetPause::unreadable`]).
+    pub fn until_next_write(&self) -> bool {
+        self.until == Time::MAX
+    }
+
+    /// Its end as shown: the RFC 3339 time, or `next-valid-write`.
+    pub fn until_text(&self) -> String {
+        if self.until_next_write() {
+            "next-valid-write".to_string()
+        } else {
+            self.until.to_rfc3339()
+        }
     }
 }
 
@@ -153,9 +181,18 @@ impl PauseGate {
         self.current(now).filter(|p| p.what.fencing())
     }
 
-    /// When the pause in force ends by itself.
+    /// When the pause in force ends by itself (never, for one that holds until the next valid
+    /// write).
     pub(crate) fn next_deadline(&self) -> Option<Time> {
-        self.fed.as_ref().filter(|_| self.active).map(|p| p.until)
+        self.fed
+            .as_ref()
+            .filter(|p| self.active && !p.until_next_write())
+            .map(|p| p.until)
+    }
+
+    /// Whether the pause in force has no end of its own (until the next valid write).
+    pub(crate) fn open_ended(&self) -> bool {
+        self.active && self.fed.as_ref().is_some_and(FleetPause::until_next_write)
     }
 
     pub(crate) fn take_decisions(&mut self) -> Vec<Decision> {

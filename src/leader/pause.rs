@@ -46,25 +46,13 @@ pub(crate) fn decode(value: &str) -> Result<FleetPause, String> {
 }
 
 /// What the daemon makes of the annotation (`None`: absent). An unreadable value is a pause of
-/// everything for `unreadable_for` from `first_seen` (never act on a guess), named so in
-/// `status` and the decision log; the caller warns.
-pub(crate) fn interpret(
-    value: Option<&str>,
-    first_seen: Time,
-    unreadable_for: std::time::Duration,
-) -> Option<Result<FleetPause, (FleetPause, String)>> {
+/// everything until the next valid write of the annotation (a `pause` or a `resume`), never
+/// acting on a guess: it has no end of its own, so it is the same pause whenever and by
+/// whichever instance it is read (a failover does not start it over), and it is named so in
+/// `status`, `explain` and the decision log ([`FleetPause::until_next_write`]); the caller warns.
+pub(crate) fn interpret(value: Option<&str>) -> Option<Result<FleetPause, (FleetPause, String)>> {
     let value = value?;
-    Some(decode(value).map_err(|why| {
-        (
-            FleetPause {
-                what: PauseScope::All,
-                until: first_seen.saturating_add(unreadable_for),
-                reason: format!("unreadable {PAUSE_ANNOTATION} annotation ({why})"),
-                by: "?".into(),
-            },
-            why,
-        )
-    }))
+    Some(decode(value).map_err(|why| (FleetPause::unreadable(&why), why)))
 }
 
 #[cfg(test)]
@@ -90,12 +78,11 @@ mod tests {
                 .unwrap_err()
                 .contains("until=\"soon\"")
         );
-        let t = Time::parse_rfc3339("2026-03-01T10:00:00Z").unwrap();
-        let (held, _) = interpret(Some("{"), t, std::time::Duration::from_secs(3600))
-            .unwrap()
-            .unwrap_err();
+        let (held, _) = interpret(Some("{")).unwrap().unwrap_err();
         assert_eq!(held.what, PauseScope::All);
-        assert_eq!(held.until, t + std::time::Duration::from_secs(3600));
-        assert!(interpret(None, t, std::time::Duration::from_secs(1)).is_none());
+        assert!(held.until_next_write());
+        // Read again later (another instance, after a failover): the same pause.
+        assert_eq!(interpret(Some("{")).unwrap().unwrap_err().0, held);
+        assert!(interpret(None).is_none());
     }
 }

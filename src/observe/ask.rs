@@ -78,7 +78,7 @@ fn holds(controllers: &Controllers, node: Option<&str>, now: Time) -> String {
         out.push_str(&format!(
             "pause: {} paused until {} by {}: {}\n",
             p.what.as_str(),
-            p.until.to_rfc3339(),
+            p.until_text(),
             p.by,
             p.reason
         ));

@@ -328,12 +328,19 @@ pub fn status(s: &DaemonSnapshot, log: LogFigures) -> String {
         );
     }
     if let Some(p) = &s.pause {
+        let until = if p.until_next_write() {
+            "its next valid write (node-lifecycled pause or resume)".to_string()
+        } else {
+            format!(
+                "{} ({} left)",
+                p.until.to_rfc3339(),
+                short(p.until.since(s.now))
+            )
+        };
         let _ = writeln!(
             out,
-            "pause: {} paused until {} ({} left) by {}: {}",
+            "pause: {} paused until {until} by {}: {}",
             p.what.as_str(),
-            p.until.to_rfc3339(),
-            short(p.until.since(s.now)),
             p.by,
             p.reason
         );

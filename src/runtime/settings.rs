@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_files_values_reach_the_controller_and_the_clients() {
-        let text = "node_monitor_grace_period = \"3s\"\nnode_eviction_rate = 2.5\n\
+        let text = "node_monitor_period = \"1s\"\nnode_monitor_grace_period = \"3s\"\nnode_eviction_rate = 2.5\n\
                     taint_based_eviction = false\ndry_run = true\n\
                     [api]\nqps = 7.0\nburst = 9\nrequest_timeout = \"2s\"\nwatch_idle_timeout = \"2s\"\n";
         let config = Config::from_str(text, Path::new("t.toml")).unwrap();

@@ -102,6 +102,28 @@ fn zone_threshold_above_one_exits_78_naming_key_and_line() {
     assert!(line.ends_with("must be in (0, 1], got 1.5"), "{line}");
 }
 
+/// A monitor period at or above the grace would make every healthy node a suspect (nothing
+/// ever tainted or fenced): the binary refuses it, exit 78, one line naming both keys.
+#[test]
+fn a_monitor_period_not_well_below_the_grace_exits_78_naming_both_keys() {
+    let cfg = TempConfig::new(
+        "monitor-period",
+        "node_monitor_grace_period = \"50s\"\nnode_monitor_period = \"50s\"\n",
+    );
+    let line = assert_config_error(
+        &check_config(cfg.path()),
+        &cfg.display(),
+        2,
+        "node_monitor_period",
+    );
+    assert!(
+        line.contains(
+            "node_monitor_period (50s) must be at most half of node_monitor_grace_period (50s)"
+        ),
+        "{line}"
+    );
+}
+
 #[test]
 fn duration_in_parsecs_exits_78_naming_key_and_line() {
     let cfg = TempConfig::new(

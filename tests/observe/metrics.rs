@@ -527,4 +527,21 @@ fn the_fleet_pause_is_a_gauge_per_kind_and_a_status_line() {
             && text.contains("(1h30m left) by alice@cp-1: switch upgrade"),
         "{text}"
     );
+    // An unreadable annotation: everything, until its next valid write, and said so.
+    s.pause = Some(FleetPause::unreadable("not the pause JSON"));
+    let (_, samples) = parse_exposition(&render(&s));
+    for what in ["fencing", "tainting"] {
+        assert_eq!(
+            value(&samples, "node_lifecycled_paused", &[("what", what)]),
+            1.0
+        );
+    }
+    let text = status(&s, LogFigures::default());
+    assert!(
+        text.contains(
+            "pause: all paused until its next valid write (node-lifecycled pause or resume) by ?: \
+             unreadable node-lifecycled.io/pause annotation (not the pause JSON)"
+        ),
+        "{text}"
+    );
 }

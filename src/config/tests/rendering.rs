@@ -7,7 +7,7 @@ use super::*;
 fn effective_config_reads_back_to_the_same_config() {
     let samples = [
         "",
-        "node_eviction_rate = 0.3\nsecondary_node_eviction_rate = 0\nmetrics_address = \"[::1]:9184\"\nlog_level = \"debug\"\ndump_format = \"json\"\nnode_monitor_period = \"1m30s\"",
+        "node_eviction_rate = 0.3\nsecondary_node_eviction_rate = 0\nmetrics_address = \"[::1]:9184\"\nlog_level = \"debug\"\ndump_format = \"json\"\nnode_monitor_period = \"1m30s\"\nnode_monitor_grace_period = \"3m\"\nnode_startup_grace_period = \"3m\"",
         "[api]\nserver = \"https://10.0.0.1:6443\"\nclient_certificate = \"/c\"\nclient_key = \"/k\"\nqps = 7.5\nburst = 1",
         "[api]\nin_cluster = true\n[leader_election]\nenabled = false\nidentity = \"a \\\"quoted\\\" id\"",
         "[api]\nkubeconfig = \"/etc/k.conf\"\ncontext = \"ctx\"",

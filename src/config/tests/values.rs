@@ -256,6 +256,50 @@ fn watch_idle_timeout_must_be_inside_the_grace_period() {
     );
 }
 
+/// An operator who sets `node_monitor_period` to the grace (or above) would get a daemon that
+/// counts every healthy node as a suspect and never taints or fences: the file is refused in
+/// one line naming both keys (exit 78, as every `ConfigError`), globally and per pool.
+#[test]
+fn a_monitor_period_not_well_below_every_grace_is_refused_naming_the_keys() {
+    let e = error("node_monitor_period = \"50s\"\n");
+    assert!(
+        e.starts_with(
+            "conf/test.toml:1: node_monitor_period: node_monitor_period (50s) must be at most \
+             half of node_monitor_grace_period (50s): a node counts as a suspect once silent"
+        ),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+    // Both written: the error points at the period.
+    let e = error("node_monitor_grace_period = \"40s\"\nnode_monitor_period = \"21s\"\n");
+    assert!(
+        e.starts_with("conf/test.toml:2: node_monitor_period: node_monitor_period (21s) must be at most half of node_monitor_grace_period (40s)"),
+        "{e}"
+    );
+    // The startup grace is a grace too.
+    let e = error(
+        "node_monitor_period = \"20s\"\nnode_monitor_grace_period = \"40s\"\nnode_startup_grace_period = \"30s\"\n",
+    );
+    assert!(e.contains("half of node_startup_grace_period (30s)"), "{e}");
+    // Exactly half is accepted.
+    parse("node_monitor_period = \"20s\"\nnode_monitor_grace_period = \"40s\"\n").unwrap();
+    // A pool's own grace is checked against the (global) period.
+    let pool = "node_monitor_period = \"5s\"\n[[pool]]\nname = \"edge\"\nmatch_labels = { tier = \"edge\" }\n";
+    let e = error(&format!(
+        "{pool}node_monitor_grace_period = \"9s\"\n[api]\nwatch_idle_timeout = \"4s\"\n"
+    ));
+    assert!(
+        e.starts_with("conf/test.toml:5: pool.node_monitor_grace_period: node_monitor_period (5s) must be at most half of pool.node_monitor_grace_period of pool \"edge\" (9s)"),
+        "{e}"
+    );
+    let e = error(&format!("{pool}node_startup_grace_period = \"8s\"\n"));
+    assert!(
+        e.contains("pool.node_startup_grace_period: node_monitor_period (5s)"),
+        "{e}"
+    );
+    parse(&format!("{pool}node_monitor_grace_period = \"40s\"\n")).unwrap();
+}
+
 #[test]
 fn api_sources_are_mutually_exclusive() {
     assert_eq!(

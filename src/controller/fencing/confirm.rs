@@ -76,11 +76,18 @@ impl Fencing {
                 .as_deref()
                 .map_or(0, attempt_step)
                 .min(self.policy.steps.saturating_sub(1));
-            e.not_before = now.saturating_add(self.policy.after);
+            // One more full `after` since this instance started acting (the record is older):
+            // with the live read at its end, a fresh verdict. No read comes earlier (`evaluate`),
+            // so this is a re-read at once unless the shell fed a record sooner.
+            e.not_before = self
+                .acting_since
+                .unwrap_or(now)
+                .saturating_add(self.policy.after)
+                .max(now);
             decide!(
                 self,
                 name,
-                "fencing: decision=wait node={name} outage_since={} record=\"{}\" reason=\"an earlier run started a fence for this outage: one more full `after` ({}) for a fresh verdict\"",
+                "fencing: decision=wait node={name} outage_since={} record=\"{}\" reason=\"an earlier run started a fence for this outage: one more full `after` ({}) since this instance started acting, then a fresh verdict\"",
                 rfc(outage),
                 t.attempt.as_deref().unwrap_or(""),
                 crate::time::format_duration(self.policy.after)

@@ -1,11 +1,17 @@
 //! Escalation and `power-cycle`.
 //!
 //! Escalation: a power-off step that fails (exit status, signal, its own timeout, a program
-//! that cannot start) is followed at once by the next one, recorded on the node first
-//! (`fence-attempt … step=N`); only when the last one fails does the attempt count as failed
-//! (backoff, then from step 1 again). A restart picks up at the recorded step.
+//! that cannot start) is followed by the next one without a backoff, but only through the
+//! checks of the first (`holds.rs` and `confirm.rs`: fleet pause, maintenance, cordon, zone
+//! gate, brake, a live read of the node and its Lease), and recorded on the node first
+//! (`fence-attempt … step=N`); a check that fails holds the next step and tries again every
+//! `node_monitor_period`. Only when the last step fails does the attempt count as failed
+//! (backoff, then from step 1 again). A restart picks up at the recorded step, through the
+//! same checks.
 //!
-//! `power-cycle`: off (the steps) → out-of-service taint → every pod of the node gone →
+//! `power-cycle`: off (the steps) → out-of-service taint → every pod of the node gone (but
+//! those that tolerate the out-of-service taint forever, as DaemonSets' kube-proxy and CNI
+//! pods do: nothing ever evicts them) → the checks of the first step again (a live read) →
 //! power-on (`on_command`; [`STATE_ANNOTATION`] `on=started` written before it runs,
 //! `on=done` after it succeeds) → Ready within `recover_timeout` → the taint is removed (the
 //! recovery path of `machine.rs`). A node that comes back in the middle is released at once.
@@ -20,20 +26,39 @@ use crate::time::Time;
 
 use super::super::actions::Action;
 use super::super::events::EventType;
+use super::super::inputs::LeaseReadOutcome;
 use super::super::node_lifecycle::NodeLifecycle;
+use super::super::tolerations::{Verdict, verdict};
 use super::machine::{Fencing, Phase, event, rfc, second};
 use super::{
-    FenceCommand, FenceOutcome, FenceStep, FenceTarget, STATE_ANNOTATION, parse_state, state_record,
+    FenceCommand, FenceOutcome, FenceStep, FenceTarget, FenceTargetOutcome, STATE_ANNOTATION,
+    out_of_service_taint, parse_state, state_record,
 };
 
+/// The pods bound to the node that keep its power-on waiting: every one but those that
+/// tolerate the out-of-service taint forever and are not being deleted (DaemonSets' pods that
+/// tolerate every taint, as kube-proxy and CNI agents do: nothing evicts them, so they stay
+/// bound while the node is off). A pod that tolerates it for a while is evicted then, and a
+/// Terminating one is force-deleted (non-graceful node shutdown): both are waited for.
+fn blocking_pods(lc: &NodeLifecycle, name: &str, now: Time) -> usize {
+    let taint = [out_of_service_taint(now)];
+    let pods = lc.store().pods();
+    pods.on_node(name)
+        .into_iter()
+        .map(|id| pods.view(id))
+        .filter(|pod| {
+            pod.deleting() || verdict(&taint, pod.tolerations()) != Verdict::TolerateForever
+        })
+        .count()
+}
+
 impl Fencing {
-    /// Step `step` failed and another follows: record it, then run it.
-    #[allow(clippy::too_many_arguments)]
+    /// Step `step` failed and another follows: judged as the first was, then recorded, then
+    /// run.
     pub(super) fn escalate(
         &mut self,
         lc: &NodeLifecycle,
         name: &Name,
-        command: FenceCommand,
         step: usize,
         outcome: &FenceOutcome,
         now: Time,
@@ -65,11 +90,15 @@ impl Fencing {
                 step + 2
             ),
         ));
-        let next = FenceCommand {
-            step: FenceStep::Off(step + 1),
-            ..command
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
         };
-        self.mark_step(node, outage, next, now, out);
+        // The next step starts where the first did: every check, then the live read
+        // (`Fencing::evaluate`, `confirm.rs`), then its record, then the command.
+        e.start_step = step + 1;
+        e.phase = Phase::Idle;
+        e.blocked = None;
+        self.evaluate(lc, name, now, out);
     }
 
     /// `power-cycle`, after the taint: the power-on waits for every pod of the node to be gone.
@@ -87,7 +116,7 @@ impl Fencing {
             return;
         };
         let (outage, not_before) = (e.outage, e.not_before);
-        let pods = lc.store().pods().on_node(name).len();
+        let pods = blocking_pods(lc, name, now);
         if pods > 0 || now < not_before {
             let why = if pods > 0 {
                 format!("power-cycle: {pods} pods still bound to the node")
@@ -98,25 +127,115 @@ impl Fencing {
             self.block(name, why, at);
             return;
         }
-        let Some(outage) = outage else {
+        if outage.is_none() {
+            return;
+        }
+        // The gates of the first step, on the cache, then again on the live read.
+        let planned = lc.settings().in_planned_maintenance(node);
+        if let Some(why) = self.held_off(&node.maintenance, planned, node.unschedulable, now) {
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        if let Some(why) = self.gate(lc, name, now) {
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        let id = self.id();
+        let Some(e) = self.nodes.get_mut(name) else {
+            return;
+        };
+        e.phase = Phase::ReadingOn { id };
+        out.push(Action::ReadFenceTarget {
+            id,
+            node: name.clone(),
+        });
+    }
+
+    /// `power-cycle`: the live read before the power-on. It runs only if the read confirms
+    /// what the first step's did (same node, still Unknown for the same outage, Lease stale)
+    /// and the holds and gates still let it; else the node waits (phase `WaitingPods`) and is
+    /// checked again every `node_monitor_period`.
+    pub(super) fn confirm_power_on(
+        &mut self,
+        lc: &NodeLifecycle,
+        name: &Name,
+        outcome: FenceTargetOutcome,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(e) = self.nodes.get(name) else {
+            return;
+        };
+        let outage = e.outage;
+        let t = match outcome {
+            FenceTargetOutcome::Found(t) => *t,
+            FenceTargetOutcome::NotFound => {
+                self.node_gone(name);
+                return;
+            }
+            FenceTargetOutcome::Failed(why) => {
+                let why = format!("power-cycle: live read of the node and its Lease failed: {why}");
+                self.block(name, why, now + self.recheck);
+                return;
+            }
+        };
+        if t.uid != e.uid {
+            self.timers.schedule(name.clone(), now + self.recheck);
+            return;
+        }
+        if t.ready != Some(ConditionStatus::Unknown) || t.ready_since.map(second) != outage {
+            let why = format!(
+                "power-cycle: live read shows Ready={:?} since {}",
+                t.ready,
+                rfc(t.ready_since)
+            );
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        let renew = match &t.lease {
+            LeaseReadOutcome::Found(lease) => lease.renew_time,
+            LeaseReadOutcome::NotFound => None,
+            LeaseReadOutcome::Failed(why) => {
+                let why = format!("power-cycle: live Lease read failed: {why}");
+                self.block(name, why, now + self.recheck);
+                return;
+            }
+        };
+        if let Some(r) = renew
+            && now.since(r) < self.grace
+        {
+            let why = format!(
+                "power-cycle: Lease renewed at {}: the node is alive",
+                r.to_rfc3339()
+            );
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        let planned = lc.settings().lifecycle_conditions && t.maintenance_in_progress;
+        if let Some(why) = self.held_off(&t.maintenance, planned, t.unschedulable, now) {
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        if let Some(why) = self.gate(lc, name, now) {
+            self.block(name, why, now + self.recheck);
+            return;
+        }
+        let (Some(node), Some(outage)) = (lc.store().node(name), outage) else {
             return;
         };
         decide!(
             self,
             name,
-            "fencing: decision=power-on node={name} outage_since={} reason=\"off, tainted out-of-service, its pods gone\"",
-            rfc(Some(outage))
+            "fencing: decision=power-on node={name} outage_since={} lease_renew={} reason=\"off, tainted out-of-service, its pods gone (but those tolerating the taint forever), read live\"",
+            rfc(Some(outage)),
+            rfc(renew)
         );
         let command = FenceCommand {
             step: FenceStep::On,
             node: name.clone(),
             uid: node.uid.clone(),
-            addresses: Vec::new(),
-            labels: node
-                .labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            addresses: t.addresses,
+            labels: t.labels,
         };
         let id = self.id();
         let Some(e) = self.nodes.get_mut(name) else {

@@ -3,7 +3,10 @@
 //! its `MaintenanceInProgress=True` condition (KEP-5683, with `lifecycle_conditions`), its
 //! cordon (`spec.unschedulable`, with `skip_cordoned`). Asked before the live read (on the
 //! cache) and again on the live read itself, just before the attempt is recorded: planned
-//! work that started while the read was under way is honoured.
+//! work that started while the read was under way is honoured. Every step passes them: the
+//! first, each escalation step and the power-on (`cycle.rs`), and a step resumed after a
+//! restart. A pause of tainting (or `all`) holds the out-of-service taint as it holds every
+//! new NoExecute taint.
 
 use crate::model::{Maintenance, maintenance};
 use crate::time::Time;
@@ -17,8 +20,23 @@ impl Fencing {
         self.paused = pause;
     }
 
-    pub(crate) fn is_paused(&self) -> bool {
-        self.paused.is_some()
+    /// The fleet pause holding NoExecute taints (`tainting`, `all`), or `None`: it holds the
+    /// out-of-service taint after a successful power-off too (the taint waits, the command's
+    /// success is kept); its end lets the taint go on.
+    pub(crate) fn set_taint_paused(&mut self, pause: Option<String>) {
+        self.taint_paused = pause;
+    }
+
+    /// Which pauses hold this machine: (fencing, tainting).
+    pub(crate) fn pauses(&self) -> (bool, bool) {
+        (self.paused.is_some(), self.taint_paused.is_some())
+    }
+
+    /// Why the out-of-service taint may not be written now, if so.
+    pub(super) fn taint_held(&self) -> Option<String> {
+        self.taint_paused
+            .as_ref()
+            .map(|p| format!("fleet pause of tainting holds the out-of-service taint: {p}"))
     }
 
     pub(super) fn held_off(

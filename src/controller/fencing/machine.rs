@@ -53,6 +53,10 @@ pub(super) enum Phase {
     Done,
     /// `power-cycle` (`cycle.rs`): off and tainted; waiting until the node's pods are gone.
     WaitingPods,
+    /// `power-cycle`: the live read before the power-on (the gates of the first step again).
+    ReadingOn {
+        id: ActionId,
+    },
     /// `power-cycle`: the state record (`on=started`) is being written; the power-on runs once
     /// it is.
     MarkingOn {
@@ -118,6 +122,7 @@ impl NodeFence {
         matches!(
             self.phase,
             Phase::Reading { .. }
+                | Phase::ReadingOn { .. }
                 | Phase::Marking { .. }
                 | Phase::Running { .. }
                 | Phase::Tainting { .. }
@@ -131,6 +136,7 @@ impl NodeFence {
         matches!(
             self.phase,
             Phase::Reading { release: false, .. }
+                | Phase::ReadingOn { .. }
                 | Phase::Marking { .. }
                 | Phase::Running { .. }
                 | Phase::MarkingOn { .. }
@@ -140,6 +146,7 @@ impl NodeFence {
     fn phase_id(&self) -> Option<ActionId> {
         match &self.phase {
             Phase::Reading { id, .. }
+            | Phase::ReadingOn { id }
             | Phase::Marking { id, .. }
             | Phase::Running { id, .. }
             | Phase::Tainting { id }
@@ -164,6 +171,13 @@ pub(crate) struct Fencing {
     pub(super) decisions: Vec<Decision>,
     /// A fleet pause holding fencing, described (`holds.rs`).
     pub(super) paused: Option<String>,
+    /// A fleet pause holding NoExecute taints (`tainting`, `all`), described: it holds the
+    /// out-of-service taint too (`holds.rs`).
+    pub(super) taint_paused: Option<String>,
+    /// When this instance started acting (the initial sync of its leadership, or fencing
+    /// turned on by a reload while acting): no fence before `after` has passed since, however
+    /// old the outage (a new leader has not watched the node fail itself).
+    pub(super) acting_since: Option<Time>,
 }
 
 /// An outage is named by Ready's `lastTransitionTime`, which the API keeps to the second; our
@@ -205,6 +219,8 @@ impl Fencing {
             timers: TimerHeap::new(),
             decisions: Vec::new(),
             paused: None,
+            taint_paused: None,
+            acting_since: None,
         }
     }
 
@@ -239,7 +255,13 @@ impl Fencing {
         self.ids.allocate()
     }
 
-    /// The initial sync (of a new leadership): every node is judged.
+    /// This instance starts acting (the initial sync of its leadership): `after` counts from
+    /// now too. Called once per leadership, before the first [`Fencing::synced`].
+    pub(crate) fn started_acting(&mut self, now: Time) {
+        self.acting_since = Some(now);
+    }
+
+    /// Every node judged again (the initial sync, a pause's end, a reload).
     pub(crate) fn synced(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
         let names: Vec<Name> = lc.store().nodes().map(|n| n.name.clone()).collect();
         for name in &names {
@@ -361,13 +383,17 @@ impl Fencing {
             if matches!(
                 e.phase,
                 Phase::Reading { release: false, .. }
+                    | Phase::ReadingOn { .. }
                     | Phase::Marking { .. }
                     | Phase::Fenced
                     | Phase::Done
                     | Phase::WaitingPods
                     | Phase::Recovering { .. }
             ) {
-                if matches!(e.phase, Phase::WaitingPods | Phase::Recovering { .. }) {
+                if matches!(
+                    e.phase,
+                    Phase::WaitingPods | Phase::ReadingOn { .. } | Phase::Recovering { .. }
+                ) {
                     decide!(
                         self,
                         name,
@@ -468,6 +494,20 @@ impl Fencing {
             self.timers.schedule(name.clone(), due);
             return;
         }
+        // A new leader (or a restart) has not watched the outage itself: `after` counts from
+        // when it started acting too.
+        if let Some(since) = self.acting_since
+            && now < since.saturating_add(self.policy.after)
+        {
+            let at = since.saturating_add(self.policy.after);
+            let why = format!(
+                "this instance started acting at {}: no fence before `after` ({}) has passed since",
+                since.to_rfc3339(),
+                crate::time::format_duration(self.policy.after)
+            );
+            self.block(name, why, at);
+            return;
+        }
         let planned = lc.settings().in_planned_maintenance(node);
         if let Some(why) = self.held_off(&node.maintenance, planned, node.unschedulable, now) {
             self.block(name, why, now + self.recheck);
@@ -516,8 +556,15 @@ impl Fencing {
         let Some(e) = self.nodes.get_mut(&name) else {
             return;
         };
-        let Phase::Reading { release, .. } = e.phase else {
-            return;
+        let release = match e.phase {
+            Phase::Reading { release, .. } => release,
+            Phase::ReadingOn { .. } => {
+                // Waiting again until the read says the power-on may run (`cycle.rs`).
+                e.phase = Phase::WaitingPods;
+                self.confirm_power_on(lc, &name, outcome, now, out);
+                return;
+            }
+            _ => return,
         };
         e.phase = Phase::Idle;
         let target = match outcome {

@@ -7,7 +7,7 @@
 //! condition's `lastTransitionTime`. For each outage:
 //! 1. the node has been Ready=Unknown (silent: a kubelet reporting Ready=False is alive) for
 //!    `after` (counted from the second after the stored `lastTransitionTime`, which the API
-//!    truncates), its zone is `Normal`, not every zone is down, this instance leads and is synced
+//!    truncates, and from when this instance started acting), its zone is `Normal`, not every zone is down, this instance leads and is synced
 //!    (the machine is fed nothing before that), no out-of-service taint is on it, and fewer than
 //!    `max_concurrent` fences are under way: read the node and its Lease live
 //!    (`ReadFenceTarget`);
@@ -28,10 +28,19 @@
 //! (with `skip_cordoned`) keeps it from steps 1 and 2, checked on the cache and again on the live
 //! read; the node is checked again every `node_monitor_period`.
 //!
+//! New leader rule: nothing is fenced before `after` has passed since this instance started
+//! acting (the initial sync of its leadership), however old the outage: it must have watched
+//! the node silent itself for that long.
+//!
 //! Restart rule: a node that carries an attempt record for its current outage that this
 //! process did not make (a restart, or a new leader, while a command ran) is not fenced at
-//! once: it gets one more full `after` from the moment the record was found, then every check
-//! of step 2 again, so no two runs follow each other without a fresh verdict.
+//! once: it gets one more full `after` (from when this instance started acting, which is
+//! after the record was written), then every check of step 2 again on a new live read, so no
+//! two runs follow each other without a fresh verdict.
+//!
+//! Every later step passes the checks of the first: an escalation step after a failed one, the
+//! power-cycle's power-on, and a step resumed after a restart (`cycle.rs`). A fleet pause of
+//! tainting holds the out-of-service taint (step 3) as it holds every new NoExecute taint.
 
 /// Records a fencing step for the decision log (the core logs nothing itself).
 macro_rules! decide {

@@ -193,7 +193,7 @@ impl Fencing {
         };
         let failed = !matches!(outcome, FenceOutcome::Exited(0) | FenceOutcome::DryRun);
         if failed && step + 1 < self.policy.steps {
-            self.escalate(lc, &name, command, step, &outcome, now, out);
+            self.escalate(lc, &name, step, &outcome, now, out);
             return;
         }
         let Some(e) = self.nodes.get_mut(&name) else {
@@ -277,10 +277,17 @@ impl Fencing {
         let Some(outage) = e.outage else {
             return;
         };
+        if let Some(why) = self.taint_held() {
+            // Kept `Fenced`: the taint goes on at the recheck after the pause (its end also
+            // judges every node at once: `Controllers`).
+            self.block(name, why, now + self.recheck);
+            return;
+        }
         let mut taints = node.taints.clone();
         taints.push(out_of_service_taint(now));
         let id = self.id();
         let e = self.nodes.get_mut(name).expect("caller made it");
+        e.blocked = None;
         e.phase = Phase::Tainting { id };
         out.push(Action::PatchNodeFencing {
             id,

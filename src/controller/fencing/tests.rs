@@ -535,4 +535,5 @@ fn brake_vs_fencing_no_fence_while_engaged_then_fenced_after_release() {
     assert!(api.commands_for("n2").is_empty());
 }
 mod cycle;
+mod gates;
 mod holds;

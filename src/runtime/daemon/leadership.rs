@@ -126,19 +126,19 @@ impl Daemon {
     fn sync_pause(&mut self, now: Time) {
         use crate::leader::pause::{PAUSE_ANNOTATION, interpret};
         let raw = self.leader.lock().annotation(PAUSE_ANNOTATION);
-        if raw == self.pause_seen.as_ref().map(|(r, _)| r.as_str()) {
+        if raw == self.pause_seen.as_deref() {
             return;
         }
-        self.pause_seen = raw.map(|r| (r.to_string(), now));
-        let pause = match interpret(raw, now, self.config.fencing.max_pause) {
+        self.pause_seen = raw.map(str::to_string);
+        let pause = match interpret(raw) {
             None => None,
             Some(Ok(p)) => Some(p),
             Some(Err((held, why))) => {
                 warn!(
                     "leader lease {}: annotation {PAUSE_ANNOTATION} cannot be read ({why}): \
-                     everything is paused until {} (fix it with node-lifecycled pause/resume)",
-                    self.leader.lock().describe(),
-                    held.until.to_rfc3339()
+                     everything is paused until its next valid write (node-lifecycled pause \
+                     or resume)",
+                    self.leader.lock().describe()
                 );
                 Some(held)
             }

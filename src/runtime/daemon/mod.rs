@@ -159,9 +159,8 @@ pub(crate) struct Daemon {
     /// Every decision as one line (folded in floods), and the history `explain` shows.
     decision_log: DecisionLog,
     control: Option<ControlServer>,
-    /// The fleet pause annotation as last read from the leader Lease, and when this value was
-    /// first seen (`leadership.rs`).
-    pause_seen: Option<(String, Time)>,
+    /// The fleet pause annotation as last read from the leader Lease (`leadership.rs`).
+    pause_seen: Option<String>,
     /// The lease was lost because it could not be renewed (an API server outage): the next
     /// takeover starts a `disruption_cooldown` (`leadership.rs`).
     lost_to_outage: bool,

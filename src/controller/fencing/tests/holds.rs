@@ -317,3 +317,59 @@ fn a_pause_already_over_when_read_is_not_started() {
     assert!(lines(&mut api).is_empty());
     assert!(api.ctl.pause(t0()).is_none());
 }
+
+/// Someone writes the pause annotation by hand and gets it wrong. Everything is held (never a
+/// fence or a taint on a guess), but not for a time this instance makes up: until the next valid
+/// write, the same pause whichever instance reads it and whenever (a failover does not start it
+/// over), and a valid write (`resume`, or a real pause) ends it at once.
+#[test]
+fn an_unreadable_pause_holds_everything_until_the_next_valid_write_across_failovers() {
+    // What the shell feeds for `{"what":"fencing","until":"tomorrow"}` (`leader/pause.rs`,
+    // `interpret`, whose own test checks the mapping), at every read by every instance.
+    let unreadable = || {
+        pause_input(FleetPause::unreadable(
+            "until=\"tomorrow\": not an RFC 3339 time",
+        ))
+    };
+    let mut api = Api::fencing(policy(), t0(), &["n1", "n2", "n3"]);
+    api.feed(unreadable());
+    let since = kill_n1(&mut api);
+    // Still held, by a pause with no end of its own (no `max_pause` from when it was read).
+    api.run_until(since + secs(1200));
+    assert!(api.commands().is_empty(), "fenced on an unreadable pause");
+    let held = api.ctl.pause(api.now).cloned().expect("no pause in force");
+    assert_eq!(held.what, PauseScope::All);
+    assert!(held.until_next_write(), "{held:?}");
+    assert_eq!(api.ctl.next_deadline().map(|d| d > api.now), Some(true));
+    // A failover: the new leader reads the same value, gets the same pause, and holds too.
+    let takeover = since + secs(1200 + 60);
+    let mut settings = test_settings();
+    settings.fencing = Some(policy());
+    api.ctl = Controllers::new(settings, takeover);
+    api.now = takeover;
+    api.feed(unreadable());
+    for name in ["n1", "n2", "n3"] {
+        let renew = if name == "n1" { t0() } else { takeover };
+        api.put_lease(lease(name, renew));
+        let node = api.nodes[&n(name)].clone();
+        api.feed(Input::NodeUpsert(node));
+    }
+    api.feed(Input::InitialSyncDone);
+    assert_eq!(
+        api.ctl.pause(takeover),
+        Some(&held),
+        "a new pause at the failover"
+    );
+    api.run_until(takeover + secs(1200));
+    assert!(api.commands().is_empty(), "fenced on an unreadable pause");
+    // The next valid write (here a resume) ends it at once.
+    let resumed = api.now;
+    api.feed(Input::FleetPause(None));
+    assert!(api.ctl.pause(resumed).is_none());
+    api.run_until(resumed + secs(1));
+    assert_eq!(api.commands_for("n1"), vec![resumed]);
+}
+
+fn pause_input(p: FleetPause) -> Input {
+    Input::FleetPause(Some(p))
+}
