@@ -171,9 +171,77 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(k
     );
 }
 
+/// Issue 46, item 4: fence escalation with a pause in the middle. Step 1 hangs until its
+/// timeout; while it runs, an operator pauses fencing. Step 2 passes the same gates as step 1:
+/// it waits for the pause to end, then runs.
+fn a_pause_during_fence_step_one_holds_step_two_until_resume(kube: Kube) {
+    let Some(server) = RealApiserver::start(kube) else {
+        return;
+    };
+    let spec = FleetSpec {
+        lease_duration_seconds: 4,
+        ..FleetSpec::zones(2, 3)
+    };
+    let kubelets = create_fleet(&server, &spec);
+    let dir = TempDir::new("fencing-escalation");
+    let fence_runs = dir.path().join("fence-runs");
+    let base = config_text(
+        Path::new(server.var("DAEMON_KUBECONFIG")),
+        &timing("escalation"),
+    );
+    let step = |n: u32, tail: &str, timeout: &str| {
+        format!(
+            "{{ command = [\"/bin/sh\", \"-c\", \"echo \\\"{n} $NODE_NAME\\\" >> {}{tail}\"], timeout = \"{timeout}\" }}",
+            fence_runs.display()
+        )
+    };
+    let text = format!(
+        "{base}[fencing]\nenabled = true\nafter = \"3s\"\nretry_backoff = \"1s\"\n\
+         max_pause = \"10m\"\nstep = [{}, {}]\n",
+        step(1, "; sleep 30", "5s"),
+        step(2, "", "5s")
+    );
+    let mut d = Daemon::start("escalation", &dir, &text, &[]);
+    d.wait_log("acting as leader", Duration::from_secs(30));
+    let victim = "z1-n2";
+    kubelets.set_alive(victim, false);
+    wait_until(
+        "fence step 1 running",
+        Duration::from_secs(30),
+        || runs(&fence_runs) == [format!("1 {victim}")],
+        || format!("{:?}\n{}", runs(&fence_runs), d.log()),
+    );
+    let (code, text) = cli(
+        &d.config,
+        &["pause", "fencing", "--for", "5m", "--reason", "bmc work"],
+    );
+    assert_eq!(code, 0, "{text}");
+    d.wait_log("pause: decision=start what=fencing", Duration::from_secs(3));
+    // Step 1 times out 5 s after it started; step 2 must wait for the pause.
+    std::thread::sleep(Duration::from_secs(8));
+    assert_eq!(
+        runs(&fence_runs),
+        [format!("1 {victim}")],
+        "step 2 ran during the pause\n{}",
+        d.log()
+    );
+    assert!(d.has_line("fleet pause of fencing"), "{}", d.log());
+    let (code, text) = cli(&d.config, &["resume"]);
+    assert_eq!(code, 0, "{text}");
+    wait_until(
+        "fence step 2 after resume",
+        Duration::from_secs(15),
+        || runs(&fence_runs) == [format!("1 {victim}"), format!("2 {victim}")],
+        || format!("{:?}\n{}", runs(&fence_runs), d.log()),
+    );
+}
+
 // The releases each scenario runs on: the whole tier on the newest; on 1.35 and the 1.20.2 floor
 // the protocol and a representative few of each kind (README, Supported Kubernetes versions).
 versions! {
-    v1_37 => [a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over],
+    v1_37 => [
+        a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over,
+        a_pause_during_fence_step_one_holds_step_two_until_resume,
+    ],
     v1_35 => [a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over],
 }
