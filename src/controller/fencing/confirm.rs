@@ -1,13 +1,12 @@
 //! Step 2 of the fencing machine: the live read must confirm everything before the attempt
 //! is recorded (see [`super`]); and the record of each step before it runs.
 
-use crate::model::{ConditionStatus, Name, Node};
+use crate::model::{Name, Node};
 use crate::time::Time;
 
 use super::super::actions::Action;
-use super::super::inputs::LeaseReadOutcome;
 use super::super::node_lifecycle::NodeLifecycle;
-use super::machine::{Fencing, Phase, rfc, second};
+use super::machine::{Fencing, Phase, rfc};
 use super::{
     ATTEMPT_ANNOTATION, FenceCommand, FenceStep, FenceTarget, attempt_outage, attempt_record,
     attempt_record_step, attempt_step,
@@ -23,33 +22,15 @@ impl Fencing {
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let e = self.nodes.get_mut(name).expect("caller found it");
-        let outage = e.outage;
-        if t.ready != Some(ConditionStatus::Unknown) || t.ready_since.map(second) != outage {
-            let why = format!(
-                "live read shows Ready={:?} since {}",
-                t.ready,
-                rfc(t.ready_since)
-            );
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        let renew = match &t.lease {
-            LeaseReadOutcome::Found(lease) => lease.renew_time,
-            LeaseReadOutcome::NotFound => None,
-            LeaseReadOutcome::Failed(why) => {
-                let why = format!("live Lease read failed: {why}");
+        let outage = self.nodes.get(name).expect("caller found it").outage;
+        let renew = match self.live_read_confirms(&t, outage, now) {
+            Ok(renew) => renew,
+            Err(why) => {
                 self.block(name, why, now + self.recheck);
                 return;
             }
         };
-        if let Some(r) = renew
-            && now.since(r) < self.grace
-        {
-            let why = format!("Lease renewed at {}: the node is alive", r.to_rfc3339());
-            self.block(name, why, now + self.recheck);
-            return;
-        }
+        let e = self.nodes.get_mut(name).expect("caller found it");
         if !self.policy.selects(&t.labels) {
             decide!(
                 self,
@@ -95,12 +76,7 @@ impl Fencing {
             self.timers.schedule(name.clone(), e.not_before);
             return;
         }
-        let planned = lc.settings().lifecycle_conditions && t.maintenance_in_progress;
-        if let Some(why) = self.held_off(&t.maintenance, planned, t.unschedulable, now) {
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        if let Some(why) = self.gate(lc, name, now) {
+        if let Some(why) = self.refused_on_live_read(lc, name, &t, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

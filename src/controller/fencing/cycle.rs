@@ -26,7 +26,6 @@ use crate::time::Time;
 
 use super::super::actions::Action;
 use super::super::events::EventType;
-use super::super::inputs::LeaseReadOutcome;
 use super::super::node_lifecycle::NodeLifecycle;
 use super::super::tolerations::{Verdict, verdict};
 use super::machine::{Fencing, Phase, event, rfc, second};
@@ -131,12 +130,7 @@ impl Fencing {
             return;
         }
         // The gates of the first step, on the cache, then again on the live read.
-        let planned = lc.settings().in_planned_maintenance(node);
-        if let Some(why) = self.held_off(&node.maintenance, planned, node.unschedulable, now) {
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        if let Some(why) = self.gate(lc, name, now) {
+        if let Some(why) = self.refused_on_cache(lc, node, now) {
             self.block(name, why, now + self.recheck);
             return;
         }
@@ -183,40 +177,14 @@ impl Fencing {
             self.timers.schedule(name.clone(), now + self.recheck);
             return;
         }
-        if t.ready != Some(ConditionStatus::Unknown) || t.ready_since.map(second) != outage {
-            let why = format!(
-                "power-cycle: live read shows Ready={:?} since {}",
-                t.ready,
-                rfc(t.ready_since)
-            );
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        let renew = match &t.lease {
-            LeaseReadOutcome::Found(lease) => lease.renew_time,
-            LeaseReadOutcome::NotFound => None,
-            LeaseReadOutcome::Failed(why) => {
-                let why = format!("power-cycle: live Lease read failed: {why}");
-                self.block(name, why, now + self.recheck);
+        let renew = match self.live_read_confirms(&t, outage, now) {
+            Ok(renew) => renew,
+            Err(why) => {
+                self.block(name, format!("power-cycle: {why}"), now + self.recheck);
                 return;
             }
         };
-        if let Some(r) = renew
-            && now.since(r) < self.grace
-        {
-            let why = format!(
-                "power-cycle: Lease renewed at {}: the node is alive",
-                r.to_rfc3339()
-            );
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        let planned = lc.settings().lifecycle_conditions && t.maintenance_in_progress;
-        if let Some(why) = self.held_off(&t.maintenance, planned, t.unschedulable, now) {
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        if let Some(why) = self.gate(lc, name, now) {
+        if let Some(why) = self.refused_on_live_read(lc, name, &t, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

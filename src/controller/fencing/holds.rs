@@ -8,12 +8,71 @@
 //! restart. A pause of tainting (or `all`) holds the out-of-service taint as it holds every
 //! new NoExecute taint.
 
-use crate::model::{Maintenance, maintenance};
+use crate::model::{ConditionStatus, Maintenance, Node, maintenance};
 use crate::time::Time;
 
-use super::machine::Fencing;
+use super::super::inputs::LeaseReadOutcome;
+use super::super::node_lifecycle::NodeLifecycle;
+use super::FenceTarget;
+use super::machine::{Fencing, rfc, second};
 
 impl Fencing {
+    /// Why the cache says no fence command may run now, if so: the holds (maintenance, planned
+    /// maintenance, cordon) and the gates (pause, zone, brake). Every step asks it.
+    pub(super) fn refused_on_cache(
+        &self,
+        lc: &NodeLifecycle,
+        node: &Node,
+        now: Time,
+    ) -> Option<String> {
+        let planned = lc.settings().in_planned_maintenance(node);
+        self.held_off(&node.maintenance, planned, node.unschedulable, now)
+            .or_else(|| self.gate(lc, &node.name, now))
+    }
+
+    /// The same on a live read of the node, just before a command runs.
+    pub(super) fn refused_on_live_read(
+        &self,
+        lc: &NodeLifecycle,
+        name: &str,
+        t: &FenceTarget,
+        now: Time,
+    ) -> Option<String> {
+        let planned = lc.settings().lifecycle_conditions && t.maintenance_in_progress;
+        self.held_off(&t.maintenance, planned, t.unschedulable, now)
+            .or_else(|| self.gate(lc, name, now))
+    }
+
+    /// Whether a live read confirms the outage a fence is for: the node still Unknown since
+    /// `outage`, its Lease read and not renewed within the grace. The Lease's renewTime if so,
+    /// else why not.
+    pub(super) fn live_read_confirms(
+        &self,
+        t: &FenceTarget,
+        outage: Option<Time>,
+        now: Time,
+    ) -> Result<Option<Time>, String> {
+        if t.ready != Some(ConditionStatus::Unknown) || t.ready_since.map(second) != outage {
+            return Err(format!(
+                "live read shows Ready={:?} since {}",
+                t.ready,
+                rfc(t.ready_since)
+            ));
+        }
+        let renew = match &t.lease {
+            LeaseReadOutcome::Found(lease) => lease.renew_time,
+            LeaseReadOutcome::NotFound => None,
+            LeaseReadOutcome::Failed(why) => return Err(format!("live Lease read failed: {why}")),
+        };
+        match renew {
+            Some(r) if now.since(r) < self.grace => Err(format!(
+                "Lease renewed at {}: the node is alive",
+                r.to_rfc3339()
+            )),
+            _ => Ok(renew),
+        }
+    }
+
     /// The fleet pause holding fencing (its description), or `None`. A pause that ends lets
     /// the next check go on; `Controllers` asks for one at once.
     pub(crate) fn set_paused(&mut self, pause: Option<String>) {

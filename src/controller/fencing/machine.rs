@@ -508,12 +508,7 @@ impl Fencing {
             self.block(name, why, at);
             return;
         }
-        let planned = lc.settings().in_planned_maintenance(node);
-        if let Some(why) = self.held_off(&node.maintenance, planned, node.unschedulable, now) {
-            self.block(name, why, now + self.recheck);
-            return;
-        }
-        if let Some(why) = self.gate(lc, name, now) {
+        if let Some(why) = self.refused_on_cache(lc, node, now) {
             self.block(name, why, now + self.recheck);
             return;
         }
