@@ -6,14 +6,14 @@
 //! Fails if the server cannot be started, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 (then it
 //! says why).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::e2e_support::{BIN, Daemon, TempDir, Timing, config_text, wait_until};
 use crate::real_apiserver_support::RealApiserver;
 use crate::real_apiserver_support::fleet::{
-    FleetSpec, admin_client, create_fleet, node_json, ready_of,
+    FleetSpec, Kubelets, admin_client, create_fleet, node_json, ready_of,
 };
 use crate::real_apiserver_support::versions::{Kube, versions};
 use serde_json::Value;
@@ -79,17 +79,24 @@ fn runs(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(kube: Kube) {
-    let Some(server) = RealApiserver::start(kube) else {
-        return;
-    };
+/// A server with two zones of three nodes (Leases of 4 s) and their kubelets, a folder for the
+/// daemons, and the file the fence commands append to.
+fn fleet(kube: Kube, name: &str) -> Option<(RealApiserver, Kubelets, TempDir, PathBuf)> {
+    let server = RealApiserver::start(kube)?;
     let spec = FleetSpec {
         lease_duration_seconds: 4,
         ..FleetSpec::zones(2, 3)
     };
     let kubelets = create_fleet(&server, &spec);
-    let dir = TempDir::new("fencing-lifecycle");
+    let dir = TempDir::new(name);
     let fence_runs = dir.path().join("fence-runs");
+    Some((server, kubelets, dir, fence_runs))
+}
+
+fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(kube: Kube) {
+    let Some((server, kubelets, dir, fence_runs)) = fleet(kube, "fencing-lifecycle") else {
+        return;
+    };
     let text_a = fencing_config(&server, "pause-a", &fence_runs);
     let text_b = fencing_config(&server, "pause-b", &fence_runs);
     let mut a = Daemon::start("pause-a", &dir, &text_a, &[]);
@@ -175,16 +182,9 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(k
 /// timeout; while it runs, an operator pauses fencing. Step 2 passes the same gates as step 1:
 /// it waits for the pause to end, then runs.
 fn a_pause_during_fence_step_one_holds_step_two_until_resume(kube: Kube) {
-    let Some(server) = RealApiserver::start(kube) else {
+    let Some((server, kubelets, dir, fence_runs)) = fleet(kube, "fencing-escalation") else {
         return;
     };
-    let spec = FleetSpec {
-        lease_duration_seconds: 4,
-        ..FleetSpec::zones(2, 3)
-    };
-    let kubelets = create_fleet(&server, &spec);
-    let dir = TempDir::new("fencing-escalation");
-    let fence_runs = dir.path().join("fence-runs");
     let base = config_text(
         Path::new(server.var("DAEMON_KUBECONFIG")),
         &timing("escalation"),
