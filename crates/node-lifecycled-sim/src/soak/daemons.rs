@@ -36,6 +36,8 @@ pub struct Policy {
     /// Disruption domains by a site label, unless-disrupted, a hold and the site's pool
     /// (`domains::TOP_KEYS`, `domains::POOL`).
     pub partitions: bool,
+    /// `[fencing]` with this fence agent (`fencing.rs`).
+    pub fencing: Option<PathBuf>,
 }
 
 impl Policy {
@@ -66,11 +68,14 @@ impl Policy {
         } else {
             String::new()
         };
-        let tables = if self.partitions {
+        let mut tables = if self.partitions {
             format!("{tables}{}", super::domains::POOL)
         } else {
             tables
         };
+        if let Some(agent) = &self.fencing {
+            tables.push_str(&super::fencing::config_table(agent));
+        }
         (top, tables)
     }
 }

@@ -35,6 +35,9 @@ pub(super) struct Run<'a> {
     pub(super) cpu_wait_seen: std::collections::HashMap<u32, Duration>,
     /// Each fault as applied, with the write log's clock (for reading a violation's story).
     pub(super) fault_log: String,
+    /// The fence agent's log (`--fencing`), and how far it has been read.
+    pub(super) fence_runs: Option<PathBuf>,
+    pub(super) fence_runs_read: usize,
 }
 
 impl Run<'_> {
@@ -157,11 +160,24 @@ impl Run<'_> {
                     .map(|(d, _)| d);
                 if let Some(daemon) = victim {
                     daemon.kill(*restart);
+                    self.checker.leader_killed(now);
                     // The other takes over after the Lease expires, then syncs.
                     let end = secs(daemons::LEASE_DURATION + Duration::from_secs(5));
                     self.checker.quiet_until(end);
                     self.checker
                         .fault(FaultClass::Blocking, "kill-leader", now, end);
+                }
+            }
+            Fault::PauseFencing(length) => {
+                let until = secs(*length);
+                let value = super::fencing::pause_value(until);
+                if self.set_pause(Some(value)) {
+                    self.checker.pause_fencing(self.cluster.now(), until);
+                }
+            }
+            Fault::ResumeFencing => {
+                if self.set_pause(None) {
+                    self.checker.resume_fencing(self.cluster.now());
                 }
             }
             Fault::Reload { valid } => {
@@ -234,6 +250,7 @@ impl Run<'_> {
         let seq = self.checker_seq();
         let records = self.sim.writes_after(seq);
         self.checker.on_writes(&records);
+        self.read_fence_runs();
         // A ReplicaSet's work: a pod that is gone comes back on its (live) node.
         for pod in &self.pods {
             if !self.alive.get(&pod.node).copied().unwrap_or(false) {
@@ -248,6 +265,55 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Writes (or, `None`, takes off) the pause annotation on the leader Lease, as
+    /// `node-lifecycled pause` / `resume` do; false (and a line in the fault log) when the
+    /// Lease cannot be written.
+    fn set_pause(&mut self, value: Option<String>) -> bool {
+        let (namespace, name) = super::fencing::LEADER_LEASE;
+        let result = self
+            .cluster
+            .update(Resource::Leases, Some(namespace), name, |lease| {
+                let Some(meta) = lease.get_mut("metadata").and_then(|m| m.as_object_mut()) else {
+                    return;
+                };
+                let annotations = meta
+                    .entry("annotations")
+                    .or_insert_with(|| serde_json::json!({}));
+                if let Some(map) = annotations.as_object_mut() {
+                    match &value {
+                        Some(v) => {
+                            map.insert(super::fencing::PAUSE_ANNOTATION.into(), v.clone().into());
+                        }
+                        None => {
+                            map.remove(super::fencing::PAUSE_ANNOTATION);
+                        }
+                    }
+                }
+            });
+        match result {
+            Ok(_) => true,
+            Err(e) => {
+                self.fault_log.push_str(&format!(
+                    "  the pause could not be written: {}\n",
+                    e.message
+                ));
+                false
+            }
+        }
+    }
+
+    /// The fence agent's runs logged since the last read, to the checker.
+    pub(super) fn read_fence_runs(&mut self) {
+        let Some(path) = &self.fence_runs else {
+            return;
+        };
+        let (runs, offset) = super::fencing::read_runs(path, self.fence_runs_read);
+        self.fence_runs_read = offset;
+        for (at, node, step) in runs {
+            self.checker.fence_run(&node, step, at);
+        }
     }
 
     pub(super) fn checker_seq(&self) -> u64 {

@@ -132,6 +132,15 @@ pub struct Obligations {
     pub decisions_excused: u64,
     /// The latest of the deletions judged on time, after their due time.
     pub worst_decision_lateness: Duration,
+    /// `--fencing`: attempts recorded and agent runs (by step, from 1), pauses of fencing.
+    pub fence_attempts: BTreeMap<usize, u64>,
+    pub fence_runs: BTreeMap<usize, u64>,
+    pub fence_pauses: u64,
+    /// `--partitions`: pods marked in domains that keep them Ready (checked), holds past
+    /// `hold_max` judged (and met) or excused (every domain down).
+    pub pod_marks_checked: u64,
+    pub holds_judged: u64,
+    pub holds_excused: u64,
 }
 
 /// What a daemon-side fault does to the daemons' decisions (`decision-late`).
@@ -178,6 +187,10 @@ pub struct Checker {
     /// Records the log dropped before they were read (must stay 0).
     pub missed_records: u64,
     pub(super) brake: super::brake_rule::BrakeTruth,
+    /// Per zone: since when the store has seen it partially or fully disrupted (None: Normal).
+    pub(super) disrupted_since: BTreeMap<String, Option<Time>>,
+    pub(super) fence: super::fencing::FenceTruth,
+    pub(super) partitions: super::domains::DomainTruth,
 }
 
 impl Checker {
@@ -210,6 +223,9 @@ impl Checker {
             last_seq: 0,
             missed_records: 0,
             brake: Default::default(),
+            disrupted_since: BTreeMap::new(),
+            fence: Default::default(),
+            partitions: Default::default(),
         };
         for node in nodes {
             let zone = zone_of(node).to_string();
@@ -363,6 +379,14 @@ impl Checker {
                     }
                     self.set_ready(node, status, r.wall);
                 }
+                FactKind::FenceAttempt { node, step } => {
+                    self.check_fence_attempt(&daemon, node, *step, r.wall);
+                }
+                FactKind::PodNotReady { pod } => self.check_pod_marked(&daemon, pod, r.wall),
+                FactKind::LeaderLease {
+                    holder: Some(holder),
+                    ..
+                } if !holder.is_empty() => self.partitions.leader_acquired.push(r.wall),
                 FactKind::PodDeleted { pod, .. } => {
                     if self.pods.get(pod).is_some_and(|p| p.deleted.is_none()) {
                         self.check_brake(format!("{pod} deleted"), r.wall);
@@ -451,6 +475,19 @@ impl Checker {
         }
     }
 
+    /// The obligations judged so far, the fencing and partition rules' counts included.
+    pub fn obligations(&self) -> Obligations {
+        Obligations {
+            fence_attempts: self.fence.attempts.clone(),
+            fence_runs: self.fence.runs.clone(),
+            fence_pauses: self.fence.pauses(),
+            pod_marks_checked: self.partitions.pod_marks_checked,
+            holds_judged: self.partitions.holds_judged,
+            holds_excused: self.partitions.holds_excused,
+            ..self.obligations.clone()
+        }
+    }
+
     pub(super) fn violation(&mut self, at: Time, rule: &'static str, detail: String) {
         self.violations.push(Violation { at, rule, detail });
     }
@@ -469,6 +506,7 @@ impl Checker {
             FactKind::NodeLabels { .. } => "node labels".into(),
             FactKind::PodNodeLost { .. } => "pod NodeLost".into(),
             FactKind::FenceRun { .. } => "fence command run".into(),
+            FactKind::FenceAttempt { step, .. } => format!("fence attempt step={step}"),
             FactKind::Other { what } => format!(
                 "other {}",
                 what.split(' ').take(2).collect::<Vec<_>>().join(" ")

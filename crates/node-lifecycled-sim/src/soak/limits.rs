@@ -42,6 +42,10 @@ pub struct Limits {
     /// How often a live kubelet posts status (it posts at once after a resume).
     pub status_interval: Duration,
     pub handover_gap: Duration,
+    /// How long after a pause of fencing lands the daemons may still start a fence step: the
+    /// leader reads its Lease each retry period (500 ms), the read and the step's record may
+    /// each wait the injected delay, + 1 s of scheduling.
+    pub pause_allowance: Duration,
     pub rss_limit_kib: u64,
     /// The daemons' fleet-wide brake, if they run with one (`brake_rule`).
     pub brake: Option<super::brake_rule::BrakeRule>,
@@ -106,6 +110,7 @@ impl Limits {
             evidence_stamp_slack: Duration::from_millis(250),
             status_interval: Duration::from_secs(1),
             handover_gap: Duration::from_millis(250),
+            pause_allowance: Duration::from_millis(500) + max_delay * 2 + Duration::from_secs(1),
             rss_limit_kib: 128 * 1024,
             brake: None,
         }

@@ -135,6 +135,7 @@ impl Checker {
             self.violation(now, rule, detail);
         }
         self.check_decisions(now);
+        self.check_hold_overrun(now);
     }
 
     /// The longest either daemon waited for a CPU between `from` and `now`: a deadline moves

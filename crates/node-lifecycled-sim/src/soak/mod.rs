@@ -15,6 +15,7 @@ mod decisions;
 mod domain_tests;
 pub mod domains;
 mod driver;
+pub mod fencing;
 #[cfg(test)]
 mod invariant_tests;
 pub mod invariants;
@@ -67,6 +68,9 @@ pub struct SoakOptions {
     /// `default_toleration_seconds`, which the soak's pods, tolerating other than the admission
     /// default, ignore; zone z2: `mark_pods_not_ready = false`).
     pub pools: bool,
+    /// The daemons fence a quarter of the nodes through a fence agent that escalates and never
+    /// succeeds, and the plan pauses fencing around fence steps (`fencing.rs`).
+    pub fencing: bool,
 }
 
 impl SoakOptions {
@@ -82,6 +86,7 @@ impl SoakOptions {
             stop: None,
             brake: None,
             pools: false,
+            fencing: false,
         }
     }
 }
@@ -98,6 +103,30 @@ const WEB_PODS_PER_NODE: usize = 2;
 /// The driver's loop period: faults applied, write log read, pods re-created.
 const TICK: Duration = Duration::from_millis(100);
 const DAEMON_NAMES: [&str; 2] = ["daemon-a", "daemon-b"];
+
+/// The disruption domains of `--partitions` for the plan: node indices by site, with each
+/// site's `hold_max`.
+fn site_plan(nodes: &[String]) -> Vec<schedule::Site> {
+    let holds = domains::holds();
+    let mut sites: Vec<(String, schedule::Site)> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let domain = domains::domain_of(node);
+        match sites.iter_mut().find(|(d, _)| *d == domain) {
+            Some((_, site)) => site.nodes.push(i),
+            None => {
+                let hold_max = holds.get(&domain).copied().flatten();
+                sites.push((
+                    domain,
+                    schedule::Site {
+                        nodes: vec![i],
+                        hold_max,
+                    },
+                ));
+            }
+        }
+    }
+    sites.into_iter().map(|(_, s)| s).collect()
+}
 
 /// Runs the soak; `Err` when it could not run (simulator, daemon binary, files).
 pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, String> {
@@ -183,7 +212,32 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         brake: options.brake,
         pools: options.pools,
         partitions: options.partitions,
+        fencing: if options.fencing {
+            Some(fencing::write_agent(&dir)?)
+        } else {
+            None
+        },
     };
+    let fence_nodes = if options.fencing {
+        fencing::fence_nodes(populated.nodes.len())
+    } else {
+        Vec::new()
+    };
+    for &i in &fence_nodes {
+        let node = &populated.nodes[i];
+        cluster
+            .update(Resource::Nodes, None, node, |v| {
+                if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                    let labels = meta
+                        .entry("labels")
+                        .or_insert_with(|| serde_json::json!({}));
+                    if let Some(labels) = labels.as_object_mut() {
+                        labels.insert(fencing::FENCE_LABEL.into(), serde_json::json!("soak"));
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot label node {node}: {}", e.message))?;
+    }
     let start = cluster.now();
     let pairs: Vec<(&str, &str)> = tokens
         .iter()
@@ -193,6 +247,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     let mut checker = Checker::new(limits, &pairs, &populated.nodes, start);
     if options.partitions {
         checker.use_domains(domains::domain_of, domains::holds(), start);
+        checker.keep_pods_ready_in(domains::keeping_pods_ready());
         for node in &populated.nodes {
             let site = domains::site_of(node);
             cluster
@@ -258,6 +313,13 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
                     .collect()
             })
             .collect(),
+        sites: if options.partitions {
+            site_plan(&populated.nodes)
+        } else {
+            Vec::new()
+        },
+        fence_nodes,
+        fence_after: fencing::AFTER,
     };
     let steps = schedule::plan(options.seed, &shape);
     let _ = writeln!(
@@ -289,6 +351,8 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         log_level_debug: false,
         fault_log: String::new(),
         cpu_wait_seen: Default::default(),
+        fence_runs: options.fencing.then(|| dir.join(fencing::RUNS_FILE)),
+        fence_runs_read: 0,
         policy,
     };
     let began = Instant::now();
@@ -362,7 +426,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         pods: run.pods.len(),
         faults: run.faults.clone(),
         decisions: run.checker.decisions.clone(),
-        obligations: run.checker.obligations.clone(),
+        obligations: run.checker.obligations(),
         violations: run.checker.violations.clone(),
         rss: run.checker.rss_summary(),
         daemon_exits: run.daemon_exits.clone(),
@@ -375,12 +439,13 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         clean_stops,
         dir,
         policy_args: format!(
-            "{}{}{}",
+            "{}{}{}{}",
             options
                 .brake
                 .map(|n| format!(" --brake {n}"))
                 .unwrap_or_default(),
             if options.pools { " --pools" } else { "" },
+            if options.fencing { " --fencing" } else { "" },
             if options.partitions {
                 " --partitions"
             } else {

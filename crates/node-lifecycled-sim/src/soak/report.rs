@@ -98,6 +98,29 @@ impl fmt::Display for SoakReport {
             o.worst_decision_lateness.as_secs_f64(),
             o.decisions_excused
         )?;
+        let steps = |m: &BTreeMap<usize, u64>| {
+            m.iter()
+                .map(|(step, n)| format!("{n} of step {step}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if o.fence_pauses > 0 || !o.fence_attempts.is_empty() {
+            writeln!(
+                f,
+                "fencing: attempts recorded {}; agent runs {}; {} pauses of fencing",
+                steps(&o.fence_attempts),
+                steps(&o.fence_runs),
+                o.fence_pauses
+            )?;
+        }
+        if o.pod_marks_checked > 0 || o.holds_judged + o.holds_excused > 0 {
+            writeln!(
+                f,
+                "partitions: {} pod marks in domains that keep pods Ready checked; {} holds past \
+                 hold_max judged and met, {} excused (every domain down)",
+                o.pod_marks_checked, o.holds_judged, o.holds_excused
+            )?;
+        }
         for (daemon, starts) in &self.daemon_starts {
             writeln!(f, "daemon {daemon}: started {starts} times")?;
         }

@@ -30,25 +30,7 @@ impl Checker {
 
     pub(super) fn check_unknown(&mut self, daemon: &str, node: &str, at: Time) {
         self.obligations.unknown_verdicts_checked += 1;
-        // Time the daemon waited for a CPU is not its doing: a live read followed by a wait on
-        // the run queue lands its write that much later.
-        let starved = self.waited(
-            daemon,
-            at.since(Time::ZERO).saturating_sub(self.limits.grace),
-            at,
-        );
-        let Some(n) = self.nodes.get(node) else {
-            return;
-        };
-        let window_start = at.since(Time::ZERO).saturating_sub(self.limits.grace);
-        let window_end = at
-            .since(Time::ZERO)
-            .saturating_sub(self.limits.evidence_allowance + starved);
-        let fresh = n.evidence.iter().rev().find(|&&e| {
-            let e = e.since(Time::ZERO);
-            e > window_start + self.limits.evidence_stamp_slack && e <= window_end
-        });
-        if let Some(&e) = fresh {
+        if let Some(e) = self.fresh_heartbeat(daemon, node, at) {
             self.violation(
                 at,
                 "unknown-while-renewing",
@@ -60,6 +42,33 @@ impl Checker {
                 ),
             );
         }
+    }
+
+    /// A heartbeat of `node`'s kubelet within the grace period before a write of `daemon`
+    /// landing at `at` that the daemon's live Lease read must have seen: the last
+    /// `evidence_allowance` (+ the daemon's CPU wait) before the write are excused (a renewal
+    /// between the read and the write cannot be seen).
+    pub(super) fn fresh_heartbeat(&self, daemon: &str, node: &str, at: Time) -> Option<Time> {
+        // Time the daemon waited for a CPU is not its doing: a live read followed by a wait on
+        // the run queue lands its write that much later.
+        let starved = self.waited(
+            daemon,
+            at.since(Time::ZERO).saturating_sub(self.limits.grace),
+            at,
+        );
+        let n = self.nodes.get(node)?;
+        let window_start = at.since(Time::ZERO).saturating_sub(self.limits.grace);
+        let window_end = at
+            .since(Time::ZERO)
+            .saturating_sub(self.limits.evidence_allowance + starved);
+        n.evidence
+            .iter()
+            .rev()
+            .find(|&&e| {
+                let e = e.since(Time::ZERO);
+                e > window_start + self.limits.evidence_stamp_slack && e <= window_end
+            })
+            .copied()
     }
 
     pub(super) fn check_deletion(&mut self, daemon: &str, pod: &str, at: Time) {

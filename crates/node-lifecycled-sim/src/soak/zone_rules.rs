@@ -191,6 +191,29 @@ impl Checker {
                 .all(|z| z.ready == 0 && z.not_ready + z.either > 0)
     }
 
+    /// Per zone: partially or fully disrupted in the store (whatever its size).
+    fn disrupted_zones(&self) -> Vec<(String, bool)> {
+        let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for n in self.nodes.values() {
+            let c = counts.entry(&n.zone).or_default();
+            if n.ready == "True" {
+                c.0 += 1;
+            } else {
+                c.1 += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .map(|(zone, (ready, not_ready))| {
+                let total = ready + not_ready;
+                let full = ready == 0 && not_ready > 0;
+                let partial = not_ready > 2
+                    && not_ready as f64 / total as f64 >= self.limits.unhealthy_zone_threshold;
+                (zone.to_string(), full || partial)
+            })
+            .collect()
+    }
+
     /// (zone forbids new taints, every zone fully disrupted).
     fn zone_rules(&self) -> (BTreeMap<String, bool>, bool) {
         let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
@@ -221,6 +244,14 @@ impl Checker {
 
     pub(super) fn update_zones(&mut self, at: Time) {
         let (forbids, all_full) = self.zone_rules();
+        for (zone, disrupted) in self.disrupted_zones() {
+            let since = self.disrupted_since.entry(zone).or_default();
+            match (disrupted, *since) {
+                (true, None) => *since = Some(at),
+                (false, Some(_)) => *since = None,
+                _ => {}
+            }
+        }
         self.refresh_holds(at);
         for (zone, forbid) in forbids {
             // A held domain forbids new taints too (`domains.rs`).
@@ -255,6 +286,7 @@ impl Checker {
         let Some(zone) = self.nodes.get(node).map(|n| n.zone.clone()) else {
             return;
         };
+        self.partitions.last_taint.insert(zone.clone(), at);
         let since = self.forbidden_since.get(&zone).copied().flatten();
         let by_store = since.filter(|&s| at.since(s) > self.limits.zone_allowance);
         let Some(since) = by_store else {

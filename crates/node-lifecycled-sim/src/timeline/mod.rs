@@ -82,6 +82,12 @@ pub enum FactKind {
     FenceRun {
         node: String,
     },
+    /// The daemon recorded a fence attempt on `node` (`node-lifecycled.io/fence-attempt`), which
+    /// it writes before each power-off step's command runs; `step` counts from 1 (`FENCE_STEP`).
+    FenceAttempt {
+        node: String,
+        step: usize,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -208,8 +214,23 @@ impl FactReader {
                         labels: text.join(","),
                     });
                 }
+                if let Some(record) = patch
+                    .pointer(&format!(
+                        "/metadata/annotations/{}",
+                        FENCE_ATTEMPT.replace('/', "~1")
+                    ))
+                    .and_then(Value::as_str)
+                {
+                    facts.push(FactKind::FenceAttempt {
+                        node: r.name.clone(),
+                        step: fence_step(record),
+                    });
+                }
                 let known = patch.pointer("/spec/taints").is_some()
-                    || patch.pointer("/metadata/labels").is_some();
+                    || patch.pointer("/metadata/labels").is_some()
+                    || facts
+                        .iter()
+                        .any(|f| matches!(f, FactKind::FenceAttempt { .. }));
                 if !known {
                     return other();
                 }
@@ -310,6 +331,18 @@ impl FactReader {
         }
         facts
     }
+}
+
+const FENCE_ATTEMPT: &str = "node-lifecycled.io/fence-attempt";
+
+/// The step an attempt record names, from 1: the first step's record has no `step=`, a later
+/// one `step=N` with N counted from 0 (the daemon's `attempt_record_step`).
+fn fence_step(record: &str) -> usize {
+    record
+        .split(',')
+        .find_map(|part| part.strip_prefix("step="))
+        .and_then(|s| s.parse::<usize>().ok())
+        .map_or(1, |i| i + 1)
 }
 
 /// `key:Effect` (or `key=value:Effect`).

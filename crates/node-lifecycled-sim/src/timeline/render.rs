@@ -30,6 +30,11 @@ impl FactKind {
             }
             FactKind::NodeLabels { node, labels } => (s("labels"), node.clone(), labels.clone()),
             FactKind::FenceRun { node } => (s("fence"), node.clone(), s("command ran")),
+            FactKind::FenceAttempt { node, step } => (
+                s("fence"),
+                node.clone(),
+                format!("attempt of step {step} recorded"),
+            ),
             FactKind::PodNotReady { pod } => (s("pod"), pod.clone(), s("NotReady")),
             FactKind::PodDisruptionTarget { pod } => {
                 (s("evict"), pod.clone(), s("(DisruptionTarget)"))

@@ -62,7 +62,7 @@ usage:
                        watch-cache LIST) in: protobuf (default, as kube-apiserver does for
                        nodes, pods and leases) or json (the daemon then reads JSON)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
-                           [--dir DIR] [--brake N] [--pools | --partitions]
+                           [--dir DIR] [--brake N] [--pools | --partitions] [--fencing]
       The randomized fault soak: two daemons with leader election against the simulated
       cluster (24 nodes in 3 zones by default) for --duration (default 30m) while a plan drawn
       from --seed (default 1) stops, reboots and flaps kubelets, drops, stalls, corrupts and
@@ -78,6 +78,9 @@ usage:
                     (across zones), keep pods Ready while a site is disrupted, hold a dark
                     site until hold_max, with a pool of their own; the invariants are judged
                     per domain (with --brake: pools, domains and a brake together)
+        --fencing   the daemons fence a quarter of the nodes through an agent that escalates
+                    and never succeeds, and fencing is paused around fence steps: no step
+                    may start while paused, for a node that renews, or in a disrupted zone
   node-lifecycled-sim floor-reader --kubeconfig FILE [--watch leases,nodes] [--grid D]
                                    [--warmup D] [--duration D]
       The floor of the daemon's CPU per watch event on any API server (the real one too): a
@@ -152,6 +155,8 @@ pub struct SoakArgs {
     pub pools: bool,
     /// `--partitions`: disruption domains by site, unless-disrupted, a hold, a site pool.
     pub partitions: bool,
+    /// `--fencing`: fencing in two failing steps, paused around them.
+    pub fencing: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -262,6 +267,7 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
                 brake: options.number("--brake")?,
                 pools,
                 partitions,
+                fencing: options.flag("--fencing"),
             })
         }
         "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
@@ -403,7 +409,7 @@ struct Options {
 }
 
 /// The options that take no value.
-const FLAGS: &[&str] = &["quick", "pools", "partitions"];
+const FLAGS: &[&str] = &["quick", "pools", "partitions", "fencing"];
 
 /// The options that take a value (which subcommand takes which is checked by the subcommand).
 const VALUED: &[&str] = &[

@@ -13,7 +13,7 @@ use crate::write_log::{Identity, WriteRecord};
 use node_lifecycled::time::Time;
 
 pub(super) const A: &str = "token-a";
-const B: &str = "token-b";
+pub(super) const B: &str = "token-b";
 const T0: u64 = 1_700_000_000_000;
 
 pub(super) fn at(seconds: f64) -> Time {
@@ -94,7 +94,7 @@ impl Log {
     }
 
     /// The kubelet of `node` renews its Lease every second over `[from, to]`.
-    fn renewals(&mut self, node: &str, from: f64, to: f64) {
+    pub(super) fn renewals(&mut self, node: &str, from: f64, to: f64) {
         let mut t = from;
         while t <= to {
             self.write(
@@ -158,6 +158,56 @@ impl Log {
         );
     }
 
+    /// `token` marks pod `key` NotReady.
+    pub(in super::super) fn mark_pod_not_ready(&mut self, t: f64, token: &str, key: &str) {
+        let (ns, name) = key.split_once('/').unwrap();
+        let body = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+        self.write(
+            t,
+            Log::daemon(token),
+            Verb::Patch,
+            Resource::Pods,
+            Some("status"),
+            Some(ns),
+            name,
+            format!("strategic {body}"),
+        );
+    }
+
+    /// `token` takes the leader Lease.
+    pub(in super::super) fn lease_taken(&mut self, t: f64, token: &str, holder: &str) {
+        self.write(
+            t,
+            Log::daemon(token),
+            Verb::Update,
+            Resource::Leases,
+            None,
+            Some("kube-system"),
+            "node-lifecycled",
+            format!("spec.holderIdentity: \"old\" -> \"{holder}\""),
+        );
+    }
+
+    /// `token` records the attempt of fence step `step` (from 1) on `node`.
+    pub(in super::super) fn fence_attempt(&mut self, t: f64, token: &str, node: &str, step: usize) {
+        let mut record = "outage=2026-01-01T00:00:00Z,started=2026-01-01T00:00:05Z".to_string();
+        if step > 1 {
+            record.push_str(&format!(",step={}", step - 1));
+        }
+        let body =
+            json!({"metadata": {"annotations": {"node-lifecycled.io/fence-attempt": record}}});
+        self.write(
+            t,
+            Log::daemon(token),
+            Verb::Patch,
+            Resource::Nodes,
+            None,
+            None,
+            node,
+            format!("merge {body}"),
+        );
+    }
+
     pub(super) fn rules(&self) -> Vec<&'static str> {
         self.checker.violations.iter().map(|v| v.rule).collect()
     }
@@ -169,14 +219,14 @@ impl Log {
 
 /// The kubelets of `nodes` renew every second until `last` (their last heartbeat) and are
 /// silent from `last + 0.5` on (ground truth).
-fn die(log: &mut Log, nodes: &[String], last: f64) {
+pub(in super::super) fn die(log: &mut Log, nodes: &[String], last: f64) {
     for node in nodes {
         log.renewals(node, last, last);
         log.checker.kubelet(node, false, at(last + 0.5));
     }
 }
 
-fn zone(z: u32, range: std::ops::RangeInclusive<u32>) -> Vec<String> {
+pub(in super::super) fn zone(z: u32, range: std::ops::RangeInclusive<u32>) -> Vec<String> {
     range.map(|n| format!("z{z}-n{n:03}")).collect()
 }
 
@@ -195,6 +245,7 @@ pub(super) fn ready_post(log: &mut Log, t: f64, node: &str) {
 }
 
 mod decision_deadline;
+mod fencing;
 mod liveness;
 mod safety;
 mod untaint;

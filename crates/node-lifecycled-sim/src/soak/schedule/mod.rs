@@ -15,6 +15,9 @@ use std::time::Duration;
 
 use crate::testing::Rng;
 
+mod fencing;
+mod sites;
+
 /// One thing the soak does to the cluster or the daemons.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -47,6 +50,11 @@ pub enum Fault {
     Reload {
         valid: bool,
     },
+    /// The fleet pause of fencing written on the leader Lease (the annotation
+    /// `node-lifecycled pause fencing` writes), ending by itself after the duration.
+    PauseFencing(Duration),
+    /// The pause annotation taken off (`node-lifecycled resume`).
+    ResumeFencing,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -86,6 +94,20 @@ pub struct PlanShape {
     /// Per node (in the order of `zones`, flattened): its pods' NoExecute tolerations (a
     /// connection reset is planned about when one runs out); empty: 0, 3, 6 or 10 s.
     pub tolerations: Vec<Vec<Duration>>,
+    /// Disruption domains (`--partitions`): node indices (in the order of `zones`, flattened)
+    /// and each one's `hold_max`. Empty: no site episodes.
+    pub sites: Vec<Site>,
+    /// Nodes the daemons may fence (`--fencing`), by index, and the fencing `after`. Empty:
+    /// no fence episodes.
+    pub fence_nodes: Vec<usize>,
+    pub fence_after: Duration,
+}
+
+/// A disruption domain of the plan.
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub nodes: Vec<usize>,
+    pub hold_max: Option<Duration>,
 }
 
 /// The episode kinds and their weights.
@@ -113,6 +135,11 @@ const EPISODES: [(&str, u64); 21] = [
     ("reload-bad", 2),
 ];
 
+/// Episodes planned only when the cluster has what they need (`PlanShape::sites`,
+/// `::fence_nodes`), so the plans of soaks without them stay as they were.
+const SITE_EPISODES: [(&str, u64); 2] = [("site-dark-failover", 2), ("hold-across-takeover", 2)];
+const FENCE_EPISODES: [(&str, u64); 1] = [("fence-escalation-pause", 4)];
+
 struct Planner {
     rng: Rng,
     steps: Vec<Step>,
@@ -125,6 +152,11 @@ struct Planner {
     tolerations: Vec<Vec<Duration>>,
     /// The next zone episode kills the leader while its nodes are dead (the opening one).
     force_kill: bool,
+    sites: Vec<Site>,
+    fence_nodes: Vec<usize>,
+    fence_after: Duration,
+    /// No new fleet pause before this (one at a time).
+    pause_busy_until: Duration,
 }
 
 /// A zone's share of silent nodes that makes it partially disrupted (docs/upstream.md, "Zones"; the
@@ -349,6 +381,8 @@ impl Planner {
                 self.push(at, Fault::KillLeader(restart), kind)
             }
             "reload-good" => self.push(at, Fault::Reload { valid: true }, kind),
+            "site-dark-failover" | "hold-across-takeover" => self.site_episode(kind, at),
+            "fence-escalation-pause" => self.fence_episode(at, max_down),
             _ => self.push(at, Fault::Reload { valid: false }, "reload-bad"),
         }
     }
@@ -381,6 +415,10 @@ impl Planner {
             grace: shape.grace,
             tolerations: shape.tolerations.clone(),
             force_kill: false,
+            sites: shape.sites.clone(),
+            fence_nodes: shape.fence_nodes.clone(),
+            fence_after: shape.fence_after,
+            pause_busy_until: Duration::ZERO,
         }
     }
 }
@@ -388,7 +426,14 @@ impl Planner {
 /// The plan for `seed`: steps in time order.
 pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
     let mut planner = Planner::new(seed, shape);
-    let total: u64 = EPISODES.iter().map(|(_, w)| w).sum();
+    let mut episodes = EPISODES.to_vec();
+    if !shape.sites.is_empty() {
+        episodes.extend(SITE_EPISODES);
+    }
+    if !shape.fence_nodes.is_empty() {
+        episodes.extend(FENCE_EPISODES);
+    }
+    let total: u64 = episodes.iter().map(|(_, w)| w).sum();
     let end = shape.duration.saturating_sub(shape.cooldown);
     let mut at = shape.warmup;
     if at < end {
@@ -409,7 +454,7 @@ pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
     }
     while at < end {
         let mut pick = planner.rng.below(total);
-        let kind = EPISODES
+        let kind = episodes
             .iter()
             .find(|(_, w)| {
                 if pick < *w {
@@ -429,145 +474,4 @@ pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn shape(duration: Duration) -> PlanShape {
-        PlanShape {
-            zones: (1..=3)
-                .map(|z| (1..=8).map(|n| format!("z{z}-n{n:03}")).collect())
-                .collect(),
-            duration,
-            warmup: Duration::from_secs(10),
-            cooldown: Duration::from_secs(40),
-            max_single_down: 6,
-            grace: Duration::from_secs(5),
-            tolerations: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn the_same_seed_gives_the_same_plan_and_another_seed_another() {
-        let s = shape(Duration::from_secs(600));
-        assert_eq!(plan(3, &s), plan(3, &s));
-        assert_ne!(plan(3, &s), plan(4, &s));
-    }
-
-    #[test]
-    fn a_thirty_minute_plan_has_hundreds_of_episodes_of_every_kind_and_resumes_every_node() {
-        let s = shape(Duration::from_secs(1800));
-        let steps = plan(1, &s);
-        let episodes = steps.iter().filter(|s| !s.kind.is_empty()).count();
-        assert!(episodes >= 500, "{episodes} episodes");
-        for (kind, _) in EPISODES {
-            assert!(
-                steps.iter().any(|s| s.kind == kind),
-                "no {kind} episode in 30 minutes"
-            );
-        }
-        // Each node's last kubelet step leaves it running.
-        for node in s.zones.iter().flatten() {
-            let last = steps.iter().rev().find(|st| match &st.fault {
-                Fault::KubeletStop(n) | Fault::KubeletResume(n) => n == node,
-                _ => false,
-            });
-            if let Some(st) = last {
-                assert!(matches!(st.fault, Fault::KubeletResume(_)), "{node}");
-            }
-        }
-        assert!(steps.iter().all(|s| s.at >= Duration::from_secs(10)));
-        assert!(steps.windows(2).all(|w| w[0].at <= w[1].at));
-    }
-
-    #[test]
-    fn a_correlated_zone_failure_silences_most_of_one_zone_at_once_or_within_a_second() {
-        let s = shape(Duration::from_secs(600));
-        for seed in 0..20 {
-            for (kind, spread) in [
-                ("zone-partial-sync", Duration::ZERO),
-                ("zone-partial-spread", Duration::from_secs(1)),
-            ] {
-                let mut planner = Planner::new(seed, &s);
-                let at = Duration::from_secs(20);
-                planner.episode(kind, at, 6);
-                let stops: Vec<(&String, Duration)> = planner
-                    .steps
-                    .iter()
-                    .filter_map(|st| match &st.fault {
-                        Fault::KubeletStop(n) => Some((n, st.at)),
-                        _ => None,
-                    })
-                    .collect();
-                // 6 of a zone of 8: past the threshold (5), never the whole zone.
-                assert_eq!(stops.len(), 6, "{kind} {stops:?}");
-                let zone = &stops[0].0[..2];
-                assert!(stops.iter().all(|(n, _)| n.starts_with(zone)), "{stops:?}");
-                let mut names: Vec<_> = stops.iter().map(|s| s.0).collect();
-                names.dedup();
-                assert_eq!(names.len(), 6, "{stops:?}");
-                assert!(
-                    stops.iter().all(|s| s.1 >= at && s.1 <= at + spread),
-                    "{stops:?}"
-                );
-                let resumes = planner
-                    .steps
-                    .iter()
-                    .filter(|st| matches!(st.fault, Fault::KubeletResume(_)))
-                    .count();
-                assert_eq!(resumes, 6);
-            }
-        }
-    }
-
-    #[test]
-    fn some_zone_failures_kill_the_leader_while_their_nodes_are_dead() {
-        let s = shape(Duration::from_secs(1800));
-        let steps = plan(5, &s);
-        let kills: Vec<Duration> = steps
-            .iter()
-            .filter(|st| st.kind == "kill-leader-in-outage")
-            .map(|st| st.at)
-            .collect();
-        assert!(kills.len() >= 5, "{} kills in outages", kills.len());
-        for at in kills {
-            // Some node stopped at least the grace period before and not yet resumed.
-            let dead = s.zones.iter().flatten().any(|node| {
-                let last = steps.iter().rev().find(|st| {
-                    st.at <= at
-                        && matches!(&st.fault, Fault::KubeletStop(n) | Fault::KubeletResume(n) if n == node)
-                });
-                last.is_some_and(|st| {
-                    matches!(st.fault, Fault::KubeletStop(_)) && at - st.at >= s.grace
-                })
-            });
-            assert!(
-                dead,
-                "kill at {at:?} with no node dead past the grace period"
-            );
-        }
-    }
-
-    #[test]
-    fn every_plan_opens_with_a_correlated_zone_failure_that_kills_the_leader() {
-        let s = shape(Duration::from_secs(60));
-        for seed in 0..20 {
-            let steps = plan(seed, &s);
-            // Its stops begin at the warm-up's end (spread over a second at most).
-            let opening = steps.iter().find(|st| st.kind.starts_with("zone-partial-"));
-            assert!(
-                opening.is_some_and(|st| st.at <= s.warmup + Duration::from_secs(1)),
-                "seed {seed}: {opening:?}"
-            );
-            let kill = steps
-                .iter()
-                .find(|st| st.kind == "kill-leader-in-outage")
-                .unwrap();
-            // Nothing else in between.
-            let others = steps
-                .iter()
-                .filter(|st| st.at > s.warmup + Duration::from_secs(1) && st.at < kill.at)
-                .count();
-            assert_eq!(others, 0, "seed {seed}");
-        }
-    }
-}
+mod tests;
