@@ -1,6 +1,5 @@
 //! The controllers' CPU cost without I/O: `Controllers` with N healthy nodes (30 pods each, a
-//! Lease each) driven on the virtual clock as `../shared/real-apiserver/load.py heartbeat` drives
-//! a cluster (every Lease renewed every 10 s, every node status patched every 60 s, spread evenly),
+//! Lease each) driven on the virtual clock as kubelets drive a cluster (every Lease renewed every 10 s, every node status patched every 60 s, spread evenly),
 //! through several monitor periods. Prints ns per Lease renewal, per node status event and per
 //! node per monitor pass, and the allocations of each.
 //!

@@ -73,8 +73,8 @@ pub struct LeaseStored {
 pub struct ClusterStore {
     nodes: NameMap<Node>,
     /// How many of `nodes` are not Ready (`Node::is_not_ready`), kept as they change: the
-    /// daemon's status line shows it every 5 s, and counting it there was a walk of every node,
-    /// a cache miss or two each (0.5 ms at 2,000 nodes, a twentieth of its CPU on a real API server).
+    /// daemon's status line shows it every 5 s, and counting it there would walk every node, a
+    /// cache miss or two each.
     nodes_not_ready: usize,
     /// Found by hash like the nodes (a Lease is looked up by name at every renewal), through
     /// an index whose buckets can be fetched ahead of a batch of renewals

@@ -44,8 +44,9 @@ const KUBELET_CONDITIONS: [(&str, &str); 4] = [
 ///
 /// Not simply uniform over `interval`: a fleet whose first ticks are spread that way ticks again
 /// after `interval` to `interval * (1 + jitter)`, so its rate dips to nothing at `interval` and
-/// climbs back over `interval * jitter` (0 to 500 renewals a second over 400 ms at 5,000 nodes,
-/// a watch then read on a widened grid: the bench's detection tails of session 12). Drawn from
+/// climbs back over `interval * jitter` (at 5,000 nodes from none to 500 renewals a second over
+/// 400 ms, and a watch that quiet is read on a widened grid, which shows in the bench's detection
+/// tails). Drawn from
 /// the equilibrium, the fleet's rate is even from the first tick on. Its density is
 /// P(wait > x) / mean wait: flat up to `interval`, then falling linearly to zero.
 pub fn steady_phase(interval: Duration, jitter: f64, q: f64) -> Duration {

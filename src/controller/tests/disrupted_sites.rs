@@ -1,4 +1,4 @@
-//! Sites cut off under issue 46's rules, no takeover in them: the hold covers sites of every
+//! Sites cut off, no takeover in them: the hold covers sites of every
 //! size (a three-node site, and a large one passing through PartialDisruption), a fully
 //! disrupted zone is tainted in the order its nodes were judged, and a NoExecute taint queued
 //! behind another write of its node waits for a pause of tainting.
@@ -16,7 +16,7 @@ use crate::model::TaintEffect::{NoExecute, NoSchedule};
 use crate::model::{Lease, NodeConditionType, taint_keys};
 use crate::time::{Rate, Time};
 
-// ---- item 1: the hold covers sites of every size ----------------------------------------------
+// ---- the hold covers sites of every size -------------------------------------------------------
 
 /// Three sites of three nodes, `a-1`..`c-3`, every node Ready at t0 with one pod.
 const SMALL: [&str; 9] = [
@@ -64,7 +64,7 @@ fn run_small_sites(h: &mut Harness, until: Time, cut: Time) {
 /// A three-node site under `hold` beside two healthy ones is cut off with spread heartbeats.
 /// Its first node is judged while the site reads 1 of 3 not ready (Normal): counting its two
 /// suspects (about to be judged) it is fully disrupted and held, so nothing is tainted, then
-/// or later (023dc13 counted at most ready − 1 of them, read Normal, and tainted it).
+/// or later (counting at most ready − 1 of them would read Normal and taint it).
 #[test]
 fn a_three_node_site_under_hold_cut_off_with_spread_heartbeats_taints_nothing() {
     let mut h = small_sites(hold(test_settings()));
@@ -110,7 +110,7 @@ fn a_large_site_under_hold_taints_nothing_while_it_passes_through_partial_disrup
     assert_eq!(decisions(&mut h, "domain-hold").len(), 1);
 }
 
-// ---- item 11: a fully disrupted zone is tainted in the order its nodes were judged ------------
+// ---- a fully disrupted zone is tainted in the order its nodes were judged ----------------------
 
 /// Site 1 goes dark beside a healthy site 2 (upstream's `evict`): judged s1-1, s1-4, s1-2,
 /// s1-3 (their renewals spread), then tainted at the normal rate in that order, as upstream's
@@ -135,8 +135,8 @@ fn a_fully_disrupted_zone_is_tainted_in_the_order_its_nodes_were_judged() {
 }
 
 /// A NoExecute taint the zone queue gave out while another write of the same node was in
-/// flight waits for it; a fleet pause of tainting that begins meanwhile holds it (023dc13
-/// wrote it when the first write answered, pause or not).
+/// flight waits for it; a fleet pause of tainting that begins meanwhile holds it (it is not
+/// written when the first write answers, pause or not).
 #[test]
 fn a_no_execute_taint_queued_behind_another_write_waits_for_a_pause_of_tainting() {
     let nodes = ["n1", "n2", "n3"]

@@ -1,7 +1,7 @@
-//! Issue 46, "never less safe, part two": a takeover sees the fleet before it acts, countdowns
+//! Never less safe across a takeover: a takeover sees the fleet before it acts, countdowns
 //! never start before the pod's own could have (the sites cut off without a takeover are in
 //! `disrupted_sites.rs`, which shares this file's clock and settings). One test per
-//! defect, named after the story it tells; each failed on 023dc13.
+//! story, named after it.
 //! The node lifecycle alone where the NoExecute writes and pod marks are the subject
 //! (`harness.rs` says why); the composed machine (`Cluster`) where pods are deleted.
 
@@ -44,7 +44,7 @@ pub(super) fn t0_partitions() -> Time {
     super::partitions::t0()
 }
 
-// ---- item 9: a takeover does not queue the nodes already tainted again ------------------------
+// ---- a takeover does not queue the nodes already tainted again ---------------------------------
 
 /// A new process finds n01..n03 Unknown and tainted by the previous leader in a zone of ten
 /// (Normal). They are not queued again: no zone token spent on them, `evictions_total` not
@@ -109,12 +109,12 @@ fn a_takeover_does_not_queue_again_the_nodes_already_tainted() {
     assert_eq!(total, 1);
 }
 
-// ---- item 5: unless-disrupted at a takeover ----------------------------------------------------
+// ---- unless-disrupted at a takeover ------------------------------------------------------------
 
 /// Site 1's nodes went Unknown under the previous leader, which kept their pods Ready
 /// (`unless-disrupted`); a new process finds them so. The site is fully disrupted before any
-/// node is judged, so the pods stay Ready (023dc13 judged each node before any zone had a
-/// state and marked them all). The same with every site down.
+/// node is judged, so the pods stay Ready (judging each node before any zone had a state would
+/// mark them all). The same with every site down.
 #[test]
 fn unless_disrupted_keeps_the_pods_of_a_dark_site_ready_at_a_takeover() {
     for every_site_down in [false, true] {
@@ -155,7 +155,7 @@ fn unless_disrupted_keeps_the_pods_of_a_dark_site_ready_at_a_takeover() {
     }
 }
 
-// ---- item 2: a takeover sees the fleet before it acts ------------------------------------------
+// ---- a takeover sees the fleet before it acts --------------------------------------------------
 
 const THREE: [&str; 3] = ["n1", "n2", "n3"];
 
@@ -258,7 +258,7 @@ fn a_leader_reelected_judges_a_node_silent_before_from_its_last_renewal() {
 /// are judged, and the standby takes over at 103 s. The pod comes due at 111 s while both are
 /// suspects that would put every zone down: it waits; at 120 s they are judged, every zone is
 /// down and n1's taint comes off, as a running upstream would do (and a restarted one at
-/// registration). 023dc13 deleted the pod at 111 s.
+/// registration), and does not delete the pod at 111 s.
 #[test]
 fn a_takeover_keeps_the_pod_a_running_upstream_keeps_when_the_rest_of_the_cluster_goes_silent() {
     let mut c = leader_and_standby(test_settings());
@@ -286,7 +286,7 @@ fn a_takeover_keeps_the_pod_a_running_upstream_keeps_when_the_rest_of_the_cluste
     );
 }
 
-// ---- item 3: countdowns never start before the pod's own could have ----------------------------
+// ---- countdowns never start before the pod's own could have ------------------------------------
 
 fn toleration(key: &str, seconds: Option<i64>) -> Toleration {
     Toleration {
@@ -300,7 +300,7 @@ fn toleration(key: &str, seconds: Option<i64>) -> Toleration {
 
 /// The previous leader wrote n1's taint at 50.8 s; the API keeps `timeAdded` 50 s. A new
 /// process started at 58 s deletes the pod (20 s toleration) at 71 s: never before 20 s have
-/// passed since the write (023dc13: at 70 s, 19.2 s after it).
+/// passed since the write (counting from `timeAdded` would delete it at 70 s, 19.2 s after).
 #[test]
 fn a_restart_never_deletes_a_pod_before_its_toleration_has_passed_since_the_taint_was_written() {
     let added = t0() + secs(50);
@@ -334,8 +334,8 @@ fn a_restart_never_deletes_a_pod_before_its_toleration_has_passed_since_the_tain
 
 /// n1 is tainted at 50 s under a pod tolerating it forever; at 100 s the toleration is edited
 /// to 60 s (the leader would delete the pod at 160 s). The leader dies at 120 s and the
-/// standby, which saw the edit, takes over at 125 s: the pod goes at 160 s, not at once
-/// (023dc13 counted from `timeAdded`).
+/// standby, which saw the edit, takes over at 125 s: the pod goes at 160 s, not at once (as
+/// counting from `timeAdded` would).
 #[test]
 fn a_toleration_edited_under_the_taint_counts_from_the_edit_at_a_takeover() {
     let mut c = leader_and_standby(test_settings());
@@ -361,7 +361,7 @@ fn a_toleration_edited_under_the_taint_counts_from_the_edit_at_a_takeover() {
 /// (tainted not-ready: the countdown ends near 311 s), then falls silent: at 70 s its taint is
 /// swapped to unreachable, and the leader keeps the countdown that started first, as
 /// upstream. The leader dies at 100 s; the standby takes over at 105 s and keeps it too
-/// (023dc13 deleted the pod at once: swap + 30 s had passed).
+/// (counting from the swap, 30 s would have passed and the pod would go at once).
 #[test]
 fn a_taint_swapped_under_a_pod_keeps_the_first_taints_countdown_at_a_takeover() {
     let mut c = leader_and_standby(test_settings());
@@ -405,7 +405,7 @@ fn a_taint_swapped_under_a_pod_keeps_the_first_taints_countdown_at_a_takeover() 
     );
 }
 
-// ---- item 6: clocks that outlive a leader ------------------------------------------------------
+// ---- clocks that outlive a leader --------------------------------------------------------------
 
 /// The leader hands its clocks to the next one (the shell writes them on the leader Lease,
 /// `leader/clocks.rs`): a follower built from the leader at `now`, given `clocks`, synced.
