@@ -1,6 +1,5 @@
 //! The controllers' CPU cost without I/O: `Controllers` with N healthy nodes (30 pods each, a
-//! Lease each) driven on the virtual clock as `../shared/real-apiserver/load.py heartbeat` drives
-//! a cluster (every Lease renewed every 10 s, every node status patched every 60 s, spread evenly),
+//! Lease each) driven on the virtual clock as kubelets drive a cluster (every Lease renewed every 10 s, every node status patched every 60 s, spread evenly),
 //! through several monitor periods. Prints ns per Lease renewal, per node status event and per
 //! node per monitor pass, and the allocations of each.
 //!
@@ -11,8 +10,6 @@
 //!
 //! The objects are decoded before they are timed: only `Controllers::handle` is measured.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -20,42 +17,10 @@ use node_lifecycled::controller::{Action, Controllers, Input, Settings};
 use node_lifecycled::kube::decode::{DecodeContext, decode_object};
 use node_lifecycled::model::{Kind, Lease, Node, Pod};
 use node_lifecycled::time::Time;
-
-/// Counts the allocations of this (the only) thread.
-struct CountingAlloc;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-}
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(|a| a.get())
-}
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use node_lifecycled_sim::testing::{CountingAlloc, allocations_made as allocations};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::new();
 
 const PODS_PER_NODE: usize = 30;
 const LEASE_PERIOD: Duration = Duration::from_secs(10);

@@ -25,7 +25,7 @@ use fuzz_support::engine::{self, Budget, CountingAlloc};
 use fuzz_support::targets;
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::refusing_above(engine::ALLOC_REFUSE);
 
 struct Args {
     target: String,

@@ -47,6 +47,7 @@ use node_lifecycled_sim::Resource;
 // The floor's reading of a frame: the one the bench's floor reader uses on the live stream.
 use node_lifecycled_sim::bench::floor_reader::name_and_renewal;
 use node_lifecycled_sim::protobuf_message as encode_object;
+use node_lifecycled_sim::testing::{CountingAlloc, allocations_made as allocations};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use serde_json::json;
 
@@ -58,30 +59,8 @@ mod proto_frames;
 /// Allocations made (not live: every `alloc` and `realloc`), so that each stage can say how
 /// many a renewal costs: each is a call into malloc and, at the end of the object's life, into
 /// free (callgrind counts both in the stage's instructions).
-static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-struct CountingAlloc;
-
-unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        unsafe { std::alloc::System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
-        MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        unsafe { std::alloc::System.realloc(ptr, layout, size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: CountingAlloc = CountingAlloc;
-
-fn allocations() -> usize {
-    MADE.load(std::sync::atomic::Ordering::Relaxed)
-}
+static GLOBAL: CountingAlloc = CountingAlloc::new();
 
 struct Args {
     nodes: usize,

@@ -31,11 +31,9 @@
 //! Wall figures are the fastest of the rounds, in ns per event on one thread; allocations per
 //! event are counted by a counting allocator (they do not depend on the load).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use node_lifecycled::controller::{Controllers, Input, Settings};
@@ -44,6 +42,7 @@ use node_lifecycled::kube::decode::{DecodeContext, WatchEvent, decode_object};
 use node_lifecycled::kube::watch::{ResponseDecoder, WatchItem};
 use node_lifecycled::model::{Kind, Lease, Node};
 use node_lifecycled::time::Time;
+use node_lifecycled_sim::testing::{CountingAlloc, allocations_made};
 
 #[path = "support/flags.rs"]
 mod flags;
@@ -51,25 +50,8 @@ mod flags;
 mod proto_frames;
 
 /// Every allocation of the process, counted (frees are not: the figure is allocations made).
-struct Counting;
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc::new();
 
 const NODE_PB: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_node_worker.pb");
 /// The fixture's node name, replaced by each node's (the same length).
@@ -271,7 +253,7 @@ fn events_through(
     let mut decoder = ResponseDecoder::new(1 << 20);
     let mut items = Vec::new();
     let mut out = Outcome::default();
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    let allocations = allocations_made();
     for piece in plaintext.chunks(64 * 1024) {
         // As the stream does at each read: the last read's frames have been read.
         decoder.release_frames();
@@ -301,7 +283,7 @@ fn events_through(
             out.actions += black_box(ctl.handle(Input::NodeUpsert(node), now)).len();
         }
     }
-    out.allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations;
+    out.allocations = allocations_made() - allocations;
     out
 }
 

@@ -27,7 +27,6 @@
 //! ```
 
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use node_lifecycled::controller::{
@@ -37,12 +36,10 @@ use node_lifecycled::kube::decode::{DecodeContext, decode_object};
 use node_lifecycled::model::{ClusterStore, Kind, Lease, Name, Node, NodeCondition, Taint};
 use node_lifecycled::time::Time;
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::{BLOCKS, CountingAlloc, LIVE};
+use node_lifecycled_sim::testing::{CountingAlloc, live_blocks, live_bytes};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::new();
 
 /// The bytes the floor keeps per node besides its name (see the module comment).
 const FLOOR_FIXED: usize = 16 + 8 + 4 + 4 + 1 + 5 * (1 + 4 + 4 + 4) + 4 + (8 + 4 + 8) + (8 + 4);
@@ -126,10 +123,7 @@ fn lease_json(i: usize, t0: Time) -> String {
 
 /// Live bytes and allocations since `(bytes, blocks)`.
 fn since(start: (isize, isize)) -> (isize, isize) {
-    (
-        LIVE.load(Ordering::Relaxed) - start.0,
-        BLOCKS.load(Ordering::Relaxed) - start.1,
-    )
+    (live_bytes() - start.0, live_blocks() - start.1)
 }
 
 fn now() -> (isize, isize) {

@@ -20,18 +20,15 @@
 //! ```
 
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
 use node_lifecycled::kube::decode::{DecodeContext, decode_object};
 use node_lifecycled::model::{ClusterStore, Pod};
 use node_lifecycled::time::Rng;
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::{BLOCKS, CountingAlloc, LIVE};
+use node_lifecycled_sim::testing::{CountingAlloc, live_blocks, live_bytes};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::new();
 
 const PODS_PER_NODE: usize = 30;
 
@@ -103,15 +100,15 @@ fn main() -> ExitCode {
         }
     }
     let count = pods.len();
-    let before = LIVE.load(Ordering::Relaxed);
-    let blocks_before = BLOCKS.load(Ordering::Relaxed);
+    let before = live_bytes();
+    let blocks_before = live_blocks();
     let mut store = ClusterStore::new();
     for text in &pods {
         let pod: Pod = decode_object(text.as_bytes(), &mut ctx).expect("pod decodes");
         store.upsert_pod(pod);
     }
-    let measured = LIVE.load(Ordering::Relaxed) - before;
-    let blocks = BLOCKS.load(Ordering::Relaxed) - blocks_before;
+    let measured = live_bytes() - before;
+    let blocks = live_blocks() - blocks_before;
     let estimate = store.heap_bytes().pods;
     let floor = name_bytes + count * FLOOR_FIXED;
     let per = |b: usize| b as f64 / count as f64;

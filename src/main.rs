@@ -1,6 +1,6 @@
 //! Command line, wiring and exit codes. Everything else lives in the library.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -141,8 +141,24 @@ fn version() -> String {
     )
 }
 
+/// A word the daemon never took as an option, named as its error: lexopt would split `-hV`,
+/// take `--socket=PATH` and end the options at `--`; the command line keeps to the separate
+/// words its usage shows (and `--config=PATH`).
+fn refused_form(word: &OsStr) -> Option<String> {
+    let Some(text) = word.to_str() else {
+        return Some(format!("unknown argument {word:?}"));
+    };
+    let refused = text == "--"
+        || (text.starts_with("--") && text.contains('=') && !text.starts_with("--config="))
+        || (!text.starts_with("--") && text.starts_with('-') && text.len() > 2);
+    refused.then(|| format!("unknown argument {text:?}"))
+}
+
+/// The command line, split by lexopt (the workspace's command-line parser: the simulator's
+/// uses it too). An option's value is the next word, whatever it looks like.
 fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, String> {
-    let mut args = args.into_iter();
+    use lexopt::Arg;
+    let mut parser = lexopt::Parser::from_args(args);
     let mut subcommand: Option<String> = None;
     let mut config: Option<PathBuf> = None;
     let mut output: Option<Output> = None;
@@ -154,41 +170,53 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
     let mut pause_for: Option<Duration> = None;
     let mut fence_sample: Option<usize> = None;
     let mut reason: Option<String> = None;
-    while let Some(arg) = args.next() {
-        let Some(text) = arg.to_str() else {
-            return Err(format!("unknown argument {arg:?}"));
+    loop {
+        if let Some(why) = parser
+            .try_raw_args()
+            .and_then(|words| words.peek().and_then(refused_form))
+        {
+            return Err(why);
+        }
+        let Some(arg) = parser.next().map_err(|e| e.to_string())? else {
+            break;
         };
-        match text {
-            "--help" | "-h" => return Ok(Command::Help),
-            "--version" | "-V" => return Ok(Command::Version),
-            "--config" | "-c" => {
-                let path = args.next().ok_or("--config needs a PATH")?;
+        let text = match arg {
+            Arg::Long("help") | Arg::Short('h') => return Ok(Command::Help),
+            Arg::Long("version") | Arg::Short('V') => return Ok(Command::Version),
+            Arg::Long("config") | Arg::Short('c') => {
+                let path = match parser.optional_value() {
+                    // `--config=PATH`
+                    Some(path) if path.is_empty() => return Err("--config needs a PATH".into()),
+                    Some(path) => path,
+                    None => parser.value().map_err(|_| "--config needs a PATH")?,
+                };
                 if config.replace(PathBuf::from(path)).is_some() {
                     return Err("--config given twice".to_string());
                 }
+                continue;
             }
-            _ if text.starts_with("--config=") => {
-                let path = &text["--config=".len()..];
-                if path.is_empty() {
-                    return Err("--config needs a PATH".to_string());
-                }
-                if config.replace(PathBuf::from(path)).is_some() {
-                    return Err("--config given twice".to_string());
-                }
-            }
+            Arg::Long(name) => format!("--{name}"),
+            Arg::Short(c) => format!("-{c}"),
+            Arg::Value(word) => word
+                .into_string()
+                .map_err(|word| format!("unknown argument {word:?}"))?,
+        };
+        match text.as_str() {
             "run" | "check-config" | "doctor" | "status" | "explain" | "pause" | "resume"
                 if subcommand.is_none() && config.is_none() =>
             {
-                subcommand = Some(text.to_string());
+                subcommand = Some(text);
             }
             "--socket" => {
-                let path = args.next().ok_or("--socket needs a PATH")?;
+                let path = parser.value().map_err(|_| "--socket needs a PATH")?;
                 if socket.replace(PathBuf::from(path)).is_some() {
                     return Err("--socket given twice".to_string());
                 }
             }
             "--fence-sample" if subcommand.as_deref() == Some("doctor") => {
-                let value = args.next().ok_or("--fence-sample needs a number N")?;
+                let value = parser
+                    .value()
+                    .map_err(|_| "--fence-sample needs a number N")?;
                 let n = value
                     .to_str()
                     .and_then(|v| v.parse::<usize>().ok())
@@ -199,7 +227,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                 }
             }
             "--for" if subcommand.as_deref() == Some("pause") => {
-                let value = args.next().ok_or("--for needs a DURATION")?;
+                let value = parser.value().map_err(|_| "--for needs a DURATION")?;
                 let value = value.to_str().ok_or("--for: not a duration")?;
                 let d = node_lifecycled::time::parse_duration(value)
                     .map_err(|e| format!("--for {value:?}: {e}"))?;
@@ -208,7 +236,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                 }
             }
             "--reason" if subcommand.as_deref() == Some("pause") => {
-                let value = args.next().ok_or("--reason needs a TEXT")?;
+                let value = parser.value().map_err(|_| "--reason needs a TEXT")?;
                 let value = value.to_str().ok_or("--reason: not UTF-8")?;
                 if reason.replace(value.to_string()).is_some() {
                     return Err("--reason given twice".to_string());
@@ -218,11 +246,11 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                 && subject.is_none()
                 && !text.starts_with('-') =>
             {
-                subject = Some(text.to_string());
+                subject = Some(text);
             }
             "--output" | "--kubeconfig" | "--kcm-manifest" | "--k3s-config" | "--rke2-config"
             | "--k0s-config" | "--microk8s-args" => {
-                let flag: &'static str = match text {
+                let flag: &'static str = match text.as_str() {
                     "--output" => "--output",
                     "--kubeconfig" => "--kubeconfig",
                     "--kcm-manifest" => "--kcm-manifest",
@@ -235,7 +263,9 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                     return Err(format!("{flag} given twice"));
                 }
                 doctor_flags.push(flag);
-                let value = args.next().ok_or(format!("{flag} needs a value"))?;
+                let value = parser
+                    .value()
+                    .map_err(|_| format!("{flag} needs a value"))?;
                 match flag {
                     "--output" => {
                         output = Some(match value.to_str() {

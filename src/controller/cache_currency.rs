@@ -31,14 +31,12 @@
 //! connect and TLS included), 50–500 ms ([`cache_settle`]): the backlog follows the head by
 //! about as long as the server took to answer.
 //!
-//! Measured against kube-apiserver v1.20.2 at the installed watch idle timeout (30 s), every
-//! connection of the daemon reset once (`tests/real_apiserver/upstream_safety.rs`, the stale-cache
-//! section; loopback, a busy 2-core machine): before this rule (a line needed after any
-//! failure; settle 0.5 s) the hold lasted 23.6–25.5 s — a quiet watch's successor sends its
-//! first line, a bookmark, ~20 s after it is opened — and a pod due 7 s after the reset was
-//! deleted 18.0–19.0 s late, one due 0.3 s after it 23.8 s late; with it the hold lasts
-//! 0.44–0.59 s (the backoff and the reconnect) + a 50 ms settle, the first pod is deleted on
-//! time (+0.00–0.06 s) and the second 0.30–0.37 s after its due time.
+//! Why a broken connection is current again at its successor's head, not at its first line: a
+//! quiet watch's successor may send its first line (a bookmark) only tens of seconds after it
+//! is opened, and a hold that waited for it would delete pods that late. With this rule the hold
+//! after a reset lasts the backoff and the reconnect plus the settle
+//! (`tests/real_apiserver/upstream_safety.rs`, the stale-cache section, checks it against a real
+//! API server).
 //!
 //! Until the shell says otherwise the caches count as current (a machine fed by hand, as the
 //! controller tests and the simulator's scenarios do, has nothing to wait for).

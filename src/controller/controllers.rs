@@ -305,7 +305,7 @@ impl Controllers {
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             // No brake engaged and none held: the cover is `Nothing` (`brake_cover`'s first
             // test) and `set_brake` of the cover it holds returns at once, so it is not built
-            // (twice per input: ~150 instructions of a renewal's path). Otherwise, as before
+            // (this runs twice per input, a renewal's included). Otherwise the cover is set
             // (a reload that removed the last brake lets its held deletions go).
             if !lifecycle.brakes().any_engaged() && eviction.brake_holds_nothing() {
                 return;

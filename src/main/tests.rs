@@ -132,3 +132,44 @@ fn unknown_or_malformed_arguments_are_usage_errors() {
     assert!(parse(&["doctor", "--kcm-manifest", "a", "--kcm-manifest", "b"]).is_err());
     assert_eq!(parse(&["check-config", "--help"]), Ok(Command::Help));
 }
+
+/// An option's value is the next word whatever it looks like; words the usage does not show
+/// (`-hV`, `--socket=PATH`, `--`, a word not UTF-8) are refused, named.
+#[test]
+fn values_may_look_like_options_and_other_forms_are_refused() {
+    assert_eq!(
+        parse(&["--config", "--help"]),
+        Ok(Command::Run {
+            config: "--help".into()
+        })
+    );
+    assert_eq!(
+        parse(&["-c", "-c"]),
+        Ok(Command::Run {
+            config: "-c".into()
+        })
+    );
+    assert_eq!(
+        parse(&["status", "--socket", "--"]),
+        Ok(Command::Ask {
+            config: DEFAULT_CONFIG_PATH.into(),
+            socket: Some("--".into()),
+            request: "status".into()
+        })
+    );
+    for word in ["-hV", "-cX", "--socket=/s", "--help=x", "--", "-verbose"] {
+        assert_eq!(
+            parse(&["status", word]),
+            Err(format!("unknown argument {word:?}")),
+            "{word}"
+        );
+    }
+    let not_utf8 = {
+        use std::os::unix::ffi::OsStringExt;
+        OsString::from_vec(vec![b'x', 0xff])
+    };
+    assert_eq!(
+        parse_args([OsString::from("run"), not_utf8]),
+        Err("unknown argument \"x\\xFF\"".to_string())
+    );
+}

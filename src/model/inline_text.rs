@@ -1,18 +1,17 @@
 //! Short text held inline: a Lease's resourceVersion ([`Version`]) and its name
 //! ([`LeaseName`]).
 //!
-//! Every Lease renewal brings a new resourceVersion. As an `Rc<str>` it was an allocation in
+//! Every Lease renewal brings a new resourceVersion. On the heap it would be an allocation in
 //! the decode and a free when the store replaced the Lease it held: two calls into malloc per
-//! renewal, ~400 instructions and the cache lines of a heap block (`examples/lease_event_floor.rs`,
-//! BENCHMARKS.md, Floor 2). etcd-backed API servers write a decimal integer (at most 20 digits),
-//! which fits in the value itself; anything longer (the API calls the text opaque) goes to the
-//! heap as before. Either way the text is kept byte for byte: nothing is parsed or rewritten.
+//! renewal and the cache lines of a heap block (`examples/lease_event_floor.rs` counts them).
+//! etcd-backed API servers write a decimal integer (at most 20 digits), which fits in the value
+//! itself; anything longer (the API calls the text opaque) goes to the heap. Either way the text is kept byte for byte: nothing is parsed or rewritten.
 //!
-//! The name came from the interner, a lookup by name at every renewal (three cache lines, cold:
-//! ~0.8 µs of a renewal at 5,000 nodes) before the store's own lookup by the same name. Copied
-//! inline, it costs neither that lookup nor a heap block (a read's ~22 renewals, decoded before
-//! any is fed, outran malloc's per-size cache when the copy was an `Rc<str>`: session 16); the
-//! store finds the Lease by the text and keeps it under the node's interned name. A node name
+//! The name is not interned: that would be a lookup by name at every renewal (three cache lines,
+//! cold) before the store's own lookup by the same name. Copied inline, it costs neither that
+//! lookup nor a heap block (a read's renewals are all decoded before any is fed, so heap copies
+//! would outrun malloc's per-size cache); the store finds the Lease by the text and keeps it
+//! under the node's interned name. A node name
 //! longer than the inline room (rare: cloud providers' names are 20 to 45 bytes) goes to the heap.
 
 use std::rc::Rc;
@@ -56,7 +55,8 @@ impl<const N: usize> InlineText<N> {
                 let text = bytes.get(..usize::from(*len)).unwrap_or_default();
                 // SAFETY: `new` is the only constructor of `Inline` (the fields are private
                 // and never changed after): `bytes[..len]` is a whole `&str` copied, so UTF-8.
-                // `from_utf8` here was ~60 instructions a read, two reads a renewal.
+                // Unchecked: this is read twice a renewal, and the check would prove again
+                // what `new` already holds.
                 unsafe { std::str::from_utf8_unchecked(text) }
             }
             Repr::Heap(text) => text,

@@ -4,10 +4,9 @@
 //! time (`prefetch_index`, `prefetch_entry`, `likely`: `model/prefetch.rs`).
 //!
 //! Every Lease renewal looks its node up twice by name. In a `BTreeMap<Rc<str>, _>` that is a
-//! walk of a dozen string compares, each behind a pointer to a name somewhere else on the heap:
-//! at 5,000 nodes the two walks were 14 % of the daemon's steady CPU (memcmp and the misses of
-//! reading the names; `perf record` on the release daemon, BENCHMARKS.md). Here a lookup hashes
-//! the name once (`NameHashState`) and compares one entry's name.
+//! walk of a dozen string compares, each behind a pointer to a name somewhere else on the heap,
+//! and the walks add up to a large share of the daemon's steady CPU. Here a lookup hashes the
+//! name once (`NameHashState`) and compares one entry's name.
 //!
 //! The entries sit in a slab (`(name, value)` pairs, as dense as a refilled B-tree's), found by
 //! a [`SlotIndex`] of 4-byte buckets (the pod table's: the slab entry is the key, so the index

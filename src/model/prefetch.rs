@@ -1,8 +1,8 @@
 //! Asking the CPU for a cache line before it is needed, so that a batch's misses overlap.
 //!
-//! A read of the Lease watch brings ~22 renewals (at 5,000 nodes), and between two reads the
-//! other processes on the host empty the caches: every renewal's lookups (the store's Lease,
-//! the node's entry) are cache misses, each ~0.2 µs, and one after the other, since each
+//! A read of the Lease watch brings a batch of renewals, and between two reads the other
+//! processes on the host empty the caches: every renewal's lookups (the store's Lease, the
+//! node's entry) are cache misses, and one after the other, since each
 //! address comes out of the line before. Looked up renewal by renewal, a batch waits for them
 //! in turn. Asked for a stage at a time over the whole batch (every index bucket, then every
 //! entry those buckets name, ...), they are fetched side by side, and the renewals themselves

@@ -17,10 +17,10 @@
 //! An entry names its key by a slot (a `u32`) in two dense tables the lanes own: the sequence
 //! number of each slot's current entry, and its key. A renewal's push and the later drop of the
 //! entry it made stale read one word of the first table (5,000 slots are 40 KB), where a handle
-//! shared by `Rc` with its entries was a heap object of its own per node, and a key held by each
-//! entry a reference count on the node's name: two cache misses at the push and two more at the
-//! stale entry's drop, at every renewal (the cache lines the server's work evicts between the
-//! daemon's reads; BENCHMARKS.md). Sequence numbers are never reused, so a slot given back and
+//! shared by `Rc` with its entries would be a heap object of its own per node, and a key held by
+//! each entry a reference count on the node's name: two cache misses at the push and two more at
+//! the stale entry's drop, at every renewal (the cache lines the server's work evicts between
+//! the daemon's reads). Sequence numbers are never reused, so a slot given back and
 //! taken by another key cannot be matched by the entries the first key left queued.
 //!
 //! A deadline that would break a lane's order (a node first seen with its creation time as its

@@ -14,6 +14,12 @@
 //!
 //! It sits with the bottom layer's other pure tools (the seeded generator, the timer heap):
 //! the timer heaps index their keys with it too.
+//!
+//! Why not depend on the `foldhash` crate: this is about a hundred lines of code, and the
+//! project adds a crate only where it is the well-kept standard for a job its dependencies
+//! cannot do; foldhash is not in the lock file. Nor would it be a drop-in: its seeding and
+//! finish differ, so every hash value would change, and the tests that choose the seeds
+//! (`NameHashState::with_seeds`) check this construction, not another.
 
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::OnceLock;

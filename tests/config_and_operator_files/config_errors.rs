@@ -338,6 +338,70 @@ fn unknown_arguments_exit_64_and_help_documents_exit_codes() {
     );
 }
 
+/// The usage text as `src/main.rs` writes it (its `USAGE` string literal, unescaped).
+fn usage_in_source() -> String {
+    let main = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs"))
+        .expect("src/main.rs");
+    let start = main
+        .find("const USAGE: &str = \"\\\n")
+        .expect("the USAGE literal in src/main.rs");
+    let body = &main[start..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let end = body.find("\n\";\n").expect("the USAGE literal's end");
+    format!("{}\n", &body[..end]).replace("\\\"", "\"")
+}
+
+/// `--help` and `-h` print the usage whole on stdout, nothing on stderr, exit 0, wherever they
+/// stand after the words before them were read.
+#[test]
+fn help_prints_the_usage_on_stdout_and_exits_0() {
+    let usage = usage_in_source();
+    assert!(usage.starts_with("node-lifecycled: ") && usage.contains("\nexit codes:\n"));
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["check-config", "--help"],
+        &["explain", "-h"],
+    ] {
+        let out = node_lifecycled(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), usage, "{args:?}");
+        assert_eq!(stderr(&out), "", "{args:?}");
+    }
+}
+
+/// A usage error is one line naming the word, the hint to `--help`, and exit 64 (EX_USAGE):
+/// an unknown option, a missing value, an option of another command, a form the usage does
+/// not show.
+#[test]
+fn usage_errors_name_the_word_and_exit_64() {
+    for (args, line) in [
+        (&["--frobnicate"][..], "unknown argument \"--frobnicate\""),
+        (&["-x"], "unknown argument \"-x\""),
+        (&["--config"], "--config needs a PATH"),
+        (&["--config="], "--config needs a PATH"),
+        (&["status", "--socket"], "--socket needs a PATH"),
+        (&["doctor", "--output"], "--output needs a value"),
+        (&["pause", "all", "--for"], "--for needs a DURATION"),
+        (&["run", "--output", "json"], "--output is a doctor option"),
+        (
+            &["status", "--socket=/run/s"],
+            "unknown argument \"--socket=/run/s\"",
+        ),
+        (&["-hV"], "unknown argument \"-hV\""),
+        (&["run", "--"], "unknown argument \"--\""),
+    ] {
+        let out = node_lifecycled(args);
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+        assert_eq!(
+            stderr(&out),
+            format!("node-lifecycled: {line}\nTry 'node-lifecycled --help'.\n"),
+            "{args:?}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// A note about what could not be checked (here: in-cluster settings outside a pod) comes after
 /// the effective configuration, on a line of its own, when both streams go to one terminal.
 #[test]

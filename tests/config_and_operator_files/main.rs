@@ -1,5 +1,5 @@
-//! The configuration's errors and RBAC, the layers of src/, the operator files (alerts, dashboard,
-//! man pages, completion) and the Debian package.
+//! The configuration's errors and RBAC, the layers of src/, the size of source files, the
+//! operator files (alerts, dashboard, man pages, completion) and the Debian package.
 //!
 //! One test binary; each module was its own before (one link step per group, not per file).
 
@@ -13,5 +13,6 @@ mod tool_support;
 mod config_errors;
 mod config_rbac;
 mod debian_package;
+mod file_sizes;
 mod layering;
 mod ops_pack;

@@ -1,12 +1,12 @@
 //! The mutation engine: a deterministic xorshift RNG, byte-level mutations of a seed corpus, one
-//! `catch_unwind` per input, and a counting allocator that notices an allocation sized from a
-//! length field instead of from the bytes actually received.
+//! `catch_unwind` per input, and the largest allocation of each input (read from the shared
+//! counting allocator), which tells an allocation sized from a length field instead of from the
+//! bytes actually received.
 //!
 //! Input `i` of a run is a pure function of `(seed, i)`: a crash that kills the process (an
 //! abort, a stack overflow) is replayed from the last checkpoint by the `fuzz` example's
 //! supervisor, which then saves the input that did it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -27,56 +27,15 @@ pub const ALLOC_PER_INPUT_BYTE: usize = 32;
 pub const ALLOC_REFUSE: usize = 1 << 30;
 
 thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
     static PANIC_MESSAGE: RefCell<Option<String>> = const { RefCell::new(None) };
     /// Inside [`execute`]: panics are recorded, not printed.
     static QUIET: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The system allocator, remembering the largest single request made on this thread.
-pub struct CountingAlloc;
-
-fn note(size: usize) {
-    // `try_with`: thread-local storage may already be gone while a thread exits.
-    let _ = LARGEST.try_with(|l| {
-        if size > l.get() {
-            l.set(size);
-        }
-    });
-}
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        if layout.size() > ALLOC_REFUSE {
-            return std::ptr::null_mut();
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        if layout.size() > ALLOC_REFUSE {
-            return std::ptr::null_mut();
-        }
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        if new_size > ALLOC_REFUSE {
-            return std::ptr::null_mut();
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-/// Largest single allocation on this thread since the last call (needs [`CountingAlloc`] as the
-/// binary's global allocator; 0 otherwise).
-pub fn take_largest_allocation() -> usize {
-    LARGEST.with(|l| l.replace(0))
-}
+/// The shared counting allocator: a fuzz binary installs
+/// `CountingAlloc::refusing_above(ALLOC_REFUSE)`, and [`take_largest_allocation`] tells the
+/// largest single request of this thread since the last call (0 without the allocator).
+pub use node_lifecycled_sim::testing::{CountingAlloc, take_largest_allocation};
 
 /// What one input did that it must not.
 #[derive(Clone, Debug, PartialEq, Eq)]

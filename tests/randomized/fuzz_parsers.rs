@@ -14,7 +14,7 @@ use node_lifecycled::kube::watch::lines::{DEFAULT_MAX_LINE, LineError, LineSplit
 use node_lifecycled::kube::watch::{ResponseDecoder, StreamEnd, WatchItem};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::refusing_above(engine::ALLOC_REFUSE);
 
 /// Inputs per target in the CI pass (debug build): a few seconds for all of them together.
 const CI_EXECUTIONS: u64 = 1500;

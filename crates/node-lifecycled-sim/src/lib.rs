@@ -30,6 +30,7 @@ mod api;
 pub mod bench;
 pub mod client;
 mod cluster;
+mod counting_alloc;
 mod diff;
 mod faults;
 pub mod fixtures;
@@ -49,8 +50,12 @@ mod shared;
 pub mod soak;
 mod status;
 /// The seeded generator (kubelet jitter, the soak's plan; the product's fuzz support): the
-/// product's one PRNG, under the name the simulator's users know.
+/// product's one PRNG, under the name the simulator's users know. And the one counting
+/// allocator the tests and examples install (`counting_alloc.rs`).
 pub mod testing {
+    pub use crate::counting_alloc::{
+        CountingAlloc, allocations_made, live_blocks, live_bytes, take_largest_allocation,
+    };
     pub use node_lifecycled::time::Rng;
 }
 pub mod timeline;

@@ -214,9 +214,8 @@ fn renewals_per_200ms_after_a_resume(resume_at: impl Fn(usize, usize) -> Duratio
 /// The bench's resume (`bench/idle.rs`) keeps the rate a fleet had: kubelets resumed at the
 /// phases of a fleet that has run a long time renew at an even rate from the first renewal on.
 /// Resumed evenly over one renew interval instead, their rate falls to a quarter of itself a
-/// renew interval later (the jittered second renewals only start then): the dip that put the
-/// bench's detection victims on a widened watch grid (session 12's 60-82 ms tails at 5,000
-/// nodes).
+/// renew interval later (the jittered second renewals only start then): a dip that puts the
+/// bench's detection victims on a widened watch grid, and lengthens the detection tails.
 #[test]
 fn kubelets_resumed_at_their_steady_phases_renew_at_an_even_rate_with_no_dip_a_renew_interval_later()
  {

@@ -56,6 +56,7 @@ mod confirm;
 mod cycle;
 mod holds;
 mod machine;
+mod outage;
 mod outcomes;
 #[cfg(test)]
 mod tests;

@@ -45,7 +45,7 @@ impl NodeLifecycle {
         // every decision and its order (most of the pass at 5,000 healthy nodes).
         // The entries and the store's nodes are both maps ordered by name: each node is found
         // by walking the store alongside, not by a lookup by name per entry (a dozen string
-        // comparisons each, most of the pass: BENCHMARKS.md, "Where a Lease event's cost goes").
+        // comparisons each, which would be most of the pass).
         let names: Vec<Name> = {
             let mut store_nodes = self.store.nodes().peekable();
             self.nodes

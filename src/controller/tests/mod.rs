@@ -4,6 +4,7 @@
 
 mod beyond_upstream;
 mod brake;
+mod disrupted_sites;
 mod echo_orders;
 mod edge_autonomy;
 mod fleet_pause;

@@ -171,9 +171,9 @@ fn a_zone_cut_off_with_spread_heartbeats_waits_for_nodes_that_missed_two_renewal
 
 /// While a zone waits for its suspects, its due queue head is looked at again at upstream's
 /// pass period (100 ms), not every millisecond: a wait lasts until the suspects are judged,
-/// seconds (here 8 s, the spread of three deadlines), and wake-ups are a product figure. Before:
-/// the pass re-armed itself 1 ms ahead for as long as the wait lasted (a bench run woke the
-/// daemon 1,000 times a second).
+/// seconds (here 8 s, the spread of three deadlines), and wake-ups are a product figure: a pass
+/// re-armed 1 ms ahead for as long as the wait lasts would wake the daemon 1,000 times a
+/// second.
 #[test]
 fn a_waiting_zone_looks_again_at_the_pass_period_not_every_millisecond() {
     let phase = |name: &str| match name {

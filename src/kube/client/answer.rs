@@ -11,9 +11,8 @@ use crate::kube::error::ApiError;
 ///
 /// A body of up to `SLICE_DECODE_MAX` bytes (a write's answer, one object) is read whole and
 /// decoded from the slice: `serde_json::from_reader` pulls a reader one byte per call, and a
-/// 64 KiB `BufReader` is zero-filled on its first read, which made a 1 KB Event POST answer
-/// cost ~200,000 instructions (BENCHMARKS.md, "Where a Lease event's cost goes"). A longer
-/// body (a LIST page) streams through the reader as before, so memory stays bounded.
+/// 64 KiB `BufReader` is zero-filled on its first read, far more work than a 1 KB answer's
+/// decode. A longer body (a LIST page) streams through the reader, so memory stays bounded.
 pub(super) fn decode<T: DeserializeOwned>(
     base_url: &str,
     label: &str,

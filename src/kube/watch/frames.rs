@@ -7,11 +7,10 @@
 //!
 //! The frames a read completes are copied back to back into one buffer, the [`FrameArena`],
 //! and handed on as spans of it ([`FrameSpan`]); the stream empties it at its next read. A
-//! buffer of its own per frame (recycled) was a destination on a different part of the heap
-//! for each of a read's ~22 renewals at 5,000 nodes, each cold after the 45 ms the server's
-//! work had between two reads: that copy was ~0.4 µs of a renewal's CPU (`perf`,
-//! BENCHMARKS.md), where the same bytes written front to back into one reused buffer cost
-//! about a tenth of that (the chunk decoder's copy, the step before, does just that).
+//! buffer of its own per frame (recycled) would be a destination on a different part of the
+//! heap for each of a read's renewals, each cold after the server's work between two reads,
+//! where the same bytes written front to back into one reused buffer stay warm (the chunk
+//! decoder's copy, the step before, does just that).
 
 use super::lines::LineError;
 
@@ -19,9 +18,8 @@ const LENGTH_BYTES: usize = 4;
 
 /// The arena's capacity kept from one read to the next: a steady read's frames (42 renewals at
 /// 15,000 nodes, ~13 KB; a Node status ~5 KB) fit. A full state's read (thousands of pods'
-/// frames) grows it further, and it is freed once read: kept at 256 KiB and given back only at
-/// the next read, after the trim that follows a sync, the three watches held ~0.7 MiB more
-/// resident at 500 nodes (10.1 MiB against 9.4).
+/// frames) grows it further, and it is freed once read: a larger capacity kept until the next
+/// read would stay resident after the trim that follows a sync, for every watch.
 const ARENA_KEPT_BYTES: usize = 64 * 1024;
 
 /// Where a frame is in its [`FrameArena`], for the arena's current read only: a span kept past

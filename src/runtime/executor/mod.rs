@@ -102,8 +102,8 @@ pub struct ExecutorSettings {
     /// Events waiting beyond this are dropped, oldest first. client-go's event broadcaster
     /// queues 1000 (`maxQueuedEvents`, tools/record/event.go) and refuses what comes when it is
     /// full; dropping the oldest instead sends the latest of a burst. A start at 5,000 nodes
-    /// queues a RegisteredNode event per node: 4096 of them held ~0.6 MB for the ~15 minutes
-    /// they take to send at 5 a second.
+    /// queues a RegisteredNode event per node, and at 5 a second they take about a quarter of
+    /// an hour to send: the bound keeps that backlog's memory small.
     pub max_queued_events: usize,
     /// Events' own pace, on top of the client throttle, so a burst of events (5000 pods marked
     /// NotReady) cannot take the whole client budget from the writes that follow.

@@ -2,18 +2,17 @@
 //!
 //! When many nodes fall silent at once, every verdict brings about 30 pod writes (NotReady
 //! marks, later evictions) behind it, all paced by the client throttle (qps 20 by default). In
-//! one FIFO the 100th node's Ready=Unknown write would wait behind 3,000 pod writes (measured:
-//! 72 s late at p99); upstream has the same problem (#114295). Verdicts therefore go first: the
+//! one FIFO the 100th node's Ready=Unknown write would wait behind 3,000 pod writes, a minute
+//! or more at qps 20; upstream has the same problem (#114295). Verdicts therefore go first: the
 //! live Lease read that confirms a node is dead and its status write; then node taints and
 //! labels; then pod deletions (a deleted pod leaves its Service endpoints anyway, and its
-//! replacement is scheduled at once); then pod status writes (NotReady marks, NodeLost). With
-//! the deletions behind the marks, the first eviction of a node came 159 s after its taint in
-//! the same benchmark. A later action is only ever submitted after the result of the one it
+//! replacement is scheduled at once); then pod status writes (NotReady marks, NodeLost), which
+//! would otherwise hold the evictions back by minutes. A later action is only ever submitted after the result of the one it
 //! depends on, so reordering between classes cannot reorder a causal chain.
 //!
-//! Order alone still left a verdict waiting for a token of the client budget that the pod
-//! writes keep spent (p99 422 ms late for 100 nodes at qps 20): the live Lease reads now spend
-//! a budget of their own (`kube::Budget`), and the status write waits at most one token.
+//! Order alone would still leave a verdict waiting for a token of the client budget that the
+//! pod writes keep spent: the live Lease reads spend a budget of their own (`kube::Budget`),
+//! and the status write waits at most one token.
 
 use std::collections::VecDeque;
 

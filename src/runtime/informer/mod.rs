@@ -147,9 +147,9 @@ pub struct Informer<T: Watched, S, K> {
     /// A LIST page the throttle postponed, and when the client will admit it.
     postponed_list: Option<(ListRequest, Time)>,
     items: Vec<WatchItem>,
-    /// The deltas buffer the loop borrows for each call (`take_deltas`): a read of 20-60
-    /// renewals grew a new vector from empty, ~6 reallocations and copies a read (0.4 µs a
-    /// renewal at 5,000 nodes, BENCHMARKS.md).
+    /// The deltas buffer the loop borrows for each call (`take_deltas`), kept: a new vector for
+    /// every read of dozens of renewals would grow from empty, a reallocation and a copy at
+    /// each doubling.
     spare_deltas: Vec<Delta<T>>,
     /// The streamed LIST being read, and how many items to hand on per loop turn.
     cache_list: Option<CacheList>,

@@ -20,7 +20,7 @@ pub const COALESCE_MAX_EVENTS: usize = 64;
 
 /// The coalescing period widens (doubles) while reads find fewer events than this on
 /// average: each read is a wake-up with a fixed cost (epoll, timers, TLS records, cold
-/// caches: about half of the daemon's CPU per event at 2,000 nodes), so a trickle is read less
+/// caches: a large share of the daemon's CPU per event), so a trickle is read less
 /// often, up to `MAX_WIDENING` times the configured period.
 const FEW_EVENTS_PER_READ: f32 = 12.0;
 /// … and narrows (halves) back towards the configured period while reads find more than this:

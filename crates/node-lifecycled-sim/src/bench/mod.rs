@@ -286,7 +286,7 @@ impl<'a> SizeRun<'a> {
         let sim = SimServer::start(SimConfig {
             tokens: Some(vec![token.clone()]),
             // As a real API server; the daemon's idle deadline, not bookmarks, detects dead
-            // watches (DESIGN field notes).
+            // watches (`watch_idle_timeout` in conf/config.toml).
             bookmark_interval: Duration::from_secs(60),
             // The burst must not push a watch out of the history (that would measure a relist).
             history_size: (options.burst_events * 2).max(100_000),

@@ -1,4 +1,4 @@
-//! Every fence step passes the gates of the first (issue 46): an escalation step after a failed
+//! Every fence step passes the gates of the first: an escalation step after a failed
 //! or timed-out one, the power-cycle's power-on and a step resumed after a restart are held by
 //! a fleet pause, maintenance, a cordon, the zone gate and the brake, and need a live read that
 //! finds the Lease stale. A pause of tainting holds the out-of-service taint. A new leader
