@@ -90,14 +90,29 @@ fn a_pod_marked_not_ready_in_a_dark_site_that_keeps_pods_ready_is_a_violation() 
         Some(Duration::from_secs(6)),
         at(0.0),
     );
-    for n in 1..=8 {
-        log.unknown(10.0, A, &format!("z3-n00{n}"));
+    log.checker.add_pod(
+        "default/web-32",
+        "z3-n008",
+        Some(Duration::from_secs(6)),
+        at(0.0),
+    );
+    let s2: Vec<String> = (1..=8).map(|n| format!("z3-n00{n}")).collect();
+    die(&mut log, &s2, 4.0);
+    for n in &s2 {
+        log.unknown(10.0, A, n);
     }
     log.mark_pod_not_ready(11.0, A, "default/web-30");
     log.mark_pod_not_ready(12.0, A, "default/web-0");
     assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
     log.mark_pod_not_ready(20.0, A, "default/web-31");
     assert_eq!(log.rules(), ["pod-marked-in-disrupted-domain"]);
+    // Four kubelets back at 21 s, their Ready posts not landed yet: the daemon may see s2
+    // Normal from their Leases, and then marks the pods of a node still down.
+    for n in &s2[..4] {
+        log.checker.kubelet(n, true, at(21.0));
+    }
+    log.mark_pod_not_ready(21.5, A, "default/web-32");
+    assert_eq!(log.rules().len(), 1, "{:?}", log.violations());
     // s1 dark too: its pool says always.
     for z in 1..=2 {
         for n in 1..=8 {

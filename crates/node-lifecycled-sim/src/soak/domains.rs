@@ -13,7 +13,8 @@
 //! Two more rules meet the failovers of the site episodes (`schedule/sites.rs`):
 //! - `pod-marked-in-disrupted-domain`: a pod marked NotReady on a node of a domain that keeps
 //!   its pods Ready while disrupted (`unless-disrupted`: site s2; s1's pool says `always`) and
-//!   that the store has seen partially or fully disrupted for longer than the zone allowance:
+//!   that is surely disrupted (enough nodes Unknown in the store and silent, both for longer
+//!   than the zone allowance; a kubelet back may count as ready before its Ready post lands):
 //!   a new leader must count the dark site before it marks anything;
 //! - `hold-overrun` (liveness): a held domain still dark when its `hold_max` has run out
 //!   (counted from when the store saw it fully disrupted) gets its first new NoExecute taint
@@ -172,20 +173,20 @@ impl Checker {
             return;
         }
         self.partitions.pod_marks_checked += 1;
-        let Some(since) = self.disrupted_since.get(&zone).copied().flatten() else {
+        let Some((surely, total)) = self.surely_disrupted(&zone, at) else {
             return;
         };
-        if at.since(since) > self.limits.zone_allowance {
-            self.violation(
-                at,
-                "pod-marked-in-disrupted-domain",
-                format!(
-                    "{daemon} marked {pod} (on {node}) NotReady although its domain {zone} keeps \
-                     pods Ready and has been disrupted for {:.1}s",
-                    at.since(since).as_secs_f64()
-                ),
-            );
-        }
+        let since = self.disrupted_since.get(&zone).copied().flatten();
+        self.violation(
+            at,
+            "pod-marked-in-disrupted-domain",
+            format!(
+                "{daemon} marked {pod} (on {node}) NotReady although its domain {zone} keeps pods \
+                 Ready and is disrupted ({surely} of {total} nodes surely not ready; disrupted in \
+                 the store for {:.1}s)",
+                since.map_or(0.0, |s| at.since(s).as_secs_f64())
+            ),
+        );
     }
 
     /// `hold-overrun`, judged at `now` for each held domain still fully disrupted.

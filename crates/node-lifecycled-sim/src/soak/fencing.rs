@@ -236,13 +236,11 @@ impl Checker {
     /// Why `node`'s zone surely forbids a fence by a write of `daemon` landing at `at`.
     fn zone_disrupted(&self, daemon: &str, node: &str, at: Time) -> Option<String> {
         let zone = self.nodes.get(node)?.zone.clone();
-        if let Some(since) = self.disrupted_since.get(&zone).copied().flatten() {
-            if at.since(since) > self.limits.zone_allowance {
-                return Some(format!(
-                    "its zone {zone} has been disrupted in the store for {:.1}s",
-                    at.since(since).as_secs_f64()
-                ));
-            }
+        if let Some((surely, total)) = self.surely_disrupted(&zone, at) {
+            return Some(format!(
+                "its zone {zone} is disrupted ({surely} of {total} nodes Unknown in the store and \
+                 silent)"
+            ));
         }
         let allowance = self.suspect_allowance(daemon, at);
         let zones = self.batched_view(at, allowance, Some(node));

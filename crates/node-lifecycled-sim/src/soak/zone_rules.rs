@@ -214,6 +214,26 @@ impl Checker {
             .collect()
     }
 
+    /// `zone` partially or fully disrupted at `at` counting only the nodes surely not ready
+    /// (Unknown in the store and silent, both for longer than the zone allowance): the store
+    /// lags a recovery (a kubelet back is seen by the daemon from its Lease before its Ready
+    /// post lands). `Some((surely not ready, nodes))` when disrupted.
+    pub(super) fn surely_disrupted(&self, zone: &str, at: Time) -> Option<(usize, usize)> {
+        let allowance = self.limits.zone_allowance;
+        let (mut surely, mut total) = (0usize, 0usize);
+        for n in self.nodes.values().filter(|n| n.zone == zone) {
+            total += 1;
+            let silent_long = !n.alive && at.since(n.kubelet_since) > allowance;
+            if n.ready != "True" && at.since(n.ready_since) > allowance && silent_long {
+                surely += 1;
+            }
+        }
+        let full = surely == total && total > 0;
+        let partial =
+            surely > 2 && surely as f64 / total as f64 >= self.limits.unhealthy_zone_threshold;
+        (full || partial).then_some((surely, total))
+    }
+
     /// (zone forbids new taints, every zone fully disrupted).
     fn zone_rules(&self) -> (BTreeMap<String, bool>, bool) {
         let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
