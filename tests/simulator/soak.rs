@@ -4,15 +4,14 @@
 //! responses, kills the leader and reloads configs: no safety or liveness invariant is broken,
 //! and the faults were really injected and the daemons really acted (Unknown, taints,
 //! evictions). Liveness deadlines (grace + 10 s) fall due only for the longer outages of a
-//! minute: the checkers are proven by the unit tests in src/sim/soak/invariant_tests.rs, the
+//! minute: the checkers are proven by the unit tests in crates/node-lifecycled-sim/src/soak/invariant_tests/, the
 //! 30-minute runs (SOAK.md) count the obligations they judged.
 //!
 //! Every plan opens with a correlated zone failure (6 of a zone's 8 kubelets silent at once or
 //! within a second) during which the leader is killed, so this minute judges the
-//! batched zone view of `taint-forbidden-by-zone` and `untaint-while-dead`. The daemon of
-//! commit 49120ab breaks both here (the first node of the zone tainted before the others'
-//! verdicts, its taint taken off by the restarted leader): this test fails until the daemon
-//! judges zones whole and keeps taints across restarts (SOAK.md).
+//! batched zone view of `taint-forbidden-by-zone` and `untaint-while-dead`. A daemon that judges
+//! each node alone (the first node of the zone tainted before the others' verdicts) or takes the
+//! taints off at a takeover breaks both here (SOAK.md, "What it has caught").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

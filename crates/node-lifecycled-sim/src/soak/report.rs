@@ -44,9 +44,14 @@ impl SoakReport {
     /// The command that replays this run.
     pub fn replay(&self) -> String {
         format!(
-            "node-lifecycled-sim soak --duration {}s --seed {}{}",
+            "node-lifecycled-sim soak --duration {}s --seed {}{}{}",
             self.duration.as_secs(),
             self.seed,
+            if (self.nodes, self.zones) == (24, 3) {
+                String::new()
+            } else {
+                format!(" --nodes {} --zones {}", self.nodes, self.zones)
+            },
             self.policy_args
         )
     }
