@@ -3,7 +3,7 @@
 //! `lease_event_floor.rs`).
 //!
 //! The Node is `src/kube/decode/fixtures/proto_node_worker.pb`: kube-apiserver v1.20.2's own
-//! protobuf of a node made by `/work/shared/real-apiserver/load.py`'s `node_obj` (~5 KB: 11
+//! protobuf of a node made by `scripts/real-apiserver/load.py`'s `node_obj` (~5 KB: 11
 //! labels, 4 annotations, 4 conditions, addresses, capacity, nodeInfo, 8 images, one
 //! managedFields entry). Node `i` is that object with its name (and the hostname label and
 //! address, the same text) replaced by `node-{i:05}`; each event then changes only what the

@@ -4,7 +4,7 @@
   scripts/bench-real-apiserver.py [--nodes 500] [--pods 30] [--window 120] [--runs 1]
                                   [--state DIR] [--keep] [--daemon target/release/node-lifecycled]
 
-Starts the real API server tier (../shared/real-apiserver/up.sh: etcd + kube-apiserver v1.20.2),
+Starts the real API server tier (scripts/real-apiserver/up.sh: etcd + kube-apiserver v1.20.2),
 applies conf/rbac.yaml, creates N nodes x P pods with load.py and plays the kubelets (every Lease
 renewed every 10 s, every node's status patched every 60 s) for the whole run. Then, per run:
 
@@ -38,7 +38,7 @@ Needs python3, curl, kubectl and a release build (`cargo build --release`).
 import argparse, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TIER = os.path.join(os.path.dirname(ROOT), 'shared', 'real-apiserver')
+TIER = os.path.join(ROOT, 'scripts', 'real-apiserver')
 TICK = os.sysconf('SC_CLK_TCK')
 FLOOR_WARMUP = 10  # seconds
 KINDS = [('nodes', '/api/v1/nodes'),

@@ -1,5 +1,6 @@
 //! The configuration's errors and RBAC, the layers of src/, the size of source files, the
-//! operator files (alerts, dashboard, man pages, completion) and the Debian package.
+//! operator files (alerts, dashboard, man pages, completion), the Debian package, and that no
+//! file refers outside the repository.
 //!
 //! One test binary; each module was its own before (one link step per group, not per file).
 
@@ -16,3 +17,4 @@ mod debian_package;
 mod file_sizes;
 mod layering;
 mod ops_pack;
+mod outside_references;

@@ -1,4 +1,4 @@
-//! The real kube-apiserver of `../shared/real-apiserver` for the tests that need one: started
+//! The real kube-apiserver of `scripts/real-apiserver` for the tests that need one: started
 //! with up.sh, stopped with down.sh on drop (also when a test panics). At most
 //! [`SERVERS_AT_ONCE`] in the process (`NODE_LIFECYCLED_REAL_APISERVERS` overrides it; 1 runs
 //! them one at a time): a further `start` waits for a server's drop. Two at once was checked to
@@ -177,7 +177,7 @@ impl RealApiserver {
         let binaries = kube.binaries();
         // A test that panicked with the server up poisons the lock; its drop still stopped it.
         let slot = Slot::take();
-        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver");
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-apiserver");
         let state = fresh_state();
         let mut up = Command::new(scripts.join("up.sh"));
         up.env("STATE", &state);

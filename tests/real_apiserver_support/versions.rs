@@ -1,6 +1,6 @@
 //! The Kubernetes releases the real-API-server tier runs on, and where their binaries come from.
 //!
-//! - 1.20.2: Debian bookworm's source package, built by `../shared/real-apiserver/build.sh` (the
+//! - 1.20.2: Debian bookworm's source package, built by `scripts/real-apiserver/build.sh` (the
 //!   floor: the oldest server the daemon supports, list+watch only);
 //! - 1.35.x: the oldest release upstream still supports;
 //! - 1.37.x: the newest release.
@@ -84,10 +84,10 @@ pub struct Binaries {
     pub controller_manager: Option<PathBuf>,
 }
 
-/// 1.20.2: `../shared/real-apiserver/build.sh` (Debian's source package, cached; it installs
+/// 1.20.2: `scripts/real-apiserver/build.sh` (Debian's source package, cached; it installs
 /// Debian's etcd too) prints the binary's path on its last line.
 fn build_debian() -> Result<Binaries, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-apiserver/build.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-apiserver/build.sh");
     let out = Command::new(&script)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
