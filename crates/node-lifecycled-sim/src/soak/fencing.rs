@@ -1,6 +1,6 @@
 //! Fencing in the soak (`--fencing`): the daemons may fence a quarter of the nodes (label
 //! `node-lifecycled.io/fencing=soak`) through a fence agent in two steps that never succeeds:
-//! step 1 runs into its 1.5 s timeout (zones z1 and z3) or fails after 0.5 s (the others),
+//! step 1 runs into its 5 s timeout (zones z1 and z3) or fails after 0.5 s (the others),
 //! step 2 (run at once after it, the
 //! escalation) fails. So every fence of a long silence escalates, then retries after the
 //! backoff. (A successful power-off would add the out-of-service taint, whose pod release
@@ -48,12 +48,14 @@ pub fn write_agent(dir: &Path) -> Result<PathBuf, String> {
     let agent = dir.join("fence-agent.sh");
     let runs = dir.join(RUNS_FILE);
     // Step 1 hangs into its timeout on the nodes of zones z1 and z3 and fails after 0.5 s on
-    // the others; step 2 fails. `exec sleep`: the timeout kills the agent's own process.
+    // the others; step 2 fails. `exec sleep`: the timeout kills the agent's own process. The
+    // timeout is longer than the pause allowance, so a pause that lands early in step 1 must
+    // be seen before step 2.
     let text = format!(
         "#!/bin/sh\n\
          echo \"$(date +%s%3N) $NODE_NAME $FENCE_STEP\" >> '{}'\n\
          if [ \"$FENCE_STEP\" = 1 ]; then\n\
-         \x20 case \"$NODE_NAME\" in z1-*|z3-*) exec sleep 5 ;; esac\n\
+         \x20 case \"$NODE_NAME\" in z1-*|z3-*) exec sleep 30 ;; esac\n\
          \x20 sleep 0.5\n\
          fi\n\
          exit 1\n",
@@ -78,7 +80,7 @@ pub fn config_table(agent: &Path) -> String {
          match_labels = {{ \"{FENCE_LABEL}\" = \"soak\" }}\n\
          [[fencing.step]]\n\
          command = [\"{agent}\"]\n\
-         timeout = \"1500ms\"\n\
+         timeout = \"5s\"\n\
          [[fencing.step]]\n\
          command = [\"{agent}\"]\n\
          timeout = \"1s\"\n",

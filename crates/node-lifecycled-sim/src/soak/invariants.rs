@@ -367,6 +367,11 @@ impl Checker {
             r.resource == Resource::Leases && r.namespace.as_deref() != Some("kube-node-lease");
         if !leader_lease {
             self.check_writer(&daemon, r.wall);
+        } else if r.succeeded()
+            && (r.verb == Verb::Create || r.summary.contains("spec.acquireTime"))
+        {
+            // A leader (the same identity restarted, too) took the Lease.
+            self.partitions.leader_acquired.push(r.wall);
         }
         let facts = self.reader.read(std::slice::from_ref(r));
         let kinds: Vec<FactKind> = facts.into_iter().map(|f| f.kind).collect();
@@ -383,10 +388,6 @@ impl Checker {
                     self.check_fence_attempt(&daemon, node, *step, r.wall);
                 }
                 FactKind::PodNotReady { pod } => self.check_pod_marked(&daemon, pod, r.wall),
-                FactKind::LeaderLease {
-                    holder: Some(holder),
-                    ..
-                } if !holder.is_empty() => self.partitions.leader_acquired.push(r.wall),
                 FactKind::PodDeleted { pod, .. } => {
                     if self.pods.get(pod).is_some_and(|p| p.deleted.is_none()) {
                         self.check_brake(format!("{pod} deleted"), r.wall);

@@ -174,7 +174,8 @@ impl Log {
         );
     }
 
-    /// `token` takes the leader Lease.
+    /// `token` takes the leader Lease (a new `acquireTime`: a restarted leader of the same
+    /// identity takes it so too).
     pub(in super::super) fn lease_taken(&mut self, t: f64, token: &str, holder: &str) {
         self.write(
             t,
@@ -184,7 +185,9 @@ impl Log {
             None,
             Some("kube-system"),
             "node-lifecycled",
-            format!("spec.holderIdentity: \"old\" -> \"{holder}\""),
+            format!(
+                "spec.acquireTime: \"…\" -> \"…\"; spec.holderIdentity: \"old\" -> \"{holder}\""
+            ),
         );
     }
 

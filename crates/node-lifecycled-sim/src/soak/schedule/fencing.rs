@@ -27,8 +27,8 @@ impl Planner {
         self.outage(&[node], at, 0, down, "fence-escalation-pause");
         // Step 1 starts about grace + after past the stop (the verdict comes up to one Lease
         // renew interval earlier than the grace); the pause lands from a second before that
-        // to 1.5 s after, which covers step 1 running (it fails after 0.5 s or times out at
-        // 1.5 s) and the moment step 2 would follow it.
+        // to 1.5 s after: before step 1, or while it runs (it fails after 0.5 s, or times out
+        // at 5 s: a pause that lands early in it must hold step 2).
         let first_step =
             (at + self.grace + self.fence_after).saturating_sub(Duration::from_secs(1));
         let pause_at = first_step + self.millis(0, 2_500);
