@@ -27,6 +27,7 @@ mod detection;
 pub mod floor_reader;
 mod idle;
 mod process;
+mod profile;
 mod report;
 mod sync_steady;
 
@@ -52,6 +53,7 @@ use super::timeline::{FactKind, FactReader};
 use super::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimHandle, SimServer, Verb};
 use node_lifecycled::config::{Config, format_duration};
 use node_lifecycled::time::Time;
+pub use profile::Profile;
 
 /// The node that carries a foreign NoExecute taint and only ever runs marker pods.
 pub const SINK_NODE: &str = "bench-sink";
@@ -156,6 +158,9 @@ pub struct BenchOptions {
     /// The simulator answers the daemon's protobuf requests in protobuf (as the real server
     /// does); `false`: JSON to everything (`--wire json`, the figures before protobuf).
     pub protobuf: bool,
+    /// The daemon's features (`profile.rs`): its defaults, or every feature with a per-node or
+    /// per-zone cost.
+    pub profile: Profile,
 }
 
 impl BenchOptions {
@@ -182,6 +187,7 @@ impl BenchOptions {
             seed: 7,
             initial_list: InitialList::WatchList,
             protobuf: true,
+            profile: Profile::Plain,
         }
     }
 
@@ -311,6 +317,7 @@ impl<'a> SizeRun<'a> {
         let populated = population
             .populate(&cluster)
             .map_err(|e| format!("cannot populate the simulated cluster: {}", e.message))?;
+        options.profile.prepare(&cluster, &populated.nodes)?;
         let victims = pick_victims(&populated.nodes, options.victims);
         let mut pods = populated.pods;
         for victim in &victims {
@@ -444,8 +451,10 @@ impl<'a> SizeRun<'a> {
                 format_duration(o.grace / 2)
             ));
         }
+        let (profile_top, profile_tables) = o.profile.config(self.report.zones);
         let text = format!(
-            "# written by node-lifecycled-sim bench; every other key: the daemon's default\n\
+            "# written by node-lifecycled-sim bench (profile {}); every other key: the daemon's \
+             default\n{profile_top}\
              node_monitor_period = {:?}\n\
              node_monitor_grace_period = {:?}\n\
              node_startup_grace_period = {:?}\n\
@@ -454,7 +463,8 @@ impl<'a> SizeRun<'a> {
              log_level = \"info\"\n\
              dump_format = \"json\"\n\n\
              [api]\n{api}\n\
-             [leader_election]\nenabled = false\n",
+             [leader_election]\nenabled = false\n\n{profile_tables}",
+            o.profile.as_str(),
             format_duration(o.monitor_period),
             format_duration(o.grace),
             format_duration(o.grace.max(Duration::from_secs(60))),

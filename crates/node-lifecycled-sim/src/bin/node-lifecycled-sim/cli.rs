@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use node_lifecycled_sim::bench::floor_reader::{FloorWatch, GRID};
-use node_lifecycled_sim::bench::{BenchSize, CURVE_NODES, InitialList};
+use node_lifecycled_sim::bench::{BenchSize, CURVE_NODES, InitialList, Profile};
 use node_lifecycled_sim::population::Population;
 
 mod options;
@@ -43,7 +43,8 @@ usage:
   node-lifecycled-sim bench [--sizes small,large|curve|N,...] [--quick] [--nodes N]
                             [--pods-per-node P] [--zones Z] [--victims N] [--burst-events N]
                             [--qps Q] [--burst B] [--initial-list watch-list|watch-cache]
-                            [--wire protobuf|json] [--csv FILE] [--daemon PATH] [--dir DIR]
+                            [--wire protobuf|json] [--profile plain|every-feature] [--csv FILE]
+                            [--daemon PATH] [--dir DIR]
       The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, curve = 500,
       2,000, 5,000 and 15,000 nodes, or node counts; 30 pods per node, 3 zones; or one size
       from --nodes/--pods-per-node/--zones) the simulated cluster runs
@@ -63,6 +64,9 @@ usage:
         --wire         what the simulator answers the daemon's protobuf requests (watches, the
                        watch-cache LIST) in: protobuf (default, as kube-apiserver does for
                        nodes, pods and leases) or json (the daemon then reads JSON)
+        --profile      the daemon's defaults (plain), or every feature with a per-node or
+                       per-zone cost at once: sites, holds, brakes, pools, autonomy, condition
+                       taints, fencing armed (BENCHMARKS.md)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
                            [--dir DIR] [--brake N] [--pools | --partitions] [--fencing]
       The randomized fault soak: two daemons with leader election against the simulated
@@ -137,6 +141,7 @@ pub struct BenchArgs {
     pub initial_list: Option<InitialList>,
     /// `--wire json`: the simulator answers JSON only.
     pub json_only: bool,
+    pub profile: Profile,
     /// `--csv FILE`: every size's figures as CSV, for scripts/plot-bench-curve.py.
     pub csv: Option<PathBuf>,
     pub daemon: Option<PathBuf>,
@@ -366,10 +371,16 @@ fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
         Some("json") => true,
         Some(other) => return Err(format!("--wire: {other:?} is neither protobuf nor json")),
     };
+    let profile = match options.value("--profile")? {
+        None => Profile::Plain,
+        Some(v) => Profile::parse(&v)
+            .ok_or_else(|| format!("--profile: {v:?} is neither plain nor every-feature"))?,
+    };
     Ok(BenchArgs {
         sizes,
         quick,
         json_only,
+        profile,
         csv: options.value("--csv")?.map(PathBuf::from),
         victims: options.number("--victims")?,
         burst_events: options.number("--burst-events")?,

@@ -142,6 +142,7 @@ fn run_bench(args: BenchArgs) -> ExitCode {
     options.burst = args.burst;
     options.initial_list = args.initial_list.unwrap_or(options.initial_list);
     options.protobuf = !args.json_only;
+    options.profile = args.profile;
     options.work_dir = args.dir;
     let mut out = std::io::stdout();
     let _ = writeln!(

@@ -28,6 +28,7 @@ pub(super) const VALUED: &[&str] = &[
     "zones",
     "pods-per-node",
     "listen",
+    "profile",
     "renew-interval",
     "default-toleration",
     "sizes",
