@@ -169,7 +169,12 @@ impl Run<'_> {
                 }
             }
             Fault::PauseFencing(length) => {
+                // Whole seconds, as the annotation carries it (RFC 3339 without fractions): the
+                // pause ends for the daemons at this instant, not at `now + length`.
                 let until = secs(*length);
+                let until = node_lifecycled::time::Time::from_unix_millis(
+                    until.as_unix_millis() / 1000 * 1000,
+                );
                 let value = super::fencing::pause_value(until);
                 if self.set_pause(Some(value)) {
                     self.checker.pause_fencing(self.cluster.now(), until);

@@ -23,15 +23,19 @@ impl Planner {
             return;
         }
         let node = free[self.rng.below(free.len() as u64) as usize];
-        let down = self.millis(20_000, 35_000);
+        let down = self.millis(22_000, 35_000);
         self.outage(&[node], at, 0, down, "fence-escalation-pause");
-        // Step 1 starts about grace + after past the stop (the verdict comes up to one Lease
-        // renew interval earlier than the grace); the pause lands from a second before that
-        // to 1.5 s after: before step 1, or while it runs (it fails after 0.5 s, or times out
-        // at 5 s: a pause that lands early in it must hold step 2).
-        let first_step =
-            (at + self.grace + self.fence_after).saturating_sub(Duration::from_secs(1));
+        // Step 1 starts about grace + after past the stop; the pause lands from half a second
+        // after that to 3 s after: inside step 1 where it hangs into its 5 s timeout (step 2
+        // must wait), after the escalation where step 1 fails at once (the retry must wait).
+        let first_step = at + self.grace + self.fence_after + Duration::from_millis(500);
         let pause_at = first_step + self.millis(0, 2_500);
+        // No fault that stops the daemons around it: `fence-while-paused` judges how soon
+        // the daemons honour it.
+        self.quiet.push((
+            pause_at.saturating_sub(Duration::from_secs(4)),
+            pause_at + Duration::from_secs(8),
+        ));
         let length = self.millis(3_000, 10_000);
         if self.rng.chance(50) {
             // Resumed by hand before its end.

@@ -138,7 +138,7 @@ const EPISODES: [(&str, u64); 21] = [
 /// Episodes planned only when the cluster has what they need (`PlanShape::sites`,
 /// `::fence_nodes`), so the plans of soaks without them stay as they were.
 const SITE_EPISODES: [(&str, u64); 2] = [("site-dark-failover", 2), ("hold-across-takeover", 2)];
-const FENCE_EPISODES: [(&str, u64); 1] = [("fence-escalation-pause", 4)];
+const FENCE_EPISODES: [(&str, u64); 1] = [("fence-escalation-pause", 6)];
 
 struct Planner {
     rng: Rng,
@@ -157,7 +157,22 @@ struct Planner {
     fence_after: Duration,
     /// No new fleet pause before this (one at a time).
     pause_busy_until: Duration,
+    /// Windows in which no fault that stops or slows the daemons starts (around a hold's end
+    /// after a takeover, around a pause of fencing), so their rules judge the daemons' own
+    /// timing rather than being excused by a fault. Empty unless sites or fencing are planned.
+    quiet: Vec<(Duration, Duration)>,
 }
+
+/// The episode kinds that stop or slow the daemons (the checker excuses what they delay).
+const BLOCKING: [&str; 7] = [
+    "watch-stall",
+    "watch-freeze",
+    "api-restart",
+    "burst-429",
+    "burst-500",
+    "slow-responses",
+    "kill-leader",
+];
 
 /// A zone's share of silent nodes that makes it partially disrupted (docs/upstream.md, "Zones"; the
 /// soak's daemons run upstream's 0.55).
@@ -419,12 +434,18 @@ impl Planner {
             fence_nodes: shape.fence_nodes.clone(),
             fence_after: shape.fence_after,
             pause_busy_until: Duration::ZERO,
+            quiet: Vec::new(),
         }
     }
 }
 
 /// The plan for `seed`: steps in time order.
 pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
+    plan_with_quiet(seed, shape).0
+}
+
+/// The plan and its quiet windows (`Planner::quiet`).
+fn plan_with_quiet(seed: u64, shape: &PlanShape) -> (Vec<Step>, Vec<(Duration, Duration)>) {
     let mut planner = Planner::new(seed, shape);
     let mut episodes = EPISODES.to_vec();
     if !shape.sites.is_empty() {
@@ -465,12 +486,19 @@ pub fn plan(seed: u64, shape: &PlanShape) -> Vec<Step> {
                 }
             })
             .map_or("watch-drop", |(k, _)| *k);
-        planner.episode(kind, at, shape.max_single_down);
+        let quiet = BLOCKING.contains(&kind)
+            && planner
+                .quiet
+                .iter()
+                .any(|&(from, to)| from <= at && at < to);
+        if !quiet {
+            planner.episode(kind, at, shape.max_single_down);
+        }
         at += planner.millis(300, 3_700);
     }
     // Steps past the end are kept (a plan resumes every node it stops); the soak ignores them.
     planner.steps.sort_by_key(|s| s.at);
-    planner.steps
+    (planner.steps, planner.quiet)
 }
 
 #[cfg(test)]

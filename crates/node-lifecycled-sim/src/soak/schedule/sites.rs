@@ -34,8 +34,15 @@ impl Planner {
         // silences) after the first stop; the hold counts from then.
         let dark = self.grace + Duration::from_secs(1);
         let (down, kill) = if kind == "hold-across-takeover" {
-            let down = dark + hold + self.millis(4_000, 12_000);
+            let down = dark + hold + self.millis(8_000, 14_000);
             let into_hold = hold.mul_f64(0.3 + self.rng.below(41) as f64 / 100.0);
+            // No fault that stops the daemons around the hold's end: `hold-overrun` judges
+            // when the first taint lands.
+            let end = start + dark + hold;
+            self.quiet.push((
+                end.saturating_sub(Duration::from_secs(4)),
+                end + Duration::from_secs(8),
+            ));
             (down, dark + into_hold)
         } else {
             let down = self.millis(8_000, millis_of(dark + hold).max(9_000));
