@@ -67,6 +67,8 @@ pub(super) struct DomainTruth {
     /// When a daemon took the leader Lease, and when the soak killed the leader.
     pub(super) leader_acquired: Vec<Time>,
     pub(super) leader_killed: Vec<Time>,
+    /// A leader was killed and no leader has written the Lease since.
+    pub(super) awaiting_leader: bool,
     /// Per domain: when its last new NoExecute taint landed.
     pub(super) last_taint: BTreeMap<String, Time>,
     /// Domains that keep their pods Ready while disrupted.
@@ -159,6 +161,7 @@ impl Checker {
     /// The soak killed the leader at `at`.
     pub fn leader_killed(&mut self, at: Time) {
         self.partitions.leader_killed.push(at);
+        self.partitions.awaiting_leader = true;
     }
 
     /// `pod-marked-in-disrupted-domain`: `daemon` marked `pod` NotReady at `at`.

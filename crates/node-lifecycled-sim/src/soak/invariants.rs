@@ -367,10 +367,10 @@ impl Checker {
             r.resource == Resource::Leases && r.namespace.as_deref() != Some("kube-node-lease");
         if !leader_lease {
             self.check_writer(&daemon, r.wall);
-        } else if r.succeeded()
-            && (r.verb == Verb::Create || r.summary.contains("spec.acquireTime"))
-        {
-            // A leader (the same identity restarted, too) took the Lease.
+        } else if r.succeeded() && self.partitions.awaiting_leader {
+            // The first write of the leader Lease after a kill: a leader acts (a restarted
+            // daemon of the same identity renews its own Lease, without a new acquireTime).
+            self.partitions.awaiting_leader = false;
             self.partitions.leader_acquired.push(r.wall);
         }
         let facts = self.reader.read(std::slice::from_ref(r));

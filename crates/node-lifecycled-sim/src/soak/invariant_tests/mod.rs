@@ -174,8 +174,8 @@ impl Log {
         );
     }
 
-    /// `token` takes the leader Lease (a new `acquireTime`: a restarted leader of the same
-    /// identity takes it so too).
+    /// `token` writes the leader Lease (after a kill: the leader acting again, a restarted daemon
+    /// of the same identity by renewing it).
     pub(in super::super) fn lease_taken(&mut self, t: f64, token: &str, holder: &str) {
         self.write(
             t,
@@ -185,9 +185,7 @@ impl Log {
             None,
             Some("kube-system"),
             "node-lifecycled",
-            format!(
-                "spec.acquireTime: \"…\" -> \"…\"; spec.holderIdentity: \"old\" -> \"{holder}\""
-            ),
+            format!("spec.holderIdentity: \"old\" -> \"{holder}\""),
         );
     }
 

@@ -25,18 +25,20 @@ impl Planner {
         let node = free[self.rng.below(free.len() as u64) as usize];
         let down = self.millis(22_000, 35_000);
         self.outage(&[node], at, 0, down, "fence-escalation-pause");
-        // Step 1 starts about grace + after past the stop; the pause lands from half a second
-        // after that to 3 s after: inside step 1 where it hangs into its 5 s timeout (step 2
-        // must wait), after the escalation where step 1 fails at once (the retry must wait).
+        // Step 1 starts about grace + after + 0.5 s past the stop (the verdict, then `after`,
+        // then the live read); the pause lands up to 1.5 s after that, inside step 1 where it
+        // hangs into its 5 s timeout (step 2, due when it ends, must wait), or after a quick
+        // escalation where step 1 fails at once (the retry must wait). It lasts longer than
+        // step 1.
         let first_step = at + self.grace + self.fence_after + Duration::from_millis(500);
-        let pause_at = first_step + self.millis(0, 2_500);
+        let pause_at = first_step + self.millis(0, 1_500);
         // No fault that stops the daemons around it: `fence-while-paused` judges how soon
         // the daemons honour it.
         self.quiet.push((
             pause_at.saturating_sub(Duration::from_secs(4)),
             pause_at + Duration::from_secs(8),
         ));
-        let length = self.millis(3_000, 10_000);
+        let length = self.millis(6_000, 12_000);
         if self.rng.chance(50) {
             // Resumed by hand before its end.
             self.push(

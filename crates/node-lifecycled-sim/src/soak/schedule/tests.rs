@@ -186,7 +186,7 @@ fn a_fence_episode_silences_a_fence_node_and_pauses_fencing_around_its_first_ste
             pause.at >= first_step + Duration::from_millis(500),
             "{pause:?}"
         );
-        assert!(pause.at <= first_step + Duration::from_secs(3), "{pause:?}");
+        assert!(pause.at <= first_step + Duration::from_secs(2), "{pause:?}");
         // No fault that stops the daemons starts around it.
         assert!(
             planner
