@@ -76,7 +76,7 @@ fn decode_into(frames: &[Vec<u8>], ctx: &mut DecodeContext) -> Vec<Pod> {
 }
 
 /// The store stage of `--store`: a full state from empty, as the informer delivers it (the
-/// controller's `observe` does the same calls). Never inlined (callgrind).
+/// controllers' `World::apply` does the same calls). Never inlined (callgrind).
 #[inline(never)]
 fn store_all(pods: Vec<Pod>, store: &mut ClusterStore) -> usize {
     store.begin_full_state(Kind::Pods);

@@ -1,17 +1,20 @@
 //! The two upstream controllers as one sans-IO machine: the node lifecycle controller and the
 //! NoExecute taint eviction controller (kube-controller-manager runs them as two controllers over
-//! shared informers; here they share the inputs and one action stream).
+//! shared informers; here they share the inputs and one action stream), with fencing beside
+//! them.
 //!
-//! One [`ClusterStore`] holds the cluster for both: every watched object goes into it first
-//! (`NodeLifecycle::observe`, its one writer), then both decide on what changed, reading objects
-//! from it. A write of the node lifecycle that a result says landed goes in the same way
-//! (`Input::Landed`), before the lifecycle decides on the result; taint eviction and fencing see
-//! the node it changed as any node change.
-//! Routing: node and pod changes go to both; leases, action results and lease reads to the node
-//! lifecycle; eviction results to taint eviction. The node lifecycle's own taint writes reach
-//! taint eviction as a node change, as upstream's reach its taint manager through the node
-//! watch: from the write's answer (a `NodeUpsert` the shell feeds ahead of the result), or from
-//! the result itself when no answer came (`Input::Landed`), whichever is first.
+//! One [`World`] (`world.rs`) holds the cluster for all three: every watched object goes into it
+//! first (`World::apply`, the only `&mut` path to its store), then the machines decide on what
+//! changed, reading objects from `&World`. `Controllers` owns the world and is the only caller of
+//! `apply`. A write of the node lifecycle that a result says landed goes in the same way
+//! (`Input::Landed`, made by `NodeLifecycle::landed`), before the lifecycle decides on the
+//! result; taint eviction and fencing see the node it changed as any node change.
+//! Routing: node and pod changes go to all; leases, action results and lease reads to the node
+//! lifecycle; eviction results to taint eviction; fencing's reads, results and command exits to
+//! fencing alone. The node lifecycle's own taint writes reach taint eviction as a node change,
+//! as upstream's reach its taint manager through the node watch: from the write's answer (a
+//! `NodeUpsert` the shell feeds ahead of the result), or from the result itself when no answer
+//! came (`Input::Landed`), whichever is first.
 //!
 //! Nothing is decided before the initial sync of nodes, leases and pods: until
 //! `InitialSyncDone`, taint eviction is not fed at all; at that moment it judges the pods of
@@ -33,8 +36,12 @@ use super::node_lifecycle::NodeLifecycle;
 use super::pool_timing::PoolTiming;
 use super::settings::Settings;
 use super::taint_eviction::{EvictionDump, TaintEviction};
+use super::world::World;
 
 pub struct Controllers {
+    /// The cluster as the three machines know it; `World::apply`, called only here, is the one
+    /// way it changes.
+    world: World,
     lifecycle: NodeLifecycle,
     /// `None` in legacy mode.
     eviction: Option<TaintEviction>,
@@ -52,8 +59,7 @@ pub struct Controllers {
     pause: PauseGate,
     /// Test-only (`without_taint_eviction`): no taint eviction whatever the settings say.
     taint_eviction_off: bool,
-    /// Test-only (`taint_eviction_alone`): the node lifecycle keeps the store and decides
-    /// nothing.
+    /// Test-only (`taint_eviction_alone`): the node lifecycle decides nothing.
     lifecycle_off: bool,
 }
 
@@ -70,6 +76,7 @@ impl Controllers {
             .clone()
             .map(|policy| Fencing::new(policy, &settings));
         Controllers {
+            world: World::new(),
             lifecycle: NodeLifecycle::new(settings, now),
             eviction,
             fencing,
@@ -96,9 +103,9 @@ impl Controllers {
         controllers
     }
 
-    /// Test-only: taint eviction alone. The node lifecycle keeps the store (every input goes
-    /// into it as always) but judges no node, writes nothing and sets no timer, so the taints
-    /// are the tests' own. Upstream tests its taint eviction controller the same way, with no
+    /// Test-only: taint eviction alone. The world takes every input as always; the node
+    /// lifecycle keeps its entries but judges no node, writes nothing and sets no timer, so the
+    /// taints are the tests' own. Upstream tests its taint eviction controller the same way, with no
     /// node lifecycle controller running (`pkg/controller/tainteviction/
     /// taint_eviction_test.go`); suites that use it say why in their header.
     #[doc(hidden)]
@@ -155,7 +162,7 @@ impl Controllers {
             && let Some(f) = self.fencing.as_mut().filter(|_| self.synced)
         {
             // Fencing may go on: every node is judged now, not at its next recheck.
-            f.synced(&self.lifecycle, now, &mut resumed);
+            f.synced(&self.world, &self.lifecycle, now, &mut resumed);
         }
         let Some(input) = fed else {
             return resumed;
@@ -165,28 +172,36 @@ impl Controllers {
             Input::FenceTargetRead { id, outcome } => {
                 let mut out = Vec::new();
                 if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-                    f.on_target_read(&self.lifecycle, id, outcome, now, &mut out);
+                    f.on_target_read(&self.world, &self.lifecycle, id, outcome, now, &mut out);
                 }
                 return out;
             }
             Input::FenceExited { id, outcome, took } => {
                 let mut out = Vec::new();
                 if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-                    f.on_exited(&self.lifecycle, id, outcome, took, now, &mut out);
+                    f.on_exited(
+                        &self.world,
+                        &self.lifecycle,
+                        id,
+                        outcome,
+                        took,
+                        now,
+                        &mut out,
+                    );
                 }
                 return out;
             }
             Input::Result { id, outcome } if Fencing::owns(id) => {
                 let mut out = Vec::new();
                 if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-                    f.on_result(&self.lifecycle, id, outcome, now, &mut out);
+                    f.on_result(&self.world, id, outcome, now, &mut out);
                 }
                 return out;
             }
             other => other,
         };
         let tick = matches!(input, Input::Tick);
-        let observed = self.lifecycle.observe(input);
+        let observed = self.world.apply(input, &self.lifecycle);
         let (changed, gone): (Option<crate::model::Name>, Vec<crate::model::Name>) = match &observed
         {
             Observed::Node { name, .. } => (Some(name.clone()), Vec::new()),
@@ -195,28 +210,31 @@ impl Controllers {
         };
         let mut evictions = Vec::new();
         if let Some(eviction) = self.eviction.as_mut() {
-            eviction.note_history(self.lifecycle.store(), &observed, now);
+            eviction.note_history(&self.world, &observed, now);
         }
         // The brakes count this input before any deletion is decided on it (`brake.rs`).
-        self.lifecycle.brakes_before(&observed, now);
+        self.lifecycle
+            .brakes_before(self.world.store(), &observed, now);
         self.follow_brakes(now, &mut evictions);
         if tick {
             // Before the deadlines due now fire.
             self.follow_takeover_wait(now, &mut evictions);
         }
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
-            eviction.decide(self.lifecycle.store(), &observed, now, &mut evictions);
+            eviction.decide(&self.world, &observed, now, &mut evictions);
         }
-        // A write of ours that this result says landed enters the store now, through the
-        // store's one writer, before the lifecycle decides on the result (as if its answer had
-        // come first, as the live shell feeds it: `runtime/executor/live.rs`, `absorb_answer`).
-        let landed = self
-            .lifecycle
-            .landed(&observed)
-            .map(|landed| self.lifecycle.observe(Input::Landed(landed)));
+        // A write of ours that this result says landed enters the world now, through its one
+        // writer, before the lifecycle decides on the result (as if its answer had come first,
+        // as the live shell feeds it: `runtime/executor/live.rs`, `absorb_answer`).
+        let landed = self.lifecycle.landed(&observed).map(|landed| {
+            let applied = self.world.apply(Input::Landed(landed), &self.lifecycle);
+            self.lifecycle.landed_applied(&applied);
+            applied
+        });
         let mut actions = Vec::new();
         if !self.lifecycle_off {
-            self.lifecycle.decide(observed, now, &mut actions);
+            self.lifecycle
+                .decide(&self.world, observed, now, &mut actions);
         }
         self.follow_brakes(now, &mut evictions);
         // The other machines see the node it changed as any node change, after the lifecycle
@@ -224,11 +242,10 @@ impl Controllers {
         let changed = match &landed {
             Some(node_changed @ Observed::Node { name, .. }) => {
                 if let Some(eviction) = self.eviction.as_mut() {
-                    eviction.note_history(self.lifecycle.store(), node_changed, now);
+                    eviction.note_history(&self.world, node_changed, now);
                 }
                 if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
-                    let store = self.lifecycle.store();
-                    eviction.decide(store, node_changed, now, &mut evictions);
+                    eviction.decide(&self.world, node_changed, now, &mut evictions);
                 }
                 Some(name.clone())
             }
@@ -240,12 +257,12 @@ impl Controllers {
                 // A start or takeover in a mass failure: the brake holds the overdue deletions
                 // the taints found at start would fire at once.
                 let lifecycle = &self.lifecycle;
-                let store = lifecycle.store();
-                eviction.set_brake(lifecycle.brake_cover(), store, now, &mut evictions);
+                let store = self.world.store();
+                eviction.set_brake(lifecycle.brake_cover(store), store, now, &mut evictions);
                 // The countdowns found wait while the suspects would put every zone down or
                 // fully disrupt their node's zone (the lifecycle counted every node and zone
                 // and judged them just now).
-                let wait = lifecycle.takeover_wait_cover(now);
+                let wait = lifecycle.takeover_wait_cover(store, now);
                 eviction.initial_sync(store, wait, now, &mut evictions);
             }
         }
@@ -257,12 +274,12 @@ impl Controllers {
                 // After the node lifecycle: zone states are recounted for this very change.
                 if became_synced {
                     f.started_acting(now);
-                    f.synced(&self.lifecycle, now, &mut actions);
+                    f.synced(&self.world, &self.lifecycle, now, &mut actions);
                 } else if let Some(name) = &changed {
-                    f.node_changed(&self.lifecycle, name, now, &mut actions);
+                    f.node_changed(&self.world, &self.lifecycle, name, now, &mut actions);
                 }
                 if tick {
-                    f.tick(&self.lifecycle, now, &mut actions);
+                    f.tick(&self.world, &self.lifecycle, now, &mut actions);
                 }
             }
         }
@@ -293,8 +310,9 @@ impl Controllers {
             .as_mut()
             .filter(|e| self.synced && e.has_inherited())
         {
-            let cover = lifecycle.takeover_wait_cover(now);
-            eviction.set_takeover_wait(cover, lifecycle.store(), now, out);
+            let store = self.world.store();
+            let cover = lifecycle.takeover_wait_cover(store, now);
+            eviction.set_takeover_wait(cover, store, now, out);
         }
     }
 
@@ -310,7 +328,8 @@ impl Controllers {
             if !lifecycle.brakes().any_engaged() && eviction.brake_holds_nothing() {
                 return;
             }
-            eviction.set_brake(lifecycle.brake_cover(), lifecycle.store(), now, out);
+            let store = self.world.store();
+            eviction.set_brake(lifecycle.brake_cover(store), store, now, out);
         }
     }
 
@@ -413,12 +432,12 @@ impl Controllers {
                 self.fencing = Some(f);
             }
         }
-        let mut actions = self.lifecycle.apply_settings(settings, now);
+        let mut actions = self.lifecycle.apply_settings(&self.world, settings, now);
         let mut evictions = Vec::new();
         self.follow_brakes(now, &mut evictions);
         actions.append(&mut evictions);
         if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-            f.synced(&self.lifecycle, now, &mut actions);
+            f.synced(&self.world, &self.lifecycle, now, &mut actions);
         }
         actions
     }
@@ -464,9 +483,8 @@ impl Controllers {
             new.take_history_from(old);
         }
         let lags = self.lifecycle.lease_lags();
-        follower
-            .lifecycle
-            .adopt_store(self.lifecycle.into_store(), now);
+        follower.world.adopt(self.world);
+        follower.lifecycle.adopt_world(&follower.world, now);
         follower.lifecycle.keep_lease_lags(lags);
         follower.apply_cache_currency(now);
         follower
@@ -475,12 +493,12 @@ impl Controllers {
     /// Asks for what the renewals of `names` (a batch about to be fed) will read
     /// (`model/prefetch.rs`): nothing any decision sees changes.
     pub(crate) fn prefetch_renewals<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) {
-        self.lifecycle.prefetch_renewals(names);
+        self.lifecycle.prefetch_renewals(self.world.store(), names);
     }
 
-    /// The cluster as both controllers know it.
+    /// The cluster as the controllers know it.
     pub fn store(&self) -> &ClusterStore {
-        self.lifecycle.store()
+        self.world.store()
     }
 
     #[cfg(test)]
@@ -499,7 +517,7 @@ impl Controllers {
     /// What the SIGUSR1 dump shows of the controllers.
     pub fn dump(&self, now: Time) -> (StateDump, Option<EvictionDump>) {
         (
-            self.lifecycle.dump(now),
+            self.lifecycle.dump(self.world.store(), now),
             self.eviction.as_ref().map(|e| e.dump(now)),
         )
     }

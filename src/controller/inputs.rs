@@ -63,7 +63,7 @@ pub enum Input {
     /// A write (or live read) of the node lifecycle known to have landed. Not for the shell,
     /// which feeds the write's answer as an upsert: `Controllers::handle` makes it from a
     /// `Result` or `LeaseRead` (`NodeLifecycle::landed`) so that its effect enters the store
-    /// through `NodeLifecycle::observe`, the store's one writer, like every other change.
+    /// through `World::apply`, the store's one writer, like every other change.
     Landed(Landed),
 }
 
@@ -115,8 +115,8 @@ pub enum LeaseReadOutcome {
     Failed(String),
 }
 
-/// What an input changed in the store (see `NodeLifecycle::observe`): both controllers decide
-/// on this, reading the objects themselves from the store.
+/// What an input changed in the store (see `World::apply`): the machines decide on this,
+/// reading the objects themselves from the store.
 #[derive(Debug)]
 pub enum Observed {
     /// Nothing either controller keeps changed (an older or identical object, a Lease deleted).

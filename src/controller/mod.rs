@@ -30,6 +30,7 @@ pub(crate) mod taint_ops;
 #[doc(hidden)]
 pub mod testing;
 pub(crate) mod tolerations;
+pub(crate) mod world;
 pub(crate) mod zones;
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! copy of each, shared by both controllers (kube-runtime's `Store` is the model).
 //!
 //! The informers write into it (through the controllers' inputs), so do the answers of our own
-//! API writes and the writes known to have landed, all through one writer
-//! (`controller/node_lifecycle/observe.rs`: `tests/config_and_operator_files/layering.rs` holds
-//! every other file of `src/` to reads), and both controllers read it. Two rules keep it honest:
+//! API writes and the writes known to have landed, all through one writer: the controllers'
+//! `World` owns the store and its `apply` is the only `&mut` path to it
+//! (`controller/world.rs`), and the machines read it. Two rules keep it honest:
 //! - an object older than the one held is ignored (a delayed watch event must not undo what
 //!   our write's answer already put here, or the next write would conflict);
 //! - a full state (the LIST after a start or a `410 Gone`, or a watch-list's initial events)
@@ -50,9 +50,10 @@ pub struct Vanished {
 #[derive(Debug)]
 struct HeldLease {
     lease: Lease,
-    /// Where the store's owner (the node lifecycle) keeps its node's entry, as it last found
-    /// it: a renewal then reaches the entry from the one lookup it makes here. A hint only:
-    /// the owner checks it (`NameMap::slot_hinted`); [`NO_SLOT`] until set.
+    /// Where the owner of the node entries (the node lifecycle, asked by the controllers'
+    /// `World::apply`) keeps its node's entry, as it last found it: a renewal then reaches the
+    /// entry from the one lookup it makes here. A hint only: the owner checks it
+    /// (`NameMap::slot_hinted`); [`NO_SLOT`] until set.
     owner_slot: u32,
 }
 

@@ -110,7 +110,7 @@ pub(crate) fn node_facts(
     name: &str,
     now: Time,
 ) -> Option<NodeFacts> {
-    let dump = controllers.lifecycle().dump(now);
+    let dump = controllers.lifecycle().dump(controllers.store(), now);
     let node = dump.nodes.into_iter().find(|n| &*n.name == name)?;
     let zone = dump.zones.into_iter().find(|z| z.display == node.zone);
     let pods = controllers.store().pods();

@@ -17,7 +17,8 @@ fn brake_text(scope: &BrakeScope, b: &BrakeState) -> String {
 /// The brake line of a node: engaged over it, or configured and released.
 pub(crate) fn node_lines(controllers: &Controllers, node: &str) -> Vec<String> {
     let lc = controllers.lifecycle();
-    if let Some((scope, b)) = lc.brake_covering(node) {
+    let store = controllers.store();
+    if let Some((scope, b)) = lc.brake_covering(store, node) {
         let since = b.engaged_since.map(|t| t.to_rfc3339()).unwrap_or_default();
         let release = match b.within_since {
             Some(_) => " (back within the limit: it releases after disruption_cooldown)",
@@ -33,7 +34,7 @@ pub(crate) fn node_lines(controllers: &Controllers, node: &str) -> Vec<String> {
         .iter()
         .filter(|(scope, _)| match scope {
             BrakeScope::Fleet => true,
-            BrakeScope::Pool(p) => lc
+            BrakeScope::Pool(p) => store
                 .node(node)
                 .and_then(|n| crate::controller::pools::pool_of(&lc.settings().pools, n))
                 .is_some_and(|q| q.name == *p),
@@ -53,7 +54,7 @@ pub(crate) fn pod_lines(controllers: &Controllers, key: &PodKey) -> Vec<String> 
     };
     let mut out = Vec::new();
     let lc = controllers.lifecycle();
-    if let Some((scope, b)) = lc.brake_covering(&node.name) {
+    if let Some((scope, b)) = lc.brake_covering(store, &node.name) {
         let held = controllers.eviction().is_some_and(|e| e.held_by_brake(key));
         out.push(format!(
             "brake: engaged ({}): {}",

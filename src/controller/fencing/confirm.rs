@@ -6,6 +6,7 @@ use crate::time::Time;
 
 use super::super::actions::Action;
 use super::super::node_lifecycle::NodeLifecycle;
+use super::super::world::World;
 use super::machine::{Fencing, Phase, rfc};
 use super::{
     ATTEMPT_ANNOTATION, FenceCommand, FenceStep, FenceTarget, attempt_outage, attempt_record,
@@ -16,6 +17,7 @@ impl Fencing {
     /// Step 2: the live read must confirm everything before the attempt is recorded.
     pub(super) fn confirm(
         &mut self,
+        world: &World,
         lc: &NodeLifecycle,
         name: &Name,
         t: FenceTarget,
@@ -76,11 +78,11 @@ impl Fencing {
             self.timers.schedule(name.clone(), e.not_before);
             return;
         }
-        if let Some(why) = self.refused_on_live_read(lc, name, &t, now) {
+        if let Some(why) = self.refused_on_live_read(world, lc, name, &t, now) {
             self.block(name, why, now + self.recheck);
             return;
         }
-        let Some(node) = lc.store().node(name) else {
+        let Some(node) = world.store().node(name) else {
             return;
         };
         let Some(outage) = outage else {

@@ -13,6 +13,7 @@ use crate::time::Time;
 
 use super::super::inputs::LeaseReadOutcome;
 use super::super::node_lifecycle::NodeLifecycle;
+use super::super::world::World;
 use super::FenceTarget;
 use super::machine::{Fencing, rfc, second};
 
@@ -21,18 +22,20 @@ impl Fencing {
     /// maintenance, cordon) and the gates (pause, zone, brake). Every step asks it.
     pub(super) fn refused_on_cache(
         &self,
+        world: &World,
         lc: &NodeLifecycle,
         node: &Node,
         now: Time,
     ) -> Option<String> {
         let planned = lc.settings().in_planned_maintenance(node);
         self.held_off(&node.maintenance, planned, node.unschedulable, now)
-            .or_else(|| self.gate(lc, &node.name, now))
+            .or_else(|| self.gate(world, lc, &node.name, now))
     }
 
     /// The same on a live read of the node, just before a command runs.
     pub(super) fn refused_on_live_read(
         &self,
+        world: &World,
         lc: &NodeLifecycle,
         name: &str,
         t: &FenceTarget,
@@ -40,7 +43,7 @@ impl Fencing {
     ) -> Option<String> {
         let planned = lc.settings().lifecycle_conditions && t.maintenance_in_progress;
         self.held_off(&t.maintenance, planned, t.unschedulable, now)
-            .or_else(|| self.gate(lc, name, now))
+            .or_else(|| self.gate(world, lc, name, now))
     }
 
     /// Whether a live read confirms the outage a fence is for: the node still Unknown since

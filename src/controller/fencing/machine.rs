@@ -14,6 +14,7 @@ use super::super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::super::in_flight::ActionIds;
 use super::super::node_lifecycle::NodeLifecycle;
 use super::super::settings::Settings;
+use super::super::world::World;
 use super::super::zones::ZoneState;
 use super::{FenceCommand, FenceTargetOutcome, FencingPolicy, is_out_of_service};
 
@@ -262,16 +263,28 @@ impl Fencing {
     }
 
     /// Every node judged again (the initial sync, a pause's end, a reload).
-    pub(crate) fn synced(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
-        let names: Vec<Name> = lc.store().nodes().map(|n| n.name.clone()).collect();
+    pub(crate) fn synced(
+        &mut self,
+        world: &World,
+        lc: &NodeLifecycle,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let names: Vec<Name> = world.store().nodes().map(|n| n.name.clone()).collect();
         for name in &names {
-            self.node_changed(lc, name, now, out);
+            self.node_changed(world, lc, name, now, out);
         }
     }
 
-    pub(crate) fn tick(&mut self, lc: &NodeLifecycle, now: Time, out: &mut Vec<Action>) {
+    pub(crate) fn tick(
+        &mut self,
+        world: &World,
+        lc: &NodeLifecycle,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         while let Some((name, _)) = self.timers.pop_due(now) {
-            self.evaluate(lc, &name, now, out);
+            self.evaluate(world, lc, &name, now, out);
         }
     }
 
@@ -295,12 +308,13 @@ impl Fencing {
 
     pub(crate) fn node_changed(
         &mut self,
+        world: &World,
         lc: &NodeLifecycle,
         name: &Name,
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(node) = lc.store().node(name) else {
+        let Some(node) = world.store().node(name) else {
             self.node_gone(name);
             return;
         };
@@ -310,7 +324,7 @@ impl Fencing {
         {
             return;
         }
-        self.evaluate(lc, name, now, out);
+        self.evaluate(world, lc, name, now, out);
     }
 
     pub(super) fn block(&mut self, name: &Name, why: String, retry_at: Time) {
@@ -331,17 +345,23 @@ impl Fencing {
 
     /// Why no node may be fenced in this node's zone now, if so. The zone is seen whole: its
     /// nodes about to be judged count as not ready (`node_lifecycle/suspects.rs`).
-    pub(super) fn gate(&self, lc: &NodeLifecycle, name: &str, now: Time) -> Option<String> {
-        if let Some((scope, b)) = lc.brake_covering(name) {
+    pub(super) fn gate(
+        &self,
+        world: &World,
+        lc: &NodeLifecycle,
+        name: &str,
+        now: Time,
+    ) -> Option<String> {
+        if let Some((scope, b)) = lc.brake_covering(world.store(), name) {
             return Some(format!(
                 "the brake is engaged ({scope}: {} of {} nodes unhealthy, max_unhealthy = {})",
                 b.unhealthy, b.total, b.limit
             ));
         }
-        if lc.all_zones_down_with_suspects(now) {
+        if lc.all_zones_down_with_suspects(world.store(), now) {
             return Some("every zone is fully disrupted: the control plane may be cut off".into());
         }
-        match lc.zone_state_with_suspects(name, now) {
+        match lc.zone_state_with_suspects(world.store(), name, now) {
             Some(ZoneState::Normal) => None,
             Some(state) => Some(format!("zone state is {state:?}")),
             None => Some("zone state not known yet".into()),
@@ -357,6 +377,7 @@ impl Fencing {
 
     pub(crate) fn on_target_read(
         &mut self,
+        world: &World,
         lc: &NodeLifecycle,
         id: ActionId,
         outcome: FenceTargetOutcome,
@@ -375,7 +396,7 @@ impl Fencing {
             Phase::ReadingOn { .. } => {
                 // Waiting again until the read says the power-on may run (`cycle.rs`).
                 e.phase = Phase::WaitingPods;
-                self.confirm_power_on(lc, &name, outcome, now, out);
+                self.confirm_power_on(world, lc, &name, outcome, now, out);
                 return;
             }
             _ => return,
@@ -400,7 +421,7 @@ impl Fencing {
         if release {
             if target.out_of_service && target.taint_added.is_some() {
                 e.taint_added = true;
-                self.release(lc, &name, now, out);
+                self.release(world, &name, now, out);
             } else {
                 e.taint_foreign = true;
                 decide!(
@@ -411,6 +432,6 @@ impl Fencing {
             }
             return;
         }
-        self.confirm(lc, &name, *target, now, out);
+        self.confirm(world, lc, &name, *target, now, out);
     }
 }

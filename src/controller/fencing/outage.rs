@@ -10,18 +10,20 @@ use crate::time::Time;
 
 use super::super::actions::Action;
 use super::super::node_lifecycle::NodeLifecycle;
+use super::super::world::World;
 use super::is_out_of_service;
 use super::machine::{Fencing, NodeFence, Phase, second};
 
 impl Fencing {
     pub(super) fn evaluate(
         &mut self,
+        world: &World,
         lc: &NodeLifecycle,
         name: &Name,
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(node) = lc.store().node(name) else {
+        let Some(node) = world.store().node(name) else {
             self.node_gone(name);
             return;
         };
@@ -74,7 +76,7 @@ impl Fencing {
                 && e.phase == Phase::Idle
             {
                 if e.taint_added {
-                    self.release(lc, name, now, out);
+                    self.release(world, name, now, out);
                 } else if !e.taint_foreign {
                     let id = self.id();
                     let e = self.nodes.get_mut(name).expect("entry made above");
@@ -119,15 +121,15 @@ impl Fencing {
         }
         match e.phase {
             Phase::Fenced => {
-                self.taint(lc, name, now, out);
+                self.taint(world, name, now, out);
                 return;
             }
             Phase::WaitingPods => {
-                self.wait_pods(lc, name, now, out);
+                self.wait_pods(world, lc, name, now, out);
                 return;
             }
             Phase::Recovering { until } => {
-                self.recovering(lc, name, until, now, out);
+                self.recovering(world, name, until, now, out);
                 return;
             }
             Phase::Idle => {}
@@ -174,7 +176,7 @@ impl Fencing {
             self.block(name, why, at);
             return;
         }
-        if let Some(why) = self.refused_on_cache(lc, node, now) {
+        if let Some(why) = self.refused_on_cache(world, lc, node, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

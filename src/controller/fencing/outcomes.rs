@@ -10,6 +10,7 @@ use super::super::events::EventType;
 use super::super::inputs::Outcome;
 use super::super::node_lifecycle::NodeLifecycle;
 use super::super::settings::CONFLICT_RETRIES;
+use super::super::world::World;
 use super::machine::{Fencing, Phase, event, rfc, second};
 use super::{
     ATTEMPT_ANNOTATION, FenceOutcome, FenceStep, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
@@ -20,7 +21,7 @@ impl Fencing {
     /// The answer to a `PatchNodeFencing`.
     pub(crate) fn on_result(
         &mut self,
-        lc: &NodeLifecycle,
+        world: &World,
         id: ActionId,
         outcome: Outcome,
         now: Time,
@@ -54,7 +55,7 @@ impl Fencing {
                     id: run,
                     command: command.clone(),
                 };
-                if let Some(node) = lc.store().node(&name) {
+                if let Some(node) = world.store().node(&name) {
                     let step = match command.step {
                         FenceStep::Off(i) if steps > 1 => format!(", step {}/{steps}", i + 1),
                         _ => String::new(),
@@ -81,7 +82,7 @@ impl Fencing {
                     id: run,
                     command: command.clone(),
                 };
-                if let Some(node) = lc.store().node(&name) {
+                if let Some(node) = world.store().node(&name) {
                     out.push(event(
                         node,
                         EventType::Normal,
@@ -124,7 +125,7 @@ impl Fencing {
                     "fencing: decision=taint node={name} outage_since={} taint={OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute",
                     rfc(e.outage)
                 );
-                if let Some(node) = lc.store().node(&name) {
+                if let Some(node) = world.store().node(&name) {
                     out.push(event(
                         node,
                         EventType::Warning,
@@ -147,7 +148,7 @@ impl Fencing {
                     name,
                     "fencing: decision=release node={name} reason=\"Ready again: removed the out-of-service taint we added\""
                 );
-                if let Some(node) = lc.store().node(&name) {
+                if let Some(node) = world.store().node(&name) {
                     out.push(event(
                         node,
                         EventType::Normal,
@@ -164,8 +165,12 @@ impl Fencing {
         }
     }
 
+    // The world and the lifecycle's derived facts are read apart until those move into the
+    // world (issue 47, item 1).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_exited(
         &mut self,
+        world: &World,
         lc: &NodeLifecycle,
         id: ActionId,
         outcome: FenceOutcome,
@@ -184,7 +189,7 @@ impl Fencing {
             return;
         };
         if command.step == FenceStep::On {
-            self.on_power_on_exited(lc, &name, outcome, took, now, out);
+            self.on_power_on_exited(world, lc, &name, outcome, took, now, out);
             return;
         }
         let step = match command.step {
@@ -193,7 +198,7 @@ impl Fencing {
         };
         let failed = !matches!(outcome, FenceOutcome::Exited(0) | FenceOutcome::DryRun);
         if failed && step + 1 < self.policy.steps {
-            self.escalate(lc, &name, step, &outcome, now, out);
+            self.escalate(world, lc, &name, step, &outcome, now, out);
             return;
         }
         let Some(e) = self.nodes.get_mut(&name) else {
@@ -210,7 +215,7 @@ impl Fencing {
                 );
                 e.failures = 0;
                 e.phase = Phase::Fenced;
-                self.taint(lc, &name, now, out);
+                self.taint(world, &name, now, out);
             }
             FenceOutcome::DryRun => e.phase = Phase::Done,
             failure => {
@@ -231,7 +236,7 @@ impl Fencing {
                     crate::time::format_duration(wait)
                 );
                 self.timers.schedule(name.clone(), e.not_before);
-                if let Some(node) = lc.store().node(&name) {
+                if let Some(node) = world.store().node(&name) {
                     out.push(event(node, EventType::Warning, "FencingFailed", message));
                 }
             }
@@ -244,19 +249,13 @@ impl Fencing {
             .map(|(n, _)| n.clone())
             .collect();
         for n in &waiting {
-            self.evaluate(lc, n, now, out);
+            self.evaluate(world, lc, n, now, out);
         }
     }
 
     /// Step 3: the command succeeded; the taint goes on only if the node is still down.
-    pub(super) fn taint(
-        &mut self,
-        lc: &NodeLifecycle,
-        name: &Name,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
-        let Some(node) = lc.store().node(name) else {
+    pub(super) fn taint(&mut self, world: &World, name: &Name, now: Time, out: &mut Vec<Action>) {
+        let Some(node) = world.store().node(name) else {
             return;
         };
         let e = self.nodes.get_mut(name).expect("caller made it");
@@ -302,12 +301,12 @@ impl Fencing {
     /// Step 4: the node is Ready again; remove the taint we added, and our record of it.
     pub(super) fn release(
         &mut self,
-        lc: &NodeLifecycle,
+        world: &World,
         name: &Name,
         _now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(node) = lc.store().node(name) else {
+        let Some(node) = world.store().node(name) else {
             return;
         };
         let taints: Vec<_> = node

@@ -12,7 +12,7 @@ impl NodeLifecycle {
     /// Recounts every configured brake at `now`: engages one over its limit at once, releases
     /// one that has stayed within it for `disruption_cooldown` (a decision line each), and arms
     /// the release. O(nodes); only with a brake configured.
-    pub(super) fn update_brakes(&mut self, now: Time) {
+    pub(super) fn update_brakes(&mut self, store: &ClusterStore, now: Time) {
         if !self.synced || (!self.settings.brakes_configured() && self.brakes.scopes.is_empty()) {
             return;
         }
@@ -49,7 +49,7 @@ impl NodeLifecycle {
             if !e.registered {
                 continue;
             }
-            let Some(node) = self.store.node(name) else {
+            let Some(node) = store.node(name) else {
                 continue;
             };
             // Planned maintenance is no failure, and no part of the fleet serving meanwhile:
@@ -58,7 +58,7 @@ impl NodeLifecycle {
                 continue;
             }
             let ready = node.ready().map(|c| c.status) == Some(ConditionStatus::True);
-            let unhealthy = !ready || self.is_suspect(name, e, now);
+            let unhealthy = !ready || self.is_suspect(store, name, e, now);
             if let Some(c) = counts.get_mut(&BrakeScope::Fleet) {
                 c.0 += usize::from(unhealthy);
                 c.1 += 1;
@@ -119,18 +119,27 @@ impl NodeLifecycle {
 
     /// Recounts the brakes before the other machines decide on `observed` (see
     /// `Controllers::handle`): a deletion due at the very instant a mass failure is seen waits.
-    pub(in crate::controller) fn brakes_before(&mut self, observed: &Observed, now: Time) {
+    pub(in crate::controller) fn brakes_before(
+        &mut self,
+        store: &ClusterStore,
+        observed: &Observed,
+        now: Time,
+    ) {
         if self.brakes_follow(observed) {
-            self.update_brakes(now);
+            self.update_brakes(store, now);
         }
     }
 
     /// The engaged brake covering the node, if any.
-    pub(crate) fn brake_covering(&self, node: &str) -> Option<(&BrakeScope, &BrakeState)> {
+    pub(crate) fn brake_covering(
+        &self,
+        store: &ClusterStore,
+        node: &str,
+    ) -> Option<(&BrakeScope, &BrakeState)> {
         if !self.brakes.any_engaged() {
             return None;
         }
-        let node = self.store.node(node)?;
+        let node = store.node(node)?;
         let pool = pool_of(&self.settings.pools, node).map(|p| &p.name);
         self.brakes.covering(pool)
     }
@@ -141,15 +150,14 @@ impl NodeLifecycle {
     }
 
     /// The nodes whose pod deletions the engaged brakes hold.
-    pub(crate) fn brake_cover(&self) -> BrakeCover {
+    pub(crate) fn brake_cover(&self, store: &ClusterStore) -> BrakeCover {
         if !self.brakes.any_engaged() {
             return BrakeCover::Nothing;
         }
         if self.brakes.fleet_engaged() {
             return BrakeCover::Everything;
         }
-        let nodes: HashSet<Name> = self
-            .store
+        let nodes: HashSet<Name> = store
             .nodes()
             .filter(|n| {
                 pool_of(&self.settings.pools, n).is_some_and(|p| {
@@ -170,20 +178,21 @@ impl NodeLifecycle {
     /// legacy eviction.
     pub(super) fn drain_zone_queue(
         &mut self,
+        store: &ClusterStore,
         zone: &Name,
         now: Time,
         out: &mut Vec<Action>,
-        act: fn(&mut NodeLifecycle, &Name, &Name, Time, &mut Vec<Action>),
+        act: fn(&mut NodeLifecycle, &ClusterStore, &Name, &Name, Time, &mut Vec<Action>),
     ) {
         while let Some(value) = self.zones.get_mut(zone).and_then(|z| z.queue.pop_due(now)) {
-            if self.brake_covering(&value.value).is_some() {
+            if self.brake_covering(store, &value.value).is_some() {
                 // Behind the nodes due now: another pool's node may go first.
                 if let Some(z) = self.zones.get_mut(zone) {
                     z.queue.retry_at(&value.value, now + NODE_EVICTION_PERIOD);
                 }
                 continue;
             }
-            act(self, zone, &value.value, now, out);
+            act(self, store, zone, &value.value, now, out);
         }
     }
 }

@@ -6,12 +6,13 @@ use super::*;
 impl NodeLifecycle {
     pub(super) fn on_node_changed(
         &mut self,
+        store: &ClusterStore,
         name: &Name,
         before: Option<&Node>,
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let uid = node.uid.clone();
@@ -22,7 +23,7 @@ impl NodeLifecycle {
             // Re-created with the same name: the old one is gone, this one starts fresh.
             self.forget_node(old, out);
         }
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let Some(e) = self.nodes.get_mut(name) else {
@@ -49,7 +50,7 @@ impl NodeLifecycle {
                 },
             );
             if self.synced {
-                self.register(name, now, out);
+                self.register(store, name, now, out);
             }
             return;
         };
@@ -87,22 +88,22 @@ impl NodeLifecycle {
         if zone_moved {
             self.move_zone(name, zone, now);
         }
-        self.arm_grace(name, now);
-        self.update_contribution(name, new_ready, now);
+        self.arm_grace(store, name, now);
+        self.update_contribution(store, name, new_ready, now);
         if labels_changed {
             // The node may have changed pools, and its zone's rate with it.
             let zone = self.nodes.get(name).map(|e| e.zone.clone());
             if let Some(zone) = zone {
-                self.refresh_zone_rate(&zone, now);
+                self.refresh_zone_rate(store, &zone, now);
             }
         }
-        self.pump_taints(name, now, out);
-        self.pump_labels(name, out);
+        self.pump_taints(store, name, now, out);
+        self.pump_labels(store, name, out);
         if old_ready != new_ready || old_no_execute != new_no_execute {
-            self.evaluate(name, now, out);
+            self.evaluate(store, name, now, out);
         }
         if self.taint_based {
-            self.queue_condition_taints(name, now);
+            self.queue_condition_taints(store, name, now);
         }
     }
 
@@ -112,24 +113,29 @@ impl NodeLifecycle {
     /// kept beside the Leases). Each stage reads only what the one before fetched, so a batch
     /// waits for about three misses, not three or four per renewal. Reads only: a wrong guess
     /// (a stale slot) costs a line, nothing else.
-    pub(crate) fn prefetch_renewals<'a>(&self, names: impl Iterator<Item = &'a str> + Clone) {
+    pub(crate) fn prefetch_renewals<'a>(
+        &self,
+        store: &ClusterStore,
+        names: impl Iterator<Item = &'a str> + Clone,
+    ) {
         for name in names.clone() {
-            self.store.prefetch_lease_index(name);
+            store.prefetch_lease_index(name);
         }
         for name in names.clone() {
-            self.store.prefetch_lease(name);
+            store.prefetch_lease(name);
         }
         for name in names {
-            if let Some(slot) = self.store.prefetch_lease_name(name) {
+            if let Some(slot) = store.prefetch_lease_name(name) {
                 self.nodes.prefetch_slot(slot);
             }
         }
     }
 
-    /// The node's Lease was stored with this renewal (`observe`: the store holds it now);
-    /// `slot` is where `observe` found the node's entry.
+    /// The node's Lease was stored with this renewal (`World::apply`: the store holds it now);
+    /// `slot` is where `apply` found the node's entry (`EntrySlots`).
     pub(super) fn on_lease_changed(
         &mut self,
+        store: &ClusterStore,
         name: &Name,
         slot: u32,
         renew: Option<Time>,
@@ -155,8 +161,7 @@ impl NodeLifecycle {
         // node), so the node the lookup would find is there, and the grace is its own.
         let memo = e.grace_memo.get();
         debug_assert!(
-            memo.is_none_or(|g| self
-                .store
+            memo.is_none_or(|g| store
                 .node(name)
                 .is_some_and(|node| health::grace_of(node, &self.settings) == g)),
             "the grace kept for {name} is the node's"
@@ -164,7 +169,7 @@ impl NodeLifecycle {
         let grace = match memo {
             Some(grace) => grace,
             None => {
-                let Some(node) = self.store.node(name) else {
+                let Some(node) = store.node(name) else {
                     return;
                 };
                 let grace = health::grace_of(node, &self.settings);
@@ -179,12 +184,18 @@ impl NodeLifecycle {
         health::arm_grace_for(name, e, grace, deadlines, now);
     }
 
-    pub(super) fn on_pod_changed(&mut self, change: &PodChange, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn on_pod_changed(
+        &mut self,
+        store: &ClusterStore,
+        change: &PodChange,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         if !self.synced {
             return;
         }
         // Upstream `processPod`: a pod newly bound to (or moved onto) a node not Ready.
-        let pod = self.store.pods().view(change.id);
+        let pod = store.pods().view(change.id);
         let Some(node_name) = pod.node_name().cloned() else {
             return;
         };
@@ -204,39 +215,44 @@ impl NodeLifecycle {
         if ready == ConditionStatus::True {
             return;
         }
-        self.mark_pods_not_ready(&node_name, Some(&change.key), now, out);
+        self.mark_pods_not_ready(store, &node_name, Some(&change.key), now, out);
         if !self.taint_based {
-            self.process_no_taint_based_eviction(&node_name, ready, now, out);
+            self.process_no_taint_based_eviction(store, &node_name, ready, now, out);
         }
     }
 
-    pub(super) fn on_initial_sync(&mut self, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn on_initial_sync(
+        &mut self,
+        store: &ClusterStore,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         if self.synced {
             return;
         }
         self.synced = true;
         let names: Vec<Name> = self.nodes.keys().cloned().collect();
         for name in &names {
-            self.register_only(name, now, out);
+            self.register_only(store, name, now, out);
         }
         // The takeover sees the fleet before it acts: every node counted in its zone, the
         // zone states and holds computed, before any node is judged and any pod marked (at
         // registration no zone had a state yet, so a node of a dark site looked as if it failed
         // alone, and `unless-disrupted` marked its pods).
         self.disruption_dirty = true;
-        self.handle_disruption(now, out);
+        self.handle_disruption(store, now, out);
         // A previous leader's hold starts, cooldowns and brakes (`clocks.rs`).
         self.apply_inherited_clocks(now);
-        self.refresh_holds(now);
+        self.refresh_holds(store, now);
         for name in &names {
-            self.evaluate(name, now, out);
+            self.evaluate(store, name, now, out);
         }
         self.disruption_dirty = true;
         self.timers
             .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
     }
 
-    pub(super) fn on_tick(&mut self, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn on_tick(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         if !self.synced {
             return;
         }
@@ -245,22 +261,22 @@ impl NodeLifecycle {
         while let Some(timer) = self.pop_due(now) {
             match timer {
                 Timer::MonitorPass => {
-                    self.run_monitor_pass(now, pass_tick, out);
+                    self.run_monitor_pass(store, now, pass_tick, out);
                     pass_ran = true;
                 }
-                Timer::EvictionPass => self.eviction_pass(now, out),
+                Timer::EvictionPass => self.eviction_pass(store, now, out),
                 // The brakes are recounted after every tick (`decide`).
                 Timer::BrakeRelease => {}
                 Timer::TaintRetry(name) => {
                     if let Some(e) = self.nodes.get_mut(&name) {
                         e.busy.get_mut().taint_retry_pending = false;
                     }
-                    self.pump_taints(&name, now, out);
+                    self.pump_taints(store, &name, now, out);
                 }
                 Timer::NodeGrace(name) | Timer::LeaseReadRetry(name) | Timer::StatusRetry(name) => {
-                    self.evaluate(&name, now, out);
+                    self.evaluate(store, &name, now, out);
                     if self.disruption_dirty {
-                        self.handle_disruption(now, out);
+                        self.handle_disruption(store, now, out);
                     }
                 }
             }
@@ -271,7 +287,7 @@ impl NodeLifecycle {
             .monitor_pass_window()
             .filter(|w| w.0 <= now && !pass_ran);
         if let Some((_, tick)) = window {
-            self.run_monitor_pass(now, tick, out);
+            self.run_monitor_pass(store, now, tick, out);
         }
     }
 
@@ -279,10 +295,16 @@ impl NodeLifecycle {
     /// runs early, on time or a little late with `monitor_pass_early` set (the grid the shell
     /// aims other wake-ups at), a period after `now` otherwise, and after a pass so late that
     /// the next window would be open already (a new grid rather than two passes in a row).
-    fn run_monitor_pass(&mut self, now: Time, nominal: Time, out: &mut Vec<Action>) {
-        self.monitor_pass(now, out);
+    fn run_monitor_pass(
+        &mut self,
+        store: &ClusterStore,
+        now: Time,
+        nominal: Time,
+        out: &mut Vec<Action>,
+    ) {
+        self.monitor_pass(store, now, out);
         // Pods kept Ready on a node now failing alone (its domain's suspects renewed).
-        self.recheck_kept_pods(now, out);
+        self.recheck_kept_pods(store, now, out);
         let period = self.settings.node_monitor_period;
         let early = self.settings.monitor_pass_early.min(period);
         let on_grid = nominal + period;
@@ -297,17 +319,29 @@ impl NodeLifecycle {
     // ---- node lifecycle ----------------------------------------------------------------------
 
     /// First sight of a node once synced (upstream: "added" in `classifyNodes`).
-    pub(super) fn register(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
-        self.register_only(name, now, out);
-        self.evaluate(name, now, out);
+    pub(super) fn register(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        self.register_only(store, name, now, out);
+        self.evaluate(store, name, now, out);
     }
 
     /// [`Self::register`] without judging the node (the initial sync judges every node once
     /// all are counted).
-    fn register_only(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
-        let lease_renew = self.store.lease(name).and_then(|l| l.renew_time);
+    fn register_only(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let lease_renew = store.lease(name).and_then(|l| l.renew_time);
         let eviction_rate = self.settings.node_eviction_rate;
-        let (Some(e), Some(node)) = (self.nodes.get_mut(name), self.store.node(name)) else {
+        let (Some(e), Some(node)) = (self.nodes.get_mut(name), store.node(name)) else {
             return;
         };
         e.registered = true;
@@ -346,10 +380,10 @@ impl NodeLifecycle {
         let zone = e.zone.clone();
         let ready = node.ready().map(|c| c.status);
         self.join_zone(zone.clone(), eviction_rate, now);
-        self.update_contribution(name, ready, now);
-        self.refresh_zone_rate(&zone, now);
+        self.update_contribution(store, name, ready, now);
+        self.refresh_zone_rate(store, &zone, now);
         if self.taint_based {
-            self.found_tainted(name, ready, now);
+            self.found_tainted(store, name, ready, now);
         }
         if self.taint_based {
             // Upstream clears both NoExecute taints of every node it first sees, then its
@@ -361,27 +395,33 @@ impl NodeLifecycle {
             // Ready node's are stale, as upstream says. Every zone down is judged for all
             // nodes by `handle_disruption`, as for a running instance.
             if ready == Some(ConditionStatus::True) {
-                self.mark_node_as_reachable(name, now, out);
+                self.mark_node_as_reachable(store, name, now, out);
             }
         } else {
             self.cancel_pod_eviction(name);
         }
-        self.arm_grace(name, now);
-        self.pump_taints(name, now, out);
-        self.pump_labels(name, out);
+        self.arm_grace(store, name, now);
+        self.pump_taints(store, name, now, out);
+        self.pump_labels(store, name, out);
     }
 
     /// A node found with the NoExecute taint its Ready calls for (a previous leader's) counts
     /// as processed by its zone's queue, as it would in the leader that tainted it: it is not
     /// queued again (a token of its zone spent on a write that changes nothing, one more in
     /// `evictions_total`, and a node failing after the takeover waiting behind it).
-    fn found_tainted(&mut self, name: &Name, ready: Option<ConditionStatus>, now: Time) {
+    fn found_tainted(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        ready: Option<ConditionStatus>,
+        now: Time,
+    ) {
         let kind = match ready {
             Some(ConditionStatus::False) => NoExecuteKind::NotReady,
             Some(ConditionStatus::Unknown) => NoExecuteKind::Unreachable,
             _ => return,
         };
-        let (Some(e), Some(node)) = (self.nodes.get(name), self.store.node(name)) else {
+        let (Some(e), Some(node)) = (self.nodes.get(name), store.node(name)) else {
             return;
         };
         if !has_no_execute(node, kind) {

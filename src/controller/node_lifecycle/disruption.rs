@@ -75,6 +75,7 @@ impl NodeLifecycle {
     /// The nodes of the initial sync are counted at once, as upstream's first pass sees them.
     pub(super) fn update_contribution(
         &mut self,
+        store: &ClusterStore,
         name: &str,
         current: Option<ConditionStatus>,
         now: Time,
@@ -82,7 +83,7 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let newborn = current.is_none()
@@ -127,12 +128,12 @@ impl NodeLifecycle {
         any
     }
 
-    pub(super) fn set_limiter_in_zone(&mut self, key: &Name, now: Time) {
+    pub(super) fn set_limiter_in_zone(&mut self, store: &ClusterStore, key: &Name, now: Time) {
         let rates = self.settings.zone_rates(
             self.nodes
                 .iter()
                 .filter(|(_, e)| e.registered && e.zone == *key)
-                .filter_map(|(n, _)| self.store.node(n)),
+                .filter_map(|(n, _)| store.node(n)),
         );
         let Some(z) = self.zones.get_mut(key) else {
             return;
@@ -146,7 +147,12 @@ impl NodeLifecycle {
     }
 
     /// Upstream `handleDisruption`.
-    pub(super) fn handle_disruption(&mut self, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn handle_disruption(
+        &mut self,
+        store: &ClusterStore,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         self.disruption_dirty = false;
         let threshold = self.settings.unhealthy_zone_threshold;
         let mut new_states: BTreeMap<Name, ZoneState> = BTreeMap::new();
@@ -184,7 +190,7 @@ impl NodeLifecycle {
             // view of the cluster is broken. Stop everything.
             for name in &names {
                 if self.taint_based {
-                    self.mark_node_as_reachable(name, now, out);
+                    self.mark_node_as_reachable(store, name, now, out);
                 } else {
                     self.cancel_pod_eviction(name);
                 }
@@ -212,7 +218,7 @@ impl NodeLifecycle {
                     e.health.probe_time = now;
                     e.health.ready_transition_time = now;
                 }
-                self.arm_grace(name, now);
+                self.arm_grace(store, name, now);
             }
             for (key, state) in &new_states {
                 let mut from = None;
@@ -221,10 +227,10 @@ impl NodeLifecycle {
                     partitions::note_full_since(z, *state, now);
                     z.start_cooldown(self.settings.disruption_cooldown, now);
                 }
-                self.set_limiter_in_zone(key, now);
+                self.set_limiter_in_zone(store, key, now);
                 self.zone_state_decision(key, from);
             }
-            self.recheck_kept_pods(now, out);
+            self.recheck_kept_pods(store, now, out);
             return;
         }
         for (key, state) in &new_states {
@@ -239,11 +245,11 @@ impl NodeLifecycle {
             }
             let from = z.state.replace(*state);
             partitions::note_full_since(z, *state, now);
-            self.set_limiter_in_zone(key, now);
+            self.set_limiter_in_zone(store, key, now);
             self.zone_state_decision(key, from);
         }
         // A domain's state changed: pods kept Ready may now be on a node failing alone.
-        self.recheck_kept_pods(now, out);
+        self.recheck_kept_pods(store, now, out);
     }
 
     pub(super) fn zone_state_decision(&mut self, key: &Name, from: Option<ZoneState>) {
@@ -272,7 +278,7 @@ impl NodeLifecycle {
 impl NodeLifecycle {
     /// A pool's rate override may change a zone's rate when a node joins, leaves or changes
     /// pools; nothing to do without such overrides, or while every zone is down.
-    pub(super) fn refresh_zone_rate(&mut self, zone: &Name, now: Time) {
+    pub(super) fn refresh_zone_rate(&mut self, store: &ClusterStore, zone: &Name, now: Time) {
         if self
             .settings
             .pools
@@ -282,6 +288,6 @@ impl NodeLifecycle {
         {
             return;
         }
-        self.set_limiter_in_zone(zone, now);
+        self.set_limiter_in_zone(store, zone, now);
     }
 }

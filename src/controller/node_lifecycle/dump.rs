@@ -7,7 +7,7 @@ use crate::controller::zones::display_zone;
 use crate::model::TaintEffect;
 
 impl NodeLifecycle {
-    pub(crate) fn dump(&self, now: Time) -> StateDump {
+    pub(crate) fn dump(&self, store: &ClusterStore, now: Time) -> StateDump {
         let zones = self
             .zones
             .values()
@@ -29,7 +29,7 @@ impl NodeLifecycle {
             .nodes
             .iter()
             .filter(|(_, e)| e.registered)
-            .filter_map(|(name, e)| Some((e, self.store.node(name)?)))
+            .filter_map(|(name, e)| Some((e, store.node(name)?)))
             .map(|(e, node)| NodeDump {
                 name: node.name.clone(),
                 zone: display_zone(&e.zone),

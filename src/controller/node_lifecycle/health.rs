@@ -4,11 +4,11 @@
 use super::*;
 
 impl NodeLifecycle {
-    pub(super) fn arm_grace(&mut self, name: &Name, now: Time) {
+    pub(super) fn arm_grace(&mut self, store: &ClusterStore, name: &Name, now: Time) {
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let deadlines = (&mut self.graces, &mut self.timers);
@@ -39,7 +39,7 @@ impl NodeLifecycle {
         Some(timer)
     }
 
-    pub(super) fn monitor_pass(&mut self, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn monitor_pass(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         // A settled node's evaluation does nothing, and no other node's evaluation can unsettle
         // it (they change their own entries, counts and queue places), so leaving it out keeps
         // every decision and its order (most of the pass at 5,000 healthy nodes).
@@ -47,7 +47,7 @@ impl NodeLifecycle {
         // by walking the store alongside, not by a lookup by name per entry (a dozen string
         // comparisons each, which would be most of the pass).
         let names: Vec<Name> = {
-            let mut store_nodes = self.store.nodes().peekable();
+            let mut store_nodes = store.nodes().peekable();
             self.nodes
                 .iter()
                 .filter(|(name, e)| {
@@ -62,11 +62,11 @@ impl NodeLifecycle {
                 .collect()
         };
         for name in &names {
-            self.evaluate(name, now, out);
+            self.evaluate(store, name, now, out);
         }
         // The safety net recomputes zone states even if no count changed.
         self.disruption_dirty = true;
-        self.handle_disruption(now, out);
+        self.handle_disruption(store, now, out);
     }
 
     /// Whether `evaluate(name, now)` would change nothing and send nothing: a node not judged
@@ -109,12 +109,18 @@ impl NodeLifecycle {
 
     /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute
     /// (or legacy eviction) decision and pod readiness from the Ready observed before it.
-    pub(super) fn evaluate(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn evaluate(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         if !e.registered || e.busy.get().verdict != Verdict::Idle {
@@ -198,32 +204,33 @@ impl NodeLifecycle {
             return;
         }
         let current = node.ready().map(|c| c.status);
-        self.after_health(name, observed, current, now, out);
+        self.after_health(store, name, observed, current, now, out);
     }
 
     /// The part of the pass that follows the health update.
     pub(super) fn after_health(
         &mut self,
+        store: &ClusterStore,
         name: &Name,
         observed: ConditionStatus,
         current: Option<ConditionStatus>,
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        self.update_contribution(name, current, now);
+        self.update_contribution(store, name, current, now);
         let Some(current) = current else {
             return;
         };
         if self.taint_based {
-            self.process_taint_based_eviction(name, observed, now, out);
-            self.queue_condition_taints(name, now);
+            self.process_taint_based_eviction(store, name, observed, now, out);
+            self.queue_condition_taints(store, name, now);
         } else {
-            self.process_no_taint_based_eviction(name, observed, now, out);
+            self.process_no_taint_based_eviction(store, name, observed, now, out);
         }
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         if current != ConditionStatus::True && observed == ConditionStatus::True {
@@ -232,9 +239,9 @@ impl NodeLifecycle {
                 "NodeNotReady",
                 format!("Node {} status is now: NodeNotReady", node.name),
             ));
-            self.mark_pods_not_ready(name, None, now, out);
+            self.mark_pods_not_ready(store, name, None, now, out);
         } else if e.needs_pod_retry && observed != ConditionStatus::True {
-            self.mark_pods_not_ready(name, None, now, out);
+            self.mark_pods_not_ready(store, name, None, now, out);
         } else {
             e.needs_pod_retry = false;
         }
@@ -309,7 +316,7 @@ pub(super) fn arm_grace_for(
 /// every change of it the lifecycle decides on (`on_node_changed`, `register`), on every
 /// settings change (`apply_settings` arms every node), and it is forgotten when the store
 /// changes the node without the lifecycle deciding on it (a write of ours that landed:
-/// `observe.rs`, `edit_node`). Debug builds check it against the node at every use.
+/// `landed_applied`, `observe.rs`). Debug builds check it against the node at every use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct GraceMemo([u8; 3]);
 

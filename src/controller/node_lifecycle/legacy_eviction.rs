@@ -4,7 +4,7 @@
 //! its pods after setting their status reason to `NodeLost`. DaemonSet pods and pods already being
 //! deleted stay.
 
-use crate::model::{ConditionStatus, Name, PodKey};
+use crate::model::{ClusterStore, ConditionStatus, Name, PodKey};
 use crate::time::Time;
 
 use super::{EvictionJob, LegacyEviction, NodeLifecycle, Pending};
@@ -19,6 +19,7 @@ impl NodeLifecycle {
     /// Upstream `processNoTaintBaseEviction`.
     pub(super) fn process_no_taint_based_eviction(
         &mut self,
+        store: &ClusterStore,
         name: &Name,
         observed: ConditionStatus,
         now: Time,
@@ -39,21 +40,21 @@ impl NodeLifecycle {
             ConditionStatus::Other => return,
         };
         if due {
-            self.evict_pods(name, now, out);
+            self.evict_pods(store, name, now, out);
         }
     }
 
     /// Upstream `evictPods`: an evicted node's new pods go at once; otherwise the node is queued.
-    fn evict_pods(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+    fn evict_pods(&mut self, store: &ClusterStore, name: &Name, now: Time, out: &mut Vec<Action>) {
         // An engaged brake covering the node holds its deletions (`brake.rs`).
-        let braked = self.brake_covering(name).is_some();
+        let braked = self.brake_covering(store, name).is_some();
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
         if e.legacy == LegacyEviction::Evicted {
             if e.busy.get().legacy_job.is_none() && !braked {
                 let zone = e.zone.clone();
-                self.start_delete_job(name, false, out);
+                self.start_delete_job(store, name, false, out);
                 // A pass with nothing to delete must close its job, or the next pass's new
                 // pods would wait behind it forever.
                 self.finish_job_if_done(name, &zone, now);
@@ -80,6 +81,7 @@ impl NodeLifecycle {
 
     pub(super) fn evict_from_queue(
         &mut self,
+        store: &ClusterStore,
         zone: &Name,
         name: &Name,
         now: Time,
@@ -93,16 +95,22 @@ impl NodeLifecycle {
                 job.from_queue = true;
             }
         } else {
-            self.start_delete_job(name, true, out);
+            self.start_delete_job(store, name, true, out);
         }
         // A job with nothing to do completes at once.
         self.finish_job_if_done(name, zone, now);
     }
 
     /// Upstream `DeletePods` for every pod bound to the node.
-    fn start_delete_job(&mut self, name: &Name, from_queue: bool, out: &mut Vec<Action>) {
-        let ids = self.store.pods().on_node(name);
-        let Some(node) = self.store.node(name) else {
+    fn start_delete_job(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        from_queue: bool,
+        out: &mut Vec<Action>,
+    ) {
+        let ids = store.pods().on_node(name);
+        let Some(node) = store.node(name) else {
             return;
         };
         let node = node.clone();
@@ -130,14 +138,14 @@ impl NodeLifecycle {
             from_queue,
         };
         for id in ids {
-            let pod = self.store.pods().view(id);
+            let pod = store.pods().view(id);
             if pod.node_name() != Some(name) {
                 continue;
             }
             let key = pod.key();
             let uid = pod.uid();
             if self.node_lost.contains(&key) {
-                job.outstanding += usize::from(self.delete_step(&key, name, &mut steps));
+                job.outstanding += usize::from(self.delete_step(store, &key, name, &mut steps));
                 continue;
             }
             let about = Pending::PodNodeLost {
@@ -169,8 +177,14 @@ impl NodeLifecycle {
 
     /// Deletes the pod unless it is a DaemonSet's or already being deleted. True if a delete
     /// was sent.
-    fn delete_step(&mut self, key: &PodKey, node: &Name, out: &mut Vec<Action>) -> bool {
-        let Some(pod) = self.store.pods().get(key) else {
+    fn delete_step(
+        &mut self,
+        store: &ClusterStore,
+        key: &PodKey,
+        node: &Name,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(pod) = store.pods().get(key) else {
             return false;
         };
         if pod.deleting() || pod.daemonset_owned() {
@@ -207,8 +221,11 @@ impl NodeLifecycle {
         true
     }
 
+    // The world's store is passed in beside the result's own fields.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_node_lost_result(
         &mut self,
+        store: &ClusterStore,
         pod: &PodKey,
         node: &Name,
         node_uid: &Name,
@@ -224,7 +241,8 @@ impl NodeLifecycle {
             _ => {}
         }
         let proceed = !matches!(outcome, Outcome::Conflict | Outcome::NotFound);
-        let sent = proceed && self.job_alive(node, node_uid) && self.delete_step(pod, node, out);
+        let sent =
+            proceed && self.job_alive(node, node_uid) && self.delete_step(store, pod, node, out);
         if !sent {
             self.job_step_done(node, node_uid, now);
         }
@@ -239,7 +257,7 @@ impl NodeLifecycle {
     ) {
         match outcome {
             // On success the pod is known to be deleting, whether or not the watch said so
-            // yet: it is in the store so already (`observe.rs`, `landed`).
+            // yet: it is in the store so already (`NodeLifecycle::landed`, `World::apply`).
             Outcome::Ok | Outcome::NotFound => {}
             Outcome::Conflict | Outcome::Failed(_) => self.job_failed(node),
         }

@@ -35,8 +35,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::model::{
-    ClusterStore, ConditionStatus, Kind, Name, NameMap, Node, PodChange, PodKey, PodUpsert,
-    PodView, Upserted,
+    ClusterStore, ConditionStatus, Name, NameMap, Node, PodChange, PodKey, PodView,
 };
 use crate::time::Time;
 use crate::time::{Armed, DeadlineLanes, Rate, TimerHeap};
@@ -56,6 +55,7 @@ use super::settings::{
     TAINT_CONFLICT_DELAY, TAINT_RETRY_DELAY,
 };
 use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
+use super::world::World;
 use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -184,11 +184,9 @@ pub(crate) struct NodeLifecycle {
     /// Fixed at start: switching eviction modes needs a restart.
     taint_based: bool,
     synced: bool,
-    /// The cluster as known: the one copy of every node, Lease and pod (taint eviction reads it
-    /// too, through [`super::Controllers`]). Changed only by `observe` (`observe.rs`), and
-    /// replaced whole only when a follower takes over a leader's (`adopt_store`).
-    store: ClusterStore,
-    /// What the controller keeps per node beside the node itself.
+    /// What the controller keeps per node beside the node itself (the node, its Lease and its
+    /// pods are in the `World`'s store, `controller/world.rs`, which every method that judges
+    /// them is given).
     nodes: NameMap<NodeEntry>,
     zones: BTreeMap<Name, Zone>,
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
@@ -263,7 +261,6 @@ impl NodeLifecycle {
             taint_based: settings.taint_based_eviction,
             settings,
             synced: false,
-            store: ClusterStore::new(),
             nodes: NameMap::new(),
             zones: BTreeMap::new(),
             past_evictions: BTreeMap::new(),
@@ -329,21 +326,6 @@ impl NodeLifecycle {
         self.caches_current = current;
     }
 
-    /// The cluster as the controller knows it.
-    pub(crate) fn store(&self) -> &ClusterStore {
-        &self.store
-    }
-
-    /// The store, for a follower built from this machine (see `Controllers::into_follower`).
-    pub(super) fn into_store(self) -> ClusterStore {
-        self.store
-    }
-
-    /// The node as the controller last saw it.
-    pub(crate) fn node(&self, name: &str) -> Option<&Node> {
-        self.store.node(name)
-    }
-
     /// The state of the node's zone (fencing's gate: only `Normal` zones are fenced in).
     #[cfg(test)]
     pub(crate) fn zone_state_of(&self, node: &str) -> Option<ZoneState> {
@@ -388,28 +370,36 @@ impl NodeLifecycle {
         }
     }
 
-    /// Takes over another machine's store (a follower keeps the leader's caches warm): every
-    /// node gets an entry, unregistered until the initial sync.
-    pub(super) fn adopt_store(&mut self, store: ClusterStore, now: Time) {
-        self.store = store;
-        let names: Vec<Name> = self.store.nodes().map(|n| n.name.clone()).collect();
+    /// The world adopted from another machine's (a follower keeps the leader's caches warm,
+    /// `World::adopt`): every node gets an entry, unregistered until the initial sync.
+    pub(super) fn adopt_world(&mut self, world: &World, now: Time) {
+        let store = world.store();
+        let names: Vec<Name> = store.nodes().map(|n| n.name.clone()).collect();
         let mut out = Vec::new();
         for name in &names {
-            self.on_node_changed(name, None, now, &mut out);
+            self.on_node_changed(store, name, None, now, &mut out);
         }
         self.nodes.compact();
         debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
     }
 
     /// The machine API (the same shape as `TaintEviction::decide`): decides on what
-    /// [`NodeLifecycle::observe`] reported at `now` and pushes its actions to `out`.
-    pub(crate) fn decide(&mut self, observed: Observed, now: Time, out: &mut Vec<Action>) {
+    /// `World::apply` reported at `now`, reading the cluster from `world`, and pushes its
+    /// actions to `out`.
+    pub(crate) fn decide(
+        &mut self,
+        world: &World,
+        observed: Observed,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        let store = world.store();
         let mut changed_node = None;
         let brakes_follow = self.brakes_follow(&observed);
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
-                self.on_node_changed(&name, before.as_ref(), now, out);
+                self.on_node_changed(store, &name, before.as_ref(), now, out);
                 changed_node = Some(name);
             }
             Observed::NodesGone(nodes) => {
@@ -425,21 +415,23 @@ impl NodeLifecycle {
                 entry,
             } => {
                 if let Some(slot) = entry {
-                    self.on_lease_changed(&name, slot, renew_time, now);
+                    self.on_lease_changed(store, &name, slot, renew_time, now);
                 }
             }
-            Observed::Pod(change) => self.on_pod_changed(&change, now, out),
+            Observed::Pod(change) => self.on_pod_changed(store, &change, now, out),
             Observed::PodsGone(pods) => {
                 for (key, _) in &pods {
                     self.node_lost.remove(key);
                 }
             }
             Observed::Input(input) => match input {
-                Input::InitialSyncDone => self.on_initial_sync(now, out),
-                Input::Tick => self.on_tick(now, out),
-                Input::Result { id, outcome } => self.on_result(id, outcome, now, out),
-                Input::LeaseRead { id, outcome } => self.on_lease_read(id, outcome, now, out),
-                // Watched objects went through `observe`; eviction results are routed to the
+                Input::InitialSyncDone => self.on_initial_sync(store, now, out),
+                Input::Tick => self.on_tick(store, now, out),
+                Input::Result { id, outcome } => self.on_result(store, id, outcome, now, out),
+                Input::LeaseRead { id, outcome } => {
+                    self.on_lease_read(store, id, outcome, now, out)
+                }
+                // Watched objects went through `World::apply`; eviction results are routed to the
                 // taint eviction machine by `Controllers`.
                 _ => {}
             },
@@ -449,24 +441,30 @@ impl NodeLifecycle {
             // eviction pass): not looked at on inputs that changed no zone, such as renewals.
             let zones_changed = self.disruption_dirty;
             if self.disruption_dirty {
-                self.handle_disruption(now, out);
+                self.handle_disruption(store, now, out);
             }
             if brakes_follow {
-                self.update_brakes(now);
+                self.update_brakes(store, now);
             }
             if zones_changed {
-                self.refresh_holds(now);
+                self.refresh_holds(store, now);
             }
             if let Some(name) = changed_node {
-                self.taint_due_now(&name, now, out);
+                self.taint_due_now(store, &name, now, out);
             }
-            self.arm_eviction_pass(now);
+            self.arm_eviction_pass(store, now);
         }
     }
 
     /// Applies new settings (config reload): rates, thresholds, graces and the period take
     /// effect now. `taint_based_eviction` is kept as started (a mode switch needs a restart).
-    pub(crate) fn apply_settings(&mut self, mut settings: Settings, now: Time) -> Vec<Action> {
+    pub(crate) fn apply_settings(
+        &mut self,
+        world: &World,
+        mut settings: Settings,
+        now: Time,
+    ) -> Vec<Action> {
+        let store = world.store();
         settings.taint_based_eviction = self.taint_based;
         let period_changed = settings.node_monitor_period != self.settings.node_monitor_period;
         retire_condition_taints(
@@ -485,29 +483,29 @@ impl NodeLifecycle {
         }
         let names: Vec<Name> = self.nodes.keys().cloned().collect();
         for name in &names {
-            self.arm_grace(name, now);
-            self.move_to_domain(name, now);
+            self.arm_grace(store, name, now);
+            self.move_to_domain(store, name, now);
         }
         if !self.all_zones_fully_disrupted() {
             let keys: Vec<Name> = self.zones.keys().cloned().collect();
             for key in keys {
-                self.set_limiter_in_zone(&key, now);
+                self.set_limiter_in_zone(store, &key, now);
             }
         }
         self.disruption_dirty = true;
-        self.handle_disruption(now, &mut out);
+        self.handle_disruption(store, now, &mut out);
         // The settings may hold a domain, or no longer.
-        self.refresh_holds(now);
-        self.update_brakes(now);
+        self.refresh_holds(store, now);
+        self.update_brakes(store, now);
         for name in &names {
-            self.evaluate(name, now, &mut out);
+            self.evaluate(store, name, now, &mut out);
             // The condition taint rules may have changed.
-            self.pump_taints(name, now, &mut out);
+            self.pump_taints(store, name, now, &mut out);
             if self.taint_based {
-                self.queue_condition_taints(name, now);
+                self.queue_condition_taints(store, name, now);
             }
         }
-        self.arm_eviction_pass(now);
+        self.arm_eviction_pass(store, now);
         out
     }
 

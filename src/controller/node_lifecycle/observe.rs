@@ -1,147 +1,29 @@
-//! The store's one writer: every change to the [`ClusterStore`] is an input that goes through
-//! [`NodeLifecycle::observe`], which says what changed ([`Observed`]) so that every machine
-//! sees every change the same way (kube-runtime's reflector `Writer` is the model).
-//! `tests/config_and_operator_files/layering.rs` fails if a store mutation appears elsewhere.
-//!
-//! The watch's objects come in as upserts and deletions; a write of ours known to have landed
-//! comes in as [`Input::Landed`], made from its result by [`NodeLifecycle::landed`].
+//! The node lifecycle's side of the world's changes (`controller/world.rs`, whose
+//! `World::apply` is the store's one writer): which of its writes a result says landed
+//! ([`NodeLifecycle::landed`], a pure read: `Controllers` applies it to the world as
+//! `Input::Landed`), what it updates of its own entries once one did
+//! ([`NodeLifecycle::landed_applied`]), and where it keeps a node's entry, for the hint the
+//! store keeps beside each Lease ([`EntrySlots`]).
 
 use super::*;
 use crate::controller::inputs::Landed;
+use crate::controller::world::EntrySlots;
+
+impl EntrySlots for NodeLifecycle {
+    fn slot_hinted(&self, name: &Name, hint: u32) -> Option<u32> {
+        self.nodes.slot_hinted(name, hint)
+    }
+}
 
 impl NodeLifecycle {
-    /// Puts a watched object (or its deletion, or a full state's start or end, or a write of
-    /// ours that landed) into the store and says what changed; other inputs pass through.
-    pub fn observe(&mut self, input: Input) -> Observed {
-        match input {
-            Input::NodeUpsert(node) => {
-                let name = node.name.clone();
-                match self.store.upsert_node(node) {
-                    Upserted::Changed { before } => Observed::Node { name, before },
-                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
-                }
-            }
-            Input::NodeDeleted(name) => match self.store.remove_node(&name) {
-                Some(node) => Observed::NodesGone(vec![node]),
-                None => Observed::Nothing,
-            },
-            Input::LeaseUpsert(lease) => {
-                let renew_time = lease.renew_time;
-                let stored = self.store.upsert_lease(lease);
-                let Upserted::Changed { .. } = stored.upserted else {
-                    return Observed::Nothing;
-                };
-                // The node's entry, at the slot kept beside the Lease while it is still there:
-                // one lookup by name for a renewal, the store's.
-                let entry = self.nodes.slot_hinted(&stored.name, stored.owner_slot);
-                if let Some(slot) = entry.filter(|&slot| slot != stored.owner_slot) {
-                    self.store.set_lease_owner_slot(&stored.name, slot);
-                }
-                Observed::Lease {
-                    name: stored.name,
-                    renew_time,
-                    entry,
-                }
-            }
-            Input::LeaseDeleted(name) => {
-                self.store.remove_lease(&name);
-                Observed::Nothing
-            }
-            Input::PodUpsert(pod) => match self.store.upsert_pod(pod) {
-                PodUpsert::Changed(change) => Observed::Pod(change),
-                PodUpsert::Older | PodUpsert::Unchanged => Observed::Nothing,
-            },
-            Input::PodDeleted(key) => match self.store.remove_pod(&key) {
-                Some(node) => Observed::PodsGone(vec![(key, node)]),
-                None => Observed::Nothing,
-            },
-            Input::FullStateBegin(kind) => {
-                self.store.begin_full_state(kind);
-                Observed::Nothing
-            }
-            Input::FullStateEnd(kind) => {
-                let vanished = self.store.end_full_state(kind);
-                match kind {
-                    Kind::Nodes => Observed::NodesGone(vanished.nodes),
-                    Kind::Leases => Observed::Nothing,
-                    Kind::Pods => Observed::PodsGone(vanished.pods),
-                }
-            }
-            Input::Landed(landed) => self.store_landed(landed),
-            other => Observed::Input(other),
-        }
-    }
-
-    /// A write of ours that landed, into the store (the resourceVersion is left as it was: the
-    /// object's next version, from the watch or the write's answer, replaces it). A node
-    /// changed is reported as any node change; a pod's readiness or deletion and a Lease read
-    /// live change nothing another machine judges (taint eviction does not look at readiness,
-    /// and there is no taint eviction in legacy mode, where the lifecycle deletes pods).
-    fn store_landed(&mut self, landed: Landed) -> Observed {
-        match landed {
-            Landed::NodeConditions {
-                node,
-                resource_version,
-                conditions,
-            } => self.edit_node(node, |n| {
-                let same = n.resource_version == resource_version;
-                if same {
-                    n.conditions = conditions;
-                }
-                same
-            }),
-            Landed::NodeTaints {
-                node,
-                resource_version,
-                taints,
-            } => self.edit_node(node, |n| {
-                let same = n.resource_version == resource_version;
-                if same {
-                    n.taints = taints;
-                }
-                same
-            }),
-            Landed::NodeLabels { node, labels } => self.edit_node(node, |n| {
-                for (k, v) in labels {
-                    n.labels.set(k, v);
-                }
-                true
-            }),
-            Landed::PodNotReady(pod) => {
-                self.store
-                    .pods_mut()
-                    .set_ready(&pod, ConditionStatus::False);
-                Observed::Nothing
-            }
-            Landed::PodDeleting(pod) => {
-                self.store.pods_mut().set_deleting(&pod);
-                Observed::Nothing
-            }
-            Landed::Lease(lease) => {
-                self.store.upsert_lease(lease);
-                Observed::Nothing
-            }
-        }
-    }
-
-    /// Applies `edit` (false: not applicable) to the stored node `name`: a change is reported
-    /// with the version it replaced.
-    fn edit_node(&mut self, name: Name, edit: impl FnOnce(&mut Node) -> bool) -> Observed {
-        let edited = self.store.edit_node(&name, |node| {
-            let before = node.clone();
-            (edit(node) && *node != before).then_some(before)
-        });
-        let Some(Some(before)) = edited else {
-            return Observed::Nothing;
-        };
-        // The lifecycle does not decide on this change (it decided on the result): the grace
-        // kept for the node's renewals may no longer be its own (`health.rs`, `GraceMemo`).
-        if let Some(e) = self.nodes.get_mut(&name) {
+    /// A write of ours that landed changed the node `observed` names in the world: the
+    /// lifecycle does not decide on this change (it decided on the result), but the grace kept
+    /// for the node's renewals may no longer be its own (`health.rs`, `GraceMemo`).
+    pub(crate) fn landed_applied(&mut self, observed: &Observed) {
+        if let Observed::Node { name, .. } = observed
+            && let Some(e) = self.nodes.get_mut(name)
+        {
             e.grace_memo = health::GraceMemo::NONE;
-        }
-        Observed::Node {
-            name,
-            before: Some(before),
         }
     }
 

@@ -20,13 +20,18 @@ use crate::controller::partitions::PodsNotReady;
 impl NodeLifecycle {
     /// Whether the node's pods stay Ready now: its mode is `unless-disrupted` and its domain,
     /// counted with its suspects, is partially or fully disrupted, or every domain is down.
-    pub(super) fn keeps_pods_ready(&self, name: &Name, now: Time) -> Option<(ZoneState, bool)> {
-        let node = self.store.node(name)?;
+    pub(super) fn keeps_pods_ready(
+        &self,
+        store: &ClusterStore,
+        name: &Name,
+        now: Time,
+    ) -> Option<(ZoneState, bool)> {
+        let node = store.node(name)?;
         if self.settings.pods_not_ready_mode(node) != PodsNotReady::UnlessDisrupted {
             return None;
         }
         let e = self.nodes.get(name).filter(|e| e.registered)?;
-        let view = self.suspect_view(now);
+        let view = self.suspect_view(store, now);
         let all_down = self.all_zones_fully_disrupted() || self.all_suspected_down(&view);
         // As counted now: the zone's recorded state is recomputed only after this input.
         let state = self
@@ -59,13 +64,18 @@ impl NodeLifecycle {
 
     /// The nodes whose pods were kept Ready, looked at again: Ready again or gone, forgotten;
     /// still not Ready in a domain no longer disrupted (failing alone), their pods are marked.
-    pub(super) fn recheck_kept_pods(&mut self, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn recheck_kept_pods(
+        &mut self,
+        store: &ClusterStore,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         if self.pods_kept_ready.is_empty() {
             return;
         }
         let names: Vec<Name> = self.pods_kept_ready.iter().cloned().collect();
         for name in names {
-            let ready = self.store.node(&name).map(|n| n.ready().map(|c| c.status));
+            let ready = store.node(&name).map(|n| n.ready().map(|c| c.status));
             match ready {
                 None | Some(Some(ConditionStatus::True)) => {
                     self.pods_kept_ready.remove(&name);
@@ -75,9 +85,9 @@ impl NodeLifecycle {
                 // before, as its nodes return one by one. Not failing alone.
                 Some(Some(ConditionStatus::Unknown)) if self.heard_since_verdict(&name, now) => {}
                 Some(_) => {
-                    if self.keeps_pods_ready(&name, now).is_none() {
+                    if self.keeps_pods_ready(store, &name, now).is_none() {
                         self.pods_kept_ready.remove(&name);
-                        self.mark_pods_not_ready(&name, None, now, out);
+                        self.mark_pods_not_ready(store, &name, None, now, out);
                     }
                 }
             }
@@ -93,8 +103,8 @@ impl NodeLifecycle {
     }
 
     /// A reload may change the node's disruption domain (`disruption_domain`, its pool's).
-    pub(super) fn move_to_domain(&mut self, name: &Name, now: Time) {
-        let (Some(e), Some(node)) = (self.nodes.get(name), self.store.node(name)) else {
+    pub(super) fn move_to_domain(&mut self, store: &ClusterStore, name: &Name, now: Time) {
+        let (Some(e), Some(node)) = (self.nodes.get(name), store.node(name)) else {
             return;
         };
         if !e.registered || self.settings.has_domain_key(node, &e.zone) {
@@ -103,12 +113,12 @@ impl NodeLifecycle {
         let domain = domain_name(&self.zones, self.settings.domain_key(node));
         let ready = node.ready().map(|c| c.status);
         self.move_zone(name, domain, now);
-        self.update_contribution(name, ready, now);
+        self.update_contribution(store, name, ready, now);
     }
 
     /// The domain's hold at `now`: `None` when it is not held, else when the hold ends
     /// (`None`: with the domain's recovery only).
-    fn hold_of(&self, key: &Name, now: Time) -> Option<Option<Time>> {
+    fn hold_of(&self, store: &ClusterStore, key: &Name, now: Time) -> Option<Option<Time>> {
         let z = self.zones.get(key)?;
         if z.state != Some(ZoneState::FullDisruption) || self.all_zones_fully_disrupted() {
             return None;
@@ -118,7 +128,7 @@ impl NodeLifecycle {
             .nodes
             .iter()
             .filter(|(_, e)| e.registered && e.zone == *key)
-            .filter_map(|(n, _)| self.store.node(n));
+            .filter_map(|(n, _)| store.node(n));
         match self.settings.domain_hold(members)? {
             None => Some(None),
             Some(max) => {
@@ -129,13 +139,13 @@ impl NodeLifecycle {
     }
 
     /// Brings every domain's hold up to date; entering and leaving are decision lines.
-    pub(super) fn refresh_holds(&mut self, now: Time) {
+    pub(super) fn refresh_holds(&mut self, store: &ClusterStore, now: Time) {
         if self.settings.never_holds() && !self.zones.values().any(|z| z.held) {
             return;
         }
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         for key in keys {
-            let hold = self.hold_of(&key, now);
+            let hold = self.hold_of(store, &key, now);
             let all_down = self.all_zones_fully_disrupted();
             let never_holds = self.settings.never_holds();
             let Some(z) = self.zones.get_mut(&key) else {

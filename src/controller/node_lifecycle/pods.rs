@@ -6,6 +6,7 @@ impl NodeLifecycle {
     /// Upstream `MarkPodsNotReady`: every pod on the node whose Ready is True (or only `only`).
     pub(super) fn mark_pods_not_ready(
         &mut self,
+        store: &ClusterStore,
         node: &Name,
         only: Option<&PodKey>,
         now: Time,
@@ -19,20 +20,19 @@ impl NodeLifecycle {
             e.needs_pod_retry = false;
         }
         // An autonomous edge node's pods keep serving; a pool may opt out as well.
-        if self
-            .store
+        if store
             .node(node)
             .is_some_and(|n| !self.settings.marks_pods_not_ready(n))
         {
             return;
         }
         // `unless-disrupted`: not while the node's domain is disrupted (`partitions.rs`).
-        if let Some(why) = self.keeps_pods_ready(node, now) {
+        if let Some(why) = self.keeps_pods_ready(store, node, now) {
             self.keep_pods_ready(node, why);
             return;
         }
         self.pods_kept_ready.remove(node);
-        let pods = self.store.pods();
+        let pods = store.pods();
         let ids = match only {
             Some(k) => pods.id(k).into_iter().collect(),
             None => pods.on_node(node),

@@ -9,6 +9,7 @@ impl NodeLifecycle {
 
     pub(super) fn on_result(
         &mut self,
+        store: &ClusterStore,
         id: ActionId,
         outcome: Outcome,
         now: Time,
@@ -19,10 +20,10 @@ impl NodeLifecycle {
         };
         match pending {
             Pending::NodeStatus { node, uid } => {
-                self.on_status_result(&node, &uid, id, outcome, now, out)
+                self.on_status_result(store, &node, &uid, id, outcome, now, out)
             }
             Pending::NodeTaints { node, uid } => {
-                self.on_taints_result(&node, &uid, id, outcome, now, out)
+                self.on_taints_result(store, &node, &uid, id, outcome, now, out)
             }
             Pending::NodeLabels { node, uid, .. } => {
                 let Some(e) = self.entry_for(&node, &uid) else {
@@ -32,10 +33,10 @@ impl NodeLifecycle {
                     return;
                 }
                 e.busy.get_mut().label_write = None;
-                // On success the labels are in the store already (`observe.rs`, `landed`):
+                // On success the labels are in the store already (`landed`, `World::apply`):
                 // known to be written, whether or not its answer or the watch came yet.
                 if outcome == Outcome::Conflict {
-                    self.pump_labels(&node, out);
+                    self.pump_labels(store, &node, out);
                 }
             }
             Pending::LeaseRead { .. } => {}
@@ -44,8 +45,8 @@ impl NodeLifecycle {
                 match outcome {
                     Outcome::NotFound => {}
                     Outcome::Ok => {
-                        // The pod is NotReady in the store already (`observe.rs`, `landed`).
-                        if let Some(p) = self.store.pods().get(&pod) {
+                        // The pod is NotReady in the store already (`landed`, `World::apply`).
+                        if let Some(p) = store.pods().get(&pod) {
                             out.push(pod_event(
                                 p,
                                 EventType::Warning,
@@ -59,7 +60,7 @@ impl NodeLifecycle {
                             e.needs_pod_retry = true;
                         }
                         // Upstream records the event unless the pod was not found.
-                        if let Some(p) = self.store.pods().get(&pod) {
+                        if let Some(p) = store.pods().get(&pod) {
                             out.push(pod_event(
                                 p,
                                 EventType::Warning,
@@ -71,7 +72,7 @@ impl NodeLifecycle {
                 }
             }
             Pending::PodNodeLost { pod, node, uid } => {
-                self.on_node_lost_result(&pod, &node, &uid, outcome, now, out)
+                self.on_node_lost_result(store, &pod, &node, &uid, outcome, now, out)
             }
             Pending::DeletePod { node, uid, .. } => {
                 self.on_delete_pod_result(&node, &uid, outcome, now)
@@ -79,8 +80,11 @@ impl NodeLifecycle {
         }
     }
 
+    // The world's store is passed in beside the result's own fields.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_status_result(
         &mut self,
+        store: &ClusterStore,
         node: &Name,
         uid: &Name,
         id: ActionId,
@@ -116,26 +120,39 @@ impl NodeLifecycle {
                     e.health.saved_ready = Some(ReadySnapshot::of(ready));
                 }
                 // The write succeeded: the node's conditions in the store are what was written,
-                // whether or not the watch has delivered the new version yet (`observe.rs`,
-                // `landed`: they went in before this answer is decided on).
+                // whether or not the watch has delivered the new version yet
+                // (`NodeLifecycle::landed`, `World::apply`: they went in before this answer is
+                // decided on).
                 let current = Some(ConditionStatus::Unknown);
-                self.after_health(node, observed, current, now, out);
+                self.after_health(store, node, observed, current, now, out);
                 // Upstream queues the node for its NoExecute taint one pass later, when it
                 // observes the Unknown it wrote; the write's success is that observation.
                 if self.taint_based {
-                    self.process_taint_based_eviction(node, ConditionStatus::Unknown, now, out);
+                    self.process_taint_based_eviction(
+                        store,
+                        node,
+                        ConditionStatus::Unknown,
+                        now,
+                        out,
+                    );
                 } else {
-                    self.process_no_taint_based_eviction(node, ConditionStatus::Unknown, now, out);
+                    self.process_no_taint_based_eviction(
+                        store,
+                        node,
+                        ConditionStatus::Unknown,
+                        now,
+                        out,
+                    );
                 }
                 // The conditions we wrote call for the unreachable NoSchedule taint; when the
                 // write's answer (or the watch) already brought them, this finds nothing to do.
-                self.pump_taints(node, now, out);
+                self.pump_taints(store, node, now, out);
             }
             Outcome::Conflict => {
                 e.busy.get_mut().verdict_tries += 1;
                 if e.busy.get().verdict_tries < CONFLICT_RETRIES {
                     // The shell fed the re-read node first: decide again on it.
-                    self.evaluate(node, now, out);
+                    self.evaluate(store, node, now, out);
                 } else {
                     e.busy.get_mut().verdict_tries = 0;
                 }
@@ -155,8 +172,11 @@ impl NodeLifecycle {
         }
     }
 
+    // The world's store is passed in beside the result's own fields.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_taints_result(
         &mut self,
+        store: &ClusterStore,
         node: &Name,
         uid: &Name,
         id: ActionId,
@@ -174,9 +194,9 @@ impl NodeLifecycle {
         match outcome {
             Outcome::Ok => {
                 e.busy.get_mut().taint_tries = 0;
-                // The taints written are in the store already (`observe.rs`, `landed`).
+                // The taints written are in the store already (`landed`, `World::apply`).
                 self.taint_ops_done(node, &write.ops, true, now);
-                self.pump_taints(node, now, out);
+                self.pump_taints(store, node, now, out);
             }
             Outcome::Conflict => {
                 e.busy.get_mut().taint_tries += 1;
@@ -216,6 +236,7 @@ impl NodeLifecycle {
 
     pub(super) fn on_lease_read(
         &mut self,
+        store: &ClusterStore,
         id: ActionId,
         outcome: LeaseReadOutcome,
         now: Time,
@@ -237,8 +258,8 @@ impl NodeLifecycle {
                 let renew = lease.renew_time;
                 if e.health.observe_lease(renew, now) {
                     // Fresher than what the watch told us: the verdict is cancelled (the Lease
-                    // is in the store already: `observe.rs`, `landed`).
-                    self.arm_grace(&node, now);
+                    // is in the store already: `NodeLifecycle::landed`, `World::apply`).
+                    self.arm_grace(store, &node, now);
                     return;
                 }
                 e.busy.get_mut().lease_confirmed_for = Some(e.health.probe_time);
@@ -258,6 +279,6 @@ impl NodeLifecycle {
                 return;
             }
         }
-        self.evaluate(&node, now, out);
+        self.evaluate(store, &node, now, out);
     }
 }

@@ -42,11 +42,17 @@ pub(super) struct SuspectView {
 
 impl NodeLifecycle {
     /// Whether a counted-Ready node is a suspect at `now` (see the module doc).
-    pub(super) fn is_suspect(&self, name: &str, e: &NodeEntry, now: Time) -> bool {
+    pub(super) fn is_suspect(
+        &self,
+        store: &ClusterStore,
+        name: &str,
+        e: &NodeEntry,
+        now: Time,
+    ) -> bool {
         if e.busy.get().verdict != Verdict::Idle {
             return true;
         }
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return false;
         };
         let (monitor, startup) = self.settings.graces(node);
@@ -62,7 +68,7 @@ impl NodeLifecycle {
         else {
             return false;
         };
-        let Some(seconds) = self.store.lease(name).and_then(|l| l.duration_seconds) else {
+        let Some(seconds) = store.lease(name).and_then(|l| l.duration_seconds) else {
             return false;
         };
         // The probe time is when a renewal reached us: a stalled watch delivers renewals late
@@ -87,7 +93,7 @@ impl NodeLifecycle {
     }
 
     /// The zones' counts with their suspects taken off the Ready ones.
-    pub(super) fn suspect_view(&self, now: Time) -> SuspectView {
+    pub(super) fn suspect_view(&self, store: &ClusterStore, now: Time) -> SuspectView {
         let mut counts: BTreeMap<Name, (usize, usize)> = self
             .zones
             .iter()
@@ -95,7 +101,7 @@ impl NodeLifecycle {
             .collect();
         let mut any_suspect = false;
         for (name, e) in self.nodes.iter() {
-            if !e.registered || e.counted != Some(true) || !self.is_suspect(name, e, now) {
+            if !e.registered || e.counted != Some(true) || !self.is_suspect(store, name, e, now) {
                 continue;
             }
             if let Some(c) = counts.get_mut(&e.zone) {
@@ -137,14 +143,19 @@ impl NodeLifecycle {
     /// Whether the zone's NoExecute decisions wait for its suspects at `now`: counting them
     /// would make the zone partially disrupted where it is not, or every zone fully disrupted
     /// where they are not all.
-    pub(super) fn waits_for_suspects(&self, view: &SuspectView, zone: &Name) -> bool {
+    pub(super) fn waits_for_suspects(
+        &self,
+        store: &ClusterStore,
+        view: &SuspectView,
+        zone: &Name,
+    ) -> bool {
         if !view.any_suspect {
             return false;
         }
         if self.all_suspected_down(view) && !self.all_zones_fully_disrupted() {
             return true;
         }
-        if self.held_if_full_with_suspects(view, zone) {
+        if self.held_if_full_with_suspects(store, view, zone) {
             return true;
         }
         let Some(z) = self.zones.get(zone) else {
@@ -177,7 +188,12 @@ impl NodeLifecycle {
     /// are counted all (the partial-disruption rule above leaves one Ready): a site of two or
     /// three nodes goes from Normal to fully disrupted at once, and its first verdict found
     /// it Normal.
-    fn held_if_full_with_suspects(&self, view: &SuspectView, zone: &Name) -> bool {
+    fn held_if_full_with_suspects(
+        &self,
+        store: &ClusterStore,
+        view: &SuspectView,
+        zone: &Name,
+    ) -> bool {
         if self.settings.never_holds() {
             return false;
         }
@@ -203,20 +219,25 @@ impl NodeLifecycle {
             .nodes
             .iter()
             .filter(|(_, e)| e.registered && e.zone == *zone)
-            .filter_map(|(n, _)| self.store.node(n));
+            .filter_map(|(n, _)| store.node(n));
         self.settings.domain_hold(members).is_some()
     }
 
     /// Whether the zone's NoExecute decisions may go now (see [`Self::waits_for_suspects`]);
     /// the start of a wait is a decision line.
-    pub(super) fn zone_may_act(&mut self, view: &SuspectView, zone: &Name) -> bool {
-        let waits = self.waits_for_suspects(view, zone);
+    pub(super) fn zone_may_act(
+        &mut self,
+        store: &ClusterStore,
+        view: &SuspectView,
+        zone: &Name,
+    ) -> bool {
+        let waits = self.waits_for_suspects(store, view, zone);
         let all_down = waits && self.all_suspected_down(view);
         // What the wait guards against: every zone down, or a partial disruption (with all its
         // suspects counted the zone itself may read fully disrupted: `waits_for_suspects`).
         let would_be = if all_down {
             self.suspected_state(view, zone)
-        } else if waits && self.held_if_full_with_suspects(view, zone) {
+        } else if waits && self.held_if_full_with_suspects(store, view, zone) {
             Some(ZoneState::FullDisruption)
         } else {
             Some(ZoneState::PartialDisruption)
@@ -247,10 +268,15 @@ impl NodeLifecycle {
 
     /// The zone state fencing is gated by: the state with suspects when that is worse than
     /// Normal, the zone's own otherwise.
-    pub(crate) fn zone_state_with_suspects(&self, node: &str, now: Time) -> Option<ZoneState> {
+    pub(crate) fn zone_state_with_suspects(
+        &self,
+        store: &ClusterStore,
+        node: &str,
+        now: Time,
+    ) -> Option<ZoneState> {
         let e = self.nodes.get(node).filter(|e| e.registered)?;
         let current = self.zones.get(&e.zone)?.state;
-        let view = self.suspect_view(now);
+        let view = self.suspect_view(store, now);
         match self.suspected_state(&view, &e.zone) {
             Some(ZoneState::Normal) | None => current,
             Some(suspected) if current == Some(ZoneState::Normal) => Some(suspected),
@@ -263,9 +289,13 @@ impl NodeLifecycle {
     /// counted; else the nodes of the zones not fully disrupted that would be. A running
     /// leader would judge those suspects first, and every zone down lifts the NoExecute
     /// taints; a zone becoming fully disrupted changes its rules (a hold, a rate).
-    pub(crate) fn takeover_wait_cover(&self, now: Time) -> crate::controller::brake::BrakeCover {
+    pub(crate) fn takeover_wait_cover(
+        &self,
+        store: &ClusterStore,
+        now: Time,
+    ) -> crate::controller::brake::BrakeCover {
         use crate::controller::brake::BrakeCover;
-        let view = self.suspect_view(now);
+        let view = self.suspect_view(store, now);
         if self.all_zones_fully_disrupted() || self.all_suspected_down(&view) {
             return BrakeCover::Everything;
         }
@@ -294,7 +324,7 @@ impl NodeLifecycle {
     }
 
     /// Every zone is fully disrupted, or would be with its suspects counted.
-    pub(crate) fn all_zones_down_with_suspects(&self, now: Time) -> bool {
-        self.all_zones_fully_disrupted() || self.all_suspected_down(&self.suspect_view(now))
+    pub(crate) fn all_zones_down_with_suspects(&self, store: &ClusterStore, now: Time) -> bool {
+        self.all_zones_fully_disrupted() || self.all_suspected_down(&self.suspect_view(store, now))
     }
 }

@@ -6,17 +6,18 @@ use super::*;
 impl NodeLifecycle {
     pub(super) fn process_taint_based_eviction(
         &mut self,
+        store: &ClusterStore,
         name: &Name,
         observed: ConditionStatus,
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let kind = match observed {
             ConditionStatus::True => {
-                self.mark_node_as_reachable(name, now, out);
+                self.mark_node_as_reachable(store, name, now, out);
                 return;
             }
             ConditionStatus::False => NoExecuteKind::NotReady,
@@ -31,10 +32,10 @@ impl NodeLifecycle {
                 name,
                 |o| matches!(o, TaintOp::Apply { kind: k, .. } if *k == kind),
             ) {
-                self.push_taint_op(name, op, now, out);
+                self.push_taint_op(store, name, op, now, out);
             }
         } else {
-            self.mark_node_for_tainting(name, kind, now);
+            self.mark_node_for_tainting(store, name, kind, now);
         }
     }
 
@@ -43,7 +44,13 @@ impl NodeLifecycle {
     /// Ready=False) queues its node, the zone's state is already recounted (`decide` runs
     /// `handle_disruption` first), so the node is tainted at once when its zone has a token
     /// and no verdict is in flight (the pass waits for those: see `hold_eviction_pass`).
-    pub(super) fn taint_due_now(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn taint_due_now(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         let Some(zone) = self.nodes.get(name).map(|e| e.zone.clone()) else {
             return;
         };
@@ -58,16 +65,16 @@ impl NodeLifecycle {
         if !due || !self.caches_current || self.verdicts_in_flight() {
             return;
         }
-        let view = self.suspect_view(now);
-        if !self.zone_may_act(&view, &zone) {
+        let view = self.suspect_view(store, now);
+        if !self.zone_may_act(store, &view, &zone) {
             return;
         }
         // The brake counts this very change (and the suspects) before anything is tainted.
-        self.update_brakes(now);
+        self.update_brakes(store, now);
         if self.brakes.fleet_engaged() {
             return;
         }
-        self.drain_zone_queue(&zone, now, out, Self::taint_from_queue);
+        self.drain_zone_queue(store, &zone, now, out, Self::taint_from_queue);
     }
 
     pub(super) fn verdicts_in_flight(&self) -> bool {
@@ -92,9 +99,14 @@ impl NodeLifecycle {
     /// queue keeps its place: the periodic pass evaluates every queued node again (in name
     /// order here), and re-stamping them there would taint a fully disrupted zone in name
     /// order rather than in the order its nodes were judged, as upstream's queue takes them.
-    pub(super) fn mark_node_for_tainting(&mut self, name: &Name, kind: NoExecuteKind, now: Time) {
-        let tainted = self
-            .store
+    pub(super) fn mark_node_for_tainting(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        kind: NoExecuteKind,
+        now: Time,
+    ) {
+        let tainted = store
             .node(name)
             .is_some_and(|node| has_no_execute(node, kind))
             || self.taint_op_pending(
@@ -104,7 +116,7 @@ impl NodeLifecycle {
         let Some(e) = self.nodes.get(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let uid = node.uid.clone();
@@ -118,11 +130,17 @@ impl NodeLifecycle {
     }
 
     /// Upstream `markNodeAsReachable`: both NoExecute taints off, out of the zone queue.
-    pub(super) fn mark_node_as_reachable(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn mark_node_as_reachable(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         let Some(e) = self.nodes.get(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let tainted = has_no_execute(node, NoExecuteKind::NotReady)
@@ -132,12 +150,13 @@ impl NodeLifecycle {
             zone.queue.remove(name);
         }
         if tainted && !self.taint_op_pending(name, |o| *o == TaintOp::Reachable) {
-            self.push_taint_op(name, TaintOp::Reachable, now, out);
+            self.push_taint_op(store, name, TaintOp::Reachable, now, out);
         }
     }
 
     pub(super) fn push_taint_op(
         &mut self,
+        store: &ClusterStore,
         name: &Name,
         op: TaintOp,
         now: Time,
@@ -146,23 +165,29 @@ impl NodeLifecycle {
         if let Some(e) = self.nodes.get_mut(name) {
             e.busy.get_mut().taint_ops.push(op);
         }
-        self.pump_taints(name, now, out);
+        self.pump_taints(store, name, now, out);
     }
 
     /// Writes the node's desired taints (NoSchedule reconciliation + pending ops) unless a
     /// write is already in flight.
-    pub(super) fn pump_taints(&mut self, name: &Name, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn pump_taints(
+        &mut self,
+        store: &ClusterStore,
+        name: &Name,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         if self
             .nodes
             .get(name)
             .is_some_and(|e| e.busy.get().taint_write.is_none())
         {
-            self.requeue_forbidden_ops(name, now);
+            self.requeue_forbidden_ops(store, name, now);
         }
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         if !e.registered || e.busy.get().taint_write.is_some() || e.busy.get().taint_retry_pending {
@@ -219,9 +244,9 @@ impl NodeLifecycle {
     /// instead of out: the zone rules are judged when the taint is written, not only when it
     /// was queued (soak seed 31: a taint given out in a Normal zone landed 2.7 s after the zone
     /// became partially disrupted).
-    fn requeue_forbidden_ops(&mut self, name: &Name, now: Time) {
+    fn requeue_forbidden_ops(&mut self, store: &ClusterStore, name: &Name, now: Time) {
         // An engaged brake covering the node holds every queued NoExecute decision too.
-        let braked = self.brake_covering(name).is_some();
+        let braked = self.brake_covering(store, name).is_some();
         let caches_current = self.caches_current;
         let Some(e) = self
             .nodes
@@ -280,11 +305,11 @@ impl NodeLifecycle {
         }
     }
 
-    pub(super) fn pump_labels(&mut self, name: &Name, out: &mut Vec<Action>) {
+    pub(super) fn pump_labels(&mut self, store: &ClusterStore, name: &Name, out: &mut Vec<Action>) {
         let Some(e) = self.nodes.get(name) else {
             return;
         };
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         if !e.registered || e.busy.get().label_write.is_some() {
@@ -314,14 +339,14 @@ impl NodeLifecycle {
     }
 
     /// The zone queues' pass, every 100 ms while some queue has work.
-    pub(super) fn eviction_pass(&mut self, now: Time, out: &mut Vec<Action>) {
+    pub(super) fn eviction_pass(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         // On a stale cache a zone's recovery may be unseen: no new taint (nor legacy
         // eviction) until the caches are current; the queues keep their order and tokens.
         if !self.caches_current || self.hold_eviction_pass(now) {
             return;
         }
         // A hold may have run out (`hold_max`): the pass is armed for it.
-        self.refresh_holds(now);
+        self.refresh_holds(store, now);
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         // Built once, and only when some zone has work due: the zones' counts with their
         // suspects (`suspects.rs`).
@@ -343,13 +368,13 @@ impl NodeLifecycle {
                 .is_some_and(|(_, at)| at <= now);
             // A head not due yet still takes a token below, as upstream's `Try` does.
             if due {
-                let view = view.get_or_insert_with(|| self.suspect_view(now));
-                if !self.zone_may_act(view, &zone) {
+                let view = view.get_or_insert_with(|| self.suspect_view(store, now));
+                if !self.zone_may_act(store, view, &zone) {
                     continue;
                 }
                 if !brakes_counted {
                     brakes_counted = true;
-                    self.update_brakes(now);
+                    self.update_brakes(store, now);
                 }
                 // Everything is braked: the queues keep their order and tokens.
                 if self.brakes.fleet_engaged() {
@@ -357,9 +382,9 @@ impl NodeLifecycle {
                 }
             }
             if self.taint_based {
-                self.drain_zone_queue(&zone, now, out, Self::taint_from_queue);
+                self.drain_zone_queue(store, &zone, now, out, Self::taint_from_queue);
             } else {
-                self.drain_zone_queue(&zone, now, out, Self::evict_from_queue);
+                self.drain_zone_queue(store, &zone, now, out, Self::evict_from_queue);
             }
         }
     }
@@ -385,12 +410,13 @@ impl NodeLifecycle {
 
     pub(super) fn taint_from_queue(
         &mut self,
+        store: &ClusterStore,
         zone: &Name,
         name: &Name,
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return; // gone: done
         };
         if missing_no_execute(&self.settings.condition_taints, node)
@@ -400,9 +426,9 @@ impl NodeLifecycle {
             let op = TaintOp::ConditionTaints {
                 zone: Some(zone.clone()),
             };
-            self.push_taint_op(name, op, now, out);
+            self.push_taint_op(store, name, op, now, out);
         }
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         let kind = match node.ready().map(|c| c.status) {
@@ -421,12 +447,12 @@ impl NodeLifecycle {
             kind,
             zone: Some(zone.clone()),
         };
-        self.push_taint_op(name, op, now, out);
+        self.push_taint_op(store, name, op, now, out);
     }
 
     /// Arms the zone queues' pass: every 100 ms while a queue has work and a non-zero rate,
     /// sooner when a due head only waits for its zone's next token.
-    pub(super) fn arm_eviction_pass(&mut self, now: Time) {
+    pub(super) fn arm_eviction_pass(&mut self, store: &ClusterStore, now: Time) {
         let mut at: Option<Time> = None;
         // A braked head waits for the release, which arms the pass again (`decide`).
         let braked = self.brakes.any_engaged();
@@ -441,7 +467,7 @@ impl NodeLifecycle {
             if braked
                 && z.queue
                     .head()
-                    .is_some_and(|(head, _)| self.brake_covering(head).is_some())
+                    .is_some_and(|(head, _)| self.brake_covering(store, head).is_some())
             {
                 continue;
             }
@@ -484,11 +510,11 @@ impl NodeLifecycle {
 impl NodeLifecycle {
     /// A node lacking a custom NoExecute condition taint waits in its zone's queue for it (see
     /// `condition_taints.rs`); one already queued keeps its place.
-    pub(super) fn queue_condition_taints(&mut self, name: &Name, now: Time) {
+    pub(super) fn queue_condition_taints(&mut self, store: &ClusterStore, name: &Name, now: Time) {
         if self.settings.condition_taints.is_empty() {
             return;
         }
-        let Some(node) = self.store.node(name) else {
+        let Some(node) = store.node(name) else {
             return;
         };
         if missing_no_execute(&self.settings.condition_taints, node)

@@ -18,8 +18,8 @@
 //! updated before its pods are examined, so a pod update at `t` sees the taints of every node
 //! update delivered at or before `t`.
 //!
-//! It keeps no copy of nodes or pods: it reads them from the [`ClusterStore`] and is told what
-//! each change replaced ([`Observed`]). Its own state is only the pods with pending work.
+//! It keeps no copy of nodes or pods: it reads them from the [`World`]'s [`ClusterStore`] and is
+//! told what each change replaced ([`Observed`]). Its own state is only the pods with pending work.
 //!
 //! Cost: a node update whose NoExecute taints changed examines only that node's pods (the
 //! store's pods-by-node index); any other node update, and every pod update, is O(1) amortised.
@@ -55,6 +55,7 @@ use crate::controller::pool_timing::{PoolTiming, TimingSource};
 use crate::controller::tolerations::{
     Countdown, Verdict, countdown, countdown_start, found_under_taint_since, verdict,
 };
+use crate::controller::world::World;
 use crate::model::{
     Autonomy, ClusterStore, ConditionStatus, Name, Node, PodChange, PodKey, PodView, Taint,
     Toleration,
@@ -143,8 +144,8 @@ impl TaintEviction {
 
     /// Notes the toleration edits and taint swaps `observed` shows (every input, before the
     /// initial sync too: a standby's countdowns are found from them at its takeover).
-    pub(crate) fn note_history(&mut self, store: &ClusterStore, observed: &Observed, now: Time) {
-        self.history.note(store, observed, now);
+    pub(crate) fn note_history(&mut self, world: &World, observed: &Observed, now: Time) {
+        self.history.note(world.store(), observed, now);
     }
 
     /// What a leader knew of toleration edits and swaps, for the follower it becomes.
@@ -165,15 +166,16 @@ impl TaintEviction {
         }
     }
 
-    /// The machine API: decides on what the store reported (see [`Observed`]) at `now`,
-    /// reading nodes and pods from `store`, and pushes its actions to `out`.
+    /// The machine API: decides on what the world reported (see [`Observed`]) at `now`,
+    /// reading nodes and pods from `world`, and pushes its actions to `out`.
     pub(crate) fn decide(
         &mut self,
-        store: &ClusterStore,
+        world: &World,
         observed: &Observed,
         now: Time,
         out: &mut Vec<Action>,
     ) {
+        let store = world.store();
         match observed {
             Observed::Node { name, before } => {
                 self.node_changed(store, name, before.as_ref(), now, now, out)
@@ -251,7 +253,7 @@ impl TaintEviction {
             return;
         };
         // Compared with the version it replaced: every change of the store comes here as an
-        // `Observed` (our own taint writes too: `node_lifecycle/observe.rs`), so that version's
+        // `Observed` (our own taint writes too: `World::apply`), so that version's
         // taints are the ones last judged. A node seen for the first time is judged even when
         // untainted (a node re-created under an old name cancels its pods' countdowns, as
         // upstream).

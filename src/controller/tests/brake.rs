@@ -242,9 +242,9 @@ fn a_pool_brake_holds_its_own_nodes_and_no_others() {
         matches!(&lines[..], [(true, BrakeScope::Pool(p), 2)] if &**p == "edge"),
         "{lines:?}"
     );
-    let lc = c.ctl.lifecycle();
-    assert!(lc.brake_covering("d3").is_some());
-    assert!(lc.brake_covering("a1").is_none());
+    let (lc, store) = (c.ctl.lifecycle(), c.ctl.store());
+    assert!(lc.brake_covering(store, "d3").is_some());
+    assert!(lc.brake_covering(store, "a1").is_none());
 }
 
 /// Autonomy does not take a node out of the count: an edge site whose autonomous nodes are cut

@@ -264,11 +264,15 @@ fn the_zone_state_for_fencing_counts_the_suspects() {
         Some(ZoneState::Normal)
     );
     assert_eq!(
-        h.ctl.lifecycle().zone_state_with_suspects("a1", h.now),
+        h.ctl
+            .lifecycle()
+            .zone_state_with_suspects(h.ctl.store(), "a1", h.now),
         Some(ZoneState::PartialDisruption)
     );
     assert_eq!(
-        h.ctl.lifecycle().zone_state_with_suspects("b1", h.now),
+        h.ctl
+            .lifecycle()
+            .zone_state_with_suspects(h.ctl.store(), "b1", h.now),
         Some(ZoneState::Normal)
     );
 }

@@ -181,7 +181,7 @@ fn test_try_update_node_health_current_equals_saved() {
         let saved = health.saved_ready.as_ref().map(|r| r.status);
         let current = h
             .ctl
-            .lifecycle()
+            .store()
             .node("node0")
             .unwrap()
             .ready()
