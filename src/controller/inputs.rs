@@ -134,6 +134,9 @@ pub enum Observed {
         name: Name,
         renew_time: Option<Time>,
         entry: Option<u32>,
+        /// The store held an older renewal of this Lease: a renewal seen happening (not the
+        /// first sight of the Lease, as in an initial list).
+        renewed: bool,
     },
     Pod(PodChange),
     /// Pods removed, with the node each was bound to.

@@ -69,9 +69,10 @@ impl World {
             Input::LeaseUpsert(lease) => {
                 let renew_time = lease.renew_time;
                 let stored = self.store.upsert_lease(lease);
-                let Upserted::Changed { .. } = stored.upserted else {
+                let Upserted::Changed { before } = stored.upserted else {
                     return Observed::Nothing;
                 };
+                let renewed = before.is_some_and(|b| b.renew_time < renew_time);
                 // The node's entry, at the slot kept beside the Lease while it is still there:
                 // one lookup by name for a renewal, the store's.
                 let entry = entries.slot_hinted(&stored.name, stored.owner_slot);
@@ -82,6 +83,7 @@ impl World {
                     name: stored.name,
                     renew_time,
                     entry,
+                    renewed,
                 }
             }
             Input::LeaseDeleted(name) => {

@@ -139,6 +139,7 @@ impl NodeLifecycle {
         name: &Name,
         slot: u32,
         renew: Option<Time>,
+        renewed: bool,
         now: Time,
     ) {
         let Some(e) = self.nodes.get_mut_at(slot, name) else {
@@ -147,8 +148,11 @@ impl NodeLifecycle {
         if !e.registered {
             // A standby (or a leader before its sync) learns how late this kubelet's renewals
             // reach it: at a takeover the node's health clock starts from its last renewal
-            // (`register`), not from the takeover.
-            if let Some(renew) = renew {
+            // (`register`), not from the takeover. Only from renewals it sees happen: the first
+            // sight of a Lease (the initial list of a process just started) is no renewal
+            // reaching it, and a kubelet silent since before the start would have its silence
+            // taken for lag, and then never look silent to `suspects.rs`.
+            if let Some(renew) = renew.filter(|_| renewed) {
                 e.lease_lag_ms = Some(lease_lag(e.lease_lag_ms, renew, now));
             }
             return;

@@ -413,9 +413,10 @@ impl NodeLifecycle {
                 name,
                 renew_time,
                 entry,
+                renewed,
             } => {
                 if let Some(slot) = entry {
-                    self.on_lease_changed(store, &name, slot, renew_time, now);
+                    self.on_lease_changed(store, &name, slot, renew_time, renewed, now);
                 }
             }
             Observed::Pod(change) => self.on_pod_changed(store, &change, now, out),
