@@ -57,7 +57,7 @@ impl Profile {
              full_disruption = \"hold\"\n\
              hold_max = \"30m\"\n\
              max_unhealthy = \"10%\"\n\
-             disruption_cooldown = \"30s\"\n\
+             disruption_cooldown = \"2s\"\n\
              autonomy = true\n"
         );
         let mut tables = String::new();
