@@ -1,8 +1,16 @@
 //! The daemon as the loop's handler: socket events and timers dispatched to their part, and
 //! the before-sleep hook that starts fences, logs the turn's decisions and rearms every timer
-//! at the machines' next deadlines.
+//! at the machines' next deadlines. Owns no state: each event or timer goes to the part that
+//! owns it, or to the `Daemon` method that coordinates parts.
 
-use super::*;
+use mio::Token;
+use mio::event::Event;
+
+use super::kinds::{SourceKind, TimerKind};
+use super::status::Asked;
+use super::{Daemon, Lp};
+use crate::runtime::event_loop::Handler;
+use crate::time::Time;
 
 impl Handler<SourceKind, TimerKind> for Daemon {
     fn on_event(&mut self, lp: &mut Lp, token: Token, source: SourceKind, _event: &Event) {
@@ -10,52 +18,38 @@ impl Handler<SourceKind, TimerKind> for Daemon {
             SourceKind::Signal(signal) => self.on_signal(lp, signal),
             SourceKind::Watch(watch) => self.on_informer(lp, watch, Some(token)),
             SourceKind::Metrics => {
-                if let Some(mut server) = self.metrics.take() {
+                if let Some(mut server) = self.observability.take_metrics() {
                     server.on_event(lp, token, SourceKind::Metrics, self);
-                    self.metrics = Some(server);
+                    self.observability.put_metrics(server);
                 }
             }
             SourceKind::Control => {
-                if let Some(mut server) = self.control.take() {
+                if let Some(mut server) = self.observability.take_control() {
                     let asked = Asked {
                         daemon: self,
                         event_loop: lp.snapshot(),
                     };
                     server.on_event(lp, token, SourceKind::Control, &asked);
-                    self.control = Some(server);
+                    self.observability.put_control(server);
                 }
             }
-            SourceKind::FenceOutput => self.fencer.on_output(token),
+            SourceKind::FenceOutput => self.fences.on_output(token),
         }
     }
 
     fn on_timer(&mut self, lp: &mut Lp, timer: TimerKind, now: Time) {
         match timer {
-            TimerKind::Watchdog => {
-                trace!("watchdog ping");
-                report("WATCHDOG=1", self.notifier.watchdog());
-                if let Some(every) = self.watchdog_every {
-                    lp.schedule(TimerKind::Watchdog, now + every);
-                }
-            }
+            TimerKind::Watchdog => self.observability.watchdog(lp, now),
             TimerKind::Informer(watch) => self.on_informer(lp, watch, None),
             TimerKind::Controller => self.on_controller_timer(now),
             TimerKind::Executor => self.on_executor_timer(lp),
             TimerKind::Leader => self.on_leader_timer(lp),
-            TimerKind::Metrics => {
-                if let Some(server) = &mut self.metrics {
-                    server.on_timer(lp, now);
-                }
-            }
-            TimerKind::Control => {
-                if let Some(server) = &mut self.control {
-                    server.on_timer(lp, now);
-                }
-            }
+            TimerKind::Metrics => self.observability.on_metrics_timer(lp, now),
+            TimerKind::Control => self.observability.on_control_timer(lp, now),
             // `rearm` below logs the summaries that came due.
             TimerKind::Decisions => {}
             TimerKind::Fence => {
-                let ended = self.fencer.on_deadline(lp);
+                let ended = self.fences.on_deadline(lp);
                 self.feed_all(ended, now);
             }
         }
@@ -75,20 +69,9 @@ impl Daemon {
         self.start_fences(lp);
         self.probe_fence_agent(lp);
         self.log_decisions(lp.now());
-        match self.decision_log.next_deadline() {
-            Some(at) => lp.schedule(TimerKind::Decisions, at),
-            None => {
-                lp.cancel(&TimerKind::Decisions);
-            }
-        }
-        if let Some(at) = self.control.as_ref().and_then(ControlServer::next_deadline) {
-            lp.schedule(TimerKind::Control, at);
-        }
-        match [self.fencer.next_deadline(), self.status_due()]
-            .into_iter()
-            .flatten()
-            .min()
-        {
+        self.observability.arm_decisions(lp);
+        self.observability.arm_control(lp);
+        match self.fences.next_deadline(&self.config.fencing) {
             Some(at) => lp.schedule(TimerKind::Fence, at),
             None => {
                 lp.cancel(&TimerKind::Fence);
@@ -109,20 +92,22 @@ impl Daemon {
         let period = self.config.controller.node_monitor_period;
         let window = self.controllers.monitor_pass_window();
         self.informers.aim_watch_ends(window, period);
-        match self.executor.next_wakeup().filter(|_| self.acting) {
+        match self
+            .executor
+            .next_wakeup()
+            .filter(|_| self.leadership.acting())
+        {
             Some(at) => lp.schedule(TimerKind::Executor, at),
             None => {
                 lp.cancel(&TimerKind::Executor);
             }
         }
-        match self.leader.next_deadline() {
+        match self.leadership.next_deadline() {
             Some(at) => lp.schedule(TimerKind::Leader, at),
             None => {
                 lp.cancel(&TimerKind::Leader);
             }
         }
-        if let Some(at) = self.metrics.as_ref().and_then(MetricsServer::next_deadline) {
-            lp.schedule(TimerKind::Metrics, at);
-        }
+        self.observability.arm_metrics(lp);
     }
 }

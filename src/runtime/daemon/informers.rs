@@ -1,22 +1,248 @@
-//! The three informers (nodes, leases, pods): driving them on the loop and feeding what they
-//! deliver to the store and the controllers, up to the initial sync.
+//! Informers: owns the three informers (nodes, leases, pods), what they borrow for a call (the
+//! API client, connection, tokens, decoder and their config), which of them synced, whether
+//! the controllers were last told the caches follow the server, which stopped since, and
+//! whether the server's watch-list support is still unknown. Feeding what they deliver to the
+//! controllers is `feeding.rs`.
 
-use super::*;
-use crate::model::{Name, PodKey};
+use std::time::Duration;
+
+use log::debug;
+use mio::Token;
+
+use super::Lp;
+use super::kinds::{SourceKind, TimerKind, Watch};
+use crate::controller::cache_currency::cache_settle;
+use crate::kube::decode::DecodeContext;
+use crate::kube::reflector::{Delta, EndTarget, ReflectorStats, Watched};
+use crate::kube::{ApiClient, Connection, TokenSource};
+use crate::leader::Jitter;
+use crate::model::{Lease, Node, Pod};
+use crate::runtime::informer::{Informer, InformerConfig, InformerIo, probe_watch_list};
+use crate::runtime::settings::watch_end_leads;
+use crate::time::Time;
+
+/// What informers borrow for a call, kept apart from the informers themselves.
+pub(super) struct InformerShared {
+    client: ApiClient,
+    connection: Connection,
+    tokens: TokenSource,
+    decode: DecodeContext,
+    config: InformerConfig,
+}
+
+impl InformerShared {
+    pub(super) fn new(
+        client: ApiClient,
+        connection: Connection,
+        tokens: TokenSource,
+        decode: DecodeContext,
+        config: InformerConfig,
+    ) -> InformerShared {
+        InformerShared {
+            client,
+            connection,
+            tokens,
+            decode,
+            config,
+        }
+    }
+}
+
+pub(super) struct Informers {
+    shared: InformerShared,
+    set: InformerSet,
+    /// Each informer delivered a full state at least once (since the last resync).
+    synced: [bool; 3],
+    /// What the controllers were last told by `Input::InformersWatching` (they start out
+    /// treating their caches as current).
+    watching: bool,
+    /// Which informers stopped streaming since all last did (their answers' round trips
+    /// measure the settle).
+    stale: [bool; 3],
+    /// The server's version could not be read at start: ask again once it answers (watch-list
+    /// streaming for later relists if it has it).
+    watch_list_unknown: bool,
+}
+
+impl Informers {
+    /// Informers that have not listed yet: their caches are down from `now`.
+    pub(super) fn new(
+        shared: InformerShared,
+        seed: u64,
+        now: Time,
+        watch_list_unknown: bool,
+    ) -> Informers {
+        Informers {
+            set: InformerSet::new(&shared.config, seed, now),
+            shared,
+            synced: [false; 3],
+            watching: true,
+            stale: [false; 3],
+            watch_list_unknown,
+        }
+    }
+
+    pub(super) fn start(&mut self, lp: &mut Lp) {
+        self.set.start(lp);
+    }
+
+    /// Stops the informers and replaces them with new ones that list again (not started:
+    /// `start`), none synced, the controllers counted as told the caches are current.
+    pub(super) fn relist(&mut self, lp: &mut Lp, now: Time) {
+        self.set.stop(lp);
+        self.set = InformerSet::new(&self.shared.config, Jitter::seed_from_entropy(), now);
+        self.synced = [false; 3];
+        // New controllers count their caches as current until told.
+        self.watching = true;
+    }
+
+    pub(super) fn all_synced(&self) -> bool {
+        self.synced.iter().all(|s| *s)
+    }
+
+    /// Notes that `watch` delivered a full state: true the first time (since the last resync).
+    pub(super) fn note_synced(&mut self, watch: Watch) -> bool {
+        if self.synced[watch.index()] {
+            return false;
+        }
+        self.synced[watch.index()] = true;
+        true
+    }
+
+    /// The resources whose initial sync is awaited.
+    pub(super) fn unsynced(&self) -> Vec<&'static str> {
+        Watch::ALL
+            .iter()
+            .filter(|w| !self.synced[w.index()])
+            .map(|w| w.resource())
+            .collect()
+    }
+
+    /// The API server the informers read, for what the status says.
+    pub(super) fn base_url(&self) -> &str {
+        self.shared.client.base_url()
+    }
+
+    pub(super) fn decode_mut(&mut self) -> &mut DecodeContext {
+        &mut self.shared.decode
+    }
+
+    /// Keeps these node label keys beside the decoder's fixed set (from the next update on).
+    pub(super) fn keep_node_labels(&mut self, keys: Vec<String>) {
+        self.shared.decode.keep_node_labels(keys);
+    }
+
+    pub(super) fn aim_watch_ends(&mut self, window: Option<(Time, Time)>, period: Duration) {
+        self.set.aim_watch_ends(window, period);
+    }
+
+    /// Since when the watch's cache has not followed the server; `None` while it does.
+    pub(super) fn down_since(&self, watch: Watch) -> Option<Time> {
+        self.set.down_since[watch.index()]
+    }
+
+    pub(super) fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
+        self.set.reflector_stats()
+    }
+
+    /// One call of the informer `select` picks (readiness with a token, else its timer): the
+    /// deltas it delivered, in the informer's own buffer (give it back: `give_back`).
+    pub(super) fn read<T: Watched>(
+        &mut self,
+        lp: &mut Lp,
+        token: Option<Token>,
+        select: fn(&mut InformerSet) -> &mut Informer<T, SourceKind, TimerKind>,
+    ) -> Vec<Delta<T>> {
+        let mut out = select(&mut self.set).take_deltas();
+        drive(select(&mut self.set), &mut self.shared, lp, token, &mut out);
+        out
+    }
+
+    /// Returns the buffer `read` lent out, drained.
+    pub(super) fn give_back<T: Watched>(
+        &mut self,
+        select: fn(&mut InformerSet) -> &mut Informer<T, SourceKind, TimerKind>,
+        deltas: Vec<Delta<T>>,
+    ) {
+        select(&mut self.set).return_deltas(deltas);
+    }
+
+    /// After an informer turn: `Some(settle)` when whether all three caches follow the server
+    /// changed since the controllers were last told (`Some(Some(_))`: all follow again, with
+    /// the settle measured by the round trips of the watches that came back), `None` when not.
+    pub(super) fn watching_changed(&mut self, now: Time) -> Option<Option<Duration>> {
+        self.set.note_streaming(now);
+        let streaming = self.set.streaming();
+        for (w, s) in streaming {
+            self.stale[w.index()] |= !s;
+        }
+        let all = streaming.iter().all(|(_, s)| *s);
+        if all == self.watching {
+            return None;
+        }
+        self.watching = all;
+        let settle = all.then(|| {
+            let rtts = [
+                (Watch::Nodes, self.set.nodes.recovery_rtt()),
+                (Watch::Leases, self.set.leases.recovery_rtt()),
+                (Watch::Pods, self.set.pods.recovery_rtt()),
+            ];
+            let rtt = rtts
+                .into_iter()
+                .filter(|(w, _)| self.stale[w.index()])
+                .filter_map(|(_, rtt)| rtt)
+                .max();
+            self.stale = [false; 3];
+            cache_settle(rtt)
+        });
+        if self.all_synced() {
+            let stale: Vec<&str> = streaming
+                .into_iter()
+                .filter(|(_, streaming)| !streaming)
+                .map(|(w, _)| w.resource())
+                .collect();
+            match settle {
+                Some(settle) => debug!(
+                    "informers watching again: tainting and evictions resume once caught up \
+                     ({settle:?})"
+                ),
+                None => debug!(
+                    "not watching {}: new NoExecute taints and pod deletions held",
+                    stale.join(", ")
+                ),
+            }
+        }
+        Some(settle)
+    }
+
+    /// The server was not there when we started: ask its version now that it answers, and
+    /// stream later relists with watch-list if it has it.
+    pub(super) fn probe_watch_list_if_unknown(&mut self) {
+        if self.watch_list_unknown {
+            if let Some(supported) = probe_watch_list(&mut self.shared.client) {
+                self.watch_list_unknown = false;
+                if supported {
+                    self.set.enable_watch_list();
+                    self.shared.config.reflector.watch_list = true;
+                }
+            }
+        }
+    }
+}
 
 /// The three informers, each with its own source kind and timer.
-pub(super) struct Informers {
-    pub(super) nodes: Informer<Node, SourceKind, TimerKind>,
-    pub(super) leases: Informer<Lease, SourceKind, TimerKind>,
-    pub(super) pods: Informer<Pod, SourceKind, TimerKind>,
+pub(super) struct InformerSet {
+    nodes: Informer<Node, SourceKind, TimerKind>,
+    leases: Informer<Lease, SourceKind, TimerKind>,
+    pods: Informer<Pod, SourceKind, TimerKind>,
     /// Per [`Watch`]: since when its cache has not followed the server (`None` while it does),
     /// for `/metrics`: an alert compares it with the grace period.
     down_since: [Option<Time>; 3],
 }
 
-impl Informers {
+impl InformerSet {
     /// Informers that have not listed yet: their caches are down from `now`.
-    pub(super) fn new(config: &InformerConfig, seed: u64, now: Time) -> Informers {
+    fn new(config: &InformerConfig, seed: u64, now: Time) -> InformerSet {
         let kinds = |w: Watch| (SourceKind::Watch(w), TimerKind::Informer(w));
         let (s, t) = kinds(Watch::Nodes);
         let nodes = Informer::new(config.clone(), seed, s, t);
@@ -24,7 +250,7 @@ impl Informers {
         let leases = Informer::new(config.clone(), seed.rotate_left(21), s, t);
         let (s, t) = kinds(Watch::Pods);
         let pods = Informer::new(config.clone(), seed.rotate_left(42), s, t);
-        Informers {
+        InformerSet {
             nodes,
             leases,
             pods,
@@ -32,19 +258,32 @@ impl Informers {
         }
     }
 
-    pub(super) fn start(&mut self, lp: &mut Lp) {
+    /// `Informers::read`'s choices.
+    pub(super) fn nodes(&mut self) -> &mut Informer<Node, SourceKind, TimerKind> {
+        &mut self.nodes
+    }
+
+    pub(super) fn leases(&mut self) -> &mut Informer<Lease, SourceKind, TimerKind> {
+        &mut self.leases
+    }
+
+    pub(super) fn pods(&mut self) -> &mut Informer<Pod, SourceKind, TimerKind> {
+        &mut self.pods
+    }
+
+    fn start(&mut self, lp: &mut Lp) {
         self.nodes.start(lp);
         self.leases.start(lp);
         self.pods.start(lp);
     }
 
-    pub(super) fn stop(&mut self, lp: &mut Lp) {
+    fn stop(&mut self, lp: &mut Lp) {
         self.nodes.stop(lp);
         self.leases.stop(lp);
         self.pods.stop(lp);
     }
 
-    pub(super) fn enable_watch_list(&mut self) {
+    fn enable_watch_list(&mut self) {
         self.nodes.enable_watch_list();
         self.leases.enable_watch_list();
         self.pods.enable_watch_list();
@@ -52,7 +291,7 @@ impl Informers {
 
     /// Aims each watch's end into the pass's window before a tick (`window`: `(opens,
     /// tick)`), away from the windows the other two watches' ends hold.
-    pub(super) fn aim_watch_ends(&mut self, window: Option<(Time, Time)>, period: Duration) {
+    fn aim_watch_ends(&mut self, window: Option<(Time, Time)>, period: Duration) {
         let ends = [
             self.nodes.expected_watch_end(),
             self.leases.expected_watch_end(),
@@ -95,12 +334,7 @@ impl Informers {
         }
     }
 
-    /// Since when the watch's cache has not followed the server; `None` while it does.
-    pub(super) fn down_since(&self, watch: Watch) -> Option<Time> {
-        self.down_since[watch.index()]
-    }
-
-    pub(super) fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
+    fn reflector_stats(&self) -> [(Watch, ReflectorStats); 3] {
         [
             (Watch::Nodes, self.nodes.stats().reflector),
             (Watch::Leases, self.leases.stats().reflector),
@@ -109,60 +343,8 @@ impl Informers {
     }
 }
 
-/// The deltas fed after one prefetch: a read's renewals at 5,000 nodes (~22), and few enough
-/// at a sync that the lines asked for are still in the cache when they are read.
-const PREFETCH_AHEAD: usize = 32;
-
-/// A watched kind as the controllers take it.
-pub(super) trait Fed: Watched + Sized {
-    /// The store's kind, for full states.
-    const STORED_AS: Kind;
-    fn upserted(self) -> Input;
-    fn deleted(key: Self::Key) -> Input;
-    /// Asks for the cache lines that feeding `ahead` will read (`model/prefetch.rs`).
-    fn prefetch(_controllers: &Controllers, _ahead: &[Delta<Self>]) {}
-}
-
-impl Fed for Node {
-    const STORED_AS: Kind = Kind::Nodes;
-    fn upserted(self) -> Input {
-        Input::NodeUpsert(self)
-    }
-    fn deleted(name: Name) -> Input {
-        Input::NodeDeleted(name)
-    }
-}
-
-impl Fed for Lease {
-    const STORED_AS: Kind = Kind::Leases;
-    fn upserted(self) -> Input {
-        Input::LeaseUpsert(self)
-    }
-    fn deleted(name: Name) -> Input {
-        Input::LeaseDeleted(name)
-    }
-    /// A read's renewals: each one's Lease and node entry are a few cache misses in a row,
-    /// fetched side by side for the batch instead.
-    fn prefetch(controllers: &Controllers, ahead: &[Delta<Lease>]) {
-        controllers.prefetch_renewals(ahead.iter().filter_map(|delta| match delta {
-            Delta::Upsert(lease) => Some(&*lease.name),
-            _ => None,
-        }));
-    }
-}
-
-impl Fed for Pod {
-    const STORED_AS: Kind = Kind::Pods;
-    fn upserted(self) -> Input {
-        Input::PodUpsert(self)
-    }
-    fn deleted(key: PodKey) -> Input {
-        Input::PodDeleted(key)
-    }
-}
-
 /// One informer call (readiness or timer); the deltas go to `out`.
-pub(super) fn drive<T: Watched>(
+fn drive<T: Watched>(
     informer: &mut Informer<T, SourceKind, TimerKind>,
     shared: &mut InformerShared,
     lp: &mut Lp,
@@ -179,160 +361,5 @@ pub(super) fn drive<T: Watched>(
     match token {
         Some(token) => informer.on_ready(&mut io, token, out),
         None => informer.on_timer(&mut io, out),
-    }
-}
-
-impl Daemon {
-    /// A watched object (or its deletion) on its way to the controllers: in dry-run, the
-    /// executor lays what it "wrote" over it, so a relist cannot undo a write never sent.
-    pub(super) fn feed_watched(&mut self, input: Input, now: Time) {
-        let input = self.executor.overlay(input);
-        self.feed(input, now);
-    }
-
-    /// One call of the informer `select` picks, its deltas fed to the controllers; true when
-    /// they include a (re)sync. The one path all three informers take.
-    fn pump<T: Fed>(
-        &mut self,
-        lp: &mut Lp,
-        token: Option<Token>,
-        select: fn(&mut Informers) -> &mut Informer<T, SourceKind, TimerKind>,
-    ) -> bool {
-        let mut out = select(&mut self.informers).take_deltas();
-        drive(
-            select(&mut self.informers),
-            &mut self.shared,
-            lp,
-            token,
-            &mut out,
-        );
-        let synced = self.feed_deltas(&mut out, lp.now());
-        select(&mut self.informers).return_deltas(out);
-        synced
-    }
-
-    /// Feeds an informer's deltas to the controllers; true when they include a (re)sync.
-    /// A few at a time, each few's lookups asked for first (`Fed::prefetch`).
-    pub(super) fn feed_deltas<T: Fed>(&mut self, deltas: &mut Vec<Delta<T>>, now: Time) -> bool {
-        let mut synced = false;
-        let mut pending = deltas.drain(..);
-        while !pending.as_slice().is_empty() {
-            let ahead = pending.as_slice();
-            T::prefetch(&self.controllers, &ahead[..ahead.len().min(PREFETCH_AHEAD)]);
-            for delta in pending.by_ref().take(PREFETCH_AHEAD) {
-                match delta {
-                    Delta::Begin => self.feed(Input::FullStateBegin(T::STORED_AS), now),
-                    Delta::Upsert(object) => self.feed_watched(object.upserted(), now),
-                    Delta::Delete(key) => self.feed_watched(T::deleted(key), now),
-                    Delta::Synced => {
-                        self.feed(Input::FullStateEnd(T::STORED_AS), now);
-                        synced = true;
-                    }
-                }
-            }
-        }
-        if synced {
-            // A full state grows tables and leaves freed pages behind: give them back now, so
-            // the daemon's peak memory is its steady memory.
-            crate::runtime::memory::release_free_memory();
-        }
-        synced
-    }
-
-    pub(super) fn on_informer(&mut self, lp: &mut Lp, watch: Watch, token: Option<Token>) {
-        let synced = match watch {
-            Watch::Nodes => self.pump(lp, token, |i| &mut i.nodes),
-            Watch::Leases => self.pump(lp, token, |i| &mut i.leases),
-            Watch::Pods => self.pump(lp, token, |i| &mut i.pods),
-        };
-        self.report_informers_watching(lp.now());
-        if synced && !self.synced[watch.index()] {
-            self.synced[watch.index()] = true;
-            // What we wait for changed: say so now.
-            self.status_refreshed = Time::ZERO;
-            self.on_synced(lp);
-        }
-        // Before the initial sync no controller timer runs: the informers' own wake-ups
-        // (events, retries after errors) keep STATUS current.
-        self.maybe_refresh_status(lp.now());
-    }
-
-    /// Tells the controllers when the informers stop or start following the server: zone
-    /// tainting and pod deletions wait for current caches (`controller/cache_currency.rs`),
-    /// a settle after the last informer is back measured by the round trips of the watches
-    /// that came back.
-    pub(super) fn report_informers_watching(&mut self, now: Time) {
-        self.informers.note_streaming(now);
-        let streaming = self.informers.streaming();
-        for (w, s) in streaming {
-            self.informers_stale[w.index()] |= !s;
-        }
-        let all = streaming.iter().all(|(_, s)| *s);
-        if all == self.informers_watching {
-            return;
-        }
-        self.informers_watching = all;
-        let settle = all.then(|| {
-            let rtts = [
-                (Watch::Nodes, self.informers.nodes.recovery_rtt()),
-                (Watch::Leases, self.informers.leases.recovery_rtt()),
-                (Watch::Pods, self.informers.pods.recovery_rtt()),
-            ];
-            let rtt = rtts
-                .into_iter()
-                .filter(|(w, _)| self.informers_stale[w.index()])
-                .filter_map(|(_, rtt)| rtt)
-                .max();
-            self.informers_stale = [false; 3];
-            cache_settle(rtt)
-        });
-        if self.all_synced() {
-            let stale: Vec<&str> = streaming
-                .into_iter()
-                .filter(|(_, streaming)| !streaming)
-                .map(|(w, _)| w.resource())
-                .collect();
-            match settle {
-                Some(settle) => debug!(
-                    "informers watching again: tainting and evictions resume once caught up \
-                     ({settle:?})"
-                ),
-                None => debug!(
-                    "not watching {}: new NoExecute taints and pod deletions held",
-                    stale.join(", ")
-                ),
-            }
-        }
-        self.feed(Input::InformersWatching(settle), now);
-    }
-
-    /// An informer finished its first full state.
-    pub(super) fn on_synced(&mut self, lp: &mut Lp) {
-        if !self.all_synced() {
-            return;
-        }
-        if self.watch_list_unknown {
-            // The server was not there when we started: ask its version now that it answers.
-            if let Some(supported) = probe_watch_list(&mut self.shared.client) {
-                self.watch_list_unknown = false;
-                if supported {
-                    self.informers.enable_watch_list();
-                    self.shared.config.reflector.watch_list = true;
-                }
-            }
-        }
-        let store = self.controllers.store();
-        info!(
-            "initial sync complete: {} nodes, {} node leases, {} bound pods",
-            store.node_count(),
-            store.lease_count(),
-            store.pod_count()
-        );
-        if !self.ready_sent {
-            self.ready_sent = true;
-            report("READY=1", self.notifier.ready());
-        }
-        self.maybe_act(lp.now());
-        self.refresh_status();
     }
 }

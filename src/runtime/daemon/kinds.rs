@@ -1,4 +1,5 @@
-//! What the daemon's loop sources and timers are (moved unchanged from daemon/mod.rs).
+//! What the daemon's loop sources and timers are, and the three watched kinds. Types only: owns
+//! no state.
 
 use crate::runtime::signals::Signal;
 

@@ -1,87 +1,106 @@
-//! Acting or not: leadership gained and lost, the leader timer, and what the dump says of it.
+//! Leadership: owns the leader elector (its Lease, the clocks and the pause it carries), whether
+//! this instance acts, the fleet pause as last read, and whether the lease was lost to an outage.
+//! What acting means for the other parts is `acting.rs`.
 
-use super::*;
+use log::{info, warn};
+
+use crate::controller::fleet_pause::FleetPause;
+use crate::leader::clocks::Clocks;
+use crate::leader::{LeaderElection, Transition};
+use crate::observe::LeaderSnapshot;
+use crate::time::Time;
 
 /// Why a leader stops acting when its renewals failed (an API server outage, most likely).
-const NOT_RENEWED: &str = "leader lease not renewed in time";
+pub(super) const NOT_RENEWED: &str = "leader lease not renewed in time";
 
-impl Daemon {
-    /// Starts deciding and writing if we lead and the caches are complete.
-    pub(super) fn maybe_act(&mut self, now: Time) {
-        if self.acting || !self.all_synced() || !self.leader.is_leader(now) {
-            return;
+pub(super) struct Leadership {
+    elector: LeaderElection,
+    /// The controllers got `InitialSyncDone`: they decide and the executor writes. Only while
+    /// leading.
+    acting: bool,
+    /// The fleet pause annotation as last read from the leader Lease.
+    pause_seen: Option<String>,
+    /// The lease was lost because it could not be renewed (an API server outage): the next
+    /// takeover starts a `disruption_cooldown`.
+    lost_to_outage: bool,
+}
+
+impl Leadership {
+    pub(super) fn new(elector: LeaderElection) -> Leadership {
+        Leadership {
+            elector,
+            acting: false,
+            pause_seen: None,
+            lost_to_outage: false,
         }
-        self.acting = true;
-        self.inherit_clocks();
-        info!(
-            "acting{}: deciding on {} nodes",
-            if self.leader.elector().is_enabled() {
-                " as leader"
-            } else {
-                " (leader election disabled)"
-            },
-            self.controllers.store().node_count()
-        );
-        self.feed(Input::InitialSyncDone, now);
     }
 
-    /// We may no longer write: drop what is queued at once, and keep only what a follower has.
-    pub(super) fn stop_acting(&mut self, now: Time, why: &str) {
+    pub(super) fn acting(&self) -> bool {
+        self.acting
+    }
+
+    /// Whether writes are allowed at `now`.
+    pub(super) fn is_leader(&self, now: Time) -> bool {
+        self.elector.is_leader(now)
+    }
+
+    pub(super) fn election_enabled(&self) -> bool {
+        self.elector.elector().is_enabled()
+    }
+
+    pub(super) fn next_deadline(&self) -> Option<Time> {
+        self.elector.next_deadline()
+    }
+
+    /// Renews, retries or polls the Lease as due.
+    pub(super) fn step(&mut self) -> Vec<Transition> {
+        self.elector.step()
+    }
+
+    /// Gives the lease up (at shutdown).
+    pub(super) fn release(&mut self) -> Result<(), String> {
+        self.elector.release()
+    }
+
+    pub(super) fn start_acting(&mut self) {
+        self.acting = true;
+    }
+
+    /// Stops acting for `why`; false when not acting. A lease not renewed in time is noted for
+    /// the next takeover's cooldown.
+    pub(super) fn stop_acting(&mut self, why: &str) -> bool {
         if !self.acting {
-            return;
+            return false;
         }
         self.acting = false;
         if why == NOT_RENEWED {
             self.lost_to_outage = true;
         }
-        self.fences_to_start.clear();
-        let abandoned = self.executor.abandon(why);
-        let settings = controller_settings(&self.config);
-        let old = std::mem::replace(&mut self.controllers, Controllers::new(settings, now));
-        self.controllers = old.into_follower(now);
-        warn!(
-            "stopped acting ({why}): {} queued writes abandoned; standing by as a follower",
-            abandoned.len()
-        );
-        self.refresh_status();
+        true
     }
 
-    // ---- timers ---------------------------------------------------------------------------
-
-    pub(super) fn on_leader_timer(&mut self, lp: &mut Lp) {
-        let transitions = self.leader.step();
-        // The pause first: a takeover honours the pause its acquiring read brought.
-        self.sync_pause(lp.now());
-        for transition in transitions {
-            let now = lp.now();
-            match transition {
-                Transition::Acquired => self.maybe_act(now),
-                Transition::Lost => self.stop_acting(now, "leadership lost"),
-                Transition::NewLeader(_) => {}
-            }
-        }
-        let now = lp.now();
-        if self.acting && !self.leader.is_leader(now) {
-            self.stop_acting(now, NOT_RENEWED);
-        }
-        if self.acting {
-            self.publish_clocks(now);
-        }
-        self.refresh_status();
+    /// Acting stops without a loss of leadership (dry-run switched: the caches are rebuilt).
+    pub(super) fn pause_acting(&mut self) {
+        self.acting = false;
     }
 
-    /// Hands the controllers the clocks the previous leader left on the Lease (read with it at
-    /// acquisition), and whether this instance lost the lease to an outage (a cooldown).
-    fn inherit_clocks(&mut self) {
-        use crate::leader::clocks::{CLOCKS_ANNOTATION, Clocks, decode};
-        let mut clocks = match self.leader.lock().annotation(CLOCKS_ANNOTATION).map(decode) {
+    /// The clocks the previous leader left on the Lease (read with it at acquisition), and
+    /// whether this instance lost the lease to an outage (a cooldown).
+    pub(super) fn inherited_clocks(&mut self) -> Clocks {
+        use crate::leader::clocks::{CLOCKS_ANNOTATION, decode};
+        let mut clocks = match self
+            .elector
+            .lock()
+            .annotation(CLOCKS_ANNOTATION)
+            .map(decode)
+        {
             None => Clocks::default(),
             Some(Ok(clocks)) => clocks,
             Some(Err(why)) => {
                 warn!(
                     "leader lease {}: annotation {CLOCKS_ANNOTATION} cannot be read ({why}): \
                      holds, cooldowns and brakes start over",
-                    self.leader.lock().describe()
+                    self.elector.lock().describe()
                 );
                 Clocks::default()
             }
@@ -101,33 +120,32 @@ impl Daemon {
                 }
             );
         }
-        self.controllers.inherit_clocks(clocks);
+        clocks
     }
 
     /// Puts the controllers' clocks in the Lease metadata the next renewal writes, when they
     /// changed (`leader/clocks.rs`).
-    fn publish_clocks(&mut self, now: Time) {
+    pub(super) fn publish_clocks(&mut self, clocks: &Clocks) {
         use crate::leader::clocks::{CLOCKS_ANNOTATION, encode};
-        let clocks = self.controllers.clocks(now);
-        let current = self.leader.lock().annotation(CLOCKS_ANNOTATION);
+        let current = self.elector.lock().annotation(CLOCKS_ANNOTATION);
         if clocks.is_empty() && current.is_none() {
             return;
         }
-        let value = encode(&clocks);
+        let value = encode(clocks);
         if current != Some(value.as_str()) {
-            self.leader
+            self.elector
                 .lock_mut()
                 .set_annotation(CLOCKS_ANNOTATION, &value);
         }
     }
 
-    /// Feeds the controllers the fleet pause when the Lease's annotation changed (read by every
-    /// instance: a leader's renewals and a follower's polls both bring it).
-    fn sync_pause(&mut self, now: Time) {
+    /// The fleet pause when the Lease's annotation changed since last read (read by every
+    /// instance: a leader's renewals and a follower's polls both bring it); `None` when not.
+    pub(super) fn pause_changed(&mut self) -> Option<Option<FleetPause>> {
         use crate::leader::pause::{PAUSE_ANNOTATION, interpret};
-        let raw = self.leader.lock().annotation(PAUSE_ANNOTATION);
+        let raw = self.elector.lock().annotation(PAUSE_ANNOTATION);
         if raw == self.pause_seen.as_deref() {
-            return;
+            return None;
         }
         self.pause_seen = raw.map(str::to_string);
         let pause = match interpret(raw) {
@@ -138,16 +156,16 @@ impl Daemon {
                     "leader lease {}: annotation {PAUSE_ANNOTATION} cannot be read ({why}): \
                      everything is paused until its next valid write (node-lifecycled pause \
                      or resume)",
-                    self.leader.lock().describe()
+                    self.elector.lock().describe()
                 );
                 Some(held)
             }
         };
-        self.feed(Input::FleetPause(pause), now);
+        Some(pause)
     }
 
-    pub(super) fn leader_snapshot(&self, now: Time) -> LeaderSnapshot {
-        let stats = self.leader.stats(now);
+    pub(super) fn snapshot(&self, now: Time) -> LeaderSnapshot {
+        let stats = self.elector.stats(now);
         if !stats.enabled {
             return LeaderSnapshot::disabled(stats.identity);
         }

@@ -1,4 +1,10 @@
-//! The daemon: one struct that owns every part of the shell and is driven by the loop.
+//! The daemon: the composer of the shell, driven by the loop. `Daemon` holds the config, the
+//! clock, the controllers and the executor, and four parts that own the rest of its state
+//! behind their own methods: `Leadership` (`leadership.rs`), `Informers` (`informers.rs`),
+//! `Observability` (`observability.rs`: status and metrics) and `Fences` (`fences.rs`). The
+//! methods that coordinate parts are `Daemon`'s: feeding the controllers (here), acting or not
+//! (`acting.rs`), the informers' deltas (`feeding.rs`), the loop's handler (`dispatch.rs`),
+//! signals and reload (`reload.rs`), what it tells (`status.rs`).
 //!
 //! ```text
 //!  informers (nodes, node Leases, bound pods) ──deltas──> Controllers ──actions──> Executor
@@ -18,57 +24,48 @@
 //! - Every handler ends in `rearm`: the controller, executor and leader timers follow the
 //!   machines' next deadlines.
 
+mod acting;
 mod dispatch;
-mod fence_status;
+mod feeding;
+mod fences;
 mod informers;
 mod kinds;
 mod leadership;
+mod observability;
 mod reload;
 mod status;
-
-use informers::*;
-use status::*;
 
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use log::{debug, error, info, trace, warn};
-use mio::event::Event;
-use mio::{Interest, Token};
+use log::{info, warn};
+use mio::Interest;
+
+use fences::Fences;
+use informers::{InformerShared, Informers};
+use leadership::{Leadership, NOT_RENEWED};
+use observability::Observability;
 
 use super::Clock;
 use super::api::{ApiClients, connect};
-use super::control_socket::{ControlEndpoints, ControlLimits, ControlServer};
-use super::event_loop::{EventLoop, Handler, LoopControl};
+use super::control_socket::{ControlLimits, ControlServer};
+use super::event_loop::{EventLoop, LoopControl};
 use super::executor::Executor;
-use super::fencing::FenceRunner;
-use super::informer::{Informer, InformerConfig, InformerIo, probe_watch_list};
-use super::metrics_server::{Endpoints, Limits, MetricsServer, Readiness};
+use super::informer::probe_watch_list;
+use super::metrics_server::{Limits, MetricsServer};
 use super::sd_notify::{Notifier, watchdog_interval_from_env};
-use super::settings::{controller_settings, executor_settings, informer_config, watch_end_leads};
-use super::signals::{Signal, Signals};
-use super::state_dump::read_rss_bytes;
+use super::settings::{controller_settings, executor_settings, informer_config};
+use super::signals::Signals;
 
-use crate::config::{Config, ConfigChange};
-use crate::controller::cache_currency::cache_settle;
+use crate::config::Config;
 use crate::controller::pools::{node_label_keys, selector_label_keys};
 use crate::controller::{Action, Controllers, Input};
 use crate::kube::decode::DecodeContext;
-use crate::kube::reflector::{Delta, EndTarget, ReflectorStats, Watched};
-use crate::kube::{ApiClient, Connection, TokenSource};
-use crate::leader::{Jitter, LeaderElection, Transition};
+use crate::leader::{Jitter, LeaderElection};
 use crate::logging::{self, LogControl};
-use crate::model::{Kind, Lease, Node, Pod};
-use crate::observe::ask;
-use crate::observe::decision_log::DecisionLog;
-use crate::observe::explain::Acting;
-use crate::observe::{
-    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, HealthTimings, LeaderSnapshot,
-    LoopSnapshot, ReflectorSnapshot, RequestCount, StoreMemory,
-};
 use crate::time::Time;
-pub(crate) use kinds::{SourceKind, TimerKind, Watch};
+pub(crate) use kinds::{SourceKind, TimerKind};
 
 type Lp = LoopControl<SourceKind, TimerKind>;
 
@@ -80,10 +77,6 @@ pub(crate) const READY_FOR_SIGNALS: &str = "ready for signals";
 const EXECUTOR_TURN_BUDGET: Duration = Duration::from_millis(20);
 /// And after this many calls, whatever their speed.
 const EXECUTOR_TURN_CALLS: usize = 64;
-/// How often `STATUS=` is recomputed at most (it is sent only when it changed). It rides on the
-/// controller's timers, which fire at least every `node_monitor_period`: no wake-up of its own.
-const STATUS_PERIOD: Duration = Duration::from_secs(5);
-
 /// Why the daemon could not run.
 #[derive(Debug)]
 pub enum DaemonError {
@@ -108,64 +101,24 @@ impl From<io::Error> for DaemonError {
     }
 }
 
-/// What informers borrow for a call, kept apart from the informers themselves.
-struct InformerShared {
-    client: ApiClient,
-    connection: Connection,
-    tokens: TokenSource,
-    decode: DecodeContext,
-    config: InformerConfig,
-}
-
+/// The shell: the config, the clock, the controllers and the executor, and the parts it
+/// composes, each owning its state behind its own methods.
 pub(crate) struct Daemon {
     config_path: PathBuf,
     config: Config,
     log: LogControl,
-    notifier: Notifier,
     signals: Signals,
-    watchdog_every: Option<Duration>,
-    status: String,
     clock: Clock,
-    shared: InformerShared,
-    informers: Informers,
-    /// Each informer delivered a full state at least once (since the last resync).
-    synced: [bool; 3],
-    /// What the controllers were last told by `Input::InformersWatching` (they start out
-    /// treating their caches as current).
-    informers_watching: bool,
-    /// Which informers stopped streaming since all last did (their answers' round trips
-    /// measure the settle).
-    informers_stale: [bool; 3],
     controllers: Controllers,
     executor: Executor,
-    /// Fence commands: started for the controllers, answered as inputs.
-    fencer: FenceRunner,
-    fences_to_start: Vec<(
-        crate::controller::ActionId,
-        crate::controller::fencing::FenceCommand,
-    )>,
-    leader: LeaderElection,
-    /// The controllers got `InitialSyncDone`: they decide and the executor writes. Only while
-    /// leading.
-    acting: bool,
-    ready_sent: bool,
-    metrics: Option<MetricsServer>,
-    health_timings: HealthTimings,
-    /// When `STATUS=` was last recomputed by the controller timer.
-    status_refreshed: Time,
-    /// The server's version could not be read at start: ask again once it answers (watch-list
-    /// streaming for later relists if it has it).
-    watch_list_unknown: bool,
-    /// Every decision as one line (folded in floods), and the history `explain` shows.
-    decision_log: DecisionLog,
-    control: Option<ControlServer>,
-    /// The fleet pause annotation as last read from the leader Lease (`leadership.rs`).
-    pause_seen: Option<String>,
-    /// The lease was lost because it could not be renewed (an API server outage): the next
-    /// takeover starts a `disruption_cooldown` (`leadership.rs`).
-    lost_to_outage: bool,
-    /// `status_command` runs (`fence_status.rs`).
-    fence_status: fence_status::StatusProbe,
+    /// The leader elector and whether we act (`leadership.rs`).
+    leadership: Leadership,
+    /// The three informers and their sync (`informers.rs`).
+    informers: Informers,
+    /// systemd, metrics, the control socket, the decision log (`observability.rs`).
+    observability: Observability,
+    /// Fence commands and the fence agent's status probe (`fences.rs`).
+    fences: Fences,
 }
 
 impl Daemon {
@@ -223,7 +176,14 @@ impl Daemon {
             config.controller.node_monitor_period,
             watch_list == Some(true),
         );
-        let informers = Informers::new(&informer_config, seed, now);
+        let shared = InformerShared::new(
+            clients.informers,
+            clients.connection,
+            clients.tokens,
+            decode_context(&config),
+            informer_config,
+        );
+        let informers = Informers::new(shared, seed, now, watch_list.is_none());
         let leader_clock = clock.clone();
         let leader = LeaderElection::from_config(
             &config.leader_election,
@@ -233,54 +193,26 @@ impl Daemon {
         Ok(Daemon {
             controllers: Controllers::new(controller_settings(&config), now),
             executor: Executor::new(clients.executor, executor_settings(&config, seed), now),
-            fencer: FenceRunner::new(&config.fencing),
-            fences_to_start: Vec::new(),
-            shared: InformerShared {
-                client: clients.informers,
-                connection: clients.connection,
-                tokens: clients.tokens,
-                decode: decode_context(&config),
-                config: informer_config,
-            },
+            fences: Fences::new(&config.fencing),
             config_path,
             config,
             log,
-            notifier,
             signals,
-            watchdog_every,
-            status: String::new(),
             clock,
+            leadership: Leadership::new(leader),
             informers,
-            synced: [false; 3],
-            informers_watching: true,
-            informers_stale: [false; 3],
-            leader,
-            acting: false,
-            ready_sent: false,
-            metrics,
-            health_timings: HealthTimings::default(),
-            status_refreshed: Time::ZERO,
-            watch_list_unknown: watch_list.is_none(),
-            decision_log: DecisionLog::new(),
-            control,
-            pause_seen: None,
-            lost_to_outage: false,
-            fence_status: Default::default(),
+            observability: Observability::new(notifier, watchdog_every, metrics, control),
         })
     }
 
     /// Arms the first timers: informers list at once, the leader looks at its lease at once.
     fn start(&mut self, lp: &mut Lp) {
         let now = lp.now();
-        if self.watchdog_every.is_some() {
+        if self.observability.watchdog_every().is_some() {
             lp.schedule(TimerKind::Watchdog, now);
         }
         self.informers.start(lp);
         // The loop's before-sleep hook arms the rest before the first wait.
-    }
-
-    fn all_synced(&self) -> bool {
-        self.synced.iter().all(|s| *s)
     }
 
     /// One input to the controllers; what they decide goes to the executor while we act
@@ -290,10 +222,10 @@ impl Daemon {
         if actions.is_empty() {
             return;
         }
-        if self.acting {
+        if self.leadership.acting() {
             actions.retain(|action| match action {
                 Action::RunFenceCommand { id, command } => {
-                    self.fences_to_start.push((*id, command.clone()));
+                    self.fences.queue(*id, command.clone());
                     false
                 }
                 _ => true,
@@ -311,9 +243,8 @@ impl Daemon {
     fn on_controller_timer(&mut self, now: Time) {
         let started = std::time::Instant::now();
         self.feed(Input::Tick, now);
-        self.health_timings
-            .update_all_nodes_health
-            .observe(started.elapsed());
+        self.observability
+            .observe_all_nodes_health(started.elapsed());
         self.maybe_refresh_status(now);
     }
 
@@ -323,11 +254,11 @@ impl Daemon {
         let turn_started = lp.now();
         for _ in 0..EXECUTOR_TURN_CALLS {
             let now = lp.now();
-            if !self.acting {
+            if !self.leadership.acting() {
                 return;
             }
-            if !self.leader.is_leader(now) {
-                self.stop_acting(now, "leader lease not renewed in time");
+            if !self.leadership.is_leader(now) {
+                self.stop_acting(now, NOT_RENEWED);
                 return;
             }
             if now.since(turn_started) >= EXECUTOR_TURN_BUDGET
@@ -335,9 +266,9 @@ impl Daemon {
             {
                 return;
             }
-            let inputs = self.executor.run_ready(now, 1, &mut self.shared.decode);
+            let inputs = self.executor.run_ready(now, 1, self.informers.decode_mut());
             for took in self.executor.take_node_health_writes() {
-                self.health_timings.update_node_health.observe(took);
+                self.observability.observe_node_health(took);
             }
             let now = lp.now();
             for input in inputs {
@@ -350,10 +281,10 @@ impl Daemon {
     fn log_decisions(&mut self, now: Time) {
         let decisions = self.controllers.take_decisions();
         let lines = if decisions.is_empty() {
-            self.decision_log.flush(now)
+            self.observability.flush_decisions(now)
         } else {
             let dry_run = self.executor.is_dry_run();
-            self.decision_log.record(now, decisions, dry_run)
+            self.observability.record_decisions(now, decisions, dry_run)
         };
         for line in lines {
             logging::log_with_fields(line.level, &line.message, &line.fields());
@@ -363,20 +294,23 @@ impl Daemon {
     /// Starts the fence commands the controllers asked for; an answer known at once (dry-run,
     /// a program that cannot start) goes straight back to them.
     fn start_fences(&mut self, lp: &mut Lp) {
-        while let Some((id, command)) = self.fences_to_start.pop() {
+        while let Some((id, command)) = self.fences.next_to_start() {
             let dry_run = self.executor.is_dry_run();
-            if let Some(answer) =
-                self.fencer
-                    .start(lp, SourceKind::FenceOutput, id, command, dry_run)
-            {
+            if let Some(answer) = self.fences.start(lp, id, command, dry_run) {
                 self.feed(answer, lp.now());
             }
         }
     }
 
+    /// Starts the fence agent's status command against the next node when it is due.
+    fn probe_fence_agent(&mut self, lp: &mut Lp) {
+        self.fences
+            .probe_agent(lp, &self.config.fencing, self.controllers.store());
+    }
+
     fn feed_all(&mut self, inputs: Vec<Input>, now: Time) {
         for input in inputs {
-            if !self.status_answered(&input) {
+            if !self.fences.status_answered(&input) {
                 self.feed(input, now);
             }
         }
@@ -387,23 +321,18 @@ impl Daemon {
     /// After the loop: give the lease up so a successor takes over in seconds, not a lease
     /// duration; close the metrics endpoint.
     fn shutdown(&mut self, lp: &mut Lp) {
-        if self.fencer.running() > 0 {
+        if self.fences.running() > 0 {
             // Killing a power-off half way helps nobody; the next leader finds the attempt
             // record on the node and waits a full fencing.after before trying again.
             warn!(
                 "{} fence command(s) still running: left to finish on their own",
-                self.fencer.running()
+                self.fences.running()
             );
         }
-        if let Err(e) = self.leader.release() {
+        if let Err(e) = self.leadership.release() {
             warn!("could not release the leader lease: {e}");
         }
-        if let Some(mut server) = self.metrics.take() {
-            server.close_all(lp);
-        }
-        if let Some(mut server) = self.control.take() {
-            server.close_all(lp);
-        }
+        self.observability.close_all(lp);
     }
 }
 
@@ -436,12 +365,8 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
     let mut daemon = Daemon::new(lp.control(), config_path, config, log, clients, watch_list)?;
     info!(
         "sd_notify {}, watchdog {}",
-        if daemon.notifier.is_enabled() {
-            daemon.notifier.address()
-        } else {
-            "off"
-        },
-        daemon.watchdog_every.map_or_else(
+        daemon.observability.notify_address(),
+        daemon.observability.watchdog_every().map_or_else(
             || "off".to_string(),
             |d| format!("every {}", crate::config::format_duration(d))
         ),
@@ -453,12 +378,6 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
     daemon.shutdown(lp.control());
     info!("stopped");
     Ok(())
-}
-
-fn report(what: &str, result: io::Result<()>) {
-    if let Err(e) = result {
-        warn!("sd_notify {what}: {e}");
-    }
 }
 
 /// The decoder keeps the node labels the pool selectors read, beside its fixed set.

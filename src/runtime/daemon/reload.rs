@@ -1,7 +1,14 @@
 //! Signals: SIGHUP reloads the config (what needs a restart is said, not applied), dry-run
-//! switching, SIGUSR1's dump, SIGTERM.
+//! switching, SIGUSR1's dump, SIGTERM. Owns no state: the config, its path, the log control and
+//! the signal pipes are `Daemon`'s (`mod.rs`).
 
-use super::*;
+use log::{debug, error, info, warn};
+
+use super::{Daemon, Lp, kept_label_keys};
+use crate::config::{Config, ConfigChange};
+use crate::controller::Controllers;
+use crate::runtime::settings::controller_settings;
+use crate::runtime::signals::Signal;
 
 pub(super) fn needs_restart(change: &ConfigChange) -> bool {
     // The eviction mode decides which machines exist; switching it live would orphan one's
@@ -26,7 +33,7 @@ impl Daemon {
         match signal {
             Signal::Terminate | Signal::Interrupt => {
                 info!("{}: stopping", signal.name());
-                report("STOPPING=1", self.notifier.stopping());
+                self.observability.stopping();
                 lp.stop();
             }
             Signal::DumpState => {
@@ -38,7 +45,7 @@ impl Daemon {
             }
             Signal::Reload => self.reload(lp),
             Signal::ChildExited => {
-                let ended = self.fencer.reap(lp);
+                let ended = self.fences.reap(lp);
                 self.feed_all(ended, lp.now());
             }
         }
@@ -93,14 +100,13 @@ impl Daemon {
         let now = lp.now();
         // Pool selectors may read label keys not kept before: nodes carry them from their
         // next update (a node's pool is decided on the labels the store has).
-        self.shared
-            .decode
+        self.informers
             .keep_node_labels(kept_label_keys(&self.config));
-        self.fencer.apply(&self.config.fencing);
+        self.fences.apply(&self.config.fencing);
         let actions = self
             .controllers
             .apply_settings(controller_settings(&self.config), now);
-        if self.acting {
+        if self.leadership.acting() {
             self.executor.submit(actions, now);
         }
         if self.config.dry_run != old.dry_run {
@@ -117,13 +123,10 @@ impl Daemon {
         let dry_run = self.config.dry_run;
         let abandoned = self.executor.abandon("dry_run changed");
         self.executor.set_dry_run(dry_run);
-        self.acting = false;
+        self.leadership.pause_acting();
         self.controllers = Controllers::new(controller_settings(&self.config), now);
-        self.informers.stop(lp);
-        self.informers = Informers::new(&self.shared.config, Jitter::seed_from_entropy(), now);
-        self.synced = [false; 3];
+        self.informers.relist(lp, now);
         // New controllers count their caches as current until told: tell them at once.
-        self.informers_watching = true;
         self.report_informers_watching(now);
         self.informers.start(lp);
         warn!(
@@ -132,6 +135,4 @@ impl Daemon {
             abandoned.len()
         );
     }
-
-    // ---- observability --------------------------------------------------------------------
 }

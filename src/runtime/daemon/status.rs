@@ -1,7 +1,19 @@
-//! What the daemon tells about itself: the systemd STATUS line, the snapshot behind the dump,
-//! the metrics and the control socket's answers.
+//! What the daemon tells about itself, assembled from its parts: the STATUS line, the snapshot
+//! behind the dump and the metrics, readiness, and the control socket's answers. Owns no state:
+//! what shows it is `observability.rs`.
 
-use super::*;
+use super::Daemon;
+use super::kinds::Watch;
+use crate::observe::ask;
+use crate::observe::explain::Acting;
+use crate::observe::{
+    ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, LoopSnapshot, ReflectorSnapshot,
+    RequestCount, StoreMemory,
+};
+use crate::runtime::control_socket::ControlEndpoints;
+use crate::runtime::metrics_server::{Endpoints, Readiness};
+use crate::runtime::state_dump::read_rss_bytes;
+use crate::time::Time;
 
 pub(super) fn http_method(verb: &str) -> &'static str {
     match verb {
@@ -19,7 +31,10 @@ impl Endpoints for Daemon {
     }
 
     fn readiness(&self) -> Readiness {
-        Readiness::of(self.all_synced(), &self.leader_snapshot(self.clock.now()))
+        Readiness::of(
+            self.informers.all_synced(),
+            &self.leadership.snapshot(self.clock.now()),
+        )
     }
 }
 
@@ -32,9 +47,9 @@ pub(super) struct Asked<'a> {
 impl ControlEndpoints for Asked<'_> {
     fn answer(&self, request: &str, now: Time) -> String {
         let d = self.daemon;
-        let acting = if d.acting {
+        let acting = if d.leadership.acting() {
             Acting::Yes
-        } else if !d.all_synced() {
+        } else if !d.informers.all_synced() {
             Acting::NotSynced
         } else {
             Acting::Follower
@@ -42,7 +57,7 @@ impl ControlEndpoints for Asked<'_> {
         ask::answer(
             request,
             &d.controllers,
-            &d.decision_log,
+            d.observability.decision_log(),
             acting,
             now,
             || d.snapshot(now, self.event_loop),
@@ -51,23 +66,11 @@ impl ControlEndpoints for Asked<'_> {
 }
 
 impl Daemon {
-    /// What the daemon is doing, for `systemctl status` and the state dump; sent on change.
-    pub(super) fn set_status(&mut self, status: String) {
-        if status != self.status {
-            report("STATUS", self.notifier.status(&status));
-            self.status = status;
-        }
-    }
-
     /// `leader|follower|dry-run, N nodes, M not Ready, K pending evictions`, or what the
     /// daemon is waiting for.
     pub(super) fn status_line(&self) -> String {
-        if !self.all_synced() {
-            let waiting: Vec<&str> = Watch::ALL
-                .iter()
-                .filter(|w| !self.synced[w.index()])
-                .map(|w| w.resource())
-                .collect();
+        if !self.informers.all_synced() {
+            let waiting = self.informers.unsynced();
             let error = self
                 .informers
                 .reflector_stats()
@@ -77,12 +80,12 @@ impl Daemon {
                 Some(e) => format!(
                     "waiting for the initial sync of {} from {}: {e}",
                     waiting.join(", "),
-                    self.shared.client.base_url()
+                    self.informers.base_url()
                 ),
                 None => format!("waiting for the initial sync of {}", waiting.join(", ")),
             };
         }
-        let role = match (self.acting, self.executor.is_dry_run()) {
+        let role = match (self.leadership.acting(), self.executor.is_dry_run()) {
             (true, true) => "dry-run",
             (true, false) => "leader",
             (false, _) => "follower",
@@ -97,27 +100,24 @@ impl Daemon {
         let pending = self
             .controllers
             .eviction()
-            .filter(|_| self.acting)
+            .filter(|_| self.leadership.acting())
             .map_or(0, |e| e.pending_len());
         format!("{role}, {nodes} nodes, {not_ready} not Ready, {pending} pending evictions")
     }
 
     pub(super) fn refresh_status(&mut self) {
         let line = self.status_line();
-        self.set_status(line);
+        self.observability.set_status(line);
     }
-
-    // ---- inputs to the controllers ----------------------------------------------------------
 
     /// Recomputes `STATUS=` on wake-ups the loop makes anyway: each one until the initial sync
     /// (few: list pages and retries, and what we wait for or fail on must show at once), then at
-    /// most every [`STATUS_PERIOD`].
+    /// most every `STATUS_PERIOD`.
     pub(super) fn maybe_refresh_status(&mut self, now: Time) {
-        if !self.all_synced()
-            || self.status_refreshed == Time::ZERO
-            || now.since(self.status_refreshed) >= STATUS_PERIOD
+        if self
+            .observability
+            .status_due(now, self.informers.all_synced())
         {
-            self.status_refreshed = now;
             self.refresh_status();
         }
     }
@@ -167,8 +167,8 @@ impl Daemon {
             build: BuildInfo::current(self.clock.started_at(), self.clock.uptime()),
             config_path: self.config_path.clone(),
             config: self.config.clone(),
-            status: self.status.clone(),
-            leadership: self.leader_snapshot(now),
+            status: self.observability.status().to_string(),
+            leadership: self.leadership.snapshot(now),
             reflectors: self
                 .informers
                 .reflector_stats()
@@ -191,19 +191,15 @@ impl Daemon {
                 .controllers
                 .eviction()
                 .map(|e| e.metrics.pod_deletion_duration.clone()),
-            health_timings: self.health_timings.clone(),
+            health_timings: self.observability.health_timings().clone(),
             client: self.client_snapshot(),
             rss_bytes: read_rss_bytes(),
             store: StoreMemory::of(self.controllers.store()),
             event_loop,
-            fencing: self
-                .config
-                .fencing
-                .enabled
-                .then(|| self.fencer.metrics.clone()),
-            decisions: self.decision_log.decided.clone(),
+            fencing: self.config.fencing.enabled.then(|| self.fences.metrics()),
+            decisions: self.observability.decision_log().decided.clone(),
             pause: self.controllers.pause(now).cloned(),
-            fence_agent_ok: self.fence_status.ok.clone(),
+            fence_agent_ok: self.fences.agent_ok(),
         }
     }
 }
