@@ -5,7 +5,8 @@
 //!   site is disrupted (`unless-disrupted`), dark sites held (`full_disruption = "hold"`);
 //! - the brake, fleet-wide and per pool (a pool per zone, each with its own timing:
 //!   `default_toleration_seconds`);
-//! - OpenYurt autonomy annotations on a tenth of the nodes;
+//! - OpenYurt autonomy annotations on a tenth of the nodes (not the detection phase's victims,
+//!   whose pods autonomy would keep);
 //! - two custom condition taints (one NoSchedule, one NoExecute);
 //! - fencing armed on every node, with an `after` longer than any bench phase (every node's
 //!   outage is followed; no command runs). The daemon's `dry_run` would stop every write the
@@ -97,7 +98,9 @@ impl Profile {
         }
         for (i, node) in nodes.iter().enumerate() {
             let site = format!("{}-s{}", zone_of(node), i / SITE_SIZE);
-            let autonomous = i % 10 == 0;
+            // Not the detection phase's victims (`pick_victims` spreads them evenly, at
+            // multiples of a tenth of the fleet at most): autonomy would rightly keep their pods.
+            let autonomous = i % 10 == 3;
             cluster
                 .update(Resource::Nodes, None, node, |v| {
                     let meta = &mut v["metadata"];
