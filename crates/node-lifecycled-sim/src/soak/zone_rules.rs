@@ -391,6 +391,14 @@ impl Checker {
         if silence <= self.limits.grace + allowance {
             return;
         }
+        // The kubelet came back after the taint and died again: the untaint is that recovery,
+        // seen late (a watch freeze held back its Ready post), as a running upstream's would
+        // be seen; its verdict comes again a grace period after the daemon sees the post.
+        if n.last_run
+            .is_some_and(|(start, _)| n.evidence.iter().any(|&e| e > start))
+        {
+            return;
+        }
         // Master disruption mode: in the store now or lately, or in some view.
         if self.all_full_since.is_some()
             || at.since(self.all_full_exit) <= self.limits.zone_allowance

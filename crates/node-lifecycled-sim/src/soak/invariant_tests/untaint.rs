@@ -61,3 +61,20 @@ fn taking_the_taint_off_a_recovered_node_a_swap_or_in_master_disruption_mode_is_
     log.taints(15.5, A, "z1-n001", &[]);
     assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
 }
+
+/// SOAK.md finding 16: a kubelet back for a few seconds after its node was tainted, then silent
+/// again, while a watch freeze held its Ready post back: the daemon takes the taint off when the
+/// post arrives, 10 s after the kubelet's last heartbeat. That is the recovery seen late, not a
+/// taint taken off a node that never came back.
+#[test]
+fn taking_the_taint_off_a_node_that_recovered_and_died_again_unseen_is_fine() {
+    let mut log = Log::new();
+    die(&mut log, &zone(1, 1..=1), 0.5);
+    log.unknown(6.5, A, "z1-n001");
+    log.taints(7.0, A, "z1-n001", &["unreachable"]);
+    log.checker.kubelet("z1-n001", true, at(19.0));
+    log.renewals("z1-n001", 19.0, 24.0);
+    log.checker.kubelet("z1-n001", false, at(24.5));
+    log.taints(35.0, A, "z1-n001", &[]);
+    assert_eq!(log.rules(), Vec::<&str>::new(), "{:?}", log.violations());
+}
