@@ -215,8 +215,14 @@ impl Checker {
                 continue;
             }
             judged.push((zone.clone(), since));
-            if self.all_full_since.is_some_and(|t| t <= deadline) || self.all_full_exit >= since {
-                // Every domain down: the all-domains-down stop, not the hold, governs.
+            // Every domain down, in the store or in some batched view (the other domains'
+            // kubelets silent, about to be judged): the all-domains-down stop governs, not the
+            // hold, and the daemon rightly waits for those verdicts.
+            let views = self.batched_view(now, self.limits.suspect_allowance, None);
+            if self.all_full_since.is_some_and(|t| t <= now)
+                || self.all_full_exit >= since
+                || self.all_full_in_some_view(&views)
+            {
                 self.partitions.holds_excused += 1;
                 continue;
             }
