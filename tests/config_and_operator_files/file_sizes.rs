@@ -3,28 +3,12 @@
 //!
 //! Walks both trees (build output in `target/` left out) and names every file over the limit.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use super::tree::rust_files;
 
 /// The most lines a source file may have.
 const MAX_LINES: usize = 600;
-
-/// Every `.rs` file under `dir`, sorted; `target` directories (build output) are not sources.
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "target") {
-                sources(&path, out);
-            }
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The complaint about one file, if it is over the limit.
 fn too_long(file: &str, text: &str) -> Option<String> {
@@ -39,7 +23,7 @@ fn no_source_file_is_over_600_lines() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     for tree in ["src", "crates"] {
-        sources(&root.join(tree), &mut files);
+        rust_files(&root.join(tree), &mut files);
     }
     assert!(
         files.len() > 100,

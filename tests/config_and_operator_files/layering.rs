@@ -6,7 +6,9 @@
 //! siblings of one rank (`kube`, `controller`, `logging`) know nothing of each other.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use super::tree::rust_files;
 
 /// Top-level modules of the library by rank, lowest first.
 const LAYERS: &[(&str, u8)] = &[
@@ -129,21 +131,6 @@ fn violations(layer: &str, file: &str, text: &str) -> Vec<String> {
             None => None,
         })
         .collect()
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 #[test]

@@ -18,3 +18,4 @@ mod file_sizes;
 mod layering;
 mod ops_pack;
 mod outside_references;
+mod tree;

@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::tree::files_under;
+
 /// The trees scanned, besides the files at the root.
 const TREES: &[&str] = &[
     "src",
@@ -27,24 +29,6 @@ const TREES: &[&str] = &[
 /// What a reference outside the repository looks like (split so this file holds neither).
 const OUTSIDE: [&str; 2] = [concat!("..", "/shared"), concat!("/work", "/shared")];
 
-/// Every file under `dir`, sorted; `target` directories (build output) are left out.
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "target") {
-                files_under(&path, out);
-            }
-        } else if path.is_file() {
-            out.push(path);
-        }
-    }
-}
-
 /// `file:line: text` for each line of `text` that refers outside the repository.
 fn outside_references(file: &str, text: &str) -> Vec<String> {
     text.lines()
@@ -59,7 +43,7 @@ fn no_file_refers_outside_the_repository() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     for tree in TREES {
-        files_under(&root.join(tree), &mut files);
+        files_under(&root.join(tree), &|_| true, &mut files);
     }
     // The root's own files (README.md and the other documents, Cargo.toml, build.rs).
     let mut top: Vec<PathBuf> = std::fs::read_dir(root)

@@ -308,30 +308,7 @@ fn a_node_without_ready_for_milliseconds_after_it_joined_does_not_flip_its_zone(
 /// so the zone is seen partially disrupted at once and a1 is not tainted.
 #[test]
 fn after_a_restart_missed_renewals_are_read_from_the_leases() {
-    let unknown = crate::model::ConditionStatus::Unknown;
-    let ago = Time::from_unix_millis(t0().as_unix_millis() - 30_000);
-    let names = fleet_names();
-    let nodes = names
-        .iter()
-        .map(|(name, zone)| {
-            let status = if name == "a1" { unknown } else { True };
-            node(name).zone("r", zone).ready(status, ago, ago).build()
-        })
-        .collect();
-    let leases = names
-        .iter()
-        .map(|(name, _)| {
-            let last = if ["a1", "a2", "a3"].contains(&name.as_str()) {
-                ago
-            } else {
-                t0()
-            };
-            Lease {
-                duration_seconds: Some(40),
-                ..lease(name, last)
-            }
-        })
-        .collect();
+    let (nodes, leases) = a1_dead_a2_a3_silent(secs(30), 40);
     let mut h = Harness::lifecycle_alone_started(test_settings(), t0(), nodes, vec![], leases);
     let silent = [("a1", t0()), ("a2", t0()), ("a3", t0())];
     heartbeat(
@@ -405,6 +382,39 @@ fn a_stalled_watch_does_not_turn_a_partial_zone_into_a_dark_one() {
     assert_eq!(h.zone_state("r", "a"), Some(ZoneState::PartialDisruption));
 }
 
+/// The fleet at a start: a1 Unknown since `silent` ago, a2 and a3 Ready in the store, and the
+/// Leases of all three last renewed `silent` ago (`lease_seconds` long); the others fresh.
+fn a1_dead_a2_a3_silent(silent: Duration, lease_seconds: u32) -> (Vec<Node>, Vec<Lease>) {
+    let ago = Time::from_unix_millis(t0().as_unix_millis() - silent.as_millis() as u64);
+    let names = fleet_names();
+    let nodes = names
+        .iter()
+        .map(|(name, zone)| {
+            let status = if name == "a1" {
+                crate::model::ConditionStatus::Unknown
+            } else {
+                True
+            };
+            node(name).zone("r", zone).ready(status, ago, ago).build()
+        })
+        .collect();
+    let leases = names
+        .iter()
+        .map(|(name, _)| {
+            let last = if ["a1", "a2", "a3"].contains(&name.as_str()) {
+                ago
+            } else {
+                t0()
+            };
+            Lease {
+                duration_seconds: Some(lease_seconds),
+                ..lease(name, last)
+            }
+        })
+        .collect();
+    (nodes, leases)
+}
+
 /// A process just started (a leader killed and started again): its watches deliver the nodes,
 /// then their Leases, then the initial sync is done, as the daemon's informers do.
 fn started_nodes_first(settings: Settings, nodes: Vec<Node>, leases: Vec<Lease>) -> Harness {
@@ -427,36 +437,13 @@ fn started_nodes_first(settings: Settings, nodes: Vec<Node>, leases: Vec<Lease>)
 /// leader's a1 would. (The daemon took the 7 s for lag and tainted a1 50 ms after its start.)
 #[test]
 fn a_fresh_start_counts_the_kubelets_silent_by_their_leases_before_the_first_taint() {
-    let unknown = crate::model::ConditionStatus::Unknown;
     let settings = Settings {
         node_monitor_period: secs(1),
         node_monitor_grace_period: secs(5),
         node_startup_grace_period: secs(10),
         ..test_settings()
     };
-    let ago = Time::from_unix_millis(t0().as_unix_millis() - 7_000);
-    let names = fleet_names();
-    let nodes = names
-        .iter()
-        .map(|(name, zone)| {
-            let status = if name == "a1" { unknown } else { True };
-            node(name).zone("r", zone).ready(status, ago, ago).build()
-        })
-        .collect();
-    let leases = names
-        .iter()
-        .map(|(name, _)| {
-            let last = if ["a1", "a2", "a3"].contains(&name.as_str()) {
-                ago
-            } else {
-                t0()
-            };
-            Lease {
-                duration_seconds: Some(4),
-                ..lease(name, last)
-            }
-        })
-        .collect();
+    let (nodes, leases) = a1_dead_a2_a3_silent(secs(7), 4);
     let mut h = started_nodes_first(settings, nodes, leases);
     let silent = [("a1", t0()), ("a2", t0()), ("a3", t0())];
     heartbeat(&mut h, t0() + secs(2), secs(1), |_| Duration::ZERO, &silent);

@@ -119,25 +119,17 @@ impl Checker {
         if self.holds.is_empty() {
             return;
         }
-        let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-        for n in self.nodes.values() {
-            let c = counts.entry(n.zone.as_str()).or_default();
-            if n.ready == "True" {
-                c.0 += 1;
-            } else {
-                c.1 += 1;
-            }
-        }
+        let counts = self.store_counts();
         let full = |c: &(usize, usize)| c.0 == 0 && c.1 > 0;
         let all_full = counts.values().all(full);
         let mut held = BTreeSet::new();
         for (zone, c) in &counts {
             if !full(c) {
-                self.full_since.remove(*zone);
+                self.full_since.remove(zone);
                 continue;
             }
             let since = *self.full_since.entry(zone.to_string()).or_insert(at);
-            let Some(max) = self.holds.get(*zone) else {
+            let Some(max) = self.holds.get(zone) else {
                 continue;
             };
             let ends = max.map(|m| since + m.saturating_sub(self.limits.zone_allowance));

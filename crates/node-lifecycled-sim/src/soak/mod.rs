@@ -104,6 +104,23 @@ const WEB_PODS_PER_NODE: usize = 2;
 const TICK: Duration = Duration::from_millis(100);
 const DAEMON_NAMES: [&str; 2] = ["daemon-a", "daemon-b"];
 
+/// Sets the label `key=value` on `node`.
+fn label(cluster: &crate::Cluster, node: &str, key: &str, value: &str) -> Result<(), String> {
+    cluster
+        .update(Resource::Nodes, None, node, |v| {
+            if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                let labels = meta
+                    .entry("labels")
+                    .or_insert_with(|| serde_json::json!({}));
+                if let Some(labels) = labels.as_object_mut() {
+                    labels.insert(key.into(), serde_json::json!(value));
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot label node {node}: {}", e.message))
+}
+
 /// The disruption domains of `--partitions` for the plan: node indices by site, with each
 /// site's `hold_max`.
 fn site_plan(nodes: &[String]) -> Vec<schedule::Site> {
@@ -224,19 +241,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         Vec::new()
     };
     for &i in &fence_nodes {
-        let node = &populated.nodes[i];
-        cluster
-            .update(Resource::Nodes, None, node, |v| {
-                if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-                    let labels = meta
-                        .entry("labels")
-                        .or_insert_with(|| serde_json::json!({}));
-                    if let Some(labels) = labels.as_object_mut() {
-                        labels.insert(fencing::FENCE_LABEL.into(), serde_json::json!("soak"));
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot label node {node}: {}", e.message))?;
+        label(&cluster, &populated.nodes[i], fencing::FENCE_LABEL, "soak")?;
     }
     let start = cluster.now();
     let pairs: Vec<(&str, &str)> = tokens
@@ -249,19 +254,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         checker.use_domains(domains::domain_of, domains::holds(), start);
         checker.keep_pods_ready_in(domains::keeping_pods_ready());
         for node in &populated.nodes {
-            let site = domains::site_of(node);
-            cluster
-                .update(Resource::Nodes, None, node, |v| {
-                    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-                        let labels = meta
-                            .entry("labels")
-                            .or_insert_with(|| serde_json::json!({}));
-                        if let Some(labels) = labels.as_object_mut() {
-                            labels.insert(domains::SITE_LABEL.into(), serde_json::json!(site));
-                        }
-                    }
-                })
-                .map_err(|e| format!("cannot label node {node}: {}", e.message))?;
+            label(&cluster, node, domains::SITE_LABEL, domains::site_of(node))?;
         }
     }
     for pod in &pods {

@@ -191,11 +191,11 @@ impl Checker {
                 .all(|z| z.ready == 0 && z.not_ready + z.either > 0)
     }
 
-    /// Per zone: partially or fully disrupted in the store (whatever its size).
-    fn disrupted_zones(&self) -> Vec<(String, bool)> {
-        let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    /// Per zone: (Ready, not Ready) nodes in the store.
+    pub(super) fn store_counts(&self) -> BTreeMap<String, (usize, usize)> {
+        let mut counts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         for n in self.nodes.values() {
-            let c = counts.entry(&n.zone).or_default();
+            let c = counts.entry(n.zone.clone()).or_default();
             if n.ready == "True" {
                 c.0 += 1;
             } else {
@@ -203,6 +203,11 @@ impl Checker {
             }
         }
         counts
+    }
+
+    /// Per zone: partially or fully disrupted in the store (whatever its size).
+    fn disrupted_zones(&self) -> Vec<(String, bool)> {
+        self.store_counts()
             .into_iter()
             .map(|(zone, (ready, not_ready))| {
                 let total = ready + not_ready;
@@ -236,15 +241,7 @@ impl Checker {
 
     /// (zone forbids new taints, every zone fully disrupted).
     fn zone_rules(&self) -> (BTreeMap<String, bool>, bool) {
-        let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-        for n in self.nodes.values() {
-            let c = counts.entry(&n.zone).or_default();
-            if n.ready == "True" {
-                c.0 += 1;
-            } else {
-                c.1 += 1;
-            }
-        }
+        let counts = self.store_counts();
         let full = |&(ready, not_ready): &(usize, usize)| ready == 0 && not_ready > 0;
         let all_full = !counts.is_empty() && counts.values().all(full);
         let forbids = counts
