@@ -171,15 +171,13 @@ impl Checker {
         let Some((surely, total)) = self.surely_disrupted(&zone, at) else {
             return;
         };
-        let since = self.disrupted_since.get(&zone).copied().flatten();
         self.violation(
             at,
             "pod-marked-in-disrupted-domain",
             format!(
                 "{daemon} marked {pod} (on {node}) NotReady although its domain {zone} keeps pods \
-                 Ready and is disrupted ({surely} of {total} nodes surely not ready; disrupted in \
-                 the store for {:.1}s)",
-                since.map_or(0.0, |s| at.since(s).as_secs_f64())
+                 Ready and is disrupted ({surely} of {total} nodes Unknown and silent for longer \
+                 than the zone allowance)"
             ),
         );
     }

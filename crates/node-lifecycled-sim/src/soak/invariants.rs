@@ -187,8 +187,6 @@ pub struct Checker {
     /// Records the log dropped before they were read (must stay 0).
     pub missed_records: u64,
     pub(super) brake: super::brake_rule::BrakeTruth,
-    /// Per zone: since when the store has seen it partially or fully disrupted (None: Normal).
-    pub(super) disrupted_since: BTreeMap<String, Option<Time>>,
     pub(super) fence: super::fencing::FenceTruth,
     pub(super) partitions: super::domains::DomainTruth,
 }
@@ -223,7 +221,6 @@ impl Checker {
             last_seq: 0,
             missed_records: 0,
             brake: Default::default(),
-            disrupted_since: BTreeMap::new(),
             fence: Default::default(),
             partitions: Default::default(),
         };

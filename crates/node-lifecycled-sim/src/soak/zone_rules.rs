@@ -205,20 +205,6 @@ impl Checker {
         counts
     }
 
-    /// Per zone: partially or fully disrupted in the store (whatever its size).
-    fn disrupted_zones(&self) -> Vec<(String, bool)> {
-        self.store_counts()
-            .into_iter()
-            .map(|(zone, (ready, not_ready))| {
-                let total = ready + not_ready;
-                let full = ready == 0 && not_ready > 0;
-                let partial = not_ready > 2
-                    && not_ready as f64 / total as f64 >= self.limits.unhealthy_zone_threshold;
-                (zone.to_string(), full || partial)
-            })
-            .collect()
-    }
-
     /// `zone` partially or fully disrupted at `at` counting only the nodes surely not ready
     /// (Unknown in the store and silent, both for longer than the zone allowance): the store
     /// lags a recovery (a kubelet back is seen by the daemon from its Lease before its Ready
@@ -261,14 +247,6 @@ impl Checker {
 
     pub(super) fn update_zones(&mut self, at: Time) {
         let (forbids, all_full) = self.zone_rules();
-        for (zone, disrupted) in self.disrupted_zones() {
-            let since = self.disrupted_since.entry(zone).or_default();
-            match (disrupted, *since) {
-                (true, None) => *since = Some(at),
-                (false, Some(_)) => *since = None,
-                _ => {}
-            }
-        }
         self.refresh_holds(at);
         for (zone, forbid) in forbids {
             // A held domain forbids new taints too (`domains.rs`).
