@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::invariants::{Checker, FaultClass};
-use super::zone_rules::before;
 use node_lifecycled::time::Time;
 
 pub const FENCE_LABEL: &str = "node-lifecycled.io/fencing";
@@ -172,7 +171,7 @@ impl Checker {
                 seen_by = seen_by.max(to);
             }
         }
-        let waited = self.waited(daemon, before(landed, Duration::ZERO).since(Time::ZERO), at);
+        let waited = self.waited(daemon, landed.since(Time::ZERO), at);
         let by = seen_by + self.limits.pause_allowance + waited + extra;
         (at > by).then_some((landed, ends))
     }
