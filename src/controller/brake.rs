@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::rc::Rc;
 use std::time::Duration;
 
 use crate::model::Name;
@@ -161,6 +162,9 @@ impl BrakeState {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Brakes {
     pub(crate) scopes: BTreeMap<BrakeScope, BrakeState>,
+    /// While only pool brakes are engaged: the nodes of their pools, kept until a brake
+    /// engages or releases, or a node joins, leaves or changes labels (`None` then).
+    pub(crate) pool_cover: Option<Rc<HashSet<Name>>>,
 }
 
 impl Brakes {
@@ -194,7 +198,9 @@ pub(crate) enum BrakeCover {
     #[default]
     Nothing,
     Everything,
-    Nodes(HashSet<Name>),
+    /// Shared: the brake's cover is kept (`Brakes::pool_cover`) and handed out at every input
+    /// while engaged; an unchanged one compares equal by address.
+    Nodes(Rc<HashSet<Name>>),
 }
 
 impl BrakeCover {

@@ -202,6 +202,8 @@ impl Controllers {
         };
         let tick = matches!(input, Input::Tick);
         let observed = self.world.apply(input, &self.lifecycle);
+        self.lifecycle
+            .tally_observed(self.world.store(), &observed, now);
         let (changed, gone): (Option<crate::model::Name>, Vec<crate::model::Name>) = match &observed
         {
             Observed::Node { name, .. } => (Some(name.clone()), Vec::new()),
@@ -229,6 +231,8 @@ impl Controllers {
         let landed = self.lifecycle.landed(&observed).map(|landed| {
             let applied = self.world.apply(Input::Landed(landed), &self.lifecycle);
             self.lifecycle.landed_applied(&applied);
+            self.lifecycle
+                .tally_observed(self.world.store(), &applied, now);
             applied
         });
         let mut actions = Vec::new();

@@ -97,6 +97,9 @@ pub(crate) struct Zone {
     pub(crate) size: usize,
     /// Non-excluded nodes whose current Ready is True.
     pub(crate) ready: usize,
+    /// Of those, the suspects (`node_lifecycle/suspect_tally.rs`; kept while the node lifecycle
+    /// is synced).
+    pub(crate) suspects: usize,
     /// `None` until the first disruption pass sees the zone (upstream: no entry in zoneStates).
     pub(crate) state: Option<ZoneState>,
     pub(crate) queue: RateLimitedTimedQueue,
@@ -113,6 +116,9 @@ pub(crate) struct Zone {
     pub(crate) held: bool,
     /// When the hold ends (`hold_max`); `None` with the domain's recovery only.
     pub(crate) hold_until: Option<Time>,
+    /// What its members say of a hold (`Settings::domain_hold`), kept until a node joins,
+    /// leaves or changes labels (`None`: to be taken again).
+    pub(crate) hold_vote: Option<Option<crate::controller::partitions::HoldFor>>,
 }
 
 impl Zone {

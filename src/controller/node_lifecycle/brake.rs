@@ -11,7 +11,7 @@ use crate::controller::pools::pool_of;
 impl NodeLifecycle {
     /// Recounts every configured brake at `now`: engages one over its limit at once, releases
     /// one that has stayed within it for `disruption_cooldown` (a decision line each), and arms
-    /// the release. O(nodes); only with a brake configured.
+    /// the release. Only with a brake configured.
     pub(super) fn update_brakes(&mut self, store: &ClusterStore, now: Time) {
         if !self.synced || (!self.settings.brakes_configured() && self.brakes.scopes.is_empty()) {
             return;
@@ -29,8 +29,10 @@ impl NodeLifecycle {
             }
         }
         let decisions = &mut self.decisions;
+        let mut removed = false;
         self.brakes.scopes.retain(|k, state| {
             let keep = wanted.contains_key(k);
+            removed |= !keep;
             if !keep && state.engaged() {
                 decisions.push(Decision::Brake(BrakeChange {
                     scope: k.clone(),
@@ -42,39 +44,16 @@ impl NodeLifecycle {
             }
             keep
         });
-        let mut counts: BTreeMap<BrakeScope, (usize, usize)> =
-            wanted.keys().map(|k| (k.clone(), (0, 0))).collect();
-        let pools_braked = wanted.len() > usize::from(wanted.contains_key(&BrakeScope::Fleet));
-        for (name, e) in self.nodes.iter() {
-            if !e.registered {
-                continue;
-            }
-            let Some(node) = store.node(name) else {
-                continue;
-            };
-            // Planned maintenance is no failure, and no part of the fleet serving meanwhile:
-            // neither unhealthy nor in the total a percentage is taken of.
-            if self.settings.in_planned_maintenance(node) {
-                continue;
-            }
-            let ready = node.ready().map(|c| c.status) == Some(ConditionStatus::True);
-            let unhealthy = !ready || self.is_suspect(store, name, e, now);
-            if let Some(c) = counts.get_mut(&BrakeScope::Fleet) {
-                c.0 += usize::from(unhealthy);
-                c.1 += 1;
-            }
-            if pools_braked
-                && let Some(pool) = pool_of(&self.settings.pools, node)
-                && let Some(c) = counts.get_mut(&BrakeScope::Pool(pool.name.clone()))
-            {
-                c.0 += usize::from(unhealthy);
-                c.1 += 1;
-            }
+        if removed {
+            self.brakes.pool_cover = None;
         }
+        // Counted as nodes change (`suspect_tally.rs`), brought to `now`.
+        self.tally_advance(store, now);
+        self.tally_check(store, now);
         let cooldown = self.settings.disruption_cooldown;
         let mut release_at: Option<Time> = None;
         for (scope, limit) in wanted {
-            let (unhealthy, total) = counts.get(&scope).copied().unwrap_or_default();
+            let (unhealthy, total) = self.tally.brake_count(&scope, &self.settings.pools);
             let state = self
                 .brakes
                 .scopes
@@ -82,6 +61,7 @@ impl NodeLifecycle {
                 .or_insert_with(|| BrakeState::new(limit));
             state.limit = limit;
             if state.step(unhealthy, total, now, cooldown) {
+                self.brakes.pool_cover = None;
                 self.decisions.push(Decision::Brake(BrakeChange {
                     scope,
                     engaged: state.engaged(),
@@ -102,6 +82,7 @@ impl NodeLifecycle {
                 self.timers.cancel(&Timer::BrakeRelease);
             }
         }
+        self.keep_pool_cover(store);
     }
 
     /// Whether an input may change a brake: node changes and verdicts may engage one; a Lease
@@ -157,7 +138,30 @@ impl NodeLifecycle {
         if self.brakes.fleet_engaged() {
             return BrakeCover::Everything;
         }
-        let nodes: HashSet<Name> = store
+        match &self.brakes.pool_cover {
+            Some(nodes) => {
+                if cfg!(debug_assertions) && self.nodes.len() <= 2_000 {
+                    assert_eq!(
+                        **nodes,
+                        self.pool_cover_walk(store),
+                        "the kept pools' cover"
+                    );
+                }
+                BrakeCover::Nodes(nodes.clone())
+            }
+            None => {
+                let walks = &self.tally.walks.pool_cover;
+                walks.set(walks.get() + 1);
+                BrakeCover::Nodes(Rc::new(self.pool_cover_walk(store)))
+            }
+        }
+    }
+
+    /// The nodes of the pools whose brakes are engaged: a walk of the fleet, taken when a
+    /// brake engages or releases and when a node joins, leaves or changes labels
+    /// (`pool_cover_changed`), not at every input.
+    fn pool_cover_walk(&self, store: &ClusterStore) -> HashSet<Name> {
+        store
             .nodes()
             .filter(|n| {
                 pool_of(&self.settings.pools, n).is_some_and(|p| {
@@ -168,8 +172,24 @@ impl NodeLifecycle {
                 })
             })
             .map(|n| n.name.clone())
-            .collect();
-        BrakeCover::Nodes(nodes)
+            .collect()
+    }
+
+    /// A node joined, left or changed labels: the pools' cover is taken again.
+    pub(super) fn pool_cover_changed(&mut self) {
+        self.brakes.pool_cover = None;
+        self.hold_votes_changed();
+    }
+
+    /// Keeps the pools' cover while only pool brakes are engaged.
+    fn keep_pool_cover(&mut self, store: &ClusterStore) {
+        if !self.brakes.any_engaged() || self.brakes.fleet_engaged() {
+            self.brakes.pool_cover = None;
+        } else if self.brakes.pool_cover.is_none() {
+            let walks = &self.tally.walks.pool_cover;
+            walks.set(walks.get() + 1);
+            self.brakes.pool_cover = Some(Rc::new(self.pool_cover_walk(store)));
+        }
     }
 
     /// Pops the due heads of a zone's queue and hands each to `act`, except that a node an

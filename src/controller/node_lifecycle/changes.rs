@@ -47,6 +47,7 @@ impl NodeLifecycle {
                     needs_pod_retry: false,
                     busy: BusySlot::default(),
                     legacy: LegacyEviction::Unmarked,
+                    mark: Default::default(),
                 },
             );
             if self.synced {
@@ -186,6 +187,7 @@ impl NodeLifecycle {
         }
         let deadlines = (&mut self.graces, &mut self.timers);
         health::arm_grace_for(name, e, grace, deadlines, now);
+        self.tally_renewed(store, name, Some(grace), now);
     }
 
     pub(super) fn on_pod_changed(
@@ -439,6 +441,7 @@ impl NodeLifecycle {
     /// The node is gone (or re-created): forget its state, queue entries and timers.
     pub(super) fn forget_node(&mut self, node: &Node, out: &mut Vec<Action>) {
         let name = &node.name;
+        self.tally_withdraw(name);
         let Some(mut e) = self.nodes.remove(name) else {
             return;
         };

@@ -79,6 +79,7 @@ impl NodeLifecycle {
                 .or_insert_with(|| BrakeState::new(limit));
             state.engaged_since = Some(*engaged);
             state.within_since = *within;
+            self.brakes.pool_cover = None;
         }
     }
 }

@@ -8,6 +8,7 @@ impl NodeLifecycle {
         if let Some(zone) = self.zones.get_mut(zone_key) {
             zone.queue.remove(name);
             zone.members = zone.members.saturating_sub(1);
+            zone.hold_vote = None;
             if let Some(ready) = counted {
                 zone.size = zone.size.saturating_sub(1);
                 if ready {
@@ -30,6 +31,8 @@ impl NodeLifecycle {
 
     pub(super) fn move_zone(&mut self, name: &Name, zone: Name, now: Time) {
         let eviction_rate = self.settings.node_eviction_rate;
+        // Its share of the counts goes with it (`update_contribution` takes the new one).
+        self.tally_withdraw(name);
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
@@ -43,23 +46,24 @@ impl NodeLifecycle {
     /// healthy rate) on first use.
     pub(super) fn join_zone(&mut self, zone: Name, eviction_rate: Rate, now: Time) {
         let past_evictions = &mut self.past_evictions;
-        self.zones
-            .entry(zone.clone())
-            .or_insert_with(|| Zone {
-                evictions_total: past_evictions.remove(&zone).unwrap_or(0),
-                cooldown_until: None,
-                waiting_for_suspects: false,
-                full_since: None,
-                held: false,
-                hold_until: None,
-                key: zone,
-                members: 0,
-                size: 0,
-                ready: 0,
-                state: None,
-                queue: RateLimitedTimedQueue::new(eviction_rate, now),
-            })
-            .members += 1;
+        let z = self.zones.entry(zone.clone()).or_insert_with(|| Zone {
+            evictions_total: past_evictions.remove(&zone).unwrap_or(0),
+            cooldown_until: None,
+            waiting_for_suspects: false,
+            full_since: None,
+            held: false,
+            hold_until: None,
+            hold_vote: None,
+            key: zone,
+            members: 0,
+            size: 0,
+            ready: 0,
+            suspects: 0,
+            state: None,
+            queue: RateLimitedTimedQueue::new(eviction_rate, now),
+        });
+        z.members += 1;
+        z.hold_vote = None;
     }
 
     /// Keeps the zone's counts in line with the node's current Ready and exclusion label.
@@ -74,6 +78,18 @@ impl NodeLifecycle {
     /// periodic pass counts it once it is older (nodes without Ready are always evaluated).
     /// The nodes of the initial sync are counted at once, as upstream's first pass sees them.
     pub(super) fn update_contribution(
+        &mut self,
+        store: &ClusterStore,
+        name: &str,
+        current: Option<ConditionStatus>,
+        now: Time,
+    ) {
+        self.count_in_zone(store, name, current, now);
+        // Whatever changed in the node, its share of the suspects and brakes with it.
+        self.tally_refresh(store, name, now);
+    }
+
+    fn count_in_zone(
         &mut self,
         store: &ClusterStore,
         name: &str,
@@ -220,6 +236,7 @@ impl NodeLifecycle {
                 }
                 self.arm_grace(store, name, now);
             }
+            self.tally_invalidate();
             for (key, state) in &new_states {
                 let mut from = None;
                 if let Some(z) = self.zones.get_mut(key) {

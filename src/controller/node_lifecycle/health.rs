@@ -151,6 +151,7 @@ impl NodeLifecycle {
                     };
                     e.busy.get_mut().verdict =
                         Verdict::ReadingLease(self.in_flight.send(about, read, out));
+                    self.tally_refresh(store, name, now);
                 }
                 return;
             }
@@ -201,6 +202,7 @@ impl NodeLifecycle {
                 resource_version: node.resource_version.clone(),
                 conditions,
             };
+            self.tally_refresh(store, name, now);
             return;
         }
         let current = node.ready().map(|c| c.status);

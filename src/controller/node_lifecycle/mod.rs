@@ -23,6 +23,7 @@ mod observe;
 mod partitions;
 mod pods;
 mod results;
+mod suspect_tally;
 mod suspects;
 mod tainting;
 
@@ -142,6 +143,8 @@ struct NodeEntry {
     /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
     pub(crate) needs_pod_retry: bool,
     pub(crate) legacy: LegacyEviction,
+    /// What it adds to the suspects' and the brakes' counts (`suspect_tally.rs`).
+    mark: suspect_tally::SuspectMark,
 }
 
 #[derive(Debug)]
@@ -177,6 +180,21 @@ enum Pending {
         node: Name,
         uid: Name,
     },
+}
+
+impl Pending {
+    /// The node the write or read is about.
+    fn node(&self) -> &Name {
+        match self {
+            Pending::NodeStatus { node, .. }
+            | Pending::NodeTaints { node, .. }
+            | Pending::NodeLabels { node, .. }
+            | Pending::LeaseRead { node, .. }
+            | Pending::PodNotReady { node, .. }
+            | Pending::PodNodeLost { node, .. }
+            | Pending::DeletePod { node, .. } => node,
+        }
+    }
 }
 
 pub(crate) struct NodeLifecycle {
@@ -221,6 +239,8 @@ pub(crate) struct NodeLifecycle {
     brakes: crate::controller::brake::Brakes,
     /// Clocks a previous leader left (`clocks.rs`), honoured at the initial sync.
     inherited_clocks: Option<crate::controller::clocks::Clocks>,
+    /// The suspects and the brakes' counts, kept as nodes change (`suspect_tally.rs`).
+    tally: suspect_tally::SuspectTally,
 }
 
 fn node_event(node: &Node, reason: &'static str, message: String) -> Action {
@@ -278,6 +298,7 @@ impl NodeLifecycle {
             full_monitor_pass: false,
             brakes: Default::default(),
             inherited_clocks: None,
+            tally: Default::default(),
         }
     }
 
@@ -339,6 +360,18 @@ impl NodeLifecycle {
         self.nodes.get(node).map(|e| &e.health)
     }
 
+    /// Whether the domain is held now (`full_disruption = "hold"`).
+    #[cfg(test)]
+    pub(crate) fn zone_held(&self, zone: &Name) -> bool {
+        self.zones.get(zone).is_some_and(|z| z.held)
+    }
+
+    /// How many times the fleet was walked for the counts kept as nodes change.
+    #[cfg(test)]
+    pub(crate) fn walks(&self) -> &suspect_tally::Walks {
+        self.tally.walks()
+    }
+
     /// The rate-limited queue of the node's zone (for `explain`: its place and ETA).
     pub(crate) fn zone_queue_of(&self, node: &str) -> Option<&RateLimitedTimedQueue> {
         let entry = self.nodes.get(node)?;
@@ -363,6 +396,7 @@ impl NodeLifecycle {
 
     /// Keeps the lags a leader saw (see [`Self::lease_lags`]) for the nodes still here.
     pub(super) fn keep_lease_lags(&mut self, lags: Vec<(Name, i64)>) {
+        self.tally_invalidate();
         for (name, lag) in lags {
             if let Some(e) = self.nodes.get_mut(&name) {
                 e.lease_lag_ms = Some(lag);
@@ -428,9 +462,20 @@ impl NodeLifecycle {
             Observed::Input(input) => match input {
                 Input::InitialSyncDone => self.on_initial_sync(store, now, out),
                 Input::Tick => self.on_tick(store, now, out),
-                Input::Result { id, outcome } => self.on_result(store, id, outcome, now, out),
+                Input::Result { id, outcome } => {
+                    let node = self.in_flight.get(id).map(|p| p.node().clone());
+                    self.on_result(store, id, outcome, now, out);
+                    // The answer may have ended a verdict on every path (`results.rs`).
+                    if let Some(node) = node {
+                        self.tally_refresh(store, &node, now);
+                    }
+                }
                 Input::LeaseRead { id, outcome } => {
-                    self.on_lease_read(store, id, outcome, now, out)
+                    let node = self.in_flight.get(id).map(|p| p.node().clone());
+                    self.on_lease_read(store, id, outcome, now, out);
+                    if let Some(node) = node {
+                        self.tally_refresh(store, &node, now);
+                    }
                 }
                 // Watched objects went through `World::apply`; eviction results are routed to the
                 // taint eviction machine by `Controllers`.
@@ -474,6 +519,8 @@ impl NodeLifecycle {
             &settings.condition_taints,
         );
         self.settings = settings;
+        self.tally_invalidate();
+        self.pool_cover_changed();
         let mut out = Vec::new();
         if !self.synced {
             return out;

@@ -117,19 +117,14 @@ impl NodeLifecycle {
     }
 
     /// The domain's hold at `now`: `None` when it is not held, else when the hold ends
-    /// (`None`: with the domain's recovery only).
+    /// (`None`: with the domain's recovery only). Its members' vote is kept (`fill_hold_votes`).
     fn hold_of(&self, store: &ClusterStore, key: &Name, now: Time) -> Option<Option<Time>> {
         let z = self.zones.get(key)?;
         if z.state != Some(ZoneState::FullDisruption) || self.all_zones_fully_disrupted() {
             return None;
         }
         let since = z.full_since?;
-        let members = self
-            .nodes
-            .iter()
-            .filter(|(_, e)| e.registered && e.zone == *key)
-            .filter_map(|(n, _)| store.node(n));
-        match self.settings.domain_hold(members)? {
+        match self.hold_vote(store, key)? {
             None => Some(None),
             Some(max) => {
                 let until = since + max;
@@ -138,11 +133,86 @@ impl NodeLifecycle {
         }
     }
 
+    /// What the domain's members say of a hold (`Settings::domain_hold`): the vote kept, else
+    /// a walk of the fleet.
+    pub(super) fn hold_vote(
+        &self,
+        store: &ClusterStore,
+        key: &Name,
+    ) -> Option<crate::controller::partitions::HoldFor> {
+        match self.zones.get(key).and_then(|z| z.hold_vote) {
+            Some(vote) => {
+                if cfg!(debug_assertions) && self.nodes.len() <= 2_000 {
+                    let walked = self.settings.domain_hold(self.members_of(store, key));
+                    assert_eq!(vote, walked, "the kept hold vote of {key:?}");
+                }
+                vote
+            }
+            None => self.settings.domain_hold(self.members_of(store, key)),
+        }
+    }
+
+    fn members_of<'a>(
+        &'a self,
+        store: &'a ClusterStore,
+        key: &'a Name,
+    ) -> impl Iterator<Item = &'a Node> + 'a {
+        self.nodes
+            .iter()
+            .filter(move |(_, e)| e.registered && e.zone == *key)
+            .filter_map(|(n, _)| store.node(n))
+    }
+
+    /// Takes the members' vote of every fully disrupted domain that has none kept, in one walk
+    /// of the fleet: after a node joined, left or changed labels, not at every zone change.
+    fn fill_hold_votes(&mut self, store: &ClusterStore) {
+        let wanted: BTreeSet<Name> = self
+            .zones
+            .iter()
+            .filter(|(_, z)| z.state == Some(ZoneState::FullDisruption) && z.hold_vote.is_none())
+            .map(|(k, _)| k.clone())
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        self.tally.walks.hold_votes += 1;
+        let mut members: BTreeMap<&Name, Vec<&Node>> = BTreeMap::new();
+        for (name, e) in self.nodes.iter() {
+            if e.registered
+                && wanted.contains(&e.zone)
+                && let Some(node) = store.node(name)
+            {
+                members.entry(&e.zone).or_default().push(node);
+            }
+        }
+        let votes: Vec<(Name, Option<crate::controller::partitions::HoldFor>)> = wanted
+            .iter()
+            .map(|k| {
+                let m = members.get(k).map(Vec::as_slice).unwrap_or_default();
+                (k.clone(), self.settings.domain_hold(m.iter().copied()))
+            })
+            .collect();
+        for (k, vote) in votes {
+            if let Some(z) = self.zones.get_mut(&k) {
+                z.hold_vote = Some(vote);
+            }
+        }
+    }
+
+    /// A node joined, left or changed labels (or the settings changed): every domain's vote is
+    /// taken again when next needed.
+    pub(super) fn hold_votes_changed(&mut self) {
+        for z in self.zones.values_mut() {
+            z.hold_vote = None;
+        }
+    }
+
     /// Brings every domain's hold up to date; entering and leaving are decision lines.
     pub(super) fn refresh_holds(&mut self, store: &ClusterStore, now: Time) {
         if self.settings.never_holds() && !self.zones.values().any(|z| z.held) {
             return;
         }
+        self.fill_hold_votes(store);
         let keys: Vec<Name> = self.zones.keys().cloned().collect();
         for key in keys {
             let hold = self.hold_of(store, &key, now);

@@ -49,28 +49,61 @@ impl NodeLifecycle {
         e: &NodeEntry,
         now: Time,
     ) -> bool {
+        self.suspect_from(store, name, e).is_some_and(|t| t <= now)
+    }
+
+    /// From when the node is a suspect, its state as it is (`None`: not by time alone). A node
+    /// stays one from that instant until its state changes: `suspect_tally.rs` counts them by it.
+    pub(super) fn suspect_from(
+        &self,
+        store: &ClusterStore,
+        name: &str,
+        e: &NodeEntry,
+    ) -> Option<Time> {
         if e.busy.get().verdict != Verdict::Idle {
-            return true;
+            return Some(Time::ZERO);
         }
-        let Some(node) = store.node(name) else {
-            return false;
-        };
+        let node = store.node(name)?;
         let (monitor, startup) = self.settings.graces(node);
         let grace = NodeHealth::grace(node, monitor, startup);
-        let silent = now.since(e.health.probe_time);
-        if silent + self.settings.node_monitor_period >= grace {
-            return true;
-        }
+        let lease_seconds = store.lease(name).and_then(|l| l.duration_seconds);
+        Some(self.suspect_from_with(e, grace, lease_seconds))
+    }
+
+    /// [`Self::suspect_from`] of a node in the store that is not busy, with its grace and its
+    /// Lease's `leaseDurationSeconds`.
+    pub(super) fn suspect_from_with(
+        &self,
+        e: &NodeEntry,
+        grace: Duration,
+        lease_seconds: Option<u32>,
+    ) -> Time {
+        // Its deadline is within the next pass: `silent + node_monitor_period >= grace`, with
+        // `silent` whole milliseconds since the probe time.
+        let probe = e.health.probe_time;
+        let by_deadline = match grace.checked_sub(self.settings.node_monitor_period) {
+            Some(d) if !d.is_zero() => probe + Duration::from_millis(ceil_millis(d)),
+            _ => Time::ZERO,
+        };
         let Some(renew) = e
             .health
             .lease_renew
             .filter(|_| self.settings.early_suspects)
         else {
-            return false;
+            return by_deadline;
         };
-        let Some(seconds) = store.lease(name).and_then(|l| l.duration_seconds) else {
-            return false;
+        let Some(seconds) = lease_seconds else {
+            return by_deadline;
         };
+        // The kubelet renews at a quarter of the Lease's duration: silent for longer than two
+        // renewals.
+        let two_renewals = Duration::from_millis(u64::from(seconds) * 500);
+        if two_renewals >= grace {
+            return by_deadline;
+        }
+        let past = two_renewals + Duration::from_millis(1);
+        // Silent by the probe time.
+        let mut from = by_deadline.min(probe + past);
         // The probe time is when a renewal reached us: a stalled watch delivers renewals late
         // and a restart or a new leader starts from its registration, both of which make a
         // silent kubelet look fresh. The Lease's own renewTime, less the least lag seen from
@@ -81,19 +114,38 @@ impl NodeLifecycle {
         let by_lease = match e.lease_lag_ms {
             Some(lag) => {
                 let heard = renew.as_unix_millis() as i64 + lag;
-                Duration::from_millis((now.as_unix_millis() as i64 - heard).max(0) as u64)
+                let at = heard.saturating_add(past.as_millis() as i64);
+                Some(Time::from_unix_millis(at.max(0) as u64))
             }
-            None if e.health.probe_time <= e.registered_at => now.since(renew),
-            None => Duration::ZERO,
+            None if e.health.probe_time <= e.registered_at => Some(renew + past),
+            None => None,
         };
-        let silent = silent.max(by_lease);
-        // The kubelet renews at a quarter of the Lease's duration.
-        let two_renewals = Duration::from_millis(u64::from(seconds) * 500);
-        two_renewals < grace && silent > two_renewals
+        if let Some(at) = by_lease {
+            from = from.min(at);
+        }
+        from
     }
 
     /// The zones' counts with their suspects taken off the Ready ones.
     pub(super) fn suspect_view(&self, store: &ClusterStore, now: Time) -> SuspectView {
+        if self.tally.is_at(now) {
+            // Kept as nodes change (`suspect_tally.rs`): no walk.
+            self.tally_check(store, now);
+            let mut any_suspect = false;
+            let counts = self
+                .zones
+                .iter()
+                .map(|(k, z)| {
+                    let suspects = self.tally_zone_suspects(z);
+                    any_suspect |= suspects > 0;
+                    (k.clone(), (z.size, z.ready.saturating_sub(suspects)))
+                })
+                .collect();
+            return SuspectView {
+                counts,
+                any_suspect,
+            };
+        }
         let mut counts: BTreeMap<Name, (usize, usize)> = self
             .zones
             .iter()
@@ -215,12 +267,7 @@ impl NodeLifecycle {
         {
             return false;
         }
-        let members = self
-            .nodes
-            .iter()
-            .filter(|(_, e)| e.registered && e.zone == *zone)
-            .filter_map(|(n, _)| store.node(n));
-        self.settings.domain_hold(members).is_some()
+        self.hold_vote(store, zone).is_some()
     }
 
     /// Whether the zone's NoExecute decisions may go now (see [`Self::waits_for_suspects`]);
@@ -320,11 +367,16 @@ impl NodeLifecycle {
             .filter(|(_, e)| e.registered && zones.contains(&e.zone))
             .map(|(n, _)| n.clone())
             .collect();
-        BrakeCover::Nodes(nodes)
+        BrakeCover::Nodes(Rc::new(nodes))
     }
 
     /// Every zone is fully disrupted, or would be with its suspects counted.
     pub(crate) fn all_zones_down_with_suspects(&self, store: &ClusterStore, now: Time) -> bool {
         self.all_zones_fully_disrupted() || self.all_suspected_down(&self.suspect_view(store, now))
     }
+}
+
+/// Whole milliseconds of `d`, rounded up.
+fn ceil_millis(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }

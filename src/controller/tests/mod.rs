@@ -25,4 +25,5 @@ mod takeovers;
 mod upstream_monitor;
 mod upstream_review;
 mod upstream_taints;
+mod walks;
 mod zone_suspects;
