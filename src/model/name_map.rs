@@ -72,6 +72,32 @@ impl<V> NameMap<V> {
         self.slab.get(slot as usize).and_then(Option::as_ref)
     }
 
+    /// The entry at `slot`, if one is there (slots stay until [`NameMap::compact`]).
+    pub(crate) fn at(&self, slot: u32) -> Option<(&Name, &V)> {
+        self.entry(slot).map(|(n, v)| (n, v))
+    }
+
+    /// The slot `name` is kept at.
+    pub(crate) fn slot(&self, name: &str) -> Option<u32> {
+        self.slot_of(name)
+    }
+
+    /// The value at `slot`, to change.
+    pub(crate) fn at_mut(&mut self, slot: u32) -> Option<&mut V> {
+        self.slab
+            .get_mut(slot as usize)
+            .and_then(Option::as_mut)
+            .map(|(_, v)| v)
+    }
+
+    /// The occupied slots with their entries, in no particular order.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = (u32, &Name, &V)> {
+        self.slab
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|(n, v)| (i as u32, n, v)))
+    }
+
     fn slot_of(&self, name: &str) -> Option<u32> {
         let h = self.hash(name);
         self.index.find(h, |slot| {

@@ -187,7 +187,7 @@ impl NodeLifecycle {
         }
         let deadlines = (&mut self.graces, &mut self.timers);
         health::arm_grace_for(name, e, grace, deadlines, now);
-        self.tally_renewed(store, name, Some(grace), now);
+        self.tally_renewed(store, name, slot, Some(grace), now);
     }
 
     pub(super) fn on_pod_changed(

@@ -414,6 +414,7 @@ impl NodeLifecycle {
             self.on_node_changed(store, name, None, now, &mut out);
         }
         self.nodes.compact();
+        self.tally_slots_moved();
         debug_assert!(out.is_empty(), "an unsynced machine decides nothing");
     }
 
@@ -442,6 +443,7 @@ impl NodeLifecycle {
                 }
                 // The end of a full state of nodes (the store refilled its map too).
                 self.nodes.compact();
+                self.tally_slots_moved();
             }
             Observed::Lease {
                 name,

@@ -11,12 +11,14 @@
 //! adds its new one; time passing is [`NodeLifecycle::tally_advance`], which refreshes the
 //! nodes whose instant came.
 //!
-//! The nodes that are not suspects are kept sorted by their instant at each rebuild (a walk of
-//! the fleet). A node refreshed since with a later instant (a renewal) keeps its old place
-//! and is refreshed, unchanged, when that comes; the earliest instant not sorted (`later`)
-//! brings the next rebuild. With kubelets renewing every 10 s and two renew intervals making a
-//! suspect, that is one walk per 10 to 20 s of steady time, where the walk per node change it
-//! replaces was about 200 a second at 65,000 nodes.
+//! The nodes that are not suspects are kept sorted by their instant (by their slot in the
+//! node map, no name held). A node refreshed since with a later instant (a renewal) keeps its
+//! old place, which is dropped when it comes (its mark says otherwise); the earliest instant
+//! not sorted (`later`) brings the next sort, from the marks, without looking anything up.
+//! With kubelets renewing every 10 s and two renew intervals making a suspect, that is one
+//! sort per 10 to 20 s of steady time, where the walk per node change it replaces was about
+//! 200 a second at 65,000 nodes. Only a reload, the sync or a change to every node at once
+//! recomputes every mark.
 //!
 //! The counts are exactly what the walk gives at the same instant: a query at a time the tally
 //! is not at walks instead (`suspect_view`), and test builds check the counts against the walk
@@ -30,6 +32,8 @@ use crate::controller::pools::pool_of;
 pub(super) struct SuspectMark {
     /// From when the node is a suspect (`None`: not by time alone).
     from: Option<Time>,
+    /// Counted a suspect (its instant had come when the mark was last taken).
+    suspect: bool,
     /// Counted in its zone's `suspects` (registered, counted Ready, a suspect).
     in_zone: bool,
     /// Counted in the brakes' totals (registered, in the store, not in planned maintenance;
@@ -46,12 +50,18 @@ pub(super) struct SuspectMark {
 const NO_POOL: u16 = u16::MAX;
 
 impl SuspectMark {
+    /// What it adds to the counts.
+    fn shares(self) -> (bool, bool, bool, u16) {
+        (self.in_zone, self.member, self.unhealthy, self.pool)
+    }
+
     /// This mark's Node part (brake membership, Ready, pool) with the node's instant `from`,
     /// at `now`.
     fn at(self, from: Option<Time>, e: &NodeEntry, now: Time) -> SuspectMark {
         let suspect = from.is_some_and(|t| t <= now);
         SuspectMark {
             from,
+            suspect,
             in_zone: e.registered && e.counted == Some(true) && suspect,
             unhealthy: self.member && (!self.ready || suspect),
             ..self
@@ -63,6 +73,7 @@ impl Default for SuspectMark {
     fn default() -> Self {
         SuspectMark {
             from: None,
+            suspect: false,
             in_zone: false,
             member: false,
             unhealthy: false,
@@ -77,8 +88,9 @@ impl Default for SuspectMark {
 pub(super) struct SuspectTally {
     /// The instant the counts hold for; `None`: not built (before the sync, after a reload).
     at: Option<Time>,
-    /// The nodes that were not suspects at the last rebuild, latest instant first.
-    upcoming: Vec<(Time, Name)>,
+    /// The nodes that were not suspects at the last sort, by their slot in the node map,
+    /// latest instant first.
+    upcoming: Vec<(Time, u32)>,
     /// The earliest instant of a node refreshed since, not in `upcoming`.
     later: Option<Time>,
     /// The brakes' counts: (unhealthy, total) of the fleet, and of each pool by index.
@@ -91,8 +103,10 @@ pub(super) struct SuspectTally {
 /// How many times the fleet was walked, by what.
 #[derive(Debug, Default)]
 pub(crate) struct Walks {
-    /// Rebuilds of the tally.
+    /// Rebuilds of the tally (every mark recomputed).
     pub(crate) tally: u64,
+    /// Sorts of the instants to come, from the marks.
+    pub(crate) sorts: u64,
     /// The pools' brake cover taken afresh (`brake.rs`).
     pub(crate) pool_cover: std::cell::Cell<u64>,
     /// Hold votes taken afresh (`partitions.rs`).
@@ -134,6 +148,12 @@ impl NodeLifecycle {
         self.tally.at = None;
     }
 
+    /// The node map was compacted (its slots moved): the instants are sorted again at the
+    /// next use.
+    pub(super) fn tally_slots_moved(&mut self) {
+        self.tally.later = Some(Time::ZERO);
+    }
+
     /// Brings the counts to `now`: the nodes whose instant came become suspects.
     pub(super) fn tally_advance(&mut self, store: &ClusterStore, now: Time) {
         if !self.synced {
@@ -141,18 +161,33 @@ impl NodeLifecycle {
             return;
         }
         match self.tally.at {
-            Some(at) if at <= now && self.tally.later.is_none_or(|t| t > now) => {}
+            Some(at) if at <= now => {}
             _ => return self.tally_rebuild(store, now),
         }
-        while let Some((due, _)) = self.tally.upcoming.last() {
-            if *due > now {
+        if self.tally.later.is_some_and(|t| t <= now) {
+            return self.tally_sort(now);
+        }
+        while let Some(&(due, slot)) = self.tally.upcoming.last() {
+            if due > now {
                 break;
             }
-            if let Some((_, name)) = self.tally.upcoming.pop() {
-                self.tally_update(store, &name, now);
-            }
+            self.tally.upcoming.pop();
+            self.tally_came(slot, now);
         }
         self.tally.at = Some(now);
+    }
+
+    /// The node at `slot` becomes a suspect if its instant has come (an entry of `upcoming`
+    /// whose node was refreshed since says nothing: its mark is what holds).
+    fn tally_came(&mut self, slot: u32, now: Time) {
+        let Some((_, e)) = self.nodes.at(slot) else {
+            return;
+        };
+        if e.mark.suspect || e.mark.from.is_none_or(|t| t > now) {
+            return;
+        }
+        let new = e.mark.at(e.mark.from, e, now);
+        self.tally_set(slot, new, now);
     }
 
     /// Takes the node's share at `now` after a change to its state (its entry, its Node or its
@@ -162,8 +197,12 @@ impl NodeLifecycle {
             return;
         }
         self.tally_advance(store, now);
-        if self.tally.at.is_some() {
-            self.tally_update(store, name, now);
+        let Some(slot) = self.nodes.slot(name) else {
+            return;
+        };
+        if let Some((_, e)) = self.nodes.at(slot) {
+            let new = self.mark_of(store, name, e, now);
+            self.tally_set(slot, new, now);
         }
     }
 
@@ -173,7 +212,8 @@ impl NodeLifecycle {
     pub(super) fn tally_renewed(
         &mut self,
         store: &ClusterStore,
-        name: &str,
+        name: &Name,
+        slot: u32,
         grace: Option<Duration>,
         now: Time,
     ) {
@@ -181,17 +221,22 @@ impl NodeLifecycle {
             return;
         }
         self.tally_advance(store, now);
-        let (Some(e), Some(grace)) = (self.nodes.get(name), grace) else {
-            return self.tally_update(store, name, now);
+        let Some(slot) = self.nodes.slot_hinted(name, slot) else {
+            return;
+        };
+        let Some((_, e)) = self.nodes.at(slot) else {
+            return;
         };
         // An entry is here only while its node is in the store (`forget_node`).
-        if e.busy.get().verdict != Verdict::Idle {
-            return self.tally_update(store, name, now);
-        }
-        let lease_seconds = store.lease(name).and_then(|l| l.duration_seconds);
-        let from = Some(self.suspect_from_with(e, grace, lease_seconds));
-        let new = e.mark.at(from, e, now);
-        self.tally_set(name, new, now);
+        let new = match grace {
+            Some(grace) if e.busy.get().verdict == Verdict::Idle => {
+                let lease_seconds = store.lease(name).and_then(|l| l.duration_seconds);
+                let from = Some(self.suspect_from_with(e, grace, lease_seconds));
+                e.mark.at(from, e, now)
+            }
+            _ => self.mark_of(store, name, e, now),
+        };
+        self.tally_set(slot, new, now);
     }
 
     /// Takes the node's share off the counts (before it leaves its zone or the machine).
@@ -232,11 +277,11 @@ impl NodeLifecycle {
             }
             Observed::Lease {
                 name,
-                entry: Some(_),
+                entry: Some(slot),
                 ..
             } => {
                 let grace = self.nodes.get(name).and_then(|e| e.grace_memo.get());
-                self.tally_renewed(store, name, grace, now);
+                self.tally_renewed(store, name, *slot, grace, now);
             }
             _ => self.tally_advance(store, now),
         }
@@ -247,30 +292,18 @@ impl NodeLifecycle {
         zone.suspects
     }
 
-    fn tally_update(&mut self, store: &ClusterStore, name: &str, now: Time) {
-        let Some(e) = self.nodes.get(name) else {
-            return;
-        };
-        let new = self.mark_of(store, name, e, now);
-        self.tally_set(name, new, now);
-    }
-
     /// Puts the node's new mark in place of its old one, in the counts too.
-    fn tally_set(&mut self, name: &str, new: SuspectMark, now: Time) {
-        let Some(e) = self.nodes.get(name) else {
+    fn tally_set(&mut self, slot: u32, new: SuspectMark, now: Time) {
+        let Some(e) = self.nodes.at_mut(slot) else {
             return;
         };
-        let old = e.mark;
-        if old == new {
-            return;
+        let old = std::mem::replace(&mut e.mark, new);
+        if old.shares() != new.shares() {
+            let zone = e.zone.clone();
+            self.tally_count(&zone, old, false);
+            self.tally_count(&zone, new, true);
         }
-        let zone = e.zone.clone();
-        if let Some(e) = self.nodes.get_mut(name) {
-            e.mark = new;
-        }
-        self.tally_count(&zone, old, false);
-        self.tally_count(&zone, new, true);
-        if let Some(from) = new.from.filter(|t| *t > now) {
+        if let Some(from) = new.from.filter(|t| *t > now && new != old) {
             self.tally.later = Some(self.tally.later.map_or(from, |t| t.min(from)));
         }
     }
@@ -297,6 +330,30 @@ impl NodeLifecycle {
         }
     }
 
+    /// Sorts the instants to come again, from the marks (every one current): the nodes whose
+    /// instant has come become suspects.
+    fn tally_sort(&mut self, now: Time) {
+        let mut upcoming = std::mem::take(&mut self.tally.upcoming);
+        upcoming.clear();
+        let mut came = Vec::new();
+        for (slot, _, e) in self.nodes.slots() {
+            match e.mark.from {
+                Some(_) if e.mark.suspect => {}
+                Some(t) if t <= now => came.push(slot),
+                Some(t) => upcoming.push((t, slot)),
+                None => {}
+            }
+        }
+        upcoming.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
+        self.tally.upcoming = upcoming;
+        self.tally.later = None;
+        self.tally.walks.sorts += 1;
+        for slot in came {
+            self.tally_came(slot, now);
+        }
+        self.tally.at = Some(now);
+    }
+
     /// Walks the fleet: every node's mark and the counts afresh at `now`.
     fn tally_rebuild(&mut self, store: &ClusterStore, now: Time) {
         for z in self.zones.values_mut() {
@@ -306,30 +363,21 @@ impl NodeLifecycle {
         tally.fleet = (0, 0);
         tally.pools.clear();
         tally.pools.resize(self.settings.pools.len(), (0, 0));
-        tally.upcoming.clear();
-        tally.later = None;
         tally.walks.tally += 1;
-        let marks: Vec<(Name, SuspectMark)> = self
+        let marks: Vec<(u32, SuspectMark)> = self
             .nodes
-            .iter()
-            .map(|(name, e)| (name.clone(), self.mark_of(store, name, e, now)))
+            .slots()
+            .map(|(slot, name, e)| (slot, self.mark_of(store, name, e, now)))
             .collect();
-        for (name, mark) in marks {
-            let Some(e) = self.nodes.get_mut(&name) else {
+        for (slot, mark) in marks {
+            let Some(e) = self.nodes.at_mut(slot) else {
                 continue;
             };
             e.mark = mark;
             let zone = e.zone.clone();
-            self.tally.at = Some(now);
             self.tally_count(&zone, mark, true);
-            if let Some(from) = mark.from.filter(|t| *t > now) {
-                self.tally.upcoming.push((from, name));
-            }
         }
-        self.tally
-            .upcoming
-            .sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
-        self.tally.at = Some(now);
+        self.tally_sort(now);
     }
 
     /// The node's mark at `now`, as the walks would count it.
