@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::SizeReport;
 
 /// The sizes of `--sizes curve`: from a small site to three times Kubernetes' envelope.
-pub const CURVE_NODES: [usize; 4] = [500, 2000, 5000, 15_000];
+pub const CURVE_NODES: [usize; 5] = [500, 2000, 5000, 15_000, 30_000];
 
 /// Steady CPU per Lease watch event: the steady window's CPU over its renewals (each renewal
 /// is one Lease MODIFIED event on the daemon's watch).

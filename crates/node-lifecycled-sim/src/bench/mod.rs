@@ -26,6 +26,7 @@ mod curve;
 mod detection;
 pub mod floor_reader;
 mod idle;
+mod mass_failure;
 mod process;
 mod profile;
 mod report;
@@ -161,6 +162,10 @@ pub struct BenchOptions {
     /// The daemon's features (`profile.rs`): its defaults, or every feature with a per-node or
     /// per-zone cost.
     pub profile: Profile,
+    /// After the steady window, the first zone goes dark at once (`mass_failure.rs`) instead of
+    /// the idle, absorb and detection phases; how long to watch it.
+    pub mass_failure: bool,
+    pub mass_failure_window: Duration,
 }
 
 impl BenchOptions {
@@ -188,6 +193,8 @@ impl BenchOptions {
             initial_list: InitialList::WatchList,
             protobuf: true,
             profile: Profile::Plain,
+            mass_failure: false,
+            mass_failure_window: Duration::from_secs(300),
         }
     }
 
@@ -396,6 +403,28 @@ impl<'a> SizeRun<'a> {
 
     fn run(mut self) -> Result<SizeReport, String> {
         let config = self.write_config()?;
+        // Populating a large fleet takes longer than a Lease's duration: started at once, the
+        // daemon would find every kubelet silent since its Lease was created. It starts once
+        // every kubelet has renewed (a renew interval from their start), as in a running
+        // cluster.
+        let waited = Instant::now();
+        let wanted = self.nodes.len() as u64;
+        while self.kubelets.stats().lease_renewals < wanted
+            && waited.elapsed() < self.options.renew_interval + Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(
+            self.options
+                .renew_interval
+                .saturating_sub(waited.elapsed())
+                .min(self.options.renew_interval),
+        );
+        self.say(format!(
+            "kubelets renewed {} times in {:.1}s before the daemon starts",
+            self.kubelets.stats().lease_renewals,
+            waited.elapsed().as_secs_f64()
+        ));
         let mut daemon = DaemonChild::spawn(&self.options.daemon, &config, &self.dir)?;
         self.say(format!(
             "daemon {} (pid {}), log {}",
@@ -424,10 +453,14 @@ impl<'a> SizeRun<'a> {
         self.sync(daemon, sampler)?;
         std::thread::sleep(self.options.settle);
         self.steady(daemon, sampler)?;
-        self.floor()?;
-        self.idle(daemon)?;
-        self.absorb(daemon)?;
-        self.detection(daemon)?;
+        if self.options.mass_failure {
+            self.mass_failure(daemon)?;
+        } else {
+            self.floor()?;
+            self.idle(daemon)?;
+            self.absorb(daemon)?;
+            self.detection(daemon)?;
+        }
         self.report.hwm_end_kib = ProcReading::of(daemon.pid).map_or(0, |r| r.hwm_kib);
         Ok(())
     }

@@ -120,6 +120,8 @@ pub struct SizeReport {
     pub store_bytes_per_node: u64,
     pub store_bytes_per_pod: u64,
     pub calls_per_verdict: CallsPerVerdict,
+    /// `--mass-failure`: a zone dark at once (`mass_failure.rs`).
+    pub mass_failure: Option<super::mass_failure::MassFailure>,
 }
 
 /// The daemon's API calls in the detection phase, per node that died.

@@ -8,10 +8,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use node_lifecycled_sim::bench::floor_reader::{FloorWatch, GRID};
-use node_lifecycled_sim::bench::{BenchSize, CURVE_NODES, InitialList, Profile};
+use node_lifecycled_sim::bench::{BenchSize, InitialList, Profile};
 use node_lifecycled_sim::population::Population;
 
+mod bench_args;
 mod options;
+use bench_args::bench_args;
 use options::Options;
 
 pub const EXIT_FAILED: u8 = 1;
@@ -44,9 +46,9 @@ usage:
                             [--pods-per-node P] [--zones Z] [--victims N] [--burst-events N]
                             [--qps Q] [--burst B] [--initial-list watch-list|watch-cache]
                             [--wire protobuf|json] [--profile plain|every-feature] [--csv FILE]
-                            [--daemon PATH] [--dir DIR]
+                            [--mass-failure [--mass-failure-window D]] [--daemon PATH] [--dir DIR]
       The scale benchmark: for each size (small = 500 nodes, large = 5,000 nodes, curve = 500,
-      2,000, 5,000 and 15,000 nodes, or node counts; 30 pods per node, 3 zones; or one size
+      2,000, 5,000, 15,000 and 30,000 nodes, or node counts; 30 pods per node, 3 zones; or one size
       from --nodes/--pods-per-node/--zones) the simulated cluster runs
       in this process and the release daemon as a child: initial sync time, RSS, CPU at 500 lease
       renewals/s and its floor (a bare reader of the same watch, in a window as long), idle
@@ -67,6 +69,9 @@ usage:
         --profile      the daemon's defaults (plain), or every feature with a per-node or
                        per-zone cost at once: sites, holds, brakes, pools, autonomy, condition
                        taints, fencing armed (BENCHMARKS.md)
+        --mass-failure after the steady window the first zone's kubelets stop at once (a third
+                       of the fleet at 3 zones): the last node marked Unknown, its pods marked
+                       NotReady per second, every write counted (window: default 300s)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
                            [--dir DIR] [--brake N] [--pools | --partitions] [--fencing]
       The randomized fault soak: two daemons with leader election against the simulated
@@ -144,6 +149,8 @@ pub struct BenchArgs {
     pub profile: Profile,
     /// `--csv FILE`: every size's figures as CSV, for scripts/plot-bench-curve.py.
     pub csv: Option<PathBuf>,
+    /// `--mass-failure [--mass-failure-window D]`: a zone dark at once after the steady window.
+    pub mass_failure: Option<Duration>,
     pub daemon: Option<PathBuf>,
     pub dir: Option<PathBuf>,
 }
@@ -319,99 +326,6 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
     Ok(command)
 }
 
-fn bench_args(options: &mut Options) -> Result<BenchArgs, String> {
-    let quick = options.flag("--quick");
-    let nodes = options.number("--nodes")?;
-    let pods_per_node = options.number("--pods-per-node")?;
-    let zones = options.number("--zones")?;
-    let named = options.value("--sizes")?;
-    let sizes = match (nodes, named) {
-        (Some(_), Some(_)) => return Err("--nodes and --sizes exclude each other".into()),
-        (Some(nodes), None) => vec![BenchSize {
-            nodes,
-            pods_per_node: pods_per_node.unwrap_or(BenchSize::LARGE.pods_per_node),
-            zones: zones.unwrap_or(BenchSize::LARGE.zones),
-        }],
-        (None, named) => {
-            if pods_per_node.is_some() || zones.is_some() {
-                return Err("--pods-per-node and --zones go with --nodes".into());
-            }
-            named
-                .as_deref()
-                .unwrap_or("small,large")
-                .split(',')
-                .map(|s| named_sizes(s.trim()))
-                .collect::<Result<Vec<_>, _>>()?
-                .concat()
-        }
-    };
-    let qps = options
-        .value("--qps")?
-        .map(|v| {
-            v.parse::<f64>()
-                .ok()
-                .filter(|q| q.is_finite() && *q > 0.0)
-                .ok_or_else(|| format!("--qps: {v:?} is not a positive number"))
-        })
-        .transpose()?;
-    let burst = options
-        .number("--burst")?
-        .map(|b| u32::try_from(b).map_err(|_| format!("--burst: {b} is too large")))
-        .transpose()?;
-    let initial_list = options
-        .value("--initial-list")?
-        .map(|v| {
-            InitialList::parse(&v).ok_or_else(|| {
-                format!("--initial-list: {v:?} is neither watch-list nor watch-cache")
-            })
-        })
-        .transpose()?;
-    let json_only = match options.value("--wire")?.as_deref() {
-        None | Some("protobuf") => false,
-        Some("json") => true,
-        Some(other) => return Err(format!("--wire: {other:?} is neither protobuf nor json")),
-    };
-    let profile = match options.value("--profile")? {
-        None => Profile::Plain,
-        Some(v) => Profile::parse(&v)
-            .ok_or_else(|| format!("--profile: {v:?} is neither plain nor every-feature"))?,
-    };
-    Ok(BenchArgs {
-        sizes,
-        quick,
-        json_only,
-        profile,
-        csv: options.value("--csv")?.map(PathBuf::from),
-        victims: options.number("--victims")?,
-        burst_events: options.number("--burst-events")?,
-        qps,
-        burst,
-        initial_list,
-        daemon: options.value("--daemon")?.map(PathBuf::from),
-        dir: options.value("--dir")?.map(PathBuf::from),
-    })
-}
-
-/// One word of `--sizes`: small, large, curve (500, 2,000, 5,000 and 15,000 nodes) or a node
-/// count, each at 30 pods per node in 3 zones.
-fn named_sizes(word: &str) -> Result<Vec<BenchSize>, String> {
-    let at = |nodes| BenchSize {
-        nodes,
-        ..BenchSize::LARGE
-    };
-    match word {
-        "small" => Ok(vec![BenchSize::SMALL]),
-        "large" => Ok(vec![BenchSize::LARGE]),
-        "curve" => Ok(CURVE_NODES.into_iter().map(at).collect()),
-        n => match n.parse::<usize>() {
-            Ok(nodes) if nodes >= 2 => Ok(vec![at(nodes)]),
-            _ => Err(format!(
-                "--sizes: {n:?} is none of small, large, curve or a node count (at least 2)"
-            )),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::options::{FLAGS, VALUED};
@@ -585,7 +499,7 @@ mod tests {
             panic!("not bench");
         };
         let nodes: Vec<usize> = b.sizes.iter().map(|s| s.nodes).collect();
-        assert_eq!(nodes, [500, 2000, 5000, 15_000]);
+        assert_eq!(nodes, [500, 2000, 5000, 15_000, 30_000]);
         assert_eq!(b.csv, Some(PathBuf::from("c.csv")));
         let Ok(Command::Bench(b)) = parse(&["bench", "--sizes", "small,2000"]) else {
             panic!("not bench");

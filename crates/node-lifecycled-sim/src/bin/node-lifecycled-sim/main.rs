@@ -144,6 +144,10 @@ fn run_bench(args: BenchArgs) -> ExitCode {
     options.protobuf = !args.json_only;
     options.profile = args.profile;
     options.work_dir = args.dir;
+    if let Some(window) = args.mass_failure {
+        options.mass_failure = true;
+        options.mass_failure_window = window;
+    }
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,

@@ -16,7 +16,7 @@ pub(super) struct Options {
 }
 
 /// The options that take no value.
-pub(super) const FLAGS: &[&str] = &["quick", "pools", "partitions", "fencing"];
+pub(super) const FLAGS: &[&str] = &["quick", "pools", "partitions", "fencing", "mass-failure"];
 
 /// The options that take a value (which subcommand takes which is checked by the subcommand).
 pub(super) const VALUED: &[&str] = &[
@@ -38,6 +38,7 @@ pub(super) const VALUED: &[&str] = &[
     "burst",
     "initial-list",
     "wire",
+    "mass-failure-window",
     "duration",
     "seed",
     "csv",
