@@ -159,6 +159,9 @@ impl NodeLifecycle {
             return;
         }
         if !e.health.observe_lease(renew, now) {
+            // No newer renewal; the Lease may have changed all the same (its duration).
+            let grace = e.grace_memo.get();
+            self.tally_renewed(store, name, slot, grace, now);
             return;
         }
         // The grace kept by the last arming (`GraceMemo`) spares the lookup of the node: an

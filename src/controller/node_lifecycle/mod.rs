@@ -18,6 +18,8 @@ mod clocks;
 mod disruption;
 mod dump;
 mod health;
+#[cfg(test)]
+mod inspect;
 mod legacy_eviction;
 mod observe;
 mod partitions;
@@ -347,31 +349,6 @@ impl NodeLifecycle {
         self.caches_current = current;
     }
 
-    /// The state of the node's zone (fencing's gate: only `Normal` zones are fenced in).
-    #[cfg(test)]
-    pub(crate) fn zone_state_of(&self, node: &str) -> Option<ZoneState> {
-        let e = self.nodes.get(node).filter(|e| e.registered)?;
-        self.zones.get(&e.zone)?.state
-    }
-
-    /// The node's health record (its probe time and the Ready condition last saved).
-    #[cfg(test)]
-    pub(crate) fn health(&self, node: &str) -> Option<&NodeHealth> {
-        self.nodes.get(node).map(|e| &e.health)
-    }
-
-    /// Whether the domain is held now (`full_disruption = "hold"`).
-    #[cfg(test)]
-    pub(crate) fn zone_held(&self, zone: &Name) -> bool {
-        self.zones.get(zone).is_some_and(|z| z.held)
-    }
-
-    /// How many times the fleet was walked for the counts kept as nodes change.
-    #[cfg(test)]
-    pub(crate) fn walks(&self) -> &suspect_tally::Walks {
-        self.tally.walks()
-    }
-
     /// The rate-limited queue of the node's zone (for `explain`: its place and ETA).
     pub(crate) fn zone_queue_of(&self, node: &str) -> Option<&RateLimitedTimedQueue> {
         let entry = self.nodes.get(node)?;
@@ -431,6 +408,9 @@ impl NodeLifecycle {
         let store = world.store();
         let mut changed_node = None;
         let brakes_follow = self.brakes_follow(&observed);
+        // A renewal changes no zone's queue, hold or cooldown (only a brake's count, while one
+        // is engaged): the tainting pass stays armed as it is.
+        let renewal = matches!(observed, Observed::Lease { .. });
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
@@ -500,7 +480,9 @@ impl NodeLifecycle {
             if let Some(name) = changed_node {
                 self.taint_due_now(store, &name, now, out);
             }
-            self.arm_eviction_pass(store, now);
+            if !renewal || zones_changed || brakes_follow {
+                self.arm_eviction_pass(store, now);
+            }
         }
     }
 

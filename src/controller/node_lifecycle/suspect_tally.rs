@@ -275,12 +275,18 @@ impl NodeLifecycle {
                     self.tally_refresh(store, &node.name, now);
                 }
             }
+            // Before the node lifecycle takes the renewal (`on_lease_changed` refreshes the
+            // node then), only the brakes read the tally, and only while one is engaged.
             Observed::Lease {
                 name,
                 entry: Some(slot),
                 ..
-            } => {
-                let grace = self.nodes.get(name).and_then(|e| e.grace_memo.get());
+            } if self.brakes.any_engaged() => {
+                let grace = self
+                    .nodes
+                    .slot_hinted(name, *slot)
+                    .and_then(|slot| self.nodes.at(slot))
+                    .and_then(|(_, e)| e.grace_memo.get());
                 self.tally_renewed(store, name, *slot, grace, now);
             }
             _ => self.tally_advance(store, now),
