@@ -510,4 +510,24 @@ mod tests {
         assert!(parse(&["bench", "--zones", "2"]).is_err());
         assert!(parse(&["bench", "--qps", "-1"]).is_err());
     }
+
+    #[test]
+    fn bench_takes_a_mass_failure_with_its_window() {
+        let Ok(Command::Bench(b)) = parse(&["bench", "--nodes", "15000", "--mass-failure"]) else {
+            panic!("not bench");
+        };
+        assert_eq!(b.mass_failure, Some(Duration::from_secs(300)));
+        let Ok(Command::Bench(b)) =
+            parse(&["bench", "--mass-failure", "--mass-failure-window", "2m"])
+        else {
+            panic!("not bench");
+        };
+        assert_eq!(b.mass_failure, Some(Duration::from_secs(120)));
+        let Ok(Command::Bench(b)) = parse(&["bench"]) else {
+            panic!("not bench");
+        };
+        assert_eq!(b.mass_failure, None);
+        assert!(parse(&["bench", "--mass-failure-window", "2m"]).is_err());
+        assert!(parse(&["serve", "--mass-failure"]).is_err());
+    }
 }
