@@ -228,5 +228,6 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
         decisions: [("node-unknown", 2), ("taints", 5)].into_iter().collect(),
         pause: None,
         fence_agent_ok: Default::default(),
+        shadow: None,
     }
 }

@@ -70,6 +70,11 @@ impl Daemon {
     /// A watched object (or its deletion) on its way to the controllers: in dry-run, the
     /// executor lays what it "wrote" over it, so a relist cannot undo a write never sent.
     pub(super) fn feed_watched(&mut self, input: Input, now: Time) {
+        if let Some(shadow) = self.shadow.as_mut() {
+            // The server's object, before dry-run's overlay: the incumbent's writes, never ours.
+            let lines = shadow.watched(&input, &self.controllers, now);
+            super::log_lines(lines);
+        }
         let input = self.executor.overlay(input);
         self.feed(input, now);
     }
@@ -102,6 +107,9 @@ impl Daemon {
                     Delta::Upsert(object) => self.feed_watched(object.upserted(), now),
                     Delta::Delete(key) => self.feed_watched(T::deleted(key), now),
                     Delta::Synced => {
+                        if let Some(shadow) = self.shadow.as_mut() {
+                            shadow.full_state_end(T::STORED_AS);
+                        }
                         self.feed(Input::FullStateEnd(T::STORED_AS), now);
                         synced = true;
                     }

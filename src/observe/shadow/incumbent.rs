@@ -1,0 +1,210 @@
+//! The incumbent's writes, read off the objects the watches deliver, before dry-run lays its
+//! unsent writes over them (so our own "writes" are never taken for theirs).
+//!
+//! Kept per object: only what is marked (a node Ready=Unknown or carrying a not-ready /
+//! unreachable taint; a pod marked NotReady under such a node, or carrying taint eviction's
+//! `DisruptionTarget`): a healthy fleet costs nothing. A change of a mark is a write; whose,
+//! is told by what only the node lifecycle and taint eviction controllers write:
+//! - Ready=Unknown with reason `NodeStatusUnknown` or `NodeStatusNeverUpdated` (a kubelet
+//!   never writes Unknown);
+//! - the `node.kubernetes.io/not-ready` and `unreachable` taints, NoSchedule and NoExecute;
+//! - a pod's Ready=False while its node is marked (its kubelet is not posting);
+//! - the `DisruptionTarget` condition with reason `DeletionByTaintManager`.
+//!
+//! Before [`IncumbentWatch::prime`] (the first full state) marks are recorded, not reported:
+//! what was written before we watched is no write to compare.
+
+use std::collections::HashMap;
+
+use crate::model::{ConditionStatus, Name, Node, Pod, PodKey, Taint, TaintEffect, taint_keys};
+
+use super::{ShadowKind, Subject};
+
+/// One write of the incumbent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TheirWrite {
+    pub(crate) subject: Subject,
+    pub(crate) evidence: String,
+}
+
+/// The node lifecycle's own taints: not-ready and unreachable, NoSchedule or NoExecute.
+pub(crate) fn is_lifecycle_taint(t: &Taint) -> bool {
+    taint_bit(t).is_some()
+}
+
+pub(crate) fn taint_text(t: &Taint) -> String {
+    format!("{}:{}", t.key, t.effect.as_str())
+}
+
+fn taint_bit(t: &Taint) -> Option<u8> {
+    let key = match &*t.key {
+        taint_keys::NOT_READY => 0,
+        taint_keys::UNREACHABLE => 2,
+        _ => return None,
+    };
+    let effect = match t.effect {
+        TaintEffect::NoSchedule => 0,
+        TaintEffect::NoExecute => 1,
+        _ => return None,
+    };
+    Some(1 << (key + effect))
+}
+
+const TAINT_TEXTS: [&str; 4] = [
+    "node.kubernetes.io/not-ready:NoSchedule",
+    "node.kubernetes.io/not-ready:NoExecute",
+    "node.kubernetes.io/unreachable:NoSchedule",
+    "node.kubernetes.io/unreachable:NoExecute",
+];
+
+/// A node's marks: bit 4 Ready=Unknown (as a controller writes it), bits 0-3 the taints.
+const UNKNOWN: u8 = 1 << 4;
+/// A pod's marks.
+const POD_NOT_READY: u8 = 1;
+const POD_EVICTED: u8 = 2;
+
+#[derive(Debug, Default)]
+pub(crate) struct IncumbentWatch {
+    nodes: HashMap<Name, u8>,
+    pods: HashMap<PodKey, u8>,
+    primed: bool,
+}
+
+impl IncumbentWatch {
+    /// From now on, changes are reported.
+    pub(crate) fn prime(&mut self) {
+        self.primed = true;
+    }
+
+    /// Entries kept (marked nodes, marked pods).
+    pub(crate) fn len(&self) -> (usize, usize) {
+        (self.nodes.len(), self.pods.len())
+    }
+
+    /// Bytes the marks take, about (the maps' slots; names are shared with the store).
+    pub(crate) fn bytes(&self) -> usize {
+        self.nodes.capacity() * (std::mem::size_of::<(Name, u8)>() + 1)
+            + self.pods.capacity() * (std::mem::size_of::<(PodKey, u8)>() + 1)
+    }
+
+    pub(crate) fn node(&mut self, node: &Node) -> Vec<TheirWrite> {
+        let ready = node.ready();
+        let reason = ready.and_then(|c| c.text.reason()).map(|r| &**r);
+        let by_controller = matches!(reason, Some("NodeStatusUnknown" | "NodeStatusNeverUpdated"));
+        let mut marks = 0u8;
+        if ready.is_some_and(|c| c.status == ConditionStatus::Unknown) && by_controller {
+            marks |= UNKNOWN;
+        }
+        let mut time_added: [Option<String>; 4] = Default::default();
+        for t in &node.taints {
+            if let Some(bit) = taint_bit(t) {
+                marks |= bit;
+                time_added[bit.trailing_zeros() as usize] = t.time_added.map(|a| a.to_rfc3339());
+            }
+        }
+        let before = self.nodes.get(&*node.name).copied().unwrap_or(0);
+        if marks == 0 {
+            self.nodes.remove(&*node.name);
+        } else if marks != before {
+            self.nodes.insert(node.name.clone(), marks);
+        }
+        if !self.primed || marks == before {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let subject = |kind, taint: Option<&str>| Subject {
+            kind,
+            node: node.name.to_string(),
+            pod: None,
+            taint: taint.map(str::to_string),
+        };
+        if marks & UNKNOWN != 0 && before & UNKNOWN == 0 {
+            let since = ready
+                .and_then(|c| c.last_transition_time)
+                .map_or("?".to_string(), |t| t.to_rfc3339());
+            out.push(TheirWrite {
+                subject: subject(ShadowKind::NodeUnknown, None),
+                evidence: format!(
+                    "Ready=Unknown reason={} lastTransitionTime={since}",
+                    reason.unwrap_or("")
+                ),
+            });
+        }
+        for (i, text) in TAINT_TEXTS.iter().enumerate() {
+            let bit = 1u8 << i;
+            let (now_set, was_set) = (marks & bit != 0, before & bit != 0);
+            if now_set && !was_set {
+                let evidence = match &time_added[i] {
+                    Some(at) => format!("wrote {text} timeAdded={at}"),
+                    None => format!("wrote {text}"),
+                };
+                out.push(TheirWrite {
+                    subject: subject(ShadowKind::TaintAdded, Some(text)),
+                    evidence,
+                });
+            } else if was_set && !now_set {
+                out.push(TheirWrite {
+                    subject: subject(ShadowKind::TaintRemoved, Some(text)),
+                    evidence: format!("removed {text}"),
+                });
+            }
+        }
+        out
+    }
+
+    pub(crate) fn node_deleted(&mut self, name: &str) {
+        self.nodes.remove(name);
+    }
+
+    /// Whether the node is marked: Ready=Unknown as a controller wrote it, or tainted.
+    fn node_marked(&self, name: &str) -> bool {
+        self.nodes.get(name).is_some_and(|m| *m != 0)
+    }
+
+    pub(crate) fn pod(&mut self, pod: &Pod) -> Vec<TheirWrite> {
+        let node = pod.node_name.as_deref().unwrap_or("");
+        let mut marks = 0u8;
+        if pod.ready == Some(ConditionStatus::False) && self.node_marked(node) {
+            marks |= POD_NOT_READY;
+        }
+        if pod.disruption_target {
+            marks |= POD_EVICTED;
+        }
+        let before = self.pods.get(&pod.key).copied().unwrap_or(0);
+        if marks == 0 {
+            self.pods.remove(&pod.key);
+        } else if marks != before {
+            self.pods.insert(pod.key.clone(), marks);
+        }
+        if !self.primed {
+            return Vec::new();
+        }
+        let subject = |kind| Subject {
+            kind,
+            node: node.to_string(),
+            pod: Some(pod.key.to_string()),
+            taint: None,
+        };
+        let mut out = Vec::new();
+        if marks & POD_NOT_READY != 0 && before & POD_NOT_READY == 0 {
+            out.push(TheirWrite {
+                subject: subject(ShadowKind::PodNotReady),
+                evidence: "Ready=False while the node is not Ready".to_string(),
+            });
+        }
+        if marks & POD_EVICTED != 0 && before & POD_EVICTED == 0 {
+            out.push(TheirWrite {
+                subject: subject(ShadowKind::PodDeletion),
+                evidence: format!(
+                    "DisruptionTarget=DeletionByTaintManager{}",
+                    if pod.deleting { ", deleting" } else { "" }
+                ),
+            });
+        }
+        out
+    }
+
+    pub(crate) fn pod_deleted(&mut self, key: &PodKey) {
+        self.pods.remove(key);
+    }
+}
