@@ -610,10 +610,11 @@ fn bash_completion_offers_every_command_and_option_of_the_help() {
     let (commands, flags) = usage_words(&daemon_help());
     // The commands parse_args accepts: the match arm that sets `subcommand`.
     let main = read("src/main.rs");
+    // The arm's patterns, over as many lines as rustfmt gives them.
     let arm = main
         .split("if subcommand.is_none() && config.is_none()")
         .next()
-        .and_then(|before| before.lines().rev().find(|l| !l.trim().is_empty()))
+        .and_then(|before| before.rsplit("match text.as_str() {").next())
         .expect("the subcommand arm of parse_args");
     let accepted: BTreeSet<String> = arm
         .split('"')
