@@ -157,7 +157,7 @@ impl IncumbentWatch {
     }
 
     /// Whether the node is marked: Ready=Unknown as a controller wrote it, or tainted.
-    fn node_marked(&self, name: &str) -> bool {
+    pub(crate) fn node_marked(&self, name: &str) -> bool {
         self.nodes.get(name).is_some_and(|m| *m != 0)
     }
 

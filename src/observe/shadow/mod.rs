@@ -16,6 +16,7 @@
 
 pub(crate) mod history;
 pub(crate) mod incumbent;
+pub(crate) mod mask;
 pub(crate) mod report;
 pub(crate) mod rules;
 #[cfg(test)]

@@ -461,3 +461,66 @@ fn spreads_are_by_magnitude() {
     assert_eq!((s.pairs, s.median_ms, s.worst_ms), (4, 1000, -2000));
     assert!(report::spread(Vec::new()).is_none());
 }
+
+#[test]
+fn our_controllers_never_see_the_incumbents_marks_so_they_still_decide() {
+    use ConditionStatus::*;
+    let ours = node("n1", True, "KubeletReady", Vec::new());
+    let kcm_taint = taint(
+        "node.kubernetes.io/unreachable",
+        TaintEffect::NoExecute,
+        Some(t(5)),
+    );
+    let other = taint("example.com/dedicated", TaintEffect::NoSchedule, None);
+    let raw = node(
+        "n1",
+        Unknown,
+        "NodeStatusUnknown",
+        vec![kcm_taint, other.clone()],
+    );
+    assert!(mask::node_needs_mask(&raw, Some(&ours)));
+    let seen = mask::node(raw.clone(), Some(&ours));
+    assert_eq!(
+        seen.conditions, ours.conditions,
+        "Ready as the kubelet last posted it"
+    );
+    assert_eq!(
+        seen.taints,
+        vec![other],
+        "an admin's taint passes, the incumbent's does not"
+    );
+    // Our own dry-run taint, in our view, stays.
+    let mut ours_tainted = ours.clone();
+    let mine = taint(
+        "node.kubernetes.io/unreachable",
+        TaintEffect::NoSchedule,
+        Some(t(4)),
+    );
+    ours_tainted.taints.push(mine.clone());
+    assert!(
+        mask::node(raw.clone(), Some(&ours_tainted))
+            .taints
+            .contains(&mine)
+    );
+    // First sight, and the kubelet's own word, pass as they are.
+    assert_eq!(mask::node(raw.clone(), None), raw);
+    let back = node("n1", True, "KubeletReady", Vec::new());
+    assert!(!mask::node_needs_mask(&back, Some(&ours)));
+    // A pod: the incumbent's NotReady and eviction are kept from us.
+    let view = mask::PodView {
+        ready: Some(True),
+        deleting: false,
+        disruption_target: false,
+    };
+    let seen = mask::pod(pod(False, true), Some(view), true);
+    assert_eq!(
+        (seen.ready, seen.deleting, seen.disruption_target),
+        (Some(True), false, false)
+    );
+    let kubelet_says = mask::pod(pod(False, false), Some(view), false);
+    assert_eq!(
+        kubelet_says.ready,
+        Some(False),
+        "its node is not marked: the kubelet's word"
+    );
+}

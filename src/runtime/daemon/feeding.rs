@@ -69,13 +69,24 @@ impl Fed for Pod {
 impl Daemon {
     /// A watched object (or its deletion) on its way to the controllers: in dry-run, the
     /// executor lays what it "wrote" over it, so a relist cannot undo a write never sent.
+    /// In shadow mode, the incumbent's writes are read off the server's object first, then
+    /// kept from the controllers (`observe/shadow/mask.rs`).
     pub(super) fn feed_watched(&mut self, input: Input, now: Time) {
-        if let Some(shadow) = self.shadow.as_mut() {
-            // The server's object, before dry-run's overlay: the incumbent's writes, never ours.
-            let lines = shadow.watched(&input, &self.controllers, now);
-            super::log_lines(lines);
-        }
-        let input = self.executor.overlay(input);
+        let input = match self.shadow.as_mut() {
+            None => self.executor.overlay(input),
+            Some(shadow) => {
+                // The server's object, before dry-run's overlay: the incumbent's writes,
+                // never ours.
+                let lines = shadow.watched(&input, &self.controllers, now);
+                super::log_lines(lines);
+                let input = self.executor.overlay(input);
+                let (input, masked) = shadow.mask(input, &self.controllers);
+                if masked {
+                    self.executor.keep_as_shadow(&input);
+                }
+                input
+            }
+        };
         self.feed(input, now);
     }
 

@@ -14,7 +14,7 @@ use crate::model::Kind;
 use crate::observe::ShadowFigures;
 use crate::observe::decision_log::LogLine;
 use crate::observe::shadow::{
-    Comparer, IncumbentWatch, NodeFacts, Record, RuleProbe, ShadowHistory, report,
+    Comparer, IncumbentWatch, NodeFacts, Record, RuleProbe, ShadowHistory, mask, report,
 };
 use crate::time::Time;
 
@@ -151,6 +151,37 @@ impl Shadow {
         let probe = Probe { controllers, now };
         let records = self.comparer.theirs(writes, now, &probe);
         self.lines(records)
+    }
+
+    /// The object as the controllers are to see it, and whether that differs from the server's.
+    pub(super) fn mask(&self, input: Input, controllers: &Controllers) -> (Input, bool) {
+        let store = controllers.store();
+        match input {
+            Input::NodeUpsert(raw) => {
+                let ours = store.node(&raw.name);
+                if !mask::node_needs_mask(&raw, ours) {
+                    return (Input::NodeUpsert(raw), false);
+                }
+                let masked = mask::node(raw.clone(), ours);
+                let changed = masked != raw;
+                (Input::NodeUpsert(masked), changed)
+            }
+            Input::PodUpsert(raw) => {
+                let ours = store.pods().get(&raw.key).map(|p| mask::PodView {
+                    ready: p.ready(),
+                    deleting: p.deleting(),
+                    disruption_target: p.disruption_target(),
+                });
+                let marked = raw
+                    .node_name
+                    .as_deref()
+                    .is_some_and(|n| self.watch.node_marked(n));
+                let masked = mask::pod(raw.clone(), ours, marked);
+                let changed = masked != raw;
+                (Input::PodUpsert(masked), changed)
+            }
+            other => (other, false),
+        }
     }
 
     pub(super) fn decided(

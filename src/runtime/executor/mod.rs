@@ -351,6 +351,12 @@ impl Executor {
         self.transport.overlay(input)
     }
 
+    /// Shadow mode: dry-run builds on this object (the server's without the incumbent's
+    /// writes) while the server's copy stays at its version. Nothing without dry-run.
+    pub(crate) fn keep_as_shadow(&mut self, input: &Input) {
+        self.transport.keep_as_shadow(input);
+    }
+
     /// Objects dry-run currently holds a changed copy of.
     pub fn dry_run_shadows(&self) -> usize {
         self.transport.dry_run().map_or(0, DryRun::shadows)

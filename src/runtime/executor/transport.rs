@@ -34,6 +34,10 @@ pub(super) trait Transport {
         input
     }
 
+    /// Keeps `input`'s object as the one dry-run builds on while the server's copy stays at its
+    /// version (shadow mode: the object without the incumbent's writes).
+    fn keep_as_shadow(&mut self, _input: &Input) {}
+
     /// Adds what this transport counts to the executor's stats.
     fn report(&self, _stats: &mut ExecutorStats) {}
 
