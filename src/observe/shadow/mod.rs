@@ -10,8 +10,8 @@
 //! and is what the persisted file and `shadow report` hold.
 //!
 //! Pairing is by [`Subject`]: the kind, the node, the pod, the taint. The same decision within
-//! one `node_monitor_period` is `same`; beyond it, ours is `earlier` or `later`; one side alone
-//! for [`PAIR_BOUND`] is `only_ours` or `only_theirs`. A divergence names the rule of ours that
+//! one `node_monitor_period` (and [`SAME_SLACK`]) is `same`; beyond it, ours is `earlier` or `later`; one side alone
+//! for [`pair_bound`] is `only_ours` or `only_theirs`. A divergence names the rule of ours that
 //! explains it ([`rules::explain`]), or none: then it is a finding.
 
 pub(crate) mod history;
@@ -34,10 +34,17 @@ pub(crate) use history::ShadowHistory;
 pub(crate) use incumbent::{IncumbentWatch, TheirWrite};
 pub(crate) use rules::{NodeFacts, Notes};
 
-/// How long one side waits for the other before it is classed alone: longer than any delay
-/// both controllers would share (a zone's rate-limited queue of a few dozen nodes, a
-/// `tolerationSeconds` counted from the same `timeAdded`).
-pub(crate) const PAIR_BOUND: Duration = Duration::from_secs(600);
+/// Beyond one `node_monitor_period`, what a pair may still differ by and be `same`: the
+/// incumbent's write reaches us through a watch, after its pass took its time.
+pub(crate) const SAME_SLACK: Duration = Duration::from_secs(1);
+
+/// How long one side waits for the other before it is classed alone: six graces (5 minutes
+/// at upstream's 50 s), between 30 s and 10 minutes. Longer than what the two controllers'
+/// timings differ by (a pass, a live read, a `tolerationSeconds` counted from a `timeAdded`
+/// a pass apart), and than a zone's rate-limited queue taken in another order.
+pub(crate) fn pair_bound(grace: Duration) -> Duration {
+    (grace * 6).clamp(Duration::from_secs(30), Duration::from_secs(600))
+}
 /// Pending pairs kept at most; beyond it the oldest is classed at once (a mass outage of a
 /// huge fleet cannot grow the comparer without bound).
 pub(crate) const MAX_PENDING: usize = 200_000;
@@ -206,6 +213,8 @@ impl Pending {
 pub struct Comparer {
     /// `node_monitor_period`: within it, a pair is `same`.
     same_within: Duration,
+    /// [`pair_bound`] of `node_monitor_grace_period`.
+    bound: Duration,
     started: Time,
     pending: BTreeMap<Subject, Pending>,
     notes: Notes,
@@ -217,9 +226,15 @@ pub struct Comparer {
 }
 
 impl Comparer {
-    pub(crate) fn new(same_within: Duration, now: Time, history: ShadowHistory) -> Comparer {
+    pub(crate) fn new(
+        same_within: Duration,
+        grace: Duration,
+        now: Time,
+        history: ShadowHistory,
+    ) -> Comparer {
         Comparer {
             same_within,
+            bound: pair_bound(grace),
             started: now,
             pending: BTreeMap::new(),
             notes: Notes::default(),
@@ -229,9 +244,10 @@ impl Comparer {
         }
     }
 
-    /// A reload may change `node_monitor_period`.
-    pub(crate) fn set_same_within(&mut self, d: Duration) {
-        self.same_within = d;
+    /// A reload may change `node_monitor_period` and the grace.
+    pub(crate) fn set_timing(&mut self, period: Duration, grace: Duration) {
+        self.same_within = period;
+        self.bound = pair_bound(grace);
     }
 
     pub(crate) fn pending(&self) -> usize {
@@ -322,9 +338,9 @@ impl Comparer {
         }
     }
 
-    /// Classes what waited [`PAIR_BOUND`] for its other half.
+    /// Classes what waited [`pair_bound`] for its other half.
     pub(crate) fn tick(&mut self, now: Time, probe: &dyn RuleProbe) -> Vec<Record> {
-        let bound = PAIR_BOUND.as_millis() as u64;
+        let bound = self.bound.as_millis() as u64;
         let due: Vec<Subject> = self
             .pending
             .iter()
@@ -337,7 +353,7 @@ impl Comparer {
                 out.push(self.class(s, p, now, probe));
             }
         }
-        self.notes.forget_before(now, PAIR_BOUND * 2);
+        self.notes.forget_before(now, self.bound * 2);
         out
     }
 
@@ -360,7 +376,7 @@ impl Comparer {
     }
 
     fn class(&mut self, subject: Subject, p: Pending, now: Time, probe: &dyn RuleProbe) -> Record {
-        let within = self.same_within.as_millis() as i64;
+        let within = (self.same_within + SAME_SLACK).as_millis() as i64;
         let diff_ms = match (&p.ours, &p.theirs) {
             (Some(o), Some(t)) => Some(o.at_ms as i64 - t.at_ms as i64),
             _ => None,
@@ -376,7 +392,7 @@ impl Comparer {
             None
         } else {
             let first = Time::from_unix_millis(p.first());
-            let restart = first.since(self.started) < PAIR_BOUND;
+            let restart = first.since(self.started) < self.bound;
             rules::explain(
                 &subject,
                 class,

@@ -115,8 +115,15 @@ pub(crate) fn line(r: &Record) -> LogLine {
     }
 }
 
-/// The report over `since` (or the whole history) at `now`.
-pub fn render(h: &ShadowHistory, since: Option<Time>, now: Time, format: Format) -> String {
+/// The report over `since` (or the whole history) at `now`; `pending`: decisions still
+/// waiting for the other side's.
+pub fn render(
+    h: &ShadowHistory,
+    pending: usize,
+    since: Option<Time>,
+    now: Time,
+    format: Format,
+) -> String {
     let from = since.map_or(h.since_ms, |s| s.as_unix_millis().max(h.since_ms));
     let entries: Vec<_> = h.entries.iter().filter(|e| e.at_ms >= from).collect();
     let divergences: Vec<&Record> = h
@@ -156,6 +163,7 @@ pub fn render(h: &ShadowHistory, since: Option<Time>, now: Time, format: Format)
                 "from": at(from),
                 "to": at(now.as_unix_millis()),
                 "pairs": entries.len(),
+                "pending": pending,
                 "counts": counts,
                 "time_differences_ms": diffs.map(|d| json!({
                     "pairs": d.pairs, "median": d.median_ms, "p99": d.p99_ms, "worst": d.worst_ms,
@@ -172,7 +180,11 @@ pub fn render(h: &ShadowHistory, since: Option<Time>, now: Time, format: Format)
             let mut out = String::new();
             let period = format!("{} to {}", at(from), at(now.as_unix_millis()));
             if md {
-                let _ = writeln!(out, "## Shadow report, {period}\n");
+                let _ = writeln!(
+                    out,
+                    "## Shadow report, {period}\n\n{} pairs classed, {pending} waiting for their other half.\n",
+                    entries.len()
+                );
                 out.push_str("| class | node_unknown | taint_added | taint_removed | pod_not_ready | pod_deletion |\n");
                 out.push_str("|---|---|---|---|---|---|\n");
             } else {
@@ -263,7 +275,7 @@ pub fn render(h: &ShadowHistory, since: Option<Time>, now: Time, format: Format)
 
 /// `shadow report [--since D] [--format text|json|markdown]`; `history` is `None` when shadow
 /// mode is off.
-pub fn answer(request: &str, history: Option<&ShadowHistory>, now: Time) -> String {
+pub fn answer(request: &str, history: Option<(&ShadowHistory, usize)>, now: Time) -> String {
     let mut words = request.split_whitespace();
     if (words.next(), words.next()) != (Some("shadow"), Some("report")) {
         return "error: ask \"shadow report [--since D] [--format text|json|markdown]\"".into();
@@ -288,7 +300,7 @@ pub fn answer(request: &str, history: Option<&ShadowHistory>, now: Time) -> Stri
         }
     }
     match history {
-        Some(h) => render(h, since, now, format),
+        Some((h, pending)) => render(h, pending, since, now, format),
         None => "error: shadow mode is off (shadow = false in the configuration)".to_string(),
     }
 }

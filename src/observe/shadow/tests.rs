@@ -38,7 +38,25 @@ impl RuleProbe for Facts {
 
 /// A comparer started long enough ago that a restart explains nothing.
 fn comparer() -> Comparer {
-    Comparer::new(PERIOD, t(0), ShadowHistory::new(t(0).as_unix_millis()))
+    Comparer::new(
+        PERIOD,
+        GRACE,
+        t(0),
+        ShadowHistory::new(t(0).as_unix_millis()),
+    )
+}
+/// A grace whose pair bound is the longest, 10 minutes.
+const GRACE: Duration = Duration::from_secs(100);
+const PAIR_BOUND: Duration = Duration::from_secs(600);
+
+#[test]
+fn the_pair_bound_is_six_graces_within_limits() {
+    assert_eq!(pair_bound(GRACE), PAIR_BOUND);
+    assert_eq!(
+        pair_bound(Duration::from_secs(50)),
+        Duration::from_secs(300)
+    );
+    assert_eq!(pair_bound(Duration::from_secs(2)), Duration::from_secs(30));
 }
 const LATER: u64 = 3600;
 
@@ -430,27 +448,28 @@ fn the_report_counts_spreads_and_lists_every_divergence() {
     );
     let end = t(LATER + 3 + PAIR_BOUND.as_secs());
     c.tick(end, &NoFacts);
-    let text = report::render(&c.history, None, end, Format::Text);
+    let text = report::render(&c.history, 0, None, end, Format::Text);
     assert!(text.contains("3 pairs classed"), "{text}");
     assert!(text.contains("median -3.0s"), "{text}");
     assert!(text.contains("only_theirs taint_added node=n3"), "{text}");
     assert!(text.contains("1 divergence(s) without a rule"), "{text}");
-    let md = report::render(&c.history, None, end, Format::Markdown);
+    let md = report::render(&c.history, 0, None, end, Format::Markdown);
     assert!(md.contains("| same | 2 | 0 | 0 | 0 | 0 |"), "{md}");
     let json: serde_json::Value =
-        serde_json::from_str(&report::render(&c.history, None, end, Format::Json)).unwrap();
+        serde_json::from_str(&report::render(&c.history, 0, None, end, Format::Json)).unwrap();
     assert_eq!(json["counts"]["same"]["node_unknown"], 2);
     assert_eq!(json["time_differences_ms"]["worst"], -3000);
     assert_eq!(json["divergences"][0]["node"], "n3");
     // --since leaves out what was classed before.
     let since = report::answer(
         "shadow report --since 1s",
-        Some(&c.history),
+        Some((&c.history, 0)),
         end + Duration::from_secs(5),
     );
     assert!(since.contains("0 pairs classed"), "{since}");
     assert!(
-        report::answer("shadow report --format yaml", Some(&c.history), end).starts_with("error:")
+        report::answer("shadow report --format yaml", Some((&c.history, 0)), end)
+            .starts_with("error:")
     );
     assert!(report::answer("shadow report", None, end).starts_with("error: shadow mode is off"));
 }

@@ -92,6 +92,7 @@ impl Shadow {
         Shadow {
             comparer: Comparer::new(
                 config.controller.node_monitor_period,
+                config.controller.node_monitor_grace_period,
                 now,
                 load(file.as_deref(), now),
             ),
@@ -105,8 +106,10 @@ impl Shadow {
     }
 
     pub(super) fn apply(&mut self, config: &Config) {
-        self.comparer
-            .set_same_within(config.controller.node_monitor_period);
+        self.comparer.set_timing(
+            config.controller.node_monitor_period,
+            config.controller.node_monitor_grace_period,
+        );
         if config.shadow_file != self.file {
             self.file = config.shadow_file.clone();
             self.dirty = true;
@@ -229,7 +232,11 @@ impl Shadow {
 
     /// `shadow report …` over the control socket.
     pub(super) fn answer(&self, request: &str, now: Time) -> String {
-        report::answer(request, Some(&self.comparer.history), now)
+        report::answer(
+            request,
+            Some((&self.comparer.history, self.comparer.pending())),
+            now,
+        )
     }
 
     /// The counts and what the part holds, for `/metrics`.
