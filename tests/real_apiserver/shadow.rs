@@ -43,7 +43,8 @@ struct Run {
     d: Daemon,
     kcm: ControllerManager,
     socket: PathBuf,
-    _dir: TempDir,
+    text: String,
+    dir: TempDir,
     admin: node_lifecycled::kube::ApiClient,
 }
 
@@ -74,7 +75,8 @@ fn start(kube: Kube, name: &str, zones: usize, per_zone: usize, top: &str) -> Op
         d,
         kcm,
         socket,
-        _dir: dir,
+        text,
+        dir,
         admin,
     })
 }
@@ -177,6 +179,13 @@ fn a_node_that_dies_and_comes_back_is_judged_the_same_by_both(kube: Kube) {
     );
     assert!(run.kcm.running(), "{}", run.kcm.log_text());
     assert!(text.contains("verdict: clean"), "{text}");
+
+    // A restart loses nothing classed: the file under the state directory holds it.
+    run.d.signal("TERM");
+    run.d.wait_exit(Duration::from_secs(15));
+    let again = Daemon::start("shadow-node-dies-again", &run.dir, &run.text, &[]);
+    let after = json_report(&run.socket);
+    assert_eq!(after["counts"], r2["counts"], "{}", again.log());
 }
 
 fn a_dark_zone_held_by_us_is_tainted_only_by_the_incumbent_with_the_rule_named(kube: Kube) {

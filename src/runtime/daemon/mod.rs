@@ -193,9 +193,11 @@ impl Daemon {
             clients.leader,
             Box::new(move || leader_clock.now()),
         );
+        let mut executor = Executor::new(clients.executor, executor_settings(&config, seed), now);
+        executor.set_shadow_mode(config.shadow);
         Ok(Daemon {
             controllers: Controllers::new(controller_settings(&config), now),
-            executor: Executor::new(clients.executor, executor_settings(&config, seed), now),
+            executor,
             fences: Fences::new(&config.fencing),
             shadow: config.shadow.then(|| shadow::Shadow::start(&config, now)),
             config_path,

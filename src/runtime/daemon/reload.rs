@@ -120,6 +120,7 @@ impl Daemon {
     /// dropped; a change of its settings is applied.
     fn switch_shadow(&mut self, old: &Config, lp: &mut Lp) {
         let now = lp.now();
+        self.executor.set_shadow_mode(self.config.shadow);
         match (old.shadow, self.config.shadow, self.shadow.as_mut()) {
             (_, false, Some(shadow)) => {
                 shadow.save(now);

@@ -98,6 +98,10 @@ impl Transport for DryRun {
         self.shadows.overlay(input)
     }
 
+    fn set_shadow_mode(&mut self, on: bool) {
+        self.shadows.set_shadow_mode(on);
+    }
+
     fn keep_as_shadow(&mut self, input: &Input) {
         match input {
             Input::NodeUpsert(node) => self.shadows.remember_node(node.clone()),

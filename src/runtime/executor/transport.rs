@@ -38,6 +38,9 @@ pub(super) trait Transport {
     /// version (shadow mode: the object without the incumbent's writes).
     fn keep_as_shadow(&mut self, _input: &Input) {}
 
+    /// Shadow mode on or off (see [`DryRun`]'s shadows).
+    fn set_shadow_mode(&mut self, _on: bool) {}
+
     /// Adds what this transport counts to the executor's stats.
     fn report(&self, _stats: &mut ExecutorStats) {}
 
