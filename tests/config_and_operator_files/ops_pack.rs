@@ -314,9 +314,9 @@ fn the_alerts_and_the_dashboard_read_only_metrics_a_live_daemon_exports() {
     let missing: Vec<String> = used
         .iter()
         .filter(|(name, _)| {
-            !is_exported(&families, name)
-                && !(name.starts_with("node_lifecycled_shadow_")
-                    && is_exported(&shadow_families, name))
+            let shadow_only =
+                name.starts_with("node_lifecycled_shadow_") && is_exported(&shadow_families, name);
+            !is_exported(&families, name) && !shadow_only
         })
         .map(|(name, file)| format!("{name} ({file})"))
         .collect();

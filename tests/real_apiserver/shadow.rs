@@ -139,7 +139,7 @@ fn a_node_that_dies_and_comes_back_is_judged_the_same_by_both(kube: Kube) {
         "kube-controller-manager evicts the dead node's pod",
         Duration::from_secs(40),
         || pod_deleting(admin, "on-z1-n1"),
-        || String::new(),
+        String::new,
     );
     let r = settle(
         &mut run,
@@ -200,7 +200,7 @@ fn a_dark_zone_held_by_us_is_tainted_only_by_the_incumbent_with_the_rule_named(k
         "kube-controller-manager evicts the dark zone's pods",
         Duration::from_secs(60),
         || pod_deleting(admin, "on-z1-n1") && pod_deleting(admin, "on-z1-n2"),
-        || String::new(),
+        String::new,
     );
     let r = settle(
         &mut run,
