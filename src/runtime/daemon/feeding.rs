@@ -77,7 +77,8 @@ impl Daemon {
             Some(shadow) => {
                 // The server's object, before dry-run's overlay: the incumbent's writes,
                 // never ours.
-                let lines = shadow.watched(&input, &self.controllers, now);
+                let acting = self.leadership.acting();
+                let lines = shadow.watched(&input, &self.controllers, now, acting);
                 super::log_lines(lines);
                 let input = self.executor.overlay(input);
                 let (input, masked) = shadow.mask(input, &self.controllers);

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use log::warn;
+use log::{info, warn};
 
 use crate::config::Config;
 use crate::controller::pools::pool_of;
@@ -31,6 +31,8 @@ pub(super) struct Shadow {
     unmatched_ours: bool,
     /// Whether a full state of nodes, and of pods, was seen.
     full_states: (bool, bool),
+    /// The last write of the file failed (said once).
+    save_failing: bool,
 }
 
 /// The controllers, asked about a node when a divergence needs its rule.
@@ -102,6 +104,7 @@ impl Shadow {
             saved_at: None,
             unmatched_ours: false,
             full_states: (false, false),
+            save_failing: false,
         }
     }
 
@@ -128,12 +131,15 @@ impl Shadow {
         }
     }
 
-    /// A watched object, as the server has it (before dry-run's overlay).
+    /// A watched object, as the server has it (before dry-run's overlay). Its marks are
+    /// followed always; the writes they show are compared only while we decide (`acting`): a
+    /// follower decides nothing and would see every write of the incumbent as only theirs.
     pub(super) fn watched(
         &mut self,
         input: &Input,
         controllers: &Controllers,
         now: Time,
+        acting: bool,
     ) -> Vec<LogLine> {
         let writes = match input {
             Input::NodeUpsert(node) => self.watch.node(node),
@@ -148,7 +154,7 @@ impl Shadow {
             }
             _ => return Vec::new(),
         };
-        if writes.is_empty() {
+        if writes.is_empty() || !acting {
             return Vec::new();
         }
         let probe = Probe { controllers, now };
@@ -225,8 +231,20 @@ impl Shadow {
         let Some(path) = &self.file else {
             return;
         };
-        if let Err(e) = write_atomically(path, &self.comparer.history.to_json()) {
-            warn!("shadow: could not write {}: {e}", path.display());
+        match write_atomically(path, &self.comparer.history.to_json()) {
+            Err(e) if !self.save_failing => {
+                self.save_failing = true;
+                warn!(
+                    "shadow: could not write {}: {e} (said once; the report is kept in memory)",
+                    path.display()
+                );
+            }
+            Err(_) => {}
+            Ok(()) if self.save_failing => {
+                self.save_failing = false;
+                info!("shadow: {} written again", path.display());
+            }
+            Ok(()) => {}
         }
     }
 
