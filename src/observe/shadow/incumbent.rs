@@ -15,8 +15,10 @@
 //! what was written before we watched is no write to compare.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use crate::model::{ConditionStatus, Name, Node, Pod, PodKey, Taint, TaintEffect, taint_keys};
+use crate::time::Time;
 
 use super::{ShadowKind, Subject};
 
@@ -63,10 +65,21 @@ const UNKNOWN: u8 = 1 << 4;
 const POD_NOT_READY: u8 = 1;
 const POD_EVICTED: u8 = 2;
 
+/// How long a pod's Ready=False seen before its node's mark is taken for the incumbent's
+/// (the two come through two watches, in either order).
+const POD_BEFORE_NODE: Duration = Duration::from_secs(10);
+/// Such pods kept at most.
+const UNATTRIBUTED_MAX: usize = 100_000;
+
 #[derive(Debug, Default)]
 pub(crate) struct IncumbentWatch {
     nodes: HashMap<Name, u8>,
     pods: HashMap<PodKey, u8>,
+    /// Pods seen Ready=False under a node not marked (yet), with the node and when.
+    unattributed: HashMap<PodKey, (Name, Time)>,
+    /// Of those, the ones found to be the incumbent's since the last
+    /// [`IncumbentWatch::take_late_marks`]: our controllers saw them unmasked.
+    late: Vec<PodKey>,
     primed: bool,
 }
 
@@ -76,18 +89,19 @@ impl IncumbentWatch {
         self.primed = true;
     }
 
-    /// Entries kept (marked nodes, marked pods).
+    /// Entries kept (marked nodes, marked pods and pods not Ready under an unmarked node).
     pub(crate) fn len(&self) -> (usize, usize) {
-        (self.nodes.len(), self.pods.len())
+        (self.nodes.len(), self.pods.len() + self.unattributed.len())
     }
 
     /// Bytes the marks take, about (the maps' slots; names are shared with the store).
     pub(crate) fn bytes(&self) -> usize {
         self.nodes.capacity() * (std::mem::size_of::<(Name, u8)>() + 1)
             + self.pods.capacity() * (std::mem::size_of::<(PodKey, u8)>() + 1)
+            + self.unattributed.capacity() * (std::mem::size_of::<(PodKey, (Name, Time))>() + 1)
     }
 
-    pub(crate) fn node(&mut self, node: &Node) -> Vec<TheirWrite> {
+    pub(crate) fn node(&mut self, node: &Node, now: Time) -> Vec<TheirWrite> {
         let ready = node.ready();
         let reason = ready.and_then(|c| c.text.reason()).map(|r| &**r);
         let by_controller = matches!(reason, Some("NodeStatusUnknown" | "NodeStatusNeverUpdated"));
@@ -119,6 +133,7 @@ impl IncumbentWatch {
             taint: taint.map(str::to_string),
         };
         if marks & UNKNOWN != 0 && before & UNKNOWN == 0 {
+            out.extend(self.pods_marked_before(&node.name, now));
             let since = ready
                 .and_then(|c| c.last_transition_time)
                 .map_or("?".to_string(), |t| t.to_rfc3339());
@@ -152,6 +167,38 @@ impl IncumbentWatch {
         out
     }
 
+    /// The pods of `node` seen Ready=False just before the incumbent's mark of it arrived.
+    fn pods_marked_before(&mut self, node: &Name, now: Time) -> Vec<TheirWrite> {
+        let keys: Vec<PodKey> = self
+            .unattributed
+            .iter()
+            .filter(|(_, (n, at))| n == node && now.since(*at) <= POD_BEFORE_NODE)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .map(|key| {
+                self.unattributed.remove(&key);
+                *self.pods.entry(key.clone()).or_default() |= POD_NOT_READY;
+                self.late.push(key.clone());
+                TheirWrite {
+                    subject: Subject {
+                        kind: ShadowKind::PodNotReady,
+                        node: node.to_string(),
+                        pod: Some(key.to_string()),
+                        taint: None,
+                    },
+                    evidence: "Ready=False while the node is not Ready".to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// Pods whose Ready=False came before their node's mark: our controllers took it for the
+    /// kubelet's, and are to be given the pod as it was.
+    pub(crate) fn take_late_marks(&mut self) -> Vec<PodKey> {
+        std::mem::take(&mut self.late)
+    }
+
     pub(crate) fn node_deleted(&mut self, name: &str) {
         self.nodes.remove(name);
     }
@@ -161,11 +208,29 @@ impl IncumbentWatch {
         self.nodes.get(name).is_some_and(|m| *m != 0)
     }
 
-    pub(crate) fn pod(&mut self, pod: &Pod) -> Vec<TheirWrite> {
+    pub(crate) fn pod(&mut self, pod: &Pod, now: Time) -> Vec<TheirWrite> {
         let node = pod.node_name.as_deref().unwrap_or("");
         let mut marks = 0u8;
-        if pod.ready == Some(ConditionStatus::False) && self.node_marked(node) {
+        let not_ready = pod.ready == Some(ConditionStatus::False);
+        if not_ready && self.node_marked(node) {
             marks |= POD_NOT_READY;
+            self.unattributed.remove(&pod.key);
+        } else if not_ready && self.primed {
+            if self.unattributed.len() >= UNATTRIBUTED_MAX {
+                self.unattributed
+                    .retain(|_, (_, at)| now.since(*at) <= POD_BEFORE_NODE);
+            }
+            if let Some(n) = pod
+                .node_name
+                .as_ref()
+                .filter(|_| self.unattributed.len() < UNATTRIBUTED_MAX)
+            {
+                self.unattributed
+                    .entry(pod.key.clone())
+                    .or_insert_with(|| (n.clone(), now));
+            }
+        } else {
+            self.unattributed.remove(&pod.key);
         }
         if pod.disruption_target {
             marks |= POD_EVICTED;
@@ -206,5 +271,6 @@ impl IncumbentWatch {
 
     pub(crate) fn pod_deleted(&mut self, key: &PodKey) {
         self.pods.remove(key);
+        self.unattributed.remove(key);
     }
 }

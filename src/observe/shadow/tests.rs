@@ -369,21 +369,58 @@ fn pod(ready: ConditionStatus, disruption_target: bool) -> Pod {
     }
 }
 
+impl IncumbentWatch {
+    fn node_at(&mut self, node: &Node) -> Vec<TheirWrite> {
+        self.node(node, t(LATER))
+    }
+    fn pod_at(&mut self, pod: &Pod) -> Vec<TheirWrite> {
+        self.pod(pod, t(LATER))
+    }
+}
+
+#[test]
+fn a_pod_marked_before_its_node_is_seen_marked_is_the_incumbents_too() {
+    use ConditionStatus::*;
+    let mut w = IncumbentWatch::default();
+    w.prime();
+    // The pod watch is first with the incumbent's NotReady; the node's Unknown follows.
+    assert!(w.pod(&pod(False, false), t(LATER)).is_empty());
+    let out = w.node(
+        &node("n1", Unknown, "NodeStatusUnknown", Vec::new()),
+        t(LATER + 1),
+    );
+    let kinds: Vec<ShadowKind> = out.iter().map(|o| o.subject.kind).collect();
+    assert_eq!(kinds, [ShadowKind::PodNotReady, ShadowKind::NodeUnknown]);
+    assert!(
+        w.pod(&pod(False, false), t(LATER + 2)).is_empty(),
+        "said once"
+    );
+    // A pod its kubelet had set NotReady long before the node died is not.
+    let mut w = IncumbentWatch::default();
+    w.prime();
+    w.pod(&pod(False, false), t(LATER));
+    let out = w.node(
+        &node("n1", Unknown, "NodeStatusUnknown", Vec::new()),
+        t(LATER + 60),
+    );
+    assert_eq!(out.len(), 1, "{out:?}");
+}
+
 #[test]
 fn the_incumbent_is_read_off_marks_only_a_controller_writes() {
     use ConditionStatus::*;
     let mut w = IncumbentWatch::default();
     // What was there before we watched is no write.
     let down = node("n0", Unknown, "NodeStatusUnknown", Vec::new());
-    assert!(w.node(&down).is_empty());
+    assert!(w.node_at(&down).is_empty());
     w.prime();
-    assert!(w.node(&down).is_empty(), "unchanged");
+    assert!(w.node_at(&down).is_empty(), "unchanged");
     // A kubelet saying NotReady is not the incumbent.
     assert!(
-        w.node(&node("n1", False, "KubeletNotReady", Vec::new()))
+        w.node_at(&node("n1", False, "KubeletNotReady", Vec::new()))
             .is_empty()
     );
-    let out = w.node(&node("n1", Unknown, "NodeStatusUnknown", Vec::new()));
+    let out = w.node_at(&node("n1", Unknown, "NodeStatusUnknown", Vec::new()));
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].subject.kind, ShadowKind::NodeUnknown);
     assert!(out[0].evidence.contains("reason=NodeStatusUnknown"));
@@ -393,17 +430,17 @@ fn the_incumbent_is_read_off_marks_only_a_controller_writes() {
         Some(t(5)),
     );
     let other = taint("example.com/dedicated", TaintEffect::NoExecute, None);
-    let out = w.node(&node("n1", Unknown, "NodeStatusUnknown", vec![ne, other]));
+    let out = w.node_at(&node("n1", Unknown, "NodeStatusUnknown", vec![ne, other]));
     assert_eq!(out.len(), 1, "only the lifecycle's taints: {out:?}");
     assert_eq!(out[0].subject.taint.as_deref(), Some(UNREACHABLE_NE));
     assert!(out[0].evidence.contains("timeAdded="));
     // Its pods: Ready=False under a marked node, then taint eviction's condition.
-    let out = w.pod(&pod(False, false));
+    let out = w.pod_at(&pod(False, false));
     assert_eq!(out[0].subject.kind, ShadowKind::PodNotReady);
-    let out = w.pod(&pod(False, true));
+    let out = w.pod_at(&pod(False, true));
     assert_eq!(out[0].subject.kind, ShadowKind::PodDeletion);
     // The kubelet back: the taint removal is theirs, Ready=True is nobody's to compare.
-    let out = w.node(&node("n1", True, "KubeletReady", Vec::new()));
+    let out = w.node_at(&node("n1", True, "KubeletReady", Vec::new()));
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].subject.kind, ShadowKind::TaintRemoved);
     assert_eq!(w.len().0, 1, "only n0 is still marked");

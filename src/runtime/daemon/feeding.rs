@@ -72,6 +72,7 @@ impl Daemon {
     /// In shadow mode, the incumbent's writes are read off the server's object first, then
     /// kept from the controllers (`observe/shadow/mask.rs`).
     pub(super) fn feed_watched(&mut self, input: Input, now: Time) {
+        let mut late = Vec::new();
         let input = match self.shadow.as_mut() {
             None => self.executor.overlay(input),
             Some(shadow) => {
@@ -85,10 +86,15 @@ impl Daemon {
                 if masked {
                     self.executor.keep_as_shadow(&input);
                 }
+                late = shadow.late_marks(&self.controllers);
                 input
             }
         };
         self.feed(input, now);
+        for pod in late {
+            self.executor.keep_as_shadow(&pod);
+            self.feed(pod, now);
+        }
     }
 
     /// One call of the informer `select` picks, its deltas fed to the controllers; true when

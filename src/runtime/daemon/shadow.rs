@@ -10,7 +10,7 @@ use log::{info, warn};
 use crate::config::Config;
 use crate::controller::pools::pool_of;
 use crate::controller::{Controllers, Decision, Input};
-use crate::model::Kind;
+use crate::model::{ConditionStatus, Kind};
 use crate::observe::ShadowFigures;
 use crate::observe::decision_log::LogLine;
 use crate::observe::shadow::{
@@ -142,8 +142,8 @@ impl Shadow {
         acting: bool,
     ) -> Vec<LogLine> {
         let writes = match input {
-            Input::NodeUpsert(node) => self.watch.node(node),
-            Input::PodUpsert(pod) => self.watch.pod(pod),
+            Input::NodeUpsert(node) => self.watch.node(node, now),
+            Input::PodUpsert(pod) => self.watch.pod(pod, now),
             Input::NodeDeleted(name) => {
                 self.watch.node_deleted(name);
                 return Vec::new();
@@ -160,6 +160,23 @@ impl Shadow {
         let probe = Probe { controllers, now };
         let records = self.comparer.theirs(writes, now, &probe);
         self.lines(records)
+    }
+
+    /// Pods the incumbent marked NotReady before its mark of their node arrived: our
+    /// controllers saw that Ready=False unmasked; these are the pods as they were (Ready).
+    pub(super) fn late_marks(&mut self, controllers: &Controllers) -> Vec<Input> {
+        let pods = controllers.store().pods();
+        self.watch
+            .take_late_marks()
+            .iter()
+            .filter_map(|key| pods.get(key))
+            .filter(|p| p.ready() == Some(ConditionStatus::False))
+            .map(|p| {
+                let mut pod = p.to_pod();
+                pod.ready = Some(ConditionStatus::True);
+                Input::PodUpsert(pod)
+            })
+            .collect()
     }
 
     /// The object as the controllers are to see it, and whether that differs from the server's.
