@@ -57,6 +57,7 @@ pub fn node(name: &str, region: &str, zone: &str, ready: ConditionStatus, now: T
         other_conditions: Vec::new(),
         autonomy: Default::default(),
         maintenance: Default::default(),
+        writers: Default::default(),
     }
 }
 

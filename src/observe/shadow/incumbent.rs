@@ -11,6 +11,10 @@
 //! - a pod's Ready=False while its node is marked (its kubelet is not posting);
 //! - the `DisruptionTarget` condition with reason `DeletionByTaintManager`.
 //!
+//! Where a node's managedFields were read (shadow mode, protobuf: `model::Writers`), they
+//! name the writer: a Ready=Unknown or a taint change counts only when an incumbent manager
+//! (`model::INCUMBENT_MANAGERS`) owns the Ready condition's status or `spec.taints`.
+//!
 //! Before [`IncumbentWatch::prime`] (the first full state) marks are recorded, not reported:
 //! what was written before we watched is no write to compare.
 
@@ -105,8 +109,14 @@ impl IncumbentWatch {
         let ready = node.ready();
         let reason = ready.and_then(|c| c.text.reason()).map(|r| &**r);
         let by_controller = matches!(reason, Some("NodeStatusUnknown" | "NodeStatusNeverUpdated"));
+        // Where managedFields were read, they name the writer.
+        let writers = node.writers;
+        let ready_by_incumbent = !writers.known() || writers.ready_by_incumbent();
         let mut marks = 0u8;
-        if ready.is_some_and(|c| c.status == ConditionStatus::Unknown) && by_controller {
+        if ready.is_some_and(|c| c.status == ConditionStatus::Unknown)
+            && by_controller
+            && ready_by_incumbent
+        {
             marks |= UNKNOWN;
         }
         let mut time_added: [Option<String>; 4] = Default::default();
@@ -126,6 +136,11 @@ impl IncumbentWatch {
             return Vec::new();
         }
         let mut out = Vec::new();
+        let by = if writers.known() {
+            ", managedFields: an incumbent manager"
+        } else {
+            ""
+        };
         let subject = |kind, taint: Option<&str>| Subject {
             kind,
             node: node.name.to_string(),
@@ -140,27 +155,31 @@ impl IncumbentWatch {
             out.push(TheirWrite {
                 subject: subject(ShadowKind::NodeUnknown, None),
                 evidence: format!(
-                    "Ready=Unknown reason={} lastTransitionTime={since}",
+                    "Ready=Unknown reason={} lastTransitionTime={since}{by}",
                     reason.unwrap_or("")
                 ),
             });
         }
+        // `spec.taints` is written whole: its owner wrote the change.
+        let added_by_incumbent = !writers.known() || writers.taints_by_incumbent();
+        let removed_by_incumbent =
+            !writers.known() || writers.taints_by_incumbent() || !writers.taints_by_other();
         for (i, text) in TAINT_TEXTS.iter().enumerate() {
             let bit = 1u8 << i;
             let (now_set, was_set) = (marks & bit != 0, before & bit != 0);
-            if now_set && !was_set {
+            if now_set && !was_set && added_by_incumbent {
                 let evidence = match &time_added[i] {
-                    Some(at) => format!("wrote {text} timeAdded={at}"),
-                    None => format!("wrote {text}"),
+                    Some(at) => format!("wrote {text} timeAdded={at}{by}"),
+                    None => format!("wrote {text}{by}"),
                 };
                 out.push(TheirWrite {
                     subject: subject(ShadowKind::TaintAdded, Some(text)),
                     evidence,
                 });
-            } else if was_set && !now_set {
+            } else if was_set && !now_set && removed_by_incumbent {
                 out.push(TheirWrite {
                     subject: subject(ShadowKind::TaintRemoved, Some(text)),
-                    evidence: format!("removed {text}"),
+                    evidence: format!("removed {text}{by}"),
                 });
             }
         }

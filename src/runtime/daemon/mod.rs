@@ -407,6 +407,7 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
 fn decode_context(config: &Config) -> DecodeContext {
     let mut decode = DecodeContext::new();
     decode.keep_node_labels(kept_label_keys(config));
+    decode.read_writers(config.shadow);
     decode
 }
 

@@ -121,6 +121,7 @@ impl Daemon {
     fn switch_shadow(&mut self, old: &Config, lp: &mut Lp) {
         let now = lp.now();
         self.executor.set_shadow_mode(self.config.shadow);
+        self.informers.decode_mut().read_writers(self.config.shadow);
         match (old.shadow, self.config.shadow, self.shadow.as_mut()) {
             (_, false, Some(shadow)) => {
                 shadow.save(now);
