@@ -6,11 +6,11 @@
 _node_lifecycled() {
     local cur=${COMP_WORDS[COMP_CWORD]}
     local prev=${COMP_WORDS[COMP_CWORD - 1]}
-    local commands="run check-config doctor status explain pause resume"
+    local commands="run check-config doctor status explain shadow pause resume"
     local command="" i
     for ((i = 1; i < COMP_CWORD; i++)); do
         case ${COMP_WORDS[i]} in
-            run | check-config | doctor | status | explain | pause | resume)
+            run | check-config | doctor | status | explain | shadow | pause | resume)
                 command=${COMP_WORDS[i]}
                 break
                 ;;
@@ -27,6 +27,14 @@ _node_lifecycled() {
             ;;
         --output)
             mapfile -t COMPREPLY < <(compgen -W "text json" -- "$cur")
+            return
+            ;;
+        --format)
+            mapfile -t COMPREPLY < <(compgen -W "text json markdown" -- "$cur")
+            return
+            ;;
+        --since)
+            mapfile -t COMPREPLY < <(compgen -W "1h 24h 168h" -- "$cur")
             return
             ;;
         --fence-sample)
@@ -51,6 +59,7 @@ _node_lifecycled() {
             options="$options --k0s-config --microk8s-args --fence-sample --help"
             ;;
         status) options="--config --socket --help" ;;
+        shadow) options="report --since --format --config --socket --help" ;;
         pause) options="fencing tainting all --for --reason --config --help" ;;
         resume) options="fencing tainting all --config --help" ;;
         explain)

@@ -41,6 +41,10 @@ usage:
   node-lifecycled explain NODE|NAMESPACE/POD [--config PATH] [--socket PATH]
                                               ask the running daemon why a node or pod is as it
                                               is, its recent decisions and what happens next
+  node-lifecycled shadow report [--since DURATION] [--format text|json|markdown]
+                         [--config PATH] [--socket PATH]
+                                              ask the daemon in shadow mode how its decisions
+                                              compared with kube-controller-manager's writes
   node-lifecycled pause fencing|tainting|all --for DURATION --reason TEXT [--config PATH]
                                               pause the whole fleet's fences, new NoExecute
                                               taints and taint evictions, or both, for planned
@@ -53,7 +57,7 @@ usage:
 options:
   --config PATH   configuration file (default /etc/node-lifecycled/config.toml)
 
-status / explain options:
+status / explain / shadow report options:
   --socket PATH        the daemon's control socket (default: control_socket from the
                        configuration, /run/node-lifecycled/control.sock)
 
@@ -85,7 +89,7 @@ exit codes:
   pause / resume: 0 written, 64 --for 0, 69 the API server did not answer or refused,
       77 forbidden (RBAC), 78 configuration error (--for longer than fencing.max_pause;
       leader_election.enabled = false: the pause lives on the leader Lease)
-  status / explain: 0 answered, 1 the daemon refused (unknown node or pod), 69 no daemon
+  status / explain / shadow report: 0 answered, 1 the daemon refused (unknown node or pod), 69 no daemon
       answers on the socket, 77 permission denied on the socket (run as root)
 
 environment:
@@ -170,6 +174,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
     let mut pause_for: Option<Duration> = None;
     let mut fence_sample: Option<usize> = None;
     let mut reason: Option<String> = None;
+    let mut shadow_options: Vec<(String, String)> = Vec::new();
     loop {
         if let Some(why) = parser
             .try_raw_args()
@@ -203,6 +208,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
         };
         match text.as_str() {
             "run" | "check-config" | "doctor" | "status" | "explain" | "pause" | "resume"
+            | "shadow"
                 if subcommand.is_none() && config.is_none() =>
             {
                 subcommand = Some(text);
@@ -242,8 +248,16 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                     return Err("--reason given twice".to_string());
                 }
             }
-            _ if matches!(subcommand.as_deref(), Some("explain" | "pause" | "resume"))
-                && subject.is_none()
+            "--since" | "--format" if subcommand.as_deref() == Some("shadow") => {
+                let value = parser
+                    .value()
+                    .map_err(|_| format!("{text} needs a value"))?;
+                shadow_options.push((text, value.to_string_lossy().into_owned()));
+            }
+            _ if matches!(
+                subcommand.as_deref(),
+                Some("explain" | "pause" | "resume" | "shadow")
+            ) && subject.is_none()
                 && !text.starts_with('-') =>
             {
                 subject = Some(text);
@@ -291,7 +305,7 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
             return Err(format!("{flag} is a doctor option"));
         }
     }
-    let asks = matches!(subcommand.as_deref(), Some("status" | "explain"));
+    let asks = matches!(subcommand.as_deref(), Some("status" | "explain" | "shadow"));
     if socket.is_some() && !asks {
         return Err("--socket is a status / explain option".to_string());
     }
@@ -308,6 +322,11 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, Strin
                 "explain {}",
                 subject.ok_or("explain needs a NODE or NAMESPACE/POD")?
             ),
+        },
+        Some("shadow") => Command::Ask {
+            config,
+            socket,
+            request: shadow_args::request(subject.as_deref(), &shadow_options)?,
         },
         Some(verb @ ("pause" | "resume")) => {
             use node_lifecycled::leader::pause::PauseScope;
@@ -548,6 +567,9 @@ fn ask(config: &std::path::Path, socket: Option<PathBuf>, request: &str) -> Exit
         }
     }
 }
+
+#[path = "main/shadow_args.rs"]
+mod shadow_args;
 
 #[cfg(test)]
 #[path = "main/tests.rs"]

@@ -119,6 +119,8 @@ key_table! {
         taint_based_eviction: Flag in controller,
         pod_eviction_timeout: Delay in controller,
         dry_run: Flag,
+        shadow: Flag,
+        shadow_file: FilePath,
         log_level: Level,
         dump_format: DumpText,
         metrics_address: LoopbackAddress,

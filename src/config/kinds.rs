@@ -111,6 +111,8 @@ pub(super) struct LogText;
 pub(super) struct LoopbackAddress;
 /// An absolute socket path; `""`: none.
 pub(super) struct SocketPath;
+/// An absolute file path; `""`: none.
+pub(super) struct FilePath;
 
 /// A Kubernetes object name (RFC 1123 subdomain), as of a namespace or a Lease.
 pub(super) struct ObjectName;
@@ -436,6 +438,33 @@ impl Kind for SocketPath {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         ))
+    }
+}
+
+impl Kind for FilePath {
+    type Raw = String;
+    type Value = Option<PathBuf>;
+    fn check(
+        v: &Validator<'_>,
+        f: &Field<String>,
+        key: &str,
+    ) -> Result<Option<Option<PathBuf>>, ConfigError> {
+        match f {
+            None => Ok(None),
+            Some(x) if x.get_ref().is_empty() => Ok(Some(None)),
+            Some(x) if !x.get_ref().starts_with('/') || x.get_ref().ends_with('/') => Err(v.error(
+                Some(x.span()),
+                key,
+                format!(
+                    "must be an absolute path to a file (or \"\" for none), got {:?}",
+                    x.get_ref()
+                ),
+            )),
+            Some(x) => Ok(Some(Some(PathBuf::from(x.get_ref())))),
+        }
+    }
+    fn render(p: &Option<PathBuf>) -> Option<String> {
+        SocketPath::render(p)
     }
 }
 

@@ -61,6 +61,11 @@ pub struct Config {
     /// controller's default: the daemon sets its own (`runtime/settings.rs`).
     pub controller: Settings,
     pub dry_run: bool,
+    /// Shadow mode (`shadow.rs` of `observe`): decide as in dry-run and compare with what the
+    /// incumbent controller writes.
+    pub shadow: bool,
+    /// Where shadow mode keeps what it classed (`None`: nowhere, lost at a restart).
+    pub shadow_file: Option<PathBuf>,
     pub log_level: LevelFilter,
     pub dump_format: DumpFormat,
     /// Only a loopback address: the endpoint has no authentication.
@@ -75,6 +80,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// Dry-run, or shadow mode (which decides as dry-run does).
+    pub fn writes_nothing(&self) -> bool {
+        self.dry_run || self.shadow
+    }
+
     /// Each layer's defaults and the daemon's own; what the file sets is written over it
     /// (`keys.rs`). `Config::default()` is this, checked by the validation of an empty file.
     fn with_defaults() -> Config {
@@ -85,6 +95,8 @@ impl Config {
                 ..Settings::default()
             },
             dry_run: false,
+            shadow: false,
+            shadow_file: Some(PathBuf::from(DEFAULT_SHADOW_FILE)),
             log_level: LevelFilter::Info,
             dump_format: DumpFormat::Text,
             metrics_address: None,
@@ -96,6 +108,9 @@ impl Config {
         }
     }
 }
+
+/// Where `shadow_file` points when the file does not say (systemd's `StateDirectory=`).
+pub const DEFAULT_SHADOW_FILE: &str = "/var/lib/node-lifecycled/shadow.json";
 
 /// Where `control_socket` points when the file does not say (systemd's `RuntimeDirectory=`).
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/node-lifecycled/control.sock";

@@ -99,10 +99,54 @@ impl Validator<'_> {
             ));
         }
 
+        self.shadow_alone(&raw, &c, &fencing, &leader_election)?;
+
         c.api = api;
         c.leader_election = leader_election;
         c.fencing = fencing;
         Ok(c)
+    }
+
+    /// Shadow mode writes nothing: not with fencing (a fence is an act, not a decision to
+    /// compare), nor holding kube-controller-manager's own leader Lease (it would write it and
+    /// take the lead from the controller it is compared with).
+    fn shadow_alone(
+        &self,
+        raw: &RawConfig,
+        c: &Config,
+        fencing: &FencingConfig,
+        leader_election: &LeaderElectionConfig,
+    ) -> Result<(), ConfigError> {
+        if !c.shadow {
+            return Ok(());
+        }
+        if fencing.enabled {
+            let (span, key) = pick(
+                (&raw.fencing.enabled, "fencing.enabled"),
+                (&raw.shadow, "shadow"),
+            );
+            return Err(self.error(
+                span,
+                key,
+                "shadow = true cannot run with fencing.enabled = true: shadow mode writes \
+                 nothing and a fence is a write; disable fencing while shadowing"
+                    .to_string(),
+            ));
+        }
+        if leader_election.enabled && leader_election.name == "kube-controller-manager" {
+            let (span, key) = match (&raw.leader_election.name, &raw.shadow) {
+                (Some(name), _) => (Some(name.span()), "leader_election.name"),
+                (None, shadow) => (shadow.as_ref().map(|s| s.span()), "shadow"),
+            };
+            return Err(self.error(
+                span,
+                key,
+                "shadow = true cannot elect on kube-controller-manager's Lease: it would write \
+                 the incumbent's Lease and take the lead from it; name a Lease of its own"
+                    .to_string(),
+            ));
+        }
+        Ok(())
     }
 
     /// `node_monitor_period` at most half of every grace (global and per pool, monitor and

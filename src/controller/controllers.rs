@@ -458,6 +458,11 @@ impl Controllers {
     }
 
     /// The fleet pause in force at `now` (`status`, `explain`, the metric).
+    /// Zone tainting and deletions wait for the caches to follow the server again.
+    pub(crate) fn held_by_caches(&self) -> bool {
+        self.held && self.held_by_caches
+    }
+
     pub(crate) fn pause(&self, now: Time) -> Option<&super::fleet_pause::FleetPause> {
         self.pause.current(now)
     }

@@ -108,10 +108,14 @@ pub(crate) fn check(
     found: &[Found],
     host: &HostFiles,
     version: Option<(u32, u32)>,
+    shadow: bool,
     report: &mut Report,
 ) {
     for f in found {
-        report.push(check_found(f, version));
+        report.push(match shadow {
+            true => shadow_found(f, version).unwrap_or_else(|| check_found(f, version)),
+            false => check_found(f, version),
+        });
         if let Ok(setting) = &f.setting {
             report
                 .checks
@@ -145,6 +149,43 @@ fn version_note(version: Option<(u32, u32)>) -> &'static str {
     } else {
         ""
     }
+}
+
+/// In shadow mode (`shadow = true`) the incumbent's controllers are to stay on: the daemon
+/// writes nothing and compares with them. Off, nobody acts on a failed node.
+pub(crate) fn shadow_found(found: &Found, version: Option<(u32, u32)>) -> Option<Check> {
+    let setting = found.setting.as_ref().ok()?;
+    let name = format!("{} {}", found.flavour.label(), found.path.display());
+    let value = setting.value.as_deref();
+    let on = replaced(version).iter().any(|c| enabled(value, c, version));
+    let fix = advised_value(value, version);
+    Some(if on {
+        Check::ok(
+            GROUP,
+            name,
+            format!(
+                "{}: {} enabled, as shadow mode needs (shadow = true: the daemon writes nothing)",
+                setting.shown,
+                replaced(version).join(", ")
+            ),
+        )
+        .action(format!(
+            "to switch over, once `node-lifecycled shadow report` is clean: {}{}, then shadow = false and reload",
+            found.flavour.fix(&found.path, &fix),
+            version_note(version)
+        ))
+    } else {
+        Check::fail(
+            GROUP,
+            name,
+            format!(
+                "{}: {} disabled while shadow = true: the daemon writes nothing, so nobody acts on a failed node",
+                setting.shown,
+                replaced(version).join(", ")
+            ),
+        )
+        .action("set shadow = false in the configuration and reload (systemctl reload node-lifecycled)")
+    })
 }
 
 fn check_found(found: &Found, version: Option<(u32, u32)>) -> Check {

@@ -87,7 +87,7 @@ fn a_manifest_is_judged_and_the_exact_value_printed_for_the_version() {
     assert!(old.action.contains("-nodelifecycle"), "{}", old.action);
     // No host file at all: a warning with the value to use elsewhere.
     let mut report = Report::default();
-    check(&[], &HostFiles::default(), V130, &mut report);
+    check(&[], &HostFiles::default(), V130, false, &mut report);
     assert_eq!(report.checks.len(), 1);
     assert_eq!(report.checks[0].level, Level::Warn);
     assert!(
@@ -177,7 +177,7 @@ const V137: Option<(u32, u32)> = Some((1, 37));
 /// Every line `check` gives for one host file.
 fn lines(f: Found, version: Option<(u32, u32)>) -> Vec<Check> {
     let mut report = Report::default();
-    check(&[f], &HostFiles::default(), version, &mut report);
+    check(&[f], &HostFiles::default(), version, false, &mut report);
     report.checks
 }
 
@@ -335,5 +335,33 @@ fn the_leftover_separate_taint_eviction_gate_is_judged_per_version() {
         )
         .len(),
         1
+    );
+}
+
+/// In shadow mode the incumbent's controllers must stay on: off, nobody would act.
+#[test]
+fn in_shadow_mode_the_incumbents_controllers_are_to_stay_on() {
+    let on = shadow_found(&kubeadm("*,bootstrapsigner"), V130).unwrap();
+    assert_eq!(on.level, Level::Ok);
+    assert!(
+        on.message.contains("as shadow mode needs"),
+        "{}",
+        on.message
+    );
+    assert!(
+        on.action
+            .contains("-node-lifecycle-controller,-taint-eviction-controller")
+            && on.action.contains("then shadow = false"),
+        "{}",
+        on.action
+    );
+    let off = kubeadm("*,bootstrapsigner,-node-lifecycle-controller,-taint-eviction-controller");
+    let fail = shadow_found(&off, V130).unwrap();
+    assert_eq!(fail.level, Level::Fail);
+    assert!(fail.message.contains("nobody acts"), "{}", fail.message);
+    assert!(
+        fail.action.contains("set shadow = false"),
+        "{}",
+        fail.action
     );
 }

@@ -223,7 +223,7 @@ pub fn run_sampled(
         cluster::check_identity(&mut client, version, &mut report);
         permissions::check(&mut client, config, &mut report);
     }
-    controllers::check(&host, &options.host, version, &mut report);
+    controllers::check(&host, &options.host, version, config.shadow, &mut report);
     if server.is_some() {
         fleet::check(&mut client, config, &mut report);
         if let Some(n) = fence_sample {

@@ -173,3 +173,23 @@ fn values_may_look_like_options_and_other_forms_are_refused() {
         Err("unknown argument \"x\\xFF\"".to_string())
     );
 }
+
+#[test]
+fn shadow_report_asks_the_daemon_with_its_period_and_format() {
+    assert_eq!(
+        parse(&["shadow", "report", "--since", "24h", "--format", "markdown"]),
+        Ok(Command::Ask {
+            config: PathBuf::from(DEFAULT_CONFIG_PATH),
+            socket: None,
+            request: "shadow report --since 24h --format markdown".to_string(),
+        })
+    );
+    assert!(parse(&["shadow"]).is_err());
+    assert!(parse(&["shadow", "report", "--format", "yaml"]).is_err());
+    assert!(parse(&["shadow", "report", "--since", "soon"]).is_err());
+    assert!(parse(&["shadow", "report", "--since", "1h", "--since", "2h"]).is_err());
+    assert!(
+        parse(&["status", "--since", "1h"]).is_err(),
+        "a shadow report option"
+    );
+}

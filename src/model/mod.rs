@@ -14,6 +14,7 @@ mod pod_table;
 mod prefetch;
 mod ref_table;
 mod store;
+mod writers;
 
 pub use inline_text::{LeaseName, Version};
 pub(crate) use interner::Interner;
@@ -21,6 +22,7 @@ pub(crate) use name_map::NameMap;
 pub use node_labels::NodeLabels;
 pub(crate) use pod_table::{PodChange, PodUpsert, PodView};
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
+pub use writers::{INCUMBENT_MANAGERS, Writers};
 
 use std::rc::Rc;
 
@@ -263,6 +265,8 @@ pub struct Node {
     /// What the node's [`maintenance::ANNOTATION`] says (with autonomy's, the only annotations
     /// kept): fencing leaves a node in maintenance alone.
     pub maintenance: Maintenance,
+    /// Who last wrote its Ready condition and taints (read in shadow mode only).
+    pub writers: Writers,
 }
 
 /// Planned work on a node: `node-lifecycled.io/maintenance`, empty or an RFC 3339 time until which
@@ -568,6 +572,7 @@ mod tests {
                 other_conditions: Vec::new(),
                 autonomy: Default::default(),
                 maintenance: Default::default(),
+                writers: Default::default(),
             };
             let mut m = mix;
             for key in keys {

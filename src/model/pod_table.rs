@@ -36,13 +36,6 @@ pub(crate) use view::PodView;
 #[derive(Debug, Default)]
 struct TextIds {
     uid: Option<Name>,
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "read by PodView::resource_version, which only the unit tests call"
-        )
-    )]
     resource_version: Option<Name>,
 }
 

@@ -474,6 +474,9 @@ fn ours(e: &mut Exposition, s: &DaemonSnapshot) {
         );
     }
 
+    if let Some(shadow) = &s.shadow {
+        super::shadow::report::metrics(e, shadow);
+    }
     if let Some(ev) = &s.evictions {
         e.family(
             "node_lifecycled_pending_pod_evictions",

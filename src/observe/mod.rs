@@ -22,10 +22,11 @@ pub(crate) mod histogram;
 pub(crate) mod history;
 pub mod metrics;
 mod partition_lines;
+pub(crate) mod shadow;
 pub(crate) mod snapshot;
 
 pub use histogram::{HealthTimings, Histogram, api_request_histogram, exponential_buckets};
 pub use snapshot::{
     ActionCount, BuildInfo, ClientSnapshot, DaemonSnapshot, FencingMetrics, LeaderSnapshot,
-    LoopSnapshot, LoopStats, ReflectorSnapshot, RequestCount, StoreMemory,
+    LoopSnapshot, LoopStats, ReflectorSnapshot, RequestCount, ShadowFigures, StoreMemory,
 };

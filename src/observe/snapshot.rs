@@ -47,6 +47,20 @@ pub struct DaemonSnapshot {
     pub pause: Option<crate::controller::fleet_pause::FleetPause>,
     /// The last `status_command` answer per node (true: exit 0); empty when not run.
     pub fence_agent_ok: BTreeMap<String, bool>,
+    /// Shadow mode's figures; `None` when it is off.
+    pub shadow: Option<ShadowFigures>,
+}
+
+/// What shadow mode counted (`observe/shadow`), for `/metrics`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShadowFigures {
+    /// Pairs classed since the history began, by `class/kind`.
+    pub(crate) totals: BTreeMap<String, u64>,
+    /// Pairs waiting for their other half.
+    pub(crate) pending: usize,
+    /// Objects the incumbent marked that it keeps a note of, and their bytes.
+    pub(crate) marked: usize,
+    pub(crate) bytes: usize,
 }
 
 /// The cluster store's objects and heap bytes, by kind (see `model::ClusterStore::heap_bytes`).

@@ -26,7 +26,7 @@ pub(crate) fn controller_settings(config: &Config) -> Settings {
 /// jitter across instances.
 pub(crate) fn executor_settings(config: &Config, seed: u64) -> ExecutorSettings {
     ExecutorSettings {
-        dry_run: config.dry_run,
+        dry_run: config.writes_nothing(),
         seed,
         ..ExecutorSettings::default()
     }

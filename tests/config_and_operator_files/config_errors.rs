@@ -301,8 +301,9 @@ fn example_config_documents_every_key_it_accepts() {
         assert!(shown, "conf/config.toml does not show {key}");
         checked += 1;
     }
-    // The last 1: lifecycle_conditions (Node Lifecycle Conditions, KEP-5683).
-    assert_eq!(checked, 18 + 4 + 14 + 7 + 17 + 3 + 1);
+    // Then 1: lifecycle_conditions (Node Lifecycle Conditions, KEP-5683); the last 2: shadow
+    // and shadow_file.
+    assert_eq!(checked, 18 + 4 + 14 + 7 + 17 + 3 + 1 + 2);
 }
 
 #[test]
@@ -522,5 +523,24 @@ fn brake_and_pool_timing_keys_round_trip_through_check_config() {
     assert_eq!(
         body(&String::from_utf8(reprinted.stdout).unwrap()),
         body(&printed)
+    );
+}
+
+/// Shadow mode writes nothing: with fencing on it is refused, exit 78, one line.
+#[test]
+fn shadow_mode_with_fencing_exits_78_in_one_line() {
+    let cfg = TempConfig::new(
+        "shadow-fencing",
+        "shadow = true\n[fencing]\nenabled = true\ncommand = [\"/bin/true\"]\n",
+    );
+    let line = assert_config_error(
+        &check_config(cfg.path()),
+        &cfg.display(),
+        3,
+        "fencing.enabled",
+    );
+    assert!(
+        line.contains("shadow = true cannot run with fencing.enabled = true"),
+        "{line}"
     );
 }

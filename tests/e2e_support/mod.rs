@@ -586,6 +586,11 @@ pub struct MetricsRun {
 /// Starts a [`MetricsRun`]; `extra` is appended to the daemon's configuration (after its
 /// `[leader_election]` table, so it starts a table of its own).
 pub fn metrics_run(name: &str, token: &str, extra: &str) -> MetricsRun {
+    metrics_run_with(name, token, "", extra)
+}
+
+/// [`metrics_run`] with top-level keys `top` set before the sections.
+pub fn metrics_run_with(name: &str, token: &str, top: &str, extra: &str) -> MetricsRun {
     let sim = Sim::start(name, &[token]);
     let nodes: Vec<String> = ["n1", "n2"].iter().map(|s| s.to_string()).collect();
     for n in &nodes {
@@ -594,7 +599,7 @@ pub fn metrics_run(name: &str, token: &str, extra: &str) -> MetricsRun {
     let kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
     let port = free_port();
     let text = format!(
-        "metrics_address = \"127.0.0.1:{port}\"\n{}{extra}",
+        "metrics_address = \"127.0.0.1:{port}\"\n{top}{}{extra}",
         config_text(&sim.kubeconfig(token), &Timing::default())
     );
     let mut daemon = Daemon::start(name, &sim.dir, &text, &[]);

@@ -57,6 +57,7 @@ pub fn node(name: &str, region: &str, zone: &str, ready: ConditionStatus, now: T
         other_conditions: Vec::new(),
         autonomy: Default::default(),
         maintenance: Default::default(),
+        writers: Default::default(),
     }
 }
 
@@ -228,5 +229,6 @@ pub fn snapshot(cluster: &Cluster, format: DumpFormat) -> DaemonSnapshot {
         decisions: [("node-unknown", 2), ("taints", 5)].into_iter().collect(),
         pause: None,
         fence_agent_ok: Default::default(),
+        shadow: None,
     }
 }

@@ -23,6 +23,7 @@ mod fencing_lifecycle;
 mod partitions;
 mod protobuf;
 mod protocol;
+mod shadow;
 mod sim_protobuf;
 mod upstream_safety;
 mod watch;

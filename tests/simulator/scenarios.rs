@@ -62,6 +62,14 @@ fn mistakes_in_a_scenario_file_name_the_key_and_the_line() {
             "x.toml:4: regions: unknown key",
         ),
         (
+            "duration = \"5s\"\nincumbent = true\n[[shadow_expect]]\nclass = \"alike\"\n",
+            "x.toml:3: shadow_expect.class: one of same, earlier, later, only_ours, only_theirs",
+        ),
+        (
+            "duration = \"5s\"\n[[shadow_expect]]\nclass = \"same\"\n",
+            "x.toml:2: shadow_expect needs incumbent = true",
+        ),
+        (
             "duration = \"5 s\"\n",
             "x.toml:1: duration: invalid duration",
         ),
@@ -740,6 +748,13 @@ fn builtin_site_cut_off_holds_against_the_daemon() {
 #[test]
 fn builtin_site_dark_hold_holds_against_the_daemon() {
     play_builtin("site-dark-hold");
+}
+
+/// Shadow mode beside the simulator's incumbent: a node dies the same for both, a dark zone is
+/// only theirs by our hold, and the daemon writes nothing.
+#[test]
+fn builtin_switch_over_holds_against_the_daemon() {
+    play_builtin("switch-over");
 }
 
 /// A node annotated for maintenance (empty, or a value that is no time) is not fenced until the

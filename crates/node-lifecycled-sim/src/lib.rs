@@ -35,6 +35,7 @@ mod diff;
 mod faults;
 pub mod fixtures;
 mod http;
+pub mod incumbent;
 pub mod kubelets;
 mod list_body;
 mod object;

@@ -9,6 +9,7 @@ use super::*;
 mod fencing;
 mod policies;
 mod rendering;
+mod shadow;
 mod values;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {

@@ -58,6 +58,7 @@ pub fn node(name: &str) -> NodeBuilder {
         other_conditions: Vec::new(),
         autonomy: Default::default(),
         maintenance: Default::default(),
+        writers: Default::default(),
     })
 }
 

@@ -78,6 +78,8 @@ pub struct DecodeContext {
     warned: HashSet<String>,
     /// Node label keys kept beside [`crate::model::labels::KEPT`]: the ones pool selectors read.
     pool_label_keys: Vec<Box<str>>,
+    /// Read nodes' managedFields (shadow mode).
+    read_writers: bool,
 }
 
 /// Bad fields remembered for log-once; past this, further ones are logged every time.
@@ -100,7 +102,18 @@ impl DecodeContext {
             condition_texts: Default::default(),
             warned: HashSet::new(),
             pool_label_keys: Vec::new(),
+            read_writers: false,
         }
+    }
+
+    /// Shadow mode: read nodes' managedFields for who wrote their Ready and taints
+    /// (`model::Writers`; protobuf only).
+    pub(crate) fn read_writers(&mut self, on: bool) {
+        self.read_writers = on;
+    }
+
+    pub(crate) fn reads_writers(&self) -> bool {
+        self.read_writers
     }
 
     /// Node labels with these keys are kept too (pool selectors read them). Nodes decoded
@@ -383,6 +396,7 @@ impl Decode for Node {
 
     fn from_wire(w: wire::Node<'_>, ctx: &mut DecodeContext) -> Result<Node, DecodeError> {
         let meta = w.metadata.unwrap_or_default();
+        let writers = meta.writers;
         let name = ctx.intern(required("Node", "metadata.name", &meta.name)?);
         let creation_timestamp = lenient_timestamp(
             ctx,
@@ -477,6 +491,7 @@ impl Decode for Node {
             other_conditions,
             autonomy,
             maintenance,
+            writers,
         })
     }
 }

@@ -182,6 +182,9 @@ pub(crate) struct NodeMeta<'a> {
     pub(crate) labels: Option<KeptMap<'a, AllLabelKeys>>,
     #[serde(borrow)]
     pub(crate) annotations: Option<KeptMap<'a, AutonomyKeys>>,
+    /// From managedFields, read from protobuf in shadow mode only (JSON: unknown).
+    #[serde(skip)]
+    pub(crate) writers: crate::model::Writers,
 }
 
 #[derive(Deserialize)]

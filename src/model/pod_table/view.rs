@@ -47,7 +47,7 @@ impl<'a> PodView<'a> {
         Rc::from(render_uuid(&r.uid))
     }
 
-    #[cfg(test)]
+    /// The resourceVersion (rendered).
     pub(crate) fn resource_version(&self) -> Name {
         let r = self.record();
         if r.has(TEXT_RV) {
@@ -100,11 +100,11 @@ impl<'a> PodView<'a> {
         }
     }
 
-    /// The pod as a model value (for replays and tests).
-    #[cfg(test)]
+    /// The pod as a model value (for replays, tests, and shadow mode giving the controllers
+    /// back a pod as it was before the incumbent's write).
     #[expect(
         clippy::wrong_self_convention,
-        reason = "kept as it was while it was public: `&self` on a Copy view, test-only"
+        reason = "kept as it was while it was public: `&self` on a Copy view"
     )]
     pub(crate) fn to_pod(&self) -> Pod {
         Pod {

@@ -16,6 +16,7 @@ fn node(name: &str, rv: &str) -> Node {
         other_conditions: Vec::new(),
         autonomy: Default::default(),
         maintenance: Default::default(),
+        writers: Default::default(),
     }
 }
 

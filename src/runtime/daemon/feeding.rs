@@ -69,9 +69,32 @@ impl Fed for Pod {
 impl Daemon {
     /// A watched object (or its deletion) on its way to the controllers: in dry-run, the
     /// executor lays what it "wrote" over it, so a relist cannot undo a write never sent.
+    /// In shadow mode, the incumbent's writes are read off the server's object first, then
+    /// kept from the controllers (`observe/shadow/mask.rs`).
     pub(super) fn feed_watched(&mut self, input: Input, now: Time) {
-        let input = self.executor.overlay(input);
+        let mut late = Vec::new();
+        let input = match self.shadow.as_mut() {
+            None => self.executor.overlay(input),
+            Some(shadow) => {
+                // The server's object, before dry-run's overlay: the incumbent's writes,
+                // never ours.
+                let acting = self.leadership.acting();
+                let lines = shadow.watched(&input, &self.controllers, now, acting);
+                super::log_lines(lines);
+                let input = self.executor.overlay(input);
+                let (input, masked) = shadow.mask(input, &self.controllers);
+                if masked {
+                    self.executor.keep_as_shadow(&input);
+                }
+                late = shadow.late_marks(&self.controllers);
+                input
+            }
+        };
         self.feed(input, now);
+        for pod in late {
+            self.executor.keep_as_shadow(&pod);
+            self.feed(pod, now);
+        }
     }
 
     /// One call of the informer `select` picks, its deltas fed to the controllers; true when
@@ -102,6 +125,9 @@ impl Daemon {
                     Delta::Upsert(object) => self.feed_watched(object.upserted(), now),
                     Delta::Delete(key) => self.feed_watched(T::deleted(key), now),
                     Delta::Synced => {
+                        if let Some(shadow) = self.shadow.as_mut() {
+                            shadow.full_state_end(T::STORED_AS);
+                        }
                         self.feed(Input::FullStateEnd(T::STORED_AS), now);
                         synced = true;
                     }

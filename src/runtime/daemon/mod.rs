@@ -33,6 +33,7 @@ mod kinds;
 mod leadership;
 mod observability;
 mod reload;
+mod shadow;
 mod status;
 
 use std::io;
@@ -119,6 +120,8 @@ pub(crate) struct Daemon {
     observability: Observability,
     /// Fence commands and the fence agent's status probe (`fences.rs`).
     fences: Fences,
+    /// Shadow mode's comparer and its file (`shadow.rs`); `None` unless `shadow = true`.
+    shadow: Option<shadow::Shadow>,
 }
 
 impl Daemon {
@@ -190,10 +193,13 @@ impl Daemon {
             clients.leader,
             Box::new(move || leader_clock.now()),
         );
+        let mut executor = Executor::new(clients.executor, executor_settings(&config, seed), now);
+        executor.set_shadow_mode(config.shadow);
         Ok(Daemon {
             controllers: Controllers::new(controller_settings(&config), now),
-            executor: Executor::new(clients.executor, executor_settings(&config, seed), now),
+            executor,
             fences: Fences::new(&config.fencing),
+            shadow: config.shadow.then(|| shadow::Shadow::start(&config, now)),
             config_path,
             config,
             log,
@@ -245,6 +251,10 @@ impl Daemon {
         self.feed(Input::Tick, now);
         self.observability
             .observe_all_nodes_health(started.elapsed());
+        if let Some(shadow) = self.shadow.as_mut() {
+            let lines = shadow.tick(&self.controllers, now);
+            log_lines(lines);
+        }
         self.maybe_refresh_status(now);
     }
 
@@ -280,15 +290,17 @@ impl Daemon {
     /// Logs what the controllers decided in this loop turn (and summaries of folded lines).
     fn log_decisions(&mut self, now: Time) {
         let decisions = self.controllers.take_decisions();
+        if let Some(shadow) = self.shadow.as_mut().filter(|_| !decisions.is_empty()) {
+            let lines = shadow.decided(&decisions, &self.controllers, now);
+            log_lines(lines);
+        }
         let lines = if decisions.is_empty() {
             self.observability.flush_decisions(now)
         } else {
             let dry_run = self.executor.is_dry_run();
             self.observability.record_decisions(now, decisions, dry_run)
         };
-        for line in lines {
-            logging::log_with_fields(line.level, &line.message, &line.fields());
-        }
+        log_lines(lines);
     }
 
     /// Starts the fence commands the controllers asked for; an answer known at once (dry-run,
@@ -329,10 +341,20 @@ impl Daemon {
                 self.fences.running()
             );
         }
+        if let Some(shadow) = self.shadow.as_mut() {
+            shadow.save(lp.now());
+        }
         if let Err(e) = self.leadership.release() {
             warn!("could not release the leader lease: {e}");
         }
         self.observability.close_all(lp);
+    }
+}
+
+/// Logs decision lines with their journal fields.
+fn log_lines(lines: Vec<crate::observe::decision_log::LogLine>) {
+    for line in lines {
+        logging::log_with_fields(line.level, &line.message, &line.fields());
     }
 }
 
@@ -345,7 +367,7 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
         .map_err(|e| DaemonError::Config(e.to_string()))?;
     let mut lp: EventLoop<SourceKind, TimerKind> = EventLoop::new(clock)?;
     info!(
-        "node-lifecycled {} starting (pid {}): config {}, API {} ({}), leader election {}, dry_run {}",
+        "node-lifecycled {} starting (pid {}): config {}, API {} ({}), leader election {}, dry_run {}, shadow {}",
         env!("CARGO_PKG_VERSION"),
         std::process::id(),
         config_path.display(),
@@ -360,6 +382,7 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
             "off".to_string()
         },
         config.dry_run,
+        config.shadow,
     );
     let watch_list = probe_watch_list(&mut clients.informers);
     let mut daemon = Daemon::new(lp.control(), config_path, config, log, clients, watch_list)?;
@@ -384,6 +407,7 @@ pub fn run(config_path: PathBuf, config: Config, log: LogControl) -> Result<(), 
 fn decode_context(config: &Config) -> DecodeContext {
     let mut decode = DecodeContext::new();
     decode.keep_node_labels(kept_label_keys(config));
+    decode.read_writers(config.shadow);
     decode
 }
 

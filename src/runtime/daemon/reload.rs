@@ -109,10 +109,42 @@ impl Daemon {
         if self.leadership.acting() {
             self.executor.submit(actions, now);
         }
-        if self.config.dry_run != old.dry_run {
+        if self.config.writes_nothing() != old.writes_nothing() {
             self.switch_dry_run(lp);
         }
+        self.switch_shadow(&old, lp);
         self.refresh_status();
+    }
+
+    /// Shadow mode on or off (a reload): its part is built from the file or saved and
+    /// dropped; a change of its settings is applied.
+    fn switch_shadow(&mut self, old: &Config, lp: &mut Lp) {
+        let now = lp.now();
+        self.executor.set_shadow_mode(self.config.shadow);
+        self.informers.decode_mut().read_writers(self.config.shadow);
+        match (old.shadow, self.config.shadow, self.shadow.as_mut()) {
+            (_, false, Some(shadow)) => {
+                shadow.save(now);
+                self.shadow = None;
+                warn!("shadow mode is off");
+            }
+            (_, true, None) => {
+                // It reports from the next full state of nodes and pods: the relist that
+                // follows the switch to dry-run.
+                self.shadow = Some(super::shadow::Shadow::start(&self.config, now));
+                if old.writes_nothing() {
+                    // Already in dry-run: no relist follows the switch, ask for one.
+                    self.informers.relist(lp, now);
+                    self.report_informers_watching(now);
+                    self.informers.start(lp);
+                }
+                warn!(
+                    "shadow mode is on: nothing is written, decisions are compared with the incumbent's writes"
+                );
+            }
+            (_, true, Some(shadow)) => shadow.apply(&self.config),
+            _ => {}
+        }
     }
 
     /// Dry-run fed the controllers objects as the writes would have left them, so neither mode
@@ -120,7 +152,7 @@ impl Daemon {
     /// fresh list of the cluster, after which the controllers decide again.
     pub(super) fn switch_dry_run(&mut self, lp: &mut Lp) {
         let now = lp.now();
-        let dry_run = self.config.dry_run;
+        let dry_run = self.config.writes_nothing();
         let abandoned = self.executor.abandon("dry_run changed");
         self.executor.set_dry_run(dry_run);
         self.leadership.pause_acting();
@@ -130,7 +162,7 @@ impl Daemon {
         self.report_informers_watching(now);
         self.informers.start(lp);
         warn!(
-            "dry_run is now {dry_run}: {} queued writes dropped; relisting nodes, leases and pods \
+            "dry_run (or shadow) is now {dry_run}: {} queued writes dropped; relisting nodes, leases and pods \
              so decisions start again from the cluster's real state",
             abandoned.len()
         );

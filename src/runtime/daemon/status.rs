@@ -47,6 +47,12 @@ pub(super) struct Asked<'a> {
 impl ControlEndpoints for Asked<'_> {
     fn answer(&self, request: &str, now: Time) -> String {
         let d = self.daemon;
+        if request.split_whitespace().next() == Some("shadow") {
+            return match &d.shadow {
+                Some(shadow) => shadow.answer(request, now),
+                None => crate::observe::shadow::report::answer(request, None, now),
+            };
+        }
         let acting = if d.leadership.acting() {
             Acting::Yes
         } else if !d.informers.all_synced() {
@@ -86,6 +92,7 @@ impl Daemon {
             };
         }
         let role = match (self.leadership.acting(), self.executor.is_dry_run()) {
+            (true, true) if self.shadow.is_some() => "shadow",
             (true, true) => "dry-run",
             (true, false) => "leader",
             (false, _) => "follower",
@@ -200,6 +207,7 @@ impl Daemon {
             decisions: self.observability.decision_log().decided.clone(),
             pause: self.controllers.pause(now).cloned(),
             fence_agent_ok: self.fences.agent_ok(),
+            shadow: self.shadow.as_ref().map(|s| s.figures()),
         }
     }
 }

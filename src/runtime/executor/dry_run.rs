@@ -18,6 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::controller::Input;
 use crate::controller::events::{Event, EventObject};
 use crate::model::{ConditionStatus, Name, Node, NodeCondition, Pod, PodKey, Taint};
+use crate::observe::shadow::mask;
 
 /// Most recent "would" lines kept for the dump and for tests.
 pub(crate) const RECENT_WOULD: usize = 1000;
@@ -105,19 +106,33 @@ impl DryRunLog {
 
 /// The objects as dry-run left them, keyed by name, each valid while the server's copy is at
 /// the same uid and resourceVersion.
+///
+/// In shadow mode a newer version is someone else's change, the incumbent's among them: it is
+/// taken without what the incumbent wrote of what is compared, the shadow giving those fields
+/// (`observe/shadow/mask.rs`), and kept as the new shadow.
 #[derive(Debug, Default)]
 pub struct Shadows {
     nodes: HashMap<Name, Node>,
     pods: HashMap<PodKey, Pod>,
+    shadow_mode: bool,
 }
 
 impl Shadows {
+    pub(crate) fn set_shadow_mode(&mut self, on: bool) {
+        self.shadow_mode = on;
+    }
+
     /// The node as dry-run sees it: its shadow if built on this very version, else the
-    /// server's (and a shadow of an older version is dropped).
+    /// server's (and a shadow of an older version is dropped, or in shadow mode rebased).
     pub(crate) fn node(&mut self, server: Node) -> Node {
         match self.nodes.get(&server.name) {
             Some(s) if s.uid == server.uid && s.resource_version == server.resource_version => {
                 s.clone()
+            }
+            Some(s) if self.shadow_mode && s.uid == server.uid => {
+                let rebased = mask::node(server, Some(s));
+                self.nodes.insert(rebased.name.clone(), rebased.clone());
+                rebased
             }
             Some(_) => {
                 self.nodes.remove(&server.name);
@@ -131,6 +146,16 @@ impl Shadows {
         match self.pods.get(&server.key) {
             Some(s) if s.uid == server.uid && s.resource_version == server.resource_version => {
                 s.clone()
+            }
+            Some(s) if self.shadow_mode && s.uid == server.uid => {
+                let ours = mask::PodView {
+                    ready: s.ready,
+                    deleting: s.deleting,
+                    disruption_target: s.disruption_target,
+                };
+                let rebased = mask::pod(server, Some(ours), true);
+                self.pods.insert(rebased.key.clone(), rebased.clone());
+                rebased
             }
             Some(_) => {
                 self.pods.remove(&server.key);

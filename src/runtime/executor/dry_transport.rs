@@ -98,6 +98,18 @@ impl Transport for DryRun {
         self.shadows.overlay(input)
     }
 
+    fn set_shadow_mode(&mut self, on: bool) {
+        self.shadows.set_shadow_mode(on);
+    }
+
+    fn keep_as_shadow(&mut self, input: &Input) {
+        match input {
+            Input::NodeUpsert(node) => self.shadows.remember_node(node.clone()),
+            Input::PodUpsert(pod) => self.shadows.remember_pod(pod.clone()),
+            _ => {}
+        }
+    }
+
     fn report(&self, stats: &mut ExecutorStats) {
         stats.dry_run_writes = self.log.counts().map(|(k, n)| (k.as_str(), n)).collect();
         stats.dry_run_shadows = self.shadows.len();

@@ -141,6 +141,8 @@ pub struct Executor {
     /// Jobs waiting for a retry time (label conflicts); few, so a plain list.
     delayed: Vec<Job>,
     events: VecDeque<Event>,
+    /// Shadow mode (`set_shadow_mode`), kept across a change of transport.
+    shadow_mode: bool,
 }
 
 impl Executor {
@@ -151,6 +153,7 @@ impl Executor {
             max_queued_events: settings.max_queued_events,
             queue: ActionQueue::default(),
             delayed: Vec::new(),
+            shadow_mode: false,
             events: VecDeque::new(),
         }
     }
@@ -172,6 +175,7 @@ impl Executor {
     pub(crate) fn set_dry_run(&mut self, dry_run: bool) {
         if dry_run != self.is_dry_run() {
             self.transport = transport_for(dry_run);
+            self.transport.set_shadow_mode(self.shadow_mode);
         }
     }
 
@@ -349,6 +353,18 @@ impl Executor {
     /// "wrote" to it (see [`dry_run`]). Without dry-run the input is returned as is.
     pub fn overlay(&mut self, input: Input) -> Input {
         self.transport.overlay(input)
+    }
+
+    /// Shadow mode: dry-run builds on this object (the server's without the incumbent's
+    /// writes) while the server's copy stays at its version. Nothing without dry-run.
+    pub(crate) fn keep_as_shadow(&mut self, input: &Input) {
+        self.transport.keep_as_shadow(input);
+    }
+
+    /// Shadow mode: dry-run keeps the incumbent's writes out of what it builds on.
+    pub(crate) fn set_shadow_mode(&mut self, on: bool) {
+        self.shadow_mode = on;
+        self.transport.set_shadow_mode(on);
     }
 
     /// Objects dry-run currently holds a changed copy of.

@@ -34,6 +34,13 @@ pub(super) trait Transport {
         input
     }
 
+    /// Keeps `input`'s object as the one dry-run builds on while the server's copy stays at its
+    /// version (shadow mode: the object without the incumbent's writes).
+    fn keep_as_shadow(&mut self, _input: &Input) {}
+
+    /// Shadow mode on or off (see [`DryRun`]'s shadows).
+    fn set_shadow_mode(&mut self, _on: bool) {}
+
     /// Adds what this transport counts to the executor's stats.
     fn report(&self, _stats: &mut ExecutorStats) {}
 

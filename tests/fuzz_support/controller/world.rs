@@ -182,6 +182,7 @@ impl World {
             other_conditions: Vec::new(),
             autonomy: Default::default(),
             maintenance: Default::default(),
+            writers: Default::default(),
         };
         if ready {
             self.post_status_of(node, true)

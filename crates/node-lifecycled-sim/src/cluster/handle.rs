@@ -151,6 +151,27 @@ impl Cluster {
         deleted.object.value()
     }
 
+    /// A DELETE as the API serves it: a pod with a grace period only gets its
+    /// deletionTimestamp (unless the simulator finalizes pod deletes).
+    pub fn delete(
+        &self,
+        resource: Resource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let key = ObjectKey::new(namespace, name);
+        let deleted = self
+            .shared
+            .delete_object(resource, &key, &DeleteOptions::default())?;
+        self.log(
+            Verb::Delete,
+            resource,
+            &deleted.object,
+            "deleted (direct)".into(),
+        );
+        deleted.object.value()
+    }
+
     /// Pods that have a deletionTimestamp (graceful deletion requested, not yet removed).
     pub fn terminating_pods(&self) -> Vec<(String, String)> {
         let state = self.shared.lock();

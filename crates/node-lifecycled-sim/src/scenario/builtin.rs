@@ -78,6 +78,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "readiness-gates",
         include_str!("../../../../conf/scenarios/readiness-gates.toml"),
     ),
+    (
+        "switch-over",
+        include_str!("../../../../conf/scenarios/switch-over.toml"),
+    ),
 ];
 
 /// The TOML of a built-in scenario.

@@ -26,6 +26,7 @@ mod expect;
 mod parse;
 mod play;
 mod runner;
+mod shadow;
 mod summary;
 
 use std::time::Duration;
@@ -53,6 +54,25 @@ pub struct Scenario {
     /// In time order.
     pub steps: Vec<Step>,
     pub expects: Vec<Expect>,
+    /// Run an incumbent (`incumbent.rs`: kube-controller-manager's batch rules) beside the
+    /// daemon, which runs in shadow mode; the shadow report is printed at the end.
+    pub incumbent: bool,
+    /// What the shadow report must say.
+    pub shadow_expects: Vec<ShadowExpect>,
+}
+
+/// `[[shadow_expect]]`: how many pairs of a class (and kind, and rule) the report has.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShadowExpect {
+    /// `same`, `earlier`, `later`, `only_ours`, `only_theirs`.
+    pub class: String,
+    /// `node_unknown`, `taint_added`, …; `None`: every kind.
+    pub kind: Option<String>,
+    /// Only divergences this rule explains (`"none"`: those no rule explains).
+    pub rule: Option<String>,
+    pub at_least: usize,
+    pub at_most: Option<usize>,
+    pub line: usize,
 }
 
 #[derive(Clone, Debug, PartialEq)]

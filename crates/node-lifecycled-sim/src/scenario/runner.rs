@@ -37,6 +37,8 @@ pub struct RunReport {
     pub daemon_log: PathBuf,
     /// `None` when the daemon had to be killed.
     pub daemon_exit: Option<ExitStatus>,
+    /// With an incumbent: the shadow report, as text.
+    pub shadow_report: Option<String>,
 }
 
 /// The taint keys the expectations name: followed in the daemon's writes as its own are, so a
@@ -129,7 +131,10 @@ pub fn run(
         }
         None => None,
     };
-    let config = daemon_config(&scenario.daemon, user.as_ref(), &kubeconfig)?;
+    let mut config = daemon_config(&scenario.daemon, user.as_ref(), &kubeconfig)?;
+    if scenario.incumbent {
+        super::shadow::configure(&mut config, &dir);
+    }
     let config_path = dir.join("config.toml");
     let config_text = format!(
         "# written by node-lifecycled-sim for scenario {:?}\n{}",
@@ -166,6 +171,16 @@ pub fn run(
         log_path.display(),
     );
 
+    let incumbent = match scenario.incumbent {
+        true => {
+            let _ = writeln!(
+                out,
+                "  incumbent  kube-controller-manager's batch rules beside the daemon, which runs in shadow mode\n"
+            );
+            Some(super::shadow::start(&cluster, &checked)?)
+        }
+        false => None,
+    };
     let mut child = spawn_daemon(&options.daemon, &config_path, log)?;
     let start_elapsed = cluster.elapsed();
     let mut play = Play {
@@ -212,6 +227,18 @@ pub fn run(
             crate::log_tail(&log_path, 10)
         ));
     }
+    let shadow = incumbent
+        .as_ref()
+        .and_then(|_| super::shadow::socket(&checked));
+    let shadow_report = shadow.map(|socket| {
+        let text = super::shadow::report(&socket, "text");
+        let json = super::shadow::report(&socket, "json");
+        (
+            text,
+            serde_json::from_str(&json).unwrap_or(serde_json::Value::Null),
+        )
+    });
+    drop(incumbent);
     let daemon_exit = stop_daemon(&mut child);
     play.catch_up(out);
     let Play {
@@ -228,7 +255,11 @@ pub fn run(
     drop(kubelets);
 
     let summary = zone_summary(&facts, &populated.nodes, &pods);
-    let outcomes = evaluate(&scenario.expects, &facts, &pods, reader.controller_taints());
+    let mut outcomes = evaluate(&scenario.expects, &facts, &pods, reader.controller_taints());
+    if let Some((text, json)) = &shadow_report {
+        let _ = writeln!(out, "\n{text}");
+        outcomes.extend(super::shadow::judge(&scenario.shadow_expects, json));
+    }
     let passed = outcomes.iter().all(|o| o.held);
     let _ = writeln!(
         out,
@@ -239,7 +270,7 @@ pub fn run(
         .iter()
         .filter(|f| !matches!(f.kind, FactKind::Step(_)))
         .count();
-    if daemon_writes == 0 {
+    if daemon_writes == 0 && !scenario.incumbent {
         let _ = writeln!(
             out,
             "the daemon made no writes at all: check its log ({}); is it wired to the API?\n",
@@ -265,6 +296,7 @@ pub fn run(
         summary,
         daemon_log: log_path,
         daemon_exit,
+        shadow_report: shadow_report.map(|(text, _)| text),
     })
 }
 

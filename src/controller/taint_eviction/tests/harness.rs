@@ -92,6 +92,7 @@ pub fn node(name: &str, taints: Vec<Taint>) -> Node {
         other_conditions: Vec::new(),
         autonomy: Default::default(),
         maintenance: Default::default(),
+        writers: Default::default(),
     }
 }
 

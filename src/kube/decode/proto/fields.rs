@@ -61,6 +61,14 @@ pub(crate) const META_LABELS: u32 = 11;
 pub(crate) const META_ANNOTATIONS: u32 = 12;
 /// metav1.ObjectMeta.ownerReferences
 pub(crate) const META_OWNER_REFERENCES: u32 = 13;
+/// metav1.ObjectMeta.managedFields (read in shadow mode only)
+pub(crate) const META_MANAGED_FIELDS: u32 = 17;
+/// metav1.ManagedFieldsEntry.manager
+pub(crate) const MANAGED_MANAGER: u32 = 1;
+/// metav1.ManagedFieldsEntry.fieldsV1 (metav1.FieldsV1)
+pub(crate) const MANAGED_FIELDS_V1: u32 = 7;
+/// metav1.FieldsV1.Raw (bytes: JSON)
+pub(crate) const FIELDS_V1_RAW: u32 = 1;
 /// A map<string, string> entry's key
 pub(crate) const MAP_KEY: u32 = 1;
 /// A map<string, string> entry's value

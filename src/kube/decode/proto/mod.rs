@@ -519,3 +519,5 @@ mod tests;
 mod tests_node;
 #[cfg(test)]
 mod tests_utf8;
+#[cfg(test)]
+mod tests_writers;

@@ -147,7 +147,29 @@ fn meta(mut r: Reader<'_>) -> Result<wire::Meta<'_>, ProtoError> {
     Ok(m)
 }
 
-fn node_meta(mut r: Reader<'_>) -> Result<wire::NodeMeta<'_>, ProtoError> {
+/// One managedFields entry, its manager and owned fields into `writers`.
+fn managed_entry(f: &Field<'_>, writers: &mut crate::model::Writers) -> Result<(), ProtoError> {
+    let mut r = f.message("metadata.managedFields")?;
+    let (mut manager, mut fields): (&str, &[u8]) = ("", &[]);
+    while let Some(g) = r.next_field()? {
+        match g.number {
+            MANAGED_MANAGER => manager = g.str("metadata.managedFields.manager")?,
+            MANAGED_FIELDS_V1 => {
+                let mut raw = g.message("metadata.managedFields.fieldsV1")?;
+                while let Some(h) = raw.next_field()? {
+                    if h.number == FIELDS_V1_RAW {
+                        fields = h.bytes("metadata.managedFields.fieldsV1.Raw")?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    writers.add_entry(manager, fields);
+    Ok(())
+}
+
+fn node_meta(mut r: Reader<'_>, read_writers: bool) -> Result<wire::NodeMeta<'_>, ProtoError> {
     let mut m = wire::NodeMeta::default();
     // Room for a kubelet's labels (11 on a cloud node, more with a node pool's): one
     // allocation, not three as the vector grows from 4 to 16.
@@ -164,6 +186,7 @@ fn node_meta(mut r: Reader<'_>) -> Result<wire::NodeMeta<'_>, ProtoError> {
             META_ANNOTATIONS => {
                 kept_map::<wire::AutonomyKeys>(&f, "metadata.annotations", &mut annotations)?
             }
+            META_MANAGED_FIELDS if read_writers => managed_entry(&f, &mut m.writers)?,
             _ => {}
         }
     }
@@ -172,7 +195,7 @@ fn node_meta(mut r: Reader<'_>) -> Result<wire::NodeMeta<'_>, ProtoError> {
     Ok(m)
 }
 
-fn node(mut r: Reader<'_>) -> Result<wire::Node<'_>, ProtoError> {
+fn node(mut r: Reader<'_>, read_writers: bool) -> Result<wire::Node<'_>, ProtoError> {
     let mut n = wire::Node {
         metadata: None,
         spec: None,
@@ -180,7 +203,7 @@ fn node(mut r: Reader<'_>) -> Result<wire::Node<'_>, ProtoError> {
     };
     while let Some(f) = r.next_field()? {
         match f.number {
-            OBJECT_METADATA => n.metadata = Some(node_meta(f.message("metadata")?)?),
+            OBJECT_METADATA => n.metadata = Some(node_meta(f.message("metadata")?, read_writers)?),
             OBJECT_SPEC => n.spec = Some(node_spec(f.message("spec")?)?),
             OBJECT_STATUS => n.status = Some(node_status(f.message("status")?)?),
             _ => {}
@@ -393,7 +416,8 @@ fn pod_status(mut r: Reader<'_>) -> Result<wire::PodStatus, ProtoError> {
 
 impl ProtoWire for Node {
     fn from_proto(object: Reader<'_>, ctx: &mut DecodeContext) -> Result<Node, DecodeError> {
-        Node::from_wire(node(object).map_err(bad::<Node>)?, ctx)
+        let read_writers = ctx.reads_writers();
+        Node::from_wire(node(object, read_writers).map_err(bad::<Node>)?, ctx)
     }
 }
 

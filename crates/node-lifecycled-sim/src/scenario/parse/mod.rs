@@ -61,6 +61,19 @@ struct RawScenario {
     step: Vec<Spanned<RawStep>>,
     #[serde(default)]
     expect: Vec<Spanned<RawExpect>>,
+    incumbent: Option<bool>,
+    #[serde(default)]
+    shadow_expect: Vec<Spanned<RawShadowExpect>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShadowExpect {
+    class: String,
+    kind: Option<String>,
+    rule: Option<String>,
+    at_least: Option<usize>,
+    at_most: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -316,7 +329,53 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Scenario, ScenarioError>
         daemon: raw.daemon.clone().unwrap_or_default(),
         steps,
         expects,
+        incumbent: raw.incumbent.unwrap_or(false),
+        shadow_expects: shadow_expects(&ctx, &raw)?,
     })
+}
+
+fn shadow_expects(ctx: &Ctx, raw: &RawScenario) -> Result<Vec<super::ShadowExpect>, ScenarioError> {
+    const CLASSES: [&str; 5] = ["same", "earlier", "later", "only_ours", "only_theirs"];
+    const KINDS: [&str; 5] = [
+        "node_unknown",
+        "taint_added",
+        "taint_removed",
+        "pod_not_ready",
+        "pod_deletion",
+    ];
+    let mut out = Vec::new();
+    for e in &raw.shadow_expect {
+        let offset = e.span().start;
+        let r = e.get_ref();
+        if !CLASSES.contains(&r.class.as_str()) {
+            return Err(ctx.err(
+                Some(offset),
+                format!(
+                    "shadow_expect.class: one of {}, not {:?}",
+                    CLASSES.join(", "),
+                    r.class
+                ),
+            ));
+        }
+        if let Some(k) = r.kind.as_deref().filter(|k| !KINDS.contains(k)) {
+            return Err(ctx.err(
+                Some(offset),
+                format!("shadow_expect.kind: one of {}, not {k:?}", KINDS.join(", ")),
+            ));
+        }
+        if raw.incumbent != Some(true) {
+            return Err(ctx.err(Some(offset), "shadow_expect needs incumbent = true"));
+        }
+        out.push(super::ShadowExpect {
+            class: r.class.clone(),
+            kind: r.kind.clone(),
+            rule: r.rule.clone(),
+            at_least: r.at_least.unwrap_or(0),
+            at_most: r.at_most,
+            line: ctx.line(offset),
+        });
+    }
+    Ok(out)
 }
 
 fn toml_error(ctx: &Ctx, e: &toml::de::Error) -> ScenarioError {
