@@ -228,8 +228,8 @@ impl Executor {
     /// When `run_ready` has something to do next (a time at or before now: at once); `None`
     /// when nothing is waiting.
     pub fn next_wakeup(&self) -> Option<Time> {
-        let head = if let Some(budget) = self.queue.head_budget() {
-            Some(self.wire.gate(budget))
+        let head = if let Some(gate) = self.queue.head_budgets().map(|b| self.wire.gate(b)).min() {
+            Some(gate)
         } else if self.events.is_empty() {
             None
         } else {
@@ -269,15 +269,14 @@ impl Executor {
         self.promote_delayed(now);
         self.deliver_free_events();
         while calls < max_calls {
-            if let Some(budget) = self.queue.head_budget() {
+            if self.queue.head_budget().is_some() {
                 if self.wire.backoff.until > now {
                     break;
                 }
-                if self.wire.gate(budget) > now {
+                // The most urgent job with a token of its budget (`ActionQueue::pop_ready`).
+                let wire = &self.wire;
+                let Some((job, budget)) = self.queue.pop_ready(|b| wire.gate(b) <= now) else {
                     self.wire.throttled_since.get_or_insert(now);
-                    break;
-                }
-                let Some(job) = self.queue.pop_front() else {
                     break;
                 };
                 if budget != Budget::SharedLeavingReserve {

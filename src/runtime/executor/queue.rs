@@ -69,6 +69,7 @@ impl ActionQueue {
         self.classes[class(&job.action)].push_front(job);
     }
 
+    #[cfg(test)]
     pub(crate) fn pop_front(&mut self) -> Option<Job> {
         self.classes.iter_mut().find_map(VecDeque::pop_front)
     }
@@ -79,6 +80,36 @@ impl ActionQueue {
             .iter()
             .find_map(|c| c.front())
             .map(|job| budget(&job.action))
+    }
+
+    /// The budgets the class heads spend, most urgent class first.
+    pub(crate) fn head_budgets(&self) -> impl Iterator<Item = Budget> + '_ {
+        self.classes
+            .iter()
+            .filter_map(|c| c.front())
+            .map(|job| budget(&job.action))
+    }
+
+    /// The most urgent job whose budget has a token (`ready`), with that budget. The live Lease
+    /// reads spend a budget of their own: when a mass failure queues thousands of them, the
+    /// status writes of the verdicts already confirmed go on the shared budget meanwhile, instead
+    /// of waiting until every read is made (5,000 nodes at qps 20: 250 s with no node marked).
+    /// Classes on the shared budget keep their order: one whose head finds no token leaves none
+    /// for those after it.
+    pub(crate) fn pop_ready(&mut self, ready: impl Fn(Budget) -> bool) -> Option<(Job, Budget)> {
+        for c in &mut self.classes {
+            let Some(front) = c.front() else {
+                continue;
+            };
+            let b = budget(&front.action);
+            if ready(b) {
+                return c.pop_front().map(|job| (job, b));
+            }
+            if b != Budget::LiveReads {
+                return None;
+            }
+        }
+        None
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -187,5 +218,57 @@ mod tests {
             .map(|j| id(&j))
             .collect();
         assert_eq!(order, [9, 1, 2]);
+    }
+
+    fn read(i: u64) -> Action {
+        Action::ReadLease {
+            id: ActionId(i),
+            node: format!("n{i}").into(),
+        }
+    }
+
+    /// 5,000 nodes die at once: their live Lease reads wait for their own budget, and the
+    /// status writes of the verdicts already confirmed go on the shared one meanwhile; pod
+    /// writes behind a status write that finds no token wait.
+    #[test]
+    fn status_writes_go_on_the_shared_budget_while_live_reads_wait_for_theirs() {
+        let mut q = ActionQueue::default();
+        for i in 1..=3 {
+            q.push_back(job(read(i)));
+        }
+        q.push_back(job(mark(10)));
+        q.push_back(job(Action::UpdateNodeConditions {
+            id: ActionId(20),
+            node: "n0".into(),
+            uid: "u".into(),
+            resource_version: "1".into(),
+            conditions: Vec::new(),
+        }));
+        let shared_only = |b: Budget| b != Budget::LiveReads;
+        let (first, b) = q.pop_ready(shared_only).expect("the status write");
+        assert_eq!((id(&first), b), (20, Budget::Shared));
+        let (next, b) = q.pop_ready(shared_only).expect("the mark");
+        assert_eq!((id(&next), b), (10, Budget::SharedLeavingReserve));
+        assert!(q.pop_ready(shared_only).is_none(), "only reads are left");
+        let (read, b) = q.pop_ready(|_| true).expect("a read");
+        assert_eq!((id(&read), b), (1, Budget::LiveReads));
+        // A status write that finds no token holds the pod writes behind it.
+        q.push_back(job(mark(11)));
+        q.push_back(job(Action::UpdateNodeConditions {
+            id: ActionId(21),
+            node: "n0".into(),
+            uid: "u".into(),
+            resource_version: "1".into(),
+            conditions: Vec::new(),
+        }));
+        assert!(q.pop_ready(|b| b == Budget::SharedLeavingReserve).is_none());
+        assert_eq!(
+            q.head_budgets().collect::<Vec<_>>(),
+            [
+                Budget::LiveReads,
+                Budget::Shared,
+                Budget::SharedLeavingReserve
+            ]
+        );
     }
 }
