@@ -24,10 +24,9 @@ impl SizeRun<'_> {
     /// When the daemon's DELETE of `default/name` reached the simulator (time since start).
     fn wait_for_delete(&self, name: &str, timeout: Duration) -> Result<Duration, String> {
         let deadline = Instant::now() + timeout;
-        let mut seen = 0;
+        let mut seq = 0;
         loop {
-            let writes = self.sim.writes();
-            for w in &writes[seen.min(writes.len())..] {
+            for w in &self.writes_since(&mut seq) {
                 if w.verb == Verb::Delete
                     && w.resource == Resource::Pods
                     && w.name == name
@@ -37,7 +36,6 @@ impl SizeRun<'_> {
                     return Ok(w.elapsed);
                 }
             }
-            seen = writes.len();
             if Instant::now() >= deadline {
                 return Err(format!(
                     "the daemon did not delete pod default/{name} (on {SINK_NODE}, tainted \

@@ -48,7 +48,7 @@ impl SizeRun<'_> {
         let mut taint: Vec<Option<Time>> = vec![None; victims];
         let mut delete: Vec<Option<Time>> = vec![None; victims];
         let mut reader = FactReader::new(Some(&self.token), Duration::ZERO);
-        let mut seen = written_before;
+        let mut seq = self.writes_end();
         let deadline = Instant::now()
             + self.options.grace
             + self.options.renew_interval.mul_f64(1.05)
@@ -60,8 +60,7 @@ impl SizeRun<'_> {
         while delete.iter().any(Option::is_none) && Instant::now() < deadline {
             daemon.exited_early()?;
             std::thread::sleep(Duration::from_millis(50));
-            let writes = self.sim.writes();
-            for record in &writes[seen.min(writes.len())..] {
+            for record in &self.writes_since(&mut seq) {
                 for fact in reader.read(std::slice::from_ref(record)) {
                     match fact.kind {
                         FactKind::NodeReady { node, status, .. } if status == "Unknown" => {
@@ -87,7 +86,6 @@ impl SizeRun<'_> {
                     }
                 }
             }
-            seen = writes.len();
         }
         let millis = |t: Time| t.as_unix_millis() as i64;
         let grace = self.options.grace.as_millis() as i64;

@@ -131,14 +131,13 @@ impl SizeRun<'_> {
         let (mut first_pod, mut last_pod): (Option<Time>, Option<Time>) = (None, None);
         let mut marked = 0usize;
         let mut reader = FactReader::new(Some(&self.token), Duration::ZERO);
-        let mut seen = written_before;
+        let mut seq = self.writes_end();
         while wall.elapsed() < self.options.mass_failure_window
             && (marked < pod_marks.len() || unknown.contains(&0))
         {
             daemon.exited_early()?;
             std::thread::sleep(Duration::from_millis(200));
-            let writes = self.sim.writes();
-            for record in &writes[seen.min(writes.len())..] {
+            for record in &self.writes_since(&mut seq) {
                 for fact in reader.read(std::slice::from_ref(record)) {
                     match fact.kind {
                         FactKind::NodeReady { node, status, .. } if status == "Unknown" => {
@@ -162,7 +161,6 @@ impl SizeRun<'_> {
                     }
                 }
             }
-            seen = writes.len();
         }
         let window = wall.elapsed();
         let (r1, k1) = (read(daemon)?, self.kubelets.stats());
