@@ -162,8 +162,9 @@ impl Daemon {
         self.report_informers_watching(now);
         self.informers.start(lp);
         warn!(
-            "dry_run (or shadow) is now {dry_run}: {} queued writes dropped; relisting nodes, leases and pods \
-             so decisions start again from the cluster's real state",
+            "dry_run is now {dry_run}{}: {} queued writes dropped; relisting nodes, leases and \
+             pods so decisions start again from the cluster's real state",
+            if self.config.shadow { " (shadow)" } else { "" },
             abandoned.len()
         );
     }
