@@ -220,6 +220,16 @@ mod tests {
         assert_eq!(order, [9, 1, 2]);
     }
 
+    fn status(i: u64) -> Action {
+        Action::UpdateNodeConditions {
+            id: ActionId(i),
+            node: "n0".into(),
+            uid: "u".into(),
+            resource_version: "1".into(),
+            conditions: Vec::new(),
+        }
+    }
+
     fn read(i: u64) -> Action {
         Action::ReadLease {
             id: ActionId(i),
@@ -237,13 +247,7 @@ mod tests {
             q.push_back(job(read(i)));
         }
         q.push_back(job(mark(10)));
-        q.push_back(job(Action::UpdateNodeConditions {
-            id: ActionId(20),
-            node: "n0".into(),
-            uid: "u".into(),
-            resource_version: "1".into(),
-            conditions: Vec::new(),
-        }));
+        q.push_back(job(status(20)));
         let shared_only = |b: Budget| b != Budget::LiveReads;
         let (first, b) = q.pop_ready(shared_only).expect("the status write");
         assert_eq!((id(&first), b), (20, Budget::Shared));
@@ -254,13 +258,7 @@ mod tests {
         assert_eq!((id(&read), b), (1, Budget::LiveReads));
         // A status write that finds no token holds the pod writes behind it.
         q.push_back(job(mark(11)));
-        q.push_back(job(Action::UpdateNodeConditions {
-            id: ActionId(21),
-            node: "n0".into(),
-            uid: "u".into(),
-            resource_version: "1".into(),
-            conditions: Vec::new(),
-        }));
+        q.push_back(job(status(21)));
         assert!(q.pop_ready(|b| b == Budget::SharedLeavingReserve).is_none());
         assert_eq!(
             q.head_budgets().collect::<Vec<_>>(),
