@@ -115,3 +115,74 @@ fn shadow_mode_switched_on_by_a_reload_pairs_the_incumbents_writes_and_writes_no
     let kept = std::fs::read_to_string(sim.dir.path().join("shadow.json")).unwrap();
     assert!(kept.contains("\"same/node_unknown\":1"), "{kept}");
 }
+
+/// The incumbent marks a dead node (Ready=Unknown, the unreachable taint) while our watches
+/// are stalled; our verdict on the version before it then meets a newer node in dry-run's
+/// read. That read (a 409's re-read, as a real write would have had) is fed to our
+/// controllers: masked like a watched object, they still see the node as they left it and
+/// decide its taint themselves. Unmasked, they took the incumbent's marks for done and never
+/// decided the taint (found by `soak --shadow`: the marks, kept as ours, were then lifted
+/// as an `earlier taint_removed` when the node's Ready came back through the watch).
+#[test]
+fn an_incumbents_marks_read_back_after_a_dry_run_conflict_stay_hidden_from_our_controllers() {
+    let sim = Sim::start("shadow-reread", &[TOKEN]);
+    let nodes: Vec<String> = ["n1", "n2", "n3"].iter().map(|s| s.to_string()).collect();
+    for n in &nodes {
+        sim.add_node(n, Some("z1"));
+    }
+    let kubelets = Kubelets::start(sim.cluster(), &nodes, Duration::from_millis(300));
+    let timing = Timing {
+        dry_run: true,
+        grace: "6s",
+        // No reconnect of the stalled watches before our verdict: nothing but dry-run's read
+        // shows the marks.
+        watch_idle_timeout: "5s",
+        ..Timing::default()
+    };
+    let kubeconfig = sim.kubeconfig(TOKEN);
+    let socket = sim.dir.path().join("control.sock");
+    let text = format!(
+        "shadow = true\nshadow_file = \"{}\"\ncontrol_socket = \"{}\"\n{}",
+        sim.dir.path().join("shadow.json").display(),
+        socket.display(),
+        config_text(&kubeconfig, &timing)
+    );
+    let mut d = Daemon::start("shadow-reread", &sim.dir, &text, &[]);
+    d.wait_log("acting (leader election disabled)", Duration::from_secs(15));
+    wait_until(
+        "synced",
+        Duration::from_secs(10),
+        || report(&socket)["pending"] == 0,
+        || d.log(),
+    );
+    kubelets.set_alive("n1", false);
+    // Grace 6 s: the marks land two seconds before our verdict is due, unseen by our watches.
+    std::thread::sleep(Duration::from_millis(3500));
+    sim.handle
+        .faults()
+        .stall_watches(Some(Duration::from_secs(8)));
+    std::thread::sleep(Duration::from_millis(300));
+    let incumbent = sim
+        .cluster()
+        .with_identity(node_lifecycled_sim::Identity::direct(
+            "kube-controller-manager",
+        ));
+    let now = incumbent.now().to_rfc3339();
+    incumbent
+        .update(node_lifecycled_sim::Resource::Nodes, None, "n1", |v| {
+            for c in v["status"]["conditions"].as_array_mut().unwrap() {
+                if c["type"] == "Ready" {
+                    c["status"] = json!("Unknown");
+                    c["reason"] = json!("NodeStatusUnknown");
+                    c["lastTransitionTime"] = json!(now);
+                }
+            }
+            v["spec"]["taints"] = json!([{"key": "node.kubernetes.io/unreachable",
+                "effect": "NoSchedule", "timeAdded": now}]);
+        })
+        .unwrap();
+    d.wait_log(
+        "would taint node n1 node.kubernetes.io/unreachable:NoSchedule",
+        Duration::from_secs(10),
+    );
+}

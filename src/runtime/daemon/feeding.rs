@@ -97,6 +97,26 @@ impl Daemon {
         }
     }
 
+    /// In shadow mode, an object the executor fed back that is not dry-run's own answer is
+    /// the server's, read back (the re-read after a version conflict): it may hold the
+    /// incumbent's writes our watches have not delivered yet, so it is masked as a watched
+    /// object is. Dry-run's answers (our write laid over the object) go as they are.
+    pub(super) fn mask_read_back(&mut self, input: Input) -> Input {
+        let Some(shadow) = self.shadow.as_ref() else {
+            return input;
+        };
+        if !matches!(input, Input::NodeUpsert(_) | Input::PodUpsert(_))
+            || self.executor.is_own_answer(&input)
+        {
+            return input;
+        }
+        let (input, masked) = shadow.mask(input, &self.controllers);
+        if masked {
+            self.executor.keep_as_shadow(&input);
+        }
+        input
+    }
+
     /// One call of the informer `select` picks, its deltas fed to the controllers; true when
     /// they include a (re)sync. The one path all three informers take.
     fn pump<T: Fed>(

@@ -282,6 +282,7 @@ impl Daemon {
             }
             let now = lp.now();
             for input in inputs {
+                let input = self.mask_read_back(input);
                 self.feed(input, now);
             }
         }

@@ -178,6 +178,16 @@ impl Shadows {
             .filter(|s| &*s.uid == uid && &*s.resource_version == resource_version)
     }
 
+    /// Whether `input` is dry-run's own answer (an object as a write of ours left it, kept as
+    /// its shadow), not the server's object read back.
+    pub(crate) fn holds(&self, input: &Input) -> bool {
+        match input {
+            Input::NodeUpsert(n) => self.nodes.get(&n.name) == Some(n),
+            Input::PodUpsert(p) => self.pods.get(&p.key) == Some(p),
+            _ => false,
+        }
+    }
+
     pub(crate) fn remember_node(&mut self, node: Node) {
         self.nodes.insert(node.name.clone(), node);
     }

@@ -20,6 +20,11 @@ impl DryRun {
     pub(crate) fn shadows(&self) -> usize {
         self.shadows.len()
     }
+
+    /// Whether `input` is one of dry-run's own answers (`Shadows::holds`).
+    pub(crate) fn holds(&self, input: &Input) -> bool {
+        self.shadows.holds(input)
+    }
 }
 
 impl Transport for DryRun {

@@ -356,6 +356,12 @@ impl Executor {
 
     /// Shadow mode: dry-run builds on this object (the server's without the incumbent's
     /// writes) while the server's copy stays at its version. Nothing without dry-run.
+    /// Whether `input`, fed back by [`Executor::run_ready`], is dry-run's answer as a write of
+    /// ours left the object; otherwise it is the server's object read back (a 409's re-read).
+    pub(crate) fn is_own_answer(&self, input: &Input) -> bool {
+        self.transport.dry_run().is_some_and(|d| d.holds(input))
+    }
+
     pub(crate) fn keep_as_shadow(&mut self, input: &Input) {
         self.transport.keep_as_shadow(input);
     }

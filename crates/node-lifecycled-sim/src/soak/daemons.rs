@@ -38,6 +38,17 @@ pub struct Policy {
     pub partitions: bool,
     /// `[fencing]` with this fence agent (`fencing.rs`).
     pub fencing: Option<PathBuf>,
+    /// `--shadow`: `shadow = true`, each daemon's `shadow_file` and `control_socket` in this
+    /// directory (the run's), as [`shadow_paths`] names them.
+    pub shadow: Option<PathBuf>,
+}
+
+/// A daemon's shadow history file and control socket under `--shadow`.
+pub fn shadow_paths(dir: &Path, identity: &str) -> (PathBuf, PathBuf) {
+    (
+        dir.join(format!("{identity}.shadow.json")),
+        dir.join(format!("{identity}.sock")),
+    )
 }
 
 impl Policy {
@@ -81,7 +92,15 @@ impl Policy {
 }
 
 pub fn config_text(kubeconfig: &Path, identity: &str, log_level: &str, policy: &Policy) -> String {
-    let (top, tables) = policy.text();
+    let (mut top, tables) = policy.text();
+    if let Some(dir) = &policy.shadow {
+        let (file, socket) = shadow_paths(dir, identity);
+        top.push_str(&format!(
+            "shadow = true\nshadow_file = \"{}\"\ncontrol_socket = \"{}\"\n",
+            file.display(),
+            socket.display()
+        ));
+    }
     format!(
         "{top}node_monitor_period = \"1s\"\n\
          node_monitor_grace_period = \"{}s\"\n\
@@ -174,6 +193,14 @@ impl Daemon {
             let _ = child.wait();
         }
         self.restart_at = Some(Instant::now() + restart_after);
+    }
+
+    /// SIGTERM (SIGKILL after the stop grace), and start again `restart_after` from now (at a
+    /// later `poll`); true when it stopped by itself.
+    pub fn terminate(&mut self, restart_after: Duration) -> bool {
+        let clean = self.stop();
+        self.restart_at = Some(Instant::now() + restart_after);
+        clean
     }
 
     /// Killed and due to start again (at the next `poll`).
@@ -278,5 +305,40 @@ fn signal(pid: u32, sig: i32) {
         unsafe {
             kill(pid, sig);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use node_lifecycled::config::Config;
+
+    #[test]
+    fn the_shadow_config_elects_on_its_own_lease_and_is_accepted() {
+        let dir = Path::new("/run/soak");
+        let policy = Policy {
+            shadow: Some(dir.to_path_buf()),
+            ..Policy::default()
+        };
+        let text = config_text(
+            Path::new("/run/soak/a.kubeconfig"),
+            "daemon-a",
+            "info",
+            &policy,
+        );
+        let name = Path::new("daemon-a.toml");
+        let config = Config::from_str(&text, name).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(config.shadow && config.leader_election.enabled);
+        assert_eq!(config.shadow_file, Some(shadow_paths(dir, "daemon-a").0));
+        assert_eq!(config.control_socket, Some(shadow_paths(dir, "daemon-a").1));
+        // The one election shadow mode refuses: on the incumbent's own Lease.
+        let on_theirs = text.replace(
+            "[leader_election]\n",
+            "[leader_election]\nname = \"kube-controller-manager\"\n",
+        );
+        assert!(Config::from_str(&on_theirs, name).is_err());
+        // Without --shadow, no shadow key.
+        let plain = config_text(Path::new("/a"), "daemon-a", "info", &Policy::default());
+        assert!(!plain.contains("shadow"));
     }
 }

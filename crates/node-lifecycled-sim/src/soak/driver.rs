@@ -160,6 +160,8 @@ impl Run<'_> {
                     .map(|(d, _)| d);
                 if let Some(daemon) = victim {
                     daemon.kill(*restart);
+                    let name = daemon.name.clone();
+                    self.checker.daemon_ended(&name, now, false);
                     self.checker.leader_killed(now);
                     // The other takes over after the Lease expires, then syncs.
                     let end = secs(daemons::LEASE_DURATION + Duration::from_secs(5));
@@ -168,6 +170,7 @@ impl Run<'_> {
                         .fault(FaultClass::Blocking, "kill-leader", now, end);
                 }
             }
+            Fault::RestartDaemon { leader, after } => self.restart_daemon(*leader, *after),
             Fault::PauseFencing(length) => {
                 // Whole seconds, as the annotation carries it (RFC 3339 without fractions): the
                 // pause ends for the daemons at this instant, not at `now + length`.
@@ -270,6 +273,17 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The name of the daemon holding the leader Lease.
+    pub(super) fn leader(&self) -> Option<String> {
+        self.cluster
+            .get(Resource::Leases, Some("kube-system"), "node-lifecycled")
+            .and_then(|l| {
+                l.pointer("/spec/holderIdentity")?
+                    .as_str()
+                    .map(str::to_string)
+            })
     }
 
     /// Writes (or, `None`, takes off) the pause annotation on the leader Lease, as

@@ -57,6 +57,8 @@ pub const NOT_READY: &str = "node.kubernetes.io/not-ready:NoExecute";
 pub const KUBELET: &str = "kubelet";
 /// Writes of this identity are the soak driver's (pods created).
 pub const DRIVER: &str = "soak";
+/// Writes of this identity are the simulator's incumbent's (`--shadow`).
+pub const INCUMBENT: &str = "kube-controller-manager";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
@@ -141,6 +143,8 @@ pub struct Obligations {
     pub pod_marks_checked: u64,
     pub holds_judged: u64,
     pub holds_excused: u64,
+    /// `--shadow` (`shadow_rules.rs`).
+    pub shadow: super::shadow_rules::ShadowCounts,
 }
 
 /// What a daemon-side fault does to the daemons' decisions (`decision-late`).
@@ -189,6 +193,8 @@ pub struct Checker {
     pub(super) brake: super::brake_rule::BrakeTruth,
     pub(super) fence: super::fencing::FenceTruth,
     pub(super) partitions: super::domains::DomainTruth,
+    /// `--shadow`: the daemons' processes and reports (`shadow_rules.rs`).
+    pub(super) shadow: Option<super::shadow_rules::ShadowTruth>,
 }
 
 impl Checker {
@@ -223,6 +229,7 @@ impl Checker {
             brake: Default::default(),
             fence: Default::default(),
             partitions: Default::default(),
+            shadow: None,
         };
         for node in nodes {
             let zone = zone_of(node).to_string();
@@ -357,9 +364,15 @@ impl Checker {
             return;
         }
         let Some(daemon) = r.identity.token.as_ref().and_then(|t| self.daemons.get(t)) else {
+            if self.shadow.is_some() && label == INCUMBENT {
+                // The writer of record: counted by request, not judged.
+                let key = format!("incumbent: {} {}", r.verb, r.target());
+                *self.decisions.entry(key).or_default() += 1;
+            }
             return;
         };
         let daemon = daemon.clone();
+        self.check_shadow_write(&daemon, r);
         let leader_lease =
             r.resource == Resource::Leases && r.namespace.as_deref() != Some("kube-node-lease");
         if !leader_lease {

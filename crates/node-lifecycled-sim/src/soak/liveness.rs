@@ -9,6 +9,10 @@ use node_lifecycled::time::Time;
 impl Checker {
     /// Judges the liveness obligations due at `now`.
     pub fn check_liveness(&mut self, now: Time) {
+        if self.shadow.is_some() {
+            // The daemons owe no write: the incumbent acts (`shadow_rules.rs`).
+            return;
+        }
         self.update_brake(now);
         if !self.holds.is_empty() {
             // A hold runs out with time (`domains.rs`): its dead nodes are due from then.

@@ -24,6 +24,8 @@ mod liveness;
 pub mod report;
 mod safety;
 pub mod schedule;
+mod shadow;
+pub mod shadow_rules;
 mod zone_rules;
 
 use std::fs;
@@ -71,6 +73,9 @@ pub struct SoakOptions {
     /// The daemons fence a quarter of the nodes through a fence agent that escalates and never
     /// succeeds, and the plan pauses fencing around fence steps (`fencing.rs`).
     pub fencing: bool,
+    /// The simulator's incumbent (`crate::incumbent`) writes; the daemons run in shadow mode,
+    /// each with its history file, and are restarted with SIGTERM too (`shadow_rules.rs`).
+    pub shadow: bool,
 }
 
 impl SoakOptions {
@@ -87,6 +92,7 @@ impl SoakOptions {
             brake: None,
             pools: false,
             fencing: false,
+            shadow: false,
         }
     }
 }
@@ -234,6 +240,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         } else {
             None
         },
+        shadow: options.shadow.then(|| dir.clone()),
     };
     let fence_nodes = if options.fencing {
         fencing::fence_nodes(populated.nodes.len())
@@ -250,6 +257,23 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         .zip(DAEMON_NAMES)
         .collect();
     let mut checker = Checker::new(limits, &pairs, &populated.nodes, start);
+    // The writer of record under --shadow: upstream's batch rules on the daemons' timing.
+    let incumbent = if options.shadow {
+        checker.use_shadow();
+        let config = crate::incumbent::IncumbentConfig {
+            period: Duration::from_secs(1),
+            grace: daemons::GRACE,
+            eviction_rate: daemons::EVICTION_RATE,
+            large_cluster_size_threshold: 50,
+            unhealthy_zone_threshold: 0.55,
+        };
+        Some(
+            crate::incumbent::Incumbent::start(&cluster, config)
+                .map_err(|e| format!("cannot start the incumbent: {e}"))?,
+        )
+    } else {
+        None
+    };
     if options.partitions {
         checker.use_domains(domains::domain_of, domains::holds(), start);
         checker.keep_pods_ready_in(domains::keeping_pods_ready());
@@ -274,6 +298,9 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         let mut daemon = Daemon::new(name, &options.daemon, &dir);
         daemon.write_config(&daemons::config_text(&kubeconfig, name, "info", &policy))?;
         let _ = fs::remove_file(&daemon.log);
+        if options.shadow {
+            let _ = fs::remove_file(daemons::shadow_paths(&dir, name).0);
+        }
         daemon.start()?;
         daemons.push((daemon, kubeconfig));
     }
@@ -313,6 +340,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         },
         fence_nodes,
         fence_after: fencing::AFTER,
+        shadow: options.shadow,
     };
     let steps = schedule::plan(options.seed, &shape);
     let _ = writeln!(
@@ -353,6 +381,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     let mut last_liveness = Instant::now();
     let mut last_rss = Instant::now();
     let mut last_progress = Instant::now();
+    let mut last_report = Instant::now();
     let mut printed = 0;
     while began.elapsed() < options.duration {
         if options
@@ -380,6 +409,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
             last_liveness = Instant::now();
             run.checker.check_liveness(cluster.now());
         }
+        run.shadow_reports(&mut last_report);
         if last_rss.elapsed() >= Duration::from_secs(5) {
             last_rss = Instant::now();
             run.sample_rss();
@@ -405,11 +435,12 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     let end = cluster.now();
     run.checker.check_liveness(end);
     run.checker.finish(end);
-    let mut clean_stops = 0;
-    for (daemon, _) in &mut run.daemons {
-        if daemon.stop() {
-            clean_stops += 1;
-        }
+    run.final_reports();
+    let stopped: Vec<bool> = run.daemons.iter_mut().map(|(d, _)| d.stop()).collect();
+    let clean_stops = stopped.iter().filter(|&&s| s).count();
+    run.judge_shadow(&stopped);
+    for v in run.checker.violations.iter().skip(printed) {
+        let _ = writeln!(out, "  VIOLATION {} {}: {}", v.at, v.rule, v.detail);
     }
     let report = SoakReport {
         seed: options.seed,
@@ -432,7 +463,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
         clean_stops,
         dir,
         policy_args: format!(
-            "{}{}{}{}",
+            "{}{}{}{}{}",
             options
                 .brake
                 .map(|n| format!(" --brake {n}"))
@@ -443,7 +474,8 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
                 " --partitions"
             } else {
                 ""
-            }
+            },
+            if options.shadow { " --shadow" } else { "" }
         ),
     };
     // Every write of the run, the kubelets' included, for reading a violation's story.
@@ -455,6 +487,7 @@ pub fn run(options: &SoakOptions, out: &mut dyn Write) -> Result<SoakReport, Str
     if let Err(e) = fs::write(&faults, &run.fault_log) {
         let _ = writeln!(out, "cannot write {}: {e}", faults.display());
     }
+    drop(incumbent);
     kubelets.shutdown();
     sim.shutdown();
     Ok(report)

@@ -126,6 +126,25 @@ impl fmt::Display for SoakReport {
                 o.pod_marks_checked, o.holds_judged, o.holds_excused
             )?;
         }
+        let s = &o.shadow;
+        if !s.finals.is_empty() {
+            writeln!(
+                f,
+                "shadow: {} divergence lines logged, {} in the final histories, {} lost with a \
+                 SIGKILL (within the kill window), {} rotated out; {} reports checked, {} \
+                 excused (a SIGKILL soon after), {} asks unanswered",
+                s.logged,
+                s.kept,
+                s.lost_to_kill,
+                s.rotated_out,
+                s.reports_checked,
+                s.reports_excused,
+                s.asks_failed
+            )?;
+            for (daemon, summary) in &s.finals {
+                writeln!(f, "  {daemon} history at the end: {summary}")?;
+            }
+        }
         for (daemon, starts) in &self.daemon_starts {
             writeln!(f, "daemon {daemon}: started {starts} times")?;
         }

@@ -74,6 +74,7 @@ usage:
                        NotReady per second, every write counted (window: default 300s)
   node-lifecycled-sim soak [--duration D] [--seed S] [--nodes N] [--zones Z] [--daemon PATH]
                            [--dir DIR] [--brake N] [--pools | --partitions] [--fencing]
+                           [--shadow]
       The randomized fault soak: two daemons with leader election against the simulated
       cluster (24 nodes in 3 zones by default) for --duration (default 30m) while a plan drawn
       from --seed (default 1) stops, reboots and flaps kubelets, drops, stalls, corrupts and
@@ -92,6 +93,10 @@ usage:
         --fencing   the daemons fence a quarter of the nodes through an agent that escalates
                     and never succeeds, and fencing is paused around fence steps: no step
                     may start while paused, for a node that renews, or in a disrupted zone
+        --shadow    the simulator's incumbent (upstream's batch rules) writes; the daemons run
+                    in shadow mode with a history file each, are also restarted with SIGTERM,
+                    and must write nothing and lose no divergence across restarts (alone:
+                    not with --brake, --pools, --partitions or --fencing)
   node-lifecycled-sim floor-reader --kubeconfig FILE [--watch leases,nodes] [--grid D]
                                    [--warmup D] [--duration D]
       The floor of the daemon's CPU per watch event on any API server (the real one too): a
@@ -171,6 +176,8 @@ pub struct SoakArgs {
     pub partitions: bool,
     /// `--fencing`: fencing in two failing steps, paused around them.
     pub fencing: bool,
+    /// `--shadow`: an incumbent writes, the daemons shadow it.
+    pub shadow: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -271,6 +278,17 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
                 // and the checker knows one layout at a time.
                 return Err("--pools and --partitions exclude each other".into());
             }
+            let (fencing, shadow) = (options.flag("--fencing"), options.flag("--shadow"));
+            let brake = options.number("--brake")?;
+            if shadow && (fencing || pools || partitions || brake.is_some()) {
+                // Shadow mode refuses [fencing]; the policies' rules judge the daemons'
+                // writes, of which shadow mode makes none.
+                return Err(
+                    "--shadow runs alone: not with --brake, --pools, --partitions or \
+                            --fencing"
+                        .into(),
+                );
+            }
             Command::Soak(SoakArgs {
                 duration,
                 seed,
@@ -278,10 +296,11 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Command, S
                 zones,
                 daemon: options.value("--daemon")?.map(PathBuf::from),
                 dir: options.value("--dir")?.map(PathBuf::from),
-                brake: options.number("--brake")?,
+                brake,
                 pools,
                 partitions,
-                fencing: options.flag("--fencing"),
+                fencing,
+                shadow,
             })
         }
         "check" => Command::Check(options.positional().ok_or("check needs a FILE")?),
@@ -448,6 +467,11 @@ mod tests {
         assert!(parse(&["bench", "--quick", "--quick"]).is_err());
         assert!(parse(&["serve", "--quick"]).is_err());
         assert!(parse(&["soak", "--pools", "--partitions"]).is_err());
+        assert!(matches!(parse(&["soak", "--shadow"]), Ok(Command::Soak(a)) if a.shadow));
+        for with in ["--fencing", "--partitions", "--pools"] {
+            assert!(parse(&["soak", "--shadow", with]).is_err(), "{with}");
+        }
+        assert!(parse(&["soak", "--shadow", "--brake", "4"]).is_err());
         assert_eq!(
             parse(&["check", "a.toml"]),
             Ok(Command::Check("a.toml".into()))

@@ -206,6 +206,7 @@ fn run_soak(args: SoakArgs) -> ExitCode {
     options.pools = args.pools;
     options.partitions = args.partitions;
     options.fencing = args.fencing;
+    options.shadow = args.shadow;
     // Interrupted, the soak stops its daemons before it exits (none is left running).
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -249,5 +249,6 @@ mod decision_deadline;
 mod fencing;
 mod liveness;
 mod safety;
+mod shadow;
 mod untaint;
 mod zone_rules;

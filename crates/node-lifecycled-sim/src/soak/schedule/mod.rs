@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::testing::Rng;
 
 mod fencing;
+mod shadow;
 mod sites;
 
 /// One thing the soak does to the cluster or the daemons.
@@ -55,6 +56,12 @@ pub enum Fault {
     PauseFencing(Duration),
     /// The pause annotation taken off (`node-lifecycled resume`).
     ResumeFencing,
+    /// SIGTERM of the daemon holding the leader Lease (`leader`) or of the other one, started
+    /// again after the duration (`--shadow`: a restart that saves the shadow history).
+    RestartDaemon {
+        leader: bool,
+        after: Duration,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -101,6 +108,9 @@ pub struct PlanShape {
     /// no fence episodes.
     pub fence_nodes: Vec<usize>,
     pub fence_after: Duration,
+    /// `--shadow`: the daemons write nothing (an incumbent does), so `burst-409` (on node
+    /// writes) is not drawn and `daemon-restart` is.
+    pub shadow: bool,
 }
 
 /// A disruption domain of the plan.
@@ -139,6 +149,9 @@ const EPISODES: [(&str, u64); 21] = [
 /// `::fence_nodes`), so the plans of soaks without them stay as they were.
 const SITE_EPISODES: [(&str, u64); 2] = [("site-dark-failover", 2), ("hold-across-takeover", 2)];
 const FENCE_EPISODES: [(&str, u64); 1] = [("fence-escalation-pause", 6)];
+const SHADOW_EPISODES: [(&str, u64); 1] = [("daemon-restart", 3)];
+/// Not drawn under `--shadow`: the next node writes answered 409, and the daemons make none.
+const NOT_IN_SHADOW: [&str; 1] = ["burst-409"];
 
 struct Planner {
     rng: Rng,
@@ -164,7 +177,7 @@ struct Planner {
 }
 
 /// The episode kinds that stop or slow the daemons (the checker excuses what they delay).
-const BLOCKING: [&str; 7] = [
+const BLOCKING: [&str; 8] = [
     "watch-stall",
     "watch-freeze",
     "api-restart",
@@ -172,6 +185,7 @@ const BLOCKING: [&str; 7] = [
     "burst-500",
     "slow-responses",
     "kill-leader",
+    "daemon-restart",
 ];
 
 /// A zone's share of silent nodes that makes it partially disrupted (docs/upstream.md, "Zones"; the
@@ -398,6 +412,7 @@ impl Planner {
             "reload-good" => self.push(at, Fault::Reload { valid: true }, kind),
             "site-dark-failover" | "hold-across-takeover" => self.site_episode(kind, at),
             "fence-escalation-pause" => self.fence_episode(at, max_down),
+            "daemon-restart" => self.restart_episode(at),
             _ => self.push(at, Fault::Reload { valid: false }, "reload-bad"),
         }
     }
@@ -453,6 +468,10 @@ fn plan_with_quiet(seed: u64, shape: &PlanShape) -> (Vec<Step>, Vec<(Duration, D
     }
     if !shape.fence_nodes.is_empty() {
         episodes.extend(FENCE_EPISODES);
+    }
+    if shape.shadow {
+        episodes.retain(|(k, _)| !NOT_IN_SHADOW.contains(k));
+        episodes.extend(SHADOW_EPISODES);
     }
     let total: u64 = episodes.iter().map(|(_, w)| w).sum();
     let end = shape.duration.saturating_sub(shape.cooldown);

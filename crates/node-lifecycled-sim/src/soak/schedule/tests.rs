@@ -16,6 +16,7 @@ fn shape(duration: Duration) -> PlanShape {
         sites: Vec::new(),
         fence_nodes: Vec::new(),
         fence_after: Duration::from_secs(2),
+        shadow: false,
     }
 }
 
@@ -70,6 +71,50 @@ fn without_sites_or_fencing_no_new_episode_is_drawn() {
             .iter()
             .all(|s| !matches!(s.fault, Fault::PauseFencing(_) | Fault::ResumeFencing))
     );
+}
+
+#[test]
+fn without_shadow_no_restart_is_drawn() {
+    // `daemon-restart` is drawn only under --shadow, and `burst-409` is left out only there:
+    // the other plans' seeds replay the same faults as before --shadow existed.
+    for s in [
+        shape(Duration::from_secs(1800)),
+        shape_with_sites_and_fencing(Duration::from_secs(1800)),
+    ] {
+        let steps = plan(11, &s);
+        assert!(steps.iter().all(|s| s.kind != "daemon-restart"));
+        assert!(
+            steps
+                .iter()
+                .all(|s| !matches!(s.fault, Fault::RestartDaemon { .. }))
+        );
+        assert!(steps.iter().any(|s| s.kind == "burst-409"));
+    }
+}
+
+#[test]
+fn a_shadow_plan_restarts_both_daemons_keeps_the_kills_and_draws_no_409() {
+    let s = PlanShape {
+        shadow: true,
+        ..shape(Duration::from_secs(1800))
+    };
+    let steps = plan(41, &s);
+    let count = |kind: &str| steps.iter().filter(|s| s.kind == kind).count();
+    assert_eq!(count("burst-409"), 0);
+    assert!(count("daemon-restart") >= 10, "{}", count("daemon-restart"));
+    assert!(count("kill-leader") >= 3 && count("kill-leader-in-outage") >= 3);
+    let restarts = |leader: bool| {
+        steps
+            .iter()
+            .filter(|s| matches!(s.fault, Fault::RestartDaemon { leader: l, .. } if l == leader))
+            .count()
+    };
+    assert!(restarts(true) > restarts(false) && restarts(false) > 0);
+    for st in &steps {
+        if let Fault::RestartDaemon { after, .. } = st.fault {
+            assert!(after >= Duration::from_millis(500) && after <= Duration::from_secs(3));
+        }
+    }
 }
 
 #[test]

@@ -16,7 +16,14 @@ pub(super) struct Options {
 }
 
 /// The options that take no value.
-pub(super) const FLAGS: &[&str] = &["quick", "pools", "partitions", "fencing", "mass-failure"];
+pub(super) const FLAGS: &[&str] = &[
+    "quick",
+    "pools",
+    "partitions",
+    "fencing",
+    "shadow",
+    "mass-failure",
+];
 
 /// The options that take a value (which subcommand takes which is checked by the subcommand).
 pub(super) const VALUED: &[&str] = &[
