@@ -26,7 +26,7 @@ mod expect;
 mod parse;
 mod play;
 mod runner;
-mod shadow;
+pub(crate) mod shadow;
 mod summary;
 
 use std::time::Duration;

@@ -8,6 +8,16 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Outcome, ShadowExpect};
+
+/// The classes and kinds of the daemon's shadow report, as it names them (its JSON and text).
+pub const SHADOW_CLASSES: [&str; 5] = ["same", "earlier", "later", "only_ours", "only_theirs"];
+pub const SHADOW_KINDS: [&str; 5] = [
+    "node_unknown",
+    "taint_added",
+    "taint_removed",
+    "pod_not_ready",
+    "pod_deletion",
+];
 use crate::cluster::Cluster;
 use crate::incumbent::{Incumbent, IncumbentConfig};
 use node_lifecycled::config::Config;

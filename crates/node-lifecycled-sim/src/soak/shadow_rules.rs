@@ -33,14 +33,7 @@ const CPU_WAIT_LOOKBACK: Duration = Duration::from_secs(30);
 /// Violations told in full per daemon and rule; the rest are counted in one more.
 const TOLD: usize = 20;
 
-const CLASSES: [&str; 5] = ["same", "earlier", "later", "only_ours", "only_theirs"];
-const KINDS: [&str; 5] = [
-    "node_unknown",
-    "taint_added",
-    "taint_removed",
-    "pod_not_ready",
-    "pod_deletion",
-];
+use crate::scenario::shadow::{SHADOW_CLASSES as CLASSES, SHADOW_KINDS as KINDS};
 
 /// A shadow history as a report or the file shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -335,14 +335,7 @@ pub(super) fn parse(text: &str, source: &str) -> Result<Scenario, ScenarioError>
 }
 
 fn shadow_expects(ctx: &Ctx, raw: &RawScenario) -> Result<Vec<super::ShadowExpect>, ScenarioError> {
-    const CLASSES: [&str; 5] = ["same", "earlier", "later", "only_ours", "only_theirs"];
-    const KINDS: [&str; 5] = [
-        "node_unknown",
-        "taint_added",
-        "taint_removed",
-        "pod_not_ready",
-        "pod_deletion",
-    ];
+    use super::shadow::{SHADOW_CLASSES as CLASSES, SHADOW_KINDS as KINDS};
     let mut out = Vec::new();
     for e in &raw.shadow_expect {
         let offset = e.span().start;
