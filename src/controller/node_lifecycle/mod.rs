@@ -185,6 +185,12 @@ enum Pending {
 }
 
 impl Pending {
+    /// A verdict's request: its live Lease read or its status write (the tainting pass waits
+    /// for them, `verdicts_in_flight`).
+    fn is_verdict(&self) -> bool {
+        matches!(self, Pending::LeaseRead { .. } | Pending::NodeStatus { .. })
+    }
+
     /// The node the write or read is about.
     fn node(&self) -> &Name {
         match self {
@@ -288,7 +294,7 @@ impl NodeLifecycle {
             past_evictions: BTreeMap::new(),
             timers: TimerHeap::new(),
             graces: DeadlineLanes::default(),
-            in_flight: InFlight::starting_after(NODE_LIFECYCLE_IDS),
+            in_flight: InFlight::counting(NODE_LIFECYCLE_IDS, Pending::is_verdict),
             pods_marking: HashSet::new(),
             pods_kept_ready: BTreeSet::new(),
             node_lost: HashSet::new(),

@@ -77,10 +77,10 @@ impl NodeLifecycle {
         self.drain_zone_queue(store, &zone, now, out, Self::taint_from_queue);
     }
 
+    /// Whether a verdict (its live Lease read or its status write) is in flight: kept as a count
+    /// (`InFlight::counting`), not found among the pod writes in flight.
     pub(super) fn verdicts_in_flight(&self) -> bool {
-        self.in_flight
-            .values()
-            .any(|p| matches!(p, Pending::LeaseRead { .. } | Pending::NodeStatus { .. }))
+        self.in_flight.counted() > 0
     }
 
     pub(super) fn taint_op_pending(&self, name: &str, f: impl Fn(&TaintOp) -> bool) -> bool {
