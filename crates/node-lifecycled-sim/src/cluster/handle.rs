@@ -175,12 +175,15 @@ impl Cluster {
     /// Pods that have a deletionTimestamp (graceful deletion requested, not yet removed).
     pub fn terminating_pods(&self) -> Vec<(String, String)> {
         let state = self.shared.lock();
-        state
-            .store(Resource::Pods)
-            .objects
-            .values()
-            .filter(|o| o.terminating)
-            .map(|o| (o.key.namespace.clone(), o.key.name.clone()))
+        let pods = state.store(Resource::Pods);
+        debug_assert_eq!(
+            pods.terminating.len(),
+            pods.objects.values().filter(|o| o.terminating).count(),
+            "the terminating pods kept"
+        );
+        pods.terminating
+            .iter()
+            .map(|key| (key.namespace.clone(), key.name.clone()))
             .collect()
     }
 

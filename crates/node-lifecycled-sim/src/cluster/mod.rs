@@ -6,7 +6,7 @@
 //! `history` (LIST pages, continue tokens, where watches start), `update` (what the server does
 //! to an update), `locked` (the operations behind the lock) and `handle` (`Cluster`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Instant;
@@ -54,6 +54,9 @@ pub struct Change {
 #[derive(Debug, Default)]
 pub(crate) struct ResourceStore {
     objects: BTreeMap<ObjectKey, Arc<StoredObject>>,
+    /// The keys of the objects with a deletionTimestamp, kept as they change: the kubelets look
+    /// for them every second, and a walk of two million pods under the lock slowed every call.
+    terminating: BTreeSet<ObjectKey>,
     history: VecDeque<Arc<Change>>,
     /// The newest resourceVersion whose change has been evicted from `history`: watches and
     /// continue tokens from before it get 410 Expired.
@@ -238,6 +241,11 @@ impl State {
             ChangeType::Deleted => store.objects.remove(&object.key),
             _ => store.objects.insert(object.key.clone(), object.clone()),
         };
+        if object.terminating && change != ChangeType::Deleted {
+            store.terminating.insert(object.key.clone());
+        } else {
+            store.terminating.remove(&object.key);
+        }
         store.history.push_back(Arc::new(Change {
             resource_version: rv,
             change,
