@@ -61,7 +61,8 @@ pub(crate) struct PodView {
 }
 
 /// The pod as our controllers are to see it; `node_marked`: its node is Unknown or tainted by
-/// the incumbent (a Ready=False is then not its kubelet's).
+/// the incumbent (a Ready=False is then not its kubelet's). `ours` is our view of this very pod
+/// (the same uid): a pod re-created under its name is seen first as it is.
 pub(crate) fn pod(mut raw: Pod, ours: Option<PodView>, node_marked: bool) -> Pod {
     let Some(ours) = ours else {
         return raw;
@@ -73,5 +74,10 @@ pub(crate) fn pod(mut raw: Pod, ours: Option<PodView>, node_marked: bool) -> Pod
         raw.disruption_target = false;
         raw.deleting = ours.deleting;
     }
+    // Our own eviction, which shadow mode never sends: a pod deleting in our view stays so (for
+    // one uid a deletion never reverts), or taint eviction, seeing it alive under the taint at
+    // the incumbent's next write of it (its NotReady mark), would evict it again.
+    raw.deleting |= ours.deleting;
+    raw.disruption_target |= ours.disruption_target;
     raw
 }

@@ -184,6 +184,25 @@ fn our_controllers_never_see_the_incumbents_marks_so_they_still_decide() {
         Some(False),
         "its node is not marked: the kubelet's word"
     );
+    // Our own eviction (never sent) outlives the incumbent's NotReady mark of the pod, which
+    // arrives before its own eviction: still evicted in our view, not evicted twice.
+    let evicted = mask::PodView {
+        ready: Some(True),
+        deleting: true,
+        disruption_target: true,
+    };
+    let seen = mask::pod(pod(False, false), Some(evicted), true);
+    assert_eq!(
+        (seen.ready, seen.deleting, seen.disruption_target),
+        (Some(True), true, true)
+    );
+    // The controllers' store keeps the deletion alone (the condition was the executor's).
+    let deleting = mask::PodView {
+        disruption_target: false,
+        ..evicted
+    };
+    let seen = mask::pod(pod(False, false), Some(deleting), true);
+    assert!(seen.deleting, "still deleting in our view");
 }
 
 #[test]

@@ -193,11 +193,15 @@ impl Shadow {
                 (Input::NodeUpsert(masked), changed)
             }
             Input::PodUpsert(raw) => {
-                let ours = store.pods().get(&raw.key).map(|p| mask::PodView {
-                    ready: p.ready(),
-                    deleting: p.deleting(),
-                    disruption_target: p.disruption_target(),
-                });
+                let ours = store
+                    .pods()
+                    .get(&raw.key)
+                    .filter(|p| p.uid() == raw.uid)
+                    .map(|p| mask::PodView {
+                        ready: p.ready(),
+                        deleting: p.deleting(),
+                        disruption_target: p.disruption_target(),
+                    });
                 let marked = raw
                     .node_name
                     .as_deref()
