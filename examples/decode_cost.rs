@@ -1,6 +1,6 @@
 //! What decoding costs: nanoseconds per watch event, JSON line vs protobuf frame, for the objects
 //! the kubelets send all day (a Node status heartbeat and a Lease renewal, as kube-apiserver
-//! v1.20.2 serves them: the fixtures of `src/kube/decode/fixtures/`); and,
+//! v1.20.2 serves them: the fixtures of `crates/kube/src/decode/fixtures/`); and,
 //! against a running server, a whole `resourceVersion=0` LIST through our streamed decoder
 //! asked as JSON and as protobuf (wall time, process CPU, bytes, items).
 //!
@@ -27,10 +27,11 @@ use node_lifecycled::time::Time;
 #[path = "support/proto_frames.rs"]
 mod proto_frames;
 
-const NODE_JSON: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_node_worker.json");
-const NODE_PB: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_node_worker.pb");
-const LEASE_JSON: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_lease.json");
-const LEASE_PB: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_lease.pb");
+const NODE_JSON: &[u8] =
+    include_bytes!("../crates/kube/src/decode/fixtures/proto_node_worker.json");
+const NODE_PB: &[u8] = include_bytes!("../crates/kube/src/decode/fixtures/proto_node_worker.pb");
+const LEASE_JSON: &[u8] = include_bytes!("../crates/kube/src/decode/fixtures/proto_lease.json");
+const LEASE_PB: &[u8] = include_bytes!("../crates/kube/src/decode/fixtures/proto_lease.pb");
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,5 +1,5 @@
 //! CPU per decoded watch event, on real kube-apiserver 1.20 watch lines (a Lease renewal and a
-//! Node status heartbeat, `src/kube/decode/fixtures/watch_*.json`): the daemon's decoder, and
+//! Node status heartbeat, `crates/kube/src/decode/fixtures/watch_*.json`): the daemon's decoder, and
 //! beside it serde_json merely crossing the same line (`IgnoredAny`: no field kept, nothing
 //! allocated), the floor of any decoder built on serde_json.
 //!
@@ -17,8 +17,9 @@ use node_lifecycled::kube::decode::{Decode, DecodeContext, WatchEvent, decode_wa
 use node_lifecycled::model::{Lease, Node};
 
 const NODE_EVENT: &str =
-    include_str!("../src/kube/decode/fixtures/watch_node_status_heartbeat.json");
-const LEASE_EVENT: &str = include_str!("../src/kube/decode/fixtures/watch_lease_renewal.json");
+    include_str!("../crates/kube/src/decode/fixtures/watch_node_status_heartbeat.json");
+const LEASE_EVENT: &str =
+    include_str!("../crates/kube/src/decode/fixtures/watch_lease_renewal.json");
 
 fn ns_per_event(n: u32, mut decode: impl FnMut()) -> f64 {
     for _ in 0..n / 10 {

@@ -2,7 +2,7 @@
 //! store: what a kubelet's status heartbeat costs the daemon (the Lease's is
 //! `lease_event_floor.rs`).
 //!
-//! The Node is `src/kube/decode/fixtures/proto_node_worker.pb`: kube-apiserver v1.20.2's own
+//! The Node is `crates/kube/src/decode/fixtures/proto_node_worker.pb`: kube-apiserver v1.20.2's own
 //! protobuf of a node made by `scripts/real-apiserver/load.py`'s `node_obj` (~5 KB: 11
 //! labels, 4 annotations, 4 conditions, addresses, capacity, nodeInfo, 8 images, one
 //! managedFields entry). Node `i` is that object with its name (and the hostname label and
@@ -53,7 +53,7 @@ mod proto_frames;
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc::new();
 
-const NODE_PB: &[u8] = include_bytes!("../src/kube/decode/fixtures/proto_node_worker.pb");
+const NODE_PB: &[u8] = include_bytes!("../crates/kube/src/decode/fixtures/proto_node_worker.pb");
 /// The fixture's node name, replaced by each node's (the same length).
 const FIXTURE_NAME: &[u8] = b"node-00000";
 /// The kubelets' status period here: often enough that the heartbeats alone keep every node

@@ -1,7 +1,7 @@
 //! What the daemon spends per node, against the bytes a node's record must keep.
 //!
 //! The nodes are shaped as a kubelet registers them (the label set of
-//! `src/kube/decode/fixtures/watch_node_status_heartbeat.json`): hostname, arch and os in GA
+//! `crates/kube/src/decode/fixtures/watch_node_status_heartbeat.json`): hostname, arch and os in GA
 //! and beta forms, instance type, zone and region in GA and beta forms (3 zones, 1 region), a
 //! node-role label, four annotations, five conditions with the kubelet's and Calico's reasons and
 //! messages, addresses, capacity, nodeInfo and eight images (dropped at decode time), and a Lease

@@ -3,9 +3,12 @@
 //!
 //! # Layers
 //!
-//! Dependencies point down. A module imports only modules below it; modules on one line know
-//! nothing of each other. `tests/config_and_operator_files/layering.rs` checks every `crate::X` path in `src/` against
-//! this table and fails on one that points up or sideways.
+//! Dependencies point down. A layer imports only layers below it; layers on one line know
+//! nothing of each other. The bottom ones are crates of their own, so Cargo keeps them apart
+//! (`crates/model`: `time` and `model`; `crates/kube`; `crates/controller`), re-exported here
+//! under their layer names. The daemon's own layers are this crate's modules:
+//! `tests/config_and_operator_files/layering.rs` checks every `crate::X` path in `src/` against
+//! this table, and each crate's dependencies against it too.
 //!
 //! ```text
 //! main, bin                        CLI, exit codes
@@ -32,34 +35,25 @@
 //!
 //! # The public surface
 //!
-//! Everything is `pub(crate)` unless something outside this library uses it; what is `pub`
-//! is there for one of these users (the compiler checks it: an item made `pub(crate)` that one of
-//! them needs fails `cargo build --workspace --all-targets`):
-//!
-//! | module       | the daemon binary (`src/main.rs`)             | the simulator, `tests/`, `examples/`                       |
-//! |--------------|-----------------------------------------------|------------------------------------------------------------|
-//! | `config`     | `Config::load`, the default path              | configs built and rendered, durations parsed               |
-//! | `runtime`    | `daemon::run`, the API connection check       | the event loop, informers, executor and endpoints, driven alone |
-//! | `doctor`     | `node-lifecycled doctor`, pause and resume    | —                                                          |
-//! | `leader`     | the pause scopes                              | the elector on a virtual clock                             |
-//! | `logging`    | the log output set up                         | the journal's protocol                                     |
-//! | `observe`    | —                                             | snapshots rendered: dump, metrics, decision log, explain   |
-//! | `controller` | —                                             | `Controllers` fed inputs (fuzzing, the monitor pass against upstream's, cost benches); `testing::FakeApi`, the one fake API server (test-only, hidden from the docs) |
-//! | `kube`       | —                                             | the client, watch streams, reflector and decoding against the simulator |
-//! | `model`      | —                                             | the compact objects and the cluster store                  |
-//! | `time`       | durations                                     | the virtual clock's instants, rates and the seeded random generator |
+//! In each crate, everything is `pub(crate)` unless another crate uses it: `pub` is a crate's
+//! API to the layers above and to the tests, the simulator and the examples (the compiler checks
+//! it: an item made `pub(crate)` that one of them needs fails `cargo build --workspace
+//! --all-targets`). Test-only helpers sit behind a crate's `testing` feature
+//! (`controller::testing::FakeApi`, the one fake API server), built for tests only.
 //!
 //! Only the daemon binary is the product's interface; the rest of the surface exists for the
 //! simulator crate and the tests, and carries no stability promise. Switches that only tests
 //! flip (`Controllers::use_full_monitor_pass`) are documented as such where they are defined.
 
 pub mod config;
-pub mod controller;
 pub mod doctor;
-pub mod kube;
 pub mod leader;
 pub mod logging;
-pub mod model;
 pub mod observe;
 pub mod runtime;
-pub mod time;
+
+// The layers below the daemon are crates of their own (`crates/`), under their layer names here,
+// so every path into them reads as it did when they were modules.
+pub use node_lifecycled_controller as controller;
+pub use node_lifecycled_kube as kube;
+pub use node_lifecycled_model::{model, time};

@@ -4,8 +4,6 @@
 
 #[path = "../kube_client_support/mod.rs"]
 mod kube_client_support;
-#[path = "../load_support/mod.rs"]
-mod load_support;
 
 mod client;
 mod client_tls;

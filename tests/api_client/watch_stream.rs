@@ -10,7 +10,6 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::load_support::runqueue_wait;
 use mio::{Events, Poll, Token};
 use node_lifecycled::kube::decode::{DecodeContext, ListPage, WatchEvent, decode_watch_event};
 use node_lifecycled::kube::reflector::{Delta, Reflector, ReflectorConfig, Step};
@@ -19,6 +18,7 @@ use node_lifecycled::kube::watch::{Drain, StreamEnd, WatchItem, WatchOptions, Wa
 use node_lifecycled::kube::{Connection, Credentials, Scheme};
 use node_lifecycled::model::{Lease, Pod};
 use node_lifecycled::time::Time;
+use node_lifecycled_testkit::runqueue_wait;
 
 const TOKEN: Token = Token(7);
 /// No test waits longer than this for anything.

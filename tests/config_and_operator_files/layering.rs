@@ -1,9 +1,11 @@
-//! The layers hold: no module of `src/` imports a module above it (src/lib.rs).
-//!
-//! Reads every `src/**/*.rs` and checks each `crate::X` path (in `use` lines and inline paths
-//! alike, `use crate::{a, b}` groups included) against the table below. Comments are skipped, so
-//! a doc link may point anywhere. A module may import only modules of a strictly lower rank:
-//! siblings of one rank (`kube`, `controller`, `logging`) know nothing of each other.
+//! The layers hold (src/lib.rs). The layers below the daemon are crates (`crates/model`,
+//! `crates/kube`, `crates/controller`), so Cargo keeps them apart: a crate can only name the
+//! crates it depends on, and the first check here is that each depends on the layers below it
+//! only. Inside the daemon's crate the layers are modules: every `src/**/*.rs` is read and each
+//! `crate::X` path (in `use` lines and inline paths alike, `use crate::{a, b}` groups included)
+//! checked against the table below. Comments are skipped, so a doc link may point anywhere. A
+//! module may import only modules of a strictly lower rank: siblings of one rank (`kube`,
+//! `controller`, `logging`) know nothing of each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -158,10 +160,19 @@ fn no_module_imports_a_module_above_it() {
             .to_string();
         problems.extend(violations(&layer, &format!("src/{file}"), &text));
     }
-    // The table names real modules (a renamed module must not leave a stale row behind).
+    // The table names real modules (a renamed module must not leave a stale row behind): the
+    // daemon's own, or a crate's below it that `src/lib.rs` re-exports under the layer's name.
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("src/lib.rs");
+    let reexported = |module: &str| {
+        lib.lines().any(|l| {
+            l.starts_with("pub use node_lifecycled_")
+                && l.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|w| w == module)
+        })
+    };
     for (module, _) in LAYERS {
         assert!(
-            layers_seen.contains(*module),
+            layers_seen.contains(*module) || reexported(module),
             "tests/config_and_operator_files/layering.rs names `{module}`, which is not a module of src/"
         );
     }
@@ -201,14 +212,71 @@ fn an_upward_import_is_reported_with_file_and_line() {
     assert_eq!(violations("newthing", "n.rs", "").len(), 1);
 }
 
-// ---- no circle inside src/controller ------------------------------------------------------
+// ---- the crates follow the layers -------------------------------------------------------------
 
-/// The controller's own modules (a file or a directory directly under `src/controller/`) that
-/// one of its files names, through `crate::controller::X` or through as many `super::` as it takes
-/// to reach `controller` from that file. Test code (`tests` modules and files) is left out: a test
+/// The crates of the workspace's own that a manifest's `[dependencies]` name (dev-dependencies
+/// are the tests', which may reach anywhere).
+fn own_dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut in_dependencies = false;
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            in_dependencies = line.trim() == "[dependencies]";
+            continue;
+        }
+        if in_dependencies
+            && let Some(name) = line.split('=').next().map(str::trim)
+            && name.starts_with("node-lifecycled")
+        {
+            found.insert(name.to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn each_crate_depends_on_the_layers_below_it_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let model = "node-lifecycled-model";
+    let expected: [(&str, &[&str]); 4] = [
+        // time and model: the bottom, nothing of ours.
+        ("crates/model", &[]),
+        // kube and controller: on the model, neither knowing the other.
+        ("crates/kube", &[model]),
+        ("crates/controller", &[model]),
+        // The daemon: on all three.
+        (
+            ".",
+            &[model, "node-lifecycled-kube", "node-lifecycled-controller"],
+        ),
+    ];
+    for (dir, below) in expected {
+        let path = root.join(dir).join("Cargo.toml");
+        let manifest = std::fs::read_to_string(&path).expect("a crate's manifest");
+        let found = own_dependencies(&manifest);
+        let want: BTreeSet<String> = below.iter().map(|s| s.to_string()).collect();
+        assert_eq!(found, want, "{dir}/Cargo.toml: the crates it depends on");
+    }
+}
+
+#[test]
+fn a_dependency_on_a_crate_of_ours_is_read_and_dev_dependencies_are_not() {
+    let manifest = "[package]\nname = \"x\"\n\n[dependencies]\nnode-lifecycled-model = { path = \"../model\" }\n\
+                    serde = \"1\"\n\n[dev-dependencies]\nnode-lifecycled-sim = { path = \"../sim\" }\n";
+    assert_eq!(
+        own_dependencies(manifest),
+        ["node-lifecycled-model".to_string()].into_iter().collect()
+    );
+}
+
+// ---- no circle inside the controller crate ---------------------------------------------------
+
+/// The controller's own modules (a file or a directory directly under `crates/controller/src/`)
+/// that one of its files names, through `crate::X` or through as many `super::` as it takes to
+/// reach the crate's root from that file. Test code (`tests` modules and files) is left out: a test
 /// may reach anywhere.
 fn controller_imports(rel: &[String], text: &str) -> BTreeSet<String> {
-    // How many `super::` lead from this file's module to `controller`.
+    // How many `super::` lead from this file's module to the crate's root.
     let to_controller = match rel {
         [_file] => 1,
         [.., last] if last == "mod.rs" => rel.len() - 1,
@@ -216,16 +284,20 @@ fn controller_imports(rel: &[String], text: &str) -> BTreeSet<String> {
     };
     let code = own_code(text);
     let mut found = BTreeSet::new();
-    // After `crate::controller::` or the `super::`s: one path, or a `{ ... }` group of them,
+    // After `crate::` or the `super::`s: one path, or a `{ ... }` group of them,
     // over as many lines as rustfmt gives it.
     let mut names = |after: &str| match after.strip_prefix('{') {
         Some(group) => found.extend(group_heads(group)),
         None => found.extend(head(after)),
     };
     let mut rest = code.as_str();
-    while let Some(at) = rest.find("crate::controller::") {
-        rest = &rest[at + "crate::controller::".len()..];
-        names(rest);
+    while let Some(at) = rest.find("crate::") {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + "crate::".len()..];
+        // `$crate::` in a macro, `node_lifecycled_crate::`: no path of this crate's.
+        if !before.is_some_and(|c| c == '$' || c == '_' || c.is_alphanumeric()) {
+            names(rest);
+        }
     }
     let mut rest = code.as_str();
     while let Some(at) = rest.find("super::") {
@@ -266,7 +338,7 @@ fn own_code(text: &str) -> String {
     code
 }
 
-/// Whether a file of `src/` (relative path components) is test code: a `tests` directory or
+/// Whether a source file (relative path components) is test code: a `tests` directory or
 /// file, or a `*_tests.rs` file.
 fn is_test_file(rel: &[String]) -> bool {
     rel.iter()
@@ -305,7 +377,7 @@ fn group_heads(group: &str) -> Vec<String> {
     heads
 }
 
-/// The items `src/controller/mod.rs` re-exports (`pub use actions::{Action, ActionId};`), by the
+/// The items the controller's `lib.rs` re-exports (`pub use actions::{Action, ActionId};`), by the
 /// module that defines them: `super::Settings` is an import of `settings`.
 fn reexported(mod_rs: &str) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
@@ -362,16 +434,16 @@ fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<String> {
 
 #[test]
 fn no_module_of_the_controller_imports_one_that_imports_it_back() {
-    let controller = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
+    let controller = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/controller/src");
     let mut files = Vec::new();
     rust_files(&controller, &mut files);
     let is_module = |name: &str| {
         controller.join(format!("{name}.rs")).is_file() || controller.join(name).is_dir()
     };
-    let reexports = reexported(&std::fs::read_to_string(controller.join("mod.rs")).unwrap());
+    let reexports = reexported(&std::fs::read_to_string(controller.join("lib.rs")).unwrap());
     assert!(
         reexports.contains_key("Settings"),
-        "src/controller/mod.rs re-exports nothing"
+        "crates/controller/src/lib.rs re-exports nothing"
     );
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
@@ -381,7 +453,7 @@ fn no_module_of_the_controller_imports_one_that_imports_it_back() {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        if is_test_file(&rel) || rel == ["mod.rs"] {
+        if is_test_file(&rel) || rel == ["lib.rs"] {
             continue;
         }
         let unit = rel[0].trim_end_matches(".rs").to_string();
@@ -399,7 +471,7 @@ fn no_module_of_the_controller_imports_one_that_imports_it_back() {
     }
     assert!(edges.len() > 10, "read only {} modules", edges.len());
     if let Some(found) = circle(&edges) {
-        panic!("src/controller has a circle of imports: {found}");
+        panic!("crates/controller has a circle of imports: {found}");
     }
 }
 
@@ -419,8 +491,8 @@ fn a_circle_is_found_and_named() {
     );
     let rel = ["fencing".to_string(), "machine.rs".to_string()];
     let text = "use super::super::{actions::Action, zones};\nuse super::outcomes;\n\
-                #[cfg(test)]\nmod tests;\npub use crate::controller::inputs::X;\n\
-                #[cfg(test)]\nmod tests {\n    use crate::controller::pools;\n}\n";
+                #[cfg(test)]\nmod tests;\npub use crate::inputs::X;\n\
+                #[cfg(test)]\nmod tests {\n    use crate::pools;\n}\n";
     assert_eq!(
         controller_imports(&rel, text),
         ["actions", "inputs", "zones"]
@@ -431,7 +503,7 @@ fn a_circle_is_found_and_named() {
 }
 
 /// rustfmt wraps a long `use` group over several lines; a nested group names no module of the
-/// controller; an item re-exported by `src/controller/mod.rs` stands for its module.
+/// controller; an item re-exported by the controller's `lib.rs` stands for its module.
 #[test]
 fn a_use_group_over_several_lines_is_read() {
     let rel = ["node_lifecycle".to_string(), "mod.rs".to_string()];
@@ -457,11 +529,11 @@ fn a_use_group_over_several_lines_is_read() {
 
 // ---- the store has one writer ----------------------------------------------------------------
 
-/// The store's one writer is `World::apply` (`src/controller/world.rs`): the compiler keeps it
+/// The store's one writer is `World::apply` (`crates/controller/src/world.rs`): the compiler keeps it
 /// so, as long as the `World` keeps its store private and no `&mut ClusterStore` leaves the file
 /// (no field of that type elsewhere, no method handing one out). This checks the two that the
 /// type system cannot: a field made public, or another holder of a store beside the world.
-const WORLD: &str = "controller/world.rs";
+const WORLD: &str = "crates/controller/src/world.rs";
 
 /// The lines of a file's own code that hold a store or a mutable borrow of one, as messages.
 fn store_holders(file: &str, text: &str) -> Vec<String> {
@@ -476,7 +548,7 @@ fn store_holders(file: &str, text: &str) -> Vec<String> {
         })
         .map(|(i, _)| {
             format!(
-                "{file}:{}: a store held or borrowed mutably outside the world (src/{WORLD})",
+                "{file}:{}: a store held or borrowed mutably outside the world ({WORLD})",
                 i + 1
             )
         })
@@ -485,33 +557,39 @@ fn store_holders(file: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn the_world_alone_holds_the_store_and_keeps_it_private() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let world = std::fs::read_to_string(src.join(WORLD)).expect("src/controller/world.rs");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let world = std::fs::read_to_string(root.join(WORLD)).expect(WORLD);
     assert!(
         world.lines().any(|l| l == "    store: ClusterStore,"),
-        "src/{WORLD}: the world's store is a private field"
+        "{WORLD}: the world's store is a private field"
     );
     assert!(
         !own_code(&world).contains("-> &mut ClusterStore"),
-        "src/{WORLD} hands out a `&mut ClusterStore`"
+        "{WORLD} hands out a `&mut ClusterStore`"
     );
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    // Every crate that could hold one: the model defines it.
     let mut problems = Vec::new();
-    for path in &files {
-        let rel: Vec<String> = path
-            .strip_prefix(&src)
-            .unwrap()
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        let file = rel.join("/");
-        if rel[0] == "model" || file == WORLD || is_test_file(&rel) {
-            continue;
+    let mut read = 0;
+    for dir in ["src", "crates/kube/src", "crates/controller/src"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        for path in &files {
+            let rel: Vec<String> = path
+                .strip_prefix(root)
+                .unwrap()
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let file = rel.join("/");
+            if file == WORLD || is_test_file(&rel) {
+                continue;
+            }
+            let text = std::fs::read_to_string(path).expect("source file");
+            problems.extend(store_holders(&file, &text));
+            read += 1;
         }
-        let text = std::fs::read_to_string(path).expect("source file");
-        problems.extend(store_holders(&format!("src/{file}"), &text));
     }
+    assert!(read > 200, "read only {read} files");
     assert!(
         problems.is_empty(),
         "{} store(s) outside the world:\n{}",

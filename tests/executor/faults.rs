@@ -6,12 +6,12 @@
 use std::time::{Duration, Instant};
 
 use crate::executor_support::{Harness, mark, n, node_event, unthrottled};
-use crate::load_support::runqueue_wait;
 use node_lifecycled::controller::{Action, ActionId, Input, LeaseReadOutcome, Outcome};
 use node_lifecycled::kube::ClientSettings;
 use node_lifecycled::runtime::executor::{ExecutorSettings, NO_ANSWER};
 use node_lifecycled::time::Rate;
 use node_lifecycled_sim::{RequestMatch, Verb};
+use node_lifecycled_testkit::runqueue_wait;
 
 fn outcomes(inputs: &[Input]) -> Vec<Outcome> {
     inputs

@@ -5,8 +5,6 @@
 
 #[path = "../executor_support/mod.rs"]
 mod executor_support;
-#[path = "../load_support/mod.rs"]
-mod load_support;
 
 mod actions;
 mod dry_run;

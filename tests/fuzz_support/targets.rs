@@ -18,8 +18,9 @@ use node_lifecycled_sim::testing::Rng;
 use super::engine::{ALLOC_PER_INPUT_BYTE, Target, input_hash};
 
 pub const NODE_JSON: &str =
-    include_str!("../../src/kube/decode/fixtures/node_kubeadm_control_plane.json");
-pub const POD_JSON: &str = include_str!("../../src/kube/decode/fixtures/pod_deployment_20k.json");
+    include_str!("../../crates/kube/src/decode/fixtures/node_kubeadm_control_plane.json");
+pub const POD_JSON: &str =
+    include_str!("../../crates/kube/src/decode/fixtures/pod_deployment_20k.json");
 pub const LEASE_JSON: &str = r#"{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"worker-1","namespace":"kube-node-lease","resourceVersion":"77","uid":"0b7c"},"spec":{"holderIdentity":"worker-1","leaseDurationSeconds":40,"renewTime":"2024-03-12T10:02:19.731204Z"}}"#;
 const SMALL_POD: &str = r#"{"metadata":{"name":"fluentbit-x","namespace":"logging","uid":"u","resourceVersion":"9","deletionTimestamp":"2024-01-01T00:00:00Z","ownerReferences":[{"kind":"DaemonSet","name":"fluentbit","controller":true}]},"spec":{"nodeName":"n1","tolerations":[{"operator":"Exists"},{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}]},"status":{"conditions":[{"type":"Ready","status":"False"}]}}"#;
 const SMALL_NODE: &str = r#"{"metadata":{"name":"n1","uid":"u1","resourceVersion":"5","creationTimestamp":"2024-01-01T00:00:00Z","labels":{"topology.kubernetes.io/zone":"z1"}},"spec":{"unschedulable":true,"taints":[{"key":"node.kubernetes.io/unreachable","effect":"NoExecute","timeAdded":"2024-01-01T00:00:01Z"}]},"status":{"conditions":[{"type":"Ready","status":"Unknown","lastHeartbeatTime":"2024-01-01T00:00:00Z","lastTransitionTime":"2024-01-01T00:00:00Z","reason":"NodeStatusUnknown","message":"Kubelet stopped posting node status."}]}}"#;

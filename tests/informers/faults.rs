@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use crate::informer_support::{
     Harness, Id, Tracked, assert_same, decode_all, list_watch, plain_connection, unthrottled,
 };
-use crate::load_support::runqueue_wait;
 use node_lifecycled::kube::decode::DecodeContext;
 use node_lifecycled::kube::reflector::PROBE_TIMEOUT_SECONDS;
 use node_lifecycled::kube::reflector::ReflectorConfig;
@@ -22,6 +21,7 @@ use node_lifecycled::time::Time;
 use node_lifecycled_sim::{
     RequestMatch, Resource, SimConfig, SimHandle, SimServer, Verb, fixtures,
 };
+use node_lifecycled_testkit::runqueue_wait;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

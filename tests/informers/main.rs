@@ -5,8 +5,6 @@
 
 #[path = "../informer_support/mod.rs"]
 mod informer_support;
-#[path = "../load_support/mod.rs"]
-mod load_support;
 
 mod coalescing;
 mod faults;

@@ -30,7 +30,6 @@ mod api;
 pub mod bench;
 pub mod client;
 mod cluster;
-mod counting_alloc;
 mod diff;
 mod faults;
 pub mod fixtures;
@@ -52,12 +51,12 @@ pub mod soak;
 mod status;
 /// The seeded generator (kubelet jitter, the soak's plan; the product's fuzz support): the
 /// product's one PRNG, under the name the simulator's users know. And the one counting
-/// allocator the tests and examples install (`counting_alloc.rs`).
+/// allocator the tests and examples install (the test kit's, `crates/testkit`).
 pub mod testing {
-    pub use crate::counting_alloc::{
+    pub use node_lifecycled::time::Rng;
+    pub use node_lifecycled_testkit::{
         CountingAlloc, allocations_made, live_blocks, live_bytes, take_largest_allocation,
     };
-    pub use node_lifecycled::time::Rng;
 }
 pub mod timeline;
 mod tls;

@@ -1,17 +1,13 @@
 //! Simulated kubelets: heartbeats at scale, stop/resume/reboot, status posts as a kubelet makes
 //! them, and graceful pod deletions finished only where a kubelet is alive.
 
-// The product's wall-clock helper for busy machines, shared rather than copied.
-#[path = "../../../tests/load_support/mod.rs"]
-mod load_support;
-
 use std::time::{Duration, Instant};
 
-use load_support::runqueue_wait_of;
 use node_lifecycled::time::Time;
 use node_lifecycled_sim::kubelets::{Fleet, KubeletConfig, Kubelets, steady_phase};
 use node_lifecycled_sim::population::Population;
 use node_lifecycled_sim::{Cluster, NODE_LEASE_NAMESPACE, Resource, SimConfig, SimServer};
+use node_lifecycled_testkit::runqueue_wait_of;
 use serde_json::{Value, json};
 
 fn renew_time(cluster: &Cluster, node: &str) -> Time {

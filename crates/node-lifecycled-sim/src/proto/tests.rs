@@ -7,11 +7,11 @@ use node_lifecycled::model::{Lease, Node, Pod};
 use super::*;
 
 /// Objects fetched from kube-apiserver v1.20.2 both as JSON and as protobuf (the daemon's
-/// decode fixtures; see `src/kube/decode/proto/tests.rs`). The `dryrun` pairs are two dry-run
+/// decode fixtures; see `crates/kube/src/decode/proto/tests.rs`). The `dryrun` pairs are two dry-run
 /// creates, so the server gave each its own uid and creation second.
 macro_rules! fixture {
     ($name:literal) => {
-        include_bytes!(concat!("../../../../src/kube/decode/fixtures/", $name))
+        include_bytes!(concat!("../../../kube/src/decode/fixtures/", $name))
     };
 }
 

@@ -1,0 +1,185 @@
+//! The cluster as the controllers know it, and the one way it changes.
+//!
+//! [`World`] owns the [`ClusterStore`]: the one copy of every node, Lease and pod, shared by the
+//! three machines (node lifecycle, taint eviction, fencing). `Controllers` owns the `World`;
+//! the machines read it through `&World` ([`World::store`]) and hold no copy of their own.
+//!
+//! [`World::apply`] is the only `&mut` path to the store (kube-runtime's reflector `Writer` /
+//! `Store` split is the model): every change is an input it turns into an [`Observed`], so every
+//! machine sees every change the same way. No `&mut ClusterStore` leaves this file, so the
+//! compiler keeps the one writer. The watch's objects come in as upserts and deletions; a write
+//! of ours known to have landed comes in as [`Input::Landed`] (made from its result by
+//! `NodeLifecycle::landed`). A follower taking over a leader's store is [`World::adopt`].
+//!
+//! What the node lifecycle keeps per node beside the store is its own: `apply` tells it what
+//! changed and it updates its entries afterwards (`NodeLifecycle::landed_applied`), but for the
+//! one hint the store keeps for it beside each Lease, the slot of the node's entry, which `apply`
+//! asks of the lifecycle through [`EntrySlots`] while the Lease is at hand.
+
+pub use crate::model::{ClusterStore, ConditionStatus, Kind, Name, Node, PodUpsert, Upserted};
+
+use super::inputs::{Input, Landed, Observed};
+
+/// Where a machine keeps its per-node entries, by slot: the store keeps the node lifecycle's
+/// slot beside each Lease, so a renewal reaches the node's entry from the store's one lookup
+/// (`NameMap::slot_hinted`). Implemented by the node lifecycle.
+pub(crate) trait EntrySlots {
+    /// The slot of `name`'s entry, `hint` being the slot kept beside its Lease (checked).
+    fn slot_hinted(&self, name: &Name, hint: u32) -> Option<u32>;
+}
+
+#[derive(Debug, Default)]
+pub struct World {
+    /// The cluster as known: changed only by [`World::apply`], replaced whole only by
+    /// [`World::adopt`].
+    store: ClusterStore,
+}
+
+impl World {
+    pub(crate) fn new() -> World {
+        World::default()
+    }
+
+    /// The cluster as the controllers know it: reads only.
+    pub fn store(&self) -> &ClusterStore {
+        &self.store
+    }
+
+    /// A follower takes over a leader's world (its caches stay warm across the change).
+    pub(crate) fn adopt(&mut self, leader: World) {
+        *self = leader;
+    }
+
+    /// Puts a watched object (or its deletion, or a full state's start or end, or a write of
+    /// ours that landed) into the store and says what changed; other inputs pass through.
+    /// `entries` finds a renewed Lease's node entry (see [`EntrySlots`]).
+    pub(crate) fn apply(&mut self, input: Input, entries: &impl EntrySlots) -> Observed {
+        match input {
+            Input::NodeUpsert(node) => {
+                let name = node.name.clone();
+                match self.store.upsert_node(node) {
+                    Upserted::Changed { before } => Observed::Node { name, before },
+                    Upserted::Older | Upserted::Unchanged => Observed::Nothing,
+                }
+            }
+            Input::NodeDeleted(name) => match self.store.remove_node(&name) {
+                Some(node) => Observed::NodesGone(vec![node]),
+                None => Observed::Nothing,
+            },
+            Input::LeaseUpsert(lease) => {
+                let renew_time = lease.renew_time;
+                let stored = self.store.upsert_lease(lease);
+                let Upserted::Changed { before } = stored.upserted else {
+                    return Observed::Nothing;
+                };
+                let renewed = before.is_some_and(|b| b.renew_time < renew_time);
+                // The node's entry, at the slot kept beside the Lease while it is still there:
+                // one lookup by name for a renewal, the store's.
+                let entry = entries.slot_hinted(&stored.name, stored.owner_slot);
+                if let Some(slot) = entry.filter(|&slot| slot != stored.owner_slot) {
+                    self.store.set_lease_owner_slot(&stored.name, slot);
+                }
+                Observed::Lease {
+                    name: stored.name,
+                    renew_time,
+                    entry,
+                    renewed,
+                }
+            }
+            Input::LeaseDeleted(name) => {
+                self.store.remove_lease(&name);
+                Observed::Nothing
+            }
+            Input::PodUpsert(pod) => match self.store.upsert_pod(pod) {
+                PodUpsert::Changed(change) => Observed::Pod(change),
+                PodUpsert::Older | PodUpsert::Unchanged => Observed::Nothing,
+            },
+            Input::PodDeleted(key) => match self.store.remove_pod(&key) {
+                Some(node) => Observed::PodsGone(vec![(key, node)]),
+                None => Observed::Nothing,
+            },
+            Input::FullStateBegin(kind) => {
+                self.store.begin_full_state(kind);
+                Observed::Nothing
+            }
+            Input::FullStateEnd(kind) => {
+                let vanished = self.store.end_full_state(kind);
+                match kind {
+                    Kind::Nodes => Observed::NodesGone(vanished.nodes),
+                    Kind::Leases => Observed::Nothing,
+                    Kind::Pods => Observed::PodsGone(vanished.pods),
+                }
+            }
+            Input::Landed(landed) => self.store_landed(landed),
+            other => Observed::Input(other),
+        }
+    }
+
+    /// A write of ours that landed, into the store (the resourceVersion is left as it was: the
+    /// object's next version, from the watch or the write's answer, replaces it). A node
+    /// changed is reported as any node change; a pod's readiness or deletion and a Lease read
+    /// live change nothing another machine judges (taint eviction does not look at readiness,
+    /// and there is no taint eviction in legacy mode, where the lifecycle deletes pods).
+    fn store_landed(&mut self, landed: Landed) -> Observed {
+        match landed {
+            Landed::NodeConditions {
+                node,
+                resource_version,
+                conditions,
+            } => self.edit_node(node, |n| {
+                let same = n.resource_version == resource_version;
+                if same {
+                    n.conditions = conditions;
+                }
+                same
+            }),
+            Landed::NodeTaints {
+                node,
+                resource_version,
+                taints,
+            } => self.edit_node(node, |n| {
+                let same = n.resource_version == resource_version;
+                if same {
+                    n.taints = taints;
+                }
+                same
+            }),
+            Landed::NodeLabels { node, labels } => self.edit_node(node, |n| {
+                for (k, v) in labels {
+                    n.labels.set(k, v);
+                }
+                true
+            }),
+            Landed::PodNotReady(pod) => {
+                self.store
+                    .pods_mut()
+                    .set_ready(&pod, ConditionStatus::False);
+                Observed::Nothing
+            }
+            Landed::PodDeleting(pod) => {
+                self.store.pods_mut().set_deleting(&pod);
+                Observed::Nothing
+            }
+            Landed::Lease(lease) => {
+                self.store.upsert_lease(lease);
+                Observed::Nothing
+            }
+        }
+    }
+
+    /// Applies `edit` (false: not applicable) to the stored node `name`: a change is reported
+    /// with the version it replaced.
+    fn edit_node(&mut self, name: Name, edit: impl FnOnce(&mut Node) -> bool) -> Observed {
+        let edited = self.store.edit_node(&name, |node| {
+            let before = node.clone();
+            (edit(node) && *node != before).then_some(before)
+        });
+        let Some(Some(before)) = edited else {
+            return Observed::Nothing;
+        };
+        Observed::Node {
+            name,
+            before: Some(before),
+        }
+    }
+}
