@@ -9,3 +9,4 @@ mod fuzz_support;
 
 mod fuzz_parsers;
 mod monitor_pass;
+mod recordings;
