@@ -136,8 +136,59 @@ impl Controllers {
         }
     }
 
+    /// The machine API of the three together: `input` at `now` in, the actions to take out.
+    /// The steps run in the data's order: the holds follow the input; the input enters the
+    /// world (`World::apply`) and the derived facts follow it; taint eviction, the node
+    /// lifecycle and fencing decide on what changed, each reading `&World`.
     pub fn handle(&mut self, input: Input, now: Time) -> Vec<Action> {
         let became_synced = matches!(input, Input::InitialSyncDone) && !self.synced;
+        let mut resumed = Vec::new();
+        let Some(input) = self.follow_holds(input, now, &mut resumed) else {
+            return resumed;
+        };
+        let mut out = Vec::new();
+        if Fencing::answers(&input) {
+            // Fencing's own answers go to it alone: they change nothing the others judge.
+            self.fencing_decides(&Observed::Input(input), now, &mut out);
+            out.append(&mut resumed);
+            return out;
+        }
+        let tick = matches!(input, Input::Tick);
+        let observed = self.observe(input, now);
+        let mut evictions = Vec::new();
+        self.eviction_decides(&observed, tick, now, &mut evictions);
+        let landed = self.land(&observed, now);
+        if !self.lifecycle_off {
+            self.lifecycle.decide(&self.world, &observed, now, &mut out);
+        }
+        self.follow_brakes(now, &mut evictions);
+        if let Some(node_changed) = &landed {
+            // The other machines see the node the lifecycle's write changed as any node
+            // change, after the lifecycle (which knows its own write: it decided on the result).
+            self.eviction_decides(node_changed, false, now, &mut evictions);
+        }
+        if became_synced {
+            self.synced = true;
+            self.eviction_initial_sync(now, &mut evictions);
+        }
+        // After the node lifecycle: zone states are recounted for this very change.
+        self.fencing_decides(&observed, now, &mut out);
+        if let Some(node_changed) = &landed {
+            self.fencing_decides(node_changed, now, &mut out);
+        }
+        out.append(&mut evictions);
+        out.append(&mut resumed);
+        out
+    }
+
+    /// The holds follow the input first (a fleet pause is an input of its own, consumed here:
+    /// `None`); fencing judges every node again where a pause of it (or of tainting) ended.
+    fn follow_holds(
+        &mut self,
+        input: Input,
+        now: Time,
+        resumed: &mut Vec<Action>,
+    ) -> Option<Input> {
         if let Input::InformersWatching(all) = input {
             self.caches.watching(all, now);
         }
@@ -152,144 +203,84 @@ impl Controllers {
             other => Some(other),
         };
         self.apply_cache_currency(now);
-        let mut resumed = Vec::new();
         let fencing_is_paused = self.fencing.as_ref().map(Fencing::pauses);
-        let ended = |was: Option<(bool, bool)>, is: Option<(bool, bool)>| match (was, is) {
+        let ended = match (fencing_was_paused, fencing_is_paused) {
             (Some((f0, t0)), Some((f1, t1))) => (f0 && !f1) || (t0 && !t1),
             _ => false,
         };
-        if ended(fencing_was_paused, fencing_is_paused)
-            && let Some(f) = self.fencing.as_mut().filter(|_| self.synced)
-        {
+        if ended && let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
             // Fencing may go on: every node is judged now, not at its next recheck.
-            f.synced(&self.world, &self.lifecycle, now, &mut resumed);
+            f.judge_all(&self.world, &self.lifecycle, now, resumed);
         }
-        let Some(input) = fed else {
-            return resumed;
-        };
-        // Fencing's own answers go to it alone; it decides nothing before the initial sync.
-        let input = match input {
-            Input::FenceTargetRead { id, outcome } => {
-                let mut out = Vec::new();
-                if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-                    f.on_target_read(&self.world, &self.lifecycle, id, outcome, now, &mut out);
-                }
-                return out;
-            }
-            Input::FenceExited { id, outcome, took } => {
-                let mut out = Vec::new();
-                if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-                    f.on_exited(
-                        &self.world,
-                        &self.lifecycle,
-                        id,
-                        outcome,
-                        took,
-                        now,
-                        &mut out,
-                    );
-                }
-                return out;
-            }
-            Input::Result { id, outcome } if Fencing::owns(id) => {
-                let mut out = Vec::new();
-                if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-                    f.on_result(&self.world, id, outcome, now, &mut out);
-                }
-                return out;
-            }
-            other => other,
-        };
-        let tick = matches!(input, Input::Tick);
+        fed
+    }
+
+    /// The input into the world, through its one writer; the facts the lifecycle derives (the
+    /// suspects, the brakes' counts) follow it before any machine decides on it (`brake.rs`: a
+    /// deletion due at the very instant a mass failure is seen waits).
+    fn observe(&mut self, input: Input, now: Time) -> Observed {
         let observed = self.world.apply(input, &self.lifecycle);
-        self.lifecycle
-            .tally_observed(self.world.store(), &observed, now);
-        let (changed, gone): (Option<crate::model::Name>, Vec<crate::model::Name>) = match &observed
-        {
-            Observed::Node { name, .. } => (Some(name.clone()), Vec::new()),
-            Observed::NodesGone(nodes) => (None, nodes.iter().map(|n| n.name.clone()).collect()),
-            _ => (None, Vec::new()),
-        };
-        let mut evictions = Vec::new();
+        let store = self.world.store();
+        self.lifecycle.tally_observed(store, &observed, now);
+        self.lifecycle.brakes_before(store, &observed, now);
+        observed
+    }
+
+    /// Taint eviction decides on `observed`, under the brakes (and, at a tick, the takeover's
+    /// wait) as they stand now.
+    fn eviction_decides(
+        &mut self,
+        observed: &Observed,
+        tick: bool,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
         if let Some(eviction) = self.eviction.as_mut() {
-            eviction.note_history(&self.world, &observed, now);
+            eviction.note_history(&self.world, observed, now);
         }
-        // The brakes count this input before any deletion is decided on it (`brake.rs`).
-        self.lifecycle
-            .brakes_before(self.world.store(), &observed, now);
-        self.follow_brakes(now, &mut evictions);
+        self.follow_brakes(now, out);
         if tick {
             // Before the deadlines due now fire.
-            self.follow_takeover_wait(now, &mut evictions);
+            self.follow_takeover_wait(now, out);
         }
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
-            eviction.decide(&self.world, &observed, now, &mut evictions);
+            eviction.decide(&self.world, observed, now, out);
         }
-        // A write of ours that this result says landed enters the world now, through its one
-        // writer, before the lifecycle decides on the result (as if its answer had come first,
-        // as the live shell feeds it: `runtime/executor/live.rs`, `absorb_answer`).
-        let landed = self.lifecycle.landed(&observed).map(|landed| {
-            let applied = self.world.apply(Input::Landed(landed), &self.lifecycle);
-            self.lifecycle.landed_applied(&applied);
-            self.lifecycle
-                .tally_observed(self.world.store(), &applied, now);
-            applied
-        });
-        let mut actions = Vec::new();
-        if !self.lifecycle_off {
-            self.lifecycle
-                .decide(&self.world, observed, now, &mut actions);
+    }
+
+    /// A write of ours that this result says landed enters the world now, through its one
+    /// writer, before the lifecycle decides on the result (as if its answer had come first, as
+    /// the live shell feeds it: `runtime/executor/live.rs`, `absorb_answer`). The node it
+    /// changed, if it changed one, for the other machines.
+    fn land(&mut self, observed: &Observed, now: Time) -> Option<Observed> {
+        let landed = self.lifecycle.landed(observed)?;
+        let applied = self.world.apply(Input::Landed(landed), &self.lifecycle);
+        self.lifecycle.landed_applied(&applied);
+        self.lifecycle
+            .tally_observed(self.world.store(), &applied, now);
+        matches!(applied, Observed::Node { .. }).then_some(applied)
+    }
+
+    /// The initial sync: taint eviction judges the pods of every node in the store.
+    fn eviction_initial_sync(&mut self, now: Time, out: &mut Vec<Action>) {
+        if let Some(eviction) = self.eviction.as_mut() {
+            // A start or takeover in a mass failure: the brake holds the overdue deletions the
+            // taints found at start would fire at once.
+            let lifecycle = &self.lifecycle;
+            let store = self.world.store();
+            eviction.set_brake(lifecycle.brake_cover(store), store, now, out);
+            // The countdowns found wait while the suspects would put every zone down or fully
+            // disrupt their node's zone (the lifecycle counted every node and zone and judged
+            // them just now).
+            let wait = lifecycle.takeover_wait_cover(store, now);
+            eviction.initial_sync(store, wait, now, out);
         }
-        self.follow_brakes(now, &mut evictions);
-        // The other machines see the node it changed as any node change, after the lifecycle
-        // decided (the lifecycle knows its own write: it decided on the result).
-        let changed = match &landed {
-            Some(node_changed @ Observed::Node { name, .. }) => {
-                if let Some(eviction) = self.eviction.as_mut() {
-                    eviction.note_history(&self.world, node_changed, now);
-                }
-                if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
-                    eviction.decide(&self.world, node_changed, now, &mut evictions);
-                }
-                Some(name.clone())
-            }
-            _ => changed,
-        };
-        if became_synced {
-            self.synced = true;
-            if let Some(eviction) = self.eviction.as_mut() {
-                // A start or takeover in a mass failure: the brake holds the overdue deletions
-                // the taints found at start would fire at once.
-                let lifecycle = &self.lifecycle;
-                let store = self.world.store();
-                eviction.set_brake(lifecycle.brake_cover(store), store, now, &mut evictions);
-                // The countdowns found wait while the suspects would put every zone down or
-                // fully disrupt their node's zone (the lifecycle counted every node and zone
-                // and judged them just now).
-                let wait = lifecycle.takeover_wait_cover(store, now);
-                eviction.initial_sync(store, wait, now, &mut evictions);
-            }
-        }
+    }
+
+    fn fencing_decides(&mut self, observed: &Observed, now: Time, out: &mut Vec<Action>) {
         if let Some(f) = self.fencing.as_mut() {
-            for name in &gone {
-                f.node_gone(name);
-            }
-            if self.synced {
-                // After the node lifecycle: zone states are recounted for this very change.
-                if became_synced {
-                    f.started_acting(now);
-                    f.synced(&self.world, &self.lifecycle, now, &mut actions);
-                } else if let Some(name) = &changed {
-                    f.node_changed(&self.world, &self.lifecycle, name, now, &mut actions);
-                }
-                if tick {
-                    f.tick(&self.world, &self.lifecycle, now, &mut actions);
-                }
-            }
+            f.decide(&self.world, &self.lifecycle, observed, now, out);
         }
-        actions.append(&mut evictions);
-        actions.append(&mut resumed);
-        actions
     }
 
     /// The clocks the next leader is to honour (`controller/clocks.rs`): the shell writes them
@@ -441,7 +432,7 @@ impl Controllers {
         self.follow_brakes(now, &mut evictions);
         actions.append(&mut evictions);
         if let Some(f) = self.fencing.as_mut().filter(|_| self.synced) {
-            f.synced(&self.world, &self.lifecycle, now, &mut actions);
+            f.judge_all(&self.world, &self.lifecycle, now, &mut actions);
         }
         actions
     }

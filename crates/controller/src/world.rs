@@ -15,10 +15,18 @@
 //! changed and it updates its entries afterwards (`NodeLifecycle::landed_applied`), but for the
 //! one hint the store keeps for it beside each Lease, the slot of the node's entry, which `apply`
 //! asks of the lifecycle through [`EntrySlots`] while the Lease is at hand.
+//!
+//! What the lifecycle derives from the store for the others (brakes, zone states with their
+//! suspects) it keeps itself, since its verdicts drive them; fencing reads them through
+//! [`Facts`].
 
 pub use crate::model::{ClusterStore, ConditionStatus, Kind, Name, Node, PodUpsert, Upserted};
 
+use crate::time::Time;
+
+use super::brake::{BrakeScope, BrakeState};
 use super::inputs::{Input, Landed, Observed};
+use super::zones::ZoneState;
 
 /// Where a machine keeps its per-node entries, by slot: the store keeps the node lifecycle's
 /// slot beside each Lease, so a renewal reaches the node's entry from the store's one lookup
@@ -26,6 +34,32 @@ use super::inputs::{Input, Landed, Observed};
 pub(crate) trait EntrySlots {
     /// The slot of `name`'s entry, `hint` being the slot kept beside its Lease (checked).
     fn slot_hinted(&self, name: &Name, hint: u32) -> Option<u32>;
+}
+
+/// What the node lifecycle derives from the store and the other machines act on: the engaged
+/// brake covering a node, a zone's state with its suspects counted not ready, every zone down.
+///
+/// They follow the lifecycle's own verdicts (a node counts not ready in its zone once its
+/// Unknown is written; a suspect is a node whose grace clock, kept per node by the lifecycle,
+/// says it would be judged soon), so the lifecycle keeps them as nodes change, and the others
+/// read them through this trait only, at the instant they decide, beside `&World`.
+pub(crate) trait Facts {
+    /// The engaged brake covering `node`, if any.
+    fn brake_covering(
+        &self,
+        store: &ClusterStore,
+        node: &str,
+    ) -> Option<(&BrakeScope, &BrakeState)>;
+    /// Every zone is fully disrupted, or would be with its suspects counted.
+    fn all_zones_down_with_suspects(&self, store: &ClusterStore, now: Time) -> bool;
+    /// The state of `node`'s zone, worse by its suspects when they make it worse than
+    /// Normal (`None`: not known yet).
+    fn zone_state_with_suspects(
+        &self,
+        store: &ClusterStore,
+        node: &str,
+        now: Time,
+    ) -> Option<ZoneState>;
 }
 
 #[derive(Debug, Default)]

@@ -5,8 +5,7 @@ use crate::model::{Name, Node};
 use crate::time::Time;
 
 use super::super::actions::Action;
-use super::super::node_lifecycle::NodeLifecycle;
-use super::super::world::World;
+use super::super::world::{Facts, World};
 use super::machine::{Fencing, Phase, rfc};
 use super::{
     ATTEMPT_ANNOTATION, FenceCommand, FenceStep, FenceTarget, attempt_outage, attempt_record,
@@ -18,7 +17,7 @@ impl Fencing {
     pub(super) fn confirm(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &Name,
         t: FenceTarget,
         now: Time,
@@ -78,7 +77,7 @@ impl Fencing {
             self.timers.schedule(name.clone(), e.not_before);
             return;
         }
-        if let Some(why) = self.refused_on_live_read(world, lc, name, &t, now) {
+        if let Some(why) = self.refused_on_live_read(world, facts, name, &t, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

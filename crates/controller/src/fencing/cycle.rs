@@ -26,9 +26,8 @@ use crate::time::Time;
 
 use super::super::actions::Action;
 use super::super::events::EventType;
-use super::super::node_lifecycle::NodeLifecycle;
 use super::super::tolerations::{Verdict, verdict};
-use super::super::world::World;
+use super::super::world::{Facts, World};
 use super::machine::{Fencing, Phase, event, rfc, second};
 use super::{
     FenceCommand, FenceOutcome, FenceStep, FenceTarget, FenceTargetOutcome, STATE_ANNOTATION,
@@ -61,7 +60,7 @@ impl Fencing {
     pub(super) fn escalate(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &Name,
         step: usize,
         outcome: &FenceOutcome,
@@ -102,14 +101,14 @@ impl Fencing {
         e.start_step = step + 1;
         e.phase = Phase::Idle;
         e.blocked = None;
-        self.evaluate(world, lc, name, now, out);
+        self.evaluate(world, facts, name, now, out);
     }
 
     /// `power-cycle`, after the taint: the power-on waits for every pod of the node to be gone.
     pub(super) fn wait_pods(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &Name,
         now: Time,
         out: &mut Vec<Action>,
@@ -136,7 +135,7 @@ impl Fencing {
             return;
         }
         // The gates of the first step, on the cache, then again on the live read.
-        if let Some(why) = self.refused_on_cache(world, lc, node, now) {
+        if let Some(why) = self.refused_on_cache(world, facts, node, now) {
             self.block(name, why, now + self.recheck);
             return;
         }
@@ -158,7 +157,7 @@ impl Fencing {
     pub(super) fn confirm_power_on(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &Name,
         outcome: FenceTargetOutcome,
         now: Time,
@@ -191,7 +190,7 @@ impl Fencing {
                 return;
             }
         };
-        if let Some(why) = self.refused_on_live_read(world, lc, name, &t, now) {
+        if let Some(why) = self.refused_on_live_read(world, facts, name, &t, now) {
             self.block(name, why, now + self.recheck);
             return;
         }
@@ -316,7 +315,7 @@ impl Fencing {
     pub(super) fn on_power_on_exited(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &Name,
         outcome: FenceOutcome,
         took: Duration,
@@ -341,7 +340,7 @@ impl Fencing {
                 );
                 let Some(outage) = e.outage.filter(|_| still_down) else {
                     // Back already: the recovery path releases it.
-                    self.evaluate(world, lc, name, now, out);
+                    self.evaluate(world, facts, name, now, out);
                     return;
                 };
                 let id = self.id();

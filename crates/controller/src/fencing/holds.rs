@@ -12,8 +12,7 @@ use crate::model::{ConditionStatus, Maintenance, Node, maintenance};
 use crate::time::Time;
 
 use super::super::inputs::LeaseReadOutcome;
-use super::super::node_lifecycle::NodeLifecycle;
-use super::super::world::World;
+use super::super::world::{Facts, World};
 use super::FenceTarget;
 use super::machine::{Fencing, rfc, second};
 
@@ -23,27 +22,27 @@ impl Fencing {
     pub(super) fn refused_on_cache(
         &self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         node: &Node,
         now: Time,
     ) -> Option<String> {
-        let planned = lc.settings().in_planned_maintenance(node);
+        let planned = self.lifecycle_conditions && node.in_planned_maintenance();
         self.held_off(&node.maintenance, planned, node.unschedulable, now)
-            .or_else(|| self.gate(world, lc, &node.name, now))
+            .or_else(|| self.gate(world, facts, &node.name, now))
     }
 
     /// The same on a live read of the node, just before a command runs.
     pub(super) fn refused_on_live_read(
         &self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &str,
         t: &FenceTarget,
         now: Time,
     ) -> Option<String> {
-        let planned = lc.settings().lifecycle_conditions && t.maintenance_in_progress;
+        let planned = self.lifecycle_conditions && t.maintenance_in_progress;
         self.held_off(&t.maintenance, planned, t.unschedulable, now)
-            .or_else(|| self.gate(world, lc, name, now))
+            .or_else(|| self.gate(world, facts, name, now))
     }
 
     /// Whether a live read confirms the outage a fence is for: the node still Unknown since

@@ -12,9 +12,9 @@ use super::super::actions::{Action, ActionId};
 use super::super::decisions::Decision;
 use super::super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
 use super::super::in_flight::ActionIds;
-use super::super::node_lifecycle::NodeLifecycle;
+use super::super::inputs::{Input, Observed};
 use super::super::settings::Settings;
-use super::super::world::World;
+use super::super::world::{Facts, World};
 use super::super::zones::ZoneState;
 use super::{FenceCommand, FenceTargetOutcome, FencingPolicy, is_out_of_service};
 
@@ -165,6 +165,8 @@ pub struct Fencing {
     pub(super) grace: Duration,
     /// How soon a blocked or failed check is tried again.
     pub(super) recheck: Duration,
+    /// KEP-5683's planned maintenance holds fences off (`Settings::lifecycle_conditions`).
+    pub(super) lifecycle_conditions: bool,
     pub(super) ids: ActionIds,
     pub(super) nodes: BTreeMap<Name, NodeFence>,
     pub(super) timers: TimerHeap<Name>,
@@ -215,6 +217,7 @@ impl Fencing {
             policy,
             grace: settings.node_monitor_grace_period,
             recheck: settings.node_monitor_period,
+            lifecycle_conditions: settings.lifecycle_conditions,
             ids: ActionIds::starting_after(FENCE_ID_BASE),
             nodes: BTreeMap::new(),
             timers: TimerHeap::new(),
@@ -230,13 +233,14 @@ impl Fencing {
         self.policy = policy;
         self.grace = settings.node_monitor_grace_period;
         self.recheck = settings.node_monitor_period;
+        self.lifecycle_conditions = settings.lifecycle_conditions;
     }
 
     pub fn policy(&self) -> &FencingPolicy {
         &self.policy
     }
 
-    pub(crate) fn owns(id: ActionId) -> bool {
+    fn owns(id: ActionId) -> bool {
         id.0 > FENCE_ID_BASE
     }
 
@@ -262,29 +266,74 @@ impl Fencing {
         self.acting_since = Some(now);
     }
 
-    /// Every node judged again (the initial sync, a pause's end, a reload).
-    pub(crate) fn synced(
+    /// The machine API, the shape of the other two (`TaintEviction::decide`): decides on what
+    /// `World::apply` reported at `now` (a node changed or gone, a tick, the initial sync) or
+    /// on one of its own answers (a live read, a command's exit, a write's result, which
+    /// change nothing the other machines judge), reading the cluster from `world` and what the
+    /// node lifecycle derives from it from `facts`; pushes its actions to `out`. Before this
+    /// instance acts (its initial sync) it only forgets the nodes that go.
+    pub(crate) fn decide(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
+        observed: &Observed,
+        now: Time,
+        out: &mut Vec<Action>,
+    ) {
+        if let Observed::NodesGone(nodes) = observed {
+            for node in nodes {
+                self.node_gone(&node.name);
+            }
+        }
+        if self.acting_since.is_none() {
+            if matches!(observed, Observed::Input(Input::InitialSyncDone)) {
+                self.started_acting(now);
+                self.judge_all(world, facts, now, out);
+            }
+            return;
+        }
+        match observed {
+            Observed::Node { name, .. } => self.node_changed(world, facts, name, now, out),
+            Observed::Input(Input::Tick) => self.tick(world, facts, now, out),
+            Observed::Input(Input::FenceTargetRead { id, outcome }) => {
+                self.on_target_read(world, facts, *id, outcome.clone(), now, out);
+            }
+            Observed::Input(Input::FenceExited { id, outcome, took }) => {
+                self.on_exited(world, facts, *id, outcome.clone(), *took, now, out);
+            }
+            Observed::Input(Input::Result { id, outcome }) if Fencing::owns(*id) => {
+                self.on_result(world, *id, outcome.clone(), now, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Fencing's own answers, which go to it alone (`Controllers::handle`).
+    pub(crate) fn answers(input: &Input) -> bool {
+        match input {
+            Input::FenceTargetRead { .. } | Input::FenceExited { .. } => true,
+            Input::Result { id, .. } => Fencing::owns(*id),
+            _ => false,
+        }
+    }
+
+    /// Every node judged again (the initial sync, a pause's end, a reload).
+    pub(crate) fn judge_all(
+        &mut self,
+        world: &World,
+        facts: &dyn Facts,
         now: Time,
         out: &mut Vec<Action>,
     ) {
         let names: Vec<Name> = world.store().nodes().map(|n| n.name.clone()).collect();
         for name in &names {
-            self.node_changed(world, lc, name, now, out);
+            self.node_changed(world, facts, name, now, out);
         }
     }
 
-    pub(crate) fn tick(
-        &mut self,
-        world: &World,
-        lc: &NodeLifecycle,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
+    fn tick(&mut self, world: &World, facts: &dyn Facts, now: Time, out: &mut Vec<Action>) {
         while let Some((name, _)) = self.timers.pop_due(now) {
-            self.evaluate(world, lc, &name, now, out);
+            self.evaluate(world, facts, &name, now, out);
         }
     }
 
@@ -293,7 +342,7 @@ impl Fencing {
         std::mem::take(&mut self.decisions)
     }
 
-    pub(crate) fn node_gone(&mut self, name: &Name) {
+    pub(super) fn node_gone(&mut self, name: &Name) {
         self.timers.cancel(name);
         if let Some(e) = self.nodes.remove(name)
             && matches!(e.phase, Phase::Running { .. })
@@ -306,10 +355,10 @@ impl Fencing {
         }
     }
 
-    pub(crate) fn node_changed(
+    fn node_changed(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &Name,
         now: Time,
         out: &mut Vec<Action>,
@@ -324,7 +373,7 @@ impl Fencing {
         {
             return;
         }
-        self.evaluate(world, lc, name, now, out);
+        self.evaluate(world, facts, name, now, out);
     }
 
     pub(super) fn block(&mut self, name: &Name, why: String, retry_at: Time) {
@@ -348,20 +397,20 @@ impl Fencing {
     pub(super) fn gate(
         &self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &str,
         now: Time,
     ) -> Option<String> {
-        if let Some((scope, b)) = lc.brake_covering(world.store(), name) {
+        if let Some((scope, b)) = facts.brake_covering(world.store(), name) {
             return Some(format!(
                 "the brake is engaged ({scope}: {} of {} nodes unhealthy, max_unhealthy = {})",
                 b.unhealthy, b.total, b.limit
             ));
         }
-        if lc.all_zones_down_with_suspects(world.store(), now) {
+        if facts.all_zones_down_with_suspects(world.store(), now) {
             return Some("every zone is fully disrupted: the control plane may be cut off".into());
         }
-        match lc.zone_state_with_suspects(world.store(), name, now) {
+        match facts.zone_state_with_suspects(world.store(), name, now) {
             Some(ZoneState::Normal) => None,
             Some(state) => Some(format!("zone state is {state:?}")),
             None => Some("zone state not known yet".into()),
@@ -375,10 +424,10 @@ impl Fencing {
             .map(|(n, _)| n.clone())
     }
 
-    pub(crate) fn on_target_read(
+    fn on_target_read(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         id: ActionId,
         outcome: FenceTargetOutcome,
         now: Time,
@@ -396,7 +445,7 @@ impl Fencing {
             Phase::ReadingOn { .. } => {
                 // Waiting again until the read says the power-on may run (`cycle.rs`).
                 e.phase = Phase::WaitingPods;
-                self.confirm_power_on(world, lc, &name, outcome, now, out);
+                self.confirm_power_on(world, facts, &name, outcome, now, out);
                 return;
             }
             _ => return,
@@ -432,6 +481,6 @@ impl Fencing {
             }
             return;
         }
-        self.confirm(world, lc, &name, *target, now, out);
+        self.confirm(world, facts, &name, *target, now, out);
     }
 }

@@ -9,8 +9,7 @@ use crate::model::{ConditionStatus, Name};
 use crate::time::Time;
 
 use super::super::actions::Action;
-use super::super::node_lifecycle::NodeLifecycle;
-use super::super::world::World;
+use super::super::world::{Facts, World};
 use super::is_out_of_service;
 use super::machine::{Fencing, NodeFence, Phase, second};
 
@@ -18,7 +17,7 @@ impl Fencing {
     pub(super) fn evaluate(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         name: &Name,
         now: Time,
         out: &mut Vec<Action>,
@@ -125,7 +124,7 @@ impl Fencing {
                 return;
             }
             Phase::WaitingPods => {
-                self.wait_pods(world, lc, name, now, out);
+                self.wait_pods(world, facts, name, now, out);
                 return;
             }
             Phase::Recovering { until } => {
@@ -176,7 +175,7 @@ impl Fencing {
             self.block(name, why, at);
             return;
         }
-        if let Some(why) = self.refused_on_cache(world, lc, node, now) {
+        if let Some(why) = self.refused_on_cache(world, facts, node, now) {
             self.block(name, why, now + self.recheck);
             return;
         }

@@ -8,9 +8,8 @@ use crate::time::Time;
 use super::super::actions::{Action, ActionId};
 use super::super::events::EventType;
 use super::super::inputs::Outcome;
-use super::super::node_lifecycle::NodeLifecycle;
 use super::super::settings::CONFLICT_RETRIES;
-use super::super::world::World;
+use super::super::world::{Facts, World};
 use super::machine::{Fencing, Phase, event, rfc, second};
 use super::{
     ATTEMPT_ANNOTATION, FenceOutcome, FenceStep, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
@@ -19,7 +18,7 @@ use super::{
 
 impl Fencing {
     /// The answer to a `PatchNodeFencing`.
-    pub(crate) fn on_result(
+    pub(super) fn on_result(
         &mut self,
         world: &World,
         id: ActionId,
@@ -165,13 +164,11 @@ impl Fencing {
         }
     }
 
-    // The world and the lifecycle's derived facts are read apart until those move into the
-    // world (issue 47, item 1).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_exited(
+    pub(super) fn on_exited(
         &mut self,
         world: &World,
-        lc: &NodeLifecycle,
+        facts: &dyn Facts,
         id: ActionId,
         outcome: FenceOutcome,
         took: Duration,
@@ -189,7 +186,7 @@ impl Fencing {
             return;
         };
         if command.step == FenceStep::On {
-            self.on_power_on_exited(world, lc, &name, outcome, took, now, out);
+            self.on_power_on_exited(world, facts, &name, outcome, took, now, out);
             return;
         }
         let step = match command.step {
@@ -198,7 +195,7 @@ impl Fencing {
         };
         let failed = !matches!(outcome, FenceOutcome::Exited(0) | FenceOutcome::DryRun);
         if failed && step + 1 < self.policy.steps {
-            self.escalate(world, lc, &name, step, &outcome, now, out);
+            self.escalate(world, facts, &name, step, &outcome, now, out);
             return;
         }
         let Some(e) = self.nodes.get_mut(&name) else {
@@ -249,7 +246,7 @@ impl Fencing {
             .map(|(n, _)| n.clone())
             .collect();
         for n in &waiting {
-            self.evaluate(world, lc, n, now, out);
+            self.evaluate(world, facts, n, now, out);
         }
     }
 

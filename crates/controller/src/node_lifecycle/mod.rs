@@ -17,6 +17,7 @@ mod changes;
 mod clocks;
 mod disruption;
 mod dump;
+mod facts;
 mod health;
 #[cfg(test)]
 mod inspect;
@@ -407,24 +408,24 @@ impl NodeLifecycle {
     pub(crate) fn decide(
         &mut self,
         world: &World,
-        observed: Observed,
+        observed: &Observed,
         now: Time,
         out: &mut Vec<Action>,
     ) {
         let store = world.store();
         let mut changed_node = None;
-        let brakes_follow = self.brakes_follow(&observed);
+        let brakes_follow = self.brakes_follow(observed);
         // A renewal changes no zone's queue, hold or cooldown (only a brake's count, while one
         // is engaged): the tainting pass stays armed as it is.
         let renewal = matches!(observed, Observed::Lease { .. });
         match observed {
             Observed::Nothing => {}
             Observed::Node { name, before } => {
-                self.on_node_changed(store, &name, before.as_ref(), now, out);
+                self.on_node_changed(store, name, before.as_ref(), now, out);
                 changed_node = Some(name);
             }
             Observed::NodesGone(nodes) => {
-                for node in &nodes {
+                for node in nodes {
                     self.forget_node(node, out);
                 }
                 // The end of a full state of nodes (the store refilled its map too).
@@ -437,13 +438,13 @@ impl NodeLifecycle {
                 entry,
                 renewed,
             } => {
-                if let Some(slot) = entry {
-                    self.on_lease_changed(store, &name, slot, renew_time, renewed, now);
+                if let Some(slot) = *entry {
+                    self.on_lease_changed(store, name, slot, *renew_time, *renewed, now);
                 }
             }
-            Observed::Pod(change) => self.on_pod_changed(store, &change, now, out),
+            Observed::Pod(change) => self.on_pod_changed(store, change, now, out),
             Observed::PodsGone(pods) => {
-                for (key, _) in &pods {
+                for (key, _) in pods {
                     self.node_lost.remove(key);
                 }
             }
@@ -451,16 +452,16 @@ impl NodeLifecycle {
                 Input::InitialSyncDone => self.on_initial_sync(store, now, out),
                 Input::Tick => self.on_tick(store, now, out),
                 Input::Result { id, outcome } => {
-                    let node = self.in_flight.get(id).map(|p| p.node().clone());
-                    self.on_result(store, id, outcome, now, out);
+                    let node = self.in_flight.get(*id).map(|p| p.node().clone());
+                    self.on_result(store, *id, outcome.clone(), now, out);
                     // The answer may have ended a verdict on every path (`results.rs`).
                     if let Some(node) = node {
                         self.tally_refresh(store, &node, now);
                     }
                 }
                 Input::LeaseRead { id, outcome } => {
-                    let node = self.in_flight.get(id).map(|p| p.node().clone());
-                    self.on_lease_read(store, id, outcome, now, out);
+                    let node = self.in_flight.get(*id).map(|p| p.node().clone());
+                    self.on_lease_read(store, *id, outcome.clone(), now, out);
                     if let Some(node) = node {
                         self.tally_refresh(store, &node, now);
                     }
@@ -484,7 +485,7 @@ impl NodeLifecycle {
                 self.refresh_holds(store, now);
             }
             if let Some(name) = changed_node {
-                self.taint_due_now(store, &name, now, out);
+                self.taint_due_now(store, name, now, out);
             }
             if !renewal || zones_changed || brakes_follow {
                 self.arm_eviction_pass(store, now);

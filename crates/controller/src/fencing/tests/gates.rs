@@ -108,6 +108,40 @@ fn a_pause_of_fencing_during_step_one_holds_step_two_until_it_ends() {
     assert!(record.ends_with(",step=1"), "{record}");
 }
 
+/// A pause of fencing ends while another node's command runs, and that command's exit is the
+/// first input after the end (no tick came between): the node the pause held is judged at that
+/// input, and the live read it starts is sent with the exit's own actions, not lost (a read
+/// never sent would leave the node waiting for an answer that never comes).
+#[test]
+fn a_fence_answer_that_is_the_first_input_after_a_pause_keeps_the_resumed_work() {
+    let mut policy = policy();
+    policy.max_concurrent = 2;
+    let mut api = Api::fencing(policy, t0(), &["n1", "n2", "n3", "n4", "n5"]);
+    kill(&mut api, &["n2"]);
+    api.run_until(t0() + secs(120));
+    let since = api.unknown_since("n2");
+    api.run_until(since + secs(301));
+    assert_eq!(steps_of(&api, "n2"), [FenceStep::Off(0)]);
+    let until = api.now + secs(900);
+    api.feed(pause(PauseScope::Fencing, until));
+    kill(&mut api, &["n1"]);
+    api.run_until(before(until, 1));
+    assert!(
+        steps_of(&api, "n1").is_empty(),
+        "n1 fenced during the pause"
+    );
+    // Past the pause's end with no tick on the way: n2's exit is the first input.
+    api.now = until + secs(1);
+    api.exit("n2", FenceOutcome::Exited(0));
+    api.run_until(until + secs(120));
+    assert_eq!(
+        steps_of(&api, "n1"),
+        [FenceStep::Off(0)],
+        "the read the pause's end started was lost: {:?}",
+        lines(&mut api)
+    );
+}
+
 /// Planned work that starts while step 1 runs (a maintenance annotation, a cordon) holds step 2
 /// until it is over.
 #[test]
