@@ -2,9 +2,17 @@
 //! per scope (suspects included, as the zone rules count them), the decision
 //! lines when a brake engages and releases, and the gate of the zone queues.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
 
-use super::*;
+use crate::actions::Action;
+use crate::decisions::Decision;
+use crate::inputs::Observed;
+use crate::model::{ClusterStore, Name};
+use crate::settings::NODE_EVICTION_PERIOD;
+use crate::time::Time;
+
+use super::{NodeLifecycle, Timer};
 use crate::brake::{BrakeChange, BrakeCover, BrakeScope, BrakeState, Brakes};
 use crate::pools::pool_of;
 

@@ -1,7 +1,17 @@
 //! What the lifecycle does when the store changes: a node, its Lease or a pod seen, the initial
 //! sync, the tick; a node registered or forgotten.
 
-use super::*;
+use crate::actions::Action;
+use crate::decisions::Decision;
+use crate::dump::LegacyEviction;
+use crate::health::NodeHealth;
+use crate::model::{ClusterStore, ConditionStatus, Name, Node, PodChange};
+use crate::taint_ops::{NoExecuteKind, has_no_execute};
+use crate::time::{Armed, Time};
+
+use super::busy::BusySlot;
+use super::health;
+use super::{NodeEntry, NodeLifecycle, Timer, domain_name, node_event};
 
 impl NodeLifecycle {
     pub(super) fn on_node_changed(

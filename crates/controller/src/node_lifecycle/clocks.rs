@@ -2,7 +2,10 @@
 //! keeps them: read from its zones and brakes, and put back at a takeover once every node is
 //! counted and the zone states computed (`on_initial_sync`).
 
-use super::*;
+use crate::time::Time;
+use crate::zones::ZoneState;
+
+use super::NodeLifecycle;
 use crate::brake::{BrakeScope, BrakeState};
 use crate::clocks::Clocks;
 

@@ -1,7 +1,17 @@
 //! Zones: membership, each zone's contribution to the disruption count, and the zone state
 //! transitions that set the tainting rate (upstream's `handleDisruption`).
 
-use super::*;
+use std::collections::BTreeMap;
+
+use crate::actions::Action;
+use crate::decisions::Decision;
+use crate::model::{ClusterStore, ConditionStatus, Name, NameMap};
+use crate::rate_limited_queue::RateLimitedTimedQueue;
+use crate::time::{Rate, Time};
+use crate::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
+
+use super::partitions;
+use super::{NodeEntry, NodeLifecycle};
 
 impl NodeLifecycle {
     pub(super) fn leave_zone(&mut self, name: &str, zone_key: &Name, counted: Option<bool>) {

@@ -1,6 +1,11 @@
 //! What the SIGUSR1 dump shows of the node lifecycle (the types are in `controller/dump.rs`).
 
-use super::*;
+use crate::health::NodeHealth;
+use crate::model::ClusterStore;
+use crate::time::Time;
+use crate::zones::ZoneState;
+
+use super::{NodeLifecycle, Verdict, age};
 use crate::dump::{NodeDump, StateDump, ZoneDump};
 use crate::model::TaintEffect;
 use crate::pools::pool_of;

@@ -1,7 +1,17 @@
 //! A node's health: the grace timer, the monitor pass and the Unknown verdict (upstream's
 //! `monitorNodeHealth` / `tryUpdateNodeHealth`), and what follows a verdict.
 
-use super::*;
+use std::time::Duration;
+
+use crate::actions::Action;
+use crate::decisions::{Decision, Heartbeat, LeaseEvidence};
+use crate::health::{NodeHealth, stale_conditions};
+use crate::model::{ClusterStore, ConditionStatus, Name, Node};
+use crate::settings::Settings;
+use crate::taint_ops::{NoExecuteKind, has_no_execute};
+use crate::time::{DeadlineLanes, Time, TimerHeap};
+
+use super::{NodeEntry, NodeLifecycle, Pending, Timer, Verdict, node_event};
 
 impl NodeLifecycle {
     pub(super) fn arm_grace(&mut self, store: &ClusterStore, name: &Name, now: Time) {

@@ -1,6 +1,11 @@
 //! What the tests read of the machine's state beside its API.
 
-use super::*;
+use crate::health::NodeHealth;
+use crate::model::Name;
+use crate::zones::ZoneState;
+
+use super::NodeLifecycle;
+use super::suspect_tally;
 
 impl NodeLifecycle {
     /// The state of the node's zone (fencing's gate: only `Normal` zones are fenced in).

@@ -144,7 +144,7 @@ impl NodeLifecycle {
             }
             let key = pod.key();
             let uid = pod.uid();
-            if self.node_lost.contains(&key) {
+            if self.pod_work.is_node_lost(&key) {
                 job.outstanding += usize::from(self.delete_step(store, &key, name, &mut steps));
                 continue;
             }
@@ -235,7 +235,7 @@ impl NodeLifecycle {
     ) {
         match outcome {
             Outcome::Ok => {
-                self.node_lost.insert(pod.clone());
+                self.pod_work.set_node_lost(&pod);
             }
             Outcome::Conflict => self.job_failed(node),
             _ => {}

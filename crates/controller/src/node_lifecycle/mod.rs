@@ -34,33 +34,27 @@ pub use legacy_eviction::NODE_LOST_REASON;
 
 use busy::{Busy, BusySlot};
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::model::{
-    ClusterStore, ConditionStatus, Name, NameMap, Node, PodChange, PodKey, PodView,
-};
+use crate::model::{ConditionStatus, Name, NameMap, Node, PodKey, PodView};
 use crate::time::Time;
-use crate::time::{Armed, DeadlineLanes, Rate, TimerHeap};
+use crate::time::{Armed, DeadlineLanes, TimerHeap};
 
 use super::actions::{Action, ActionId};
-use super::condition_taints::{ConditionTaint, missing_no_execute, retire_condition_taints};
-use super::decisions::{Decision, Heartbeat, LeaseEvidence, taint_decision};
+use super::condition_taints::{ConditionTaint, retire_condition_taints};
+use super::decisions::{Decision, LeaseEvidence};
 use super::dump::LegacyEviction;
 use super::events::{Event, EventObject, EventType, NODE_CONTROLLER};
-use super::health::{NodeHealth, ReadySnapshot, stale_conditions};
+use super::health::NodeHealth;
 use super::in_flight::{InFlight, NODE_LIFECYCLE_IDS};
-use super::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
-use super::labels::labels_to_update;
+use super::inputs::{Input, Observed};
 use super::rate_limited_queue::RateLimitedTimedQueue;
-use super::settings::{
-    CONFLICT_RETRIES, EVICTION_PASS_MAX_HOLD, NODE_EVICTION_PERIOD, STATUS_RETRY_DELAY, Settings,
-    TAINT_CONFLICT_DELAY, TAINT_RETRY_DELAY,
-};
-use super::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
+use super::settings::Settings;
+use super::taint_ops::TaintOp;
 use super::world::World;
-use super::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
+use super::zones::Zone;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Timer {
@@ -98,54 +92,54 @@ enum Verdict {
 
 #[derive(Debug)]
 struct EvictionJob {
-    pub(crate) outstanding: usize,
-    pub(crate) failed: bool,
+    outstanding: usize,
+    failed: bool,
     /// Started by the zone queue (its outcome is reported back) or directly.
-    pub(crate) from_queue: bool,
+    from_queue: bool,
 }
 
 #[derive(Debug)]
 struct TaintWrite {
-    pub(crate) id: ActionId,
-    pub(crate) resource_version: Name,
-    pub(crate) taints: Vec<crate::model::Taint>,
-    pub(crate) ops: Vec<TaintOp>,
+    id: ActionId,
+    resource_version: Name,
+    taints: Vec<crate::model::Taint>,
+    ops: Vec<TaintOp>,
 }
 
 #[derive(Debug)]
 struct NodeEntry {
     /// The node's uid: the node itself is in the store; results for another node of the same
     /// name are ignored.
-    pub(crate) uid: Name,
+    uid: Name,
     /// When it was registered (at the initial sync, or when it joined later).
-    pub(crate) registered_at: Time,
+    registered_at: Time,
     /// How far behind its Lease's `renewTime` (the kubelet's clock) we see a renewal, at the
     /// least, in milliseconds: the clock skew plus the quickest read. Lets `suspects.rs` tell
     /// how long the kubelet has been silent even when its renewals reach us late (a stalled
     /// watch delivers them in a burst, and the probe time would call them fresh).
-    pub(crate) lease_lag_ms: Option<i64>,
+    lease_lag_ms: Option<i64>,
     /// When a node created while the controller runs was first seen (`None` for the nodes of
     /// the initial sync): see `update_contribution`.
-    pub(crate) joined_live_at: Option<Time>,
-    pub(crate) health: NodeHealth,
+    joined_live_at: Option<Time>,
+    health: NodeHealth,
     /// The grace deadline armed (`probe_time + grace`), in `graces` or in the heap.
-    pub(crate) grace_due: Option<Time>,
+    grace_due: Option<Time>,
     /// Its entry in `graces`, if it is kept there.
-    pub(crate) grace_armed: Armed,
-    pub(crate) zone: Name,
+    grace_armed: Armed,
+    zone: Name,
     /// The writes, reads and evidence of work under way on the node; nothing on a settled one.
-    pub(crate) busy: BusySlot,
+    busy: BusySlot,
     /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
-    pub(crate) registered: bool,
+    registered: bool,
     /// The deadline is a `Timer::NodeGrace` in the heap instead.
-    pub(crate) grace_in_heap: bool,
+    grace_in_heap: bool,
     /// The grace of the last arming, for the next renewals (`health.rs`, `GraceMemo`).
-    pub(crate) grace_memo: health::GraceMemo,
+    grace_memo: health::GraceMemo,
     /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
-    pub(crate) counted: Option<bool>,
+    counted: Option<bool>,
     /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
-    pub(crate) needs_pod_retry: bool,
-    pub(crate) legacy: LegacyEviction,
+    needs_pod_retry: bool,
+    legacy: LegacyEviction,
     /// What it adds to the suspects' and the brakes' counts (`suspect_tally.rs`).
     mark: suspect_tally::SuspectMark,
 }
@@ -224,12 +218,8 @@ pub struct NodeLifecycle {
     graces: DeadlineLanes<Name>,
     /// Writes and live reads sent and not answered yet, with what each is about.
     in_flight: InFlight<Pending>,
-    pods_marking: HashSet<PodKey>,
-    /// Nodes not Ready whose pods are kept Ready (`mark_pods_not_ready = "unless-disrupted"`,
-    /// `partitions.rs`).
-    pods_kept_ready: BTreeSet<Name>,
-    /// Legacy: pods whose status already says NodeLost.
-    node_lost: HashSet<PodKey>,
+    /// Pods being marked NotReady, nodes whose pods are kept Ready, pods marked NodeLost.
+    pod_work: pods::PodWork,
     disruption_dirty: bool,
     /// Since when the zone queues' pass has been held back for health verdicts in flight.
     eviction_pass_held_since: Option<Time>,
@@ -296,9 +286,7 @@ impl NodeLifecycle {
             timers: TimerHeap::new(),
             graces: DeadlineLanes::default(),
             in_flight: InFlight::counting(NODE_LIFECYCLE_IDS, Pending::is_verdict),
-            pods_marking: HashSet::new(),
-            pods_kept_ready: BTreeSet::new(),
-            node_lost: HashSet::new(),
+            pod_work: Default::default(),
             disruption_dirty: false,
             eviction_pass_held_since: None,
             decisions: Vec::new(),
@@ -445,7 +433,7 @@ impl NodeLifecycle {
             Observed::Pod(change) => self.on_pod_changed(store, change, now, out),
             Observed::PodsGone(pods) => {
                 for (key, _) in pods {
-                    self.node_lost.remove(key);
+                    self.pod_work.pod_gone(key);
                 }
             }
             Observed::Input(input) => match input {

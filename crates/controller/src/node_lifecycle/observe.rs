@@ -5,7 +5,11 @@
 //! ([`NodeLifecycle::landed_applied`]), and where it keeps a node's entry, for the hint the
 //! store keeps beside each Lease ([`EntrySlots`]).
 
-use super::*;
+use crate::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
+use crate::model::Name;
+
+use super::health;
+use super::{NodeLifecycle, Pending, Verdict};
 use crate::inputs::Landed;
 use crate::world::EntrySlots;
 

@@ -14,7 +14,15 @@
 //!   until `hold_max` has passed since it became fully disrupted. Its queue keeps its nodes, as
 //!   in a cooldown; entering and leaving the hold are one decision line each.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::actions::Action;
+use crate::decisions::Decision;
+use crate::model::{ClusterStore, ConditionStatus, Name, Node};
+use crate::time::Time;
+use crate::zones::{Zone, ZoneState};
+
+use super::{NodeLifecycle, domain_name};
 use crate::partitions::PodsNotReady;
 
 impl NodeLifecycle {
@@ -46,7 +54,7 @@ impl NodeLifecycle {
 
     /// Records that the node's pods stay Ready (one decision line per episode).
     pub(super) fn keep_pods_ready(&mut self, name: &Name, (state, all_down): (ZoneState, bool)) {
-        if !self.pods_kept_ready.insert(name.clone()) {
+        if !self.pod_work.keep_ready(name) {
             return;
         }
         let zone = self
@@ -70,15 +78,11 @@ impl NodeLifecycle {
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        if self.pods_kept_ready.is_empty() {
-            return;
-        }
-        let names: Vec<Name> = self.pods_kept_ready.iter().cloned().collect();
-        for name in names {
+        for name in self.pod_work.kept_ready() {
             let ready = store.node(&name).map(|n| n.ready().map(|c| c.status));
             match ready {
                 None | Some(Some(ConditionStatus::True)) => {
-                    self.pods_kept_ready.remove(&name);
+                    self.pod_work.stop_keeping(&name);
                 }
                 // Unknown but heard from again (its Lease renewed since its verdict): the
                 // kubelet is back and its Ready follows; its domain may read Normal a moment
@@ -86,7 +90,7 @@ impl NodeLifecycle {
                 Some(Some(ConditionStatus::Unknown)) if self.heard_since_verdict(&name, now) => {}
                 Some(_) => {
                     if self.keeps_pods_ready(store, &name, now).is_none() {
-                        self.pods_kept_ready.remove(&name);
+                        self.pod_work.stop_keeping(&name);
                         self.mark_pods_not_ready(store, &name, None, now, out);
                     }
                 }

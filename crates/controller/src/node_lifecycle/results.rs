@@ -1,6 +1,15 @@
 //! The answers to the writes and live reads the lifecycle asked for.
 
-use super::*;
+use crate::actions::{Action, ActionId};
+use crate::decisions::LeaseEvidence;
+use crate::events::EventType;
+use crate::health::ReadySnapshot;
+use crate::inputs::{LeaseReadOutcome, Outcome};
+use crate::model::{ClusterStore, ConditionStatus, Name};
+use crate::settings::{CONFLICT_RETRIES, STATUS_RETRY_DELAY, TAINT_CONFLICT_DELAY};
+use crate::time::Time;
+
+use super::{NodeEntry, NodeLifecycle, Pending, Timer, Verdict, pod_event, taint_jitter};
 
 impl NodeLifecycle {
     pub(super) fn entry_for(&mut self, node: &Name, uid: &Name) -> Option<&mut NodeEntry> {
@@ -41,7 +50,7 @@ impl NodeLifecycle {
             }
             Pending::LeaseRead { .. } => {}
             Pending::PodNotReady { pod, node } => {
-                self.pods_marking.remove(&pod);
+                self.pod_work.marked(&pod);
                 match outcome {
                     Outcome::NotFound => {}
                     Outcome::Ok => {

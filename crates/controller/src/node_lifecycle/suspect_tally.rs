@@ -24,7 +24,15 @@
 //! is not at walks instead (`suspect_view`), and test builds check the counts against the walk
 //! at every query (`tally_check`).
 
-use super::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::inputs::Observed;
+use crate::model::{ClusterStore, ConditionStatus, Name};
+use crate::time::Time;
+use crate::zones::Zone;
+
+use super::{NodeEntry, NodeLifecycle, Verdict};
 use crate::pools::pool_of;
 
 /// What one node adds to the counts, and when it becomes a suspect.

@@ -31,7 +31,17 @@
 //! way, and a stalled watch, which makes live kubelets look silent, would then let a zone's
 //! first verdict taint at once (soak seed 63).
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::decisions::Decision;
+use crate::health::NodeHealth;
+use crate::model::{ClusterStore, Name};
+use crate::time::Time;
+use crate::zones::{ZoneState, compute_zone_state};
+
+use super::{NodeEntry, NodeLifecycle, Verdict};
 
 /// How the zones would stand with their suspects counted not ready.
 pub(super) struct SuspectView {

@@ -1,7 +1,18 @@
 //! Taints: NoExecute not-ready/unreachable through the per-zone rate-limited queues, the
 //! per-node taint and label writes, and the eviction pass that drains the queues.
 
-use super::*;
+use std::time::Duration;
+
+use crate::actions::Action;
+use crate::condition_taints::missing_no_execute;
+use crate::decisions::taint_decision;
+use crate::labels::labels_to_update;
+use crate::model::{ClusterStore, ConditionStatus, Name};
+use crate::settings::{EVICTION_PASS_MAX_HOLD, NODE_EVICTION_PERIOD, TAINT_RETRY_DELAY};
+use crate::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
+use crate::time::Time;
+
+use super::{NodeLifecycle, Pending, TaintWrite, Timer};
 
 impl NodeLifecycle {
     pub(super) fn process_taint_based_eviction(
