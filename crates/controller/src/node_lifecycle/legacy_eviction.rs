@@ -235,7 +235,7 @@ impl NodeLifecycle {
     ) {
         match outcome {
             Outcome::Ok => {
-                self.pod_work.set_node_lost(&pod);
+                self.pod_work.set_node_lost(pod);
             }
             Outcome::Conflict => self.job_failed(node),
             _ => {}
