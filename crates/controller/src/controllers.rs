@@ -216,13 +216,10 @@ impl Controllers {
     }
 
     /// The input into the world, through its one writer; the facts the lifecycle derives (the
-    /// suspects, the brakes' counts) follow it before any machine decides on it (`brake.rs`: a
-    /// deletion due at the very instant a mass failure is seen waits).
+    /// suspects, the brakes' counts) follow it before any machine decides on it.
     fn observe(&mut self, input: Input, now: Time) -> Observed {
         let observed = self.world.apply(input, &self.lifecycle);
-        let store = self.world.store();
-        self.lifecycle.tally_observed(store, &observed, now);
-        self.lifecycle.brakes_before(store, &observed, now);
+        self.lifecycle.follow(self.world.store(), &observed, now);
         observed
     }
 
@@ -252,7 +249,15 @@ impl Controllers {
     /// writer, before the lifecycle decides on the result (as if its answer had come first, as
     /// the live shell feeds it: `runtime/executor/live.rs`, `absorb_answer`). The node it
     /// changed, if it changed one, for the other machines.
+    /// Only an answer (a write's result, a live Lease read) can say so: nothing else (a
+    /// renewal) asks the lifecycle.
     fn land(&mut self, observed: &Observed, now: Time) -> Option<Observed> {
+        if !matches!(
+            observed,
+            Observed::Input(Input::Result { .. } | Input::LeaseRead { .. })
+        ) {
+            return None;
+        }
         let landed = self.lifecycle.landed(observed)?;
         let applied = self.world.apply(Input::Landed(landed), &self.lifecycle);
         self.lifecycle.landed_applied(&applied);

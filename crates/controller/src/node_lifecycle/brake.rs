@@ -83,10 +83,10 @@ impl NodeLifecycle {
         }
         match release_at {
             Some(at) => {
-                self.timers.schedule(Timer::BrakeRelease, at);
+                self.deadlines.schedule(Timer::BrakeRelease, at);
             }
             None => {
-                self.timers.cancel(&Timer::BrakeRelease);
+                self.deadlines.cancel(&Timer::BrakeRelease);
             }
         }
         self.keep_pool_cover(store);
@@ -107,7 +107,7 @@ impl NodeLifecycle {
 
     /// Recounts the brakes before the other machines decide on `observed` (see
     /// `Controllers::handle`): a deletion due at the very instant a mass failure is seen waits.
-    pub(crate) fn brakes_before(&mut self, store: &ClusterStore, observed: &Observed, now: Time) {
+    pub(super) fn brakes_before(&mut self, store: &ClusterStore, observed: &Observed, now: Time) {
         if self.brakes_follow(observed) {
             self.update_brakes(store, now);
         }

@@ -7,7 +7,7 @@ use crate::dump::LegacyEviction;
 use crate::health::NodeHealth;
 use crate::model::{ClusterStore, ConditionStatus, Name, Node, PodChange};
 use crate::taint_ops::{NoExecuteKind, has_no_execute};
-use crate::time::{Armed, Time};
+use crate::time::Time;
 
 use super::busy::BusySlot;
 use super::health;
@@ -48,10 +48,8 @@ impl NodeLifecycle {
                     lease_lag_ms: None,
                     joined_live_at: self.synced.then_some(now),
                     health,
-                    grace_due: None,
+                    grace: Default::default(),
                     grace_memo: health::GraceMemo::NONE,
-                    grace_armed: Armed::default(),
-                    grace_in_heap: false,
                     zone,
                     counted: None,
                     needs_pod_retry: false,
@@ -198,8 +196,7 @@ impl NodeLifecycle {
         if let Some(renew) = renew {
             e.lease_lag_ms = Some(lease_lag(e.lease_lag_ms, renew, now));
         }
-        let deadlines = (&mut self.graces, &mut self.timers);
-        health::arm_grace_for(name, e, grace, deadlines, now);
+        health::arm_grace_for(name, e, grace, &mut self.deadlines, now);
         self.tally_renewed(store, name, slot, Some(grace), now);
     }
 
@@ -267,7 +264,7 @@ impl NodeLifecycle {
             self.evaluate(store, name, now, out);
         }
         self.disruption_dirty = true;
-        self.timers
+        self.deadlines
             .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
     }
 
@@ -275,7 +272,7 @@ impl NodeLifecycle {
         if !self.synced {
             return;
         }
-        let pass_tick = self.timers.deadline(&Timer::MonitorPass).unwrap_or(now);
+        let pass_tick = self.deadlines.deadline(&Timer::MonitorPass).unwrap_or(now);
         let mut pass_ran = false;
         while let Some(timer) = self.pop_due(now) {
             match timer {
@@ -332,7 +329,7 @@ impl NodeLifecycle {
         } else {
             now + period
         };
-        self.timers.schedule(Timer::MonitorPass, next);
+        self.deadlines.schedule(Timer::MonitorPass, next);
     }
 
     // ---- node lifecycle ----------------------------------------------------------------------
@@ -458,13 +455,7 @@ impl NodeLifecycle {
         let Some(mut e) = self.nodes.remove(name) else {
             return;
         };
-        self.graces.release(&mut e.grace_armed);
-        if e.grace_in_heap {
-            self.timers.cancel(&Timer::NodeGrace(name.clone()));
-        }
-        self.timers.cancel(&Timer::LeaseReadRetry(name.clone()));
-        self.timers.cancel(&Timer::StatusRetry(name.clone()));
-        self.timers.cancel(&Timer::TaintRetry(name.clone()));
+        self.deadlines.forget(name, &mut e.grace);
         if !e.registered {
             return;
         }

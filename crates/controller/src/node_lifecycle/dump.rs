@@ -57,7 +57,7 @@ impl NodeLifecycle {
                         format!("{}:{}", t.key, effect)
                     })
                     .collect(),
-                pending_deadline: e.grace_due,
+                pending_deadline: e.grace.due,
                 verdict: match e.busy.get().verdict {
                     Verdict::Idle => "idle",
                     Verdict::ReadingLease(_) => "reading-lease",
@@ -75,7 +75,7 @@ impl NodeLifecycle {
             taint_based_eviction: self.taint_based,
             all_zones_fully_disrupted: !states.is_empty()
                 && states.iter().all(|s| *s == ZoneState::FullDisruption),
-            next_deadline: self.timers.next_deadline(),
+            next_deadline: self.deadlines.next_timer(),
             zones,
             nodes,
             writes_in_flight: self.in_flight.len(),

@@ -9,7 +9,9 @@ use crate::health::{NodeHealth, stale_conditions};
 use crate::model::{ClusterStore, ConditionStatus, Name, Node};
 use crate::settings::Settings;
 use crate::taint_ops::{NoExecuteKind, has_no_execute};
-use crate::time::{DeadlineLanes, Time, TimerHeap};
+use crate::time::Time;
+
+use super::deadlines::Deadlines;
 
 use super::{NodeEntry, NodeLifecycle, Pending, Timer, Verdict, node_event};
 
@@ -21,30 +23,18 @@ impl NodeLifecycle {
         let Some(node) = store.node(name) else {
             return;
         };
-        let deadlines = (&mut self.graces, &mut self.timers);
-        arm_grace_of(name, e, node, &self.settings, deadlines, now);
+        arm_grace_of(name, e, node, &self.settings, &mut self.deadlines, now);
     }
 
     /// The next timer due at `now`, from the heap or the grace lanes, in the order one heap
     /// holding both would give (deadline, then when it was armed).
     pub(super) fn pop_due(&mut self, now: Time) -> Option<Timer> {
-        let lane = self.graces.head().filter(|(at, _)| *at <= now);
-        let heap = self.timers.head().filter(|(at, _)| *at <= now);
-        let from_lane = match (lane, heap) {
-            (None, None) => return None,
-            (Some(l), Some(h)) => l < h,
-            (lane, _) => lane.is_some(),
-        };
-        let timer = if from_lane {
-            Timer::NodeGrace(self.graces.pop_head()?.0)
-        } else {
-            self.timers.pop_due(now)?.0
-        };
+        let timer = self.deadlines.pop_due(now)?;
         if let Timer::NodeGrace(name) = &timer
             && let Some(e) = self.nodes.get_mut(name)
         {
-            e.grace_due = None;
-            e.grace_in_heap = false;
+            e.grace.due = None;
+            e.grace.in_heap = false;
         }
         Some(timer)
     }
@@ -126,7 +116,9 @@ impl NodeLifecycle {
         now: Time,
         out: &mut Vec<Action>,
     ) {
-        let retry_pending = self.timers.contains(&Timer::LeaseReadRetry(name.clone()));
+        let retry_pending = self
+            .deadlines
+            .contains(&Timer::LeaseReadRetry(name.clone()));
         let Some(e) = self.nodes.get_mut(name) else {
             return;
         };
@@ -276,7 +268,7 @@ pub(super) fn arm_grace_of(
     e: &mut NodeEntry,
     node: &Node,
     settings: &Settings,
-    deadlines: (&mut DeadlineLanes<Name>, &mut TimerHeap<Timer>),
+    deadlines: &mut Deadlines,
     now: Time,
 ) {
     if !e.registered {
@@ -292,28 +284,14 @@ pub(super) fn arm_grace_for(
     name: &Name,
     e: &mut NodeEntry,
     grace: Duration,
-    (graces, timers): (&mut DeadlineLanes<Name>, &mut TimerHeap<Timer>),
+    deadlines: &mut Deadlines,
     now: Time,
 ) {
     if !e.registered {
         return;
     }
     let at = e.health.verdict_at(grace);
-    // The number is taken whether the deadline goes to its lane or to the heap, so that
-    // deadlines fire in the order they were armed, as from one heap.
-    let seq = timers.take_seq();
-    let in_lane = at > now && graces.push(grace, at, seq, name, &mut e.grace_armed);
-    if !in_lane {
-        graces.disarm(&e.grace_armed);
-    }
-    let in_heap = at > now && !in_lane;
-    if in_heap {
-        timers.schedule(Timer::NodeGrace(name.clone()), at);
-    } else if e.grace_in_heap {
-        timers.cancel(&Timer::NodeGrace(name.clone()));
-    }
-    e.grace_in_heap = in_heap;
-    e.grace_due = (at > now).then_some(at);
+    deadlines.arm_grace(name, grace, at, &mut e.grace, now);
 }
 
 /// The grace last computed for a node (`arm_grace_of`), so that a renewal arms the node's

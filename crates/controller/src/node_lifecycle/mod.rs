@@ -15,6 +15,7 @@ mod brake;
 mod busy;
 mod changes;
 mod clocks;
+mod deadlines;
 mod disruption;
 mod dump;
 mod facts;
@@ -40,7 +41,6 @@ use std::time::Duration;
 
 use crate::model::{ConditionStatus, Name, NameMap, Node, PodKey, PodView};
 use crate::time::Time;
-use crate::time::{Armed, DeadlineLanes, TimerHeap};
 
 use super::actions::{Action, ActionId};
 use super::condition_taints::{ConditionTaint, retire_condition_taints};
@@ -122,17 +122,13 @@ struct NodeEntry {
     /// the initial sync): see `update_contribution`.
     joined_live_at: Option<Time>,
     health: NodeHealth,
-    /// The grace deadline armed (`probe_time + grace`), in `graces` or in the heap.
-    grace_due: Option<Time>,
-    /// Its entry in `graces`, if it is kept there.
-    grace_armed: Armed,
+    /// Where its grace deadline is armed (`deadlines.rs`).
+    grace: deadlines::GraceArming,
     zone: Name,
     /// The writes, reads and evidence of work under way on the node; nothing on a settled one.
     busy: BusySlot,
     /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
     registered: bool,
-    /// The deadline is a `Timer::NodeGrace` in the heap instead.
-    grace_in_heap: bool,
     /// The grace of the last arming, for the next renewals (`health.rs`, `GraceMemo`).
     grace_memo: health::GraceMemo,
     /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
@@ -212,10 +208,8 @@ pub struct NodeLifecycle {
     zones: BTreeMap<Name, Zone>,
     /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
     past_evictions: BTreeMap<Name, u64>,
-    timers: TimerHeap<Timer>,
-    /// The nodes' grace deadlines, a FIFO per grace (a renewal appends, no heap move); merged with
-    /// `timers` in their sequence order.
-    graces: DeadlineLanes<Name>,
+    /// Its timers: the passes, retries, the brake's release, the nodes' grace deadlines.
+    deadlines: deadlines::Deadlines,
     /// Writes and live reads sent and not answered yet, with what each is about.
     in_flight: InFlight<Pending>,
     /// Pods being marked NotReady, nodes whose pods are kept Ready, pods marked NodeLost.
@@ -283,8 +277,7 @@ impl NodeLifecycle {
             nodes: NameMap::new(),
             zones: BTreeMap::new(),
             past_evictions: BTreeMap::new(),
-            timers: TimerHeap::new(),
-            graces: DeadlineLanes::default(),
+            deadlines: Default::default(),
             in_flight: InFlight::counting(NODE_LIFECYCLE_IDS, Pending::is_verdict),
             pod_work: Default::default(),
             disruption_dirty: false,
@@ -312,18 +305,14 @@ impl NodeLifecycle {
     /// each node's grace, the zone queues' pass, retries). Changed by every input that arms or
     /// disarms one (node and lease changes, answers, ticks) and by `apply_settings`.
     pub(crate) fn next_deadline(&self) -> Option<Time> {
-        let graces = self.graces.head().map(|(at, _)| at);
-        [self.timers.next_deadline(), graces]
-            .into_iter()
-            .flatten()
-            .min()
+        self.deadlines.next_deadline()
     }
 
     /// The periodic pass's window while it is pending: from `monitor_pass_early` before its
     /// tick (a tick from then on runs it) to its tick. `None` when no pass is pending (before
     /// the initial sync).
     pub(crate) fn monitor_pass_window(&self) -> Option<(Time, Time)> {
-        let tick = self.timers.deadline(&Timer::MonitorPass)?;
+        let tick = self.deadlines.deadline(&Timer::MonitorPass)?;
         let early = self
             .settings
             .monitor_pass_early
@@ -505,7 +494,7 @@ impl NodeLifecycle {
             return out;
         }
         if period_changed {
-            self.timers
+            self.deadlines
                 .schedule(Timer::MonitorPass, now + self.settings.node_monitor_period);
         }
         let names: Vec<Name> = self.nodes.keys().cloned().collect();

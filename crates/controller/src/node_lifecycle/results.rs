@@ -171,7 +171,7 @@ impl NodeLifecycle {
                 // the next pass.
                 e.busy.get_mut().verdict_tries += 1;
                 if e.busy.get().verdict_tries < CONFLICT_RETRIES {
-                    self.timers
+                    self.deadlines
                         .schedule(Timer::StatusRetry(node.clone()), now + STATUS_RETRY_DELAY);
                 } else {
                     e.busy.get_mut().verdict_tries = 0;
@@ -217,7 +217,7 @@ impl NodeLifecycle {
                     // from the node's name and the try, so runs are reproducible).
                     e.busy.get_mut().taint_retry_pending = true;
                     let jitter = taint_jitter(node, e.busy.get().taint_tries);
-                    self.timers.schedule(
+                    self.deadlines.schedule(
                         Timer::TaintRetry(node.clone()),
                         now + TAINT_CONFLICT_DELAY + jitter,
                     );
@@ -235,7 +235,7 @@ impl NodeLifecycle {
                 let queued = !e.busy.get().taint_ops.is_empty();
                 if queued {
                     e.busy.get_mut().taint_retry_pending = true;
-                    self.timers
+                    self.deadlines
                         .schedule(Timer::TaintRetry(node.clone()), now + period);
                 }
                 self.taint_ops_done(node, &write.ops, false, now);
@@ -283,7 +283,7 @@ impl NodeLifecycle {
             }
             LeaseReadOutcome::Failed(_) => {
                 // The API server cannot be read: wait, decide nothing.
-                self.timers
+                self.deadlines
                     .schedule(Timer::LeaseReadRetry(node.clone()), now + period);
                 return;
             }

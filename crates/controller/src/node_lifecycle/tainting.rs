@@ -502,15 +502,15 @@ impl NodeLifecycle {
         match at {
             Some(at) => {
                 if self
-                    .timers
+                    .deadlines
                     .deadline(&Timer::EvictionPass)
                     .is_none_or(|current| current > at)
                 {
-                    self.timers.schedule(Timer::EvictionPass, at);
+                    self.deadlines.schedule(Timer::EvictionPass, at);
                 }
             }
             None => {
-                self.timers.cancel(&Timer::EvictionPass);
+                self.deadlines.cancel(&Timer::EvictionPass);
             }
         }
     }
