@@ -9,7 +9,25 @@ use std::time::Duration;
 use crate::model::Name;
 use crate::time::{Armed, DeadlineLanes, Time, TimerHeap};
 
-use super::Timer;
+/// What the lifecycle waits for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Timer {
+    /// The periodic full pass.
+    MonitorPass,
+    /// The zone queues' pass (NoExecute tainting, or legacy pod eviction).
+    EvictionPass,
+    /// `probe_time + grace` of a node, when it cannot join its lane in `graces` (see
+    /// `arm_grace`).
+    NodeGrace(Name),
+    /// A failed live Lease read, tried again.
+    LeaseReadRetry(Name),
+    /// A failed status write (not a conflict), tried again.
+    StatusRetry(Name),
+    /// A taint write that met a conflict, tried again after upstream's backoff.
+    TaintRetry(Name),
+    /// An engaged brake's count has been within its limit: it releases after the cooldown.
+    BrakeRelease,
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Deadlines {

@@ -18,6 +18,7 @@ mod clocks;
 mod deadlines;
 mod disruption;
 mod dump;
+mod entry;
 mod facts;
 mod health;
 #[cfg(test)]
@@ -25,6 +26,8 @@ mod inspect;
 mod legacy_eviction;
 mod observe;
 mod partitions;
+mod pass_gate;
+mod pending;
 mod pods;
 mod results;
 mod suspect_tally;
@@ -33,16 +36,19 @@ mod tainting;
 
 pub use legacy_eviction::NODE_LOST_REASON;
 
-use busy::{Busy, BusySlot};
+use busy::Busy;
+use deadlines::Timer;
+use entry::{EvictionJob, NodeEntry, TaintWrite, Verdict};
+use pending::Pending;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::model::{ConditionStatus, Name, NameMap, Node, PodKey, PodView};
+use crate::model::{Name, NameMap, Node, PodView};
 use crate::time::Time;
 
-use super::actions::{Action, ActionId};
+use super::actions::Action;
 use super::condition_taints::{ConditionTaint, retire_condition_taints};
 use super::decisions::{Decision, LeaseEvidence};
 use super::dump::LegacyEviction;
@@ -55,146 +61,6 @@ use super::settings::Settings;
 use super::taint_ops::TaintOp;
 use super::world::World;
 use super::zones::Zone;
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Timer {
-    /// The periodic full pass.
-    MonitorPass,
-    /// The zone queues' pass (NoExecute tainting, or legacy pod eviction).
-    EvictionPass,
-    /// `probe_time + grace` of a node, when it cannot join its lane in `graces` (see
-    /// `arm_grace`).
-    NodeGrace(Name),
-    /// A failed live Lease read, tried again.
-    LeaseReadRetry(Name),
-    /// A failed status write (not a conflict), tried again.
-    StatusRetry(Name),
-    /// A taint write that met a conflict, tried again after upstream's backoff.
-    TaintRetry(Name),
-    /// An engaged brake's count has been within its limit: it releases after the cooldown.
-    BrakeRelease,
-}
-
-/// Where a node's health verdict stands.
-#[derive(Clone, Debug, PartialEq)]
-enum Verdict {
-    Idle,
-    /// The node looks overdue; its Lease is being read live before deciding.
-    ReadingLease(ActionId),
-    /// Conditions set Unknown are being written. `observed` is Ready before the write.
-    Writing {
-        id: ActionId,
-        observed: ConditionStatus,
-        resource_version: Name,
-        conditions: Vec<crate::model::NodeCondition>,
-    },
-}
-
-#[derive(Debug)]
-struct EvictionJob {
-    outstanding: usize,
-    failed: bool,
-    /// Started by the zone queue (its outcome is reported back) or directly.
-    from_queue: bool,
-}
-
-#[derive(Debug)]
-struct TaintWrite {
-    id: ActionId,
-    resource_version: Name,
-    taints: Vec<crate::model::Taint>,
-    ops: Vec<TaintOp>,
-}
-
-#[derive(Debug)]
-struct NodeEntry {
-    /// The node's uid: the node itself is in the store; results for another node of the same
-    /// name are ignored.
-    uid: Name,
-    /// When it was registered (at the initial sync, or when it joined later).
-    registered_at: Time,
-    /// How far behind its Lease's `renewTime` (the kubelet's clock) we see a renewal, at the
-    /// least, in milliseconds: the clock skew plus the quickest read. Lets `suspects.rs` tell
-    /// how long the kubelet has been silent even when its renewals reach us late (a stalled
-    /// watch delivers them in a burst, and the probe time would call them fresh).
-    lease_lag_ms: Option<i64>,
-    /// When a node created while the controller runs was first seen (`None` for the nodes of
-    /// the initial sync): see `update_contribution`.
-    joined_live_at: Option<Time>,
-    health: NodeHealth,
-    /// Where its grace deadline is armed (`deadlines.rs`).
-    grace: deadlines::GraceArming,
-    zone: Name,
-    /// The writes, reads and evidence of work under way on the node; nothing on a settled one.
-    busy: BusySlot,
-    /// Seen after the initial sync: `RegisteredNode` emitted, health tracked, zone counted.
-    registered: bool,
-    /// The grace of the last arming, for the next renewals (`health.rs`, `GraceMemo`).
-    grace_memo: health::GraceMemo,
-    /// `Some(ready)` while counted in its zone (not excluded from disruption checks).
-    counted: Option<bool>,
-    /// Upstream `nodesToRetry`: mark pods NotReady again on the next evaluation.
-    needs_pod_retry: bool,
-    legacy: LegacyEviction,
-    /// What it adds to the suspects' and the brakes' counts (`suspect_tally.rs`).
-    mark: suspect_tally::SuspectMark,
-}
-
-#[derive(Debug)]
-enum Pending {
-    NodeStatus {
-        node: Name,
-        uid: Name,
-    },
-    NodeTaints {
-        node: Name,
-        uid: Name,
-    },
-    NodeLabels {
-        node: Name,
-        uid: Name,
-        labels: Vec<(Name, Name)>,
-    },
-    LeaseRead {
-        node: Name,
-        uid: Name,
-    },
-    PodNotReady {
-        pod: PodKey,
-        node: Name,
-    },
-    PodNodeLost {
-        pod: PodKey,
-        node: Name,
-        uid: Name,
-    },
-    DeletePod {
-        pod: PodKey,
-        node: Name,
-        uid: Name,
-    },
-}
-
-impl Pending {
-    /// A verdict's request: its live Lease read or its status write (the tainting pass waits
-    /// for them, `verdicts_in_flight`).
-    fn is_verdict(&self) -> bool {
-        matches!(self, Pending::LeaseRead { .. } | Pending::NodeStatus { .. })
-    }
-
-    /// The node the write or read is about.
-    fn node(&self) -> &Name {
-        match self {
-            Pending::NodeStatus { node, .. }
-            | Pending::NodeTaints { node, .. }
-            | Pending::NodeLabels { node, .. }
-            | Pending::LeaseRead { node, .. }
-            | Pending::PodNotReady { node, .. }
-            | Pending::PodNodeLost { node, .. }
-            | Pending::DeletePod { node, .. } => node,
-        }
-    }
-}
 
 pub struct NodeLifecycle {
     settings: Settings,
@@ -215,13 +81,10 @@ pub struct NodeLifecycle {
     /// Pods being marked NotReady, nodes whose pods are kept Ready, pods marked NodeLost.
     pod_work: pods::PodWork,
     disruption_dirty: bool,
-    /// Since when the zone queues' pass has been held back for health verdicts in flight.
-    eviction_pass_held_since: Option<Time>,
     /// What was decided and why since the shell last took them (see [`Decision`]).
     decisions: Vec<Decision>,
-    /// False while the informers' caches may be stale: the zone queues' pass (new NoExecute
-    /// taints, legacy pod eviction) waits (`cache_currency.rs`).
-    caches_current: bool,
+    /// What gates the zone queues' pass (`pass_gate.rs`).
+    pass_gate: pass_gate::PassGate,
     /// Custom condition taints a reload dropped from the config: still ours, so they are
     /// removed from every node rather than left behind.
     retired_condition_taints: Vec<ConditionTaint>,
@@ -281,10 +144,9 @@ impl NodeLifecycle {
             in_flight: InFlight::counting(NODE_LIFECYCLE_IDS, Pending::is_verdict),
             pod_work: Default::default(),
             disruption_dirty: false,
-            eviction_pass_held_since: None,
             decisions: Vec::new(),
             retired_condition_taints: Vec::new(),
-            caches_current: true,
+            pass_gate: Default::default(),
             full_monitor_pass: false,
             brakes: Default::default(),
             inherited_clocks: None,
@@ -330,7 +192,7 @@ impl NodeLifecycle {
 
     /// Whether the zone queues' pass may act (see `Controllers`, `cache_currency.rs`).
     pub(super) fn set_caches_current(&mut self, current: bool) {
-        self.caches_current = current;
+        self.pass_gate.set_caches_current(current);
     }
 
     /// The rate-limited queue of the node's zone (for `explain`: its place and ETA).

@@ -8,7 +8,7 @@ use crate::condition_taints::missing_no_execute;
 use crate::decisions::taint_decision;
 use crate::labels::labels_to_update;
 use crate::model::{ClusterStore, ConditionStatus, Name};
-use crate::settings::{EVICTION_PASS_MAX_HOLD, NODE_EVICTION_PERIOD, TAINT_RETRY_DELAY};
+use crate::settings::{NODE_EVICTION_PERIOD, TAINT_RETRY_DELAY};
 use crate::taint_ops::{NoExecuteKind, TaintOp, desired_taints, has_no_execute};
 use crate::time::Time;
 
@@ -73,7 +73,7 @@ impl NodeLifecycle {
             .filter(|z| !z.stops_tainting(now))
             .and_then(|z| z.queue.head())
             .is_some_and(|(_, at)| at <= now);
-        if !due || !self.caches_current || self.verdicts_in_flight() {
+        if !due || !self.pass_gate.caches_current() || self.verdicts_in_flight() {
             return;
         }
         let view = self.suspect_view(store, now);
@@ -258,7 +258,7 @@ impl NodeLifecycle {
     fn requeue_forbidden_ops(&mut self, store: &ClusterStore, name: &Name, now: Time) {
         // An engaged brake covering the node holds every queued NoExecute decision too.
         let braked = self.brake_covering(store, name).is_some();
-        let caches_current = self.caches_current;
+        let caches_current = self.pass_gate.caches_current();
         let Some(e) = self
             .nodes
             .get_mut(name)
@@ -353,7 +353,7 @@ impl NodeLifecycle {
     pub(super) fn eviction_pass(&mut self, store: &ClusterStore, now: Time, out: &mut Vec<Action>) {
         // On a stale cache a zone's recovery may be unseen: no new taint (nor legacy
         // eviction) until the caches are current; the queues keep their order and tokens.
-        if !self.caches_current || self.hold_eviction_pass(now) {
+        if !self.pass_gate.caches_current() || self.hold_eviction_pass(now) {
             return;
         }
         // A hold may have run out (`hold_max`): the pass is armed for it.
@@ -400,23 +400,11 @@ impl NodeLifecycle {
         }
     }
 
-    /// Upstream judges every node in one monitor pass, then sets the zones' rates, before the
-    /// next tainting decision. Here a verdict waits for its live Lease read and its status write,
-    /// so when many nodes fall silent together (a zone losing power) their verdicts arrive one
-    /// API round-trip after another, and the zone would still look healthy, at its normal rate,
-    /// to a pass running between them. So the pass waits while verdicts are in flight, at most
-    /// `EVICTION_PASS_MAX_HOLD`, and then counts the zone with all of them.
+    /// The pass waits while verdicts are in flight, at most `EVICTION_PASS_MAX_HOLD`
+    /// (`pass_gate.rs` says why).
     pub(super) fn hold_eviction_pass(&mut self, now: Time) -> bool {
-        if !self.verdicts_in_flight() {
-            self.eviction_pass_held_since = None;
-            return false;
-        }
-        let since = *self.eviction_pass_held_since.get_or_insert(now);
-        if now.since(since) < EVICTION_PASS_MAX_HOLD {
-            return true;
-        }
-        self.eviction_pass_held_since = None;
-        false
+        let verdicts = self.verdicts_in_flight();
+        self.pass_gate.holds_for_verdicts(verdicts, now)
     }
 
     pub(super) fn taint_from_queue(
