@@ -156,7 +156,12 @@ impl Controllers {
         let tick = matches!(input, Input::Tick);
         let observed = self.observe(input, now);
         let mut evictions = Vec::new();
-        self.eviction_decides(&observed, tick, now, &mut evictions);
+        self.follow_brakes(now, &mut evictions);
+        if tick {
+            // Before the deadlines due now fire.
+            self.follow_takeover_wait(now, &mut evictions);
+        }
+        self.eviction_decides(&observed, now, &mut evictions);
         let landed = self.land(&observed, now);
         if !self.lifecycle_off {
             self.lifecycle.decide(&self.world, &observed, now, &mut out);
@@ -165,7 +170,7 @@ impl Controllers {
         if let Some(node_changed) = &landed {
             // The other machines see the node the lifecycle's write changed as any node
             // change, after the lifecycle (which knows its own write: it decided on the result).
-            self.eviction_decides(node_changed, false, now, &mut evictions);
+            self.eviction_decides(node_changed, now, &mut evictions);
         }
         if became_synced {
             self.synced = true;
@@ -223,22 +228,11 @@ impl Controllers {
         observed
     }
 
-    /// Taint eviction decides on `observed`, under the brakes (and, at a tick, the takeover's
-    /// wait) as they stand now.
-    fn eviction_decides(
-        &mut self,
-        observed: &Observed,
-        tick: bool,
-        now: Time,
-        out: &mut Vec<Action>,
-    ) {
+    /// Taint eviction notes and decides on `observed`, under the brakes (and the takeover's
+    /// wait) as it was last told them.
+    fn eviction_decides(&mut self, observed: &Observed, now: Time, out: &mut Vec<Action>) {
         if let Some(eviction) = self.eviction.as_mut() {
             eviction.note_history(&self.world, observed, now);
-        }
-        self.follow_brakes(now, out);
-        if tick {
-            // Before the deadlines due now fire.
-            self.follow_takeover_wait(now, out);
         }
         if let Some(eviction) = self.eviction.as_mut().filter(|_| self.synced) {
             eviction.decide(&self.world, observed, now, out);
