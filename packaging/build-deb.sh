@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 die() { echo "build-deb.sh: $*" >&2; exit 1; }
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found (this script builds on Debian and derivatives)"
 
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | sed -n 1p)
 [ -n "$version" ] || die "no version = \"...\" line in Cargo.toml"
 arch=$(dpkg --print-architecture)
 target_dir=${CARGO_TARGET_DIR:-target}

@@ -26,7 +26,7 @@ start=$(date +%s)
 log "reading k8s.io/kubernetes v$VERSION's go.mod"
 upstream_mod=$(go mod download -json "k8s.io/kubernetes@v$VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
 [ -f "$upstream_mod" ] || { echo "build-kube.sh: no go.mod for k8s.io/kubernetes v$VERSION from the module proxy" >&2; exit 1; }
-etcd=$(sed -n 's/^\tgo.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\).*/\1/p' "$upstream_mod" | head -n 1)
+etcd=$(sed -n 's/^\tgo.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\).*/\1/p' "$upstream_mod" | sed -n 1p)
 gover=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$upstream_mod")
 {
   echo "module node-lifecycled.test/kube-build"
