@@ -86,47 +86,154 @@ pub(crate) fn is_node_excluded_from_disruption_checks(node: &Node) -> bool {
     node.excluded_from_disruption()
 }
 
-/// A zone: its queue (NoExecute tainting, or pod eviction in legacy mode), the health counts
-/// of its non-excluded nodes, and its state once computed.
+/// A zone: how its nodes count ([`ZoneCounts`]), its state once computed, what stops its
+/// queue ([`ZoneHold`]: the cooldown after a full disruption, the hold) and the queue itself
+/// (NoExecute tainting, or pod eviction in legacy mode) with what it tainted.
+///
+/// The counts and the hold keep their fields to themselves: the disruption's input changes
+/// only as a node joins, leaves or counts anew, and the hold only through its transitions.
 #[derive(Debug)]
 pub(crate) struct Zone {
     pub(crate) key: Name,
-    /// Registered nodes in the zone, excluded ones too (they are tainted all the same).
-    pub(crate) members: usize,
-    /// Non-excluded nodes (upstream `zone_size`).
-    pub(crate) size: usize,
-    /// Non-excluded nodes whose current Ready is True.
-    pub(crate) ready: usize,
-    /// Of those, the suspects (`node_lifecycle/suspect_tally.rs`; kept while the node lifecycle
-    /// is synced).
-    pub(crate) suspects: usize,
+    pub(crate) counts: ZoneCounts,
     /// `None` until the first disruption pass sees the zone (upstream: no entry in zoneStates).
     pub(crate) state: Option<ZoneState>,
+    pub(crate) hold: ZoneHold,
     pub(crate) queue: RateLimitedTimedQueue,
     /// `node_collector_evictions_total{zone}`: taints applied (or, legacy, nodes evicted).
     pub(crate) evictions_total: u64,
-    /// End of the disruption cooldown: no NoExecute taint is added here before it.
-    pub(crate) cooldown_until: Option<Time>,
     /// Its NoExecute decisions wait for suspects (`node_lifecycle/suspects.rs`): the wait's
     /// start is logged once.
     pub(crate) waiting_for_suspects: bool,
-    /// Since when it has been fully disrupted (`hold_max` counts from there).
-    pub(crate) full_since: Option<Time>,
-    /// Held (`full_disruption = "hold"`): no NoExecute taint nor eviction from its queue.
-    pub(crate) held: bool,
-    /// When the hold ends (`hold_max`); `None` with the domain's recovery only.
-    pub(crate) hold_until: Option<Time>,
-    /// What its members say of a hold (`Settings::domain_hold`), kept until a node joins,
-    /// leaves or changes labels (`None`: to be taken again).
-    pub(crate) hold_vote: Option<Option<crate::partitions::HoldFor>>,
 }
 
 impl Zone {
+    /// A zone seen for the first time: no member yet, state unknown, a full bucket at `rate`.
+    pub(crate) fn new(key: Name, evictions_total: u64, rate: Rate, now: Time) -> Zone {
+        Zone {
+            key,
+            counts: ZoneCounts::default(),
+            state: None,
+            hold: ZoneHold::default(),
+            queue: RateLimitedTimedQueue::new(rate, now),
+            evictions_total,
+            waiting_for_suspects: false,
+        }
+    }
+
+    /// Nothing is tainted (nor evicted) from its queue now: a cooldown or a hold.
+    pub(crate) fn stops_tainting(&self, now: Time) -> bool {
+        self.hold.in_cooldown(now) || self.hold.held()
+    }
+
+    /// Takes its new state, keeping the hold's start of full disruption in line; the state
+    /// it had.
+    pub(crate) fn enter(&mut self, state: ZoneState, now: Time) -> Option<ZoneState> {
+        self.hold.note_state(state, now);
+        self.state.replace(state)
+    }
+}
+
+/// How a zone's nodes count toward its state: its members (excluded ones too: they are
+/// tainted all the same), the non-excluded ones (upstream's zone size), the Ready ones of
+/// those, and of them the suspects (`node_lifecycle/suspect_tally.rs`, kept while the node
+/// lifecycle is synced).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ZoneCounts {
+    members: usize,
+    size: usize,
+    ready: usize,
+    suspects: usize,
+}
+
+impl ZoneCounts {
+    /// Non-excluded nodes (upstream `zone_size`).
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Non-excluded nodes whose current Ready is True.
+    pub(crate) fn ready(&self) -> usize {
+        self.ready
+    }
+
+    pub(crate) fn suspects(&self) -> usize {
+        self.suspects
+    }
+
+    pub(crate) fn unhealthy(&self) -> usize {
+        self.size.saturating_sub(self.ready)
+    }
+
+    /// One more member, not counted yet.
+    pub(crate) fn join(&mut self) {
+        self.members += 1;
+    }
+
+    /// A member leaves; `counted` is how it counted (`Some(ready)`), if it did. Whether it
+    /// was the last.
+    pub(crate) fn leave(&mut self, counted: Option<bool>) -> bool {
+        self.members = self.members.saturating_sub(1);
+        self.recount(counted, None);
+        self.members == 0
+    }
+
+    /// A member counts anew: `old` and `new` as in [`ZoneCounts::leave`].
+    pub(crate) fn recount(&mut self, old: Option<bool>, new: Option<bool>) {
+        if let Some(ready) = old {
+            self.size = self.size.saturating_sub(1);
+            self.ready = self.ready.saturating_sub(usize::from(ready));
+        }
+        if let Some(ready) = new {
+            self.size += 1;
+            self.ready += usize::from(ready);
+        }
+    }
+
+    /// One suspect more (`add`) or fewer.
+    pub(crate) fn step_suspects(&mut self, add: bool) {
+        self.suspects = if add {
+            self.suspects + 1
+        } else {
+            self.suspects.saturating_sub(1)
+        };
+    }
+
+    /// The tally counts its suspects afresh.
+    pub(crate) fn clear_suspects(&mut self) {
+        self.suspects = 0;
+    }
+}
+
+/// What stops a zone's queue besides its rate (`node_lifecycle/partitions.rs` decides the
+/// hold; `node_lifecycle/disruption.rs` the cooldown): the cooldown that follows the end of a
+/// full disruption, and the hold (`full_disruption = "hold"`) with what it counts from.
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct ZoneHold {
+    /// Since when the zone has been fully disrupted (`hold_max` counts from there).
+    full_since: Option<Time>,
+    /// Held: no NoExecute taint nor eviction from its queue.
+    held: bool,
+    /// When the hold ends (`hold_max`); `None` with the domain's recovery only.
+    until: Option<Time>,
+    /// What its members say of a hold (`Settings::domain_hold`), kept until a node joins,
+    /// leaves or changes labels (`None`: to be taken again).
+    vote: Option<Option<crate::partitions::HoldFor>>,
+    /// End of the disruption cooldown: no NoExecute taint is added here before it.
+    cooldown_until: Option<Time>,
+}
+
+impl ZoneHold {
     /// Within the cooldown that follows the end of a full disruption (`disruption_cooldown`):
     /// the kubelets are still catching up, so silence is not yet evidence. The queue keeps its
     /// nodes; those that report in meanwhile leave it and are never tainted.
     pub(crate) fn in_cooldown(&self, now: Time) -> bool {
         self.cooldown_until.is_some_and(|until| now < until)
+    }
+
+    /// The cooldown's end, once set (it may be over).
+    pub(crate) fn cooldown_until(&self) -> Option<Time> {
+        self.cooldown_until
     }
 
     /// Starts the cooldown (nothing with a zero `cooldown`, the upstream behaviour).
@@ -136,13 +243,67 @@ impl Zone {
         }
     }
 
-    /// Nothing is tainted (nor evicted) from its queue now: a cooldown or a hold.
-    pub(crate) fn stops_tainting(&self, now: Time) -> bool {
-        self.in_cooldown(now) || self.held
+    /// A previous leader's cooldown: it ends no earlier than `until`.
+    pub(crate) fn inherit_cooldown(&mut self, until: Time) {
+        self.cooldown_until = Some(self.cooldown_until.map_or(until, |own| own.max(until)));
     }
 
-    pub(crate) fn unhealthy(&self) -> usize {
-        self.size.saturating_sub(self.ready)
+    pub(crate) fn held(&self) -> bool {
+        self.held
+    }
+
+    pub(crate) fn until(&self) -> Option<Time> {
+        self.until
+    }
+
+    /// Takes the hold `hold` (`None`: not held; else when it ends). False when it is the
+    /// hold already in place.
+    pub(crate) fn set(&mut self, hold: Option<Option<Time>>) -> bool {
+        if self.held == hold.is_some() && self.until == hold.flatten() {
+            return false;
+        }
+        self.held = hold.is_some();
+        self.until = hold.flatten();
+        true
+    }
+
+    pub(crate) fn full_since(&self) -> Option<Time> {
+        self.full_since
+    }
+
+    /// Keeps the start of full disruption in line with the zone's new state.
+    pub(crate) fn note_state(&mut self, state: ZoneState, now: Time) {
+        if state == ZoneState::FullDisruption {
+            self.full_since.get_or_insert(now);
+        } else {
+            self.full_since = None;
+        }
+    }
+
+    /// The zone counts no node any more: its disruption is forgotten.
+    pub(crate) fn forget_full(&mut self) {
+        self.full_since = None;
+    }
+
+    /// A previous leader saw it fully disrupted since `since`: the earlier start holds.
+    pub(crate) fn inherit_full_since(&mut self, since: Time) {
+        if self.full_since.is_none_or(|own| since < own) {
+            self.full_since = Some(since);
+        }
+    }
+
+    /// The members' vote kept (`None`: to be taken).
+    pub(crate) fn vote(&self) -> Option<Option<crate::partitions::HoldFor>> {
+        self.vote
+    }
+
+    pub(crate) fn keep_vote(&mut self, vote: Option<crate::partitions::HoldFor>) {
+        self.vote = Some(vote);
+    }
+
+    /// A node joined, left or changed labels: the vote is taken again when next needed.
+    pub(crate) fn forget_vote(&mut self) {
+        self.vote = None;
     }
 }
 

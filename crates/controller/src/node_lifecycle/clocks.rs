@@ -14,10 +14,10 @@ impl NodeLifecycle {
     pub(crate) fn clocks(&self, now: Time) -> Clocks {
         let mut clocks = Clocks::default();
         for (key, z) in &self.zones {
-            if let Some(since) = z.full_since.filter(|_| z.state.is_some()) {
+            if let Some(since) = z.hold.full_since().filter(|_| z.state.is_some()) {
                 clocks.full_since.insert(key.to_string(), since);
             }
-            if let Some(until) = z.cooldown_until.filter(|u| *u > now) {
+            if let Some(until) = z.hold.cooldown_until().filter(|u| *u > now) {
                 clocks.cooldown_until.insert(key.to_string(), until);
             }
         }
@@ -48,17 +48,20 @@ impl NodeLifecycle {
         for (key, z) in self.zones.iter_mut() {
             if z.state == Some(ZoneState::FullDisruption)
                 && let Some(since) = clocks.full_since.get(&**key)
-                && z.full_since.is_none_or(|own| *since < own)
             {
-                z.full_since = Some(*since);
+                z.hold.inherit_full_since(*since);
             }
             if let Some(until) = clocks.cooldown_until.get(&**key).filter(|u| **u > now) {
-                z.cooldown_until = Some(z.cooldown_until.map_or(*until, |own| own.max(*until)));
+                z.hold.inherit_cooldown(*until);
             }
             if clocks.after_outage {
                 let cooldown = self.settings.disruption_cooldown;
-                if !cooldown.is_zero() && z.cooldown_until.is_none_or(|own| own < now + cooldown) {
-                    z.start_cooldown(cooldown, now);
+                if !cooldown.is_zero()
+                    && z.hold
+                        .cooldown_until()
+                        .is_none_or(|own| own < now + cooldown)
+                {
+                    z.hold.start_cooldown(cooldown, now);
                 }
             }
         }

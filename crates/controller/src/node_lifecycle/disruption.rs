@@ -6,27 +6,21 @@ use std::collections::BTreeMap;
 use crate::actions::Action;
 use crate::decisions::Decision;
 use crate::model::{ClusterStore, ConditionStatus, Name, NameMap};
-use crate::rate_limited_queue::RateLimitedTimedQueue;
 use crate::time::{Rate, Time};
 use crate::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
 
-use super::partitions;
 use super::{NodeEntry, NodeLifecycle};
 
 impl NodeLifecycle {
     pub(super) fn leave_zone(&mut self, name: &str, zone_key: &Name, counted: Option<bool>) {
         if let Some(zone) = self.zones.get_mut(zone_key) {
             zone.queue.remove(name);
-            zone.members = zone.members.saturating_sub(1);
-            zone.hold_vote = None;
-            if let Some(ready) = counted {
-                zone.size = zone.size.saturating_sub(1);
-                if ready {
-                    zone.ready = zone.ready.saturating_sub(1);
-                }
+            zone.hold.forget_vote();
+            let last = zone.counts.leave(counted);
+            if counted.is_some() {
                 self.disruption_dirty = true;
             }
-            if zone.members == 0 {
+            if last {
                 // `node_collector_evictions_total{zone}` is a counter: it outlives the zone.
                 if let Some(gone) = self.zones.remove(zone_key)
                     && gone.evictions_total > 0
@@ -56,24 +50,12 @@ impl NodeLifecycle {
     /// healthy rate) on first use.
     pub(super) fn join_zone(&mut self, zone: Name, eviction_rate: Rate, now: Time) {
         let past_evictions = &mut self.past_evictions;
-        let z = self.zones.entry(zone.clone()).or_insert_with(|| Zone {
-            evictions_total: past_evictions.remove(&zone).unwrap_or(0),
-            cooldown_until: None,
-            waiting_for_suspects: false,
-            full_since: None,
-            held: false,
-            hold_until: None,
-            hold_vote: None,
-            key: zone,
-            members: 0,
-            size: 0,
-            ready: 0,
-            suspects: 0,
-            state: None,
-            queue: RateLimitedTimedQueue::new(eviction_rate, now),
+        let z = self.zones.entry(zone.clone()).or_insert_with(|| {
+            let evictions = past_evictions.remove(&zone).unwrap_or(0);
+            Zone::new(zone, evictions, eviction_rate, now)
         });
-        z.members += 1;
-        z.hold_vote = None;
+        z.counts.join();
+        z.hold.forget_vote();
     }
 
     /// Keeps the zone's counts in line with the node's current Ready and exclusion label.
@@ -130,14 +112,7 @@ impl NodeLifecycle {
         let Some(zone) = self.zones.get_mut(&e.zone) else {
             return;
         };
-        if let Some(ready) = old {
-            zone.size = zone.size.saturating_sub(1);
-            zone.ready = zone.ready.saturating_sub(usize::from(ready));
-        }
-        if let Some(ready) = new {
-            zone.size += 1;
-            zone.ready += usize::from(ready);
-        }
+        zone.counts.recount(old, new);
         self.disruption_dirty = true;
     }
 
@@ -167,7 +142,7 @@ impl NodeLifecycle {
         let Some(state) = z.state else {
             return;
         };
-        if let Some(rate) = zone_rate_with(state, z.size, &self.settings, rates) {
+        if let Some(rate) = zone_rate_with(state, z.counts.size(), &self.settings, rates) {
             z.queue.swap_limiter(rate, now);
         }
     }
@@ -183,13 +158,15 @@ impl NodeLifecycle {
         let threshold = self.settings.unhealthy_zone_threshold;
         let mut new_states: BTreeMap<Name, ZoneState> = BTreeMap::new();
         for (key, z) in self.zones.iter_mut() {
-            if z.size == 0 {
+            let counts = z.counts;
+            if counts.size() == 0 {
                 // No node counted any more: the zone's state is forgotten.
                 z.state = None;
-                z.full_since = None;
+                z.hold.forget_full();
                 continue;
             }
-            new_states.insert(key.clone(), compute_zone_state(z.size, z.ready, threshold));
+            let state = compute_zone_state(counts.size(), counts.ready(), threshold);
+            new_states.insert(key.clone(), state);
             if z.state.is_none() {
                 z.state = Some(ZoneState::Initial);
             }
@@ -223,8 +200,7 @@ impl NodeLifecycle {
             }
             for z in self.zones.values_mut().filter(|z| z.state.is_some()) {
                 z.queue.swap_limiter(Rate::NEVER, now);
-                z.state = Some(ZoneState::FullDisruption);
-                partitions::note_full_since(z, ZoneState::FullDisruption, now);
+                z.enter(ZoneState::FullDisruption, now);
             }
             self.decisions.push(Decision::AllZonesDown {
                 entered: true,
@@ -250,9 +226,9 @@ impl NodeLifecycle {
             for (key, state) in &new_states {
                 let mut from = None;
                 if let Some(z) = self.zones.get_mut(key) {
-                    from = z.state.replace(*state);
-                    partitions::note_full_since(z, *state, now);
-                    z.start_cooldown(self.settings.disruption_cooldown, now);
+                    from = z.enter(*state, now);
+                    z.hold
+                        .start_cooldown(self.settings.disruption_cooldown, now);
                 }
                 self.set_limiter_in_zone(store, key, now);
                 self.zone_state_decision(key, from);
@@ -268,10 +244,10 @@ impl NodeLifecycle {
                 continue;
             }
             if z.state == Some(ZoneState::FullDisruption) {
-                z.start_cooldown(self.settings.disruption_cooldown, now);
+                z.hold
+                    .start_cooldown(self.settings.disruption_cooldown, now);
             }
-            let from = z.state.replace(*state);
-            partitions::note_full_since(z, *state, now);
+            let from = z.enter(*state, now);
             self.set_limiter_in_zone(store, key, now);
             self.zone_state_decision(key, from);
         }
@@ -293,8 +269,8 @@ impl NodeLifecycle {
             zone: key.clone(),
             from,
             to,
-            size: z.size,
-            not_ready: z.unhealthy(),
+            size: z.counts.size(),
+            not_ready: z.counts.unhealthy(),
             rate: z.queue.rate(),
         });
     }

@@ -20,14 +20,14 @@ impl NodeLifecycle {
                 key: z.key.clone(),
                 display: display_zone(&z.key),
                 state: z.state,
-                size: z.size,
-                unhealthy: z.unhealthy(),
+                size: z.counts.size(),
+                unhealthy: z.counts.unhealthy(),
                 rate: z.queue.rate(),
                 tokens: z.queue.tokens(now),
                 queue_len: z.queue.len(),
                 queue_head: z.queue.head().map(|(n, t)| (n.clone(), t)),
                 evictions_total: z.evictions_total,
-                cooldown_until: z.cooldown_until.filter(|_| z.in_cooldown(now)),
+                cooldown_until: z.hold.cooldown_until().filter(|_| z.hold.in_cooldown(now)),
             })
             .collect();
         let nodes = self

@@ -16,7 +16,7 @@ impl NodeLifecycle {
 
     /// Whether the domain is held now (`full_disruption = "hold"`).
     pub(crate) fn zone_held(&self, zone: &Name) -> bool {
-        self.zones.get(zone).is_some_and(|z| z.held)
+        self.zones.get(zone).is_some_and(|z| z.hold.held())
     }
 
     /// How many times the fleet was walked for the counts kept as nodes change.

@@ -20,7 +20,7 @@ use crate::actions::Action;
 use crate::decisions::Decision;
 use crate::model::{ClusterStore, ConditionStatus, Name, Node};
 use crate::time::Time;
-use crate::zones::{Zone, ZoneState};
+use crate::zones::ZoneState;
 
 use super::{NodeLifecycle, domain_name};
 use crate::partitions::PodsNotReady;
@@ -127,7 +127,7 @@ impl NodeLifecycle {
         if z.state != Some(ZoneState::FullDisruption) || self.all_zones_fully_disrupted() {
             return None;
         }
-        let since = z.full_since?;
+        let since = z.hold.full_since()?;
         match self.hold_vote(store, key)? {
             None => Some(None),
             Some(max) => {
@@ -144,7 +144,7 @@ impl NodeLifecycle {
         store: &ClusterStore,
         key: &Name,
     ) -> Option<crate::partitions::HoldFor> {
-        match self.zones.get(key).and_then(|z| z.hold_vote) {
+        match self.zones.get(key).and_then(|z| z.hold.vote()) {
             Some(vote) => {
                 if cfg!(debug_assertions) && self.nodes.len() <= 2_000 {
                     let walked = self.settings.domain_hold(self.members_of(store, key));
@@ -173,7 +173,7 @@ impl NodeLifecycle {
         let wanted: BTreeSet<Name> = self
             .zones
             .iter()
-            .filter(|(_, z)| z.state == Some(ZoneState::FullDisruption) && z.hold_vote.is_none())
+            .filter(|(_, z)| z.state == Some(ZoneState::FullDisruption) && z.hold.vote().is_none())
             .map(|(k, _)| k.clone())
             .collect();
         if wanted.is_empty() {
@@ -198,7 +198,7 @@ impl NodeLifecycle {
             .collect();
         for (k, vote) in votes {
             if let Some(z) = self.zones.get_mut(&k) {
-                z.hold_vote = Some(vote);
+                z.hold.keep_vote(vote);
             }
         }
     }
@@ -207,13 +207,13 @@ impl NodeLifecycle {
     /// taken again when next needed.
     pub(super) fn hold_votes_changed(&mut self) {
         for z in self.zones.values_mut() {
-            z.hold_vote = None;
+            z.hold.forget_vote();
         }
     }
 
     /// Brings every domain's hold up to date; entering and leaving are decision lines.
     pub(super) fn refresh_holds(&mut self, store: &ClusterStore, now: Time) {
-        if self.settings.never_holds() && !self.zones.values().any(|z| z.held) {
+        if self.settings.never_holds() && !self.zones.values().any(|z| z.hold.held()) {
             return;
         }
         self.fill_hold_votes(store);
@@ -225,19 +225,17 @@ impl NodeLifecycle {
             let Some(z) = self.zones.get_mut(&key) else {
                 continue;
             };
-            if z.held == hold.is_some() && z.hold_until == hold.flatten() {
+            let entered = hold.is_some() && !z.hold.held();
+            if !z.hold.set(hold) {
                 continue;
             }
-            let entered = hold.is_some() && !z.held;
-            z.held = hold.is_some();
-            z.hold_until = hold.flatten();
-            let end = if z.held {
+            let end = if z.hold.held() {
                 None
             } else if z.state != Some(ZoneState::FullDisruption) {
                 Some(HoldEnd::Recovered)
             } else if all_down {
                 Some(HoldEnd::AllDown)
-            } else if never_holds || z.full_since.is_none() {
+            } else if never_holds || z.hold.full_since().is_none() {
                 Some(HoldEnd::Settings)
             } else {
                 Some(HoldEnd::HoldMax)
@@ -250,15 +248,6 @@ impl NodeLifecycle {
                 });
             }
         }
-    }
-}
-
-/// Keeps `full_since` in line with a zone's new state.
-pub(super) fn note_full_since(z: &mut Zone, state: ZoneState, now: Time) {
-    if state == ZoneState::FullDisruption {
-        z.full_since.get_or_insert(now);
-    } else {
-        z.full_since = None;
     }
 }
 

@@ -298,7 +298,7 @@ impl NodeLifecycle {
 
     /// The tally's suspects of `zone` (with [`SuspectTally::is_at`] the query's instant).
     pub(super) fn tally_zone_suspects(&self, zone: &Zone) -> usize {
-        zone.suspects
+        zone.counts.suspects()
     }
 
     /// Puts the node's new mark in place of its old one, in the counts too.
@@ -327,7 +327,7 @@ impl NodeLifecycle {
         if mark.in_zone
             && let Some(z) = self.zones.get_mut(zone)
         {
-            step(&mut z.suspects, true);
+            z.counts.step_suspects(add);
         }
         if mark.member {
             step(&mut self.tally.fleet.0, mark.unhealthy);
@@ -366,7 +366,7 @@ impl NodeLifecycle {
     /// Walks the fleet: every node's mark and the counts afresh at `now`.
     fn tally_rebuild(&mut self, store: &ClusterStore, now: Time) {
         for z in self.zones.values_mut() {
-            z.suspects = 0;
+            z.counts.clear_suspects();
         }
         let tally = &mut self.tally;
         tally.fleet = (0, 0);
@@ -442,7 +442,7 @@ impl NodeLifecycle {
         }
         for (key, z) in self.zones.iter() {
             assert_eq!(
-                z.suspects,
+                z.counts.suspects(),
                 zones.get(key).copied().unwrap_or(0),
                 "the tally's suspects of zone {key:?} at {now:?} are the walk's"
             );

@@ -148,7 +148,10 @@ impl NodeLifecycle {
                 .map(|(k, z)| {
                     let suspects = self.tally_zone_suspects(z);
                     any_suspect |= suspects > 0;
-                    (k.clone(), (z.size, z.ready.saturating_sub(suspects)))
+                    (
+                        k.clone(),
+                        (z.counts.size(), z.counts.ready().saturating_sub(suspects)),
+                    )
                 })
                 .collect();
             return SuspectView {
@@ -159,7 +162,7 @@ impl NodeLifecycle {
         let mut counts: BTreeMap<Name, (usize, usize)> = self
             .zones
             .iter()
-            .map(|(k, z)| (k.clone(), (z.size, z.ready)))
+            .map(|(k, z)| (k.clone(), (z.counts.size(), z.counts.ready())))
             .collect();
         let mut any_suspect = false;
         for (name, e) in self.nodes.iter() {
@@ -234,12 +237,12 @@ impl NodeLifecycle {
         // and a stalled watch makes live kubelets look silent). So the zone waits if some of
         // them, leaving one node Ready, make it partially disrupted: the more are counted, the
         // likelier that is, so the most that still leave one.
-        let suspects = z.ready.saturating_sub(ready_then);
-        let counted = suspects.min(z.ready.saturating_sub(1));
+        let suspects = z.counts.ready().saturating_sub(ready_then);
+        let counted = suspects.min(z.counts.ready().saturating_sub(1));
         counted > 0
             && compute_zone_state(
                 size,
-                z.ready - counted,
+                z.counts.ready() - counted,
                 self.settings.unhealthy_zone_threshold,
             ) == ZoneState::PartialDisruption
     }
@@ -271,7 +274,7 @@ impl NodeLifecycle {
         let Some(&(size, ready_then)) = view.counts.get(zone) else {
             return false;
         };
-        if ready_then == z.ready
+        if ready_then == z.counts.ready()
             || compute_zone_state(size, ready_then, self.settings.unhealthy_zone_threshold)
                 != ZoneState::FullDisruption
         {
@@ -303,10 +306,10 @@ impl NodeLifecycle {
             return !waits;
         };
         if waits && !z.waiting_for_suspects {
-            let ready_then = view.counts.get(zone).map_or(z.ready, |c| c.1);
+            let ready_then = view.counts.get(zone).map_or(z.counts.ready(), |c| c.1);
             self.decisions.push(Decision::ZoneWaits {
                 zone: zone.clone(),
-                suspects: z.ready.saturating_sub(ready_then),
+                suspects: z.counts.ready().saturating_sub(ready_then),
                 would_be: would_be.unwrap_or(ZoneState::PartialDisruption),
                 all_down,
             });

@@ -365,11 +365,16 @@ impl NodeLifecycle {
         // Counted once, with the suspects, before any NoExecute decision (`brake.rs`).
         let mut brakes_counted = false;
         for zone in keys {
-            if self.taint_based && self.zones.get(&zone).is_some_and(|z| z.in_cooldown(now)) {
+            if self.taint_based
+                && self
+                    .zones
+                    .get(&zone)
+                    .is_some_and(|z| z.hold.in_cooldown(now))
+            {
                 continue;
             }
             // A held domain: no NoExecute taint, nor legacy eviction.
-            if self.zones.get(&zone).is_some_and(|z| z.held) {
+            if self.zones.get(&zone).is_some_and(|z| z.hold.held()) {
                 continue;
             }
             let due = self
@@ -456,11 +461,11 @@ impl NodeLifecycle {
         // A braked head waits for the release, which arms the pass again (`decide`).
         let braked = self.brakes.any_engaged();
         for z in self.zones.values() {
-            if let Some(until) = z.hold_until.filter(|_| z.held) {
+            if let Some(until) = z.hold.until().filter(|_| z.hold.held()) {
                 // The hold's end is a decision line, queue or not.
                 at = Some(at.map_or(until, |a| a.min(until)));
             }
-            if z.queue.is_empty() || z.queue.rate().is_never() || z.held {
+            if z.queue.is_empty() || z.queue.rate().is_never() || z.hold.held() {
                 continue;
             }
             if braked
@@ -472,7 +477,7 @@ impl NodeLifecycle {
             }
             let mut next = now + NODE_EVICTION_PERIOD;
             if self.taint_based
-                && let Some(until) = z.cooldown_until.filter(|_| z.in_cooldown(now))
+                && let Some(until) = z.hold.cooldown_until().filter(|_| z.hold.in_cooldown(now))
             {
                 // Nothing is tainted here before the cooldown ends.
                 next = until;
