@@ -172,14 +172,17 @@ impl Run<'_> {
             }
             Fault::RestartDaemon { leader, after } => self.restart_daemon(*leader, *after),
             Fault::PauseFencing(length) => {
-                // Whole seconds, as the annotation carries it (RFC 3339 without fractions): the
-                // pause ends for the daemons at this instant, not at `now + length`.
-                let until = secs(*length);
+                // On the wall clock, as `node-lifecycled pause` writes it, and in whole seconds,
+                // as the annotation carries it (RFC 3339 without fractions): the pause ends for
+                // the daemons at this instant, not at `now + length`.
+                let ahead = super::fencing::wall_ahead_ms(now);
+                let until = secs(*length).as_unix_millis() as i64 + ahead;
                 let until = node_lifecycled::time::Time::from_unix_millis(
-                    until.as_unix_millis() / 1000 * 1000,
+                    until.max(0) as u64 / 1000 * 1000,
                 );
                 let value = super::fencing::pause_value(until);
                 if self.set_pause(Some(value)) {
+                    let until = super::fencing::wall_to_sim(until, ahead);
                     self.checker.pause_fencing(self.cluster.now(), until);
                 }
             }
@@ -330,7 +333,10 @@ impl Run<'_> {
         };
         let (runs, offset) = super::fencing::read_runs(path, self.fence_runs_read);
         self.fence_runs_read = offset;
+        // The agent stamps its runs with `date`: the wall clock.
+        let ahead = super::fencing::wall_ahead_ms(self.cluster.now());
         for (at, node, step) in runs {
+            let at = super::fencing::wall_to_sim(at, ahead);
             self.checker.fence_run(&node, step, at);
         }
     }

@@ -99,6 +99,24 @@ pub fn pause_value(until: Time) -> String {
     .to_string()
 }
 
+/// How far the wall clock is ahead of the simulator's, in milliseconds (negative: behind). The
+/// simulator's clock is the wall clock at its start plus monotonic time since, as the daemon's
+/// is; a step of the wall clock, or a host suspended and resumed, moves the wall clock alone.
+/// What is read on the wall clock (`date` in the fence agent, the pause's `until` as
+/// `node-lifecycled pause` writes it and a daemon started since compares it) is mapped to the
+/// simulator's clock with it, so the checker compares times on one clock.
+pub fn wall_ahead_ms(sim_now: Time) -> i64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    wall - sim_now.as_unix_millis() as i64
+}
+
+/// `wall`, a time read on the wall clock, on the simulator's clock.
+pub fn wall_to_sim(wall: Time, wall_ahead_ms: i64) -> Time {
+    Time::from_unix_millis((wall.as_unix_millis() as i64 - wall_ahead_ms).max(0) as u64)
+}
+
 /// The runs logged in `path` past byte `offset`: (time, node, step), and the new offset (a
 /// line not yet ended is left for the next read).
 pub fn read_runs(path: &Path, offset: usize) -> (Vec<(Time, String, usize)>, usize) {

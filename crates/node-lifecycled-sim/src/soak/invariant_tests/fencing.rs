@@ -82,3 +82,20 @@ fn a_fence_step_in_a_partially_disrupted_zone_is_a_violation() {
         log.violations()
     );
 }
+
+#[test]
+fn wall_clock_times_map_onto_the_simulators_clock() {
+    use crate::soak::fencing::{wall_ahead_ms, wall_to_sim};
+    // The wall clock stepped 23 s ahead of a simulator started before the step: a pause the
+    // daemons hold until wall 10:00:30 holds until 10:00:07 on the simulator's clock, and the
+    // agent's run stamped 10:00:20 ran at 09:59:57 there.
+    assert_eq!(wall_to_sim(at(30.0), 23_000), at(7.0));
+    assert_eq!(wall_to_sim(at(20.0), -5_000), at(25.0));
+    // Read now against a simulator clock that is the wall clock: no gap worth a second.
+    let wall_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let ahead = wall_ahead_ms(node_lifecycled::time::Time::from_unix_millis(wall_now));
+    assert!(ahead.abs() < 1_000, "{ahead}");
+}
