@@ -21,9 +21,11 @@ use serde_json::Value;
 struct Dir(PathBuf);
 
 impl Dir {
-    /// A fresh directory `name-PID` under the temp dir.
+    /// A fresh directory `name-PID-N` under the temp dir (the releases' tests run at once).
     fn new(name: &str) -> Dir {
-        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("{name}-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         Dir(dir)
     }

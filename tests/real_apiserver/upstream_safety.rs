@@ -258,11 +258,16 @@ fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline(kube: Kube) {
     kubelets.silence(std::slice::from_ref(&victim));
     let silenced = Instant::now();
     let mut admin = admin_client(server);
-    // Polled every few milliseconds: when Unknown and the taint were first seen.
+    // Polled every few milliseconds: when Unknown and the taint were first seen, with how long
+    // the daemon and this thread had waited for a CPU by then (a busy machine's share).
     let (mut unknown_at, mut tainted_at) = (None, None);
     while tainted_at.is_none() && silenced.elapsed() < Duration::from_secs(20) {
         let node = node_json(&mut admin, &victim);
-        let seen = (Instant::now(), admin.now());
+        let seen = (
+            Instant::now(),
+            admin.now(),
+            d.runqueue_wait() + node_lifecycled_testkit::runqueue_wait(),
+        );
         if unknown_at.is_none() && ready_of(&node).0 == "Unknown" {
             unknown_at = Some(seen);
         }
@@ -278,6 +283,7 @@ fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline(kube: Kube) {
     let deadline = last + Duration::from_secs(8);
     let verdict_late = unknown_at.1.since(deadline);
     let taint_after_verdict = tainted_at.0.saturating_duration_since(unknown_at.0);
+    let waited = tainted_at.2.saturating_sub(unknown_at.2);
     eprintln!(
         "single node: Unknown {verdict_late:?} after last renewal + grace, NoExecute {taint_after_verdict:?} after Unknown"
     );
@@ -294,8 +300,8 @@ fn a_single_dead_node_in_a_healthy_zone_is_tainted_at_its_deadline(kube: Kube) {
         d.log()
     );
     assert!(
-        taint_after_verdict <= Duration::from_millis(100),
-        "NoExecute {taint_after_verdict:?} after Unknown\n{}",
+        taint_after_verdict <= Duration::from_millis(100) + waited,
+        "NoExecute {taint_after_verdict:?} after Unknown ({waited:?} of it waiting for a CPU)\n{}",
         d.log()
     );
     wait_until(

@@ -1,9 +1,11 @@
 //! The real kube-apiserver of `scripts/real-apiserver` for the tests that need one: started
 //! with up.sh, stopped with down.sh on drop (also when a test panics). At most
 //! [`SERVERS_AT_ONCE`] in the process (`NODE_LIFECYCLED_REAL_APISERVERS` overrides it; 1 runs
-//! them one at a time): a further `start` waits for a server's drop. Two at once was checked to
-//! keep every timing bound of the scenarios on a 2-core machine already at load 7–9 from other
-//! work; more servers would blur what the scenarios measure.
+//! them one at a time): a further `start` waits for a server's drop. Four at once, as
+//! `scripts/test` runs the tier four tests at a time (nearly all of its time is waiting); a
+//! differential scenario takes two (one for us, one for kube-controller-manager). Servers start
+//! side by side (each picks its ports here), and stop with the test process if it is killed
+//! before its drops run (up.sh's `OWNER_PID`).
 //! Unavailable → the test fails loudly, unless NODE_LIFECYCLED_SKIP_REAL_APISERVER=1 says why
 //! it may be skipped.
 //!
@@ -95,7 +97,7 @@ pub struct RealApiserver {
 }
 
 /// Servers running at once by default.
-pub const SERVERS_AT_ONCE: usize = 2;
+pub const SERVERS_AT_ONCE: usize = 4;
 
 /// How many servers run now, and the limit's waiters.
 static RUNNING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
@@ -125,6 +127,27 @@ impl Drop for Slot {
         *RUNNING.0.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
         RUNNING.1.notify_one();
     }
+}
+
+/// Three loopback ports free a moment ago and never given out before in this process (the
+/// kernel may hand a port it just reported free to the next caller asking for one).
+fn unique_ports() -> [u16; 3] {
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut ports = [0; 3];
+    let mut found = 0;
+    while found < ports.len() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            ports[found] = port;
+            found += 1;
+        }
+    }
+    ports
 }
 
 /// The PKI of the process's first server, copied into every later server's state folder.
@@ -178,6 +201,14 @@ impl RealApiserver {
         // A test that panicked with the server up poisons the lock; its drop still stopped it.
         let slot = Slot::take();
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-apiserver");
+        // Until the process keeps a PKI, one start at a time: the first makes it and keeps it,
+        // those waiting behind it copy it (two first starts would each make one and keep
+        // their files over each other's).
+        static FIRST: Mutex<()> = Mutex::new(());
+        let first = PKI
+            .get()
+            .is_none()
+            .then(|| FIRST.lock().unwrap_or_else(|p| p.into_inner()));
         let state = fresh_state();
         let mut up = Command::new(scripts.join("up.sh"));
         up.env("STATE", &state);
@@ -186,10 +217,17 @@ impl RealApiserver {
             Err(why) => Err(std::io::Error::other(why)),
             Ok((apiserver, binaries)) => {
                 up.env("APISERVER", apiserver).env("ETCD", &binaries.etcd);
-                // One up.sh at a time: it picks free ports before its servers bind them, so
-                // two starting together could pick the same.
-                static STARTING: Mutex<()> = Mutex::new(());
-                let _starting = STARTING.lock().unwrap_or_else(|p| p.into_inner());
+                // Servers left by a test binary killed before its drops stop with it.
+                up.env("OWNER_PID", std::process::id().to_string());
+                // The ports are picked here, never twice in this process, so servers start
+                // side by side (up.sh picking its own, two starting together could pick the
+                // same; one at a time, a start's ~10 s of waiting for readiness queued them).
+                for (variable, port) in ["ETCD_PORT", "PEER_PORT", "API_PORT"]
+                    .into_iter()
+                    .zip(unique_ports())
+                {
+                    up.env(variable, port.to_string());
+                }
                 up.output()
             }
         };
@@ -214,6 +252,7 @@ impl RealApiserver {
             panic!("real kube-apiserver unavailable: {why} (set {SKIP_VARIABLE}=1 to skip)");
         }
         keep_pki(&state);
+        drop(first);
         let stdout = String::from_utf8_lossy(&output.unwrap().stdout).into_owned();
         let vars = stdout
             .lines()
