@@ -27,17 +27,59 @@ impl ReadySnapshot {
     }
 }
 
+/// A node's evidence of life (upstream's `nodeHealth`): when it was last heard from, when its
+/// Ready last changed, its Ready as last saved and its newest Lease renewal. Its fields change
+/// only as evidence arrives or a verdict is written, through the methods below.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct NodeHealth {
-    pub(crate) probe_time: Time,
-    pub(crate) ready_transition_time: Time,
+    probe_time: Time,
+    ready_transition_time: Time,
     /// The Ready condition as last saved (upstream `nodeHealth.status`).
-    pub(crate) saved_ready: Option<ReadySnapshot>,
+    saved_ready: Option<ReadySnapshot>,
     /// `renewTime` of the newest Lease seen; `None`: never had one.
-    pub(crate) lease_renew: Option<Time>,
+    lease_renew: Option<Time>,
 }
 
 impl NodeHealth {
+    /// When the node was last heard from (upstream `probeTimestamp`), on our clock.
+    pub(crate) fn probe_time(&self) -> Time {
+        self.probe_time
+    }
+
+    /// When its Ready last changed, as we saw it (upstream `readyTransitionTimestamp`).
+    pub(crate) fn ready_transition_time(&self) -> Time {
+        self.ready_transition_time
+    }
+
+    pub(crate) fn saved_ready(&self) -> Option<&ReadySnapshot> {
+        self.saved_ready.as_ref()
+    }
+
+    /// `renewTime` of the newest Lease seen; `None`: never had one.
+    pub(crate) fn lease_renew(&self) -> Option<Time> {
+        self.lease_renew
+    }
+
+    /// Every node gets a fresh grace period (upstream, on leaving the all-zones-down mode).
+    pub(crate) fn restart_clock(&mut self, now: Time) {
+        self.probe_time = now;
+        self.ready_transition_time = now;
+    }
+
+    /// The last renewal reached us at `heard`, before the probe time set at first sight: the
+    /// clock counts from there.
+    pub(crate) fn heard_at(&mut self, heard: Time) {
+        self.probe_time = self.probe_time.min(heard);
+    }
+
+    /// Our write of its conditions landed at `now`; `ready` is the Ready it wrote.
+    pub(crate) fn verdict_written(&mut self, ready: Option<&NodeCondition>, now: Time) {
+        self.ready_transition_time = now;
+        if let Some(ready) = ready {
+            self.saved_ready = Some(ReadySnapshot::of(ready));
+        }
+    }
+
     /// First sight of a node. Without a Ready condition its clock starts at its creation (the
     /// startup grace counts from there); with one, now.
     pub(crate) fn first_seen(node: &Node, now: Time) -> NodeHealth {

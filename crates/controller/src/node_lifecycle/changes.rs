@@ -225,7 +225,7 @@ impl NodeLifecycle {
         if !e.registered {
             return;
         }
-        let Some(ready) = e.health.saved_ready.as_ref().map(|r| r.status) else {
+        let Some(ready) = e.health.saved_ready().map(|r| r.status) else {
             return;
         };
         if ready == ConditionStatus::True {
@@ -373,9 +373,7 @@ impl NodeLifecycle {
         if let (Some(renew), Some(lag)) = (lease_renew, e.lease_lag_ms) {
             let heard = (renew.as_unix_millis() as i64).saturating_add(lag).max(0) as u64;
             let heard = Time::from_unix_millis(heard);
-            if heard < e.health.probe_time {
-                e.health.probe_time = heard;
-            }
+            e.health.heard_at(heard);
         }
         e.zone = domain_name(&self.zones, self.settings.domain_key(node));
         // After a restart, pods still Ready on a node already Unknown (not heard from) are

@@ -217,8 +217,7 @@ impl NodeLifecycle {
             // Exiting: every node gets a fresh grace period (upstream behaviour).
             for name in &names {
                 if let Some(e) = self.nodes.get_mut(name) {
-                    e.health.probe_time = now;
-                    e.health.ready_transition_time = now;
+                    e.health.restart_clock(now);
                 }
                 self.arm_grace(store, name, now);
             }

@@ -39,7 +39,7 @@ impl NodeLifecycle {
                 name: node.name.clone(),
                 zone: display_zone(&e.zone),
                 ready: node.ready().map(|c| c.status),
-                probe_age: age(now, e.health.probe_time),
+                probe_age: age(now, e.health.probe_time()),
                 grace: {
                     let (monitor, startup) = self.settings.graces(node);
                     NodeHealth::grace(node, monitor, startup)

@@ -134,13 +134,13 @@ impl NodeLifecycle {
             .ready()
             .map(|c| c.status)
             .unwrap_or(ConditionStatus::Unknown);
-        if now > e.health.probe_time + grace
+        if now > e.health.probe_time() + grace
             && let Some(conditions) = stale_conditions(node, now)
         {
             // No verdict without fresh evidence: a node that heartbeats through a Lease is only
             // declared Unknown once a live read confirms the Lease is stale.
-            if e.health.lease_renew.is_some()
-                && e.busy.get().lease_confirmed_for != Some(e.health.probe_time)
+            if e.health.lease_renew().is_some()
+                && e.busy.get().lease_confirmed_for != Some(e.health.probe_time())
             {
                 if !retry_pending {
                     let about = Pending::LeaseRead {
@@ -158,7 +158,7 @@ impl NodeLifecycle {
                 return;
             }
             if e.busy.get().verdict_tries == 0 {
-                let heartbeat = match e.health.lease_renew {
+                let heartbeat = match e.health.lease_renew() {
                     Some(renew) => Heartbeat::Lease {
                         renew_time: Some(renew),
                     },
@@ -166,7 +166,7 @@ impl NodeLifecycle {
                         last_heartbeat: node.ready().and_then(|c| c.last_heartbeat_time),
                     },
                 };
-                let lease = match e.health.lease_renew {
+                let lease = match e.health.lease_renew() {
                     Some(_) => e
                         .busy
                         .get()
@@ -178,7 +178,7 @@ impl NodeLifecycle {
                 self.decisions.push(Decision::NodeUnknown {
                     node: name.clone(),
                     zone: e.zone.clone(),
-                    last_seen: e.health.probe_time,
+                    last_seen: e.health.probe_time(),
                     heartbeat,
                     grace,
                     lease,

@@ -34,8 +34,8 @@ impl NodeLifecycle {
                 self.cancel_pod_eviction(name);
                 return;
             }
-            ConditionStatus::False => now > e.health.ready_transition_time + timeout,
-            ConditionStatus::Unknown => now > e.health.probe_time + timeout,
+            ConditionStatus::False => now > e.health.ready_transition_time() + timeout,
+            ConditionStatus::Unknown => now > e.health.probe_time() + timeout,
             // Upstream's switch has no case for it: nothing to do.
             ConditionStatus::Other => return,
         };

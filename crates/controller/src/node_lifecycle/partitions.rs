@@ -103,7 +103,7 @@ impl NodeLifecycle {
     fn heard_since_verdict(&self, name: &Name, now: Time) -> bool {
         self.nodes
             .get(name)
-            .is_some_and(|e| now.since(e.health.probe_time) < self.settings.node_monitor_period)
+            .is_some_and(|e| now.since(e.health.probe_time()) < self.settings.node_monitor_period)
     }
 
     /// A reload may change the node's disruption domain (`disruption_domain`, its pool's).

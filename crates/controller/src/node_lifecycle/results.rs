@@ -3,7 +3,6 @@
 use crate::actions::{Action, ActionId};
 use crate::decisions::LeaseEvidence;
 use crate::events::EventType;
-use crate::health::ReadySnapshot;
 use crate::inputs::{LeaseReadOutcome, Outcome};
 use crate::model::{ClusterStore, ConditionStatus, Name};
 use crate::settings::{CONFLICT_RETRIES, STATUS_RETRY_DELAY, TAINT_CONFLICT_DELAY};
@@ -121,13 +120,10 @@ impl NodeLifecycle {
         match outcome {
             Outcome::Ok => {
                 e.busy.get_mut().verdict_tries = 0;
-                e.health.ready_transition_time = now;
-                if let Some(ready) = conditions
+                let ready = conditions
                     .iter()
-                    .find(|c| c.kind == crate::model::NodeConditionType::Ready)
-                {
-                    e.health.saved_ready = Some(ReadySnapshot::of(ready));
-                }
+                    .find(|c| c.kind == crate::model::NodeConditionType::Ready);
+                e.health.verdict_written(ready, now);
                 // The write succeeded: the node's conditions in the store are what was written,
                 // whether or not the watch has delivered the new version yet
                 // (`NodeLifecycle::landed`, `World::apply`: they went in before this answer is
@@ -271,14 +267,14 @@ impl NodeLifecycle {
                     self.arm_grace(store, &node, now);
                     return;
                 }
-                e.busy.get_mut().lease_confirmed_for = Some(e.health.probe_time);
+                e.busy.get_mut().lease_confirmed_for = Some(e.health.probe_time());
                 e.busy.get_mut().lease_evidence = Some(LeaseEvidence::Stale {
                     read_at: now,
                     renew_time: renew,
                 });
             }
             LeaseReadOutcome::NotFound => {
-                e.busy.get_mut().lease_confirmed_for = Some(e.health.probe_time);
+                e.busy.get_mut().lease_confirmed_for = Some(e.health.probe_time());
                 e.busy.get_mut().lease_evidence = Some(LeaseEvidence::Missing { read_at: now });
             }
             LeaseReadOutcome::Failed(_) => {

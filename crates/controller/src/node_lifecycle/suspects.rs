@@ -90,14 +90,14 @@ impl NodeLifecycle {
     ) -> Time {
         // Its deadline is within the next pass: `silent + node_monitor_period >= grace`, with
         // `silent` whole milliseconds since the probe time.
-        let probe = e.health.probe_time;
+        let probe = e.health.probe_time();
         let by_deadline = match grace.checked_sub(self.settings.node_monitor_period) {
             Some(d) if !d.is_zero() => probe + Duration::from_millis(ceil_millis(d)),
             _ => Time::ZERO,
         };
         let Some(renew) = e
             .health
-            .lease_renew
+            .lease_renew()
             .filter(|_| self.settings.early_suspects)
         else {
             return by_deadline;
@@ -127,7 +127,7 @@ impl NodeLifecycle {
                 let at = heard.saturating_add(past.as_millis() as i64);
                 Some(Time::from_unix_millis(at.max(0) as u64))
             }
-            None if e.health.probe_time <= e.registered_at => Some(renew + past),
+            None if e.health.probe_time() <= e.registered_at => Some(renew + past),
             None => None,
         };
         if let Some(at) = by_lease {

@@ -178,7 +178,7 @@ fn test_try_update_node_health_current_equals_saved() {
         h.jump(fresh - created);
         h.tick();
         let health = h.ctl.lifecycle().health("node0").expect("node0 tracked");
-        let saved = health.saved_ready.as_ref().map(|r| r.status);
+        let saved = health.saved_ready().map(|r| r.status);
         let current = h
             .ctl
             .store()
