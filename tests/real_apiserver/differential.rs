@@ -469,11 +469,7 @@ fn report(kube: Kube, scenario: &Scenario, label: &str, compared: &[Compared]) {
         if c.pairing != Pairing::OnlyUpstream {
             continue;
         }
-        if let Some((_, why)) = scenario
-            .upstream_races
-            .iter()
-            .find(|(what, _)| races_with(c, what))
-        {
+        if let Some(why) = upstream_race(scenario, compared, c) {
             text.push_str(&format!(
                 "explained: {} {} is upstream's race: {why}\n",
                 c.object, c.what
@@ -524,16 +520,9 @@ fn differential(kube: Kube, scenario: &Scenario) {
     let compared = compare(&theirs, &ours);
     report(kube, scenario, "defaults", &compared);
     // Upstream's races are explained differences: reported, never made by us.
-    let raced = |c: &Compared| {
-        c.pairing == Pairing::OnlyUpstream
-            && scenario
-                .upstream_races
-                .iter()
-                .any(|(what, _)| races_with(c, what))
-    };
     let diffs: Vec<&Compared> = differences(&compared, pass, SLACK)
         .into_iter()
-        .filter(|c| !raced(c))
+        .filter(|c| upstream_race(scenario, &compared, c).is_none())
         .collect();
     match &scenario.beyond_upstream {
         None => assert!(
@@ -570,7 +559,7 @@ fn differential(kube: Kube, scenario: &Scenario) {
             report(kube, scenario, "default-off", &compared);
             let diffs: Vec<&Compared> = differences(&compared, pass, SLACK)
                 .into_iter()
-                .filter(|c| !raced(c))
+                .filter(|c| upstream_race(scenario, &compared, c).is_none())
                 .collect();
             assert!(
                 diffs.is_empty(),
@@ -1051,6 +1040,31 @@ fn the_beta_labels_follow_the_stable_ones(kube: Kube) {
 /// Whether `c` is the race `what` names: its decision, or its object and decision, begin so.
 fn races_with(c: &Compared, what: &str) -> bool {
     c.what.starts_with(what) || format!("{} {}", c.object, c.what).starts_with(what)
+}
+
+/// Why `c`, a decision upstream made alone, is one of the scenario's upstream races. A taint's
+/// removal counts only when the taint it removes was upstream's alone too: a lift of a taint
+/// we also added, missing on our side, is a difference.
+fn upstream_race(scenario: &Scenario, compared: &[Compared], c: &Compared) -> Option<&'static str> {
+    if c.pairing != Pairing::OnlyUpstream {
+        return None;
+    }
+    if let Some(taint) = c.what.strip_prefix("taint- ") {
+        let added = format!("taint+ {taint}");
+        let raced_taint = compared.iter().any(|other| {
+            other.object == c.object
+                && other.what == added
+                && other.pairing == Pairing::OnlyUpstream
+        });
+        if !raced_taint {
+            return None;
+        }
+    }
+    scenario
+        .upstream_races
+        .iter()
+        .find(|(what, _)| races_with(c, what))
+        .map(|(_, why)| *why)
 }
 
 /// kubernetes#24200: most of a zone cut off, its kubelets falling silent 1.5 s apart (as
