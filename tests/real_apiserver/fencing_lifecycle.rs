@@ -125,8 +125,15 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(k
         ],
     );
     assert_eq!(code, 0, "{text}");
-    a.wait_log("pause: decision=start what=fencing", Duration::from_secs(5));
-    b.wait_log("pause: decision=start what=fencing", Duration::from_secs(5));
+    // Bounds for a busy machine: four servers and their daemons share two cores in CI.
+    a.wait_log(
+        "pause: decision=start what=fencing",
+        Duration::from_secs(30),
+    );
+    b.wait_log(
+        "pause: decision=start what=fencing",
+        Duration::from_secs(30),
+    );
     // The leader renews every 500 ms: the annotation must outlive its renewals.
     std::thread::sleep(Duration::from_secs(2));
     let stored = pause_annotation(&server).expect("the leader's renewals dropped the pause");
@@ -134,7 +141,7 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(k
 
     // The leader dies; a node dies; the standby takes over during the pause.
     a.signal("KILL");
-    a.wait_exit(Duration::from_secs(5));
+    a.wait_exit(Duration::from_secs(30));
     let victim = "z1-n2";
     kubelets.set_alive(victim, false);
     b.wait_log("acting as leader", Duration::from_secs(15));
@@ -159,7 +166,7 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(k
     let (code, text) = cli(&b.config, &["resume"]);
     assert_eq!(code, 0, "{text}");
     assert!(pause_annotation(&server).is_none());
-    b.wait_log("pause: decision=end what=fencing", Duration::from_secs(5));
+    b.wait_log("pause: decision=end what=fencing", Duration::from_secs(30));
     wait_until(
         "fenced after resume",
         Duration::from_secs(15),
@@ -182,6 +189,7 @@ fn a_pause_set_through_one_instance_is_honoured_by_the_standby_that_takes_over(k
 /// timeout; while it runs, an operator pauses fencing. Step 2 passes the same gates as step 1:
 /// it waits for the pause to end, then runs.
 fn a_pause_during_fence_step_one_holds_step_two_until_resume(kube: Kube) {
+    const STEP_ONE_TIMEOUT: Duration = Duration::from_secs(12);
     let Some((server, kubelets, dir, fence_runs)) = fleet(kube, "fencing-escalation") else {
         return;
     };
@@ -198,7 +206,7 @@ fn a_pause_during_fence_step_one_holds_step_two_until_resume(kube: Kube) {
     let text = format!(
         "{base}[fencing]\nenabled = true\nafter = \"3s\"\nretry_backoff = \"1s\"\n\
          max_pause = \"10m\"\nstep = [{}, {}]\n",
-        step(1, "; sleep 30", "5s"),
+        step(1, "; sleep 60", &format!("{}s", STEP_ONE_TIMEOUT.as_secs())),
         step(2, "", "5s")
     );
     let mut d = Daemon::start("escalation", &dir, &text, &[]);
@@ -211,14 +219,18 @@ fn a_pause_during_fence_step_one_holds_step_two_until_resume(kube: Kube) {
         || runs(&fence_runs) == [format!("1 {victim}")],
         || format!("{:?}\n{}", runs(&fence_runs), d.log()),
     );
+    let step_one_seen = Instant::now();
     let (code, text) = cli(
         &d.config,
         &["pause", "fencing", "--for", "5m", "--reason", "bmc work"],
     );
     assert_eq!(code, 0, "{text}");
-    d.wait_log("pause: decision=start what=fencing", Duration::from_secs(3));
-    // Step 1 times out 5 s after it started; step 2 must wait for the pause.
-    std::thread::sleep(Duration::from_secs(8));
+    // Set well inside step 1's timeout, even on a busy machine: it is what step 2 must wait for.
+    d.wait_log("pause: decision=start what=fencing", STEP_ONE_TIMEOUT / 2);
+    // Past step 1's timeout (counted from when its run was seen, which is after it started):
+    // step 2 was due, and must wait for the pause.
+    let step_two_due = step_one_seen + STEP_ONE_TIMEOUT + Duration::from_secs(3);
+    std::thread::sleep(step_two_due.saturating_duration_since(Instant::now()));
     assert_eq!(
         runs(&fence_runs),
         [format!("1 {victim}")],

@@ -337,7 +337,18 @@ fn the_timeline_reads_the_daemons_writes_and_nothing_else() {
     );
     assert_eq!(reader.controller_taints()["z1-n001"], Vec::<String>::new());
 
-    let lines = Timeline::render(&facts);
+    // Rendered on a paced clock (10 ms a fact): the stand-in's writes are as far apart as the
+    // machine makes them, and on a busy one the two pods' NotReady came more than the
+    // renderer's 500 ms grouping window apart. The windows are tested on their own below.
+    let paced: Vec<Fact> = facts
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Fact {
+            t: Duration::from_millis(10 * i as u64),
+            kind: f.kind.clone(),
+        })
+        .collect();
+    let lines = Timeline::render(&paced);
     let text = lines.join("\n");
     for expected in [
         "leader lease kube-system/node-lifecycled taken",
