@@ -1,5 +1,11 @@
 //! Zones and their disruption state (docs/upstream.md, "Zones", upstream `ComputeZoneState`,
 //! `setLimiterInZone`).
+//!
+//! Owns, per zone ([`Zone`]): how its nodes count, its state, what stops its queue (cooldown,
+//! hold) and the queue itself, each changed only through the zone's methods; and the table of
+//! zones ([`Zones`]), which makes a zone as its first node joins and keeps its eviction count
+//! after its last leaves. The node lifecycle decides when; this file keeps the rules of what a
+//! change may do (a held or cooling zone gives no node out of its queue).
 
 use crate::model::Name;
 #[cfg(test)]
@@ -7,7 +13,9 @@ use crate::model::Node;
 use crate::time::Rate;
 use crate::time::Time;
 
-use super::rate_limited_queue::RateLimitedTimedQueue;
+use std::collections::BTreeMap;
+
+use super::rate_limited_queue::{RateLimitedTimedQueue, TimedValue};
 use super::settings::Settings;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -99,9 +107,11 @@ pub(crate) struct Zone {
     /// `None` until the first disruption pass sees the zone (upstream: no entry in zoneStates).
     pub(crate) state: Option<ZoneState>,
     pub(crate) hold: ZoneHold,
-    pub(crate) queue: RateLimitedTimedQueue,
+    /// Its nodes to taint (or, legacy, to evict), paced by its rate: read through
+    /// [`Zone::queue`], changed only through the transitions below.
+    queue: RateLimitedTimedQueue,
     /// `node_collector_evictions_total{zone}`: taints applied (or, legacy, nodes evicted).
-    pub(crate) evictions_total: u64,
+    evictions_total: u64,
     /// Its NoExecute decisions wait for suspects (`node_lifecycle/suspects.rs`): the wait's
     /// start is logged once.
     pub(crate) waiting_for_suspects: bool,
@@ -109,7 +119,7 @@ pub(crate) struct Zone {
 
 impl Zone {
     /// A zone seen for the first time: no member yet, state unknown, a full bucket at `rate`.
-    pub(crate) fn new(key: Name, evictions_total: u64, rate: Rate, now: Time) -> Zone {
+    fn new(key: Name, evictions_total: u64, rate: Rate, now: Time) -> Zone {
         Zone {
             key,
             counts: ZoneCounts::default(),
@@ -131,6 +141,140 @@ impl Zone {
     pub(crate) fn enter(&mut self, state: ZoneState, now: Time) -> Option<ZoneState> {
         self.hold.note_state(state, now);
         self.state.replace(state)
+    }
+
+    /// Its queue, to read: the head and its due time, who is in it, the rate and tokens.
+    pub(crate) fn queue(&self) -> &RateLimitedTimedQueue {
+        &self.queue
+    }
+
+    /// `node_collector_evictions_total{zone}`.
+    pub(crate) fn evictions_total(&self) -> u64 {
+        self.evictions_total
+    }
+
+    /// A taint from its queue landed (or, legacy, a node's pods were evicted).
+    pub(crate) fn count_eviction(&mut self) {
+        self.evictions_total += 1;
+    }
+
+    /// Upstream `markNodeForTainting`: a node whose NoExecute taint is missing (`tainted`
+    /// false) goes through the queue again even if it was processed; one still waiting keeps
+    /// its place; a tainted one is queued only if it is not in the set.
+    pub(crate) fn mark_for_tainting(&mut self, name: &Name, uid: &Name, tainted: bool, now: Time) {
+        if !tainted && !self.queue.is_queued(name) {
+            self.queue.remove(name);
+        }
+        self.queue.add(name, uid, now);
+    }
+
+    /// Queued, due now, unless in the set (waiting, or processed and not forgotten since).
+    pub(crate) fn enqueue(&mut self, name: &Name, uid: &Name, now: Time) {
+        self.queue.add(name, uid, now);
+    }
+
+    /// In the set as processed: a node a previous leader tainted, found at a takeover, is not
+    /// queued again.
+    pub(crate) fn enqueue_processed(&mut self, name: &Name, uid: &Name, now: Time) {
+        self.queue.add_processed(name, uid, now);
+    }
+
+    /// Out of the queue and its set: reachable again, gone from the zone, or its eviction
+    /// cancelled.
+    pub(crate) fn forget(&mut self, name: &str) {
+        self.queue.remove(name);
+    }
+
+    /// The next node due, one token taken (even when the head is not due, as upstream's `Try`
+    /// takes one). Nothing while its queue is stopped: a hold, or (`taint_based`) the cooldown
+    /// after a full disruption, which the legacy eviction does not have.
+    pub(crate) fn take_due(&mut self, taint_based: bool, now: Time) -> Option<TimedValue> {
+        if self.hold.held() || (taint_based && self.hold.in_cooldown(now)) {
+            return None;
+        }
+        self.queue.pop_due(now)
+    }
+
+    /// A node taken from the queue goes back, due at `at` (its write failed or must wait);
+    /// ignored if it was forgotten meanwhile.
+    pub(crate) fn retry(&mut self, name: &Name, at: Time) {
+        self.queue.retry_at(name, at);
+    }
+
+    /// The rate its state gives (upstream `setLimiterInZone`): the bucket is kept at the same
+    /// rate, new at another.
+    pub(crate) fn set_rate(&mut self, rate: Rate, now: Time) {
+        self.queue.swap_limiter(rate, now);
+    }
+}
+
+/// The zones by key, in key order, and the eviction counts of zones that lost their last node
+/// (a counter outlives its zone: one that comes back resumes it).
+#[derive(Debug, Default)]
+pub(crate) struct Zones {
+    by_key: BTreeMap<Name, Zone>,
+    past_evictions: BTreeMap<Name, u64>,
+}
+
+impl Zones {
+    pub(crate) fn get(&self, key: &str) -> Option<&Zone> {
+        self.by_key.get(key)
+    }
+
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut Zone> {
+        self.by_key.get_mut(key)
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &Name> {
+        self.by_key.keys()
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Zone> {
+        self.by_key.values()
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&Name, &mut Zone)> {
+        self.by_key.iter_mut()
+    }
+
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut Zone> {
+        self.by_key.values_mut()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Name, &Zone)> {
+        self.by_key.iter()
+    }
+
+    /// One more member in `key`, the zone made on first use (state unknown, a full bucket at
+    /// `rate`, its past count resumed).
+    pub(crate) fn join(&mut self, key: Name, rate: Rate, now: Time) -> &mut Zone {
+        let past_evictions = &mut self.past_evictions;
+        let zone = self.by_key.entry(key.clone()).or_insert_with(|| {
+            let evictions = past_evictions.remove(&key).unwrap_or(0);
+            Zone::new(key, evictions, rate, now)
+        });
+        zone.counts.join();
+        // Its hold's vote counted the members it had.
+        zone.hold.forget_vote();
+        zone
+    }
+
+    /// `name` leaves `key` (`counted`: how it counted there). Whether that was the zone's last
+    /// member, which takes the zone with it; `None` when there is no such zone.
+    pub(crate) fn leave(&mut self, name: &str, key: &Name, counted: Option<bool>) -> Option<bool> {
+        let zone = self.by_key.get_mut(key)?;
+        zone.forget(name);
+        zone.hold.forget_vote();
+        if !zone.counts.leave(counted) {
+            return Some(false);
+        }
+        if let Some(gone) = self.by_key.remove(key)
+            && gone.evictions_total > 0
+        {
+            self.past_evictions
+                .insert(key.clone(), gone.evictions_total);
+        }
+        Some(true)
     }
 }
 

@@ -206,11 +206,16 @@ impl NodeLifecycle {
         out: &mut Vec<Action>,
         act: fn(&mut NodeLifecycle, &ClusterStore, &Name, &Name, Time, &mut Vec<Action>),
     ) {
-        while let Some(value) = self.zones.get_mut(zone).and_then(|z| z.queue.pop_due(now)) {
+        let taint_based = self.taint_based;
+        while let Some(value) = self
+            .zones
+            .get_mut(zone)
+            .and_then(|z| z.take_due(taint_based, now))
+        {
             if self.brake_covering(store, &value.value).is_some() {
                 // Behind the nodes due now: another pool's node may go first.
                 if let Some(z) = self.zones.get_mut(zone) {
-                    z.queue.retry_at(&value.value, now + NODE_EVICTION_PERIOD);
+                    z.retry(&value.value, now + NODE_EVICTION_PERIOD);
                 }
                 continue;
             }

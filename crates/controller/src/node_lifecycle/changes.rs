@@ -442,7 +442,7 @@ impl NodeLifecycle {
             return;
         }
         if let Some(zone) = self.zones.get_mut(&e.zone) {
-            zone.queue.add_processed(name, &node.uid, now);
+            zone.enqueue_processed(name, &node.uid, now);
         }
     }
 

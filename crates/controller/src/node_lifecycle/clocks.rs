@@ -13,7 +13,7 @@ impl NodeLifecycle {
     /// The clocks now: fully disrupted domains' starts, cooldowns not over, engaged brakes.
     pub(crate) fn clocks(&self, now: Time) -> Clocks {
         let mut clocks = Clocks::default();
-        for (key, z) in &self.zones {
+        for (key, z) in self.zones.iter() {
             if let Some(since) = z.hold.full_since().filter(|_| z.state.is_some()) {
                 clocks.full_since.insert(key.to_string(), since);
             }

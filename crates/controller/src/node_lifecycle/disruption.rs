@@ -7,29 +7,16 @@ use crate::actions::Action;
 use crate::decisions::Decision;
 use crate::model::{ClusterStore, ConditionStatus, Name, NameMap};
 use crate::time::{Rate, Time};
-use crate::zones::{Zone, ZoneState, compute_zone_state, zone_rate_with};
+use crate::zones::{ZoneState, compute_zone_state, zone_rate_with};
 
 use super::{NodeEntry, NodeLifecycle};
 
 impl NodeLifecycle {
     pub(super) fn leave_zone(&mut self, name: &str, zone_key: &Name, counted: Option<bool>) {
-        if let Some(zone) = self.zones.get_mut(zone_key) {
-            zone.queue.remove(name);
-            zone.hold.forget_vote();
-            let last = zone.counts.leave(counted);
-            if counted.is_some() {
-                self.disruption_dirty = true;
-            }
-            if last {
-                // `node_collector_evictions_total{zone}` is a counter: it outlives the zone.
-                if let Some(gone) = self.zones.remove(zone_key)
-                    && gone.evictions_total > 0
-                {
-                    self.past_evictions
-                        .insert(zone_key.clone(), gone.evictions_total);
-                }
-                self.disruption_dirty = true;
-            }
+        if let Some(last) = self.zones.leave(name, zone_key, counted)
+            && (last || counted.is_some())
+        {
+            self.disruption_dirty = true;
         }
     }
 
@@ -49,13 +36,7 @@ impl NodeLifecycle {
     /// Counts one more member in `zone`, creating the zone (state Initial, a full bucket at the
     /// healthy rate) on first use.
     pub(super) fn join_zone(&mut self, zone: Name, eviction_rate: Rate, now: Time) {
-        let past_evictions = &mut self.past_evictions;
-        let z = self.zones.entry(zone.clone()).or_insert_with(|| {
-            let evictions = past_evictions.remove(&zone).unwrap_or(0);
-            Zone::new(zone, evictions, eviction_rate, now)
-        });
-        z.counts.join();
-        z.hold.forget_vote();
+        self.zones.join(zone, eviction_rate, now);
     }
 
     /// Keeps the zone's counts in line with the node's current Ready and exclusion label.
@@ -143,7 +124,7 @@ impl NodeLifecycle {
             return;
         };
         if let Some(rate) = zone_rate_with(state, z.counts.size(), &self.settings, rates) {
-            z.queue.swap_limiter(rate, now);
+            z.set_rate(rate, now);
         }
     }
 
@@ -199,7 +180,7 @@ impl NodeLifecycle {
                 }
             }
             for z in self.zones.values_mut().filter(|z| z.state.is_some()) {
-                z.queue.swap_limiter(Rate::NEVER, now);
+                z.set_rate(Rate::NEVER, now);
                 z.enter(ZoneState::FullDisruption, now);
             }
             self.decisions.push(Decision::AllZonesDown {
@@ -270,7 +251,7 @@ impl NodeLifecycle {
             to,
             size: z.counts.size(),
             not_ready: z.counts.unhealthy(),
-            rate: z.queue.rate(),
+            rate: z.queue().rate(),
         });
     }
 

@@ -22,11 +22,11 @@ impl NodeLifecycle {
                 state: z.state,
                 size: z.counts.size(),
                 unhealthy: z.counts.unhealthy(),
-                rate: z.queue.rate(),
-                tokens: z.queue.tokens(now),
-                queue_len: z.queue.len(),
-                queue_head: z.queue.head().map(|(n, t)| (n.clone(), t)),
-                evictions_total: z.evictions_total,
+                rate: z.queue().rate(),
+                tokens: z.queue().tokens(now),
+                queue_len: z.queue().len(),
+                queue_head: z.queue().head().map(|(n, t)| (n.clone(), t)),
+                evictions_total: z.evictions_total(),
                 cooldown_until: z.hold.cooldown_until().filter(|_| z.hold.in_cooldown(now)),
             })
             .collect();

@@ -104,7 +104,7 @@ impl NodeLifecycle {
         }
         self.zones
             .get(&e.zone)
-            .is_none_or(|z| !z.queue.contains(name))
+            .is_none_or(|z| !z.queue().contains(name))
     }
 
     /// Upstream's per-node body of `monitorNodeHealth`: the health verdict, then the NoExecute

@@ -64,7 +64,7 @@ impl NodeLifecycle {
         e.legacy = LegacyEviction::ToBeEvicted;
         let uid = e.uid.clone();
         if let Some(zone) = self.zones.get_mut(&e.zone) {
-            zone.queue.add(name, &uid, now);
+            zone.enqueue(name, &uid, now);
         }
     }
 
@@ -75,7 +75,7 @@ impl NodeLifecycle {
         };
         e.legacy = LegacyEviction::Unmarked;
         if let Some(zone) = self.zones.get_mut(&e.zone) {
-            zone.queue.remove(name);
+            zone.forget(name);
         }
     }
 
@@ -314,10 +314,10 @@ impl NodeLifecycle {
             return;
         };
         if job.failed {
-            z.queue.retry_at(node, now);
+            z.retry(node, now);
         } else {
             e.legacy = LegacyEviction::Evicted;
-            z.evictions_total += 1;
+            z.count_eviction();
         }
     }
 }

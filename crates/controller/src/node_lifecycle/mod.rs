@@ -41,7 +41,6 @@ use deadlines::Timer;
 use entry::{EvictionJob, NodeEntry, TaintWrite, Verdict};
 use pending::Pending;
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -60,7 +59,7 @@ use super::rate_limited_queue::RateLimitedTimedQueue;
 use super::settings::Settings;
 use super::taint_ops::TaintOp;
 use super::world::World;
-use super::zones::Zone;
+use super::zones::Zones;
 
 pub struct NodeLifecycle {
     settings: Settings,
@@ -71,9 +70,8 @@ pub struct NodeLifecycle {
     /// pods are in the `World`'s store, `controller/world.rs`, which every method that judges
     /// them is given).
     nodes: NameMap<NodeEntry>,
-    zones: BTreeMap<Name, Zone>,
-    /// Eviction counts of zones that lost their last node (a zone that comes back resumes it).
-    past_evictions: BTreeMap<Name, u64>,
+    /// The zones: their counts, states, holds and queues (`zones.rs`).
+    zones: Zones,
     /// Its timers: the passes, retries, the brake's release, the nodes' grace deadlines.
     deadlines: deadlines::Deadlines,
     /// Writes and live reads sent and not answered yet, with what each is about.
@@ -138,8 +136,7 @@ impl NodeLifecycle {
             settings,
             synced: false,
             nodes: NameMap::new(),
-            zones: BTreeMap::new(),
-            past_evictions: BTreeMap::new(),
+            zones: Zones::default(),
             deadlines: Default::default(),
             in_flight: InFlight::counting(NODE_LIFECYCLE_IDS, Pending::is_verdict),
             pod_work: Default::default(),
@@ -198,7 +195,7 @@ impl NodeLifecycle {
     /// The rate-limited queue of the node's zone (for `explain`: its place and ETA).
     pub(crate) fn zone_queue_of(&self, node: &str) -> Option<&RateLimitedTimedQueue> {
         let entry = self.nodes.get(node)?;
-        Some(&self.zones.get(&entry.zone)?.queue)
+        Some(self.zones.get(&entry.zone)?.queue())
     }
 
     /// Every zone is fully disrupted: most likely our own view of the cluster is broken.
@@ -417,9 +414,9 @@ pub(crate) fn entry_sizes() -> Vec<(&'static str, usize)> {
 
 /// The domain named `key` as a shared name: the zone's own when it exists (one copy for its
 /// nodes, not one per node).
-fn domain_name(zones: &BTreeMap<Name, Zone>, key: String) -> Name {
-    match zones.get_key_value(key.as_str()) {
-        Some((name, _)) => name.clone(),
+fn domain_name(zones: &Zones, key: String) -> Name {
+    match zones.get(key.as_str()) {
+        Some(zone) => zone.key.clone(),
         None => Rc::from(key),
     }
 }

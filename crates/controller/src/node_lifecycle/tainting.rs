@@ -71,7 +71,7 @@ impl NodeLifecycle {
             .zones
             .get(&zone)
             .filter(|z| !z.stops_tainting(now))
-            .and_then(|z| z.queue.head())
+            .and_then(|z| z.queue().head())
             .is_some_and(|(_, at)| at <= now);
         if !due || !self.pass_gate.caches_current() || self.verdicts_in_flight() {
             return;
@@ -134,10 +134,7 @@ impl NodeLifecycle {
         let Some(zone) = self.zones.get_mut(&e.zone) else {
             return;
         };
-        if !tainted && !zone.queue.is_queued(name) {
-            zone.queue.remove(name);
-        }
-        zone.queue.add(name, &uid, now);
+        zone.mark_for_tainting(name, &uid, tainted, now);
     }
 
     /// Upstream `markNodeAsReachable`: both NoExecute taints off, out of the zone queue.
@@ -158,7 +155,7 @@ impl NodeLifecycle {
             || has_no_execute(node, NoExecuteKind::Unreachable)
             || self.taint_op_pending(name, |o| matches!(o, TaintOp::Apply { .. }));
         if let Some(zone) = self.zones.get_mut(&e.zone) {
-            zone.queue.remove(name);
+            zone.forget(name);
         }
         if tainted && !self.taint_op_pending(name, |o| *o == TaintOp::Reachable) {
             self.push_taint_op(store, name, TaintOp::Reachable, now, out);
@@ -282,7 +279,7 @@ impl NodeLifecycle {
                 || !caches_current
                 || zones
                     .get(zone)
-                    .is_some_and(|z| z.queue.rate().is_never() || z.stops_tainting(now));
+                    .is_some_and(|z| z.queue().rate().is_never() || z.stops_tainting(now));
             if stopped {
                 requeue.push(zone.clone());
             }
@@ -290,7 +287,7 @@ impl NodeLifecycle {
         });
         for zone in requeue {
             if let Some(z) = self.zones.get_mut(&zone) {
-                z.queue.retry_at(name, now);
+                z.retry(name, now);
             }
         }
     }
@@ -309,9 +306,9 @@ impl NodeLifecycle {
                 continue;
             };
             if ok {
-                z.evictions_total += 1;
+                z.count_eviction();
             } else {
-                z.queue.retry_at(name, now);
+                z.retry(name, now);
             }
         }
     }
@@ -380,7 +377,7 @@ impl NodeLifecycle {
             let due = self
                 .zones
                 .get(&zone)
-                .and_then(|z| z.queue.head())
+                .and_then(|z| z.queue().head())
                 .is_some_and(|(_, at)| at <= now);
             // A head not due yet still takes a token below, as upstream's `Try` does.
             if due {
@@ -438,7 +435,7 @@ impl NodeLifecycle {
         let kind = match node.ready().map(|c| c.status) {
             None => {
                 if let Some(z) = self.zones.get_mut(zone) {
-                    z.queue.retry_at(name, now + TAINT_RETRY_DELAY);
+                    z.retry(name, now + TAINT_RETRY_DELAY);
                 }
                 return;
             }
@@ -465,11 +462,11 @@ impl NodeLifecycle {
                 // The hold's end is a decision line, queue or not.
                 at = Some(at.map_or(until, |a| a.min(until)));
             }
-            if z.queue.is_empty() || z.queue.rate().is_never() || z.hold.held() {
+            if z.queue().is_empty() || z.queue().rate().is_never() || z.hold.held() {
                 continue;
             }
             if braked
-                && z.queue
+                && z.queue()
                     .head()
                     .is_some_and(|(head, _)| self.brake_covering(store, head).is_some())
             {
@@ -485,8 +482,8 @@ impl NodeLifecycle {
                 // The zone waits for nodes about to be judged (`suspects.rs`): their verdicts
                 // and renewals are inputs of their own; until then it is looked at again at
                 // upstream's pass period, not at its next token (a millisecond away).
-            } else if z.queue.head().is_some_and(|(_, due)| due <= now)
-                && let Some(token) = z.queue.next_token(now)
+            } else if z.queue().head().is_some_and(|(_, due)| due <= now)
+                && let Some(token) = z.queue().next_token(now)
             {
                 next = next.min(token.max(now + Duration::from_millis(1)));
             }
@@ -535,10 +532,6 @@ impl NodeLifecycle {
         let Some(zone) = self.zones.get_mut(&e.zone) else {
             return;
         };
-        if !zone.queue.contains(name) {
-            // Processed earlier (for another taint): it must go through the queue again.
-            zone.queue.remove(name);
-            zone.queue.add(name, &uid, now);
-        }
+        zone.enqueue(name, &uid, now);
     }
 }
