@@ -238,6 +238,39 @@ fn a_custom_no_execute_taint_waits_for_its_zones_token() {
     assert_eq!(h.now, cleared);
 }
 
+/// As upstream's `markNodeForTainting` does for its own NoExecute taints: a condition taint
+/// taken off by hand while its condition still holds goes through the zone's queue again.
+#[test]
+fn a_custom_no_execute_taint_removed_by_hand_while_its_condition_holds_is_put_back() {
+    let settings = Settings {
+        condition_taints: vec![kernel_deadlock(NoExecute)],
+        node_eviction_rate: Rate::from_f64(0.1).unwrap(),
+        ..test_settings()
+    };
+    let nodes: Vec<_> = ["n1", "n2"]
+        .iter()
+        .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
+        .collect();
+    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
+    h.run_until(t0() + secs(20));
+    set_other_condition(&mut h, "n1", "KernelDeadlock", True);
+    let key = "example.com/kernel-deadlock";
+    assert!(h.has_taint("n1", key, NoExecute));
+    let tainted = h.now;
+    keep_posting(&mut h, &["n1", "n2"], tainted + secs(5));
+    let mut by_hand = h.nodes["n1"].clone();
+    by_hand.taints.retain(|t| &*t.key != key);
+    h.put_node(by_hand);
+    let removed = h.now;
+    assert!(!h.has_taint("n1", key, NoExecute));
+    keep_posting(&mut h, &["n1", "n2"], removed + secs(30));
+    let writes = h.taint_writes_with("n1", key, NoExecute);
+    assert!(
+        writes.iter().any(|&at| at > removed) && h.has_taint("n1", key, NoExecute),
+        "not put back: taint writes at {writes:?}, removed at {removed:?}"
+    );
+}
+
 #[test]
 fn a_custom_no_execute_taint_waits_while_the_whole_cluster_is_down() {
     let settings = Settings {
