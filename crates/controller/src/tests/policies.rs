@@ -206,18 +206,26 @@ fn a_custom_no_schedule_taint_follows_its_condition_at_once() {
     assert!(!h.has_taint("n1", "example.com/kernel-deadlock", NoSchedule));
 }
 
-#[test]
-fn a_custom_no_execute_taint_waits_for_its_zones_token() {
-    let settings = Settings {
+/// Ready nodes `names` in one zone, with the KernelDeadlock rule as a NoExecute taint, at
+/// `rate` per zone (`None`: the test settings' own).
+fn kernel_deadlock_fleet(names: &[&str], rate: Option<f64>) -> Harness {
+    let mut settings = Settings {
         condition_taints: vec![kernel_deadlock(NoExecute)],
-        node_eviction_rate: Rate::from_f64(0.1).unwrap(),
         ..test_settings()
     };
-    let nodes: Vec<_> = ["n1", "n2", "n3", "n4"]
+    if let Some(rate) = rate {
+        settings.node_eviction_rate = Rate::from_f64(rate).unwrap();
+    }
+    let nodes: Vec<_> = names
         .iter()
         .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
         .collect();
-    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
+    Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![])
+}
+
+#[test]
+fn a_custom_no_execute_taint_waits_for_its_zones_token() {
+    let mut h = kernel_deadlock_fleet(&["n1", "n2", "n3", "n4"], Some(0.1));
     h.run_until(t0() + secs(20));
     let at = h.now;
     set_other_condition(&mut h, "n1", "KernelDeadlock", True);
@@ -242,16 +250,7 @@ fn a_custom_no_execute_taint_waits_for_its_zones_token() {
 /// taken off by hand while its condition still holds goes through the zone's queue again.
 #[test]
 fn a_custom_no_execute_taint_removed_by_hand_while_its_condition_holds_is_put_back() {
-    let settings = Settings {
-        condition_taints: vec![kernel_deadlock(NoExecute)],
-        node_eviction_rate: Rate::from_f64(0.1).unwrap(),
-        ..test_settings()
-    };
-    let nodes: Vec<_> = ["n1", "n2"]
-        .iter()
-        .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
-        .collect();
-    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = kernel_deadlock_fleet(&["n1", "n2"], Some(0.1));
     h.run_until(t0() + secs(20));
     set_other_condition(&mut h, "n1", "KernelDeadlock", True);
     let key = "example.com/kernel-deadlock";
@@ -273,15 +272,7 @@ fn a_custom_no_execute_taint_removed_by_hand_while_its_condition_holds_is_put_ba
 
 #[test]
 fn a_custom_no_execute_taint_waits_while_the_whole_cluster_is_down() {
-    let settings = Settings {
-        condition_taints: vec![kernel_deadlock(NoExecute)],
-        ..test_settings()
-    };
-    let nodes: Vec<_> = ["n1", "n2"]
-        .iter()
-        .map(|name| node(name).zone("r", "a").ready(True, t0(), t0()).build())
-        .collect();
-    let mut h = Harness::lifecycle_alone_started(settings, t0(), nodes, vec![], vec![]);
+    let mut h = kernel_deadlock_fleet(&["n1", "n2"], None);
     // Everything goes silent: all zones fully disrupted, nothing is tainted.
     h.run_until(t0() + secs(55));
     assert_eq!(
