@@ -131,9 +131,10 @@ impl Zone {
         }
     }
 
-    /// Nothing is tainted (nor evicted) from its queue now: a cooldown or a hold.
-    pub(crate) fn stops_tainting(&self, now: Time) -> bool {
-        self.hold.in_cooldown(now) || self.hold.held()
+    /// Nothing is given out of its queue now: a hold, or (`taint_based`) the cooldown after a
+    /// full disruption, which the legacy eviction does not have.
+    pub(crate) fn stopped(&self, taint_based: bool, now: Time) -> bool {
+        self.hold.held() || (taint_based && self.hold.in_cooldown(now))
     }
 
     /// Takes its new state, keeping the hold's start of full disruption in line; the state
@@ -186,10 +187,9 @@ impl Zone {
     }
 
     /// The next node due, one token taken (even when the head is not due, as upstream's `Try`
-    /// takes one). Nothing while its queue is stopped: a hold, or (`taint_based`) the cooldown
-    /// after a full disruption, which the legacy eviction does not have.
+    /// takes one). Nothing, and no token taken, while the zone is [`Zone::stopped`].
     pub(crate) fn take_due(&mut self, taint_based: bool, now: Time) -> Option<TimedValue> {
-        if self.hold.held() || (taint_based && self.hold.in_cooldown(now)) {
+        if self.stopped(taint_based, now) {
             return None;
         }
         self.queue.pop_due(now)

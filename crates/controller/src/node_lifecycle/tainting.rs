@@ -70,7 +70,7 @@ impl NodeLifecycle {
         let due = self
             .zones
             .get(&zone)
-            .filter(|z| !z.stops_tainting(now))
+            .filter(|z| !z.stopped(true, now))
             .and_then(|z| z.queue().head())
             .is_some_and(|(_, at)| at <= now);
         if !due || !self.pass_gate.caches_current() || self.verdicts_in_flight() {
@@ -279,7 +279,7 @@ impl NodeLifecycle {
                 || !caches_current
                 || zones
                     .get(zone)
-                    .is_some_and(|z| z.queue().rate().is_never() || z.stops_tainting(now));
+                    .is_some_and(|z| z.queue().rate().is_never() || z.stopped(true, now));
             if stopped {
                 requeue.push(zone.clone());
             }
@@ -362,16 +362,14 @@ impl NodeLifecycle {
         // Counted once, with the suspects, before any NoExecute decision (`brake.rs`).
         let mut brakes_counted = false;
         for zone in keys {
-            if self.taint_based
-                && self
-                    .zones
-                    .get(&zone)
-                    .is_some_and(|z| z.hold.in_cooldown(now))
+            // A held domain, or a zone cooling down: nothing to look at (`take_due` would give
+            // nothing out), and no suspects or brakes counted for it.
+            let taint_based = self.taint_based;
+            if self
+                .zones
+                .get(&zone)
+                .is_some_and(|z| z.stopped(taint_based, now))
             {
-                continue;
-            }
-            // A held domain: no NoExecute taint, nor legacy eviction.
-            if self.zones.get(&zone).is_some_and(|z| z.hold.held()) {
                 continue;
             }
             let due = self
