@@ -1,11 +1,12 @@
 //! The loop stays responsive while a watch delivers 10,000 events, through the informer on the real
 //! `EventLoop` against the simulated API server. The events are held back
 //! by a stalled watch and released at once, so they arrive as fast as the socket carries them;
-//! a 10 ms timer measures how late the loop fires it meanwhile. Alone in its test binary so
-//! other tests do not compete for the CPU; as the machine is shared, the hard bound is on the
-//! CPU time of one informer call (what the loop itself holds the thread for), and the
-//! wall-clock lateness is bounded relative to the whole delivery (an informer that did not
-//! yield would make the timer as late as the delivery is long).
+//! a 10 ms timer measures how late the loop fires it meanwhile. `scripts/test` runs it alone,
+//! before the other lanes, so other tests do not compete for the CPU; as the machine is still
+//! shared, the hard bound is on the CPU time of one informer call (what the loop itself holds
+//! the thread for), and the wall-clock lateness is bounded relative to the whole delivery (an
+//! informer that did not yield would make the timer as late as the delivery is long; one
+//! preemption of the test process on a busy machine costs a fraction of it).
 
 use std::time::Duration;
 
@@ -105,7 +106,7 @@ fn timers_fire_on_time_while_the_informer_delivers_ten_thousand_watch_events() {
     // whole 6.8 MB in one call would take some 27 times that.
     h.assert_calls_within(Duration::from_millis(25), Duration::from_millis(60));
     assert!(
-        max < took / 3,
+        max < took / 2,
         "a timer fired {max:?} late during a {took:?} delivery"
     );
 }
