@@ -1,7 +1,7 @@
 //! What the shell feeds the controller. Every input comes with `now` (the controller's clock).
 
 use crate::model::{
-    ConditionStatus, Kind, Lease, Name, Node, NodeCondition, Pod, PodChange, PodKey, Taint,
+    ConditionStatus, Kind, Lease, Name, Node, NodeCondition, NodeKey, Pod, PodChange, PodKey, Taint,
 };
 use crate::time::Time;
 
@@ -128,12 +128,13 @@ pub enum Observed {
     },
     NodesGone(Vec<Node>),
     /// A node's Lease was stored, with its renewal (the node lifecycle judges by it without
-    /// looking the Lease up again) and the slot of the node's entry in the node lifecycle,
-    /// found from the Lease's (checked again where it is used: `NameMap::get_mut_at`).
+    /// looking the Lease up again) and its node's key, kept beside the Lease in the store
+    /// (`None` while the node is not there): the machines find their entries for the node by
+    /// it, with no lookup by name.
     Lease {
         name: Name,
         renew_time: Option<Time>,
-        entry: Option<u32>,
+        node: Option<NodeKey>,
         /// The store held an older renewal of this Lease: a renewal seen happening (not the
         /// first sight of the Lease, as in an initial list).
         renewed: bool,

@@ -11,10 +11,11 @@
 //! of ours known to have landed comes in as [`Input::Landed`] (made from its result by
 //! `NodeLifecycle::landed`). A follower taking over a leader's store is [`World::adopt`].
 //!
-//! What the node lifecycle keeps per node beside the store is its own: `apply` tells it what
-//! changed and it updates its entries afterwards (`NodeLifecycle::landed_applied`), but for the
-//! one hint the store keeps for it beside each Lease, the slot of the node's entry, which `apply`
-//! asks of the lifecycle through [`EntrySlots`] while the Lease is at hand.
+//! What a machine keeps per node beside the store is its own: `apply` tells it what changed
+//! and it updates its entries afterwards (`NodeLifecycle::landed_applied`). The store gives
+//! each node a key while it is there (`model::NodeKey`) and keeps it beside the node's Lease, so
+//! a renewal comes out of `apply` with its node's key, and a machine's table indexed by keys
+//! finds its entry with no lookup by name.
 //!
 //! What the lifecycle derives from the store for the others (brakes, zone states with their
 //! suspects) it keeps itself, since its verdicts drive them; fencing reads them through
@@ -27,14 +28,6 @@ use crate::time::Time;
 use super::brake::{BrakeScope, BrakeState};
 use super::inputs::{Input, Landed, Observed};
 use super::zones::ZoneState;
-
-/// Where a machine keeps its per-node entries, by slot: the store keeps the node lifecycle's
-/// slot beside each Lease, so a renewal reaches the node's entry from the store's one lookup
-/// (`NameMap::slot_hinted`). Implemented by the node lifecycle.
-pub(crate) trait EntrySlots {
-    /// The slot of `name`'s entry, `hint` being the slot kept beside its Lease (checked).
-    fn slot_hinted(&self, name: &Name, hint: u32) -> Option<u32>;
-}
 
 /// What the node lifecycle derives from the store and the other machines act on: the engaged
 /// brake covering a node, a zone's state with its suspects counted not ready, every zone down.
@@ -86,8 +79,7 @@ impl World {
 
     /// Puts a watched object (or its deletion, or a full state's start or end, or a write of
     /// ours that landed) into the store and says what changed; other inputs pass through.
-    /// `entries` finds a renewed Lease's node entry (see [`EntrySlots`]).
-    pub(crate) fn apply(&mut self, input: Input, entries: &impl EntrySlots) -> Observed {
+    pub(crate) fn apply(&mut self, input: Input) -> Observed {
         match input {
             Input::NodeUpsert(node) => {
                 let name = node.name.clone();
@@ -107,16 +99,10 @@ impl World {
                     return Observed::Nothing;
                 };
                 let renewed = before.is_some_and(|b| b.renew_time < renew_time);
-                // The node's entry, at the slot kept beside the Lease while it is still there:
-                // one lookup by name for a renewal, the store's.
-                let entry = entries.slot_hinted(&stored.name, stored.owner_slot);
-                if let Some(slot) = entry.filter(|&slot| slot != stored.owner_slot) {
-                    self.store.set_lease_owner_slot(&stored.name, slot);
-                }
                 Observed::Lease {
                     name: stored.name,
                     renew_time,
-                    entry,
+                    node: stored.node,
                     renewed,
                 }
             }

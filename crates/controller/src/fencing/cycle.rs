@@ -54,8 +54,8 @@ fn blocking_pods(world: &World, name: &str, now: Time) -> usize {
 impl Fencing {
     /// Step `step` failed and another follows: judged as the first was, then recorded, then
     /// run.
-    // The world and the lifecycle's derived facts are read apart until those move into the
-    // world (issue 47, item 1).
+    // The world and the lifecycle's derived facts are read apart: the lifecycle keeps the
+    // facts, since its verdicts drive them (`world.rs`, `Facts`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn escalate(
         &mut self,
@@ -309,8 +309,8 @@ impl Fencing {
     }
 
     /// The power-on ended.
-    // The world and the lifecycle's derived facts are read apart until those move into the
-    // world (issue 47, item 1).
+    // The world and the lifecycle's derived facts are read apart: the lifecycle keeps the
+    // facts, since its verdicts drive them (`world.rs`, `Facts`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_power_on_exited(
         &mut self,

@@ -5,7 +5,7 @@ use crate::actions::Action;
 use crate::decisions::Decision;
 use crate::dump::LegacyEviction;
 use crate::health::NodeHealth;
-use crate::model::{ClusterStore, ConditionStatus, Name, Node, PodChange};
+use crate::model::{ClusterStore, ConditionStatus, Name, Node, NodeKey, PodChange};
 use crate::taint_ops::{NoExecuteKind, has_no_execute};
 use crate::time::Time;
 
@@ -37,11 +37,15 @@ impl NodeLifecycle {
             return;
         };
         let Some(e) = self.nodes.get_mut(name) else {
+            let Some(key) = store.node_key(name) else {
+                return;
+            };
             let zone = domain_name(&self.zones, self.settings.domain_key(node));
             let health = NodeHealth::first_seen(node, now);
             self.nodes.insert(
                 name.clone(),
                 NodeEntry {
+                    key,
                     uid,
                     registered: false,
                     registered_at: now,
@@ -116,42 +120,32 @@ impl NodeLifecycle {
         }
     }
 
-    /// Asks, stage by stage over the batch, for the cache lines the renewals of `names` will
-    /// read (`model/prefetch.rs`): the index buckets of their Leases in the store, then the
-    /// Leases, then the names they are kept under and their nodes' entries here (at the slots
-    /// kept beside the Leases). Each stage reads only what the one before fetched, so a batch
-    /// waits for about three misses, not three or four per renewal. Reads only: a wrong guess
-    /// (a stale slot) costs a line, nothing else.
-    pub(crate) fn prefetch_renewals<'a>(
-        &self,
-        store: &ClusterStore,
-        names: impl Iterator<Item = &'a str> + Clone,
-    ) {
-        for name in names.clone() {
-            store.prefetch_lease_index(name);
-        }
-        for name in names.clone() {
-            store.prefetch_lease(name);
-        }
-        for name in names {
-            if let Some(slot) = store.prefetch_lease_name(name) {
-                self.nodes.prefetch_slot(slot);
-            }
-        }
+    /// Prefetching a batch of renewals (`Controllers::prefetch_renewals`), the lifecycle's two
+    /// stages: the line that holds the slot of `key`'s entry…
+    pub(crate) fn prefetch_entry_index(&self, key: NodeKey) {
+        self.nodes.prefetch_key(key);
+    }
+
+    /// …then the entry there.
+    pub(crate) fn prefetch_entry(&self, key: NodeKey) {
+        self.nodes.prefetch_entry(key);
     }
 
     /// The node's Lease was stored with this renewal (`World::apply`: the store holds it now);
-    /// `slot` is where `apply` found the node's entry (`EntrySlots`).
+    /// `key` is the node's, kept beside the Lease.
     pub(super) fn on_lease_changed(
         &mut self,
         store: &ClusterStore,
         name: &Name,
-        slot: u32,
+        key: NodeKey,
         renew: Option<Time>,
         renewed: bool,
         now: Time,
     ) {
-        let Some(e) = self.nodes.get_mut_at(slot, name) else {
+        let Some(slot) = self.nodes.slot_of_key(key) else {
+            return;
+        };
+        let Some(e) = self.nodes.at_mut(slot) else {
             return;
         };
         if !e.registered {

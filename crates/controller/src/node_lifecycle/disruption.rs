@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 
 use crate::actions::Action;
 use crate::decisions::Decision;
-use crate::model::{ClusterStore, ConditionStatus, Name, NameMap};
+use crate::model::{ClusterStore, ConditionStatus, Name};
 use crate::time::{Rate, Time};
 use crate::zones::{ZoneState, compute_zone_state, zone_rate_with};
 
-use super::{NodeEntry, NodeLifecycle};
+use super::NodeLifecycle;
+use super::entries::Entries;
 
 impl NodeLifecycle {
     pub(super) fn leave_zone(&mut self, name: &str, zone_key: &Name, counted: Option<bool>) {
@@ -161,7 +162,7 @@ impl NodeLifecycle {
         if all_are_full && all_were_full {
             return;
         }
-        let registered = |nodes: &NameMap<NodeEntry>| -> Vec<Name> {
+        let registered = |nodes: &Entries| -> Vec<Name> {
             nodes
                 .iter()
                 .filter(|(_, e)| e.registered)

@@ -4,7 +4,7 @@
 use crate::actions::ActionId;
 use crate::dump::LegacyEviction;
 use crate::health::NodeHealth;
-use crate::model::{ConditionStatus, Name};
+use crate::model::{ConditionStatus, Name, NodeKey};
 use crate::taint_ops::TaintOp;
 use crate::time::Time;
 
@@ -44,6 +44,8 @@ pub(super) struct TaintWrite {
 
 #[derive(Debug)]
 pub(super) struct NodeEntry {
+    /// The node's key in the store (`model::NodeKey`): its renewals come with it.
+    pub(super) key: NodeKey,
     /// The node's uid: the node itself is in the store; results for another node of the same
     /// name are ignored.
     pub(super) uid: Name,

@@ -18,6 +18,7 @@ mod clocks;
 mod deadlines;
 mod disruption;
 mod dump;
+mod entries;
 mod entry;
 mod facts;
 mod health;
@@ -44,7 +45,7 @@ use pending::Pending;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::model::{Name, NameMap, Node, PodView};
+use crate::model::{Name, Node, PodView};
 use crate::time::Time;
 
 use super::actions::Action;
@@ -68,8 +69,8 @@ pub struct NodeLifecycle {
     synced: bool,
     /// What the controller keeps per node beside the node itself (the node, its Lease and its
     /// pods are in the `World`'s store, `controller/world.rs`, which every method that judges
-    /// them is given).
-    nodes: NameMap<NodeEntry>,
+    /// them is given), by name and by the node's key (`entries.rs`).
+    nodes: entries::Entries,
     /// The zones: their counts, states, holds and queues (`zones.rs`).
     zones: Zones,
     /// Its timers: the passes, retries, the brake's release, the nodes' grace deadlines.
@@ -135,7 +136,7 @@ impl NodeLifecycle {
             taint_based: settings.taint_based_eviction,
             settings,
             synced: false,
-            nodes: NameMap::new(),
+            nodes: Default::default(),
             zones: Zones::default(),
             deadlines: Default::default(),
             in_flight: InFlight::counting(NODE_LIFECYCLE_IDS, Pending::is_verdict),
@@ -271,11 +272,11 @@ impl NodeLifecycle {
             Observed::Lease {
                 name,
                 renew_time,
-                entry,
+                node,
                 renewed,
             } => {
-                if let Some(slot) = *entry {
-                    self.on_lease_changed(store, name, slot, *renew_time, *renewed, now);
+                if let Some(key) = *node {
+                    self.on_lease_changed(store, name, key, *renew_time, *renewed, now);
                 }
             }
             Observed::Pod(change) => self.on_pod_changed(store, change, now, out),

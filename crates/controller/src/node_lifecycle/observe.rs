@@ -2,8 +2,7 @@
 //! `World::apply` is the store's one writer): which of its writes a result says landed
 //! ([`NodeLifecycle::landed`], a pure read: `Controllers` applies it to the world as
 //! `Input::Landed`), what it updates of its own entries once one did
-//! ([`NodeLifecycle::landed_applied`]), and where it keeps a node's entry, for the hint the
-//! store keeps beside each Lease ([`EntrySlots`]).
+//! ([`NodeLifecycle::landed_applied`]).
 
 use crate::inputs::{Input, LeaseReadOutcome, Observed, Outcome};
 use crate::model::Name;
@@ -11,13 +10,6 @@ use crate::model::Name;
 use super::health;
 use super::{NodeLifecycle, Pending, Verdict};
 use crate::inputs::Landed;
-use crate::world::EntrySlots;
-
-impl EntrySlots for NodeLifecycle {
-    fn slot_hinted(&self, name: &Name, hint: u32) -> Option<u32> {
-        self.nodes.slot_hinted(name, hint)
-    }
-}
 
 impl NodeLifecycle {
     /// A write of ours that landed changed the node `observed` names in the world: the

@@ -229,9 +229,6 @@ impl NodeLifecycle {
             return;
         }
         self.tally_advance(store, now);
-        let Some(slot) = self.nodes.slot_hinted(name, slot) else {
-            return;
-        };
         let Some((_, e)) = self.nodes.at(slot) else {
             return;
         };
@@ -282,15 +279,14 @@ impl NodeLifecycle {
             // node then), only the brakes read the tally, and only while one is engaged.
             Observed::Lease {
                 name,
-                entry: Some(slot),
+                node: Some(key),
                 ..
             } if self.brakes.any_engaged() => {
-                let grace = self
-                    .nodes
-                    .slot_hinted(name, *slot)
-                    .and_then(|slot| self.nodes.at(slot))
-                    .and_then(|(_, e)| e.grace_memo.get());
-                self.tally_renewed(store, name, *slot, grace, now);
+                let Some(slot) = self.nodes.slot_of_key(*key) else {
+                    return self.tally_advance(store, now);
+                };
+                let grace = self.nodes.at(slot).and_then(|(_, e)| e.grace_memo.get());
+                self.tally_renewed(store, name, slot, grace, now);
             }
             _ => self.tally_advance(store, now),
         }

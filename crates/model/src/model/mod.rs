@@ -9,6 +9,7 @@ mod compact;
 mod inline_text;
 mod interner;
 mod name_map;
+mod node_key;
 mod node_labels;
 mod pod_table;
 mod prefetch;
@@ -19,8 +20,10 @@ mod writers;
 pub use inline_text::{LeaseName, Version};
 pub use interner::Interner;
 pub use name_map::NameMap;
+pub use node_key::NodeKey;
 pub use node_labels::NodeLabels;
 pub use pod_table::{PodBefore, PodChange, PodId, PodTable, PodUpsert, PodView};
+pub use prefetch::prefetch;
 pub use store::{ClusterStore, Kind, StoreBytes, Upserted, Vanished};
 pub use writers::{INCUMBENT_MANAGERS, Writers};
 

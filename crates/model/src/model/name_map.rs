@@ -17,7 +17,6 @@
 //! is an append. About 12 bytes per entry more than a refilled `BTreeMap`.
 
 use std::hash::BuildHasher;
-use std::rc::Rc;
 
 use super::Name;
 use super::pod_table::{SlotIndex, capacity_for};
@@ -120,17 +119,6 @@ impl<V> NameMap<V> {
             .map(|(_, v)| v)
     }
 
-    /// The slot of `name`'s entry. `hint` is a slot an earlier lookup gave, kept by the caller
-    /// (beside a Lease, in the store): when the entry there holds `name`'s very allocation it
-    /// is the entry, found without the index (a cold line at every renewal). A stale hint (the
-    /// entry gone, the slab compacted) is only a lookup by hash, as without one.
-    pub fn slot_hinted(&self, name: &Name, hint: u32) -> Option<u32> {
-        match self.entry(hint) {
-            Some((held, _)) if Rc::ptr_eq(held, name) => Some(hint),
-            _ => self.slot_of(name),
-        }
-    }
-
     /// Prefetching a batch's lookups (`model/prefetch.rs`), a stage at a time, by the names'
     /// hashes ([`NameMap::hash`]): first the index bucket where a search starts…
     pub(crate) fn prefetch_index(&self, h: u64) {
@@ -153,7 +141,7 @@ impl<V> NameMap<V> {
             .map(|(n, v)| (n, v))
     }
 
-    /// …or the entry at a slot known beforehand (a hint kept by the caller).
+    /// …or the entry at a slot known beforehand (found through a key: `NodeKey`).
     pub fn prefetch_slot(&self, slot: u32) {
         if let Some(entry) = self.slab.get(slot as usize) {
             super::prefetch::prefetch_whole(entry);
@@ -165,18 +153,12 @@ impl<V> NameMap<V> {
         self.index.find(h, |_| true)
     }
 
-    /// `name`'s value, at `slot` (from [`NameMap::slot_hinted`]) while that entry is still
-    /// `name`'s, else found by name.
-    pub fn get_mut_at(&mut self, slot: u32, name: &Name) -> Option<&mut V> {
-        let slot = self.slot_hinted(name, slot)?;
-        self.slab[slot as usize].as_mut().map(|(_, v)| v)
-    }
-
-    /// The name `name` is held under (the same text, and the allocation the map keeps).
-    pub(crate) fn key(&self, name: &str) -> Option<&Name> {
+    /// `name`'s entry: the name it is held under (the same text, and the allocation the map
+    /// keeps), and its value.
+    pub(crate) fn get_key_value(&self, name: &str) -> Option<(&Name, &V)> {
         self.slot_of(name)
             .and_then(|slot| self.entry(slot))
-            .map(|(n, _)| n)
+            .map(|(n, v)| (n, v))
     }
 
     /// `name`'s entry: the name it is held under, and its value.

@@ -6,12 +6,12 @@
 //! address comes out of the line before. Looked up renewal by renewal, a batch waits for them
 //! in turn. Asked for a stage at a time over the whole batch (every index bucket, then every
 //! entry those buckets name, ...), they are fetched side by side, and the renewals themselves
-//! then find their lines in the cache (`NodeLifecycle::prefetch_renewals`).
+//! then find their lines in the cache (`Controllers::prefetch_renewals`).
 
 /// Asks for the cache line holding `value`'s first byte. A hint only: nothing is read that the
 /// program sees, and a line never fetched costs only its miss later.
 #[inline(always)]
-pub(crate) fn prefetch<T: ?Sized>(value: &T) {
+pub fn prefetch<T: ?Sized>(value: &T) {
     prefetch_address(std::ptr::from_ref(value).cast::<u8>());
 }
 

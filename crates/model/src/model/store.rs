@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use super::compact::is_older;
+use super::node_key::{NodeKey, NodeKeys};
 use super::pod_table::{PodTable, PodUpsert, malloc_size};
 use super::{Lease, Name, NameMap, Node, Pod, PodKey};
 use crate::time::NameHashState;
@@ -46,33 +47,38 @@ pub struct Vanished {
     pub pods: Vec<(PodKey, Option<Name>)>,
 }
 
+/// A node as the store keeps it.
+#[derive(Debug)]
+struct HeldNode {
+    node: Node,
+    /// Its key while it is here (`node_key.rs`).
+    key: NodeKey,
+}
+
 /// A Lease as the store keeps it.
 #[derive(Debug)]
 struct HeldLease {
     lease: Lease,
-    /// Where the owner of the node entries (the node lifecycle, asked by the controllers'
-    /// `World::apply`) keeps its node's entry, as it last found it: a renewal then reaches the
-    /// entry from the one lookup it makes here. A hint only: the owner checks it
-    /// (`NameMap::slot_hinted`); [`NO_SLOT`] until set.
-    owner_slot: u32,
+    /// The key of its node while the node is here (`None` before it comes and after it left):
+    /// a renewal reaches what the machines keep per node from this one lookup.
+    node: Option<NodeKey>,
 }
-
-/// No owner's slot kept yet.
-const NO_SLOT: u32 = u32::MAX;
 
 /// What [`ClusterStore::upsert_lease`] did, and where it keeps the Lease.
 #[derive(Debug)]
 pub struct LeaseStored {
     /// The name the Lease is kept under: its node's allocation once the node is known.
     pub name: Name,
-    /// The owner's slot kept beside it ([`NO_SLOT`] if none).
-    pub owner_slot: u32,
+    /// Its node's key, if the node is here.
+    pub node: Option<NodeKey>,
     pub upserted: Upserted<Lease>,
 }
 
 #[derive(Debug, Default)]
 pub struct ClusterStore {
-    nodes: NameMap<Node>,
+    nodes: NameMap<HeldNode>,
+    /// The nodes' keys, issued as they come and retired as they go.
+    keys: NodeKeys,
     /// How many of `nodes` are not Ready (`Node::is_not_ready`), kept as they change: the
     /// daemon's status line shows it every 5 s, and counting it there would walk every node, a
     /// cache miss or two each.
@@ -95,12 +101,17 @@ impl ClusterStore {
     // ---- reads -----------------------------------------------------------------------------
 
     pub fn node(&self, name: &str) -> Option<&Node> {
-        self.nodes.get(name)
+        self.nodes.get(name).map(|h| &h.node)
+    }
+
+    /// The key of node `name` while it is here (`node_key.rs`).
+    pub fn node_key(&self, name: &str) -> Option<NodeKey> {
+        self.nodes.get(name).map(|h| h.key)
     }
 
     /// Every node, in name order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.values()
+        self.nodes.values().map(|h| &h.node)
     }
 
     pub fn node_count(&self) -> usize {
@@ -128,12 +139,18 @@ impl ClusterStore {
     }
 
     /// …then, each Lease read, the name it is kept under (the renewal compares its bytes and
-    /// clones it); returns the owner's slot kept beside it, for the owner to ask for its entry.
-    /// The Lease is the one the lookup compares first, unchecked: a guess, for prefetching.
-    pub fn prefetch_lease_name(&self, name: &str) -> Option<u32> {
+    /// clones it); returns its node's key, for the machines to ask for their entries. The
+    /// Lease is the one the lookup compares first, unchecked: a guess, for prefetching.
+    pub fn prefetch_lease_name(&self, name: &str) -> Option<NodeKey> {
         let (key, held) = self.leases.likely(self.leases.hash(name))?;
         super::prefetch::prefetch_name(key);
-        Some(held.owner_slot).filter(|&slot| slot != NO_SLOT)
+        held.node
+    }
+
+    /// The node key kept beside the Lease a lookup of `name` compares first, unchecked: the
+    /// guess [`ClusterStore::prefetch_lease_name`] read, read again (its line is here now).
+    pub fn likely_lease_node(&self, name: &str) -> Option<NodeKey> {
+        self.leases.likely(self.leases.hash(name))?.1.node
     }
 
     pub fn lease_count(&self) -> usize {
@@ -157,16 +174,17 @@ impl ClusterStore {
         let not_ready = node.is_not_ready();
         match self.nodes.get_mut(&node.name) {
             Some(held) => {
-                let was_not_ready = held.is_not_ready();
-                let upserted = replace(held, node, |n| &n.resource_version);
+                let was_not_ready = held.node.is_not_ready();
+                let upserted = replace(&mut held.node, node, |n| &n.resource_version);
                 if let Upserted::Changed { .. } = upserted {
                     self.recount_not_ready(was_not_ready, not_ready);
                 }
                 upserted
             }
             None => {
-                self.rekey_lease(&node.name);
-                self.nodes.insert(node.name.clone(), node);
+                let key = self.keys.issue();
+                self.rekey_lease(&node.name, Some(key));
+                self.nodes.insert(node.name.clone(), HeldNode { node, key });
                 self.recount_not_ready(false, not_ready);
                 Upserted::Changed { before: None }
             }
@@ -174,7 +192,11 @@ impl ClusterStore {
     }
 
     pub fn remove_node(&mut self, name: &str) -> Option<Node> {
-        let node = self.nodes.remove(name)?;
+        let HeldNode { node, key } = self.nodes.remove(name)?;
+        self.keys.retire(key);
+        if let Some(held) = self.leases.get_mut(name) {
+            held.node = None;
+        }
         self.recount_not_ready(node.is_not_ready(), false);
         Some(node)
     }
@@ -183,7 +205,7 @@ impl ClusterStore {
     /// resourceVersion is left as it was: the object's next version will replace it): `edit`
     /// changes the stored node `name`; returns what it returned, `None` if there is no such node.
     pub fn edit_node<R>(&mut self, name: &str, edit: impl FnOnce(&mut Node) -> R) -> Option<R> {
-        let node = self.nodes.get_mut(name)?;
+        let node = &mut self.nodes.get_mut(name)?.node;
         let was_not_ready = node.is_not_ready();
         let edited = edit(node);
         let not_ready = node.is_not_ready();
@@ -201,28 +223,25 @@ impl ClusterStore {
 
     /// Stores a Lease, found by its name's text (the decode copies it, `inline_text.rs`) and
     /// kept under its node's interned name once the node is known. Returns that name, which
-    /// the node lifecycle compares by address, and the owner's slot kept beside the Lease
-    /// (`set_lease_owner_slot`): a renewal reaches its node's entry from this one lookup.
+    /// the node lifecycle compares by address, and the node's key kept beside the Lease: a
+    /// renewal reaches the machines' entries for its node from this one lookup.
     pub fn upsert_lease(&mut self, lease: Lease) -> LeaseStored {
-        let (name, owner_slot, upserted) = match self.leases.get_key_value_mut(&lease.name) {
+        let (name, node, upserted) = match self.leases.get_key_value_mut(&lease.name) {
             Some((name, held)) => {
                 let name = name.clone();
                 let upserted = replace(&mut held.lease, lease, |l| &l.resource_version);
-                (name, held.owner_slot, upserted)
+                (name, held.node, upserted)
             }
             None => {
                 // Under the node's name when the node is known; else under a name of its own
                 // until the node comes (`rekey_lease`).
-                let name = match self.nodes.key(&lease.name) {
-                    Some(key) => key.clone(),
-                    None => Name::from(&*lease.name),
+                let (name, node) = match self.nodes.get_key_value(&lease.name) {
+                    Some((name, held)) => (name.clone(), Some(held.key)),
+                    None => (Name::from(&*lease.name), None),
                 };
-                let held = HeldLease {
-                    lease,
-                    owner_slot: NO_SLOT,
-                };
+                let held = HeldLease { lease, node };
                 self.leases.insert(name.clone(), held);
-                (name, NO_SLOT, Upserted::Changed { before: None })
+                (name, node, Upserted::Changed { before: None })
             }
         };
         if let Some(seen) = &mut self.leases_seen {
@@ -230,23 +249,20 @@ impl ClusterStore {
         }
         LeaseStored {
             name,
-            owner_slot,
+            node,
             upserted,
         }
     }
 
-    /// Keeps `slot` beside `name`'s Lease: where the owner found the node's entry.
-    pub fn set_lease_owner_slot(&mut self, name: &str, slot: u32) {
-        if let Some(held) = self.leases.get_mut(name) {
-            held.owner_slot = slot;
-        }
-    }
-
-    /// A node new to the store: its Lease, if it came first, is kept under the node's name from
-    /// now on (one allocation for both; the renewals' lookups compare it by address).
-    fn rekey_lease(&mut self, node_name: &Name) {
-        let held = self.leases.key(node_name);
-        if held.is_none_or(|held| Rc::ptr_eq(held, node_name)) {
+    /// A node new to the store, under `key`: its Lease, if it came first, keeps the key, and is
+    /// kept under the node's name from now on (one allocation for both; the renewals' lookups
+    /// compare it by address).
+    fn rekey_lease(&mut self, node_name: &Name, key: Option<NodeKey>) {
+        let Some((held_name, held)) = self.leases.get_key_value_mut(node_name) else {
+            return;
+        };
+        held.node = key;
+        if Rc::ptr_eq(held_name, node_name) {
             return;
         }
         let Some(held) = self.leases.remove(node_name) else {
@@ -322,7 +338,13 @@ impl ClusterStore {
     /// counted where they are first kept: with the node).
     pub fn heap_bytes(&self) -> StoreBytes {
         StoreBytes {
-            nodes: self.nodes.values().map(node_bytes).sum::<usize>() + self.nodes.heap_bytes(),
+            nodes: self
+                .nodes
+                .values()
+                .map(|h| node_bytes(&h.node))
+                .sum::<usize>()
+                + self.nodes.heap_bytes()
+                + self.keys.heap_bytes(),
             leases: self.leases.heap_bytes()
                 + self
                     .leases

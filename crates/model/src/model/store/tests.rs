@@ -130,12 +130,12 @@ fn lease(name: &str, rv: &str) -> Lease {
 
 /// The name `name`'s Lease is kept under.
 fn lease_key<'a>(s: &'a ClusterStore, name: &str) -> &'a Name {
-    s.leases.key(name).expect("the Lease is held")
+    s.leases.get_key_value(name).expect("the Lease is held").0
 }
 
 /// The store keeps every Lease under its node's name allocation, whichever came first, and
-/// a renewal (the name's text, copied from the wire) returns that name, so the node
-/// lifecycle finds its entry by address.
+/// a renewal (the name's text, copied from the wire) returns that name and its node's key, so
+/// the machines find their entries for the node without a lookup by name.
 #[test]
 fn a_lease_is_kept_under_its_nodes_name_whichever_came_first() {
     let mut s = ClusterStore::new();
@@ -144,33 +144,35 @@ fn a_lease_is_kept_under_its_nodes_name_whichever_came_first() {
     let node_name = &s.node("first").unwrap().name;
     assert!(Rc::ptr_eq(&stored.name, node_name), "the node's name");
     assert!(Rc::ptr_eq(lease_key(&s, "first"), node_name));
-    assert_eq!(stored.owner_slot, NO_SLOT);
+    assert_eq!(stored.node, s.node_key("first"));
+    assert!(stored.node.is_some());
 
     // The Lease first: kept under a name of its own until its node comes.
     let early = s.upsert_lease(lease("later", "3"));
+    assert_eq!(early.node, None, "no node yet");
     s.upsert_node(node("later", "4"));
     let node_name = s.node("later").unwrap().name.clone();
     assert!(!Rc::ptr_eq(&early.name, &node_name));
     assert!(Rc::ptr_eq(lease_key(&s, "later"), &node_name));
 
-    // A renewal is stored under the held name, with the owner's slot kept beside it; it
+    // A renewal is stored under the held name, with the node's key kept beside it; it
     // allocates no name.
-    s.set_lease_owner_slot("later", 7);
     let renewal = s.upsert_lease(lease("later", "5"));
     assert!(matches!(renewal.upserted, Upserted::Changed { .. }));
     assert!(Rc::ptr_eq(&renewal.name, &node_name));
     assert!(Rc::ptr_eq(lease_key(&s, "later"), &node_name));
-    assert_eq!(renewal.owner_slot, 7);
+    assert_eq!(renewal.node, s.node_key("later"));
+    assert!(renewal.node.is_some());
     assert_eq!(&*s.lease("later").unwrap().name, "later");
     assert_eq!(&*s.lease("later").unwrap().resource_version, "5");
-    // Older and unchanged renewals change nothing and keep the slot.
+    // Older and unchanged renewals change nothing and keep the key.
     assert!(matches!(
         s.upsert_lease(lease("later", "4")).upserted,
         Upserted::Older
     ));
     let again = s.upsert_lease(lease("later", "5"));
     assert!(matches!(again.upserted, Upserted::Unchanged));
-    assert_eq!(again.owner_slot, 7);
+    assert_eq!(again.node, renewal.node);
     assert_eq!(s.lease_count(), 2);
 }
 
@@ -206,4 +208,33 @@ fn a_relist_of_leases_keeps_what_it_delivered_by_name_and_removes_the_rest() {
     assert_eq!(vanished.leases.len(), 1);
     assert_eq!(&*vanished.leases[0], "b");
     assert!(Rc::ptr_eq(lease_key(&s, "a"), &s.node("a").unwrap().name));
+}
+
+/// A node's key stays while the node does, through a relist that compacts the store's maps; a
+/// Lease keeps its node's key while the node is here, and none once it left. A node created
+/// again under the same name gets a new key, which its Lease then keeps.
+#[test]
+fn a_nodes_key_outlives_compaction_and_not_the_node() {
+    let mut s = ClusterStore::new();
+    for name in ["a", "b", "c"] {
+        s.upsert_node(node(name, "1"));
+        s.upsert_lease(lease(name, "2"));
+    }
+    let (a, c) = (s.node_key("a").unwrap(), s.node_key("c").unwrap());
+    s.begin_full_state(Kind::Nodes);
+    for name in ["b", "c"] {
+        s.upsert_node(node(name, "1"));
+    }
+    let vanished = s.end_full_state(Kind::Nodes);
+    assert_eq!(vanished.nodes.len(), 1);
+    assert_eq!(s.node_key("c"), Some(c), "compaction moved c, not its key");
+    assert_eq!(s.node_key("a"), None);
+    assert_eq!(s.upsert_lease(lease("a", "3")).node, None, "a is gone");
+    assert_eq!(s.upsert_lease(lease("c", "3")).node, Some(c));
+
+    s.upsert_node(node("a", "5"));
+    let again = s.node_key("a").unwrap();
+    assert_ne!(again, a, "a new node is a new key");
+    assert_eq!(s.upsert_lease(lease("a", "6")).node, Some(again));
+    assert_eq!(s.likely_lease_node("a"), Some(again));
 }
