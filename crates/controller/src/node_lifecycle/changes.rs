@@ -3,13 +3,11 @@
 
 use crate::actions::Action;
 use crate::decisions::Decision;
-use crate::dump::LegacyEviction;
 use crate::health::NodeHealth;
 use crate::model::{ClusterStore, ConditionStatus, Name, Node, NodeKey, PodChange};
 use crate::taint_ops::{NoExecuteKind, has_no_execute};
 use crate::time::Time;
 
-use super::busy::BusySlot;
 use super::health;
 use super::{NodeEntry, NodeLifecycle, Timer, domain_name, node_event};
 
@@ -42,26 +40,9 @@ impl NodeLifecycle {
             };
             let zone = domain_name(&self.zones, self.settings.domain_key(node));
             let health = NodeHealth::first_seen(node, now);
-            self.nodes.insert(
-                name.clone(),
-                NodeEntry {
-                    key,
-                    uid,
-                    registered: false,
-                    registered_at: now,
-                    lease_lag_ms: None,
-                    joined_live_at: self.synced.then_some(now),
-                    health,
-                    grace: Default::default(),
-                    grace_memo: health::GraceMemo::NONE,
-                    zone,
-                    counted: None,
-                    needs_pod_retry: false,
-                    busy: BusySlot::default(),
-                    legacy: LegacyEviction::Unmarked,
-                    mark: Default::default(),
-                },
-            );
+            let joined_live_at = self.synced.then_some(now);
+            let entry = NodeEntry::new(key, uid, zone, health, now, joined_live_at);
+            self.nodes.insert(name.clone(), entry);
             if self.synced {
                 self.register(store, name, now, out);
             }
@@ -142,10 +123,7 @@ impl NodeLifecycle {
         renewed: bool,
         now: Time,
     ) {
-        let Some(slot) = self.nodes.slot_of_key(key) else {
-            return;
-        };
-        let Some(e) = self.nodes.at_mut(slot) else {
+        let Some((slot, e)) = self.nodes.by_key_mut(key) else {
             return;
         };
         if !e.registered {

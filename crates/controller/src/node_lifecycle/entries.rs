@@ -16,7 +16,7 @@ const NONE: u32 = u32::MAX;
 pub(super) struct Entries {
     map: NameMap<NodeEntry>,
     /// By key index, the slot of the entry in `map` (`NONE` if none). The entry there is the
-    /// key's only if its own key is that key (checked by [`Entries::slot_of_key`]).
+    /// key's only if its own key is that key (checked by [`Entries::by_key`]).
     by_key: Vec<u32>,
 }
 
@@ -60,11 +60,18 @@ impl Entries {
         self.map.slots()
     }
 
-    /// The slot of the entry of the node `key` is for, while it is that node's.
-    pub(super) fn slot_of_key(&self, key: NodeKey) -> Option<u32> {
+    /// The entry of the node `key` is for, with its slot, while it is that node's: the entry
+    /// at the key's index holds the very key (its serial too), not an earlier holder's.
+    pub(super) fn by_key(&self, key: NodeKey) -> Option<(u32, &NodeEntry)> {
         let slot = *self.by_key.get(key.index())?;
         let (_, e) = self.map.at(slot)?;
-        (e.key == key).then_some(slot)
+        (e.key == key).then_some((slot, e))
+    }
+
+    /// [`Entries::by_key`], to change.
+    pub(super) fn by_key_mut(&mut self, key: NodeKey) -> Option<(u32, &mut NodeEntry)> {
+        let (slot, _) = self.by_key(key)?;
+        Some((slot, self.map.at_mut(slot)?))
     }
 
     /// Prefetching a batch of renewals (`model/prefetch.rs`), a stage at a time: the line of
@@ -121,4 +128,59 @@ fn index(by_key: &mut Vec<u32>, key: NodeKey, slot: u32) {
         by_key.resize(at + 1, NONE);
     }
     by_key[at] = slot;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::health::NodeHealth;
+    use crate::model::{ClusterStore, Node};
+    use crate::time::Time;
+
+    fn entry(store: &ClusterStore, name: &str) -> NodeEntry {
+        let now = Time::from_unix_millis(0);
+        let node = store.node(name).expect("stored");
+        let key = store.node_key(name).expect("a key");
+        let health = NodeHealth::first_seen(node, now);
+        NodeEntry::new(key, node.uid.clone(), Name::from("zone"), health, now, None)
+    }
+
+    fn node(name: &str) -> Node {
+        crate::tests::harness::node(name)
+            .uid(&format!("uid-{name}"))
+            .build()
+    }
+
+    /// A key kept past its node (`a`'s, once `b` holds its index) finds no entry, though the
+    /// entry at that index is there; the key of a node still here finds its own entry, also
+    /// after the entries are compacted and their slots move (`d` from the third slot to the
+    /// second, `c` gone).
+    #[test]
+    fn a_key_past_its_node_finds_no_entry_and_a_live_key_finds_its_own_through_compaction() {
+        let mut store = ClusterStore::new();
+        let mut entries = Entries::default();
+        for name in ["a", "c", "d"] {
+            store.upsert_node(node(name));
+            entries.insert(Name::from(name), entry(&store, name));
+        }
+        let a = store.node_key("a").unwrap();
+        for gone in ["c", "a"] {
+            entries.remove(gone);
+            store.remove_node(gone);
+        }
+        store.upsert_node(node("b"));
+        let b = store.node_key("b").unwrap();
+        assert_eq!(b.index(), a.index(), "b holds a's index");
+        entries.insert(Name::from("b"), entry(&store, "b"));
+        assert!(entries.by_key(a).is_none(), "a's key is not b's");
+        let d = store.node_key("d").unwrap();
+        let before = entries.by_key(d).map(|(slot, _)| slot);
+        entries.compact();
+        let (slot, e) = entries.by_key(d).expect("d's entry after compaction");
+        assert_ne!(Some(slot), before, "compaction moved d");
+        assert_eq!(&*e.uid, "uid-d");
+        assert_eq!(entries.by_key(b).map(|(_, e)| &*e.uid), Some("uid-b"));
+        assert!(entries.by_key(a).is_none());
+        assert_eq!(entries.len(), 2);
+    }
 }

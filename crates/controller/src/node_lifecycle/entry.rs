@@ -77,3 +77,34 @@ pub(super) struct NodeEntry {
     /// What it adds to the suspects' and the brakes' counts (`suspect_tally.rs`).
     pub(super) mark: suspect_tally::SuspectMark,
 }
+
+impl NodeEntry {
+    /// A node's entry as it is first seen: unregistered (registered at the initial sync, or
+    /// at once when it joins later: then `joined_live_at` is `Some(now)`), with nothing under way.
+    pub(super) fn new(
+        key: NodeKey,
+        uid: Name,
+        zone: Name,
+        health: NodeHealth,
+        now: Time,
+        joined_live_at: Option<Time>,
+    ) -> NodeEntry {
+        NodeEntry {
+            key,
+            uid,
+            registered: false,
+            registered_at: now,
+            lease_lag_ms: None,
+            joined_live_at,
+            health,
+            grace: Default::default(),
+            grace_memo: health::GraceMemo::NONE,
+            zone,
+            counted: None,
+            needs_pod_retry: false,
+            busy: BusySlot::default(),
+            legacy: LegacyEviction::Unmarked,
+            mark: Default::default(),
+        }
+    }
+}

@@ -282,10 +282,10 @@ impl NodeLifecycle {
                 node: Some(key),
                 ..
             } if self.brakes.any_engaged() => {
-                let Some(slot) = self.nodes.slot_of_key(*key) else {
+                let Some((slot, e)) = self.nodes.by_key(*key) else {
                     return self.tally_advance(store, now);
                 };
-                let grace = self.nodes.at(slot).and_then(|(_, e)| e.grace_memo.get());
+                let grace = e.grace_memo.get();
                 self.tally_renewed(store, name, slot, grace, now);
             }
             _ => self.tally_advance(store, now),
