@@ -62,12 +62,22 @@ fn lease_path(config: &Config) -> String {
     )
 }
 
+/// `e` with the request it answers: a server's answer names it already; a timeout or a broken
+/// connection does not.
+fn said(what: &str, e: &ApiError) -> String {
+    match e.code() {
+        Some(_) => e.to_string(),
+        None => format!("{what}: {e}"),
+    }
+}
+
 fn api_failure(what: &str, e: ApiError) -> PauseFailure {
     match e {
         ApiError::Forbidden(_) | ApiError::Unauthorized(_) => PauseFailure::Forbidden(format!(
-            "{what}: {e} (conf/rbac.yaml grants get and patch on the leader Lease)"
+            "{} (conf/rbac.yaml grants get and patch on the leader Lease)",
+            said(what, &e)
         )),
-        e => PauseFailure::Api(format!("{what}: {e}")),
+        e => PauseFailure::Api(said(what, &e)),
     }
 }
 
@@ -120,6 +130,37 @@ fn read(
     }
 }
 
+/// How many times a pause or resume is read and written again after a 409: the leader renews
+/// the Lease every `retry_period`, so the Lease can change between `resume`'s read and its
+/// write, and a `pause` that creates the Lease can race the daemon creating it. client-go's
+/// `retry.RetryOnConflict` with `DefaultRetry` takes the same 5 steps, 10 ms apart.
+pub(crate) const CONFLICT_TRIES: u32 = 5;
+const CONFLICT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// A write the server answered 409 (the Lease changed, or was created meanwhile): read and
+/// decide again. Carries the server's words for the last one.
+struct Conflict(String);
+
+/// Runs `attempt` (read, decide, write) until it is not refused with a 409, at most
+/// `CONFLICT_TRIES` times.
+fn retry_on_conflict(
+    mut attempt: impl FnMut() -> Result<Result<String, Conflict>, PauseFailure>,
+) -> Result<String, PauseFailure> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match attempt()? {
+            Ok(line) => return Ok(line),
+            Err(Conflict(words)) if tries >= CONFLICT_TRIES => {
+                return Err(PauseFailure::Api(format!(
+                    "{words} ({tries} times in a row: something else keeps writing the Lease)"
+                )));
+            }
+            Err(Conflict(_)) => std::thread::sleep(CONFLICT_BACKOFF),
+        }
+    }
+}
+
 /// Writes the annotation (`None` removes it) with the Lease's resourceVersion as precondition
 /// when given; creates the Lease (no holder: the daemon acquires it as usual) if there is none.
 fn write(
@@ -127,7 +168,7 @@ fn write(
     config: &Config,
     value: Option<String>,
     rv: Option<&str>,
-) -> Result<(), PauseFailure> {
+) -> Result<Result<(), Conflict>, PauseFailure> {
     let path = lease_path(config);
     let mut metadata = json!({ "annotations": { PAUSE_ANNOTATION: value } });
     if let Some(rv) = rv {
@@ -135,7 +176,8 @@ fn write(
     }
     let body = json!({ "metadata": metadata }).to_string();
     match client.patch::<serde_json::Value>(&path, PatchType::Merge, body.as_bytes()) {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(Ok(())),
+        Err(e @ ApiError::Conflict(_)) => Ok(Err(Conflict(e.to_string()))),
         Err(ApiError::NotFound(_)) if value.is_some() => {
             let collection = path.rsplit_once('/').map(|(c, _)| c).unwrap_or(&path);
             let lease = json!({
@@ -148,12 +190,14 @@ fn write(
                 },
                 "spec": {},
             });
-            client
-                .post::<serde_json::Value>(collection, lease.to_string().as_bytes())
-                .map(|_| ())
-                .map_err(|e| api_failure(&format!("POST {collection}"), e))
+            match client.post::<serde_json::Value>(collection, lease.to_string().as_bytes()) {
+                Ok(_) => Ok(Ok(())),
+                // AlreadyExists: the daemon created it meanwhile; patch it on the next try.
+                Err(e @ ApiError::Conflict(_)) => Ok(Err(Conflict(e.to_string()))),
+                Err(e) => Err(api_failure(&format!("POST {collection}"), e)),
+            }
         }
-        Err(ApiError::NotFound(_)) => Ok(()),
+        Err(ApiError::NotFound(_)) => Ok(Ok(())),
         Err(e) => Err(api_failure(&format!("PATCH {path}"), e)),
     }
 }
@@ -175,13 +219,16 @@ pub fn pause(
         reason: reason.to_string(),
         by: who(),
     };
-    write(&mut client, config, Some(encode(&pause)), None)?;
-    Ok(format!(
+    let line = format!(
         "paused on lease {}/{}: {}",
         config.leader_election.namespace,
         config.leader_election.name,
         pause.describe()
-    ))
+    );
+    retry_on_conflict(|| {
+        let written = write(&mut client, config, Some(encode(&pause)), None)?;
+        Ok(written.map(|()| line.clone()))
+    })
 }
 
 /// What is left of `current` once `resumed` is resumed (`None`: nothing).
@@ -202,19 +249,28 @@ pub fn resume(
     what: PauseScope,
 ) -> Result<String, PauseFailure> {
     let mut client = client(options, config)?;
-    let Some((Some(value), rv)) = read(&mut client, config)? else {
-        return Ok("nothing is paused".to_string());
+    retry_on_conflict(|| resume_once(&mut client, config, what))
+}
+
+/// One read and write of `resume`, the write conditional on the Lease not having changed.
+fn resume_once(
+    client: &mut ApiClient,
+    config: &Config,
+    what: PauseScope,
+) -> Result<Result<String, Conflict>, PauseFailure> {
+    let Some((Some(value), rv)) = read(client, config)? else {
+        return Ok(Ok("nothing is paused".to_string()));
     };
     let next = match decode(&value) {
         // An unreadable pause is removed whole.
         Err(_) => None,
         Ok(p) => match remaining(p.what, what) {
             Some(left) if left == p.what => {
-                return Ok(format!(
+                return Ok(Ok(format!(
                     "{} is not paused; the pause in force: {}",
                     what.as_str(),
                     p.describe()
-                ));
+                )));
             }
             Some(left) => Some(FleetPause { what: left, ..p }),
             None => None,
@@ -224,8 +280,8 @@ pub fn resume(
         Some(p) => format!("resumed {}; still paused: {}", what.as_str(), p.describe()),
         None => "resumed: nothing is paused".to_string(),
     };
-    write(&mut client, config, next.as_ref().map(encode), Some(&rv))?;
-    Ok(line)
+    let written = write(client, config, next.as_ref().map(encode), Some(&rv))?;
+    Ok(written.map(|()| line))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod leader;
 mod leader_sim;
 mod node_failure;
 mod operation;
+mod pause_cli;
 mod shadow;
 mod signals;
 mod startup;

@@ -94,16 +94,25 @@ fn the_initial_list_and_the_live_lease_read_as_the_server_saw_them(kube: Kube) {
         || ready_of(&node_json(&mut admin, "z1-n1")).0 == "Unknown",
         || d.log(),
     );
+    let is_status_write = |r: &Request| {
+        r.resource == "nodes"
+            && r.subresource == "status"
+            && r.name == "z1-n1"
+            && (r.verb == "update" || r.verb == "patch")
+    };
+    // The server logs a request's ResponseComplete stage after it has answered, so the write
+    // can be seen on the node a moment before it is in the audit log.
+    wait_until(
+        "z1-n1's status write in the audit log",
+        Duration::from_secs(10),
+        || daemon_requests(&server).iter().any(is_status_write),
+        || format!("{:#?}", daemon_requests(&server)),
+    );
     let requests = daemon_requests(&server);
     let status_write = requests
         .iter()
-        .position(|r| {
-            r.resource == "nodes"
-                && r.subresource == "status"
-                && r.name == "z1-n1"
-                && (r.verb == "update" || r.verb == "patch")
-        })
-        .unwrap_or_else(|| panic!("no status write of z1-n1 in {requests:#?}"));
+        .position(is_status_write)
+        .expect("seen by the wait above");
     let lease_read = requests[..status_write]
         .iter()
         .rev()
