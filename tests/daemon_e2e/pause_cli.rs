@@ -3,29 +3,11 @@
 //! write that meets a 409 (the Lease changed between `resume`'s read and its write) is read and
 //! decided again, as client-go's `RetryOnConflict` does; only a Lease that keeps changing fails.
 
-use std::path::Path;
-use std::process::Command;
-
-use crate::e2e_support::{BIN, Sim, Timing, config_text};
+use crate::e2e_support::{Sim, Timing, cli, config_text};
 use node_lifecycled_sim::{RequestMatch, Resource, Verb};
 
 const TOKEN: &str = "operator";
 const PAUSE: &str = "node-lifecycled.io/pause";
-
-fn cli(config: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
-}
 
 fn pause_annotation(sim: &Sim) -> Option<String> {
     let lease =

@@ -621,6 +621,23 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// `node-lifecycled <args> --config <config>`, a one-shot command run as an operator would:
+/// its exit code, and stdout then stderr.
+pub fn cli(config: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
 /// One HTTP/1.1 GET to the daemon's metrics endpoint on loopback: `(status, body)`.
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();

@@ -7,10 +7,9 @@
 //! says why).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::e2e_support::{BIN, Daemon, TempDir, Timing, config_text, wait_until};
+use crate::e2e_support::{Daemon, TempDir, Timing, cli, config_text, wait_until};
 use crate::real_apiserver_support::RealApiserver;
 use crate::real_apiserver_support::fleet::{
     FleetSpec, Kubelets, admin_client, create_fleet, node_json, ready_of,
@@ -43,21 +42,6 @@ fn fencing_config(server: &RealApiserver, identity: &str, runs: &Path) -> String
          command = [\"/bin/sh\", \"-c\", \"echo \\\"$NODE_NAME\\\" >> {}\"]\n",
         runs.display()
     )
-}
-
-fn cli(config: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
 }
 
 fn pause_annotation(server: &RealApiserver) -> Option<String> {
