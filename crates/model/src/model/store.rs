@@ -183,7 +183,7 @@ impl ClusterStore {
             }
             None => {
                 let key = self.keys.issue();
-                self.rekey_lease(&node.name, Some(key));
+                self.rekey_lease(&node.name, key);
                 self.nodes.insert(node.name.clone(), HeldNode { node, key });
                 self.recount_not_ready(false, not_ready);
                 Upserted::Changed { before: None }
@@ -257,11 +257,11 @@ impl ClusterStore {
     /// A node new to the store, under `key`: its Lease, if it came first, keeps the key, and is
     /// kept under the node's name from now on (one allocation for both; the renewals' lookups
     /// compare it by address).
-    fn rekey_lease(&mut self, node_name: &Name, key: Option<NodeKey>) {
+    fn rekey_lease(&mut self, node_name: &Name, key: NodeKey) {
         let Some((held_name, held)) = self.leases.get_key_value_mut(node_name) else {
             return;
         };
-        held.node = key;
+        held.node = Some(key);
         if Rc::ptr_eq(held_name, node_name) {
             return;
         }
